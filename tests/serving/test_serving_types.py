@@ -1,0 +1,129 @@
+"""Request/result values, reply parsing and the registry: validation that names the parameter."""
+
+from __future__ import annotations
+
+import pytest
+
+from serving.errors import ConfigError, ModelNotPreparedError
+from serving.registry import ModelSpec, default_registry
+from serving.replies import build_result, parse_reply, split_reasoning
+from serving.types import ChatRequest, ChatResult, Message, Usage, image_data_url
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"action": {"enum": ["LONG_SHORT", "SHORT_LONG", "FLAT"]},
+                   "reason": {"type": "string", "maxLength": 40}},
+    "required": ["action", "reason"],
+    "additionalProperties": False,
+}
+
+
+def req(**kw) -> ChatRequest:
+    base = dict(model="tiny-qwen3", messages=(Message("user", "hi"),), max_tokens=16)
+    base.update(kw)
+    return ChatRequest(**base)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("max_tokens", 0, "max_tokens"),
+        ("max_tokens", 2.5, "max_tokens"),
+        ("temperature", -1.0, "temperature"),
+        ("top_p", 0.0, "top_p"),
+        ("thinking", "yes", "thinking"),
+        ("call_type", "Bad Label", "call_type"),
+        ("messages", (), "messages"),
+        ("model", "", "model"),
+        ("repetition_penalty", 9.0, "repetition_penalty"),
+        ("json_schema", {"x": object()}, "json_schema"),
+    ],
+)
+def test_request_validation_names_the_parameter(field, value, needle):
+    with pytest.raises(ConfigError, match=needle):
+        req(**{field: value})
+
+
+def test_message_role_and_images_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="role"):
+        Message("robot", "x")
+    with pytest.raises(ConfigError, match="data:image"):
+        Message("user", "x", ("http://example.com/a.png",))
+    png = tmp_path / "a.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 16)
+    url = image_data_url(png)
+    assert url.startswith("data:image/png;base64,")
+    m = Message("user", "see", (url,))
+    assert m.to_openai()["content"][1]["image_url"]["url"] == url
+
+
+def test_key_is_stable_and_sensitive_to_every_field():
+    a, b = req(), req()
+    assert a.key() == b.key()
+    variants = [req(max_tokens=17), req(temperature=0.5), req(seed=1), req(thinking=True),
+                req(json_schema=SCHEMA), req(call_type="direction"), req(stop=("x",)),
+                req(messages=(Message("user", "hi!"),))]
+    keys = {v.key() for v in variants}
+    assert a.key() not in keys and len(keys) == len(variants)
+    assert ChatRequest.from_dict(req(json_schema=SCHEMA).to_dict()) == req(json_schema=SCHEMA)
+
+
+def test_split_reasoning_variants():
+    assert split_reasoning("<think>\nplan\n</think>\n\n{\"a\":1}") == ('{"a":1}', "plan")
+    assert split_reasoning("plan</think>answer") == ("answer", "plan")
+    assert split_reasoning("<think>never closed") == ("", "never closed")
+    assert split_reasoning("plain") == ("plain", None)
+
+
+def test_parse_reply_checks_schema():
+    ok, err = parse_reply('{"action": "FLAT", "reason": "r"}', SCHEMA)
+    assert err is None and ok["action"] == "FLAT"
+    bad, err = parse_reply('{"action": "BUY", "reason": "r"}', SCHEMA)
+    assert bad is None and "action" in err
+    bad, err = parse_reply('{"action": "FLAT", "reas', SCHEMA)
+    assert bad is None and err.startswith("invalid JSON")
+    assert parse_reply("anything", None) == (None, None)
+    fenced, err = parse_reply('```json\n{"action": "FLAT", "reason": ""}\n```', SCHEMA)
+    assert err is None and fenced["reason"] == ""
+
+
+def test_length_finish_is_a_fallback_even_if_text_parses():
+    r = req(json_schema=SCHEMA)
+    res = build_result(r, '{"action": "FLAT", "reason": "x"}', finish_reason="length",
+                       usage=Usage(3, 16), latency_s=0.1, backend="t", revision="r")
+    assert res.parsed is None and res.is_fallback and "length" in res.parse_error
+    again = ChatResult.from_dict(res.to_dict())
+    assert again == res
+
+
+def test_thinking_reply_is_split_before_parsing():
+    r = req(json_schema=SCHEMA)
+    res = build_result(r, '<think>{"not": "this"}</think>{"action": "FLAT", "reason": "x"}',
+                       finish_reason="stop", usage=Usage(1, 1), latency_s=0.0, backend="t",
+                       revision="r")
+    assert res.parsed == {"action": "FLAT", "reason": "x"}
+    assert res.reasoning == '{"not": "this"}'
+
+
+def test_registry_keys_and_errors(tmp_path, monkeypatch):
+    reg = default_registry()
+    for key in ["llama-3.1-8b", "llama-3.1-70b", "qwen3-4b", "qwen3-4b-nothink", "qwen3-32b",
+                "qwen3-32b-nothink", "qwen3-vl-8b", "smollm2-135m", "tiny-qwen3"]:
+        assert reg.get(key).key == key
+    with pytest.raises(ConfigError, match="unknown model key 'gpt-4'.*allowed"):
+        reg.get("gpt-4")
+    q = reg.get("qwen3-4b")
+    assert q.reasoning_parser == "qwen3" and q.thinking_default is True
+    assert reg.get("qwen3-4b-nothink").thinking_default is False
+    assert reg.get("qwen3-vl-8b").accepts_images and not q.accepts_images
+    assert reg.get("llama-3.1-8b").default_max_tokens == 16_384 and q.timeout_s == 600
+    args = reg.get("qwen3-32b").serve_args(port=9000)
+    assert args[args.index("--tensor-parallel-size") + 1] == "2"
+    assert "--reasoning-parser" in args and "--enable-prompt-tokens-details" in args
+    monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(tmp_path))
+    with pytest.raises(ModelNotPreparedError, match="Qwen/Qwen3-4B"):
+        q.resolve_path()
+    with pytest.raises(ConfigError, match="tensor_parallel_size"):
+        ModelSpec("x", "x", "local_dir", tensor_parallel_size=0)
+    with pytest.raises(ConfigError, match="source"):
+        ModelSpec("x", "x", "hub")
