@@ -1,0 +1,176 @@
+"""Model preparation: tiny random models, manifests and their verification, SmolLM2 conversion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from serving.errors import ConfigError, ModelNotPreparedError
+from serving.models import MANIFEST_NAME, build_tiny_model, verify_prepared, write_manifest
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+
+def _file_hashes(model_dir: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(model_dir.iterdir())
+        if p.is_file() and p.name != MANIFEST_NAME
+    }
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny")
+    return {arch: build_tiny_model(root / arch, arch=arch) for arch in ("qwen3", "llama")}
+
+
+def test_tiny_model_is_deterministic_for_a_seed(
+    tiny_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    again = build_tiny_model(tmp_path / "again", arch="qwen3", seed=0)
+    other = build_tiny_model(tmp_path / "other", arch="qwen3", seed=1)
+    first, second, third = (_file_hashes(d) for d in (tiny_dirs["qwen3"], again, other))
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(first)
+    assert first == second
+    assert third["model.safetensors"] != first["model.safetensors"]
+    assert third["tokenizer.json"] == first["tokenizer.json"]
+
+
+@pytest.mark.parametrize(
+    ("arch", "cls_name"), [("qwen3", "Qwen3ForCausalLM"), ("llama", "LlamaForCausalLM")]
+)
+def test_tiny_model_loads_and_generates_with_transformers(
+    tiny_dirs: dict[str, Path], arch: str, cls_name: str
+) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = tiny_dirs[arch]
+    config = json.loads((path / "config.json").read_text())
+    assert config["architectures"] == [cls_name]
+    assert config["head_dim"] >= 32
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    assert type(model).__name__ == cls_name
+    assert len(tok) <= config["vocab_size"]
+    batch = tok.apply_chat_template(
+        [{"role": "user", "content": "hello"}],
+        add_generation_prompt=True,
+        return_dict=True,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        out = model.generate(**batch, max_new_tokens=5, min_new_tokens=5, do_sample=False)
+    assert out.shape[1] == batch["input_ids"].shape[1] + 5
+    assert isinstance(tok.decode(out[0, -5:]), str)
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "llama"])
+def test_tiny_tokenizer_round_trips_any_json_text(tiny_dirs: dict[str, Path], arch: str) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_dirs[arch])
+    text = json.dumps({"reason": "Spread z=-2.31; é 漢 \t\n", "items": [1, -0.5e3, None, True]})
+    ids = tok.encode(text, add_special_tokens=False)
+    assert tok.decode(ids) == text
+    assert tok.unk_token_id is None or tok.unk_token_id not in ids
+
+
+def test_qwen3_template_honours_enable_thinking(tiny_dirs: dict[str, Path]) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_dirs["qwen3"])
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "<think>\nworking\n</think>\n\nA1"},
+        {"role": "user", "content": "Q2"},
+    ]
+    thinking = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    quiet = tok.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
+    assert thinking.startswith("<|im_start|>system\nBe brief.<|im_end|>\n")
+    assert thinking.endswith("<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n")
+    assert quiet == thinking + "<think>\n\n</think>\n\n"
+    assert "<|im_start|>assistant\nA1<|im_end|>" in thinking  # earlier reasoning dropped
+    assert "working" not in thinking
+    assert tok.eos_token == "<|im_end|>"
+    think_ids = tok.convert_tokens_to_ids(["<think>", "</think>"])
+    assert tok.decode(think_ids, skip_special_tokens=True) == "<think></think>"
+
+
+def test_llama_template_uses_header_tokens(tiny_dirs: dict[str, Path]) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_dirs["llama"])
+    text = tok.apply_chat_template(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": [
+            {"type": "text", "text": "part one"}]}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    assert text == (
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\npart one<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+    assert tok.eos_token == "<|eot_id|>"
+    for token in ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"):
+        assert len(tok.encode(token, add_special_tokens=False)) == 1
+
+
+def test_build_tiny_model_rejects_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="arch='gpt2'"):
+        build_tiny_model(tmp_path / "m", arch="gpt2")
+    with pytest.raises(ConfigError, match="head_dim=16"):
+        build_tiny_model(tmp_path / "m", head_dim=16)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="refusing to replace"):
+        build_tiny_model(foreign)
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def test_verify_prepared_accepts_a_built_model(tiny_dirs: dict[str, Path]) -> None:
+    path = tiny_dirs["qwen3"]
+    assert verify_prepared(path) == path
+    manifest = json.loads((path / MANIFEST_NAME).read_text())
+    assert manifest["source"]["kind"] == "tiny-random"
+    assert set(manifest["files"]) == set(_file_hashes(path))
+
+
+def test_verify_prepared_detects_tampering(tmp_path: Path) -> None:
+    model_dir = tmp_path / "model"
+    (model_dir / "sub").mkdir(parents=True)
+    (model_dir / "weights.bin").write_bytes(b"\x00\x01" * 100)
+    (model_dir / "sub" / "config.json").write_text("{}")
+    with pytest.raises(ModelNotPreparedError, match="--force"):
+        verify_prepared(model_dir)  # no manifest yet
+    write_manifest(model_dir, source={"kind": "test"})
+    assert verify_prepared(model_dir) == model_dir
+
+    (model_dir / "weights.bin").write_bytes(b"\x00\x02" * 100)
+    with pytest.raises(ModelNotPreparedError, match="weights.bin.*smollm2-135m --force"):
+        verify_prepared(model_dir)
+    write_manifest(model_dir, source={"kind": "test"})
+
+    (model_dir / "sub" / "config.json").unlink()
+    with pytest.raises(ModelNotPreparedError, match="sub/config.json.*missing"):
+        verify_prepared(model_dir, key="tiny")
+    write_manifest(model_dir, source={"kind": "test"})
+
+    (model_dir / "stray.txt").write_text("x")
+    with pytest.raises(ModelNotPreparedError, match="stray.txt"):
+        verify_prepared(model_dir)
+
+
+def test_write_manifest_needs_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="model_dir="):
+        write_manifest(tmp_path / "absent", source={})
