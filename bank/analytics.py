@@ -1,0 +1,148 @@
+"""Retrieval analytics over bank snapshots (FinAcumen Appendix E): hit rate H_n, mean entries
+per query E_n, adjacent-snapshot Jaccard J (empty/empty = 1), change fraction C, tau sweeps,
+and the closed forms E[J] ~ n/(n+dn) and C = 1-(1-p)^dn they are checked against.
+
+Snapshot n holds the first n entries of an order (insertion order, or the paper's stratified
+order). Sets are computed from one float64 similarity matrix with the same selection rule as
+:func:`bank.retrieval.select_hits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bank.errors import BankConfigError
+from bank.retrieval import select_hits
+
+__all__ = [
+    "SnapshotRow",
+    "similarity_matrix",
+    "retrieval_sets",
+    "hit_rate",
+    "mean_entries",
+    "jaccard",
+    "change_fraction",
+    "snapshot_table",
+    "tau_sweep",
+    "stratified_order",
+    "expected_jaccard",
+    "expected_change_fraction",
+]
+
+RSets = list[frozenset[int]]
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """Metrics at one (tau, n); J and C compare with the previous snapshot (None for the first)."""
+
+    tau: float
+    n: int  # entries in the snapshot
+    hit_rate: float  # fraction of queries with >= 1 entry
+    mean_entries: float  # mean entries per query
+    jaccard_prev: float | None
+    change_prev: float | None  # fraction of queries whose set changed
+
+
+def similarity_matrix(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Cosine similarities (Q, N) float64 of unit query rows with unit entry rows."""
+    return np.asarray(queries, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
+
+
+def retrieval_sets(sims: np.ndarray, sources: Sequence[str], order: np.ndarray, n: int, tau: float,
+                   k_max: int | None = None, dedupe_source: bool = True) -> RSets:
+    """Entry-id set per query for the snapshot ``order[:n]`` (entry ids), threshold ``tau``."""
+    cols = np.asarray(order[:n], dtype=np.int64)
+    out: RSets = []
+    for row in sims[:, cols] if n else np.zeros((len(sims), 0)):
+        idx = np.flatnonzero(row >= tau)
+        labels, s = cols[idx], row[idx]
+        o = np.lexsort((labels, -s))
+        out.append(frozenset(h.entry_id for h in select_hits(labels[o], s[o], sources, k_max, dedupe_source)))
+    return out
+
+
+def hit_rate(sets: RSets) -> float:
+    """H_n: fraction of queries whose set is non-empty."""
+    return float(np.mean([len(s) > 0 for s in sets])) if sets else 0.0
+
+
+def mean_entries(sets: RSets) -> float:
+    """E_n: mean set size."""
+    return float(np.mean([len(s) for s in sets])) if sets else 0.0
+
+
+def jaccard(a: RSets, b: RSets) -> float:
+    """Mean per-query Jaccard of two snapshots' sets, 1 where both are empty."""
+    _same_len(a, b)
+    vals = [1.0 if not (x or y) else len(x & y) / len(x | y) for x, y in zip(a, b)]
+    return float(np.mean(vals)) if vals else 1.0
+
+
+def change_fraction(a: RSets, b: RSets) -> float:
+    """C: fraction of queries whose set differs between two snapshots."""
+    _same_len(a, b)
+    return float(np.mean([x != y for x, y in zip(a, b)])) if a else 0.0
+
+
+def _same_len(a: RSets, b: RSets) -> None:
+    if len(a) != len(b):
+        raise BankConfigError(f"set lists must cover the same queries, got {len(a)} and {len(b)}")
+
+
+def snapshot_table(sims: np.ndarray, sources: Sequence[str], sizes: Sequence[int], tau: float,
+                   k_max: int | None = None, order: np.ndarray | None = None, dedupe_source: bool = True
+                   ) -> list[SnapshotRow]:
+    """One row per snapshot size (ascending), J and C against the previous size."""
+    n_all = sims.shape[1]
+    order = np.arange(n_all) if order is None else np.asarray(order)
+    sizes = sorted(int(s) for s in sizes)
+    if any(s < 0 or s > len(order) for s in sizes):
+        raise BankConfigError(f"sizes must lie in [0, {len(order)}], got {sizes}")
+    rows: list[SnapshotRow] = []
+    prev: RSets | None = None
+    for n in sizes:
+        cur = retrieval_sets(sims, sources, order, n, tau, k_max, dedupe_source)
+        rows.append(SnapshotRow(tau, n, hit_rate(cur), mean_entries(cur),
+                                None if prev is None else jaccard(prev, cur),
+                                None if prev is None else change_fraction(prev, cur)))
+        prev = cur
+    return rows
+
+
+def tau_sweep(sims: np.ndarray, sources: Sequence[str], sizes: Sequence[int], taus: Sequence[float],
+              k_max: int | None = None, order: np.ndarray | None = None) -> list[SnapshotRow]:
+    """:func:`snapshot_table` for each tau, concatenated."""
+    return [row for tau in taus for row in snapshot_table(sims, sources, sizes, tau, k_max, order)]
+
+
+def stratified_order(datasets: Sequence[str], seed: int = 42) -> np.ndarray:
+    """The paper's snapshot order (E.1): entries grouped by dataset, each group shuffled with
+    ``seed``, then interleaved round-robin so every prefix draws evenly from all datasets."""
+    rng = np.random.default_rng(seed)
+    groups = {}
+    for i, d in enumerate(datasets):
+        groups.setdefault(d, []).append(i)
+    shuffled = [rng.permutation(np.asarray(groups[d])) for d in sorted(groups)]
+    out = []
+    for j in range(max((len(g) for g in shuffled), default=0)):
+        out.extend(int(g[j]) for g in shuffled if j < len(g))
+    return np.asarray(out, dtype=np.int64)
+
+
+def expected_jaccard(n: int, dn: int, p: float | None = None) -> float:
+    """Paper's E[J_{n,n+dn}] ~ n/(n+dn). With ``p`` given, the exact value for independent
+    entries under the empty/empty = 1 rule: (1-P0) n/(n+dn) + P0, P0 = (1-p)^(n+dn)."""
+    base = n / (n + dn)
+    if p is None:
+        return base
+    p0 = (1.0 - p) ** (n + dn)
+    return (1.0 - p0) * base + p0
+
+
+def expected_change_fraction(p: float, dn: int) -> float:
+    """Paper's P(change) = 1 - (1-p)^dn for dn added entries each above tau with probability p."""
+    return 1.0 - (1.0 - p) ** dn
