@@ -143,7 +143,8 @@ class ModelSpec:
             "--seed", "0",
             "--enable-prompt-tokens-details",
             "--generation-config", "vllm",
-            "--structured-outputs-config.backend", "guidance",
+            "--structured-outputs-config",
+            '{"backend": "guidance", "disable_any_whitespace": true}',
         ]
         if self.device == "gpu":
             args += [

