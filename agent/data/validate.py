@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 _ISO_RE = r"^\d{4}-\d{2}-\d{2}(?:$|[T ])"
+_MISSING_TEXT = frozenset({"", "nan", "na", "n/a", "null", "none"})  # cells read as missing
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ def _is_missing(v: object) -> bool:
         return True
     if isinstance(v, float) and math.isnan(v):
         return True
-    if isinstance(v, str) and not v.strip():
-        return True
+    if isinstance(v, str):
+        return v.strip().lower() in _MISSING_TEXT
     return v is pd.NaT
 
 
@@ -153,9 +154,14 @@ def parse_numbers(
     return num
 
 
+def _is_blank(v: object) -> bool:
+    # text cells: only empty/None/NaN are missing (a ticker may well be "NA")
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
 def parse_text(values: pd.Series, where: Where, column: str, *, required: bool) -> np.ndarray:
     """Text cells -> stripped ``str`` (``""`` for empty when not ``required``)."""
-    out = np.array(["" if _is_missing(v) else str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object)
+    out = np.array(["" if _is_blank(v) else str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object)
     if required:
         empty = out == ""
         if empty.any():
