@@ -4,7 +4,8 @@ One pass, O(1) work per step: Welford-style updates add the entering pair of val
 the leaving one. Removal updates can accumulate rounding (a large value leaving the window
 leaves its rounding error behind), so every ``window`` steps the sums are recomputed exactly
 from the window (two-pass); that costs O(window) once per ``window`` steps, i.e. O(1)
-amortised, and bounds the drift to one window's worth of updates. Windows are checked for
+amortised, and bounds the drift to one window's worth of updates; a removal that cancels
+most of a sum of squares (a dominant value leaving) triggers the recompute at once. Windows are checked for
 constancy exactly, by counting value changes inside the window, so a constant window is
 reported as such instead of as a tiny rounding residue.
 """
@@ -17,6 +18,10 @@ import numpy as np
 from numba import njit
 
 __all__ = ["rolling_comoments", "run_comoments"]
+
+# A removal that shrinks a sum of squares below this fraction of its value triggers an exact
+# recompute (that many digits of the sum were cancelled).
+_SHRINK = 1e-2
 
 
 @njit(cache=True)
@@ -88,6 +93,8 @@ def rolling_comoments(a, b, window, mean_a, mean_b, c_aa, c_bb, c_ab, flat_a, fl
                 cnt = 0
                 ma = mb = saa = sbb = sab = 0.0
             else:
+                before_a = saa
+                before_b = sbb
                 cnt -= 1
                 da = ao - ma
                 db = bo - mb
@@ -96,6 +103,10 @@ def rolling_comoments(a, b, window, mean_a, mean_b, c_aa, c_bb, c_ab, flat_a, fl
                 saa -= da * (ao - ma)
                 sbb -= db * (bo - mb)
                 sab -= da * (bo - mb)
+                if saa < _SHRINK * before_a or sbb < _SHRINK * before_b:
+                    # a dominant value (outlier, jump) just left: its rounding residue would
+                    # swamp the remaining sums, so recompute exactly at the next full window
+                    since_exact = window
             changes_a -= a[o + 1] != a[o]
             changes_b -= b[o + 1] != b[o]
         since_exact += 1
