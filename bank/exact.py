@@ -36,6 +36,7 @@ __all__ = ["ExactConfig", "ExactThresholdIndex", "SearchStats", "exact_sims", "b
 log = logging.getLogger(__name__)
 
 _MARGIN = 1e-4  # slack on every bound and on the float32 decision, in cosine units
+_SCAN_FRACTION = 0.3  # above this fraction of candidate rows, scan all rows in order instead
 _BLOCK = 65_536  # rows per block in blocked passes (bounds peak memory)
 
 
@@ -259,10 +260,12 @@ class ExactThresholdIndex:
             if self._parted == 0:
                 return self._decide(qv, None, threshold, n, 0, 0)
             cand, kept, bounded = self._candidates(qv, threshold - _MARGIN, n)
+            if cand is not None and len(cand) > _SCAN_FRACTION * n:
+                cand = None  # gathering most rows costs more than scanning them in order
             return self._decide(qv, cand, threshold, n, kept, bounded)
 
-    def _candidates(self, qv: np.ndarray, t_lo: float, n: int) -> tuple[np.ndarray, int, int]:
-        """Labels < n that no bound excludes, the clusters kept and the rows bounded."""
+    def _candidates(self, qv: np.ndarray, t_lo: float, n: int) -> tuple[np.ndarray | None, int, int]:
+        """Labels < n that no bound excludes (None: too many, scan all), clusters kept, rows bounded."""
         assert self._cent is not None and self._basis is not None
         q64 = qv.astype(np.float64)
         q_p = self._basis @ q64

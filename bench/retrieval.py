@@ -1,0 +1,174 @@
+"""Threshold retrieval benchmark: exact threshold index and hnswlib vs numpy brute force.
+
+For each bank size: build times, p50/p99 query latency, completeness of threshold results
+against an exact oracle, and the speed-up over float32 numpy brute force measured in the same
+run. Vectors are synthetic clustered unit vectors shaped like sentence embeddings (a shared
+direction, topic clusters, noise; see --common/--spread); with --real, MiniLM embeddings of
+../shared/data/qa/tatqa_dev.jsonl questions + context heads are measured too. Prints JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bank.exact import ExactConfig, ExactThresholdIndex, exact_sims
+from bank.index import HnswConfig, HnswIndex
+
+__all__ = ["main", "synthetic_bank"]
+
+log = logging.getLogger(__name__)
+_QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "tatqa_dev.jsonl"
+
+
+def synthetic_bank(n: int, dim: int, clusters: int, common: float, spread: float, seed: int) -> np.ndarray:
+    """Unit float32 rows: random topic centre + ``common`` * shared direction + ``spread`` noise.
+    Pairs share cosine ~ (1+c^2)/(1+c^2+s^2) within a topic and ~ c^2/(1+c^2+s^2) across."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    g = rng.standard_normal(dim).astype(np.float32)
+    g /= np.linalg.norm(g)
+    out = np.empty((n, dim), dtype=np.float32)
+    for lo in range(0, n, 65_536):
+        m = min(n, lo + 65_536) - lo
+        blk = centres[rng.integers(0, clusters, m)] + common * g
+        blk += (spread / np.sqrt(dim)) * rng.standard_normal((m, dim), dtype=np.float32)
+        out[lo : lo + m] = blk / np.linalg.norm(blk, axis=1, keepdims=True)
+    return out
+
+
+def _oracle(x: np.ndarray, q: np.ndarray, tau: float) -> set[int]:
+    """Exact set: float32 candidates within 1e-4 of tau, decided by the float64 dot product."""
+    cand = np.flatnonzero(x @ q >= tau - 1e-4)
+    return set(cand[exact_sims(x[cand], q) >= tau].tolist())
+
+
+def _hnsw_threshold(index: HnswIndex, q: np.ndarray, tau: float, ef: int) -> np.ndarray:
+    """hnswlib alone: widen k (doubling, ef >= k) until the k-th similarity falls below tau."""
+    k = 64
+    while True:
+        labels, sims = index.knn(q, k, ef=max(ef, k))
+        if len(labels) < k or sims[-1] < tau:
+            return labels[sims >= tau]
+        k *= 2
+
+
+def _pct(ms: list[float]) -> dict[str, float]:
+    return {"p50": round(float(np.percentile(ms, 50)), 3), "p99": round(float(np.percentile(ms, 99)), 3)}
+
+
+def _measure(name: str, x: np.ndarray, queries: np.ndarray, taus: Sequence[float], args: argparse.Namespace
+             ) -> list[dict]:
+    n, dim = x.shape
+    t0 = time.perf_counter()
+    hnsw = HnswIndex(dim, HnswConfig(m=args.m, ef_construction=args.ef_construction, initial_capacity=n,
+                                     threads=args.threads))
+    for lo in range(0, n, 100_000):
+        hnsw.add(x[lo : lo + 100_000])
+    t_hnsw = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exact = ExactThresholdIndex(dim, ExactConfig(min_partition=args.min_partition))
+    exact.add(x)
+    t_exact = time.perf_counter() - t0
+    out = []
+    for tau in taus:
+        lat: dict[str, list[float]] = {"brute": [], "exact": [], "hnsw": []}
+        found_exact = found_hnsw = extra = total = 0
+        dotted = []
+        for q in queries:
+            want = _oracle(x, q, tau)
+            t0 = time.perf_counter()
+            np.flatnonzero(x @ q >= tau)  # the brute force being compared against
+            lat["brute"].append(1e3 * (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            labels, _ = exact.search(q, tau)
+            lat["exact"].append(1e3 * (time.perf_counter() - t0))
+            dotted.append(exact.last_stats.rows_dotted / n)
+            t0 = time.perf_counter()
+            h = _hnsw_threshold(hnsw, q, tau, args.ef)
+            lat["hnsw"].append(1e3 * (time.perf_counter() - t0))
+            got = set(labels.tolist())
+            total += len(want)
+            found_exact += len(want & got)
+            extra += len(got - want)
+            found_hnsw += len(want & set(h.tolist()))
+        rec = {
+            "bench": "retrieval", "bank": name, "n": n, "dim": dim, "tau": tau, "queries": len(queries),
+            "build_s": {"hnsw": round(t_hnsw, 2), "exact": round(t_exact, 2)},
+            "latency_ms": {k: _pct(v) for k, v in lat.items()},
+            "mean_results": round(total / len(queries), 2),
+            "completeness": {"exact": 1.0 if total == 0 else found_exact / total, "exact_extra": extra,
+                             "hnsw_ef%d" % args.ef: 1.0 if total == 0 else round(found_hnsw / total, 5)},
+            "exact_rows_dotted_frac": round(float(np.mean(dotted)), 5),
+            "speedup_vs_brute_p50": {
+                "exact": round(np.percentile(lat["brute"], 50) / np.percentile(lat["exact"], 50), 2),
+                "hnsw": round(np.percentile(lat["brute"], 50) / np.percentile(lat["hnsw"], 50), 2)},
+        }
+        print(json.dumps(rec), flush=True)
+        out.append(rec)
+    return out
+
+
+def _real(args: argparse.Namespace) -> list[dict]:
+    from bank.embedder import MiniLMEmbedder
+    from bank.schema import query_text
+
+    path = Path(args.qa)
+    if not path.exists():
+        log.warning("%s absent: skipping real embeddings", path)
+        return []
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = rows[: args.real_limit] if args.real_limit else rows
+    texts = [query_text(r["question"], "\n".join(r.get("paragraphs", []))) for r in rows]
+    emb = MiniLMEmbedder(threads=args.threads)
+    emb.embed(texts[:4])  # load + warm up
+    t0 = time.perf_counter()
+    v = emb.embed(texts)
+    rate = len(texts) / (time.perf_counter() - t0)
+    print(json.dumps({"bench": "retrieval", "embed": "minilm", "texts": len(texts), "texts_per_s": round(rate, 1),
+                      "threads": args.threads}), flush=True)
+    n_q = min(args.queries, len(v) // 4)
+    return _measure("tatqa-minilm", v[n_q:], v[:n_q], args.taus, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="localfin bench retrieval", description=__doc__)
+    p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000])
+    p.add_argument("--quick", action="store_true", help="sizes 2400,20000 and fewer queries")
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--taus", type=lambda s: [float(v) for v in s.split(",")], default=[0.65])
+    p.add_argument("--clusters", type=int, default=1000)
+    p.add_argument("--common", type=float, default=0.866, help="weight of the shared direction")
+    p.add_argument("--spread", type=float, default=0.866, help="noise norm relative to a topic centre")
+    p.add_argument("--m", type=int, default=16)
+    p.add_argument("--ef-construction", type=int, default=100)
+    p.add_argument("--ef", type=int, default=200)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--min-partition", type=int, default=20_000)
+    p.add_argument("--real", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--real-limit", type=int, default=0, help="use only this many QA items (0 = all)")
+    p.add_argument("--qa", default=str(_QA))
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.queries = [2400, 20_000], min(args.queries, 30)
+    for n in args.sizes:
+        x = synthetic_bank(n + args.queries, args.dim, args.clusters, args.common, args.spread, args.seed)
+        _measure("synthetic", x[args.queries :], x[: args.queries], args.taus, args)
+        del x
+    if args.real:
+        _real(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
