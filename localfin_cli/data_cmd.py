@@ -120,10 +120,15 @@ def synth(
     from agent.data.errors import DataError
     from agent.data.importer import import_files
     from agent.data.store import MarketStore
-    from agent.data.synthetic import SyntheticConfig, generate_market, write_market
+    from dataclasses import replace
+
+    from agent.data.synthetic import DEFAULT_BREAKS, DEFAULT_TICKERS, SyntheticConfig, generate_market, write_market
 
     try:
-        market = generate_market(SyntheticConfig(seed=seed, n_sessions=n_sessions))
+        # a shorter market keeps the planted breaks inside it and lists late tickers by its first third
+        breaks = tuple(b for b in DEFAULT_BREAKS if b.session < n_sessions)
+        tickers = tuple(replace(t, first_session=min(t.first_session, n_sessions // 3)) for t in DEFAULT_TICKERS)
+        market = generate_market(SyntheticConfig(seed=seed, n_sessions=n_sessions, tickers=tickers, breaks=breaks))
         paths = write_market(market, out)
         typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
         if do_import:

@@ -54,3 +54,26 @@ def screen(
         for p in res.pairs[len(res.candidates):]:
             rest.add_row(p.ticker_a, p.ticker_b, f"{p.pvalue:.2e}", f"{p.half_life:.1f}", str(p.n_obs), p.reason or "ranked below top")
         con.print(rest)
+
+
+@app.command("screen-eval")
+def screen_eval(
+    truth: Path = typer.Option(..., "--truth", help="truth.json written by `localfin data synth`."),
+    store: Path | None = typer.Option(None, "--store", help="Store holding that synthetic market."),
+    dates: int = typer.Option(50, "--dates", help="Evenly spaced selection dates."),
+    first_session: int = typer.Option(504, "--first-session", help="Index of the first selection session."),
+) -> None:
+    """Precision@k of the screen against the synthetic market's planted pairs (JSON line)."""
+    import json
+
+    from agent.data.store import DEFAULT_STORE_PATH, MarketStore
+    from agent.pairs.screen_eval import evaluate_screen, evaluation_dates
+
+    with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
+        days = evaluation_dates(db, dates, first_session=first_session)
+        ev = evaluate_screen(db, json.loads(truth.read_text()), days)
+    typer.echo(json.dumps({
+        "dates": len(ev.scores), "first": str(ev.scores[0].date), "last": str(ev.scores[-1].date), "k": ev.k,
+        "precision_planted": round(ev.precision_planted, 4), "precision_active": round(ev.precision_active, 4),
+        "recall_active": round(ev.recall_active, 4), "auc_active": round(ev.auc_active, 4),
+    }))

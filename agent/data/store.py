@@ -247,9 +247,13 @@ class MarketStore:
         report.written["filings"] = report.written.get("filings", 0) + len(f)
 
     # -- reads -------------------------------------------------------------------------------
-    def tickers(self) -> tuple[str, ...]:
-        """All tickers with prices, sorted."""
-        return tuple(r[0] for r in self._conn.execute("SELECT DISTINCT ticker FROM prices ORDER BY ticker"))
+    def tickers(self, until: str | dt.date | None = None) -> tuple[str, ...]:
+        """Tickers with prices, sorted; with ``until``, only those with a row on or before it
+        (so a ticker listed later cannot leak into an earlier decision)."""
+        if until is None:
+            return tuple(r[0] for r in self._conn.execute("SELECT DISTINCT ticker FROM prices ORDER BY ticker"))
+        rows = self._conn.execute("SELECT DISTINCT ticker FROM prices WHERE date <= ? ORDER BY ticker", (to_date(until).isoformat(),))
+        return tuple(r[0] for r in rows)
 
     def _require(self, tickers: Sequence[str]) -> None:
         known = set(self.tickers())

@@ -47,7 +47,8 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TickerSpec:
     """One fictional company. ``first_session``: index of its first trading session (a late
-    listing); ``halts``: session indices without a row (trading halts)."""
+    listing); ``halts``: session indices without a row (trading halts; those past the last
+    session of a shorter market are ignored)."""
 
     ticker: str
     name: str
@@ -177,6 +178,9 @@ class SyntheticConfig:
             used |= {p.y, p.x}
             if not 1.0 <= p.half_life <= 250.0:
                 raise DataConfigError(f"half_life={p.half_life} of pair {p.y}/{p.x} must be in [1, 250] sessions")
+        for t in self.tickers:
+            if not 0 <= t.first_session < self.n_sessions:
+                raise DataConfigError(f"first_session={t.first_session} of {t.ticker} must be in [0, n_sessions={self.n_sessions})")
         ys = {p.y for p in self.pairs}
         for b in self.breaks:
             if b.ticker not in ys:
@@ -259,7 +263,7 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
         "seed": cfg.seed,
         "calendar": {"start": str(dates[0]), "end": str(dates[-1]), "n_sessions": T},
         "tickers": [{"ticker": s.ticker, "name": s.name, "sector": s.sector, "first_date": str(dates[s.first_session]),
-                     "halts": [str(dates[h]) for h in s.halts]} for s in specs],
+                     "halts": [str(dates[h]) for h in s.halts if h < T]} for s in specs],
         "pairs": pair_truth,
         "breaks": [p["break"] | {"pair": p["pair"]} for p in pair_truth if p["break"] is not None],
         "events": events,
@@ -282,7 +286,7 @@ def _price_rows(rng: np.random.Generator, dates: np.ndarray, specs: tuple[Ticker
     for k, s in enumerate(specs):
         keep = np.ones(T, dtype=bool)
         keep[: s.first_session] = False
-        keep[list(s.halts)] = False
+        keep[[h for h in s.halts if h < T]] = False
         frames.append(
             pd.DataFrame(
                 {"date": np.datetime_as_string(dates[keep], unit="D"), "ticker": s.ticker, "open": open_[keep, k],
@@ -308,7 +312,7 @@ def _news_rows(rng: np.random.Generator, cfg: SyntheticConfig, dates: np.ndarray
     for k, spec in enumerate(cfg.tickers):
         live = np.zeros(T, dtype=bool)
         live[spec.first_session:] = True
-        live[list(spec.halts)] = False
+        live[[h for h in spec.halts if h < T]] = False
         routine = np.flatnonzero(live & (rng.random(T) < cfg.routine_news_prob))
         for t in routine:
             head, summ = _ROUTINE[int(rng.integers(len(_ROUTINE)))]

@@ -270,13 +270,13 @@ def screen_store(
 ) -> ScreenResult:
     """Screen a :class:`agent.data.MarketStore` at ``date``; reads prices up to ``date`` only.
 
-    ``pool``: tickers to screen (all tickers of the store if None).
+    ``pool``: tickers to screen (if None: every ticker with a price row on or before ``date``).
     """
     from agent.data.store import MarketStore
 
     if not isinstance(store, MarketStore):
         raise DataConfigError(f"store must be a MarketStore, got {type(store).__name__}")
-    tickers = tuple(sorted(pool)) if pool is not None else store.tickers()
     day = to_date(date)
+    tickers = tuple(sorted(pool)) if pool is not None else store.tickers(until=day)
     history = store.prices(tickers, end=day, field=(config or ScreenConfig()).price_field)
     return screen_pairs(history, day, config=config, companies=store.companies(tickers), exclude=exclude)
