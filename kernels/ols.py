@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from kernels._jit_rolling import run_comoments
+from kernels._jit_rolling import MODE_HEDGE, run_rolling
 from kernels._validate import MIN_ROLLING_WINDOW, as_series, check_window
 from kernels.errors import KernelInputError
 
@@ -50,11 +50,7 @@ def rolling_hedge_ratio(y: np.ndarray, x: np.ndarray, window: int) -> tuple[np.n
     xs = as_series(x, "x", allow_nan=True)
     _same_length(ys, xs)
     w = check_window(window, "window", MIN_ROLLING_WINDOW, ys.shape[0])
-    mx, my, cxx, _, cxy, flat_x, _ = run_comoments(xs, ys, w)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        beta = np.where(flat_x, np.nan, cxy / cxx)
-    alpha = my - beta * mx
-    return alpha, beta
+    return run_rolling(xs, ys, w, MODE_HEDGE)
 
 
 def half_life(spread: np.ndarray) -> float:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kernels._jit_rolling import run_comoments
+from kernels._jit_rolling import MODE_CORR, MODE_ZSCORE, run_rolling
 from kernels._validate import MIN_ROLLING_WINDOW, as_series, check_window
 from kernels.errors import KernelInputError
 
@@ -40,11 +40,7 @@ def rolling_zscore(spread: np.ndarray, window: int) -> np.ndarray:
     """
     s = as_series(spread, "spread", allow_nan=True)
     w = check_window(window, "window", MIN_ROLLING_WINDOW, s.shape[0])
-    mean, _, css, _, _, flat, _ = run_comoments(s, s, w)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = (s - mean) / np.sqrt(css / (w - 1))
-    z[flat] = np.nan
-    return z
+    return run_rolling(s, s, w, MODE_ZSCORE)[0]
 
 
 def rolling_corr(a: np.ndarray, b: np.ndarray, window: int) -> np.ndarray:
@@ -58,11 +54,7 @@ def rolling_corr(a: np.ndarray, b: np.ndarray, window: int) -> np.ndarray:
     if xa.shape != xb.shape:
         raise KernelInputError(f"a and b must have the same length, got {xa.shape[0]} and {xb.shape[0]}")
     w = check_window(window, "window", MIN_ROLLING_WINDOW, xa.shape[0])
-    _, _, caa, cbb, cab, flat_a, flat_b = run_comoments(xa, xb, w)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.clip(cab / np.sqrt(caa * cbb), -1.0, 1.0)
-    r[flat_a | flat_b] = np.nan
-    return r
+    return run_rolling(xa, xb, w, MODE_CORR)[0]
 
 
 def spread_vol_ratio(spread: np.ndarray, recent: int, reference: int | None = None) -> float:
