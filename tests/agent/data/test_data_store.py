@@ -165,3 +165,12 @@ def test_cli_synth_import_info(tmp_path: Path) -> None:
     bad.write_text("date,ticker,close\n2021-01-04,AAA,-1\n")
     r = runner.invoke(app, ["data", "import", "--prices", str(bad), "--store", str(db)])
     assert r.exit_code == 2 and "line 2" in r.output and "non-positive" in r.output
+
+
+def test_package_import_is_cheap_and_names_resolve() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, agent.data, agent.pairs; assert 'pandas' not in sys.modules and 'numba' not in sys.modules; "
+            "import agent.data as d, agent.pairs as p; [getattr(d, n) for n in d.__all__]; [getattr(p, n) for n in p.__all__]")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])

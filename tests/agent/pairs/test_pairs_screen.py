@@ -108,6 +108,8 @@ def test_ffill_limit_bridges_the_halt(store: MarketStore, synthetic_truth: dict)
 
 
 def test_precision_against_truth(store: MarketStore, synthetic_truth: dict) -> None:
+    assert len(planted_pairs(synthetic_truth)) == 5
+    assert len(planted_pairs(synthetic_truth, store.calendar()[-1].item())) == 3  # two planted breaks
     days = evaluation_dates(store, 8, first_session=1000)
     ev = evaluate_screen(store, synthetic_truth, days)
     assert ev.precision_planted >= 0.7 and ev.auc_active >= 0.95
