@@ -29,6 +29,19 @@ def make_pair(rng: np.random.Generator, n: int, *, coint: bool, ar: float = 0.0)
     return y, x
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread_blas() -> "object":
+    """statsmodels (the oracle) with one BLAS thread: on this shared 2-core machine threaded
+    OpenBLAS makes its small regressions tens of times slower. Restored after each module."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield None
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield None
+
+
 @pytest.fixture(scope="session")
 def real_log_prices(shared_data: Path) -> "object":
     """(dates x tickers) DataFrame of log adjusted closes from the shared price file."""
