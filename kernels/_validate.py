@@ -20,9 +20,10 @@ __all__ = [
     "resolve_ends",
 ]
 
-# Smallest sample for an ADF / Engle-Granger test. From 24 observations on, statsmodels'
-# default lag cap 12 (n/100)^(1/4) is below the cap n//2 - ntrend - 1 and every candidate
-# regression keeps at least one residual degree of freedom; 30 leaves a margin.
+# Smallest sample for an ADF / Engle-Granger test. From 21 observations on, statsmodels'
+# default lag cap (Schwert's 12 (n/100)^(1/4), at most n//2 - ntrend - 1) leaves every
+# candidate regression at least one residual degree of freedom (checked for n < 200; the cap
+# grows like n^(1/4) beyond); 30 leaves a margin.
 MIN_TEST_NOBS = 30
 # Smallest window of the rolling moments (hedge ratio, z-score, correlation): a sample
 # standard deviation (ddof 1) needs two points and a regression slope with a residual needs three.
