@@ -297,6 +297,7 @@ def build_tiny_model(
     head_dim: int = 32,
     intermediate_size: int = 128,
     max_position_embeddings: int = 4096,
+    dtype: str = "bfloat16",
 ) -> Path:
     """Build a tiny random-weight model of a real architecture, loadable by transformers and vLLM.
 
@@ -305,10 +306,13 @@ def build_tiny_model(
     counts (tokens, channels, layers, heads); vLLM on CPU needs ``head_dim >= 32``. The
     tokenizer is a byte-level BPE trained on a fixed corpus (independent of ``seed``); the
     weights are drawn from ``torch.manual_seed(seed)``, so the same arguments give the same
-    file bytes. Saved as float32 safetensors with a generation config and a manifest.
+    file bytes. Saved as ``dtype`` safetensors (``"bfloat16"``, as the CPU engine runs it, or
+    ``"float32"``) with a generation config and a manifest.
     """
     if arch not in _TINY_ARCHS:
         raise ConfigError(f"arch={arch!r} is not supported; allowed: {list(_TINY_ARCHS)}")
+    if dtype not in _DTYPES:
+        raise ConfigError(f"dtype={dtype!r} is not supported; allowed: {list(_DTYPES)}")
     if head_dim < 32:
         raise ConfigError(f"head_dim={head_dim} is too small; vLLM on CPU needs head_dim >= 32")
     if num_heads % num_kv_heads:
@@ -348,8 +352,10 @@ def build_tiny_model(
     else:
         config = LlamaConfig(**common)
         model_cls = LlamaForCausalLM
-    torch.manual_seed(seed)
-    model = model_cls(config).to(torch.float32).eval()
+    with torch.random.fork_rng(devices=[]):  # leave the caller's global RNG untouched
+        torch.manual_seed(seed)
+        # drawn in float32 then cast, so a seed gives the same values whatever the dtype
+        model = model_cls(config).to(getattr(torch, dtype)).eval()
     model.generation_config = GenerationConfig(
         bos_token_id=bos_id, eos_token_id=ids["eos"], pad_token_id=ids["pad"]
     )
@@ -359,7 +365,13 @@ def build_tiny_model(
         tokenizer.save_pretrained(tmp_dir)
         write_manifest(
             tmp_dir,
-            source={"kind": "tiny-random", "arch": arch, "seed": seed, "vocab_size": vocab_size},
+            source={
+                "kind": "tiny-random",
+                "arch": arch,
+                "seed": seed,
+                "vocab_size": vocab_size,
+                "dtype": dtype,
+            },
         )
         _install_dir(tmp_dir, out_dir)
     finally:

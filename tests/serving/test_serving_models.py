@@ -41,6 +41,33 @@ def test_tiny_model_is_deterministic_for_a_seed(
     assert third["tokenizer.json"] == first["tokenizer.json"]
 
 
+def test_tiny_model_dtype_is_a_cast_of_the_same_draw(
+    tiny_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    wide = build_tiny_model(tmp_path / "f32", arch="qwen3", dtype="float32")
+    assert json.loads((wide / "config.json").read_text())["dtype"] == "float32"
+    assert json.loads((tiny_dirs["qwen3"] / "config.json").read_text())["dtype"] == "bfloat16"
+    narrow = load_file(tiny_dirs["qwen3"] / "model.safetensors")
+    full = load_file(wide / "model.safetensors")
+    assert narrow.keys() == full.keys()
+    for name, tensor in full.items():
+        assert tensor.dtype == torch.float32
+        assert torch.equal(narrow[name], tensor.to(torch.bfloat16)), name
+
+
+def test_build_tiny_model_leaves_the_global_rng_alone(tmp_path: Path) -> None:
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    build_tiny_model(tmp_path / "m", arch="llama", seed=7)
+    assert torch.equal(torch.rand(3), expected)
+
+
 @pytest.mark.parametrize(
     ("arch", "cls_name"), [("qwen3", "Qwen3ForCausalLM"), ("llama", "LlamaForCausalLM")]
 )
@@ -128,6 +155,8 @@ def test_llama_template_uses_header_tokens(tiny_dirs: dict[str, Path]) -> None:
 def test_build_tiny_model_rejects_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="arch='gpt2'"):
         build_tiny_model(tmp_path / "m", arch="gpt2")
+    with pytest.raises(ConfigError, match="dtype='float16'"):
+        build_tiny_model(tmp_path / "m", dtype="float16")
     with pytest.raises(ConfigError, match="head_dim=16"):
         build_tiny_model(tmp_path / "m", head_dim=16)
     foreign = tmp_path / "foreign"
