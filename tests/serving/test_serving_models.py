@@ -311,8 +311,9 @@ def test_prepare_smollm2_reuses_a_verified_directory(
     config = smollm2_dir / "config.json"
     original = config.read_bytes()
     try:
-        config.write_bytes(original.replace(b'"num_hidden_layers": 30', b'"num_hidden_layers": 29'))
-        with pytest.raises(ModelNotPreparedError, match="localfin models prepare smollm2-135m --force"):
+        config.write_bytes(original.replace(b'"num_hidden_layers": 30', b'"num_hidden_layers": 2'))
+        fix = "localfin models prepare smollm2-135m --force"
+        with pytest.raises(ModelNotPreparedError, match=fix):
             prepare_smollm2(smollm2_dir.parent)
     finally:
         config.write_bytes(original)
