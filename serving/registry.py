@@ -197,12 +197,12 @@ def _cpu_specs() -> list[ModelSpec]:
                   "pip_package", dirname="smollm2-135m",
                   hf_reference="HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)",
                   max_model_len=8_192, default_max_tokens=512, repetition_penalty=1.15,
-                  dtype="float32", device="cpu", timeout_s=600.0),
+                  dtype="auto", device="cpu", timeout_s=600.0),
         ModelSpec("tiny-qwen3", "tiny random Qwen3 (tests)", "built", max_model_len=2_048,
-                  default_max_tokens=256, dtype="float32", device="cpu",
+                  default_max_tokens=256, dtype="auto", device="cpu",
                   reasoning_parser="qwen3", thinking_default=False, repetition_penalty=1.0),
         ModelSpec("tiny-llama", "tiny random Llama (tests)", "built", max_model_len=2_048,
-                  default_max_tokens=256, dtype="float32", device="cpu"),
+                  default_max_tokens=256, dtype="auto", device="cpu"),
     ]
 
 

@@ -123,6 +123,11 @@ class VLLMBackend:
             kwargs["limit_mm_per_prompt"] = {"image": 4}
         return kwargs
 
+    def start(self) -> float:
+        """Start the engine now (otherwise the first ``chat`` does); returns start-up seconds."""
+        self._engine()
+        return self.engine_start_s or 0.0
+
     def _engine(self) -> Any:
         if self._llm is not None:
             return self._llm
