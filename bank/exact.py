@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bank._jit import bound_scan, dot_rows
 from bank.errors import BankConfigError
 
 __all__ = ["ExactConfig", "ExactThresholdIndex", "SearchStats", "exact_sims", "brute_force_threshold"]
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 _MARGIN = 1e-4  # slack on every bound and on the float32 decision, in cosine units
 _SCAN_FRACTION = 0.3  # above this fraction of candidate rows, scan all rows in order instead
+_HEAD_DIMS = 16  # projection dims of the first, cheaper bound in the fused scan
 _BLOCK = 65_536  # rows per block in blocked passes (bounds peak memory)
 
 
@@ -120,15 +122,18 @@ class ExactThresholdIndex:
         self._resid = np.zeros(0, dtype=np.float64)  # per-row residual norms (rounded up)
         # _proj/_resid share _x's capacity once a basis exists
         self._cent: np.ndarray | None = None  # (K, dim) unit centroids
+        self._cent64 = np.zeros((0, dim))
         self._theta = np.zeros(0)  # per-cluster largest member angle (radians)
         self._offsets = np.zeros(1, dtype=np.int64)
         self._order = np.zeros(0, dtype=np.int64)  # labels sorted by cluster
         # partition arrays, members in cluster order ("_s"): see build_partition
-        self._alpha_s = np.zeros(0)  # member residual-direction angle to its centroid (radians)
-        self._cid_s = np.zeros(0, dtype=np.int64)  # member cluster id
-        self._rho_s = np.zeros(0)  # member residual norm
-        self._pn_s = np.zeros(0)  # member projection norm (rounded up)
-        self._ps = np.zeros((0, 0), dtype=np.float32)  # member projections
+        # member residual norm rho times cos/sin of alpha, the angle between the member's
+        # residual direction and its centroid
+        self._rho_cos = np.zeros(0, dtype=np.float32)
+        self._rho_sin = np.zeros(0, dtype=np.float32)
+        self._ps_head = np.zeros((0, 0), dtype=np.float32)  # member projections, first _HEAD_DIMS dims
+        self._ps_rest = np.zeros((0, 0), dtype=np.float32)  # ... and the remaining dims
+        self._tail_s = np.zeros(0, dtype=np.float32)  # member norm of projection dims >= _HEAD_DIMS
         self._c_p = np.zeros((0, 0))  # per-cluster mean projection
         self._r_p = np.zeros(0)  # per-cluster largest projection distance to c_p
         self._rho_max = np.zeros(0)  # per-cluster largest residual norm
@@ -227,11 +232,15 @@ class ExactThresholdIndex:
                 np.maximum.at(r_p, assign[order], dist)
             self._cent, self._theta, self._offsets, self._order = cent, theta, offsets, order
             self._c_p, self._r_p, self._rho_max = c_p, r_p * (1 + 1e-6) + 1e-6, rho_max
-            self._ps = ps
-            self._pn_s = np.linalg.norm(ps.astype(np.float64), axis=1) * (1 + 1e-6) + 1e-6
-            self._rho_s = self._resid[:n][order]
-            self._alpha_s = alpha[order]
-            self._cid_s = assign[order]
+            rho_s = self._resid[:n][order]
+            self._rho_cos = (rho_s * np.cos(alpha[order])).astype(np.float32)
+            self._rho_sin = (rho_s * np.sin(alpha[order])).astype(np.float32)
+            head = min(_HEAD_DIMS, r)
+            self._ps_head = np.ascontiguousarray(ps[:, :head])
+            self._ps_rest = np.ascontiguousarray(ps[:, head:])
+            self._tail_s = (np.linalg.norm(ps[:, head:].astype(np.float64), axis=1) * (1 + 1e-6) + 1e-6
+                            ).astype(np.float32)
+            self._cent64 = cent.astype(np.float64)
             self._parted = n
             log.info("partitioned %d rows into %d clusters (pca %d) in %.2fs", n, k, r, time.perf_counter() - t0)
 
@@ -264,41 +273,41 @@ class ExactThresholdIndex:
                 cand = None  # gathering most rows costs more than scanning them in order
             return self._decide(qv, cand, threshold, n, kept, bounded)
 
-    def _candidates(self, qv: np.ndarray, t_lo: float, n: int) -> tuple[np.ndarray | None, int, int]:
-        """Labels < n that no bound excludes (None: too many, scan all), clusters kept, rows bounded."""
+    def _candidates(self, qv: np.ndarray, t_lo: float, n: int) -> tuple[np.ndarray, int, int]:
+        """Labels < n that no bound excludes, the clusters kept and the rows bounded.
+
+        Bounds run in float32 (their rounding, ~1e-6, is far inside the 1e-4 margin)."""
         assert self._cent is not None and self._basis is not None
         q64 = qv.astype(np.float64)
         q_p = self._basis @ q64
         q_r = q64 - q_p @ self._basis
         nq_r = float(np.linalg.norm(q_r))
         nq_p = float(np.linalg.norm(q_p)) * (1 + 1e-6) + 1e-6
-        cos_psi = self._cent.astype(np.float64) @ q_r / nq_r if nq_r > 0 else np.zeros(len(self._cent))
+        cos_psi = self._cent64 @ q_r / nq_r if nq_r > 0 else np.zeros(len(self._cent))
         psi = np.arccos(np.clip(cos_psi, -1.0, 1.0))
         nq_r = nq_r * (1 + 1e-6) + 1e-6
         ring = np.cos(np.maximum(0.0, psi - self._theta))
         cl_ub = self._c_p @ q_p + nq_p * self._r_p + nq_r * self._rho_max * ring
         keep = cl_ub >= t_lo
         n_keep = int(keep.sum())
-        if n_keep * 2 > len(keep):  # most clusters kept: one contiguous masked pass
-            pos = np.flatnonzero(keep[self._cid_s])
-        else:
-            idx = np.flatnonzero(keep)
-            starts, lens = self._offsets[idx], self._offsets[idx + 1] - self._offsets[idx]
-            pos = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-        bounded = len(pos)
-        ring_m = np.cos(np.abs(psi[self._cid_s[pos]] - self._alpha_s[pos])) * self._rho_s[pos] * nq_r
-        ok = nq_p * self._pn_s[pos] + ring_m >= t_lo  # cheap: |qP||xP| for the projected part
-        pos, ring_m = pos[ok], ring_m[ok]
-        if len(q_p):
-            ok = self._ps[pos].astype(np.float64) @ q_p + ring_m >= t_lo
-            pos = pos[ok]
-        labels = self._order[pos]
+        clusters = np.flatnonzero(keep).astype(np.int64)
+        bounded = int((self._offsets[clusters + 1] - self._offsets[clusters]).sum())
+        out = np.empty(bounded, dtype=np.int64)
+        head = self._ps_head.shape[1]
+        nq_tail = float(np.linalg.norm(q_p[head:])) * (1 + 1e-6) + 1e-6
+        m = bound_scan(self._ps_head, self._ps_rest, self._tail_s, q_p.astype(np.float32), np.float32(nq_tail), self._rho_cos,
+                       self._rho_sin, np.cos(psi).astype(np.float32), np.sin(psi).astype(np.float32), self._offsets,
+                       clusters, np.float32(nq_r), np.float32(t_lo), out)
+        sel = out[:m]
+        labels = self._order[sel]
         tail = np.arange(self._parted, n, dtype=np.int64)
         if len(tail):
-            ub = self._proj[tail].astype(np.float64) @ q_p + nq_r * self._resid[tail]
-            labels = np.concatenate([labels, tail[ub >= t_lo]])
+            tub = self._proj[tail] @ q_p.astype(np.float32) + np.float32(nq_r) * self._resid[tail]
+            labels = np.concatenate([labels, tail[tub >= t_lo]])
             bounded += len(tail)
-        return labels[labels < n], n_keep, bounded
+        labels = labels[labels < n]
+        labels.sort()  # rows are then gathered in address order
+        return labels, n_keep, bounded
 
     def _decide(self, qv: np.ndarray, cand: np.ndarray | None, threshold: float, n: int, kept: int,
                 bounded: int) -> tuple[np.ndarray, np.ndarray]:
@@ -309,10 +318,11 @@ class ExactThresholdIndex:
             for lo in range(0, n, _BLOCK):
                 s32[lo : lo + _BLOCK] = self._x[lo : min(n, lo + _BLOCK)] @ qv
         else:
-            s32 = self._x[cand] @ qv
+            s32 = np.empty(len(cand), dtype=np.float32)
+            dot_rows(self._x, cand, qv, s32)
         maybe = s32 >= threshold - _MARGIN
         labels = cand[maybe]
-        sims = exact_sims(self._x[labels], qv)  # canonical values for all kept rows
+        sims = exact_sims(np.take(self._x, labels, axis=0), qv)  # canonical values for all kept rows
         inside = sims >= threshold
         self.last_stats = SearchStats(n, kept, bounded, len(cand), len(labels))
         return _ordered(labels[inside], sims[inside])

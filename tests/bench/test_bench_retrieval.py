@@ -23,6 +23,6 @@ def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_synthetic_bank_shape() -> None:
-    x = retrieval.synthetic_bank(100, 16, 4, 0.5, 0.5, seed=0)
+    x = retrieval.synthetic_bank(100, 16, clusters=4, seed=0)
     assert x.shape == (100, 16) and x.dtype == np.float32
     assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)
