@@ -18,6 +18,7 @@ def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert [r["tau"] for r in recs] == [0.6, 0.8]
     for r in recs:
         assert r["n"] == 1500 and r["completeness"]["exact"] == 1.0 and r["completeness"]["exact_extra"] == 0
+        assert r["capped_k5_identical_frac"] == 1.0
         assert r["latency_ms"]["brute"]["p50"] > 0 and r["speedup_vs_brute_p50"]["exact"] > 0
     assert recs[0]["mean_results"] > 0
 
