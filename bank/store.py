@@ -123,6 +123,9 @@ class ExperienceBank:
     def _open_index(self, vecs: np.ndarray) -> HnswIndex:
         assert self.dim is not None
         path = self.folder / INDEX_NAME
+        for stale in self.folder.glob(f".{INDEX_NAME}.*.tmp"):  # left by a save that was killed
+            log.info("removing unfinished index file %s", stale)
+            stale.unlink(missing_ok=True)
         n = len(vecs)
         index: HnswIndex | None = None
         if path.exists():

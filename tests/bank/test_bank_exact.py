@@ -73,3 +73,27 @@ def test_exact_rejects_bad_shapes() -> None:
     with pytest.raises(BankConfigError, match="query"):
         idx.search(np.zeros(5), 0.5)
     assert idx.search(np.ones(8) / np.sqrt(8), 0.5)[0].size == 0
+
+
+def test_exact_matches_brute_force_without_jit() -> None:
+    """The numba kernels run as plain Python (NUMBA_DISABLE_JIT=1) and give the same sets."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import numpy as np, sys; sys.path.insert(0, sys.argv[1]);"
+        "from bank_synth import clustered;"
+        "from bank.exact import ExactConfig, ExactThresholdIndex, brute_force_threshold;"
+        "x = clustered(2505, 24, 20, 0.7, 0.8, seed=2);"
+        "idx = ExactThresholdIndex(24, ExactConfig(min_partition=500, pca_dims=12)); idx.add(x[:2500]);"
+        "assert idx._parted == 2500;"
+        "bad = [(t, i) for t in (0.5, 0.7) for i, q in enumerate(x[2500:])"
+        " if not np.array_equal(idx.search(q, t)[0], brute_force_threshold(x[:2500], q, t)[0])];"
+        "assert not bad, bad"
+    )
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": str(here.parents[1])}
+    res = subprocess.run([sys.executable, "-c", code, str(here)], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]

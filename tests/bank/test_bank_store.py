@@ -61,8 +61,10 @@ def test_missing_or_stale_index_is_rebuilt(tmp_path: Path) -> None:
     with ExperienceBank.open(tmp_path) as bank:
         assert bank.integrity_check().index_rows == 120
     (tmp_path / INDEX_NAME).write_bytes(b"garbage")
+    (tmp_path / f".{INDEX_NAME}.123.tmp").write_bytes(b"half-written")  # a save killed midway
     with ExperienceBank.open(tmp_path) as bank:
         assert bank.integrity_check().index_rows == 120
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 _WRITER = textwrap.dedent(
