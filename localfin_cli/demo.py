@@ -10,8 +10,12 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from serving.registry import Registry
+
+if TYPE_CHECKING:
+    from serving.vllm_engine import VLLMBackend
 
 __all__ = ["run_demo"]
 
@@ -37,14 +41,20 @@ def _market(out_dir: Path):
     return MarketStore(store_path, create=False)
 
 
-def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int = 8) -> Path:
-    """Run the demo and return the path of the Markdown report it wrote in ``out_dir``."""
+def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int = 8,
+             engine: VLLMBackend | None = None) -> Path:
+    """Run the demo and return the path of the Markdown report it wrote in ``out_dir``.
+
+    ``engine``: an already started vLLM backend for ``model`` (tests share one); by default a
+    new one is started and closed here.
+    """
     from agent.pairs.screen import screen_store
     from agent.prompting import load_prompt
     from serving.journal import Journal, JournaledBackend
     from serving.types import ChatRequest
     from serving.vllm_engine import VLLMBackend
 
+    own_engine = engine is None
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     store = _market(out_dir)
@@ -62,7 +72,8 @@ def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int =
     reqs = [ChatRequest.simple(model, user, system=system, max_tokens=200, json_schema=schema,
                                temperature=0.0 if i == 0 else 0.7, seed=i, call_type="demo")
             for i in range(n_requests)]
-    engine = VLLMBackend(model, registry=registry)
+    if engine is None:
+        engine = VLLMBackend(model, registry=registry)
     with Journal(out_dir / "journal.sqlite", run_id="demo") as journal:
         backend = JournaledBackend(engine, journal, chunk_size=n_requests)
         if journal.count(run_id="demo") < len(reqs):
@@ -70,7 +81,8 @@ def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int =
         t1 = time.perf_counter()
         results = backend.chat(reqs)
         t_chat = time.perf_counter() - t1
-        engine.close()
+        if own_engine:
+            engine.close()
         tokens = journal.token_summary(run_id="demo")
 
     valid = [r for r in results if not r.is_fallback]
