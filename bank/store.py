@@ -268,9 +268,9 @@ class ExperienceBank:
         return self._sources[entry_id]
 
     @property
-    def sources(self) -> list[str]:
-        """Source item id of every entry, by entry id."""
-        return list(self._sources)
+    def sources(self) -> Sequence[str]:
+        """Source item id of every entry, by entry id (the live list: read, never modify)."""
+        return self._sources
 
     def vectors(self) -> np.ndarray:
         """All stored unit vectors, float32 (n, dim), read-only."""
