@@ -82,6 +82,18 @@ def _none_if_nan(a: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else float(v) for v in a]
 
 
+def _date_range(sql: str, ticker: str, start: str | dt.date | None, end: str | dt.date | None) -> tuple[str, list[str]]:
+    """``sql`` (filtering one ticker) narrowed to dates in [start, end], either bound optional."""
+    args = [ticker]
+    if start is not None:
+        sql += " AND date >= ?"
+        args.append(to_date(start).isoformat())
+    if end is not None:
+        sql += " AND date <= ?"
+        args.append(to_date(end).isoformat())
+    return sql, args
+
+
 class MarketStore:
     """A SQLite market store at ``path`` (created with its schema if absent and ``create``)."""
 
@@ -313,13 +325,9 @@ class MarketStore:
     def bars(self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None) -> list[PriceBar]:
         """Daily rows of one ticker in [start, end]."""
         self._require([ticker])
-        sql, args = "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?", [ticker]
-        if start is not None:
-            sql += " AND date >= ?"
-            args.append(to_date(start).isoformat())
-        if end is not None:
-            sql += " AND date <= ?"
-            args.append(to_date(end).isoformat())
+        sql, args = _date_range(
+            "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?", ticker, start, end
+        )
         return [PriceBar(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
 
     def news(self, ticker: str, day: str | dt.date) -> list[NewsItem]:
@@ -350,13 +358,7 @@ class MarketStore:
 
     def filings(self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None) -> list[Filing]:
         """Filings of ``ticker`` dated in [start, end]."""
-        sql, args = "SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?", [ticker]
-        if start is not None:
-            sql += " AND date >= ?"
-            args.append(to_date(start).isoformat())
-        if end is not None:
-            sql += " AND date <= ?"
-            args.append(to_date(end).isoformat())
+        sql, args = _date_range("SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?", ticker, start, end)
         return [Filing(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
 
     def info(self) -> StoreInfo:
