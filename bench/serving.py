@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=200)
     args = ap.parse_args(argv)
 
+    import os
+
+    # vLLM logs to stdout by default; keep stdout for the JSON lines (its warnings go to stderr).
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
     from serving import env
     from serving.registry import default_registry
     from serving.vllm_engine import VLLMBackend
