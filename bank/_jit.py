@@ -1,4 +1,6 @@
-"""numba kernels of the exact threshold search (fused passes; compiled on first use, cached)."""
+"""numba kernels of the exact threshold search (fused, single-threaded: on a shared 2-core
+machine parallel regions ran 2-3x slower; compiled on
+first use and cached on disk)."""
 
 from __future__ import annotations
 
@@ -9,37 +11,40 @@ __all__ = ["bound_scan", "dot_rows"]
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def bound_scan(ps_head: np.ndarray, ps_rest: np.ndarray, tail: np.ndarray, q_p: np.ndarray, nq_tail: float,
-               rho_cos: np.ndarray,
-               rho_sin: np.ndarray, cos_psi: np.ndarray, sin_psi: np.ndarray, offsets: np.ndarray,
-               clusters: np.ndarray, nq_r: float, t_lo: float, out: np.ndarray) -> int:
-    """For members of ``clusters`` (positions offsets[c]..offsets[c+1]) write into ``out`` the
-    positions whose upper bound on the cosine is >= t_lo; returns how many were written.
+def bound_scan(ps_a: np.ndarray, ps_b: np.ndarray, ps_c: np.ndarray, tail_a: np.ndarray, tail_b: np.ndarray,
+               q_p: np.ndarray, nq_tail_a: float, nq_tail_b: float, rho_cos: np.ndarray, rho_sin: np.ndarray,
+               cos_psi: np.ndarray, sin_psi: np.ndarray, offsets: np.ndarray, clusters: np.ndarray, nq_r: float,
+               t_lo: float, mask: np.ndarray) -> None:
+    """Set mask[i] for members i of ``clusters`` (positions offsets[c]..offsets[c+1]) whose upper
+    bound on the cosine with the query is >= t_lo (mask must start all False).
 
     Bound = ps[i].q_p + nq_r*rho[i]*cos(|psi[c]-alpha[i]|), the cosine expanded as
-    cos(psi)cos(alpha) + sin(psi)sin(alpha) with rho_cos = rho*cos(alpha), rho_sin = rho*sin(alpha)
-    precomputed per member; ps[i] = (ps_head[i], ps_rest[i]). It is first taken with the
-    leading projection dims only (a separate array, so a pruned row costs little memory
-    traffic), the rest bounded by nq_tail*tail[i] (Cauchy-Schwarz; tail[i] = |ps_rest[i]|), and
-    completed only for rows that pass."""
-    m = 0
-    head = ps_head.shape[1]
-    rest = ps_rest.shape[1]
-    for c in clusters:
+    cos(psi)cos(alpha) + sin(psi)sin(alpha) with rho_cos = rho*cos(alpha), rho_sin =
+    rho*sin(alpha) precomputed per member. The projection ps[i] = (ps_a, ps_b, ps_c)[i] is
+    summed in three stages; after each of the first two the rest is bounded by Cauchy-Schwarz
+    (nq_tail_a*tail_a[i] = |q rest| |ps rest| after stage a, likewise b), so most rows stop
+    after the first, small, separately stored stage and cost little memory traffic."""
+    na = ps_a.shape[1]
+    nb = ps_b.shape[1]
+    nc = ps_c.shape[1]
+    for k in range(clusters.shape[0]):
+        c = clusters[k]
         cc = nq_r * cos_psi[c]
         sc = nq_r * sin_psi[c]
         for i in range(offsets[c], offsets[c + 1]):
-            ub = cc * rho_cos[i] + sc * rho_sin[i]
-            for j in range(head):
-                ub += ps_head[i, j] * q_p[j]
-            if ub + nq_tail * tail[i] < t_lo:
+            u = cc * rho_cos[i] + sc * rho_sin[i]
+            for j in range(na):
+                u += ps_a[i, j] * q_p[j]
+            if u + nq_tail_a * tail_a[i] < t_lo:
                 continue
-            for j in range(rest):
-                ub += ps_rest[i, j] * q_p[head + j]
-            if ub >= t_lo:
-                out[m] = i
-                m += 1
-    return m
+            for j in range(nb):
+                u += ps_b[i, j] * q_p[na + j]
+            if u + nq_tail_b * tail_b[i] < t_lo:
+                continue
+            for j in range(nc):
+                u += ps_c[i, j] * q_p[na + nb + j]
+            if u >= t_lo:
+                mask[i] = True
 
 
 @njit(cache=True, nogil=True, fastmath=True)

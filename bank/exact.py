@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _MARGIN = 1e-4  # slack on every bound and on the float32 decision, in cosine units
 _SCAN_FRACTION = 0.3  # above this fraction of candidate rows, scan all rows in order instead
-_HEAD_DIMS = 16  # projection dims of the first, cheaper bound in the fused scan
+_STAGE_DIMS = (16, 32)  # projection dims after which the fused scan tries to stop early
 _BLOCK = 65_536  # rows per block in blocked passes (bounds peak memory)
 
 
@@ -72,7 +72,7 @@ class ExactConfig:
 
     min_partition: int = 20_000  # below this many rows: one blocked float32 scan, no partition
     n_clusters: int | None = None  # k-means clusters; None = 2*sqrt(rows) clipped to [16, 4096]
-    pca_dims: int = 48  # dimensions of the projection bound (0 disables it)
+    pca_dims: int = 64  # dimensions of the projection bound (0 disables it)
     kmeans_iters: int = 8  # Lloyd iterations on the sample
     kmeans_sample: int = 65_536  # rows used to fit centroids and the projection basis
     rebuild_growth: float = 0.25  # re-partition when the unpartitioned tail exceeds this fraction
@@ -131,9 +131,10 @@ class ExactThresholdIndex:
         # residual direction and its centroid
         self._rho_cos = np.zeros(0, dtype=np.float32)
         self._rho_sin = np.zeros(0, dtype=np.float32)
-        self._ps_head = np.zeros((0, 0), dtype=np.float32)  # member projections, first _HEAD_DIMS dims
-        self._ps_rest = np.zeros((0, 0), dtype=np.float32)  # ... and the remaining dims
-        self._tail_s = np.zeros(0, dtype=np.float32)  # member norm of projection dims >= _HEAD_DIMS
+        # member projections split at _STAGE_DIMS into three contiguous arrays, and the norms of
+        # the projection beyond the first and second split (rounded up)
+        self._ps_a = self._ps_b = self._ps_c = np.zeros((0, 0), dtype=np.float32)
+        self._tail_a = self._tail_b = np.zeros(0, dtype=np.float32)
         self._c_p = np.zeros((0, 0))  # per-cluster mean projection
         self._r_p = np.zeros(0)  # per-cluster largest projection distance to c_p
         self._rho_max = np.zeros(0)  # per-cluster largest residual norm
@@ -235,11 +236,12 @@ class ExactThresholdIndex:
             rho_s = self._resid[:n][order]
             self._rho_cos = (rho_s * np.cos(alpha[order])).astype(np.float32)
             self._rho_sin = (rho_s * np.sin(alpha[order])).astype(np.float32)
-            head = min(_HEAD_DIMS, r)
-            self._ps_head = np.ascontiguousarray(ps[:, :head])
-            self._ps_rest = np.ascontiguousarray(ps[:, head:])
-            self._tail_s = (np.linalg.norm(ps[:, head:].astype(np.float64), axis=1) * (1 + 1e-6) + 1e-6
-                            ).astype(np.float32)
+            a, b = min(_STAGE_DIMS[0], r), min(_STAGE_DIMS[1], r)
+            self._ps_a = np.ascontiguousarray(ps[:, :a])
+            self._ps_b = np.ascontiguousarray(ps[:, a:b])
+            self._ps_c = np.ascontiguousarray(ps[:, b:])
+            self._tail_a = _up(np.linalg.norm(ps[:, a:].astype(np.float64), axis=1)).astype(np.float32)
+            self._tail_b = _up(np.linalg.norm(ps[:, b:].astype(np.float64), axis=1)).astype(np.float32)
             self._cent64 = cent.astype(np.float64)
             self._parted = n
             log.info("partitioned %d rows into %d clusters (pca %d) in %.2fs", n, k, r, time.perf_counter() - t0)
@@ -282,23 +284,24 @@ class ExactThresholdIndex:
         q_p = self._basis @ q64
         q_r = q64 - q_p @ self._basis
         nq_r = float(np.linalg.norm(q_r))
-        nq_p = float(np.linalg.norm(q_p)) * (1 + 1e-6) + 1e-6
+        nq_p = _up(float(np.linalg.norm(q_p)))
         cos_psi = self._cent64 @ q_r / nq_r if nq_r > 0 else np.zeros(len(self._cent))
         psi = np.arccos(np.clip(cos_psi, -1.0, 1.0))
-        nq_r = nq_r * (1 + 1e-6) + 1e-6
+        nq_r = _up(nq_r)
         ring = np.cos(np.maximum(0.0, psi - self._theta))
         cl_ub = self._c_p @ q_p + nq_p * self._r_p + nq_r * self._rho_max * ring
         keep = cl_ub >= t_lo
         n_keep = int(keep.sum())
         clusters = np.flatnonzero(keep).astype(np.int64)
         bounded = int((self._offsets[clusters + 1] - self._offsets[clusters]).sum())
-        out = np.empty(bounded, dtype=np.int64)
-        head = self._ps_head.shape[1]
-        nq_tail = float(np.linalg.norm(q_p[head:])) * (1 + 1e-6) + 1e-6
-        m = bound_scan(self._ps_head, self._ps_rest, self._tail_s, q_p.astype(np.float32), np.float32(nq_tail), self._rho_cos,
-                       self._rho_sin, np.cos(psi).astype(np.float32), np.sin(psi).astype(np.float32), self._offsets,
-                       clusters, np.float32(nq_r), np.float32(t_lo), out)
-        sel = out[:m]
+        na, nb = self._ps_a.shape[1], self._ps_b.shape[1]
+        q_p32 = q_p.astype(np.float32)
+        mask = np.zeros(self._parted, dtype=np.bool_)
+        bound_scan(self._ps_a, self._ps_b, self._ps_c, self._tail_a, self._tail_b, q_p32,
+                   _up(np.linalg.norm(q_p[na:])), _up(np.linalg.norm(q_p[na + nb :])), self._rho_cos,
+                   self._rho_sin, np.cos(psi).astype(np.float32), np.sin(psi).astype(np.float32), self._offsets,
+                   clusters, np.float32(nq_r), np.float32(t_lo), mask)
+        sel = np.flatnonzero(mask)
         labels = self._order[sel]
         tail = np.arange(self._parted, n, dtype=np.int64)
         if len(tail):
@@ -326,6 +329,11 @@ class ExactThresholdIndex:
         inside = sims >= threshold
         self.last_stats = SearchStats(n, kept, bounded, len(cand), len(labels))
         return _ordered(labels[inside], sims[inside])
+
+
+def _up(v: np.ndarray | float) -> np.ndarray | float:
+    """Round a non-negative norm up by more than float32 rounding (keeps bounds true)."""
+    return v * (1 + 1e-6) + 1e-6
 
 
 def _grown(arr: np.ndarray, cap: int, used: int) -> np.ndarray:
