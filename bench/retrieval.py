@@ -10,6 +10,7 @@ direction, topic clusters, noise; see --common/--spread); with --real, MiniLM em
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import sys
@@ -118,7 +119,8 @@ def _hnsw_for(x: np.ndarray, name: str, args: argparse.Namespace) -> tuple[HnswI
     n, dim = x.shape
     path = None
     if args.cache:
-        key = f"{name}_n{n}_d{dim}_m{args.m}_efc{args.ef_construction}_{args.gen_key}.hnsw"
+        digest = hashlib.blake2b(np.ascontiguousarray(x[:: max(1, n // 4096)]).tobytes(), digest_size=8).hexdigest()
+        key = f"{name}_n{n}_d{dim}_m{args.m}_efc{args.ef_construction}_{digest}.hnsw"  # keyed by the rows
         path = Path(args.cache) / key
         if path.exists():
             return HnswIndex.load(path, dim, HnswConfig(m=args.m, threads=args.threads)), None
@@ -228,7 +230,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default="", help="folder to keep built hnsw indexes in (reused when present)")
     args = p.parse_args(argv)
-    args.gen_key = f"c{args.clusters}_{args.common}_{args.between}_{args.within}_{args.beta}_s{args.seed}"
     if args.quick:
         args.sizes, args.queries = [2400, 20_000], min(args.queries, 30)
     def gen(n: int) -> np.ndarray:
