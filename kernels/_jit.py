@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from kernels._mackinnon import PVALUE_C2
+from kernels._mackinnon import PVALUE_C2, mackinnon_pvalue
 
 __all__ = [
     "IC_NONE",
@@ -51,20 +51,8 @@ _PIVOT_RTOL = 1e-12
 PARALLEL_MIN_CELLS = 32
 
 
-@njit(cache=True)
-def mackinnon_p(stat: float, coef: tuple) -> float:  # type: ignore[type-arg]
-    """MacKinnon (1994) p-value from a flat coefficient tuple (see kernels._mackinnon)."""
-    if math.isnan(stat):
-        return math.nan
-    if stat > coef[2]:
-        return 1.0
-    if stat < coef[1]:
-        return 0.0
-    if stat <= coef[0]:
-        z = coef[3] + stat * (coef[4] + stat * coef[5])
-    else:
-        z = coef[6] + stat * (coef[7] + stat * (coef[8] + stat * coef[9]))
-    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+# The plain-Python formula in kernels._mackinnon, compiled once more for use inside kernels.
+mackinnon_p = njit(cache=True)(mackinnon_pvalue)
 
 
 # Reassociation lets LLVM vectorise the dot products (4-8x faster); it changes only the order of

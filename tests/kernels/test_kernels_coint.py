@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import make_pair
+from kernels_synth import make_pair
 
 from kernels import (
     KernelInputError,

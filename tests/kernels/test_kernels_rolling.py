@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import make_pair
+from kernels_synth import make_pair
 
 from kernels import (
     KernelInputError,
