@@ -82,9 +82,9 @@ def _none_if_nan(a: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else float(v) for v in a]
 
 
-def _date_range(sql: str, ticker: str, start: str | dt.date | None, end: str | dt.date | None) -> tuple[str, list[str]]:
-    """``sql`` (filtering one ticker) narrowed to dates in [start, end], either bound optional."""
-    args = [ticker]
+def _date_range(sql: str, args: list[str], start: str | dt.date | None, end: str | dt.date | None) -> tuple[str, list[str]]:
+    """``sql`` (ending in a WHERE clause) and its ``args`` narrowed to dates in [start, end], either bound optional."""
+    args = list(args)
     if start is not None:
         sql += " AND date >= ?"
         args.append(to_date(start).isoformat())
@@ -282,12 +282,7 @@ class MarketStore:
             self._require(tickers)
             sql += f" AND ticker IN ({','.join('?' * len(tickers))})"
             args += list(tickers)
-        if start is not None:
-            sql += " AND date >= ?"
-            args.append(to_date(start).isoformat())
-        if end is not None:
-            sql += " AND date <= ?"
-            args.append(to_date(end).isoformat())
+        sql, args = _date_range(sql, args, start, end)
         rows = self._conn.execute(sql + " ORDER BY date", args).fetchall()
         return np.array([r[0] for r in rows], dtype="datetime64[D]")
 
@@ -305,14 +300,7 @@ class MarketStore:
         self._require(tickers)
         dates = self.calendar(start, end, tickers)
         values = np.full((len(dates), len(tickers)), np.nan)
-        sql = f"SELECT date, {field} FROM prices WHERE ticker = ?"
-        args_tail: list[str] = []
-        if start is not None:
-            sql += " AND date >= ?"
-            args_tail.append(to_date(start).isoformat())
-        if end is not None:
-            sql += " AND date <= ?"
-            args_tail.append(to_date(end).isoformat())
+        sql, args_tail = _date_range(f"SELECT date, {field} FROM prices WHERE ticker = ?", [], start, end)
         for k, tick in enumerate(tickers):
             rows = self._conn.execute(sql, [tick, *args_tail]).fetchall()
             if not rows:
@@ -326,7 +314,7 @@ class MarketStore:
         """Daily rows of one ticker in [start, end]."""
         self._require([ticker])
         sql, args = _date_range(
-            "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?", ticker, start, end
+            "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?", [ticker], start, end
         )
         return [PriceBar(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
 
@@ -358,7 +346,7 @@ class MarketStore:
 
     def filings(self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None) -> list[Filing]:
         """Filings of ``ticker`` dated in [start, end]."""
-        sql, args = _date_range("SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?", ticker, start, end)
+        sql, args = _date_range("SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?", [ticker], start, end)
         return [Filing(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
 
     def info(self) -> StoreInfo:
