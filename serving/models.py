@@ -157,13 +157,18 @@ def _check_replaceable(out_dir: Path) -> None:
 # Chat templates written for the tiny models. The Qwen3-style one mirrors Qwen3's behaviour:
 # earlier assistant turns lose their reasoning, and enable_thinking=False pre-fills an empty
 # think block in the generation prompt.
-_QWEN3_TEMPLATE = (
-    "{%- for message in messages -%}"
+# Sets `content` to a message's text whether it is a string or a list of OpenAI content parts.
+_CONTENT_TEXT = (
     "{%- if message.content is string -%}{%- set content = message.content -%}"
     "{%- else -%}{%- set content = namespace(text='') -%}"
     "{%- for part in message.content -%}{%- if part.type == 'text' -%}"
     "{%- set content.text = content.text ~ part.text -%}{%- endif -%}{%- endfor -%}"
     "{%- set content = content.text -%}{%- endif -%}"
+)
+
+_QWEN3_TEMPLATE = (
+    "{%- for message in messages -%}"
+    + _CONTENT_TEXT +
     "{%- if message.role == 'assistant' and '</think>' in content -%}"
     "{%- set content = content.split('</think>')[-1].lstrip('\\n') -%}{%- endif -%}"
     "{{- '<|im_start|>' ~ message.role ~ '\\n' ~ content ~ '<|im_end|>\\n' -}}"
@@ -176,11 +181,7 @@ _QWEN3_TEMPLATE = (
 _LLAMA_TEMPLATE = (
     "{{- bos_token -}}"
     "{%- for message in messages -%}"
-    "{%- if message.content is string -%}{%- set content = message.content -%}"
-    "{%- else -%}{%- set content = namespace(text='') -%}"
-    "{%- for part in message.content -%}{%- if part.type == 'text' -%}"
-    "{%- set content.text = content.text ~ part.text -%}{%- endif -%}{%- endfor -%}"
-    "{%- set content = content.text -%}{%- endif -%}"
+    + _CONTENT_TEXT +
     "{{- '<|start_header_id|>' ~ message.role ~ '<|end_header_id|>\\n\\n' ~ content | trim"
     " ~ '<|eot_id|>' -}}"
     "{%- endfor -%}"

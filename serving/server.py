@@ -22,7 +22,7 @@ from serving import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import ModelSpec
 
-__all__ = ["ServerHandle", "server_command", "start_server", "free_port"]
+__all__ = ["ServerHandle", "server_command", "start_server", "free_port", "check_host"]
 
 log = logging.getLogger(__name__)
 

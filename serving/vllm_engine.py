@@ -12,6 +12,7 @@ vLLM's Python API moves between versions; this module is pinned to vllm / vllm-c
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,8 +141,6 @@ class VLLMBackend:
             return self._llm
         env.apply_offline_env()
         if self.spec.device == "cpu":
-            import os
-
             kv = self.options.kv_cache_gib or env.cpu_kvcache_gib()
             os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv)
         kwargs = self._engine_kwargs()
