@@ -1,59 +1,139 @@
-"""numba kernels of the exact threshold search (fused, single-threaded: on a shared 2-core
-machine parallel regions ran 2-3x slower; compiled on
-first use and cached on disk)."""
+"""numba kernels of the exact threshold search (single-threaded: on a shared 2-core machine
+parallel regions ran 2-3x slower; compiled on first use and cached on disk).
+
+The bound kernels use fastmath (their float32 rounding, ~1e-5 at most, is far inside the search
+margin); the canonical float64 dot product does not, because its summation order is part of
+its definition.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-__all__ = ["bound_scan", "dot_rows"]
+__all__ = ["dot64", "sims64", "scan_a", "scan_b", "filter32", "decide64"]
+
+_SCAN_BLOCK = 2048  # rows per block of the column-major scan (its accumulators stay in L1)
+
+
+@njit(cache=True, nogil=True)
+def dot64(row: np.ndarray, q64: np.ndarray) -> float:
+    """Canonical similarity of one float32 row with a float64 query: products in float64,
+    eight running sums over j = 0..7 (mod 8) in index order (the remainder goes to the first),
+    combined as ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)). No fastmath, so no
+    reassociation or fused multiply-add: the value is the same bit pattern whatever batch,
+    machine or code path computes it (plain Python included)."""
+    d = row.shape[0]
+    m = d - d % 8
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    for j in range(0, m, 8):
+        s0 += np.float64(row[j]) * q64[j]
+        s1 += np.float64(row[j + 1]) * q64[j + 1]
+        s2 += np.float64(row[j + 2]) * q64[j + 2]
+        s3 += np.float64(row[j + 3]) * q64[j + 3]
+        s4 += np.float64(row[j + 4]) * q64[j + 4]
+        s5 += np.float64(row[j + 5]) * q64[j + 5]
+        s6 += np.float64(row[j + 6]) * q64[j + 6]
+        s7 += np.float64(row[j + 7]) * q64[j + 7]
+    for j in range(m, d):
+        s0 += np.float64(row[j]) * q64[j]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+@njit(cache=True, nogil=True)
+def sims64(x: np.ndarray, q64: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = dot64(x[i], q64) for every row of ``x``."""
+    for i in range(x.shape[0]):
+        out[i] = dot64(x[i], q64)
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def bound_scan(ps_a: np.ndarray, ps_b: np.ndarray, ps_c: np.ndarray, tail_a: np.ndarray, tail_b: np.ndarray,
-               q_p: np.ndarray, nq_tail_a: float, nq_tail_b: float, rho_cos: np.ndarray, rho_sin: np.ndarray,
-               cos_psi: np.ndarray, sin_psi: np.ndarray, offsets: np.ndarray, clusters: np.ndarray, nq_r: float,
-               t_lo: float, mask: np.ndarray) -> None:
-    """Set mask[i] for members i of ``clusters`` (positions offsets[c]..offsets[c+1]) whose upper
-    bound on the cosine with the query is >= t_lo (mask must start all False).
+def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray, nq: float, nq_rest: float,
+           t_lo: float, n: int, labels: np.ndarray, acc_out: np.ndarray) -> int:
+    """First stage over rows 0..n-1: codes_t (p, capacity) int8, column-major so that each
+    projection dimension is one contiguous run and the loop vectorises across rows.
 
-    Bound = ps[i].q_p + nq_r*rho[i]*cos(|psi[c]-alpha[i]|), the cosine expanded as
-    cos(psi)cos(alpha) + sin(psi)sin(alpha) with rho_cos = rho*cos(alpha), rho_sin =
-    rho*sin(alpha) precomputed per member. The projection ps[i] = (ps_a, ps_b, ps_c)[i] is
-    summed in three stages; after each of the first two the rest is bounded by Cauchy-Schwarz
-    (nq_tail_a*tail_a[i] = |q rest| |ps rest| after stage a, likewise b), so most rows stop
-    after the first, small, separately stored stage and cost little memory traffic."""
-    na = ps_a.shape[1]
-    nb = ps_b.shape[1]
-    nc = ps_c.shape[1]
-    for k in range(clusters.shape[0]):
-        c = clusters[k]
-        cc = nq_r * cos_psi[c]
-        sc = nq_r * sin_psi[c]
-        for i in range(offsets[c], offsets[c + 1]):
-            u = cc * rho_cos[i] + sc * rho_sin[i]
-            for j in range(na):
-                u += ps_a[i, j] * q_p[j]
-            if u + nq_tail_a * tail_a[i] < t_lo:
-                continue
-            for j in range(nb):
-                u += ps_b[i, j] * q_p[na + j]
-            if u + nq_tail_b * tail_b[i] < t_lo:
-                continue
-            for j in range(nc):
-                u += ps_c[i, j] * q_p[na + nb + j]
-            if u >= t_lo:
-                mask[i] = True
+    For row i the bound is sum_j codes_t[j, i] * qs[j] + nq * err[i] + nq_rest * rho[i];
+    rows with bound >= t_lo are written to ``labels`` (ascending) with their partial sum (the
+    code part only) in ``acc_out``. Returns how many.
+    """
+    p = codes_t.shape[0]
+    acc = np.zeros(_SCAN_BLOCK, dtype=np.float32)
+    ub = np.zeros(_SCAN_BLOCK, dtype=np.float32)
+    m = 0
+    for lo in range(0, n, _SCAN_BLOCK):
+        hi = min(n, lo + _SCAN_BLOCK)
+        w = hi - lo
+        for i in range(w):
+            acc[i] = 0.0
+        for j in range(p):
+            qj = qs[j]
+            col = codes_t[j, lo:hi]
+            for i in range(w):
+                acc[i] += np.float32(col[i]) * qj
+        eb = err[lo:hi]
+        rb = rho[lo:hi]
+        for i in range(w):
+            ub[i] = acc[i] + nq * eb[i] + nq_rest * rb[i]
+        for i in range(w):  # a branch: kept rows are few at useful thresholds
+            if ub[i] >= t_lo:
+                labels[m] = lo + i
+                acc_out[m] = acc[i]
+                m += 1
+    return m
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def dot_rows(x: np.ndarray, rows: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
-    """out[k] = x[rows[k]] . q in float32 (a filter only: exact values come from float64)."""
+def scan_b(codes: np.ndarray, qs: np.ndarray, labels: np.ndarray, acc: np.ndarray, m: int, err: np.ndarray,
+           rho: np.ndarray, nq: float, nq_rest: float, t_lo: float) -> int:
+    """A later stage for the ``m`` rows kept so far: add the next projection dims from row-major
+    int8 ``codes`` (capacity, width) to each partial sum and keep (in place, order kept, labels
+    and partial sums together) the rows whose bound acc + nq * err[i] + nq_rest * rho[i] is
+    still >= t_lo."""
+    p = codes.shape[1]
+    k = 0
+    for r in range(m):
+        i = labels[r]
+        row = codes[i]
+        s = acc[r]
+        for j in range(p):
+            s += np.float32(row[j]) * qs[j]
+        labels[k] = i
+        acc[k] = s
+        k += np.int64(s + nq * err[i] + nq_rest * rho[i] >= t_lo)
+    return k
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def filter32(x: np.ndarray, labels: np.ndarray, m: int, q32: np.ndarray, lo: float) -> int:
+    """Keep (in place, order kept) the first ``m`` labels whose float32 dot product with ``q32``
+    is >= lo; returns how many. A filter only: its rounding is far below the search margin."""
     d = x.shape[1]
-    for k in range(rows.shape[0]):
-        i = rows[k]
+    k = 0
+    for r in range(m):
+        i = labels[r]
+        row = x[i]
         s = np.float32(0.0)
         for j in range(d):
-            s += x[i, j] * q[j]
-        out[k] = s
+            s += row[j] * q32[j]
+        labels[k] = i
+        k += np.int64(s >= lo)
+    return k
+
+
+@njit(cache=True, nogil=True)
+def decide64(x: np.ndarray, labels: np.ndarray, m: int, q64: np.ndarray, threshold: float, out_labels: np.ndarray,
+             out_sims: np.ndarray) -> int:
+    """Rows among the first ``m`` labels whose canonical :func:`dot64` is >= threshold go to the
+    outputs; returns how many. Not fastmath, and it must not be: numba compiles a function
+    called from a fastmath function with fastmath too (measured), so dot64 is only ever called
+    from functions without it."""
+    k = 0
+    for r in range(m):
+        i = labels[r]
+        v = dot64(x[i], q64)
+        if v >= threshold:
+            out_labels[k] = i
+            out_sims[k] = v
+            k += 1
+    return k

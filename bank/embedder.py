@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
-import os
 import re
 import threading
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from bank.errors import BankConfigError, EmbedderError
+from serving.env import apply_offline_env
 
 __all__ = ["Embedder", "MiniLMEmbedder", "HashingEmbedder", "minilm_model_dir", "normalize_rows"]
 
@@ -103,8 +103,7 @@ class MiniLMEmbedder:
     def _load(self) -> object:
         with self._lock:
             if self._model is None:
-                os.environ["HF_HUB_OFFLINE"] = "1"
-                os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                apply_offline_env()  # the model is a local directory; never the hub
                 path = minilm_model_dir()
                 try:
                     from sentence_transformers import SentenceTransformer

@@ -1,30 +1,40 @@
-"""Exact cosine-threshold search: every stored vector with similarity >= t, provably none missed.
+"""Exact threshold search: every stored vector whose similarity with the query is >= t,
+provably none missed, with far less memory traffic than a brute-force scan.
 
 hnswlib is approximate even for its own top-k (at 1M entries, ef=200 missed 0.5% of the entries
-above tau in the issue's measurement), so threshold results are not taken from it. Instead
-this index prunes with bounds that are true inequalities, and computes exact dot products only
-for what the bounds cannot exclude:
+above tau in the issue's measurement), so threshold results are not taken from it. This index
+prunes with upper bounds that are true inequalities and computes exact products only for what
+the bounds cannot exclude.
 
-Write a unit row as x = V^T p + r: p its projection on V, an orthonormal basis of the top
+Write a stored row as x = B^T p + r: p its coordinates on B, an orthonormal basis of the top
 uncentred principal directions (fitted on a sample; sentence embeddings share a strong common
-direction and a fast-decaying spectrum), and r the residual. Then q.x = p_q.p + r_q.r, and
+direction and a fast-decaying spectrum), r the part orthogonal to B. The coordinates are stored
+as int8 codes c with a step s_j per dimension, p = s * c + delta. For a query with coordinates
+q_p = B q and orthogonal part q_r:
 
-1. *Projection part*: p_q.p is summed exactly in float32, in three stages (16, 16, rest of
-   the dims); after each stage the remainder is bounded by Cauchy-Schwarz, |p_q rest||p rest|,
-   so most rows stop after 16 dims.
-2. *Residual part*: r_q.r <= |r_q||r| cos(|psi - alpha|), where residual directions are
-   partitioned by spherical k-means, psi is the angle between r_q and the cluster centroid u
-   and alpha the angle between r and u (spherical triangle inequality). A whole cluster is
-   skipped when a cluster-wide version of the bound (largest alpha, largest |r|, mean and
-   radius of the projections) is below the threshold.
-3. Rows passing the bound get a float32 dot product; rows within 1e-4 of the threshold are
-   decided by the canonical float64 dot product, so results equal a float64 brute force.
+    q.x = q_p.(s * c) + q_p.delta + q_r.r  <=  q_p.(s * c) + |q_p| |delta| + |q_r| |r|
 
-Every bound is relaxed by a margin of 1e-4 (much larger than float32 rounding at dim <= 4096),
-so pruning errs only towards scanning more. Rows added after the partition was built form an
-unpartitioned tail bounded by |r_q||r| alone; the partition is rebuilt when the tail grows.
-How much the bounds prune depends on the data: the benchmark (bench/retrieval.py) reports the
-fraction of rows that still needed a dot product and the speed against numpy brute force.
+(Cauchy-Schwarz twice), with |delta| and |r| computed per row in float64 when the row is added
+(rounded up) and |q_p|, |q_r| per query. The same inequality holds for every prefix of the
+basis, so the bound is evaluated in stages, ``stage_dims = (d1, d2, ...)``:
+
+1. the first d1 coordinates for every row, from a column-major int8 array (one contiguous run
+   per dimension, so the scan vectorises), and |delta|, |r| as float32: d1 + 8 bytes a row
+   where brute force reads 4 * dim;
+2. then, for the rows still in, coordinates d1..d2 from a row-major int8 array (one short
+   gather per row) with the tighter |delta|, |r| of the longer prefix; and so on.
+
+Rows that survive get a float32 dot product (a filter), and rows within the margin of the
+threshold or above get the canonical float64 dot product (:func:`exact_sims`), which alone
+decides. Every bound is lowered by a margin (1e-4, more for long or non-unit vectors) that
+exceeds all float32 rounding in the bounds and the filter, so pruning errs only towards checking
+more rows, and results equal the float64 brute force (:func:`brute_force_threshold`) bit for bit.
+
+Codes are valid for any row: a row added after the basis was fitted is coded with the same
+basis and steps (a coordinate beyond the code range is clipped and the clipping error is part
+of |delta|), so the bound stays true; the basis is refitted when the rows have grown by
+``refit_growth`` since the last fit, only to keep the bounds tight. Below ``min_rows`` rows
+there is no basis and every row gets the float32 filter.
 """
 
 from __future__ import annotations
@@ -36,34 +46,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bank._jit import bound_scan, dot_rows
+from bank._jit import decide64, filter32, scan_a, scan_b, sims64
 from bank.errors import BankConfigError
 
 __all__ = ["ExactConfig", "ExactThresholdIndex", "SearchStats", "exact_sims", "brute_force_threshold"]
 
 log = logging.getLogger(__name__)
 
-_MARGIN = 1e-4  # slack on every bound and on the float32 decision, in cosine units
-_SCAN_FRACTION = 0.3  # above this fraction of candidate rows, scan all rows in order instead
-_STAGE_DIMS = (16, 32)  # projection dims after which the fused scan tries to stop early
+_MARGIN = 1e-4  # least slack on every bound and on the float32 filter
 _BLOCK = 65_536  # rows per block in blocked passes (bounds peak memory)
+_EPS32 = 2.0**-24  # float32 unit roundoff
 
 
 def exact_sims(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Canonical similarity: float64 dot products of rows of ``x`` (m, d) with ``q`` (d,).
 
-    einsum's own loop (not BLAS) sums each row in a fixed order, so a row's value does not
-    depend on which other rows are computed with it; BLAS gemv differs by an ulp across shapes.
-    """
-    return np.einsum("ij,j->i", np.asarray(x, dtype=np.float64), np.asarray(q, dtype=np.float64))
+    Both are taken as float32 (the stored precision) and multiplied in float64 in a fixed
+    summation order (:func:`bank._jit.dot64`), so a row's value never depends on which other
+    rows are computed with it, nor on the code path (search, oracle, plain Python)."""
+    x32 = np.ascontiguousarray(x, dtype=np.float32)
+    q64 = np.asarray(q, dtype=np.float32).reshape(-1).astype(np.float64)
+    if x32.ndim != 2 or x32.shape[1] != q64.shape[0]:
+        raise BankConfigError(f"x must have shape (m, {q64.shape[0]}), got {x32.shape}")
+    out = np.empty(len(x32), dtype=np.float64)
+    sims64(x32, q64, out)
+    return out
 
 
 def brute_force_threshold(x: np.ndarray, q: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """Reference oracle: (labels, sims) of all rows with float64 similarity >= ``threshold``,
+    """Reference oracle: (labels, sims) of all rows with canonical similarity >= ``threshold``,
     ordered by descending similarity then ascending label."""
-    sims = np.empty(len(x), dtype=np.float64)
-    for lo in range(0, len(x), _BLOCK):
-        sims[lo : lo + _BLOCK] = exact_sims(x[lo : lo + _BLOCK], q)
+    sims = exact_sims(x, q)
     labels = np.flatnonzero(sims >= threshold)
     return _ordered(labels, sims[labels])
 
@@ -77,25 +90,22 @@ def _ordered(labels: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarr
 class ExactConfig:
     """Tuning of :class:`ExactThresholdIndex`; none of it changes results, only speed."""
 
-    min_partition: int = 20_000  # below this many rows: one blocked float32 scan, no partition
-    n_clusters: int | None = None  # k-means clusters; None = 2*sqrt(rows) clipped to [16, 4096]
-    pca_dims: int = 64  # dimensions of the projection bound (0 disables it)
-    kmeans_iters: int = 8  # Lloyd iterations on the sample
-    kmeans_sample: int = 65_536  # rows used to fit centroids and the projection basis
-    rebuild_growth: float = 0.25  # re-partition when the unpartitioned tail exceeds this fraction
-    seed: int = 0  # k-means initialisation
+    min_rows: int = 20_000  # below this many rows: no basis, every row gets the float32 filter
+    stage_dims: tuple[int, ...] = (16, 64, 128)  # basis prefix bounded by each stage (ascending)
+    fit_sample: int = 65_536  # rows used to fit the basis and the code steps
+    refit_growth: float = 0.25  # refit when rows grew by this fraction since the last fit
+    seed: int = 0  # sample choice
 
     def __post_init__(self) -> None:
-        if self.min_partition < 1:
-            raise BankConfigError(f"min_partition must be >= 1, got {self.min_partition}")
-        if self.n_clusters is not None and self.n_clusters < 1:
-            raise BankConfigError(f"n_clusters must be None or >= 1, got {self.n_clusters}")
-        if self.pca_dims < 0:
-            raise BankConfigError(f"pca_dims must be >= 0, got {self.pca_dims}")
-        if self.kmeans_iters < 1 or self.kmeans_sample < 1:
-            raise BankConfigError("kmeans_iters and kmeans_sample must be >= 1")
-        if not 0 < self.rebuild_growth:
-            raise BankConfigError(f"rebuild_growth must be > 0, got {self.rebuild_growth}")
+        if self.min_rows < 1:
+            raise BankConfigError(f"min_rows must be >= 1, got {self.min_rows}")
+        dims = tuple(self.stage_dims)
+        if not dims or dims[0] < 0 or any(b <= a for a, b in zip(dims, dims[1:])):
+            raise BankConfigError(f"stage_dims must be non-empty, >= 0 and strictly ascending, got {self.stage_dims}")
+        if self.fit_sample < 1:
+            raise BankConfigError(f"fit_sample must be >= 1, got {self.fit_sample}")
+        if not self.refit_growth > 0:
+            raise BankConfigError(f"refit_growth must be > 0, got {self.refit_growth}")
 
 
 @dataclass(frozen=True)
@@ -103,16 +113,16 @@ class SearchStats:
     """Work done by one search, in rows (for benchmarks and tests)."""
 
     rows: int  # rows searched (the snapshot size)
-    clusters_kept: int  # clusters the cluster bound could not exclude
-    rows_bounded: int  # rows that reached the projection bound
-    rows_dotted: int  # rows that got a float32 dot product
-    rows_float64: int  # rows decided or ordered with the float64 dot product
+    rows_bounded: int  # rows given the stage-1 bound (0 without a basis)
+    rows_kept: tuple[int, ...]  # rows each bound stage kept
+    rows_dotted: int  # rows that got the float32 filter
+    rows_float64: int  # rows that got the canonical float64 product
 
 
 class ExactThresholdIndex:
-    """In-memory float32 unit vectors with labels 0..n-1 and exact threshold search.
+    """In-memory float32 vectors with labels 0..n-1 and exact threshold search.
 
-    Thread-safe: adds and searches take one lock (searches are short).
+    Thread-safe: adds and searches take one lock.
     """
 
     def __init__(self, dim: int, config: ExactConfig | None = None) -> None:
@@ -120,31 +130,30 @@ class ExactThresholdIndex:
             raise BankConfigError(f"dim must be >= 1, got {dim}")
         self.dim = dim
         self.config = config or ExactConfig()
-        self._x = np.zeros((0, dim), dtype=np.float32)
-        self._n = 0
+        # stage prefixes clipped to dim (dims <= 0 or repeats dropped); empty: no basis ever
+        ends = sorted({min(d, dim) for d in self.config.stage_dims if d > 0})
+        self._ends = tuple(ends)
         self._lock = threading.RLock()
-        self._parted = 0  # rows [0, _parted) are in the partition
-        self._basis: np.ndarray | None = None  # (r, dim) float64 rows orthonormal
-        self._proj = np.zeros((0, 0), dtype=np.float32)  # per-row projections, label order
-        self._resid = np.zeros(0, dtype=np.float64)  # per-row residual norms (rounded up)
-        # _proj/_resid share _x's capacity once a basis exists
-        self._cent: np.ndarray | None = None  # (K, dim) unit centroids
-        self._cent64 = np.zeros((0, dim))
-        self._theta = np.zeros(0)  # per-cluster largest member angle (radians)
-        self._offsets = np.zeros(1, dtype=np.int64)
-        self._order = np.zeros(0, dtype=np.int64)  # labels sorted by cluster
-        # partition arrays, members in cluster order ("_s"): see build_partition
-        # member residual norm rho times cos/sin of alpha, the angle between the member's
-        # residual direction and its centroid
-        self._rho_cos = np.zeros(0, dtype=np.float32)
-        self._rho_sin = np.zeros(0, dtype=np.float32)
-        # member projections split at _STAGE_DIMS into three contiguous arrays, and the norms of
-        # the projection beyond the first and second split (rounded up)
-        self._ps_a = self._ps_b = self._ps_c = np.zeros((0, 0), dtype=np.float32)
-        self._tail_a = self._tail_b = np.zeros(0, dtype=np.float32)
-        self._c_p = np.zeros((0, 0))  # per-cluster mean projection
-        self._r_p = np.zeros(0)  # per-cluster largest projection distance to c_p
-        self._rho_max = np.zeros(0)  # per-cluster largest residual norm
+        self._n = 0
+        self._x = np.zeros((0, dim), dtype=np.float32)
+        self._max_norm = 0.0  # largest stored row norm (scales the float32 error allowance)
+        self._fitted = 0  # rows at the last basis fit (0: no basis)
+        self._basis = np.zeros((0, dim))  # (ends[-1], dim) float64, orthonormal rows
+        self._step = np.ones(0)  # code step per basis dimension
+        # per row, label order, capacity like _x: stage-1 codes column-major (d1, capacity), later
+        # stages' codes row-major (capacity, width); per stage the norms (rounded up) of the
+        # coding error and of the part off the basis prefix. (Coding the stage-1 norms in int8
+        # too, or using the largest error for all rows, saved 7 bytes a row but its extra
+        # slack of ~0.01 let 4x more rows through at 1M: the bound density near t is high.)
+        starts = (0, *ends[:-1])
+        self._codes = [np.zeros((e, 0) if k == 0 else (0, e - s0), dtype=np.int8)
+                       for k, (s0, e) in enumerate(zip(starts, ends))]
+        self._err = [np.zeros(0, dtype=np.float32) for _ in ends]
+        self._rho = [np.zeros(0, dtype=np.float32) for _ in ends]
+        # search scratch (searches hold the lock): reused, because fresh pages for ~12 bytes a
+        # row cost as much as the first stage itself at 1M rows
+        self._labels = np.zeros(0, dtype=np.int64)
+        self._acc = np.zeros(0, dtype=np.float32)
         self.last_stats: SearchStats | None = None
 
     def __len__(self) -> int:
@@ -157,185 +166,140 @@ class ExactThresholdIndex:
         view.flags.writeable = False
         return view
 
+    @property
+    def fitted_rows(self) -> int:
+        """Rows present at the last basis fit (0: no basis yet, plain filtered scan)."""
+        return self._fitted
+
     # ----------------------------------------------------------------- building
     def add(self, vectors: np.ndarray) -> np.ndarray:
-        """Append unit vectors (m, dim); returns their labels (consecutive ints)."""
+        """Append vectors (m, dim); returns their labels (consecutive ints)."""
         v = np.ascontiguousarray(vectors, dtype=np.float32)
         if v.ndim != 2 or v.shape[1] != self.dim:
             raise BankConfigError(f"vectors must have shape (m, {self.dim}), got {v.shape}")
+        if not np.isfinite(v).all():
+            raise BankConfigError("vectors must be finite (found NaN or inf)")
         with self._lock:
             need = self._n + len(v)
             if need > len(self._x):  # grow before exceeding capacity
-                cap = max(need, 2 * len(self._x), 1024)
-                self._x = _grown(self._x, cap, self._n)
-                self._proj = _grown(self._proj, cap, self._n)
-                self._resid = _grown(self._resid, cap, self._n)
+                self._grow(max(need, 2 * len(self._x), 1024))
             self._x[self._n : need] = v
-            if self._basis is not None and self._parted:
-                self._proj[self._n : need], self._resid[self._n : need] = self._project(v)
+            if len(v):
+                self._max_norm = max(self._max_norm, float(np.sqrt(np.einsum("ij,ij->i", v, v, dtype=np.float64).max())))
+            if self._fitted:
+                self._code(self._n, need)
             labels = np.arange(self._n, need, dtype=np.int64)
             self._n = need
-            self._maybe_repartition()
+            if self._n >= self.config.min_rows and self._ends and self._n > (1 + self.config.refit_growth) * self._fitted:
+                self.fit()
             return labels
 
-    def _project(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        assert self._basis is not None
-        p = np.empty((len(v), len(self._basis)), dtype=np.float32)
-        r = np.empty(len(v), dtype=np.float64)
-        for lo in range(0, len(v), _BLOCK):
-            blk = np.asarray(v[lo : lo + _BLOCK], dtype=np.float64)
-            pb = blk @ self._basis.T
-            p[lo : lo + _BLOCK] = pb
-            r[lo : lo + _BLOCK] = np.linalg.norm(blk - pb @ self._basis, axis=1)
-        return p, r * (1 + 1e-6) + 1e-6
+    def _grow(self, cap: int) -> None:
+        used = self._n
+        self._x = _grown(self._x, cap, used)
+        if self._ends:
+            first = np.zeros((self._ends[0], cap), dtype=np.int8)
+            first[:, :used] = self._codes[0][:, :used]
+            self._codes = [first] + [_grown(c, cap, used) for c in self._codes[1:]]
+        self._err = [_grown(a, cap, used) for a in self._err]
+        self._rho = [_grown(a, cap, used) for a in self._rho]
 
-    def _maybe_repartition(self) -> None:
-        cfg = self.config
-        if self._n < cfg.min_partition:
-            return
-        if self._parted and (self._n - self._parted) <= cfg.rebuild_growth * self._parted:
-            return
-        self.build_partition()
-
-    def build_partition(self) -> None:
-        """(Re)fit the projection basis and the k-means partition of residual directions."""
+    def fit(self) -> None:
+        """(Re)fit the basis and code steps on a sample and code every row with them."""
         with self._lock:
             t0 = time.perf_counter()
-            cfg = self.config
-            n = self._n
-            x = self._x[:n]
+            n, cfg = self._n, self.config
             rng = np.random.default_rng(cfg.seed)
-            sample_idx = np.sort(rng.choice(n, size=min(n, cfg.kmeans_sample), replace=False))
-            r = min(cfg.pca_dims, self.dim - 1, len(sample_idx))
-            if r > 0:
-                s64 = np.asarray(x[sample_idx], dtype=np.float64)
-                _, vecs = np.linalg.eigh(s64.T @ s64)  # uncentred PCA: ascending eigenvalues
-                self._basis = np.ascontiguousarray(vecs[:, ::-1][:, :r].T)
-            else:
-                self._basis = np.zeros((0, self.dim))
-            self._proj = np.zeros((len(self._x), r), dtype=np.float32)
-            self._resid = np.zeros(len(self._x), dtype=np.float64)
-            self._proj[:n], self._resid[:n] = self._project(x)
-            rdir = self._residual_dirs(x, self._proj[:n])
-            k = cfg.n_clusters or int(np.clip(2 * np.sqrt(n), 16, 4096))
-            k = min(k, len(sample_idx))
-            cent = _spherical_kmeans(rdir[sample_idx], k, cfg.kmeans_iters, rng)
-            assign, cosv = _assign(rdir, cent)
-            order = np.argsort(assign, kind="stable").astype(np.int64)
-            counts = np.bincount(assign, minlength=k)
-            offsets = np.zeros(k + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            alpha = np.arccos(np.clip(cosv, -1.0, 1.0))
-            theta = np.zeros(k)
-            np.maximum.at(theta, assign, alpha)
-            rho_max = np.zeros(k)
-            np.maximum.at(rho_max, assign, self._resid[:n])
-            ps = self._proj[:n][order]
-            c_p = np.zeros((k, r))
-            r_p = np.zeros(k)
-            present = np.flatnonzero(counts)
-            if r > 0 and len(present):
-                c_p[present] = np.add.reduceat(ps.astype(np.float64), offsets[present], axis=0) / counts[present, None]
-                dist = np.linalg.norm(ps.astype(np.float64) - c_p[assign[order]], axis=1)
-                np.maximum.at(r_p, assign[order], dist)
-            self._cent, self._theta, self._offsets, self._order = cent, theta, offsets, order
-            self._c_p, self._r_p, self._rho_max = c_p, r_p * (1 + 1e-6) + 1e-6, rho_max
-            rho_s = self._resid[:n][order]
-            self._rho_cos = (rho_s * np.cos(alpha[order])).astype(np.float32)
-            self._rho_sin = (rho_s * np.sin(alpha[order])).astype(np.float32)
-            a, b = min(_STAGE_DIMS[0], r), min(_STAGE_DIMS[1], r)
-            self._ps_a = np.ascontiguousarray(ps[:, :a])
-            self._ps_b = np.ascontiguousarray(ps[:, a:b])
-            self._ps_c = np.ascontiguousarray(ps[:, b:])
-            self._tail_a = _up(np.linalg.norm(ps[:, a:].astype(np.float64), axis=1)).astype(np.float32)
-            self._tail_b = _up(np.linalg.norm(ps[:, b:].astype(np.float64), axis=1)).astype(np.float32)
-            self._cent64 = cent.astype(np.float64)
-            self._parted = n
-            log.info("partitioned %d rows into %d clusters (pca %d) in %.2fs", n, k, r, time.perf_counter() - t0)
+            sample = np.sort(rng.choice(n, size=min(n, cfg.fit_sample), replace=False))
+            s64 = np.asarray(self._x[sample], dtype=np.float64)
+            _, vecs = np.linalg.eigh(s64.T @ s64)  # uncentred PCA, ascending eigenvalues
+            self._basis = np.ascontiguousarray(vecs[:, ::-1][:, : self._ends[-1]].T)
+            span = np.abs(s64 @ self._basis.T).max(axis=0)
+            self._step = np.where(span > 0, span / 127.0, 1.0)
+            self._code(0, n)
+            self._fitted = n
+            log.info("fitted a %d-dim basis on %d of %d rows and coded them in %.2fs", self._ends[-1], len(sample), n,
+                     time.perf_counter() - t0)
 
-    def _residual_dirs(self, x: np.ndarray, proj: np.ndarray) -> np.ndarray:
-        """Unit directions of the parts of rows orthogonal to the basis (float32)."""
-        assert self._basis is not None
-        out = np.empty_like(x, dtype=np.float32)
-        for lo in range(0, len(x), _BLOCK):
-            res = np.asarray(x[lo : lo + _BLOCK], dtype=np.float64) - proj[lo : lo + _BLOCK] @ self._basis
-            norm = np.linalg.norm(res, axis=1, keepdims=True)
-            out[lo : lo + _BLOCK] = res / np.where(norm > 0, norm, 1.0)
-        return out
+    def _code(self, lo: int, hi: int) -> None:
+        """Codes, coding-error norms and off-basis norms of rows lo..hi-1 (current basis)."""
+        for b0 in range(lo, hi, _BLOCK):
+            b1 = min(hi, b0 + _BLOCK)
+            x64 = np.asarray(self._x[b0:b1], dtype=np.float64)
+            p = x64 @ self._basis.T
+            codes = np.clip(np.rint(p / self._step), -127, 127)
+            d2 = np.cumsum((p - codes * self._step) ** 2, axis=1)
+            p2 = np.cumsum(p**2, axis=1)
+            xx = np.einsum("ij,ij->i", x64, x64)
+            start = 0
+            for k, end in enumerate(self._ends):
+                if k == 0:
+                    self._codes[0][:, b0:b1] = codes[:, :end].T
+                else:
+                    self._codes[k][b0:b1] = codes[:, start:end]
+                self._err[k][b0:b1] = _up(np.sqrt(d2[:, end - 1]))
+                self._rho[k][b0:b1] = _up(np.sqrt(np.maximum(xx - p2[:, end - 1], 0.0)))
+                start = end
 
     # ---------------------------------------------------------------- searching
     def search(self, q: np.ndarray, threshold: float, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """All labels < ``limit`` (default: all rows) whose float64 cosine with unit ``q`` is
-        >= ``threshold``: (labels int64, sims float64), descending similarity then label."""
+        """All labels < ``limit`` (default: all rows) whose canonical similarity with ``q``
+        (:func:`exact_sims`) is >= ``threshold``: (labels int64, sims float64), descending
+        similarity then ascending label."""
         qv = np.asarray(q, dtype=np.float32).reshape(-1)
         if qv.shape != (self.dim,):
             raise BankConfigError(f"query must have shape ({self.dim},), got {qv.shape}")
+        if not np.isfinite(qv).all():
+            raise BankConfigError("query must be finite (found NaN or inf)")
+        threshold = float(threshold)
         with self._lock:
             n = self._n if limit is None else max(0, min(int(limit), self._n))
             if n == 0:
-                self.last_stats = SearchStats(0, 0, 0, 0, 0)
+                self.last_stats = SearchStats(0, 0, (), 0, 0)
                 return np.zeros(0, dtype=np.int64), np.zeros(0)
-            if self._parted == 0:
-                return self._decide(qv, None, threshold, n, 0, 0)
-            cand, kept, bounded = self._candidates(qv, threshold - _MARGIN, n)
-            if cand is not None and len(cand) > _SCAN_FRACTION * n:
-                cand = None  # gathering most rows costs more than scanning them in order
-            return self._decide(qv, cand, threshold, n, kept, bounded)
+            q64 = qv.astype(np.float64)
+            nq = float(np.sqrt(q64 @ q64))
+            # float32 filter error <= dim * eps * |x||q| (any summation order); doubled for safety
+            margin = max(_MARGIN, 2 * self.dim * _EPS32 * nq * self._max_norm)
+            if len(self._labels) < n:
+                self._labels = np.zeros(len(self._x), dtype=np.int64)
+                self._acc = np.zeros(len(self._x), dtype=np.float32)
+            labels = self._labels
+            m, bounded, kept = n, 0, ()
+            if self._fitted:
+                kept = self._bound(q64, threshold - margin, n, labels)
+                m, bounded = kept[-1], n
+            else:
+                labels[:n] = np.arange(n)
+            n64 = filter32(self._x, labels, m, qv, np.float32(threshold - margin))
+            out_l = np.empty(n64, dtype=np.int64)
+            out_s = np.empty(n64, dtype=np.float64)
+            k = decide64(self._x, labels, n64, q64, threshold, out_l, out_s)
+            self.last_stats = SearchStats(n, bounded, kept, m, n64)
+            return _ordered(out_l[:k], out_s[:k])
 
-    def _candidates(self, qv: np.ndarray, t_lo: float, n: int) -> tuple[np.ndarray, int, int]:
-        """Labels < n that no bound excludes, the clusters kept and the rows bounded.
-
-        Bounds run in float32 (their rounding, ~1e-6, is far inside the 1e-4 margin)."""
-        assert self._cent is not None and self._basis is not None
-        q64 = qv.astype(np.float64)
-        q_p = self._basis @ q64
-        q_r = q64 - q_p @ self._basis
-        nq_r = float(np.linalg.norm(q_r))
-        nq_p = _up(float(np.linalg.norm(q_p)))
-        cos_psi = self._cent64 @ q_r / nq_r if nq_r > 0 else np.zeros(len(self._cent))
-        psi = np.arccos(np.clip(cos_psi, -1.0, 1.0))
-        nq_r = _up(nq_r)
-        ring = np.cos(np.maximum(0.0, psi - self._theta))
-        cl_ub = self._c_p @ q_p + nq_p * self._r_p + nq_r * self._rho_max * ring
-        keep = cl_ub >= t_lo
-        n_keep = int(keep.sum())
-        clusters = np.flatnonzero(keep).astype(np.int64)
-        bounded = int((self._offsets[clusters + 1] - self._offsets[clusters]).sum())
-        na, nb = self._ps_a.shape[1], self._ps_b.shape[1]
-        q_p32 = q_p.astype(np.float32)
-        mask = np.zeros(self._parted, dtype=np.bool_)
-        bound_scan(self._ps_a, self._ps_b, self._ps_c, self._tail_a, self._tail_b, q_p32,
-                   _up(np.linalg.norm(q_p[na:])), _up(np.linalg.norm(q_p[na + nb :])), self._rho_cos,
-                   self._rho_sin, np.cos(psi).astype(np.float32), np.sin(psi).astype(np.float32), self._offsets,
-                   clusters, np.float32(nq_r), np.float32(t_lo), mask)
-        sel = np.flatnonzero(mask)
-        labels = self._order[sel]
-        tail = np.arange(self._parted, n, dtype=np.int64)
-        if len(tail):
-            tub = self._proj[tail] @ q_p.astype(np.float32) + np.float32(nq_r) * self._resid[tail]
-            labels = np.concatenate([labels, tail[tub >= t_lo]])
-            bounded += len(tail)
-        labels = labels[labels < n]
-        labels.sort()  # rows are then gathered in address order
-        return labels, n_keep, bounded
-
-    def _decide(self, qv: np.ndarray, cand: np.ndarray | None, threshold: float, n: int, kept: int,
-                bounded: int) -> tuple[np.ndarray, np.ndarray]:
-        """Float32 dots for candidates (all rows < n when ``cand`` is None), float64 near t."""
-        if cand is None:
-            cand = np.arange(n, dtype=np.int64)
-            s32 = np.empty(n, dtype=np.float32)
-            for lo in range(0, n, _BLOCK):
-                s32[lo : lo + _BLOCK] = self._x[lo : min(n, lo + _BLOCK)] @ qv
-        else:
-            s32 = np.empty(len(cand), dtype=np.float32)
-            dot_rows(self._x, cand, qv, s32)
-        maybe = s32 >= threshold - _MARGIN
-        labels = cand[maybe]
-        sims = exact_sims(np.take(self._x, labels, axis=0), qv)  # canonical values for all kept rows
-        inside = sims >= threshold
-        self.last_stats = SearchStats(n, kept, bounded, len(cand), len(labels))
-        return _ordered(labels[inside], sims[inside])
+    def _bound(self, q64: np.ndarray, t_lo: float, n: int, labels: np.ndarray) -> tuple[int, ...]:
+        """Rows < n whose staged bound is >= t_lo into ``labels`` (ascending); returns the rows
+        each stage kept."""
+        qp = self._basis @ q64
+        qq = float(q64 @ q64)
+        qs = (qp * self._step).astype(np.float32)
+        qp2 = np.cumsum(qp**2)
+        acc = self._acc
+        kept: list[int] = []
+        start = 0
+        for k, end in enumerate(self._ends):
+            nq = np.float32(_up(np.sqrt(qp2[end - 1])))
+            nq_rest = np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0))))
+            if k == 0:
+                m = scan_a(self._codes[0], qs[:end], self._err[0], self._rho[0], nq, nq_rest, np.float32(t_lo), n,
+                           labels, acc)
+            elif m:
+                m = scan_b(self._codes[k], qs[start:end], labels, acc, m, self._err[k], self._rho[k], nq, nq_rest,
+                           np.float32(t_lo))
+            kept.append(m)
+            start = end
+        return tuple(kept)
 
 
 def _up(v: np.ndarray | float) -> np.ndarray | float:
@@ -350,36 +314,3 @@ def _grown(arr: np.ndarray, cap: int, used: int) -> np.ndarray:
     out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
     out[:used] = arr[:used]
     return out
-
-
-def _spherical_kmeans(sample: np.ndarray, k: int, iters: int, rng: np.random.Generator) -> np.ndarray:
-    """Unit centroids (k, d) float32 by Lloyd iterations on cosine similarity."""
-    cent = sample[rng.choice(len(sample), size=k, replace=False)].astype(np.float32)
-    for _ in range(iters):
-        assign, _ = _assign(sample, cent)
-        order = np.argsort(assign, kind="stable")
-        counts = np.bincount(assign, minlength=k)
-        sums = np.zeros((k, sample.shape[1]), dtype=np.float64)
-        present = np.flatnonzero(counts)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[present]
-        sums[present] = np.add.reduceat(sample[order].astype(np.float64), starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1)
-        empty = norms == 0
-        if empty.any():  # re-seed empty clusters from random rows
-            sums[empty] = sample[rng.choice(len(sample), size=int(empty.sum()))]
-            norms[empty] = np.linalg.norm(sums[empty], axis=1)
-        cent = (sums / norms[:, None]).astype(np.float32)
-    return cent
-
-
-def _assign(x: np.ndarray, cent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest centroid per row and the (float64) cosine to it, computed blockwise."""
-    assign = np.empty(len(x), dtype=np.int64)
-    cosv = np.empty(len(x), dtype=np.float64)
-    c64 = cent.astype(np.float64)
-    for lo in range(0, len(x), _BLOCK // 4):
-        blk = x[lo : lo + _BLOCK // 4]
-        a = np.argmax(blk @ cent.T, axis=1)
-        assign[lo : lo + len(blk)] = a
-        cosv[lo : lo + len(blk)] = np.einsum("ij,ij->i", blk.astype(np.float64), c64[a])
-    return assign, cosv

@@ -10,7 +10,7 @@ threshold then decides; so speed comes from hnswlib and correctness from the exa
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,11 +21,14 @@ from bank.exact import exact_sims
 from bank.schema import BankEntry, Hit, RetrievalConfig, query_text
 from bank.store import ExperienceBank
 
-__all__ = ["select_hits", "retrieve_vector", "Retriever", "RetrievalResult", "format_memory_block"]
+__all__ = ["select_hits", "threshold_hits", "retrieve_vector", "Retriever", "RetrievalResult", "format_memory_block"]
 
 log = logging.getLogger(__name__)
 
 _SEED_FACTOR = 4  # hnsw neighbours fetched per k_max to seed the threshold
+
+SearchFn = Callable[[np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]
+KnnFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
 def select_hits(labels: np.ndarray, sims: np.ndarray, sources: Sequence[str], k_max: int | None,
@@ -46,25 +49,34 @@ def select_hits(labels: np.ndarray, sims: np.ndarray, sources: Sequence[str], k_
     return tuple(out)
 
 
-def retrieve_vector(bank: ExperienceBank, q: np.ndarray, config: RetrievalConfig, limit: int | None = None
-                    ) -> tuple[Hit, ...]:
-    """Hits for unit query vector ``q`` over entries with id < ``limit`` (a snapshot; None = all)."""
-    n = len(bank) if limit is None else min(limit, len(bank))
+def threshold_hits(q: np.ndarray, config: RetrievalConfig, n: int, *, search: SearchFn, knn: KnnFn,
+                   vectors: np.ndarray, sources: Sequence) -> tuple[Hit, ...]:
+    """The retrieval rule over rows < ``n`` of an index: ``search(q, threshold, limit)`` is the
+    exact threshold search, ``knn(q, k)`` any approximate neighbour search (only used to seed
+    the threshold when ``config.k_max`` caps the result), ``vectors`` the stored rows and
+    ``sources[i]`` the source item of row i."""
     if n <= 0:
         return ()
-    sources = bank.sources
     threshold = config.tau
     if config.k_max is not None:
-        labels, _ = bank.knn(q, min(len(bank), _SEED_FACTOR * config.k_max))
+        labels, _ = knn(q, min(n, _SEED_FACTOR * config.k_max))
         labels = np.sort(labels[labels < n])
         if len(labels):
-            sims = exact_sims(bank.vectors()[labels], q)
+            sims = exact_sims(vectors[labels], q)
             order = np.lexsort((labels, -sims))
             seeds = select_hits(labels[order], sims[order], sources, config.k_max, config.dedupe_source)
             if len(seeds) == config.k_max:
                 threshold = max(threshold, seeds[-1].similarity)
-    labels, sims = bank.threshold_search(q, threshold, n)
+    labels, sims = search(q, threshold, n)
     return select_hits(labels, sims, sources, config.k_max, config.dedupe_source)
+
+
+def retrieve_vector(bank: ExperienceBank, q: np.ndarray, config: RetrievalConfig, limit: int | None = None
+                    ) -> tuple[Hit, ...]:
+    """Hits for unit query vector ``q`` over entries with id < ``limit`` (a snapshot; None = all)."""
+    n = len(bank) if limit is None else min(limit, len(bank))
+    return threshold_hits(q, config, n, search=bank.threshold_search, knn=bank.knn, vectors=bank.vectors(),
+                          sources=bank.sources)
 
 
 @dataclass(frozen=True)
