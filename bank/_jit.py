@@ -49,8 +49,8 @@ def sims64(x: np.ndarray, q64: np.ndarray, out: np.ndarray) -> None:
 
 @njit(cache=True, nogil=True, fastmath=True)
 def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray, nq: float, nq_rest: float,
-           t_lo: float, n: int, labels: np.ndarray, acc_out: np.ndarray) -> int:
-    """First stage over rows 0..n-1: codes_t (p, capacity) int8, column-major so that each
+           t_lo: float, start: int, stop: int, labels: np.ndarray, acc_out: np.ndarray) -> int:
+    """First stage over rows start..stop-1: codes_t (p, capacity) int8, column-major so that each
     projection dimension is one contiguous run and the loop vectorises across rows.
 
     For row i the bound is sum_j codes_t[j, i] * qs[j] + nq * err[i] + nq_rest * rho[i];
@@ -61,8 +61,8 @@ def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray
     acc = np.zeros(_SCAN_BLOCK, dtype=np.float32)
     ub = np.zeros(_SCAN_BLOCK, dtype=np.float32)
     m = 0
-    for lo in range(0, n, _SCAN_BLOCK):
-        hi = min(n, lo + _SCAN_BLOCK)
+    for lo in range(start, stop, _SCAN_BLOCK):
+        hi = min(stop, lo + _SCAN_BLOCK)
         w = hi - lo
         for i in range(w):
             acc[i] = 0.0

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 _MARGIN = 1e-4  # least slack on every bound and on the float32 filter
 _BLOCK = 65_536  # rows per block in blocked passes (bounds peak memory)
 _EPS32 = 2.0**-24  # float32 unit roundoff
+_PARALLEL_MIN = 131_072  # rows per search thread, at least
 
 
 def exact_sims(x: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -95,6 +97,7 @@ class ExactConfig:
     fit_sample: int = 65_536  # rows used to fit the basis and the code steps
     refit_growth: float = 0.25  # refit when rows grew by this fraction since the last fit
     seed: int = 0  # sample choice
+    threads: int = 2  # threads per search over large banks (numpy's brute force uses all BLAS threads)
 
     def __post_init__(self) -> None:
         if self.min_rows < 1:
@@ -106,6 +109,8 @@ class ExactConfig:
             raise BankConfigError(f"fit_sample must be >= 1, got {self.fit_sample}")
         if not self.refit_growth > 0:
             raise BankConfigError(f"refit_growth must be > 0, got {self.refit_growth}")
+        if self.threads < 1:
+            raise BankConfigError(f"threads must be >= 1, got {self.threads}")
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,7 @@ class ExactThresholdIndex:
         # row cost as much as the first stage itself at 1M rows
         self._labels = np.zeros(0, dtype=np.int64)
         self._acc = np.zeros(0, dtype=np.float32)
+        self._pool: ThreadPoolExecutor | None = None  # search helper threads, started on first need
         self.last_stats: SearchStats | None = None
 
     def __len__(self) -> int:
@@ -264,42 +270,74 @@ class ExactThresholdIndex:
             if len(self._labels) < n:
                 self._labels = np.zeros(len(self._x), dtype=np.int64)
                 self._acc = np.zeros(len(self._x), dtype=np.float32)
-            labels = self._labels
-            m, bounded, kept = n, 0, ()
-            if self._fitted:
-                kept = self._bound(q64, threshold - margin, n, labels)
-                m, bounded = kept[-1], n
-            else:
-                labels[:n] = np.arange(n)
-            n64 = filter32(self._x, labels, m, qv, np.float32(threshold - margin))
-            out_l = np.empty(n64, dtype=np.int64)
-            out_s = np.empty(n64, dtype=np.float64)
-            k = decide64(self._x, labels, n64, q64, threshold, out_l, out_s)
-            self.last_stats = SearchStats(n, bounded, kept, m, n64)
-            return _ordered(out_l[:k], out_s[:k])
+            t_lo = threshold - margin
+            qs = None
+            if self._fitted:  # query coordinates on the basis, scaled by the code steps
+                qp = self._basis @ q64
+                qs = ((qp * self._step).astype(np.float32), np.cumsum(qp**2), float(q64 @ q64))
+            parts = self._parts(n)
+            if len(parts) == 1:
+                results = [self._range(qv, q64, qs, threshold, t_lo, *parts[0])]
+            else:  # the kernels release the GIL: the first part runs here, the rest beside it
+                futures = [self._executor().submit(self._range, qv, q64, qs, threshold, t_lo, *r) for r in parts[1:]]
+                results = [self._range(qv, q64, qs, threshold, t_lo, *parts[0])] + [f.result() for f in futures]
+            kept = tuple(int(v) for v in np.sum([r[0] for r in results], axis=0)) if qs is not None else ()
+            self.last_stats = SearchStats(n, n if qs is not None else 0, kept, sum(r[1] for r in results),
+                                          sum(r[2] for r in results))
+            return _ordered(np.concatenate([r[3] for r in results]), np.concatenate([r[4] for r in results]))
 
-    def _bound(self, q64: np.ndarray, t_lo: float, n: int, labels: np.ndarray) -> tuple[int, ...]:
-        """Rows < n whose staged bound is >= t_lo into ``labels`` (ascending); returns the rows
-        each stage kept."""
-        qp = self._basis @ q64
-        qq = float(q64 @ q64)
-        qs = (qp * self._step).astype(np.float32)
-        qp2 = np.cumsum(qp**2)
-        acc = self._acc
+    def _parts(self, n: int) -> list[tuple[int, int]]:
+        """Row ranges searched in parallel: one per thread, whole scan blocks, at least
+        _PARALLEL_MIN rows each (below that a second thread costs more than it saves)."""
+        k = max(1, min(self.config.threads, n // _PARALLEL_MIN))
+        cuts = [0] + [(n * i // k) // 2048 * 2048 for i in range(1, k)] + [n]
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.config.threads - 1, thread_name_prefix="exact-search")
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the search helper threads (a later search starts them again)."""
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
+
+    def _range(self, qv: np.ndarray, q64: np.ndarray, qs: tuple | None, threshold: float, t_lo: float, lo: int,
+               hi: int) -> tuple[list[int], int, int, np.ndarray, np.ndarray]:
+        """Search rows lo..hi-1 with the scratch buffers' slice lo..hi: (rows each bound stage
+        kept, rows filtered in float32, rows given float64, labels, sims) in label order."""
+        labels, acc = self._labels[lo:hi], self._acc[lo:hi]
         kept: list[int] = []
-        start = 0
-        for k, end in enumerate(self._ends):
-            nq = np.float32(_up(np.sqrt(qp2[end - 1])))
-            nq_rest = np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0))))
-            if k == 0:
-                m = scan_a(self._codes[0], qs[:end], self._err[0], self._rho[0], nq, nq_rest, np.float32(t_lo), n,
-                           labels, acc)
-            elif m:
-                m = scan_b(self._codes[k], qs[start:end], labels, acc, m, self._err[k], self._rho[k], nq, nq_rest,
-                           np.float32(t_lo))
-            kept.append(m)
-            start = end
-        return tuple(kept)
+        if qs is None:  # no basis (a small bank): one BLAS product is the float32 filter
+            keep = np.flatnonzero(self._x[lo:hi] @ qv >= np.float32(t_lo))
+            m, dotted = len(keep), hi - lo
+            labels[:m] = keep + lo
+        else:
+            q_scaled, qp2, qq = qs
+            start = 0
+            for k, end in enumerate(self._ends):
+                nq = np.float32(_up(np.sqrt(qp2[end - 1])))
+                nq_rest = np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0))))
+                if k == 0:
+                    m = scan_a(self._codes[0], q_scaled[:end], self._err[0], self._rho[0], nq, nq_rest, np.float32(t_lo),
+                               lo, hi, labels, acc)
+                elif m:
+                    m = scan_b(self._codes[k], q_scaled[start:end], labels, acc, m, self._err[k], self._rho[k], nq,
+                               nq_rest, np.float32(t_lo))
+                kept.append(m)
+                start = end
+        if qs is None:
+            n64 = m
+        else:
+            dotted = m
+            n64 = filter32(self._x, labels, m, qv, np.float32(t_lo))
+        out_l = np.empty(n64, dtype=np.int64)
+        out_s = np.empty(n64, dtype=np.float64)
+        k = decide64(self._x, labels, n64, q64, threshold, out_l, out_s)
+        return kept, dotted, n64, out_l[:k], out_s[:k]
 
 
 def _up(v: np.ndarray | float) -> np.ndarray | float:

@@ -26,6 +26,7 @@ __all__ = ["select_hits", "threshold_hits", "retrieve_vector", "Retriever", "Ret
 log = logging.getLogger(__name__)
 
 _SEED_FACTOR = 4  # hnsw neighbours fetched per k_max to seed the threshold
+_SEED_MIN_ROWS = 20_000  # below this the exact search scans every row anyway: no seeding
 
 SearchFn = Callable[[np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]
 KnnFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -58,7 +59,7 @@ def threshold_hits(q: np.ndarray, config: RetrievalConfig, n: int, *, search: Se
     if n <= 0:
         return ()
     threshold = config.tau
-    if config.k_max is not None:
+    if config.k_max is not None and n >= _SEED_MIN_ROWS:
         labels, _ = knn(q, min(n, _SEED_FACTOR * config.k_max))
         labels = np.sort(labels[labels < n])
         if len(labels):

@@ -238,9 +238,11 @@ class ExperienceBank:
                 raise BankError(f"could not update {column} in {self.folder}: {exc}") from exc
 
     def close(self) -> None:
-        """Flush the index and close the database."""
+        """Flush the index, stop search threads and close the database."""
         with self._lock:
             self.flush()
+            if self._exact is not None:
+                self._exact.close()
             self._conn.close()
 
     def __enter__(self) -> ExperienceBank:

@@ -139,3 +139,20 @@ def test_exact_rejects_non_finite() -> None:
         ExactConfig(stage_dims=(8, 4))
     with pytest.raises(BankConfigError, match="stage_dims"):
         ExactConfig(stage_dims=())
+
+
+def test_exact_parallel_parts_match_brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searches split over threads (small parts forced here) give the oracle's results, with
+    snapshot limits that cut a part short."""
+    import bank.exact as exact_mod
+
+    monkeypatch.setattr(exact_mod, "_PARALLEL_MIN", 1500)
+    x = clustered(9020, 40, clusters=50, spread=0.8, common=0.6, seed=31)
+    idx = ExactThresholdIndex(40, ExactConfig(min_rows=1000, stage_dims=(8, 24), threads=3))
+    idx.add(x[:9000])
+    assert len(idx._parts(9000)) == 3
+    _check(idx, x[:9000], x[9000:], taus=(0.4, 0.7, 0.9))
+    _check(idx, x[:9000], x[9000:], taus=(0.6,), limit=5000)
+    idx.close()
+    _check(idx, x[:9000], x[9000:9005], taus=(0.6,))  # restarts its helper threads
+    idx.close()
