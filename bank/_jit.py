@@ -84,23 +84,24 @@ def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def scan_b(codes: np.ndarray, qs: np.ndarray, labels: np.ndarray, acc: np.ndarray, m: int, err: np.ndarray,
-           rho: np.ndarray, nq: float, nq_rest: float, t_lo: float) -> int:
-    """A later stage for the ``m`` rows kept so far: add the next projection dims from row-major
-    int8 ``codes`` (capacity, width) to each partial sum and keep (in place, order kept, labels
-    and partial sums together) the rows whose bound acc + nq * err[i] + nq_rest * rho[i] is
-    still >= t_lo."""
-    p = codes.shape[1]
+def scan_b(rec8: np.ndarray, rec: np.ndarray, off: int, w: int, qs: np.ndarray, labels: np.ndarray, acc: np.ndarray,
+           m: int, nq: float, nq_rest: float, t_lo: float) -> int:
+    """A later stage for the ``m`` rows kept so far. Each row's record is ``rec[i]`` (float32
+    words) and ``rec8[i]`` (the same bytes): this stage's codes are rec8[i, off:off+len(qs)],
+    its coding-error and off-prefix norms rec[i, w] and rec[i, w+1]. Adds the codes' part to
+    each partial sum and keeps (in place, order kept, labels and partial sums together) the
+    rows whose bound acc + nq * err + nq_rest * rho is still >= t_lo."""
+    p = qs.shape[0]
     k = 0
     for r in range(m):
         i = labels[r]
-        row = codes[i]
+        codes = rec8[i, off : off + p]
         s = acc[r]
         for j in range(p):
-            s += np.float32(row[j]) * qs[j]
+            s += np.float32(codes[j]) * qs[j]
         labels[k] = i
         acc[k] = s
-        k += np.int64(s + nq * err[i] + nq_rest * rho[i] >= t_lo)
+        k += np.int64(s + nq * rec[i, w] + nq_rest * rec[i, w + 1] >= t_lo)
     return k
 
 

@@ -145,16 +145,26 @@ class ExactThresholdIndex:
         self._fitted = 0  # rows at the last basis fit (0: no basis)
         self._basis = np.zeros((0, dim))  # (ends[-1], dim) float64, orthonormal rows
         self._step = np.ones(0)  # code step per basis dimension
-        # per row, label order, capacity like _x: stage-1 codes column-major (d1, capacity), later
-        # stages' codes row-major (capacity, width); per stage the norms (rounded up) of the
-        # coding error and of the part off the basis prefix. (Coding the stage-1 norms in int8
-        # too, or using the largest error for all rows, saved 7 bytes a row but its extra
-        # slack of ~0.01 let 4x more rows through at 1M: the bound density near t is high.)
-        starts = (0, *ends[:-1])
-        self._codes = [np.zeros((e, 0) if k == 0 else (0, e - s0), dtype=np.int8)
-                       for k, (s0, e) in enumerate(zip(starts, ends))]
-        self._err = [np.zeros(0, dtype=np.float32) for _ in ends]
-        self._rho = [np.zeros(0, dtype=np.float32) for _ in ends]
+        # Per row, label order, capacity like _x. Stage 1: codes column-major (d1, capacity) and
+        # the norms (rounded up) of the coding error and of the part off the prefix, float32.
+        # (Coding those norms in int8 too, or one largest error for all rows, saved 7 bytes a
+        # row, but the extra slack of ~0.01 let 4x more rows through at 1M: the bounds are dense
+        # near t.) Later stages: one record per row, float32 words [err_2, rho_2, err_3, rho_3,
+        # ...] then the int8 codes of stage 2, 3, ... (viewed as bytes), so a row's later stages
+        # read one or two adjacent cache lines (128 bytes with the default stages) instead of
+        # three arrays: at 1M rows those gathers are memory latency, not bandwidth.
+        d1 = ends[0] if ends else 0
+        self._codes1 = np.zeros((d1, 0), dtype=np.int8)
+        self._err1 = np.zeros(0, dtype=np.float32)
+        self._rho1 = np.zeros(0, dtype=np.float32)
+        n_later = max(len(ends) - 1, 0)
+        offs, off = [], 8 * n_later
+        for s0, e in zip(ends, ends[1:]):
+            offs.append(off)
+            off += e - s0
+        self._later = tuple(zip(range(n_later), (0, *ends)[1:], ends[1:], offs))  # (k, start, end, byte offset)
+        self._rec_words = -(-off // 4)
+        self._rec = np.zeros((0, self._rec_words), dtype=np.float32)
         # search scratch (searches hold the lock): reused, because fresh pages for ~12 bytes a
         # row cost as much as the first stage itself at 1M rows
         self._labels = np.zeros(0, dtype=np.int64)
@@ -203,12 +213,10 @@ class ExactThresholdIndex:
     def _grow(self, cap: int) -> None:
         used = self._n
         self._x = _grown(self._x, cap, used)
-        if self._ends:
-            first = np.zeros((self._ends[0], cap), dtype=np.int8)
-            first[:, :used] = self._codes[0][:, :used]
-            self._codes = [first] + [_grown(c, cap, used) for c in self._codes[1:]]
-        self._err = [_grown(a, cap, used) for a in self._err]
-        self._rho = [_grown(a, cap, used) for a in self._rho]
+        first = np.zeros((len(self._codes1), cap), dtype=np.int8)
+        first[:, :used] = self._codes1[:, :used]
+        self._codes1 = first
+        self._err1, self._rho1, self._rec = (_grown(a, cap, used) for a in (self._err1, self._rho1, self._rec))
 
     def fit(self) -> None:
         """(Re)fit the basis and code steps on a sample and code every row with them."""
@@ -237,15 +245,17 @@ class ExactThresholdIndex:
             d2 = np.cumsum((p - codes * self._step) ** 2, axis=1)
             p2 = np.cumsum(p**2, axis=1)
             xx = np.einsum("ij,ij->i", x64, x64)
-            start = 0
-            for k, end in enumerate(self._ends):
-                if k == 0:
-                    self._codes[0][:, b0:b1] = codes[:, :end].T
-                else:
-                    self._codes[k][b0:b1] = codes[:, start:end]
-                self._err[k][b0:b1] = _up(np.sqrt(d2[:, end - 1]))
-                self._rho[k][b0:b1] = _up(np.sqrt(np.maximum(xx - p2[:, end - 1], 0.0)))
-                start = end
+            err = _up(np.sqrt(d2))  # per prefix length
+            rho = _up(np.sqrt(np.maximum(xx[:, None] - p2, 0.0)))
+            d1 = self._ends[0]
+            self._codes1[:, b0:b1] = codes[:, :d1].T
+            self._err1[b0:b1] = err[:, d1 - 1]
+            self._rho1[b0:b1] = rho[:, d1 - 1]
+            rec, rec8 = self._rec[b0:b1], self._rec[b0:b1].view(np.int8)
+            for k, start, end, off in self._later:
+                rec[:, 2 * k] = err[:, end - 1]
+                rec[:, 2 * k + 1] = rho[:, end - 1]
+                rec8[:, off : off + end - start] = codes[:, start:end]
 
     # ---------------------------------------------------------------- searching
     def search(self, q: np.ndarray, threshold: float, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -317,18 +327,21 @@ class ExactThresholdIndex:
             labels[:m] = keep + lo
         else:
             q_scaled, qp2, qq = qs
-            start = 0
-            for k, end in enumerate(self._ends):
-                nq = np.float32(_up(np.sqrt(qp2[end - 1])))
-                nq_rest = np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0))))
-                if k == 0:
-                    m = scan_a(self._codes[0], q_scaled[:end], self._err[0], self._rho[0], nq, nq_rest, np.float32(t_lo),
-                               lo, hi, labels, acc)
-                elif m:
-                    m = scan_b(self._codes[k], q_scaled[start:end], labels, acc, m, self._err[k], self._rho[k], nq,
-                               nq_rest, np.float32(t_lo))
+
+            def norms(end: int) -> tuple[np.float32, np.float32]:  # |q on the prefix|, |q off it|
+                return (np.float32(_up(np.sqrt(qp2[end - 1]))),
+                        np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0)))))
+
+            d1 = self._ends[0]
+            m = scan_a(self._codes1, q_scaled[:d1], self._err1, self._rho1, *norms(d1), np.float32(t_lo), lo, hi,
+                       labels, acc)
+            kept.append(m)
+            rec8 = self._rec.view(np.int8)
+            for k, start, end, off in self._later:
+                if m:
+                    m = scan_b(rec8, self._rec, off, 2 * k, q_scaled[start:end], labels, acc, m, *norms(end),
+                               np.float32(t_lo))
                 kept.append(m)
-                start = end
         if qs is None:
             n64 = m
         else:

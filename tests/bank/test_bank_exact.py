@@ -122,7 +122,7 @@ def test_exact_holds_for_rows_outside_the_fitted_code_range() -> None:
     idx.add(base)
     idx.add(odd)
     assert idx.fitted_rows == 3000
-    assert (np.abs(idx._codes[0][:, 3000:3400]) == 127).any()  # some coordinates were clipped
+    assert (np.abs(idx._codes1[:, 3000:3400]) == 127).any()  # some coordinates were clipped
     x = np.concatenate([base, odd])
     queries = np.concatenate([odd[:10] / 3.0, base[2:12]])
     assert _check(idx, x, queries, taus=(0.5, 0.9, 1.5, 2.5)) > 0
@@ -156,3 +156,34 @@ def test_exact_parallel_parts_match_brute_force(monkeypatch: pytest.MonkeyPatch)
     idx.close()
     _check(idx, x[:9000], x[9000:9005], taus=(0.6,))  # restarts its helper threads
     idx.close()
+
+
+def _embedding_like(n: int, seed: int) -> np.ndarray:
+    from bench.retrieval import synthetic_bank
+
+    return synthetic_bank(n, 384, seed=seed)  # calibrated to MiniLM embeddings of TAT-QA
+
+
+def test_exact_on_embedding_like_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default configuration on 384-d vectors shaped like sentence embeddings, split over
+    two threads, equals the oracle at the paper's tau, above and below it."""
+    import bank.exact as exact_mod
+
+    monkeypatch.setattr(exact_mod, "_PARALLEL_MIN", 10_000)
+    x = _embedding_like(30_010, seed=5)
+    idx = ExactThresholdIndex(384)
+    idx.add(x[:30_000])
+    assert idx.fitted_rows == 30_000 and len(idx._parts(30_000)) == 2
+    assert _check(idx, x[:30_000], x[30_000:], taus=(0.5, 0.65, 0.8, 0.9)) > 0
+    assert idx.last_stats.rows_dotted < 0.05 * 30_000
+
+
+@pytest.mark.slow
+def test_exact_on_embedding_like_vectors_300k() -> None:
+    x = _embedding_like(300_020, seed=6)
+    idx = ExactThresholdIndex(384)
+    idx.add(x[:200_000])
+    idx.add(x[200_000:300_000])  # refit at 1.5x
+    assert idx.fitted_rows == 300_000
+    assert _check(idx, x[:300_000], x[300_000:], taus=(0.65, 0.85)) > 0
+    assert _check(idx, x[:300_000], x[300_000:], taus=(0.65,), limit=123_457) > 0
