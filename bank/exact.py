@@ -93,7 +93,7 @@ class ExactConfig:
     """Tuning of :class:`ExactThresholdIndex`; none of it changes results, only speed."""
 
     min_rows: int = 20_000  # below this many rows: no basis, every row gets the float32 filter
-    stage_dims: tuple[int, ...] = (16, 64, 128)  # basis prefix bounded by each stage (ascending)
+    stage_dims: tuple[int, ...] = (24, 64, 128)  # basis prefix bounded by each stage (ascending)
     fit_sample: int = 65_536  # rows used to fit the basis and the code steps
     refit_growth: float = 0.25  # refit when rows grew by this fraction since the last fit
     seed: int = 0  # sample choice
@@ -151,8 +151,8 @@ class ExactThresholdIndex:
         # row, but the extra slack of ~0.01 let 4x more rows through at 1M: the bounds are dense
         # near t.) Later stages: one record per row, float32 words [err_2, rho_2, err_3, rho_3,
         # ...] then the int8 codes of stage 2, 3, ... (viewed as bytes), so a row's later stages
-        # read one or two adjacent cache lines (128 bytes with the default stages) instead of
-        # three arrays: at 1M rows those gathers are memory latency, not bandwidth.
+        # read one or two adjacent cache lines (records padded to 128 bytes with the default
+        # stages) instead of three arrays: at 1M rows those gathers are memory latency bound.
         d1 = ends[0] if ends else 0
         self._codes1 = np.zeros((d1, 0), dtype=np.int8)
         self._err1 = np.zeros(0, dtype=np.float32)
@@ -163,7 +163,7 @@ class ExactThresholdIndex:
             offs.append(off)
             off += e - s0
         self._later = tuple(zip(range(n_later), (0, *ends)[1:], ends[1:], offs))  # (k, start, end, byte offset)
-        self._rec_words = -(-off // 4)
+        self._rec_words = -(-off // 64) * 16 if off > 64 else -(-off // 4)  # whole cache lines
         self._rec = np.zeros((0, self._rec_words), dtype=np.float32)
         # search scratch (searches hold the lock): reused, because fresh pages for ~12 bytes a
         # row cost as much as the first stage itself at 1M rows
