@@ -11,7 +11,7 @@ from bank_synth import clustered
 
 from bank.embedder import HashingEmbedder, MiniLMEmbedder
 from bank.errors import BankConfigError
-from bank.exact import exact_sims
+from bank.exact import ExactConfig, exact_sims
 from bank.index import HnswConfig
 from bank.retrieval import Retriever, format_memory_block, retrieve_vector
 from bank.schema import NewEntry, RetrievalConfig, query_text
@@ -31,14 +31,25 @@ def _oracle(x: np.ndarray, sources: list[str], q: np.ndarray, cfg: RetrievalConf
 
 @pytest.mark.parametrize("k_max", [1, 5, None])
 @pytest.mark.parametrize("dedupe", [True, False])
-def test_retrieve_vector_equals_oracle(tmp_path: Path, k_max: int | None, dedupe: bool) -> None:
+@pytest.mark.parametrize("fitted", [True, False])
+def test_retrieve_vector_equals_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k_max: int | None,
+                                       dedupe: bool, fitted: bool) -> None:
+    """Unfitted and fitted exact indexes (forced here at 3000 rows, split over threads), with a
+    capped search's threshold seeded by a deliberately poor hnsw index: all equal the oracle."""
+    import bank.exact as exact_mod
+    import bank.retrieval as retrieval_mod
+
+    monkeypatch.setattr(exact_mod, "_PARALLEL_MIN", 1000)
+    monkeypatch.setattr(retrieval_mod, "_SEED_MIN_ROWS", 1000)
     x = clustered(3030, 32, 30, 0.8, 0.6, seed=11)
     rng = np.random.default_rng(0)
     sources = [f"s{v}" for v in rng.integers(0, 900, 3000)]  # many sources hold several entries
     ents = [NewEntry(s, "d", f"q{i}") for i, s in enumerate(sources)]
+    exact_cfg = ExactConfig(min_rows=500, stage_dims=(6, 12, 20)) if fitted else ExactConfig()
     # low ef so hnsw seeds are often imperfect: the exact stage must still decide
-    bank = ExperienceBank.open(tmp_path, HnswConfig(ef_search=8, ef_construction=16, m=4))
+    bank = ExperienceBank.open(tmp_path, HnswConfig(ef_search=8, ef_construction=16, m=4), exact_cfg)
     bank.add(ents, x[:3000], "m")
+    assert (bank._exact.fitted_rows > 0) == fitted
     for tau in (0.5, 0.65, 0.8):
         cfg = RetrievalConfig(tau=tau, k_max=k_max, dedupe_source=dedupe)
         for limit in (3000, 1200):
