@@ -187,4 +187,3 @@ def test_exact_on_embedding_like_vectors_300k() -> None:
     assert idx.fitted_rows == 300_000
     assert _check(idx, x[:300_000], x[300_000:], taus=(0.65, 0.85)) > 0
     assert _check(idx, x[:300_000], x[300_000:], taus=(0.65,), limit=123_457) > 0
-
