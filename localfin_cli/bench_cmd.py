@@ -26,7 +26,7 @@ def kernels(ctx: typer.Context) -> None:
 
 @app.command("retrieval", context_settings=_CTX, add_help_option=False)
 def retrieval(ctx: typer.Context) -> None:
-    """hnswlib threshold retrieval vs numpy brute force (pass --help for its options)."""
+    """Exact threshold retrieval (and hnswlib alone) vs numpy brute force (pass --help for its options)."""
     _forward("retrieval", ctx)
 
 
