@@ -285,12 +285,10 @@ class ExactThresholdIndex:
             if self._fitted:  # query coordinates on the basis, scaled by the code steps
                 qp = self._basis @ q64
                 qs = ((qp * self._step).astype(np.float32), np.cumsum(qp**2), float(q64 @ q64))
-            parts = self._parts(n)
-            if len(parts) == 1:
-                results = [self._range(qv, q64, qs, threshold, t_lo, *parts[0])]
-            else:  # the kernels release the GIL: the first part runs here, the rest beside it
-                futures = [self._executor().submit(self._range, qv, q64, qs, threshold, t_lo, *r) for r in parts[1:]]
-                results = [self._range(qv, q64, qs, threshold, t_lo, *parts[0])] + [f.result() for f in futures]
+            first, *rest = self._parts(n)
+            # the kernels release the GIL: the first part runs here, any others beside it
+            futures = [self._executor().submit(self._range, qv, q64, qs, threshold, t_lo, *r) for r in rest]
+            results = [self._range(qv, q64, qs, threshold, t_lo, *first)] + [f.result() for f in futures]
             kept = tuple(int(v) for v in np.sum([r[0] for r in results], axis=0)) if qs is not None else ()
             self.last_stats = SearchStats(n, n if qs is not None else 0, kept, sum(r[1] for r in results),
                                           sum(r[2] for r in results))
@@ -323,8 +321,8 @@ class ExactThresholdIndex:
         kept: list[int] = []
         if qs is None:  # no basis (a small bank): one BLAS product is the float32 filter
             keep = np.flatnonzero(self._x[lo:hi] @ qv >= np.float32(t_lo))
-            m, dotted = len(keep), hi - lo
-            labels[:m] = keep + lo
+            n64, dotted = len(keep), hi - lo
+            labels[:n64] = keep + lo
         else:
             q_scaled, qp2, qq = qs
 
@@ -342,9 +340,6 @@ class ExactThresholdIndex:
                     m = scan_b(rec8, self._rec, off, 2 * k, q_scaled[start:end], labels, acc, m, *norms(end),
                                np.float32(t_lo))
                 kept.append(m)
-        if qs is None:
-            n64 = m
-        else:
             dotted = m
             n64 = filter32(self._x, labels, m, qv, np.float32(t_lo))
         out_l = np.empty(n64, dtype=np.int64)

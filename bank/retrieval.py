@@ -17,7 +17,7 @@ import numpy as np
 
 from bank.embedder import Embedder
 from bank.errors import BankConfigError
-from bank.exact import exact_sims
+from bank.exact import ExactConfig, exact_sims
 from bank.schema import BankEntry, Hit, RetrievalConfig, query_text
 from bank.store import ExperienceBank
 
@@ -26,7 +26,7 @@ __all__ = ["select_hits", "threshold_hits", "retrieve_vector", "Retriever", "Ret
 log = logging.getLogger(__name__)
 
 _SEED_FACTOR = 4  # hnsw neighbours fetched per k_max to seed the threshold
-_SEED_MIN_ROWS = 20_000  # below this the exact search scans every row anyway: no seeding
+_SEED_MIN_ROWS = ExactConfig().min_rows  # below this the exact search scans every row: no seeding
 
 SearchFn = Callable[[np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]
 KnnFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
