@@ -29,11 +29,14 @@ class Prompt:
         """``(system, user)`` texts with ``values`` filled in; missing values raise."""
         import jinja2
 
-        env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                 keep_trailing_newline=False)
+        env = jinja2.Environment(
+            undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False
+        )
         try:
-            return (env.from_string(self.system).render(**values).strip(),
-                    env.from_string(self.user).render(**values).strip())
+            return (
+                env.from_string(self.system).render(**values).strip(),
+                env.from_string(self.user).render(**values).strip(),
+            )
         except jinja2.UndefinedError as exc:
             raise ConfigError(f"prompt {self.name!r} v{self.version}: {exc}") from exc
 
@@ -50,5 +53,4 @@ def load_prompt(name: str) -> Prompt:
     missing = [k for k in ("name", "version", "system", "user") if k not in data]
     if missing:
         raise ConfigError(f"prompt file {name}.yaml lacks {', '.join(missing)}")
-    return Prompt(str(data["name"]), str(data["version"]), data["system"], data["user"],
-                  data.get("schema"))
+    return Prompt(str(data["name"]), str(data["version"]), data["system"], data["user"], data.get("schema"))

@@ -48,8 +48,19 @@ def sims64(x: np.ndarray, q64: np.ndarray, out: np.ndarray) -> None:
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray, nq: float, nq_rest: float,
-           t_lo: float, start: int, stop: int, labels: np.ndarray, acc_out: np.ndarray) -> int:
+def scan_a(
+    codes_t: np.ndarray,
+    qs: np.ndarray,
+    err: np.ndarray,
+    rho: np.ndarray,
+    nq: float,
+    nq_rest: float,
+    t_lo: float,
+    start: int,
+    stop: int,
+    labels: np.ndarray,
+    acc_out: np.ndarray,
+) -> int:
     """First stage over rows start..stop-1: codes_t (p, capacity) int8, column-major so that each
     projection dimension is one contiguous run and the loop vectorises across rows.
 
@@ -84,8 +95,19 @@ def scan_a(codes_t: np.ndarray, qs: np.ndarray, err: np.ndarray, rho: np.ndarray
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def scan_b(rec8: np.ndarray, rec: np.ndarray, off: int, w: int, qs: np.ndarray, labels: np.ndarray, acc: np.ndarray,
-           m: int, nq: float, nq_rest: float, t_lo: float) -> int:
+def scan_b(
+    rec8: np.ndarray,
+    rec: np.ndarray,
+    off: int,
+    w: int,
+    qs: np.ndarray,
+    labels: np.ndarray,
+    acc: np.ndarray,
+    m: int,
+    nq: float,
+    nq_rest: float,
+    t_lo: float,
+) -> int:
     """A later stage for the ``m`` rows kept so far. Each row's record is ``rec[i]`` (float32
     words) and ``rec8[i]`` (the same bytes): this stage's codes are rec8[i, off:off+len(qs)],
     its coding-error and off-prefix norms rec[i, w] and rec[i, w+1]. Adds the codes' part to
@@ -123,8 +145,15 @@ def filter32(x: np.ndarray, labels: np.ndarray, m: int, q32: np.ndarray, lo: flo
 
 
 @njit(cache=True, nogil=True)
-def decide64(x: np.ndarray, labels: np.ndarray, m: int, q64: np.ndarray, threshold: float, out_labels: np.ndarray,
-             out_sims: np.ndarray) -> int:
+def decide64(
+    x: np.ndarray,
+    labels: np.ndarray,
+    m: int,
+    q64: np.ndarray,
+    threshold: float,
+    out_labels: np.ndarray,
+    out_sims: np.ndarray,
+) -> int:
     """Rows among the first ``m`` labels whose canonical :func:`dot64` is >= threshold go to the
     outputs; returns how many. Not fastmath, and it must not be: numba compiles a function
     called from a fastmath function with fastmath too (measured), so dot64 is only ever called

@@ -52,8 +52,15 @@ def similarity_matrix(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     return np.asarray(queries, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
 
 
-def retrieval_sets(sims: np.ndarray, sources: Sequence[str], order: np.ndarray, n: int, tau: float,
-                   k_max: int | None = None, dedupe_source: bool = True) -> RSets:
+def retrieval_sets(
+    sims: np.ndarray,
+    sources: Sequence[str],
+    order: np.ndarray,
+    n: int,
+    tau: float,
+    k_max: int | None = None,
+    dedupe_source: bool = True,
+) -> RSets:
     """Entry-id set per query for the snapshot ``order[:n]`` (entry ids), threshold ``tau``."""
     cols = np.asarray(order[:n], dtype=np.int64)
     out: RSets = []
@@ -93,9 +100,15 @@ def _same_len(a: RSets, b: RSets) -> None:
         raise BankConfigError(f"set lists must cover the same queries, got {len(a)} and {len(b)}")
 
 
-def snapshot_table(sims: np.ndarray, sources: Sequence[str], sizes: Sequence[int], tau: float,
-                   k_max: int | None = None, order: np.ndarray | None = None, dedupe_source: bool = True
-                   ) -> list[SnapshotRow]:
+def snapshot_table(
+    sims: np.ndarray,
+    sources: Sequence[str],
+    sizes: Sequence[int],
+    tau: float,
+    k_max: int | None = None,
+    order: np.ndarray | None = None,
+    dedupe_source: bool = True,
+) -> list[SnapshotRow]:
     """One row per snapshot size (ascending), J and C against the previous size."""
     n_all = sims.shape[1]
     order = np.arange(n_all) if order is None else np.asarray(order)
@@ -106,15 +119,28 @@ def snapshot_table(sims: np.ndarray, sources: Sequence[str], sizes: Sequence[int
     prev: RSets | None = None
     for n in sizes:
         cur = retrieval_sets(sims, sources, order, n, tau, k_max, dedupe_source)
-        rows.append(SnapshotRow(tau, n, hit_rate(cur), mean_entries(cur),
-                                None if prev is None else jaccard(prev, cur),
-                                None if prev is None else change_fraction(prev, cur)))
+        rows.append(
+            SnapshotRow(
+                tau,
+                n,
+                hit_rate(cur),
+                mean_entries(cur),
+                None if prev is None else jaccard(prev, cur),
+                None if prev is None else change_fraction(prev, cur),
+            )
+        )
         prev = cur
     return rows
 
 
-def tau_sweep(sims: np.ndarray, sources: Sequence[str], sizes: Sequence[int], taus: Sequence[float],
-              k_max: int | None = None, order: np.ndarray | None = None) -> list[SnapshotRow]:
+def tau_sweep(
+    sims: np.ndarray,
+    sources: Sequence[str],
+    sizes: Sequence[int],
+    taus: Sequence[float],
+    k_max: int | None = None,
+    order: np.ndarray | None = None,
+) -> list[SnapshotRow]:
     """:func:`snapshot_table` for each tau, concatenated."""
     return [row for tau in taus for row in snapshot_table(sims, sources, sizes, tau, k_max, order)]
 

@@ -126,7 +126,10 @@ class MiniLMEmbedder:
         torch.set_num_threads(self.threads)
         try:
             out = model.encode(  # type: ignore[attr-defined]
-                texts, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                texts,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
                 show_progress_bar=False,
             )
         finally:

@@ -104,7 +104,9 @@ class ExactConfig:
             raise BankConfigError(f"min_rows must be >= 1, got {self.min_rows}")
         dims = tuple(self.stage_dims)
         if not dims or dims[0] < 0 or any(b <= a for a, b in zip(dims, dims[1:])):
-            raise BankConfigError(f"stage_dims must be non-empty, >= 0 and strictly ascending, got {self.stage_dims}")
+            raise BankConfigError(
+                f"stage_dims must be non-empty, >= 0 and strictly ascending, got {self.stage_dims}"
+            )
         if self.fit_sample < 1:
             raise BankConfigError(f"fit_sample must be >= 1, got {self.fit_sample}")
         if not self.refit_growth > 0:
@@ -162,7 +164,9 @@ class ExactThresholdIndex:
         for s0, e in zip(ends, ends[1:]):
             offs.append(off)
             off += e - s0
-        self._later = tuple(zip(range(n_later), (0, *ends)[1:], ends[1:], offs))  # (k, start, end, byte offset)
+        self._later = tuple(
+            zip(range(n_later), (0, *ends)[1:], ends[1:], offs)
+        )  # (k, start, end, byte offset)
         self._rec_words = -(-off // 64) * 16 if off > 64 else -(-off // 4)  # whole cache lines
         self._rec = np.zeros((0, self._rec_words), dtype=np.float32)
         # search scratch (searches hold the lock): reused, because fresh pages for ~12 bytes a
@@ -201,12 +205,18 @@ class ExactThresholdIndex:
                 self._grow(max(need, 2 * len(self._x), 1024))
             self._x[self._n : need] = v
             if len(v):
-                self._max_norm = max(self._max_norm, float(np.sqrt(np.einsum("ij,ij->i", v, v, dtype=np.float64).max())))
+                self._max_norm = max(
+                    self._max_norm, float(np.sqrt(np.einsum("ij,ij->i", v, v, dtype=np.float64).max()))
+                )
             if self._fitted:
                 self._code(self._n, need)
             labels = np.arange(self._n, need, dtype=np.int64)
             self._n = need
-            if self._n >= self.config.min_rows and self._ends and self._n > (1 + self.config.refit_growth) * self._fitted:
+            if (
+                self._n >= self.config.min_rows
+                and self._ends
+                and self._n > (1 + self.config.refit_growth) * self._fitted
+            ):
                 self.fit()
             return labels
 
@@ -216,7 +226,9 @@ class ExactThresholdIndex:
         first = np.zeros((len(self._codes1), cap), dtype=np.int8)
         first[:, :used] = self._codes1[:, :used]
         self._codes1 = first
-        self._err1, self._rho1, self._rec = (_grown(a, cap, used) for a in (self._err1, self._rho1, self._rec))
+        self._err1, self._rho1, self._rec = (
+            _grown(a, cap, used) for a in (self._err1, self._rho1, self._rec)
+        )
 
     def fit(self) -> None:
         """(Re)fit the basis and code steps on a sample and code every row with them."""
@@ -232,8 +244,13 @@ class ExactThresholdIndex:
             self._step = np.where(span > 0, span / 127.0, 1.0)
             self._code(0, n)
             self._fitted = n
-            log.info("fitted a %d-dim basis on %d of %d rows and coded them in %.2fs", self._ends[-1], len(sample), n,
-                     time.perf_counter() - t0)
+            log.info(
+                "fitted a %d-dim basis on %d of %d rows and coded them in %.2fs",
+                self._ends[-1],
+                len(sample),
+                n,
+                time.perf_counter() - t0,
+            )
 
     def _code(self, lo: int, hi: int) -> None:
         """Codes, coding-error norms and off-basis norms of rows lo..hi-1 (current basis)."""
@@ -258,7 +275,9 @@ class ExactThresholdIndex:
                 rec8[:, off : off + end - start] = codes[:, start:end]
 
     # ---------------------------------------------------------------- searching
-    def search(self, q: np.ndarray, threshold: float, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, q: np.ndarray, threshold: float, limit: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """All labels < ``limit`` (default: all rows) whose canonical similarity with ``q``
         (:func:`exact_sims`) is >= ``threshold``: (labels int64, sims float64), descending
         similarity then ascending label."""
@@ -290,8 +309,9 @@ class ExactThresholdIndex:
             futures = [self._executor().submit(self._range, qv, q64, qs, threshold, t_lo, *r) for r in rest]
             results = [self._range(qv, q64, qs, threshold, t_lo, *first)] + [f.result() for f in futures]
             kept = tuple(int(v) for v in np.sum([r[0] for r in results], axis=0)) if qs is not None else ()
-            self.last_stats = SearchStats(n, n if qs is not None else 0, kept, sum(r[1] for r in results),
-                                          sum(r[2] for r in results))
+            self.last_stats = SearchStats(
+                n, n if qs is not None else 0, kept, sum(r[1] for r in results), sum(r[2] for r in results)
+            )
             return _ordered(np.concatenate([r[3] for r in results]), np.concatenate([r[4] for r in results]))
 
     def _parts(self, n: int) -> list[tuple[int, int]]:
@@ -303,7 +323,9 @@ class ExactThresholdIndex:
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.config.threads - 1, thread_name_prefix="exact-search")
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.config.threads - 1, thread_name_prefix="exact-search"
+            )
         return self._pool
 
     def close(self) -> None:
@@ -313,8 +335,16 @@ class ExactThresholdIndex:
                 self._pool.shutdown()
                 self._pool = None
 
-    def _range(self, qv: np.ndarray, q64: np.ndarray, qs: tuple | None, threshold: float, t_lo: float, lo: int,
-               hi: int) -> tuple[list[int], int, int, np.ndarray, np.ndarray]:
+    def _range(
+        self,
+        qv: np.ndarray,
+        q64: np.ndarray,
+        qs: tuple | None,
+        threshold: float,
+        t_lo: float,
+        lo: int,
+        hi: int,
+    ) -> tuple[list[int], int, int, np.ndarray, np.ndarray]:
         """Search rows lo..hi-1 with the scratch buffers' slice lo..hi: (rows each bound stage
         kept, rows filtered in float32, rows given float64, labels, sims) in label order."""
         labels, acc = self._labels[lo:hi], self._acc[lo:hi]
@@ -327,18 +357,40 @@ class ExactThresholdIndex:
             q_scaled, qp2, qq = qs
 
             def norms(end: int) -> tuple[np.float32, np.float32]:  # |q on the prefix|, |q off it|
-                return (np.float32(_up(np.sqrt(qp2[end - 1]))),
-                        np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0)))))
+                return (
+                    np.float32(_up(np.sqrt(qp2[end - 1]))),
+                    np.float32(_up(np.sqrt(max(qq - qp2[end - 1], 0.0)))),
+                )
 
             d1 = self._ends[0]
-            m = scan_a(self._codes1, q_scaled[:d1], self._err1, self._rho1, *norms(d1), np.float32(t_lo), lo, hi,
-                       labels, acc)
+            m = scan_a(
+                self._codes1,
+                q_scaled[:d1],
+                self._err1,
+                self._rho1,
+                *norms(d1),
+                np.float32(t_lo),
+                lo,
+                hi,
+                labels,
+                acc,
+            )
             kept.append(m)
             rec8 = self._rec.view(np.int8)
             for k, start, end, off in self._later:
                 if m:
-                    m = scan_b(rec8, self._rec, off, 2 * k, q_scaled[start:end], labels, acc, m, *norms(end),
-                               np.float32(t_lo))
+                    m = scan_b(
+                        rec8,
+                        self._rec,
+                        off,
+                        2 * k,
+                        q_scaled[start:end],
+                        labels,
+                        acc,
+                        m,
+                        *norms(end),
+                        np.float32(t_lo),
+                    )
                 kept.append(m)
             dotted = m
             n64 = filter32(self._x, labels, m, qv, np.float32(t_lo))

@@ -51,8 +51,12 @@ class HnswIndex:
         self._lock = threading.RLock()
         self._index = hnswlib.Index(space="cosine", dim=dim)
         try:
-            self._index.init_index(max_elements=self.config.initial_capacity, M=self.config.m,
-                                   ef_construction=self.config.ef_construction, random_seed=self.config.seed)
+            self._index.init_index(
+                max_elements=self.config.initial_capacity,
+                M=self.config.m,
+                ef_construction=self.config.ef_construction,
+                random_seed=self.config.seed,
+            )
         except RuntimeError as exc:
             raise IndexError_(f"hnswlib init_index failed: {exc}") from exc
         self._index.set_num_threads(self.config.threads)
@@ -97,8 +101,9 @@ class HnswIndex:
             self._index.set_ef(max(ef or self.config.ef_search, k))
             try:
                 # one query: a single thread (spawning hnswlib's pool per call cost up to 50 ms at 1M)
-                labels, dist = self._index.knn_query(np.asarray(q, dtype=np.float32).reshape(1, -1), k=k,
-                                                     num_threads=1)
+                labels, dist = self._index.knn_query(
+                    np.asarray(q, dtype=np.float32).reshape(1, -1), k=k, num_threads=1
+                )
             except RuntimeError as exc:
                 raise IndexError_(f"hnswlib knn_query(k={k}) failed: {exc}") from exc
             finally:

@@ -22,9 +22,11 @@ def plot_sweep(rows: Sequence[SnapshotRow], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     taus = sorted({r.tau for r in rows})
     paths = []
-    for attr, label, name in (("hit_rate", "hit rate H_n", "hit_rate.png"),
-                              ("mean_entries", "mean entries per query E_n", "mean_entries.png"),
-                              ("jaccard_prev", "adjacent-snapshot Jaccard", "jaccard.png")):
+    for attr, label, name in (
+        ("hit_rate", "hit rate H_n", "hit_rate.png"),
+        ("mean_entries", "mean entries per query E_n", "mean_entries.png"),
+        ("jaccard_prev", "adjacent-snapshot Jaccard", "jaccard.png"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 4))
         for tau in taus:
             pts = [(r.n, getattr(r, attr)) for r in rows if r.tau == tau and getattr(r, attr) is not None]

@@ -21,7 +21,14 @@ from bank.exact import ExactConfig, exact_sims
 from bank.schema import BankEntry, Hit, RetrievalConfig, query_text
 from bank.store import ExperienceBank
 
-__all__ = ["select_hits", "threshold_hits", "retrieve_vector", "Retriever", "RetrievalResult", "format_memory_block"]
+__all__ = [
+    "select_hits",
+    "threshold_hits",
+    "retrieve_vector",
+    "Retriever",
+    "RetrievalResult",
+    "format_memory_block",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +39,13 @@ SearchFn = Callable[[np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]
 KnnFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
-def select_hits(labels: np.ndarray, sims: np.ndarray, sources: Sequence[str], k_max: int | None,
-                dedupe_source: bool = True) -> tuple[Hit, ...]:
+def select_hits(
+    labels: np.ndarray,
+    sims: np.ndarray,
+    sources: Sequence[str],
+    k_max: int | None,
+    dedupe_source: bool = True,
+) -> tuple[Hit, ...]:
     """From ``labels``/``sims`` ordered by descending similarity then ascending label, keep the
     first (most similar) entry of each source item, then the first ``k_max`` (None: all)."""
     out: list[Hit] = []
@@ -50,8 +62,16 @@ def select_hits(labels: np.ndarray, sims: np.ndarray, sources: Sequence[str], k_
     return tuple(out)
 
 
-def threshold_hits(q: np.ndarray, config: RetrievalConfig, n: int, *, search: SearchFn, knn: KnnFn,
-                   vectors: np.ndarray, sources: Sequence) -> tuple[Hit, ...]:
+def threshold_hits(
+    q: np.ndarray,
+    config: RetrievalConfig,
+    n: int,
+    *,
+    search: SearchFn,
+    knn: KnnFn,
+    vectors: np.ndarray,
+    sources: Sequence,
+) -> tuple[Hit, ...]:
     """The retrieval rule over rows < ``n`` of an index: ``search(q, threshold, limit)`` is the
     exact threshold search, ``knn(q, k)`` any approximate neighbour search (only used to seed
     the threshold when ``config.k_max`` caps the result), ``vectors`` the stored rows and
@@ -72,12 +92,14 @@ def threshold_hits(q: np.ndarray, config: RetrievalConfig, n: int, *, search: Se
     return select_hits(labels, sims, sources, config.k_max, config.dedupe_source)
 
 
-def retrieve_vector(bank: ExperienceBank, q: np.ndarray, config: RetrievalConfig, limit: int | None = None
-                    ) -> tuple[Hit, ...]:
+def retrieve_vector(
+    bank: ExperienceBank, q: np.ndarray, config: RetrievalConfig, limit: int | None = None
+) -> tuple[Hit, ...]:
     """Hits for unit query vector ``q`` over entries with id < ``limit`` (a snapshot; None = all)."""
     n = len(bank) if limit is None else min(limit, len(bank))
-    return threshold_hits(q, config, n, search=bank.threshold_search, knn=bank.knn, vectors=bank.vectors(),
-                          sources=bank.sources)
+    return threshold_hits(
+        q, config, n, search=bank.threshold_search, knn=bank.knn, vectors=bank.vectors(), sources=bank.sources
+    )
 
 
 @dataclass(frozen=True)
@@ -92,11 +114,18 @@ class RetrievalResult:
 class Retriever:
     """Retrieval over a bank with the embedder that built it."""
 
-    def __init__(self, bank: ExperienceBank, embedder: Embedder, config: RetrievalConfig | None = None,
-                 record_hits: bool = False) -> None:
+    def __init__(
+        self,
+        bank: ExperienceBank,
+        embedder: Embedder,
+        config: RetrievalConfig | None = None,
+        record_hits: bool = False,
+    ) -> None:
         if bank.model_id is not None and (bank.model_id != embedder.model_id or bank.dim != embedder.dim):
-            raise BankConfigError(f"embedder {embedder.model_id!r} dim {embedder.dim} does not match the bank's "
-                                  f"{bank.model_id!r} dim {bank.dim}")
+            raise BankConfigError(
+                f"embedder {embedder.model_id!r} dim {embedder.dim} does not match the bank's "
+                f"{bank.model_id!r} dim {bank.dim}"
+            )
         self.bank = bank
         self.embedder = embedder
         self.config = config or RetrievalConfig()

@@ -54,7 +54,10 @@ CREATE TABLE IF NOT EXISTS entries (
     vector BLOB NOT NULL
 );
 """
-_COLS = "id, source_id, dataset, question, context_head, findings, cautions, model_id, dim, created_at, use_count, hit_count"
+_COLS = (
+    "id, source_id, dataset, question, context_head, findings, cautions, model_id, dim, created_at, "
+    "use_count, hit_count"
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,9 @@ class IntegrityReport:
 class ExperienceBank:
     """A bank folder: ``bank.sqlite`` + ``index.hnsw``. Use :meth:`open`."""
 
-    def __init__(self, folder: Path, conn: sqlite3.Connection, hnsw_config: HnswConfig,
-                 exact_config: ExactConfig) -> None:
+    def __init__(
+        self, folder: Path, conn: sqlite3.Connection, hnsw_config: HnswConfig, exact_config: ExactConfig
+    ) -> None:
         self.folder = folder
         self._conn = conn
         self._lock = threading.RLock()
@@ -85,8 +89,12 @@ class ExperienceBank:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, folder: str | Path, hnsw_config: HnswConfig | None = None,
-             exact_config: ExactConfig | None = None) -> ExperienceBank:
+    def open(
+        cls,
+        folder: str | Path,
+        hnsw_config: HnswConfig | None = None,
+        exact_config: ExactConfig | None = None,
+    ) -> ExperienceBank:
         """Open (creating if needed) the bank in ``folder``; repairs a lagging index file."""
         folder = Path(folder)
         try:
@@ -114,8 +122,11 @@ class ExperienceBank:
         self._sources = [r[1] for r in rows]
         if self.dim is None:
             return
-        vecs = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, self.dim) if n else \
-            np.zeros((0, self.dim), dtype=np.float32)
+        vecs = (
+            np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, self.dim)
+            if n
+            else np.zeros((0, self.dim), dtype=np.float32)
+        )
         self._exact = ExactThresholdIndex(self.dim, self._exact_config)
         self._exact.add(vecs)
         self._hnsw = self._open_index(vecs)
@@ -141,7 +152,7 @@ class ExperienceBank:
             index = HnswIndex(self.dim, self._hnsw_config)
         if len(index) < n:
             log.info("indexing %d rows missing from %s", n - len(index), path)
-            index.add(vecs[len(index):])
+            index.add(vecs[len(index) :])
             self._save_index(index)
         return index
 
@@ -161,8 +172,9 @@ class ExperienceBank:
     def __len__(self) -> int:
         return len(self._sources)
 
-    def add(self, entries: Sequence[NewEntry], vectors: np.ndarray, model_id: str, save_index: bool = True
-            ) -> list[int]:
+    def add(
+        self, entries: Sequence[NewEntry], vectors: np.ndarray, model_id: str, save_index: bool = True
+    ) -> list[int]:
         """Store ``entries`` with their embedding ``vectors`` (m, dim) from model ``model_id``.
 
         One transaction: either all rows are stored or none. Returns the new ids. With
@@ -176,14 +188,28 @@ class ExperienceBank:
         with self._lock:
             if self.model_id is not None and (model_id != self.model_id or dim != self.dim):
                 raise BankConfigError(
-                    f"bank holds model {self.model_id!r} dim {self.dim}; got model {model_id!r} dim {dim}")
+                    f"bank holds model {self.model_id!r} dim {self.dim}; got model {model_id!r} dim {dim}"
+                )
             if not entries:
                 return []
             start = len(self)
             now = time.time()
             rows = [
-                (start + i, e.source_id, e.dataset, e.question, e.context_head, json.dumps(list(e.findings)),
-                 json.dumps(list(e.cautions)), model_id, dim, now, 0, 0, vecs[i].tobytes())
+                (
+                    start + i,
+                    e.source_id,
+                    e.dataset,
+                    e.question,
+                    e.context_head,
+                    json.dumps(list(e.findings)),
+                    json.dumps(list(e.cautions)),
+                    model_id,
+                    dim,
+                    now,
+                    0,
+                    0,
+                    vecs[i].tobytes(),
+                )
                 for i, e in enumerate(entries)
             ]
             try:
@@ -191,8 +217,9 @@ class ExperienceBank:
                 if self.model_id is None:
                     self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
                     self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-                self._conn.executemany(f"INSERT INTO entries ({_COLS}, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                       rows)
+                self._conn.executemany(
+                    f"INSERT INTO entries ({_COLS}, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+                )
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
@@ -209,8 +236,13 @@ class ExperienceBank:
                 self._save_index(self._hnsw)
             return list(range(start, start + len(entries)))
 
-    def add_texts(self, entries: Sequence[NewEntry], embedder: Embedder, context_chars: int = 600,
-                  save_index: bool = True) -> list[int]:
+    def add_texts(
+        self,
+        entries: Sequence[NewEntry],
+        embedder: Embedder,
+        context_chars: int = 600,
+        save_index: bool = True,
+    ) -> list[int]:
         """Embed each entry's question + context head with ``embedder`` and :meth:`add` it."""
         vecs = embedder.embed([e.text(context_chars) for e in entries])
         return self.add(entries, vecs, embedder.model_id, save_index=save_index)
@@ -232,8 +264,9 @@ class ExperienceBank:
     def _bump(self, column: str, ids: Sequence[int]) -> None:
         with self._lock:
             try:
-                self._conn.executemany(f"UPDATE entries SET {column} = {column} + 1 WHERE id = ?",
-                                       [(int(i),) for i in ids])
+                self._conn.executemany(
+                    f"UPDATE entries SET {column} = {column} + 1 WHERE id = ?", [(int(i),) for i in ids]
+                )
             except sqlite3.Error as exc:
                 raise BankError(f"could not update {column} in {self.folder}: {exc}") from exc
 
@@ -285,8 +318,9 @@ class ExperienceBank:
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT dataset FROM entries ORDER BY id")]
 
-    def threshold_search(self, q: np.ndarray, threshold: float, limit: int | None = None
-                         ) -> tuple[np.ndarray, np.ndarray]:
+    def threshold_search(
+        self, q: np.ndarray, threshold: float, limit: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Exact: all ids < ``limit`` with cosine >= ``threshold`` (see :mod:`bank.exact`)."""
         with self._lock:
             if self._exact is None:
@@ -315,9 +349,10 @@ class ExperienceBank:
             done.append("ids")
             if n == 0:
                 return IntegrityReport(0, 0, tuple(done))
-            bad = self._conn.execute("SELECT COUNT(*) FROM entries WHERE model_id != ? OR dim != ? "
-                                     "OR length(vector) != ?", (self.model_id, self.dim, 4 * (self.dim or 0))
-                                     ).fetchone()[0]
+            bad = self._conn.execute(
+                "SELECT COUNT(*) FROM entries WHERE model_id != ? OR dim != ? OR length(vector) != ?",
+                (self.model_id, self.dim, 4 * (self.dim or 0)),
+            ).fetchone()[0]
             if bad:
                 raise BankIntegrityError(f"{bad} rows disagree with model {self.model_id!r} dim {self.dim}")
             done.append("model")
@@ -328,12 +363,25 @@ class ExperienceBank:
                 raise BankIntegrityError("stored vectors are missing or not unit length")
             done.append("vectors")
             if len(self._hnsw) != n or not self._spot_check(self._hnsw, vecs, n):
-                raise BankIntegrityError(f"hnsw index holds {len(self._hnsw)} rows for {n} entries or differs")
+                raise BankIntegrityError(
+                    f"hnsw index holds {len(self._hnsw)} rows for {n} entries or differs"
+                )
             done.append("index")
             return IntegrityReport(n, len(self._hnsw), tuple(done))
 
 
 def _entry(r: tuple) -> BankEntry:
-    return BankEntry(id=r[0], source_id=r[1], dataset=r[2], question=r[3], context_head=r[4],
-                     findings=tuple(json.loads(r[5])), cautions=tuple(json.loads(r[6])), model_id=r[7],
-                     dim=r[8], created_at=r[9], use_count=r[10], hit_count=r[11])
+    return BankEntry(
+        id=r[0],
+        source_id=r[1],
+        dataset=r[2],
+        question=r[3],
+        context_head=r[4],
+        findings=tuple(json.loads(r[5])),
+        cautions=tuple(json.loads(r[6])),
+        model_id=r[7],
+        dim=r[8],
+        created_at=r[9],
+        use_count=r[10],
+        hit_count=r[11],
+    )

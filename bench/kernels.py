@@ -95,7 +95,12 @@ def _cold_compile() -> dict[str, Any]:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-c", _COLD_COMPILE], env=env, capture_output=True, text=True, timeout=600, check=True
+            [sys.executable, "-c", _COLD_COMPILE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
         )
         wall = time.perf_counter() - start
     info = json.loads(done.stdout.strip().splitlines()[-1])
@@ -120,11 +125,18 @@ def _blas_single_thread() -> tuple[Any, str]:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="localfin bench kernels", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small statsmodels subsets, no cold compile; < 1 minute")
+    ap.add_argument(
+        "--quick", action="store_true", help="small statsmodels subsets, no cold compile; < 1 minute"
+    )
     ap.add_argument("--series", type=int, default=10, help="pool size (10 -> 45 pairs)")
     ap.add_argument("--window", type=int, default=2520, help="sessions per test window")
     ap.add_argument("--days", type=int, default=300, help="re-screen days (rolling window ends)")
-    ap.add_argument("--subset", type=int, default=None, help="statsmodels re-screen cells to time (default 60; 8 with --quick)")
+    ap.add_argument(
+        "--subset",
+        type=int,
+        default=None,
+        help="statsmodels re-screen cells to time (default 60; 8 with --quick)",
+    )
     ap.add_argument("--beta-window", type=int, default=20, help="rolling hedge-ratio window (sessions)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -157,16 +169,32 @@ def _run(args: argparse.Namespace, blas_label: str) -> int:
     n_pairs = ii.size
     last = panel[-args.window :]
     y1, x1 = last[:, 0], last[:, 1]
-    _emit({
-        "case": "meta", "quick": args.quick, "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
-        "threading_layer": numba.config.THREADING_LAYER, "loadavg_start": [round(v, 2) for v in os.getloadavg()],
-        "statsmodels_blas_threads": blas_label, "series": args.series, "pairs": int(n_pairs), "window": args.window, "days": args.days, "numba": numba.__version__,
-    })
+    _emit(
+        {
+            "case": "meta",
+            "quick": args.quick,
+            "cpus": os.cpu_count(),
+            "numba_threads": numba.get_num_threads(),
+            "threading_layer": numba.config.THREADING_LAYER,
+            "loadavg_start": [round(v, 2) for v in os.getloadavg()],
+            "statsmodels_blas_threads": blas_label,
+            "series": args.series,
+            "pairs": int(n_pairs),
+            "window": args.window,
+            "days": args.days,
+            "numba": numba.__version__,
+        }
+    )
 
     first: dict[str, float] = {}
     for name, call in [
         ("eg_serial", lambda: engle_granger(y1, x1)),
-        ("eg_parallel", lambda: rolling_engle_granger_pairs(panel, args.window, ends=np.arange(n_obs - min(args.days, 4), n_obs))),
+        (
+            "eg_parallel",
+            lambda: rolling_engle_granger_pairs(
+                panel, args.window, ends=np.arange(n_obs - min(args.days, 4), n_obs)
+            ),
+        ),
         ("rolling", lambda: rolling_hedge_ratio(y1, x1, args.beta_window)),
     ]:
         start = time.perf_counter()
@@ -189,16 +217,24 @@ def _run(args: argparse.Namespace, blas_label: str) -> int:
         _sm_coint(last[:, i], last[:, j])
     sm_all = (time.perf_counter() - start) * n_pairs / sm_pairs.size
     ours_all = _median_time(lambda: engle_granger_pairs(last), 10)
-    _emit({
-        "case": "pairs_one_window", "pairs": int(n_pairs), "statsmodels_s": sm_all, "ours_s": ours_all,
-        "ratio": sm_all / ours_all, "statsmodels_pairs_measured": int(sm_pairs.size),
-        "statsmodels_extrapolated": bool(sm_pairs.size < n_pairs),
-    })
+    _emit(
+        {
+            "case": "pairs_one_window",
+            "pairs": int(n_pairs),
+            "statsmodels_s": sm_all,
+            "ours_s": ours_all,
+            "ratio": sm_all / ours_all,
+            "statsmodels_pairs_measured": int(sm_pairs.size),
+            "statsmodels_extrapolated": bool(sm_pairs.size < n_pairs),
+        }
+    )
 
     # daily re-screen: every pair over `days` rolling windows
     ends = np.arange(args.window - 1, n_obs)
     res = rolling_engle_granger_pairs(panel, args.window, ends=ends)
-    ours_rescreen = _median_time(lambda: rolling_engle_granger_pairs(panel, args.window, ends=ends), 1 if args.quick else 3)
+    ours_rescreen = _median_time(
+        lambda: rolling_engle_granger_pairs(panel, args.window, ends=ends), 1 if args.quick else 3
+    )
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -217,13 +253,25 @@ def _run(args: argparse.Namespace, blas_label: str) -> int:
         d_p = max(d_p, abs(pvalue - res.pvalue[e, k]))
     sm_cell = (time.perf_counter() - start) / picks.size
     sm_rescreen = sm_cell * n_cells
-    _emit({
-        "case": "rescreen", "pairs": int(n_pairs), "days": int(ends.size), "cells": int(n_cells),
-        "ours_s": ours_rescreen, "ours_threads": threads, "ours_1thread_s": ours_rescreen_1t, "statsmodels_s": sm_rescreen, "statsmodels_per_cell_s": sm_cell,
-        "statsmodels_cells_measured": int(picks.size), "statsmodels_extrapolated": bool(picks.size < n_cells),
-        "rescreen_ratio": sm_rescreen / ours_rescreen, "rescreen_ratio_1thread": sm_rescreen / ours_rescreen_1t,
-        "max_abs_dstat": d_stat, "max_abs_dpvalue": d_p,
-    })
+    _emit(
+        {
+            "case": "rescreen",
+            "pairs": int(n_pairs),
+            "days": int(ends.size),
+            "cells": int(n_cells),
+            "ours_s": ours_rescreen,
+            "ours_threads": threads,
+            "ours_1thread_s": ours_rescreen_1t,
+            "statsmodels_s": sm_rescreen,
+            "statsmodels_per_cell_s": sm_cell,
+            "statsmodels_cells_measured": int(picks.size),
+            "statsmodels_extrapolated": bool(picks.size < n_cells),
+            "rescreen_ratio": sm_rescreen / ours_rescreen,
+            "rescreen_ratio_1thread": sm_rescreen / ours_rescreen_1t,
+            "max_abs_dstat": d_stat,
+            "max_abs_dpvalue": d_p,
+        }
+    )
 
     # rolling hedge ratio: every pair over the whole panel
     _rolling_beta(args, panel, ii, jj, rolling_hedge_ratio)
@@ -231,7 +279,9 @@ def _run(args: argparse.Namespace, blas_label: str) -> int:
     return 0
 
 
-def _rolling_beta(args: argparse.Namespace, panel: np.ndarray, ii: np.ndarray, jj: np.ndarray, ours: Callable[..., Any]) -> None:
+def _rolling_beta(
+    args: argparse.Namespace, panel: np.ndarray, ii: np.ndarray, jj: np.ndarray, ours: Callable[..., Any]
+) -> None:
     import pandas as pd
     from statsmodels.regression.rolling import RollingOLS
 
@@ -257,7 +307,9 @@ def _rolling_beta(args: argparse.Namespace, panel: np.ndarray, ii: np.ndarray, j
     rols_beta = []
     for i, j in zip(ii[:n_rols], jj[:n_rols]):
         design = np.column_stack([np.ones(panel.shape[0]), panel[:, j]])
-        rols_beta.append(np.asarray(RollingOLS(panel[:, i], design, window=w).fit(params_only=True).params)[:, 1])
+        rols_beta.append(
+            np.asarray(RollingOLS(panel[:, i], design, window=w).fit(params_only=True).params)[:, 1]
+        )
     t_rols = (time.perf_counter() - start) * ii.size / n_rols
     diff_pd = max(float(np.nanmax(np.abs(a - b))) for a, b in zip(ours_beta, pandas_beta))
     from kernels.reference import rolling_hedge_reference
@@ -266,13 +318,25 @@ def _rolling_beta(args: argparse.Namespace, panel: np.ndarray, ii: np.ndarray, j
     diff_exact = float(np.nanmax(np.abs(ours_beta[0] - exact)))
     diff_exact_pd = float(np.nanmax(np.abs(pandas_beta[0] - exact)))
     diff_rols = max(float(np.nanmax(np.abs(a - b))) for a, b in zip(ours_beta, rols_beta))
-    _emit({
-        "case": "rolling_beta", "pairs": int(ii.size), "sessions": int(panel.shape[0]), "window": w,
-        "ours_s": t_ours, "pandas_s": t_pandas, "rollingols_s": t_rols, "ratio_vs_pandas": t_pandas / t_ours,
-        "ratio_vs_rollingols": t_rols / t_ours, "rollingols_pairs_measured": n_rols,
-        "rollingols_extrapolated": bool(n_rols < ii.size), "max_abs_dbeta_pandas": diff_pd,
-        "first_pair_max_abs_err_vs_exact_ours": diff_exact, "first_pair_max_abs_err_vs_exact_pandas": diff_exact_pd, "max_abs_dbeta_rollingols": diff_rols,
-    })
+    _emit(
+        {
+            "case": "rolling_beta",
+            "pairs": int(ii.size),
+            "sessions": int(panel.shape[0]),
+            "window": w,
+            "ours_s": t_ours,
+            "pandas_s": t_pandas,
+            "rollingols_s": t_rols,
+            "ratio_vs_pandas": t_pandas / t_ours,
+            "ratio_vs_rollingols": t_rols / t_ours,
+            "rollingols_pairs_measured": n_rols,
+            "rollingols_extrapolated": bool(n_rols < ii.size),
+            "max_abs_dbeta_pandas": diff_pd,
+            "first_pair_max_abs_err_vs_exact_ours": diff_exact,
+            "first_pair_max_abs_err_vs_exact_pandas": diff_exact_pd,
+            "max_abs_dbeta_rollingols": diff_rols,
+        }
+    )
 
 
 if __name__ == "__main__":

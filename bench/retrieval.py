@@ -31,8 +31,16 @@ log = logging.getLogger(__name__)
 _QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "tatqa_dev.jsonl"
 
 
-def synthetic_bank(n: int, dim: int, clusters: int = 100, common: float = 0.8, between: float = 1.0,
-                   within: float = 0.7, beta: float = 1.0, seed: int = 0) -> np.ndarray:
+def synthetic_bank(
+    n: int,
+    dim: int,
+    clusters: int = 100,
+    common: float = 0.8,
+    between: float = 1.0,
+    within: float = 0.7,
+    beta: float = 1.0,
+    seed: int = 0,
+) -> np.ndarray:
     """Unit float32 rows shaped like sentence embeddings: a shared direction (weight
     ``common``), topic centres and within-topic noise, both Gaussian with a power-law spectrum
     (variance of the i-th direction of a random basis ~ i^-beta), scaled by ``between`` and
@@ -45,11 +53,16 @@ def synthetic_bank(n: int, dim: int, clusters: int = 100, common: float = 0.8, b
     mix = (basis * scale).T.astype(np.float32)  # z @ mix = basis @ (scale * z)
     g = rng.standard_normal(dim)
     g /= np.linalg.norm(g)
-    centres = (between * rng.standard_normal((clusters, dim)).astype(np.float32)) @ mix + np.float32(common) * g
+    centres = (between * rng.standard_normal((clusters, dim)).astype(np.float32)) @ mix + np.float32(
+        common
+    ) * g
     out = np.empty((n, dim), dtype=np.float32)
     for lo in range(0, n, 65_536):
         m = min(n, lo + 65_536) - lo
-        blk = centres[rng.integers(0, clusters, m)] + (within * rng.standard_normal((m, dim), dtype=np.float32)) @ mix
+        blk = (
+            centres[rng.integers(0, clusters, m)]
+            + (within * rng.standard_normal((m, dim), dtype=np.float32)) @ mix
+        )
         out[lo : lo + m] = blk / np.linalg.norm(blk, axis=1, keepdims=True)
     return out
 
@@ -64,9 +77,14 @@ def embedding_stats(v: np.ndarray) -> dict[str, float]:
     sims = x @ x.T
     pairs = sims[np.triu_indices(len(x), 1)]
     np.fill_diagonal(sims, -np.inf)
-    return {"energy_top16": round(float(cum[15]), 3), "energy_top64": round(float(cum[63]), 3),
-            "mean_cos": round(float(pairs.mean()), 3), "frac_pairs_ge_0.65": round(float((pairs >= 0.65).mean()), 4),
-            "mean_nn_cos": round(float(sims.max(1).mean()), 3), "mean_vector_norm": round(float(np.linalg.norm(x.mean(0))), 3)}
+    return {
+        "energy_top16": round(float(cum[15]), 3),
+        "energy_top64": round(float(cum[63]), 3),
+        "mean_cos": round(float(pairs.mean()), 3),
+        "frac_pairs_ge_0.65": round(float((pairs >= 0.65).mean()), 4),
+        "mean_nn_cos": round(float(sims.max(1).mean()), 3),
+        "mean_vector_norm": round(float(np.linalg.norm(x.mean(0))), 3),
+    }
 
 
 def _oracle(x: np.ndarray, q: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +102,15 @@ def _capped(hnsw: HnswIndex, exact: ExactThresholdIndex, q: np.ndarray, tau: flo
     """The paper's retrieval (cosine >= tau, at most k; every entry its own source) through the
     same function the bank uses: hnswlib only seeds the threshold, the exact index decides."""
     n = len(exact)
-    hits = threshold_hits(q, RetrievalConfig(tau=tau, k_max=k), n, search=exact.search, knn=hnsw.knn,
-                          vectors=exact.vectors, sources=range(n))
+    hits = threshold_hits(
+        q,
+        RetrievalConfig(tau=tau, k_max=k),
+        n,
+        search=exact.search,
+        knn=hnsw.knn,
+        vectors=exact.vectors,
+        sources=range(n),
+    )
     return np.array([h.entry_id for h in hits], dtype=np.int64)
 
 
@@ -123,14 +148,18 @@ def _hnsw_for(x: np.ndarray, name: str, args: argparse.Namespace) -> tuple[HnswI
     n, dim = x.shape
     path = None
     if args.cache:
-        digest = hashlib.blake2b(np.ascontiguousarray(x[:: max(1, n // 4096)]).tobytes(), digest_size=8).hexdigest()
+        digest = hashlib.blake2b(
+            np.ascontiguousarray(x[:: max(1, n // 4096)]).tobytes(), digest_size=8
+        ).hexdigest()
         key = f"{name}_n{n}_d{dim}_m{args.m}_efc{args.ef_construction}_{digest}.hnsw"  # keyed by the rows
         path = Path(args.cache) / key
         if path.exists():
             return HnswIndex.load(path, dim, HnswConfig(m=args.m, threads=args.threads)), None
     t0 = time.perf_counter()
-    hnsw = HnswIndex(dim, HnswConfig(m=args.m, ef_construction=args.ef_construction, initial_capacity=n,
-                                     threads=args.threads))
+    hnsw = HnswIndex(
+        dim,
+        HnswConfig(m=args.m, ef_construction=args.ef_construction, initial_capacity=n, threads=args.threads),
+    )
     for lo in range(0, n, 100_000):
         hnsw.add(x[lo : lo + 100_000])
     built = time.perf_counter() - t0
@@ -140,8 +169,9 @@ def _hnsw_for(x: np.ndarray, name: str, args: argparse.Namespace) -> tuple[HnswI
     return hnsw, built
 
 
-def _measure(name: str, x: np.ndarray, queries: np.ndarray, taus: Sequence[float], args: argparse.Namespace
-             ) -> list[dict]:
+def _measure(
+    name: str, x: np.ndarray, queries: np.ndarray, taus: Sequence[float], args: argparse.Namespace
+) -> list[dict]:
     n, dim = x.shape
     evict = np.ones(args.evict_mib << 17) if args.evict_mib else None  # float64: MiB * 2**17 values
     hnsw, t_hnsw = _hnsw_for(x, name, args)
@@ -178,21 +208,36 @@ def _measure(name: str, x: np.ndarray, queries: np.ndarray, taus: Sequence[float
         capped_ok = sum(int(np.array_equal(c, w[:5])) for w, c in zip(oracle, cp))
         p50 = {k: float(np.percentile(v, 50)) for k, v in lat.items()}
         rec = {
-            "bench": "retrieval", "bank": name, "n": n, "dim": dim, "tau": tau, "queries": len(queries),
-            "build_s": {"hnsw": None if t_hnsw is None else round(t_hnsw, 2), "hnsw_cached": t_hnsw is None,
-                        "exact": round(t_exact, 2)},
+            "bench": "retrieval",
+            "bank": name,
+            "n": n,
+            "dim": dim,
+            "tau": tau,
+            "queries": len(queries),
+            "build_s": {
+                "hnsw": None if t_hnsw is None else round(t_hnsw, 2),
+                "hnsw_cached": t_hnsw is None,
+                "exact": round(t_exact, 2),
+            },
             "latency_ms": {k: _pct(v) for k, v in lat.items()},
             "mean_results": round(total / len(queries), 2),
-            "completeness": {"exact": 1.0 if total == 0 else found_exact / total, "exact_extra": extra,
-                             "hnsw_ef%d" % args.ef: 1.0 if total == 0 else round(found_hnsw / total, 5)},
+            "completeness": {
+                "exact": 1.0 if total == 0 else found_exact / total,
+                "exact_extra": extra,
+                f"hnsw_ef{args.ef}": 1.0 if total == 0 else round(found_hnsw / total, 5),
+            },
             "capped_k5_identical_frac": capped_ok / len(queries),
             "exact_rows_dotted_frac": round(float(np.mean([e[1] for e in ex])), 5),
-            "speedup_vs_brute_p50": {k: round(p50["brute"] / p50[k], 2) for k in ("exact", "hnsw", "capped_k5")},
+            "speedup_vs_brute_p50": {
+                k: round(p50["brute"] / p50[k], 2) for k in ("exact", "hnsw", "capped_k5")
+            },
         }
         if cold:
             c50 = {k: float(np.percentile(v, 50)) for k, v in cold.items()}
             rec["latency_cold_ms"] = {k: _pct(v) for k, v in cold.items()}
-            rec["speedup_vs_brute_cold_p50"] = {k: round(c50["brute"] / c50[k], 2) for k in ("exact", "capped_k5")}
+            rec["speedup_vs_brute_cold_p50"] = {
+                k: round(c50["brute"] / c50[k], 2) for k in ("exact", "capped_k5")
+            }
         print(json.dumps(rec), flush=True)
         out.append(rec)
     return out
@@ -214,8 +259,18 @@ def _real(args: argparse.Namespace) -> list[dict]:
     t0 = time.perf_counter()
     v = emb.embed(texts)
     rate = len(texts) / (time.perf_counter() - t0)
-    print(json.dumps({"bench": "retrieval", "embed": "minilm", "texts": len(texts), "texts_per_s": round(rate, 1),
-                      "threads": args.threads}), flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": "retrieval",
+                "embed": "minilm",
+                "texts": len(texts),
+                "texts_per_s": round(rate, 1),
+                "threads": args.threads,
+            }
+        ),
+        flush=True,
+    )
     print(json.dumps({"bench": "retrieval", "stats": "tatqa-minilm", **embedding_stats(v)}), flush=True)
     n_q = min(args.queries, len(v) // 4)
     return _measure("tatqa-minilm", v[n_q:], v[:n_q], args.taus, args)
@@ -223,7 +278,9 @@ def _real(args: argparse.Namespace) -> list[dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="localfin bench retrieval", description=__doc__)
-    p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000])
+    p.add_argument(
+        "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
+    )
     p.add_argument("--quick", action="store_true", help="sizes 2400,20000 and fewer queries")
     p.add_argument("--dim", type=int, default=384)
     p.add_argument("--queries", type=int, default=100)
@@ -238,10 +295,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ef", type=int, default=200)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-rows", type=int, default=20_000)
-    p.add_argument("--stage-dims", type=lambda s: tuple(int(v) for v in s.split(",")), default=ExactConfig().stage_dims,
-                   help="basis prefix of each bound stage, e.g. 16,64,128")
-    p.add_argument("--evict-mib", type=int, default=0,
-                   help="also time cold queries: sum a buffer this large (MiB, > CPU caches) before each")
+    p.add_argument(
+        "--stage-dims",
+        type=lambda s: tuple(int(v) for v in s.split(",")),
+        default=ExactConfig().stage_dims,
+        help="basis prefix of each bound stage, e.g. 16,64,128",
+    )
+    p.add_argument(
+        "--evict-mib",
+        type=int,
+        default=0,
+        help="also time cold queries: sum a buffer this large (MiB, > CPU caches) before each",
+    )
     p.add_argument("--real", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--real-limit", type=int, default=0, help="use only this many QA items (0 = all)")
     p.add_argument("--qa", default=str(_QA))
@@ -250,11 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.queries = [2400, 20_000], min(args.queries, 30)
+
     def gen(n: int) -> np.ndarray:
-        return synthetic_bank(n, args.dim, args.clusters, args.common, args.between, args.within, args.beta, args.seed)
+        return synthetic_bank(
+            n, args.dim, args.clusters, args.common, args.between, args.within, args.beta, args.seed
+        )
 
     if args.dim >= 64:
-        print(json.dumps({"bench": "retrieval", "stats": "synthetic", **embedding_stats(gen(1668))}), flush=True)
+        print(
+            json.dumps({"bench": "retrieval", "stats": "synthetic", **embedding_stats(gen(1668))}), flush=True
+        )
     for n in args.sizes:
         x = gen(n + args.queries)
         _measure("synthetic", x[args.queries :], x[: args.queries], args.taus, args)

@@ -51,10 +51,12 @@ def _requests(model: str, n: int, max_tokens: int):
     return [
         ChatRequest.simple(
             model,
-            PROMPT.format(i=i, z=(i % 7) - 3 + 0.37, hl=5 + i % 30, p=0.001 * (1 + i % 9),
-                          best=best[i % 3]),
+            PROMPT.format(i=i, z=(i % 7) - 3 + 0.37, hl=5 + i % 30, p=0.001 * (1 + i % 9), best=best[i % 3]),
             system="You are a pair-trading assistant. Reply with JSON only.",
-            max_tokens=max_tokens, json_schema=SCHEMA, seed=i, call_type="bench",
+            max_tokens=max_tokens,
+            json_schema=SCHEMA,
+            seed=i,
+            call_type="bench",
         )
         for i in range(n)
     ]
@@ -62,12 +64,15 @@ def _requests(model: str, n: int, max_tokens: int):
 
 def _pct(values: list[float], q: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="localfin bench serving", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="localfin bench serving",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--model", default="smollm2-135m", help="registry key")
     ap.add_argument("--model-path", default=None, help="explicit weights directory")
     ap.add_argument("--tiny", action="store_true", help="build the tiny random model to a temp dir")
@@ -95,8 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         reg = reg.with_spec(reg.get(args.model).with_path(path))
     backend = VLLMBackend(args.model, registry=reg)
     start_s = backend.start()
-    _emit({"bench": "serving", "case": "engine_start", "model": args.model,
-           "revision": reg.get(args.model).resolved_revision(), "start_s": round(start_s, 3)})
+    _emit(
+        {
+            "bench": "serving",
+            "case": "engine_start",
+            "model": args.model,
+            "revision": reg.get(args.model).resolved_revision(),
+            "start_s": round(start_s, 3),
+        }
+    )
 
     backend.chat(_requests(args.model, 2, 16))  # warm-up: first-call compilation, caches
 
@@ -108,11 +120,20 @@ def main(argv: list[str] | None = None) -> int:
         lat.append(res.latency_s)
         seq_tokens += res.usage.completion_tokens
     seq_wall = time.perf_counter() - t0
-    _emit({"bench": "serving", "case": "sequential", "requests": len(seq),
-           "wall_s": round(seq_wall, 3), "p50_latency_s": round(_pct(lat, 0.5), 3),
-           "p99_latency_s": round(_pct(lat, 0.99), 3), "mean_latency_s": round(statistics.fmean(lat), 3),
-           "completion_tokens": seq_tokens, "tokens_per_s": round(seq_tokens / seq_wall, 2),
-           "requests_per_s": round(len(seq) / seq_wall, 3)})
+    _emit(
+        {
+            "bench": "serving",
+            "case": "sequential",
+            "requests": len(seq),
+            "wall_s": round(seq_wall, 3),
+            "p50_latency_s": round(_pct(lat, 0.5), 3),
+            "p99_latency_s": round(_pct(lat, 0.99), 3),
+            "mean_latency_s": round(statistics.fmean(lat), 3),
+            "completion_tokens": seq_tokens,
+            "tokens_per_s": round(seq_tokens / seq_wall, 2),
+            "requests_per_s": round(len(seq) / seq_wall, 3),
+        }
+    )
 
     batch = _requests(args.model, args.requests, args.max_tokens)
     t0 = time.perf_counter()
@@ -121,16 +142,20 @@ def main(argv: list[str] | None = None) -> int:
     comp = sum(r.usage.completion_tokens for r in out)
     valid = sum(not r.is_fallback for r in out)
     record = {
-        "bench": "serving", "case": "batched", "requests": len(batch), "wall_s": round(wall, 3),
+        "bench": "serving",
+        "case": "batched",
+        "requests": len(batch),
+        "wall_s": round(wall, 3),
         "prompt_tokens": sum(r.usage.prompt_tokens for r in out),
         "cached_tokens": sum(r.usage.cached_tokens for r in out),
-        "completion_tokens": comp, "tokens_per_s": round(comp / wall, 2),
+        "completion_tokens": comp,
+        "tokens_per_s": round(comp / wall, 2),
         "requests_per_s": round(len(batch) / wall, 3),
-        "valid_json": valid, "fallbacks": len(out) - valid,
+        "valid_json": valid,
+        "fallbacks": len(out) - valid,
         "finish_length": sum(r.finish_reason == "length" for r in out),
     }
-    record["batching_speedup_requests_per_s"] = round(
-        record["requests_per_s"] / (len(seq) / seq_wall), 2)
+    record["batching_speedup_requests_per_s"] = round(record["requests_per_s"] / (len(seq) / seq_wall), 2)
     _emit(record)
     backend.close()
     return 0

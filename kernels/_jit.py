@@ -99,9 +99,7 @@ def _fill_gram(lev, d, start, stop, p, centered, gram, rhs):  # type: ignore[no-
         auto[0, b], cross[b] = _dot2(resp, levc, d[start - b : stop - b])
     for a in range(1, p + 1):
         for b in range(a, p + 1):
-            auto[a, b] = (
-                auto[a - 1, b - 1] + d[start - a] * d[start - b] - d[stop - a] * d[stop - b]
-            )
+            auto[a, b] = auto[a - 1, b - 1] + d[start - a] * d[start - b] - d[stop - a] * d[stop - b]
     if centered:
         # Sums of the lagged responses: the same boundary recursion as the Gram block. The
         # level column is already centred, so its cross products need no correction.

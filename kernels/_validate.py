@@ -41,7 +41,9 @@ def as_series(values: object, name: str, *, min_len: int = 1, allow_nan: bool = 
     if arr.shape[0] < min_len:
         raise KernelInputError(f"{name} needs at least {min_len} values, got {arr.shape[0]}")
     if np.isinf(arr).any():
-        raise KernelInputError(f"{name} contains +-inf; only finite values (or NaN where allowed) are accepted")
+        raise KernelInputError(
+            f"{name} contains +-inf; only finite values (or NaN where allowed) are accepted"
+        )
     if not allow_nan and np.isnan(arr).any():
         raise KernelInputError(
             f"{name} contains NaN at index {int(np.flatnonzero(np.isnan(arr))[0])}; "

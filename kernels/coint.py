@@ -187,8 +187,13 @@ def engle_granger(
     one = np.array([0], dtype=np.int64)
     stat, pval, lag, beta, alpha = _run_batch(series, one, one + 1, ends, n, maxlag, autolag)
     return EGResult(
-        float(stat[0, 0]), float(pval[0, 0]), eg_crit_values(n), int(lag[0, 0]),
-        float(beta[0, 0]), float(alpha[0, 0]), n,
+        float(stat[0, 0]),
+        float(pval[0, 0]),
+        eg_crit_values(n),
+        int(lag[0, 0]),
+        float(beta[0, 0]),
+        float(alpha[0, 0]),
+        n,
     )
 
 

@@ -118,7 +118,12 @@ def eg_crit_reference(nobs: int) -> tuple[float, float, float]:
 
 
 def rolling_eg_pairs_reference(
-    prices2d: np.ndarray, window: int, ends: np.ndarray, *, maxlag: int | None = None, autolag: str | None = "aic"
+    prices2d: np.ndarray,
+    window: int,
+    ends: np.ndarray,
+    *,
+    maxlag: int | None = None,
+    autolag: str | None = "aic",
 ) -> dict[str, np.ndarray]:
     """Every pair i < j (y = column i, x = column j) at every window end, one test at a time."""
     ii, jj = np.triu_indices(prices2d.shape[1], k=1)

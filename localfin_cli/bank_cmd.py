@@ -64,10 +64,15 @@ def _add(bank_dir: Path, entries_path: Path, embedder: str, threads: int, batch:
 
 
 @app.command("build")
-def build(entries: Path = typer.Argument(..., help="JSONL of entries (source_id, dataset, question, "
-                                         "context, findings, cautions)."),
-          bank: Path = _BANK, embedder: str = _EMB, threads: int = _THREADS,
-          batch: int = typer.Option(256, help="Entries per committed batch.")) -> None:
+def build(
+    entries: Path = typer.Argument(
+        ..., help="JSONL of entries (source_id, dataset, question, context, findings, cautions)."
+    ),
+    bank: Path = _BANK,
+    embedder: str = _EMB,
+    threads: int = _THREADS,
+    batch: int = typer.Option(256, help="Entries per committed batch."),
+) -> None:
     """Create a new bank from a JSONL file of entries."""
     from serving.errors import LocalfinError
 
@@ -78,8 +83,13 @@ def build(entries: Path = typer.Argument(..., help="JSONL of entries (source_id,
 
 
 @app.command("add")
-def add(entries: Path = typer.Argument(..., help="JSONL of entries to append."), bank: Path = _BANK,
-        embedder: str = _EMB, threads: int = _THREADS, batch: int = typer.Option(256)) -> None:
+def add(
+    entries: Path = typer.Argument(..., help="JSONL of entries to append."),
+    bank: Path = _BANK,
+    embedder: str = _EMB,
+    threads: int = _THREADS,
+    batch: int = typer.Option(256),
+) -> None:
     """Append entries to an existing (or new) bank."""
     from serving.errors import LocalfinError
 
@@ -90,11 +100,16 @@ def add(entries: Path = typer.Argument(..., help="JSONL of entries to append."),
 
 
 @app.command("query")
-def query(question: str = typer.Argument(...), context: str = typer.Option("", help="Question context."),
-          bank: Path = _BANK, embedder: str = _EMB, threads: int = _THREADS,
-          tau: float = typer.Option(0.65, help="Cosine threshold."),
-          k_max: int = typer.Option(5, help="Most entries returned; 0 = no cap."),
-          block: bool = typer.Option(False, help="Print the rendered memory block instead of JSON.")) -> None:
+def query(
+    question: str = typer.Argument(...),
+    context: str = typer.Option("", help="Question context."),
+    bank: Path = _BANK,
+    embedder: str = _EMB,
+    threads: int = _THREADS,
+    tau: float = typer.Option(0.65, help="Cosine threshold."),
+    k_max: int = typer.Option(5, help="Most entries returned; 0 = no cap."),
+    block: bool = typer.Option(False, help="Print the rendered memory block instead of JSON."),
+) -> None:
     """Retrieve entries for a question (JSON lines of hits, or the memory block)."""
     from bank.retrieval import Retriever, format_memory_block
     from bank.schema import RetrievalConfig
@@ -112,8 +127,18 @@ def query(question: str = typer.Argument(...), context: str = typer.Option("", h
         typer.echo(format_memory_block(res.entries))
         return
     for h, e in zip(res.hits, res.entries):
-        typer.echo(json.dumps({"id": h.entry_id, "source_id": h.source_id, "similarity": round(h.similarity, 6),
-                               "question": e.question, "findings": list(e.findings), "cautions": list(e.cautions)}))
+        typer.echo(
+            json.dumps(
+                {
+                    "id": h.entry_id,
+                    "source_id": h.source_id,
+                    "similarity": round(h.similarity, 6),
+                    "question": e.question,
+                    "findings": list(e.findings),
+                    "cautions": list(e.cautions),
+                }
+            )
+        )
 
 
 @app.command("stats")
@@ -127,22 +152,37 @@ def stats(bank: Path = _BANK) -> None:
     try:
         with ExperienceBank.open(bank) as b:
             report = b.integrity_check()
-            typer.echo(json.dumps({"bank": str(bank), "rows": len(b), "model_id": b.model_id, "dim": b.dim,
-                                   "sources": len(set(b.sources)), "datasets": dict(Counter(b.datasets())),
-                                   "index_rows": report.index_rows, "integrity": list(report.checks)}))
+            typer.echo(
+                json.dumps(
+                    {
+                        "bank": str(bank),
+                        "rows": len(b),
+                        "model_id": b.model_id,
+                        "dim": b.dim,
+                        "sources": len(set(b.sources)),
+                        "datasets": dict(Counter(b.datasets())),
+                        "index_rows": report.index_rows,
+                        "integrity": list(report.checks),
+                    }
+                )
+            )
     except LocalfinError as exc:
         _fail(exc)
 
 
 @app.command("analyze")
-def analyze(queries: Path = typer.Argument(..., help="JSONL with 'question' (and optional 'context')."),
-            bank: Path = _BANK, embedder: str = _EMB, threads: int = _THREADS,
-            out: Path = typer.Option(Path("localfin_data/bank_analysis"), help="Output folder."),
-            steps: int = typer.Option(10, help="Snapshots: sizes n/steps, 2n/steps, ..., n."),
-            taus: str = typer.Option("0.50,0.55,0.60,0.65,0.70,0.75,0.80,0.85,0.90", help="Comma list."),
-            k_max: int = typer.Option(0, help="Cap per query; 0 = uncapped (as the paper's E_n)."),
-            order: str = typer.Option("stratified", help="Snapshot order: stratified (paper) or insertion."),
-            plots: bool = typer.Option(True, help="Write PNG plots.")) -> None:
+def analyze(
+    queries: Path = typer.Argument(..., help="JSONL with 'question' (and optional 'context')."),
+    bank: Path = _BANK,
+    embedder: str = _EMB,
+    threads: int = _THREADS,
+    out: Path = typer.Option(Path("localfin_data/bank_analysis"), help="Output folder."),
+    steps: int = typer.Option(10, help="Snapshots: sizes n/steps, 2n/steps, ..., n."),
+    taus: str = typer.Option("0.50,0.55,0.60,0.65,0.70,0.75,0.80,0.85,0.90", help="Comma list."),
+    k_max: int = typer.Option(0, help="Cap per query; 0 = uncapped (as the paper's E_n)."),
+    order: str = typer.Option("stratified", help="Snapshot order: stratified (paper) or insertion."),
+    plots: bool = typer.Option(True, help="Write PNG plots."),
+) -> None:
     """Snapshot metrics (H_n, E_n, Jaccard, change fraction) over a tau sweep -> CSV, JSON, PNG."""
     import csv
     import dataclasses
@@ -159,7 +199,9 @@ def analyze(queries: Path = typer.Argument(..., help="JSONL with 'question' (and
         tau_list = [float(t) for t in taus.split(",") if t.strip()]
         if order not in ("stratified", "insertion"):
             raise BankConfigError(f"--order must be 'stratified' or 'insertion', got {order!r}")
-        rows_in = [json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows_in = [
+            json.loads(line) for line in queries.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
         texts = [query_text(r["question"], r.get("context", "")) for r in rows_in]
         with ExperienceBank.open(bank) as b:
             emb = _embedder(embedder, threads)

@@ -34,15 +34,15 @@ def _market(out_dir: Path):
     tmp = out_dir / "market.sqlite.tmp"
     tmp.unlink(missing_ok=True)
     store = MarketStore(tmp)
-    import_files(store, prices=[files["prices"]], news=[files["news"]],
-                 companies=[files["companies"]])
+    import_files(store, prices=[files["prices"]], news=[files["news"]], companies=[files["companies"]])
     store.close()
     tmp.replace(store_path)
     return MarketStore(store_path, create=False)
 
 
-def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int = 8,
-             engine: VLLMBackend | None = None) -> Path:
+def run_demo(
+    *, model: str, out_dir: Path, registry: Registry, n_requests: int = 8, engine: VLLMBackend | None = None
+) -> Path:
     """Run the demo and return the path of the Markdown report it wrote in ``out_dir``.
 
     ``engine``: an already started vLLM backend for ``model`` (tests share one); by default a
@@ -69,9 +69,19 @@ def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int =
     schema = copy.deepcopy(prompt.schema)
     schema["properties"]["pair"]["enum"] = labels
     spec = registry.get(model)
-    reqs = [ChatRequest.simple(model, user, system=system, max_tokens=200, json_schema=schema,
-                               temperature=0.0 if i == 0 else 0.7, seed=i, call_type="demo")
-            for i in range(n_requests)]
+    reqs = [
+        ChatRequest.simple(
+            model,
+            user,
+            system=system,
+            max_tokens=200,
+            json_schema=schema,
+            temperature=0.0 if i == 0 else 0.7,
+            seed=i,
+            call_type="demo",
+        )
+        for i in range(n_requests)
+    ]
     if engine is None:
         engine = VLLMBackend(model, registry=registry)
     with Journal(out_dir / "journal.sqlite", run_id="demo") as journal:
@@ -89,14 +99,20 @@ def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int =
     picks = Counter(r.parsed["pair"] for r in valid)
     in_table = sum(n for p, n in picks.items() if p in labels)
     summary = {
-        "model": model, "revision": results[0].revision if results else "",
-        "selection_date": str(screen.session), "pool": list(screen.pool),
+        "model": model,
+        "revision": results[0].revision if results else "",
+        "selection_date": str(screen.session),
+        "pool": list(screen.pool),
         "candidates": [c.__dict__ for c in screen.candidates],
-        "requests": len(reqs), "valid_json": len(valid), "fallbacks": len(reqs) - len(valid),
+        "requests": len(reqs),
+        "valid_json": len(valid),
+        "fallbacks": len(reqs) - len(valid),
         "picks_in_candidate_table": in_table,
         "picks": dict(picks.most_common()),
-        "replayed_from_journal": backend.replayed, "model_calls": backend.called,
-        "engine_start_s": engine.engine_start_s, "chat_wall_s": round(t_chat, 3),
+        "replayed_from_journal": backend.replayed,
+        "model_calls": backend.called,
+        "engine_start_s": engine.engine_start_s,
+        "chat_wall_s": round(t_chat, 3),
         "screen_wall_s": round(t_screen, 3),
         "prompt_tokens": sum(r.usage.prompt_tokens for r in results),
         "completion_tokens": sum(r.usage.completion_tokens for r in results),
@@ -113,8 +129,11 @@ def run_demo(*, model: str, out_dir: Path, registry: Registry, n_requests: int =
         "",
         "| rank | pair | p-value | hedge ratio | half-life (sessions) | z long | z 20d |",
         "|---:|---|---:|---:|---:|---:|---:|",
-        *[f"| {c.rank} | {c.ticker_a}/{c.ticker_b} | {c.pvalue:.2e} | {c.hedge_ratio:.3f} | "
-          f"{c.half_life:.1f} | {c.z_long:.2f} | {c.z_trade:.2f} |" for c in screen.candidates],
+        *[
+            f"| {c.rank} | {c.ticker_a}/{c.ticker_b} | {c.pvalue:.2e} | {c.hedge_ratio:.3f} | "
+            f"{c.half_life:.1f} | {c.z_long:.2f} | {c.z_trade:.2f} |"
+            for c in screen.candidates
+        ],
         "",
         f"Model: `{model}` (revision {summary['revision']}), real vLLM engine, "
         f"{len(reqs)} schema-constrained requests in one batch "

@@ -27,8 +27,16 @@ def list_models() -> None:
         except ModelNotPreparedError as exc:
             where = "no: " + str(exc).split(": ", 1)[-1]
         parsers = ",".join(p for p in (s.reasoning_parser, s.tool_call_parser) if p) or "-"
-        table.add_row(s.key, s.display_name, s.device, s.source, str(s.tensor_parallel_size),
-                      str(s.max_model_len), parsers, where)
+        table.add_row(
+            s.key,
+            s.display_name,
+            s.device,
+            s.source,
+            str(s.tensor_parallel_size),
+            str(s.max_model_len),
+            parsers,
+            where,
+        )
     Console(width=200).print(table)
 
 
@@ -46,8 +54,11 @@ def prepare(
 
     spec = default_registry().get(key)
     if spec.source != "pip_package":
-        typer.echo(f"{key} is a {spec.source} model; nothing to prepare "
-                   f"(expected at {spec.path or spec.dirname or 'a directory you give'})", err=True)
+        typer.echo(
+            f"{key} is a {spec.source} model; nothing to prepare "
+            f"(expected at {spec.path or spec.dirname or 'a directory you give'})",
+            err=True,
+        )
         raise typer.Exit(2)
     try:
         path = prepare_smollm2(cache_dir or env.model_cache_dir(), force=force)

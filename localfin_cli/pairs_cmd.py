@@ -14,9 +14,13 @@ app = typer.Typer(help="Pair trading (Moira): screen.", no_args_is_help=True)
 @app.command("screen")
 def screen(
     date: str = typer.Option(..., "--date", help="Selection date YYYY-MM-DD (data up to its close only)."),
-    store: Path | None = typer.Option(None, "--store", help="SQLite market store (default ./localfin_data/market.sqlite)."),
+    store: Path | None = typer.Option(
+        None, "--store", help="SQLite market store (default ./localfin_data/market.sqlite)."
+    ),
     top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
-    pool: str | None = typer.Option(None, "--pool", help="Comma-separated tickers (default: all in the store)."),
+    pool: str | None = typer.Option(
+        None, "--pool", help="Comma-separated tickers (default: all in the store)."
+    ),
     lookback: int = typer.Option(2520, "--lookback", help="Sessions ending at the date."),
     show_all: bool = typer.Option(False, "--all", help="Also list every non-candidate pair with the reason."),
 ) -> None:
@@ -40,19 +44,52 @@ def screen(
     except (DataError, LocalfinError) as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(code=2) from None
-    con.print(f"screen at {res.date} (last session {res.session}), pool of {len(res.pool)}: "
-              f"{len(res.pairs)} pairs, {sum(p.eligible for p in res.pairs)} in the half-life band", highlight=False)
-    table = Table("rank", "A", "B", "sectors", "p-value", "beta", "half-life", "z long", "z trade", "corr", "sessions",
-                  title=f"top {len(res.candidates)} candidates")
+    con.print(
+        f"screen at {res.date} (last session {res.session}), pool of {len(res.pool)}: "
+        f"{len(res.pairs)} pairs, {sum(p.eligible for p in res.pairs)} in the half-life band",
+        highlight=False,
+    )
+    table = Table(
+        "rank",
+        "A",
+        "B",
+        "sectors",
+        "p-value",
+        "beta",
+        "half-life",
+        "z long",
+        "z trade",
+        "corr",
+        "sessions",
+        title=f"top {len(res.candidates)} candidates",
+    )
     for c in res.candidates:
         sectors = c.sector_a if c.sector_a == c.sector_b else f"{c.sector_a} / {c.sector_b}"
-        table.add_row(str(c.rank), c.ticker_a, c.ticker_b, sectors, f"{c.pvalue:.2e}", f"{c.hedge_ratio:.3f}",
-                      f"{c.half_life:.1f}", f"{c.z_long:+.2f}", f"{c.z_trade:+.2f}", f"{c.correlation:.2f}", str(c.n_obs))
+        table.add_row(
+            str(c.rank),
+            c.ticker_a,
+            c.ticker_b,
+            sectors,
+            f"{c.pvalue:.2e}",
+            f"{c.hedge_ratio:.3f}",
+            f"{c.half_life:.1f}",
+            f"{c.z_long:+.2f}",
+            f"{c.z_trade:+.2f}",
+            f"{c.correlation:.2f}",
+            str(c.n_obs),
+        )
     con.print(table)
     if show_all:
         rest = Table("A", "B", "p-value", "half-life", "sessions", "reason", title="other pairs")
-        for p in res.pairs[len(res.candidates):]:
-            rest.add_row(p.ticker_a, p.ticker_b, f"{p.pvalue:.2e}", f"{p.half_life:.1f}", str(p.n_obs), p.reason or "ranked below top")
+        for p in res.pairs[len(res.candidates) :]:
+            rest.add_row(
+                p.ticker_a,
+                p.ticker_b,
+                f"{p.pvalue:.2e}",
+                f"{p.half_life:.1f}",
+                str(p.n_obs),
+                p.reason or "ranked below top",
+            )
         con.print(rest)
 
 
@@ -72,8 +109,17 @@ def screen_eval(
     with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
         days = evaluation_dates(db, dates, first_session=first_session)
         ev = evaluate_screen(db, json.loads(truth.read_text()), days)
-    typer.echo(json.dumps({
-        "dates": len(ev.scores), "first": str(ev.scores[0].date), "last": str(ev.scores[-1].date), "k": ev.k,
-        "precision_planted": round(ev.precision_planted, 4), "precision_active": round(ev.precision_active, 4),
-        "recall_active": round(ev.recall_active, 4), "auc_active": round(ev.auc_active, 4),
-    }))
+    typer.echo(
+        json.dumps(
+            {
+                "dates": len(ev.scores),
+                "first": str(ev.scores[0].date),
+                "last": str(ev.scores[-1].date),
+                "k": ev.k,
+                "precision_planted": round(ev.precision_planted, 4),
+                "precision_active": round(ev.precision_active, 4),
+                "recall_active": round(ev.recall_active, 4),
+                "auc_active": round(ev.auc_active, 4),
+            }
+        )
+    )

@@ -42,12 +42,21 @@ def chat(
     spec = reg.get(model)
     try:
         json_schema = json.loads(schema.read_text()) if schema else None
-        req = ChatRequest.simple(model, prompt, system=system,
-                                 max_tokens=max_tokens or min(spec.default_max_tokens, 1024),
-                                 temperature=temperature, thinking=thinking,
-                                 json_schema=json_schema, call_type="chat")
-        backend = (get_backend("openai", registry=reg, base_url=base_url, api_key=api_key)
-                   if base_url else get_backend("vllm", registry=reg, model=model))
+        req = ChatRequest.simple(
+            model,
+            prompt,
+            system=system,
+            max_tokens=max_tokens or min(spec.default_max_tokens, 1024),
+            temperature=temperature,
+            thinking=thinking,
+            json_schema=json_schema,
+            call_type="chat",
+        )
+        backend = (
+            get_backend("openai", registry=reg, base_url=base_url, api_key=api_key)
+            if base_url
+            else get_backend("vllm", registry=reg, model=model)
+        )
         if journal:
             backend = JournaledBackend(backend, Journal(journal))
         res = backend.chat([req])[0]
@@ -55,10 +64,22 @@ def chat(
     except (LocalfinError, json.JSONDecodeError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
-    typer.echo(json.dumps({"text": res.text, "parsed": res.parsed, "parse_error": res.parse_error,
-                           "reasoning": res.reasoning, "finish_reason": res.finish_reason,
-                           "usage": res.usage.__dict__, "latency_s": round(res.latency_s, 3),
-                           "backend": res.backend, "revision": res.revision}, indent=2))
+    typer.echo(
+        json.dumps(
+            {
+                "text": res.text,
+                "parsed": res.parsed,
+                "parse_error": res.parse_error,
+                "reasoning": res.reasoning,
+                "finish_reason": res.finish_reason,
+                "usage": res.usage.__dict__,
+                "latency_s": round(res.latency_s, 3),
+                "backend": res.backend,
+                "revision": res.revision,
+            },
+            indent=2,
+        )
+    )
 
 
 def serve(
@@ -102,8 +123,9 @@ def demo(
     """The CPU demo: synthetic market → causal screen → LLM pair pick (journaled) → report."""
     from localfin_cli.demo import run_demo
 
-    report = run_demo(model=model, out_dir=out, registry=_registry_for(model, model_path),
-                      n_requests=requests)
+    report = run_demo(
+        model=model, out_dir=out, registry=_registry_for(model, model_path), n_requests=requests
+    )
     typer.echo(report.read_text())
 
 

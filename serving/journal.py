@@ -70,15 +70,15 @@ class Journal:
         busy_timeout_s: how long a writer waits for another writer's lock (seconds).
     """
 
-    def __init__(self, path: str | Path, *, run_id: str = "default",
-                 busy_timeout_s: float = 60.0) -> None:
+    def __init__(self, path: str | Path, *, run_id: str = "default", busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path)
         self.run_id = run_id
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s,
-                                       check_same_thread=False, isolation_level=None)
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -118,21 +118,31 @@ class Journal:
             if res.request_key != req.key():
                 raise JournalError("result.request_key does not match the request it is stored for")
             u = res.usage
-            rows.append((
-                res.request_key, self.run_id, req.call_type, req.model, res.backend,
-                res.revision, res.finish_reason, u.prompt_tokens, u.completion_tokens,
-                u.cached_tokens, res.latency_s, now,
-                json.dumps(req.to_dict(), sort_keys=True), json.dumps(res.to_dict(), sort_keys=True),
-            ))
+            rows.append(
+                (
+                    res.request_key,
+                    self.run_id,
+                    req.call_type,
+                    req.model,
+                    res.backend,
+                    res.revision,
+                    res.finish_reason,
+                    u.prompt_tokens,
+                    u.completion_tokens,
+                    u.cached_tokens,
+                    res.latency_s,
+                    now,
+                    json.dumps(req.to_dict(), sort_keys=True),
+                    json.dumps(res.to_dict(), sort_keys=True),
+                )
+            )
         if not rows:
             return 0
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 before = self._db.total_changes
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
-                )
+                self._db.executemany("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
                 added = self._db.total_changes - before
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -147,8 +157,9 @@ class Journal:
         with self._lock:
             if run_id is None:
                 return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-            return int(self._db.execute(
-                "SELECT COUNT(*) FROM calls WHERE run_id = ?", (run_id,)).fetchone()[0])
+            return int(
+                self._db.execute("SELECT COUNT(*) FROM calls WHERE run_id = ?", (run_id,)).fetchone()[0]
+            )
 
     def token_summary(self, *, run_id: str | None = None) -> list[TokenSummary]:
         """Totals per call type (all runs, or one)."""

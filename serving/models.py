@@ -19,7 +19,7 @@ import random
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,7 @@ def _hash_tree(model_dir: Path) -> dict[str, str]:
     return hashes
 
 
-def write_manifest(
-    model_dir: Path, *, source: dict[str, Any], build_seconds: float | None = None
-) -> Path:
+def write_manifest(model_dir: Path, *, source: dict[str, Any], build_seconds: float | None = None) -> Path:
     """Write ``localfin_manifest.json`` into ``model_dir`` describing its current files.
 
     ``source`` says where the weights came from (package and version, or generator and seed);
@@ -92,7 +90,7 @@ def write_manifest(
         "format": 1,
         "source": source,
         "files": _hash_tree(model_dir),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if build_seconds is not None:
         manifest["build_seconds"] = round(build_seconds, 3)
@@ -168,8 +166,8 @@ _CONTENT_TEXT = (
 
 _QWEN3_TEMPLATE = (
     "{%- for message in messages -%}"
-    + _CONTENT_TEXT +
-    "{%- if message.role == 'assistant' and '</think>' in content -%}"
+    + _CONTENT_TEXT
+    + "{%- if message.role == 'assistant' and '</think>' in content -%}"
     "{%- set content = content.split('</think>')[-1].lstrip('\\n') -%}{%- endif -%}"
     "{{- '<|im_start|>' ~ message.role ~ '\\n' ~ content ~ '<|im_end|>\\n' -}}"
     "{%- endfor -%}"
@@ -181,8 +179,8 @@ _QWEN3_TEMPLATE = (
 _LLAMA_TEMPLATE = (
     "{{- bos_token -}}"
     "{%- for message in messages -%}"
-    + _CONTENT_TEXT +
-    "{{- '<|start_header_id|>' ~ message.role ~ '<|end_header_id|>\\n\\n' ~ content | trim"
+    + _CONTENT_TEXT
+    + "{{- '<|start_header_id|>' ~ message.role ~ '<|end_header_id|>\\n\\n' ~ content | trim"
     " ~ '<|eot_id|>' -}}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}"
@@ -214,12 +212,63 @@ _ARCH_TOKENS: dict[str, dict[str, Any]] = {
 }
 _THINK_TOKENS = ("<think>", "</think>")
 
-_WORDS = (
-    "pair trade spread hedge ratio beta long short flat direction confidence reason step "
-    "return price close volume news merger halt risk cointegration half life z score mean "
-    "revert LONG_SHORT SHORT_LONG FLAT HEALTHY WARNING BREAK answer true false null the of "
-    "and to in is for on with revenue net income million billion percent ratio year"
-).split()
+_WORDS = [
+    "pair",
+    "trade",
+    "spread",
+    "hedge",
+    "ratio",
+    "beta",
+    "long",
+    "short",
+    "flat",
+    "direction",
+    "confidence",
+    "reason",
+    "step",
+    "return",
+    "price",
+    "close",
+    "volume",
+    "news",
+    "merger",
+    "halt",
+    "risk",
+    "cointegration",
+    "half",
+    "life",
+    "z",
+    "score",
+    "mean",
+    "revert",
+    "LONG_SHORT",
+    "SHORT_LONG",
+    "FLAT",
+    "HEALTHY",
+    "WARNING",
+    "BREAK",
+    "answer",
+    "true",
+    "false",
+    "null",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "revenue",
+    "net",
+    "income",
+    "million",
+    "billion",
+    "percent",
+    "ratio",
+    "year",
+]
 
 
 def _tokenizer_corpus() -> list[str]:
@@ -239,7 +288,7 @@ def _tokenizer_corpus() -> list[str]:
         lines.append(json.dumps(record, indent=rng.choice([None, 2])))
         lines.append(words.capitalize() + rng.choice([".", "?", "!", ":", ";"]) + "\n\t")
     lines.append("".join(chr(c) for c in range(32, 127)))
-    lines.append("0123456789 " * 10 + "{}[]\":,.-+eE\\/ \n\t\r")
+    lines.append("0123456789 " * 10 + '{}[]":,.-+eE\\/ \n\t\r')
     return lines
 
 
@@ -317,21 +366,20 @@ def build_tiny_model(
     if head_dim < 32:
         raise ConfigError(f"head_dim={head_dim} is too small; vLLM on CPU needs head_dim >= 32")
     if num_heads % num_kv_heads:
-        raise ConfigError(
-            f"num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads}"
-        )
+        raise ConfigError(f"num_heads={num_heads} must be a multiple of num_kv_heads={num_kv_heads}")
     if vocab_size < 300:
         raise ConfigError(f"vocab_size={vocab_size} must be >= 300 (256 bytes + specials)")
     import torch
-    from transformers import GenerationConfig, LlamaConfig, Qwen3Config
-    from transformers import LlamaForCausalLM, Qwen3ForCausalLM
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
     out_dir = Path(out_dir)
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer(arch, vocab_size)
-    ids = {name: tokenizer.convert_tokens_to_ids(tokenizer_attr) for name, tokenizer_attr in (
-        ("eos", tokenizer.eos_token), ("pad", tokenizer.pad_token))}
+    ids = {
+        name: tokenizer.convert_tokens_to_ids(tokenizer_attr)
+        for name, tokenizer_attr in (("eos", tokenizer.eos_token), ("pad", tokenizer.pad_token))
+    }
     bos_id = tokenizer.bos_token_id
     common = dict(
         vocab_size=vocab_size,
@@ -397,9 +445,7 @@ def find_smollm2_gguf() -> Path:
         candidate = Path(location) / SMOLLM2_GGUF_NAME
         if candidate.is_file():
             return candidate
-    raise ModelNotPreparedError(
-        f"{SMOLLM2_GGUF_NAME} not found: {SMOLLM2_PACKAGE} is missing; {hint}"
-    )
+    raise ModelNotPreparedError(f"{SMOLLM2_GGUF_NAME} not found: {SMOLLM2_PACKAGE} is missing; {hint}")
 
 
 def _installed_version(dist: str) -> str | None:

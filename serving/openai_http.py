@@ -43,10 +43,18 @@ class OpenAIBackend:
 
     name = "openai"
 
-    def __init__(self, base_url: str, *, registry: Registry | None = None,
-                 api_key: str | None = None, max_concurrency: int = 8,
-                 timeout_s: float | None = None, max_retries: int = 3, backoff_s: float = 1.0,
-                 served_model_name: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        registry: Registry | None = None,
+        api_key: str | None = None,
+        max_concurrency: int = 8,
+        timeout_s: float | None = None,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        served_model_name: str | None = None,
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url={base_url!r}; allowed: an http(s):// URL")
         if max_concurrency < 1:
@@ -122,12 +130,14 @@ class OpenAIBackend:
                 if resp.status_code not in _RETRY_STATUS:
                     break
             if attempt < self.max_retries:
-                log.warning("request %s failed (%s); retry %d in %.1f s",
-                            req.key()[:10], last, attempt + 1, delay)
+                log.warning(
+                    "request %s failed (%s); retry %d in %.1f s", req.key()[:10], last, attempt + 1, delay
+                )
                 time.sleep(delay)
                 delay *= 2
-        return error_result(req, f"HTTP backend gave up after {attempt + 1} attempt(s): {last}",
-                            backend=self.name)
+        return error_result(
+            req, f"HTTP backend gave up after {attempt + 1} attempt(s): {last}", backend=self.name
+        )
 
     def _result(self, req: ChatRequest, data: dict[str, Any], latency: float) -> ChatResult:
         choice = (data.get("choices") or [{}])[0]
@@ -137,14 +147,16 @@ class OpenAIBackend:
         details = usage.get("prompt_tokens_details") or {}
         finish = choice.get("finish_reason") or "stop"
         return build_result(
-            req, msg.get("content") or "",
+            req,
+            msg.get("content") or "",
             finish_reason=finish if finish in ("stop", "length") else "stop",
             usage=Usage(
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),
                 cached_tokens=int(details.get("cached_tokens") or 0),
             ),
-            latency_s=latency, backend=self.name,
+            latency_s=latency,
+            backend=self.name,
             revision=str(data.get("model") or ""),
             reasoning=reasoning if reasoning is not None else None,
         )

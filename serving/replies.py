@@ -63,9 +63,17 @@ def parse_reply(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str |
     return value, None
 
 
-def build_result(req: ChatRequest, raw: str, *, finish_reason: str, usage: Usage,
-                 latency_s: float, backend: str, revision: str,
-                 reasoning: str | None = None) -> ChatResult:
+def build_result(
+    req: ChatRequest,
+    raw: str,
+    *,
+    finish_reason: str,
+    usage: Usage,
+    latency_s: float,
+    backend: str,
+    revision: str,
+    reasoning: str | None = None,
+) -> ChatResult:
     """A :class:`ChatResult` from raw model text: reasoning split off, reply parsed.
 
     ``reasoning`` is given when the server already separated it (``--reasoning-parser``);
@@ -80,16 +88,34 @@ def build_result(req: ChatRequest, raw: str, *, finish_reason: str, usage: Usage
     if req.json_schema is not None and finish_reason == "length" and err is None:
         parsed, err = None, "reply cut at max_tokens (finish_reason=length)"
     return ChatResult(
-        text=text, reasoning=reasoning or None, parsed=parsed, parse_error=err,
-        finish_reason=finish_reason, usage=usage, latency_s=latency_s, backend=backend,
-        model=req.model, revision=revision, call_type=req.call_type, request_key=req.key(),
+        text=text,
+        reasoning=reasoning or None,
+        parsed=parsed,
+        parse_error=err,
+        finish_reason=finish_reason,
+        usage=usage,
+        latency_s=latency_s,
+        backend=backend,
+        model=req.model,
+        revision=revision,
+        call_type=req.call_type,
+        request_key=req.key(),
     )
 
 
 def error_result(req: ChatRequest, message: str, *, backend: str, revision: str = "") -> ChatResult:
     """The recorded fallback for a call that failed outright (never journaled)."""
     return ChatResult(
-        text="", reasoning=None, parsed=None, parse_error=message, finish_reason="error",
-        usage=Usage(), latency_s=0.0, backend=backend, model=req.model, revision=revision,
-        call_type=req.call_type, request_key=req.key(),
+        text="",
+        reasoning=None,
+        parsed=None,
+        parse_error=message,
+        finish_reason="error",
+        usage=Usage(),
+        latency_s=0.0,
+        backend=backend,
+        model=req.model,
+        revision=revision,
+        call_type=req.call_type,
+        request_key=req.key(),
     )

@@ -37,8 +37,13 @@ class ScriptedBackend:
 
     name = "scripted"
 
-    def __init__(self, rules: Sequence[Rule] = (), *, default: Reply | None = None,
-                 fail_on: Callable[[ChatRequest], bool] | None = None) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule] = (),
+        *,
+        default: Reply | None = None,
+        fail_on: Callable[[ChatRequest], bool] | None = None,
+    ) -> None:
         self.rules = list(rules)
         self.default = default
         self.fail_on = fail_on
@@ -50,9 +55,7 @@ class ScriptedBackend:
             if rule.call_type in ("*", req.call_type) and rule.contains in last:
                 return self._render(rule.reply, req)
         if self.default is None:
-            raise ConfigError(
-                f"ScriptedBackend has no rule for call_type={req.call_type!r} and no default"
-            )
+            raise ConfigError(f"ScriptedBackend has no rule for call_type={req.call_type!r} and no default")
         return self._render(self.default, req)
 
     @staticmethod
@@ -77,12 +80,18 @@ class ScriptedBackend:
             if len(words) > req.max_tokens:  # one "token" per word in the script
                 raw, finish = " ".join(words[: req.max_tokens]), "length"
             prompt_tokens = sum(len(m.content.split()) for m in req.messages)
-            out.append(build_result(
-                req, raw, finish_reason=finish, usage=Usage(prompt_tokens, len(raw.split()), 0),
-                latency_s=time.perf_counter() - t0, backend=self.name, revision="scripted",
-            ))
+            out.append(
+                build_result(
+                    req,
+                    raw,
+                    finish_reason=finish,
+                    usage=Usage(prompt_tokens, len(raw.split()), 0),
+                    latency_s=time.perf_counter() - t0,
+                    backend=self.name,
+                    revision="scripted",
+                )
+            )
         return out
 
     def close(self) -> None:
         return None
-

@@ -34,8 +34,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def server_command(spec: ModelSpec, *, host: str = "127.0.0.1", port: int = 8000,
-                   api_key: str | None = None) -> list[str]:
+def server_command(
+    spec: ModelSpec, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None
+) -> list[str]:
     """The command line that serves ``spec`` (see the module docstring for CPU vs GPU)."""
     path = str(spec.resolve_path())
     if spec.device == "gpu" and shutil.which("vllm"):
@@ -76,9 +77,15 @@ class ServerHandle:
         self.stop()
 
 
-def start_server(spec: ModelSpec, *, host: str = "127.0.0.1", port: int | None = None,
-                 api_key: str | None = None, log_path: str | Path | None = None,
-                 ready_timeout_s: float = 300.0) -> ServerHandle:
+def start_server(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    api_key: str | None = None,
+    log_path: str | Path | None = None,
+    ready_timeout_s: float = 300.0,
+) -> ServerHandle:
     """Start a server for ``spec`` and wait until ``/health`` answers 200.
 
     Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
@@ -94,15 +101,15 @@ def start_server(spec: ModelSpec, *, host: str = "127.0.0.1", port: int | None =
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
     log.info("starting server: %s", " ".join(cmd))
     with open(log_file, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=child_env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, env=child_env, start_new_session=True
+        )
     handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
     _wait_ready(handle, host, port, api_key, ready_timeout_s)
     return handle
 
 
-def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None,
-                timeout_s: float) -> None:
+def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None, timeout_s: float) -> None:
     import httpx
 
     deadline = time.monotonic() + timeout_s

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from serving import env
@@ -85,8 +86,14 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model: str, *, registry: Registry | None = None,
-                 model_path: str | None = None, options: EngineOptions | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        registry: Registry | None = None,
+        model_path: str | None = None,
+        options: EngineOptions | None = None,
+    ) -> None:
         reg = registry or default_registry()
         spec = reg.get(model)
         self.spec: ModelSpec = spec.with_path(model_path) if model_path else spec
@@ -167,8 +174,7 @@ class VLLMBackend:
         from vllm.sampling_params import StructuredOutputsParams
 
         structured = (
-            StructuredOutputsParams(json=dict(req.json_schema)) if req.json_schema is not None
-            else None
+            StructuredOutputsParams(json=dict(req.json_schema)) if req.json_schema is not None else None
         )
         penalty = req.repetition_penalty
         if penalty is None:
@@ -203,7 +209,7 @@ class VLLMBackend:
         if thinking is not None:
             kwargs["chat_template_kwargs"] = {"enable_thinking": thinking}
         if self.spec.chat_template:
-            kwargs["chat_template"] = open(self.spec.chat_template, encoding="utf-8").read()
+            kwargs["chat_template"] = Path(self.spec.chat_template).read_text(encoding="utf-8")
         t0 = time.perf_counter()
         outputs = llm.chat(convs, params, **kwargs)
         wall = time.perf_counter() - t0
@@ -218,10 +224,17 @@ class VLLMBackend:
             finish = comp.finish_reason if comp.finish_reason in ("stop", "length") else "stop"
             if comp.finish_reason == "abort":
                 finish = "error"
-            results.append(build_result(
-                req, comp.text, finish_reason=finish, usage=usage, latency_s=wall,
-                backend=self.name, revision=self._revision,
-            ))
+            results.append(
+                build_result(
+                    req,
+                    comp.text,
+                    finish_reason=finish,
+                    usage=usage,
+                    latency_s=wall,
+                    backend=self.name,
+                    revision=self._revision,
+                )
+            )
         return results
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
@@ -261,8 +274,7 @@ class VLLMBackend:
             if _engine_dead(exc):
                 self._llm = None
                 raise BackendError(f"the vLLM engine for {self.spec.key!r} died ({exc})") from exc
-            return error_result(req, f"engine error: {exc}", backend=self.name,
-                                revision=self._revision)
+            return error_result(req, f"engine error: {exc}", backend=self.name, revision=self._revision)
 
     def close(self) -> None:
         """Shut the engine down and free its memory."""
@@ -276,7 +288,7 @@ class VLLMBackend:
         if callable(shutdown):
             try:
                 shutdown()
-            except Exception as exc:  # shutdown is best effort
+            except Exception as exc:  # noqa: BLE001 - shutdown is best effort
                 log.debug("engine shutdown raised %s", exc)
         del llm
         import gc

@@ -121,8 +121,9 @@ def vllm_backend(tiny_registry) -> Iterator[object]:
     pytest.importorskip("vllm")
     from serving.vllm_engine import EngineOptions, VLLMBackend
 
-    backend = VLLMBackend("tiny-qwen3", registry=tiny_registry,
-                          options=EngineOptions(kv_cache_gib=1, max_num_seqs=256))
+    backend = VLLMBackend(
+        "tiny-qwen3", registry=tiny_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=256)
+    )
     yield backend
     backend.close()
 
@@ -134,7 +135,12 @@ def openai_server(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> It
     from serving.server import start_server
 
     log = tmp_path_factory.mktemp("server") / "serve.log"
-    handle = start_server(tiny_registry.get("tiny-qwen3"), host="127.0.0.1", log_path=log,
-                          api_key="test-key", ready_timeout_s=600)
+    handle = start_server(
+        tiny_registry.get("tiny-qwen3"),
+        host="127.0.0.1",
+        log_path=log,
+        api_key="test-key",
+        ready_timeout_s=600,
+    )
     yield handle
     handle.stop()

@@ -33,13 +33,25 @@ __all__ = [
 ]
 
 _WHERE = {
-    "MarketStore": "store", "ImportReport": "store", "DEFAULT_STORE_PATH": "store",
-    "ImportConfig": "validate", "import_files": "importer",
-    "load_prices": "loaders", "load_news": "loaders", "load_companies": "loaders",
+    "MarketStore": "store",
+    "ImportReport": "store",
+    "DEFAULT_STORE_PATH": "store",
+    "ImportConfig": "validate",
+    "import_files": "importer",
+    "load_prices": "loaders",
+    "load_news": "loaders",
+    "load_companies": "loaders",
     "load_herculean": "herculean",
-    "PriceHistory": "schema", "PriceBar": "schema", "NewsItem": "schema", "Company": "schema",
-    "Filing": "schema", "StoreInfo": "schema", "TickerInfo": "schema",
-    "SyntheticConfig": "synthetic", "SyntheticMarket": "synthetic", "generate_market": "synthetic",
+    "PriceHistory": "schema",
+    "PriceBar": "schema",
+    "NewsItem": "schema",
+    "Company": "schema",
+    "Filing": "schema",
+    "StoreInfo": "schema",
+    "TickerInfo": "schema",
+    "SyntheticConfig": "synthetic",
+    "SyntheticMarket": "synthetic",
+    "generate_market": "synthetic",
     "write_market": "synthetic",
 }
 

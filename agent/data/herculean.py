@@ -37,7 +37,9 @@ def herculean_files(root: str | Path) -> dict[str, Path]:
         raise FileFormatError("Herculean directory not found", path=root)
     found = {k: base / f"{k}.parquet" for k in ("prices", "news", "filings")}
     if not found["prices"].is_file():
-        raise FileFormatError("Herculean layout needs prices.parquet (in the directory or its data/)", path=found["prices"])
+        raise FileFormatError(
+            "Herculean layout needs prices.parquet (in the directory or its data/)", path=found["prices"]
+        )
     return {k: p for k, p in found.items() if p.is_file()}
 
 
@@ -75,13 +77,21 @@ def _load_filings(path: Path) -> Loaded:
         {
             "date": parse_dates(raw.frame[cols["date"][0]], where, cols["date"][0]),
             "ticker": parse_text(raw.frame[cols["ticker"][0]], where, cols["ticker"][0], required=True),
-            "document_type": parse_text(raw.frame[cols["document_type"][0]], where, cols["document_type"][0], required=True),
-            "mda": parse_text(raw.frame[cols["mda"][0]], where, cols["mda"][0], required=False) if "mda" in cols else np.full(n, ""),
-            "risk": parse_text(raw.frame[cols["risk"][0]], where, cols["risk"][0], required=False) if "risk" in cols else np.full(n, ""),
+            "document_type": parse_text(
+                raw.frame[cols["document_type"][0]], where, cols["document_type"][0], required=True
+            ),
+            "mda": parse_text(raw.frame[cols["mda"][0]], where, cols["mda"][0], required=False)
+            if "mda" in cols
+            else np.full(n, ""),
+            "risk": parse_text(raw.frame[cols["risk"][0]], where, cols["risk"][0], required=False)
+            if "risk" in cols
+            else np.full(n, ""),
         }
     )
     frame["row"] = raw.rows
-    check_unique(frame[["date", "ticker", "document_type"]], where, cols["date"][0], "(date, ticker, document_type)")
+    check_unique(
+        frame[["date", "ticker", "document_type"]], where, cols["date"][0], "(date, ticker, document_type)"
+    )
     return Loaded("filings", raw.path, raw.row_kind, frame)
 
 

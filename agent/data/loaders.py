@@ -181,7 +181,15 @@ def _read_parquet(path: Path) -> RawTable:
     return RawTable(str(path), frame.reset_index(drop=True), np.arange(1, len(frame) + 1), "row")
 
 
-_READERS = {".csv": _read_csv, ".gz": _read_csv, ".jsonl": _read_jsonl, ".ndjson": _read_jsonl, ".json": _read_json, ".parquet": _read_parquet, ".pq": _read_parquet}
+_READERS = {
+    ".csv": _read_csv,
+    ".gz": _read_csv,
+    ".jsonl": _read_jsonl,
+    ".ndjson": _read_jsonl,
+    ".json": _read_json,
+    ".parquet": _read_parquet,
+    ".pq": _read_parquet,
+}
 
 
 def read_table(path: str | Path) -> RawTable:
@@ -214,7 +222,8 @@ def resolve_columns(
     unknown = set(column_map) - set(aliases)
     if unknown:
         raise MissingColumnError(
-            f"column_map names unknown canonical columns {sorted(unknown)}; allowed: {list(aliases)}", path=raw.path
+            f"column_map names unknown canonical columns {sorted(unknown)}; allowed: {list(aliases)}",
+            path=raw.path,
         )
     for canon, names in aliases.items():
         if canon in column_map:
@@ -224,8 +233,10 @@ def resolve_columns(
             for w in wanted_list:
                 if w.strip().lower() not in by_lower:
                     raise MissingColumnError(
-                        f"column_map maps {canon!r} to {w!r}, which is not in the header {list(raw.frame.columns)}",
-                        path=raw.path, column=w,
+                        f"column_map maps {canon!r} to {w!r}, which is not in the header "
+                        f"{list(raw.frame.columns)}",
+                        path=raw.path,
+                        column=w,
                     )
                 found.append(by_lower[w.strip().lower()])
             out[canon] = found
@@ -239,7 +250,8 @@ def resolve_columns(
             f"required column(s) {missing} not found in header {list(raw.frame.columns)}; accepted names: "
             + "; ".join(f"{c}: {list(aliases[c])}" for c in missing)
             + " (or pass a column map)",
-            path=raw.path, column=missing[0],
+            path=raw.path,
+            column=missing[0],
         )
     return out
 
@@ -248,13 +260,20 @@ def _coalesce(raw: RawTable, names: list[str]) -> pd.Series:
     """First non-empty value across ``names`` per row (a single column is returned as is)."""
     ser = raw.frame[names[0]]
     for extra in names[1:]:
-        empty = ser.map(lambda v: v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and not v.strip()))
+        empty = ser.map(
+            lambda v: (
+                v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and not v.strip())
+            )
+        )
         ser = ser.where(~empty, raw.frame[extra])
     return ser
 
 
-def load_prices(path: str | Path, *, column_map: ColumnMap | None = None, config: ImportConfig | None = None) -> Loaded:
-    """Long daily prices (``date,ticker,close`` at least; ``open,high,low,adj_close,volume,group`` optional)."""
+def load_prices(
+    path: str | Path, *, column_map: ColumnMap | None = None, config: ImportConfig | None = None
+) -> Loaded:
+    """Long daily prices: ``date,ticker,close`` at least; ``open,high,low,adj_close,volume,group``
+    optional."""
     cfg = config or ImportConfig()
     raw = read_table(path)
     cols = resolve_columns(raw, PRICE_ALIASES, ("date", "ticker", "close"), column_map)
@@ -266,7 +285,9 @@ def load_prices(path: str | Path, *, column_map: ColumnMap | None = None, config
             logger.info("%s: skipped %d price rows of tickers outside the pool", raw.path, skipped)
         raw = RawTable(raw.path, raw.frame.loc[keep].reset_index(drop=True), raw.rows[keep], raw.row_kind)
         if len(raw.frame) == 0:
-            raise EmptyInputError(f"no rows for pool tickers {list(cfg.pool)}", path=raw.path, column=cols["ticker"][0])
+            raise EmptyInputError(
+                f"no rows for pool tickers {list(cfg.pool)}", path=raw.path, column=cols["ticker"][0]
+            )
     where = raw.where
     out: dict[str, object] = {
         "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
@@ -274,23 +295,32 @@ def load_prices(path: str | Path, *, column_map: ColumnMap | None = None, config
     }
     for name in _PRICE_COLS:
         if name in cols:
-            out[name] = parse_numbers(_coalesce(raw, cols[name]), where, cols[name][0], required=True, positive=True)
+            out[name] = parse_numbers(
+                _coalesce(raw, cols[name]), where, cols[name][0], required=True, positive=True
+            )
         else:
             out[name] = np.full(len(raw.frame), np.nan)
     if "volume" in cols:
-        out["volume"] = parse_numbers(_coalesce(raw, cols["volume"]), where, cols["volume"][0], required=False, positive=False)
+        out["volume"] = parse_numbers(
+            _coalesce(raw, cols["volume"]), where, cols["volume"][0], required=False, positive=False
+        )
     else:
         out["volume"] = np.full(len(raw.frame), np.nan)
     out["group"] = (
         parse_text(_coalesce(raw, cols["group"]), where, cols["group"][0], required=False)
-        if "group" in cols else np.full(len(raw.frame), "", dtype=object)
+        if "group" in cols
+        else np.full(len(raw.frame), "", dtype=object)
     )
     hi, lo = out["high"], out["low"]
-    inverted = (hi < lo)  # NaN compares False: absent columns pass
+    inverted = hi < lo  # NaN compares False: absent columns pass
     if np.any(inverted):
         i = int(np.argmax(inverted))
         raise BadValueError(
-            f"high {hi[i]!r} is below low {lo[i]!r}", path=raw.path, row=where.at(i), column=cols["high"][0], row_kind=raw.row_kind
+            f"high {hi[i]!r} is below low {lo[i]!r}",
+            path=raw.path,
+            row=where.at(i),
+            column=cols["high"][0],
+            row_kind=raw.row_kind,
         )
     frame = pd.DataFrame(out)
     frame["row"] = raw.rows
@@ -314,11 +344,15 @@ def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loade
         {
             "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
             "ticker": parse_text(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0], required=True),
-            "headline": parse_text(_coalesce(raw, cols["headline"]), where, cols["headline"][0], required=True),
+            "headline": parse_text(
+                _coalesce(raw, cols["headline"]), where, cols["headline"][0], required=True
+            ),
             "summary": parse_text(_coalesce(raw, cols["summary"]), where, cols["summary"][0], required=False)
-            if "summary" in cols else "",
+            if "summary" in cols
+            else "",
             "source": parse_text(_coalesce(raw, cols["source"]), where, cols["source"][0], required=False)
-            if "source" in cols else "",
+            if "source" in cols
+            else "",
             "kind": "news",
         }
     )
@@ -345,7 +379,9 @@ def load_companies(path: str | Path, *, column_map: ColumnMap | None = None) -> 
             "ticker": ticker,
             "name": name,
             "sector": parse_text(_coalesce(raw, cols["sector"]), where, cols["sector"][0], required=False),
-            "description": parse_text(_coalesce(raw, cols["description"]), where, cols["description"][0], required=False),
+            "description": parse_text(
+                _coalesce(raw, cols["description"]), where, cols["description"][0], required=False
+            ),
         }
     )
     frame["row"] = raw.rows

@@ -60,14 +60,16 @@ class PriceHistory:
 
     @property
     def n_sessions(self) -> int:
-        return int(len(self.dates))
+        return len(self.dates)
 
     def column(self, ticker: str) -> np.ndarray:
         """The (T,) series of one ticker (a view)."""
         try:
             k = self.tickers.index(ticker)
         except ValueError:
-            raise UnknownTickerError(f"ticker {ticker!r} not in history {list(self.tickers)}", column="ticker") from None
+            raise UnknownTickerError(
+                f"ticker {ticker!r} not in history {list(self.tickers)}", column="ticker"
+            ) from None
         return self.values[:, k]
 
     def select(self, tickers: tuple[str, ...] | list[str]) -> PriceHistory:

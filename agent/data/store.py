@@ -25,7 +25,16 @@ import pandas as pd
 
 from agent.data.errors import DuplicateRowError, StoreError, UnknownTickerError
 from agent.data.loaders import Loaded
-from agent.data.schema import Company, Filing, NewsItem, PriceBar, PriceHistory, StoreInfo, TickerInfo, to_date
+from agent.data.schema import (
+    Company,
+    Filing,
+    NewsItem,
+    PriceBar,
+    PriceHistory,
+    StoreInfo,
+    TickerInfo,
+    to_date,
+)
 from agent.data.validate import ImportConfig, check_calendar_coverage
 
 __all__ = ["MarketStore", "ImportReport", "DEFAULT_STORE_PATH", "PRICE_FIELDS"]
@@ -82,8 +91,11 @@ def _none_if_nan(a: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else float(v) for v in a]
 
 
-def _date_range(sql: str, args: list[str], start: str | dt.date | None, end: str | dt.date | None) -> tuple[str, list[str]]:
-    """``sql`` (ending in a WHERE clause) and its ``args`` narrowed to dates in [start, end], either bound optional."""
+def _date_range(
+    sql: str, args: list[str], start: str | dt.date | None, end: str | dt.date | None
+) -> tuple[str, list[str]]:
+    """``sql`` (ending in a WHERE clause) and its ``args`` narrowed to dates in [start, end];
+    either bound is optional."""
     args = list(args)
     if start is not None:
         sql += " AND date >= ?"
@@ -101,7 +113,8 @@ class MarketStore:
         self.path = Path(path)
         if not self.path.exists() and not create:
             raise StoreError(
-                f"no market store at {self.path}; create one with `localfin data synth --import` or `localfin data import`"
+                f"no market store at {self.path}; create one with `localfin data synth --import` or "
+                "`localfin data import`"
             )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,7 +164,9 @@ class MarketStore:
                 if absent:
                     src = next((t.path for t in tables if t.kind == "prices"), None)
                     raise UnknownTickerError(
-                        f"pool ticker(s) {absent} have no price rows in the file or the store", path=src, column="ticker"
+                        f"pool ticker(s) {absent} have no price rows in the file or the store",
+                        path=src,
+                        column="ticker",
                     )
             for t in tables:
                 if t.kind == "companies":
@@ -162,9 +177,12 @@ class MarketStore:
                         self._write_news(cur, t, report)
                     else:
                         self._write_filings(cur, t, report)
-            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             for t in tables:
-                cur.execute("INSERT INTO imports (at, kind, path, rows) VALUES (?, ?, ?, ?)", (now, t.kind, t.path, len(t)))
+                cur.execute(
+                    "INSERT INTO imports (at, kind, path, rows) VALUES (?, ?, ?, ?)",
+                    (now, t.kind, t.path, len(t)),
+                )
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
@@ -186,9 +204,15 @@ class MarketStore:
                         raise DuplicateRowError(
                             f"price row ({dates[i]}, {tick}) already exists in the store {self.path} "
                             "(import with on_conflict='replace' / --replace to overwrite)",
-                            path=t.path, row=int(f["row"].iloc[i]), column="date", row_kind=t.row_kind,
+                            path=t.path,
+                            row=int(f["row"].iloc[i]),
+                            column="date",
+                            row_kind=t.row_kind,
                         )
-        cols = [_none_if_nan(f[c].to_numpy(dtype=np.float64)) for c in ("open", "high", "low", "close", "adj_close", "volume")]
+        cols = [
+            _none_if_nan(f[c].to_numpy(dtype=np.float64))
+            for c in ("open", "high", "low", "close", "adj_close", "volume")
+        ]
         rows = list(zip(ticks, dates, *cols))
         cur.executemany("INSERT OR REPLACE INTO prices VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         report.written["prices"] = report.written.get("prices", 0) + len(rows)
@@ -199,11 +223,14 @@ class MarketStore:
             [(str(a), str(a), str(b)) for a, b in groups.itertuples(index=False)],
         )
 
-    def _check_coverage(self, cur: sqlite3.Cursor, touched: dict[str, Loaded], cfg: ImportConfig, report: ImportReport) -> None:
+    def _check_coverage(
+        self, cur: sqlite3.Cursor, touched: dict[str, Loaded], cfg: ImportConfig, report: ImportReport
+    ) -> None:
         rows = cur.execute("SELECT ticker, date FROM prices ORDER BY ticker, date").fetchall()
         frame = pd.DataFrame(rows, columns=["ticker", "date"])
         pool_dates = {
-            str(k): g["date"].to_numpy().astype("datetime64[D]") for k, g in frame.groupby("ticker", sort=True)
+            str(k): g["date"].to_numpy().astype("datetime64[D]")
+            for k, g in frame.groupby("ticker", sort=True)
         }
 
         def row_of(tick: str, day: dt.date) -> tuple[int, str] | None:
@@ -213,7 +240,9 @@ class MarketStore:
 
         paths = sorted({t.path for t in touched.values()})
         report.missing_sessions.update(
-            check_calendar_coverage(pool_dates, sorted(touched), cfg.max_missing_frac, ", ".join(paths), row_of)
+            check_calendar_coverage(
+                pool_dates, sorted(touched), cfg.max_missing_frac, ", ".join(paths), row_of
+            )
         )
 
     @staticmethod
@@ -224,10 +253,15 @@ class MarketStore:
             raise UnknownTickerError(
                 f"ticker {t.frame['ticker'].iloc[i]!r} has no prices in the store (pool: {sorted(pool)}); "
                 "import its prices first or drop its rows",
-                path=t.path, row=int(t.frame["row"].iloc[i]), column="ticker", row_kind=t.row_kind,
+                path=t.path,
+                row=int(t.frame["row"].iloc[i]),
+                column="ticker",
+                row_kind=t.row_kind,
             )
 
-    def _write_companies(self, cur: sqlite3.Cursor, t: Loaded, cfg: ImportConfig, pool: set[str], report: ImportReport) -> None:
+    def _write_companies(
+        self, cur: sqlite3.Cursor, t: Loaded, cfg: ImportConfig, pool: set[str], report: ImportReport
+    ) -> None:
         f = t.frame
         inside = f["ticker"].isin(pool).to_numpy()
         if not inside.all():
@@ -235,15 +269,27 @@ class MarketStore:
                 self._check_pool(t, pool)
             report.skipped["companies_outside_pool"] = int((~inside).sum())
         rows = [(r.ticker, r.name, r.sector, r.description) for r in f.loc[inside].itertuples(index=False)]
-        cur.executemany("INSERT OR REPLACE INTO companies (ticker, name, sector, description) VALUES (?, ?, ?, ?)", rows)
+        cur.executemany(
+            "INSERT OR REPLACE INTO companies (ticker, name, sector, description) VALUES (?, ?, ?, ?)", rows
+        )
         report.written["companies"] = report.written.get("companies", 0) + len(rows)
 
     def _write_news(self, cur: sqlite3.Cursor, t: Loaded, report: ImportReport) -> None:
         f = t.frame
         before = self._conn.total_changes
         cur.executemany(
-            "INSERT OR IGNORE INTO news (ticker, date, headline, summary, source, kind) VALUES (?, ?, ?, ?, ?, ?)",
-            list(zip(f["ticker"], _iso(f["date"].to_numpy(dtype="datetime64[D]")), f["headline"], f["summary"], f["source"], f["kind"])),
+            "INSERT OR IGNORE INTO news (ticker, date, headline, summary, source, kind) VALUES (?, ?, ?, ?, "
+            "?, ?)",
+            list(
+                zip(
+                    f["ticker"],
+                    _iso(f["date"].to_numpy(dtype="datetime64[D]")),
+                    f["headline"],
+                    f["summary"],
+                    f["source"],
+                    f["kind"],
+                )
+            ),
         )
         n = self._conn.total_changes - before
         report.written["news"] = report.written.get("news", 0) + n
@@ -254,7 +300,15 @@ class MarketStore:
         f = t.frame
         cur.executemany(
             "INSERT OR REPLACE INTO filings (ticker, date, document_type, mda, risk) VALUES (?, ?, ?, ?, ?)",
-            list(zip(f["ticker"], _iso(f["date"].to_numpy(dtype="datetime64[D]")), f["document_type"], f["mda"], f["risk"])),
+            list(
+                zip(
+                    f["ticker"],
+                    _iso(f["date"].to_numpy(dtype="datetime64[D]")),
+                    f["document_type"],
+                    f["mda"],
+                    f["risk"],
+                )
+            ),
         )
         report.written["filings"] = report.written.get("filings", 0) + len(f)
 
@@ -263,18 +317,29 @@ class MarketStore:
         """Tickers with prices, sorted; with ``until``, only those with a row on or before it
         (so a ticker listed later cannot leak into an earlier decision)."""
         if until is None:
-            return tuple(r[0] for r in self._conn.execute("SELECT DISTINCT ticker FROM prices ORDER BY ticker"))
-        rows = self._conn.execute("SELECT DISTINCT ticker FROM prices WHERE date <= ? ORDER BY ticker", (to_date(until).isoformat(),))
+            return tuple(
+                r[0] for r in self._conn.execute("SELECT DISTINCT ticker FROM prices ORDER BY ticker")
+            )
+        rows = self._conn.execute(
+            "SELECT DISTINCT ticker FROM prices WHERE date <= ? ORDER BY ticker",
+            (to_date(until).isoformat(),),
+        )
         return tuple(r[0] for r in rows)
 
     def _require(self, tickers: Sequence[str]) -> None:
         known = set(self.tickers())
         absent = [t for t in tickers if t not in known]
         if absent:
-            raise UnknownTickerError(f"ticker(s) {absent} not in the store {self.path} (known: {sorted(known)})", column="ticker")
+            raise UnknownTickerError(
+                f"ticker(s) {absent} not in the store {self.path} (known: {sorted(known)})", column="ticker"
+            )
 
-    def calendar(self, start: str | dt.date | None = None, end: str | dt.date | None = None,
-                 tickers: Sequence[str] | None = None) -> np.ndarray:
+    def calendar(
+        self,
+        start: str | dt.date | None = None,
+        end: str | dt.date | None = None,
+        tickers: Sequence[str] | None = None,
+    ) -> np.ndarray:
         """Trading sessions (datetime64[D]) in [start, end]: days on which any of ``tickers``
         (all tickers if None) has a close."""
         sql, args = "SELECT DISTINCT date FROM prices WHERE 1=1", []
@@ -286,8 +351,14 @@ class MarketStore:
         rows = self._conn.execute(sql + " ORDER BY date", args).fetchall()
         return np.array([r[0] for r in rows], dtype="datetime64[D]")
 
-    def prices(self, tickers: Sequence[str], start: str | dt.date | None = None, end: str | dt.date | None = None,
-               *, field: str = "close") -> PriceHistory:
+    def prices(
+        self,
+        tickers: Sequence[str],
+        start: str | dt.date | None = None,
+        end: str | dt.date | None = None,
+        *,
+        field: str = "close",
+    ) -> PriceHistory:
         """Prices of ``tickers`` on the union calendar of those tickers in [start, end] (inclusive).
 
         Sessions a ticker lacks are NaN (no filling). ``field`` is one of :data:`PRICE_FIELDS`.
@@ -310,13 +381,21 @@ class MarketStore:
             values[np.searchsorted(dates, d), k] = v
         return PriceHistory(dates, tickers, values, field)
 
-    def bars(self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None) -> list[PriceBar]:
+    def bars(
+        self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None
+    ) -> list[PriceBar]:
         """Daily rows of one ticker in [start, end]."""
         self._require([ticker])
         sql, args = _date_range(
-            "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?", [ticker], start, end
+            "SELECT date, ticker, open, high, low, close, adj_close, volume FROM prices WHERE ticker = ?",
+            [ticker],
+            start,
+            end,
         )
-        return [PriceBar(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
+        return [
+            PriceBar(dt.date.fromisoformat(r[0]), *r[1:])
+            for r in self._conn.execute(sql + " ORDER BY date", args)
+        ]
 
     def news(self, ticker: str, day: str | dt.date) -> list[NewsItem]:
         """News items of ``ticker`` dated ``day``."""
@@ -325,7 +404,8 @@ class MarketStore:
     def news_window(self, ticker: str, start: str | dt.date, end: str | dt.date) -> list[NewsItem]:
         """News items of ``ticker`` dated in [start, end] (inclusive), oldest first."""
         rows = self._conn.execute(
-            "SELECT date, ticker, headline, summary, source, kind FROM news WHERE ticker = ? AND date >= ? AND date <= ? "
+            "SELECT date, ticker, headline, summary, source, kind FROM news WHERE ticker = ? AND date >= ? "
+            "AND date <= ? "
             "ORDER BY date, id",
             (ticker, to_date(start).isoformat(), to_date(end).isoformat()),
         ).fetchall()
@@ -333,48 +413,84 @@ class MarketStore:
 
     def company(self, ticker: str) -> Company:
         """Company context of ``ticker`` (name, sector, business description)."""
-        row = self._conn.execute("SELECT ticker, name, sector, description FROM companies WHERE ticker = ?", (ticker,)).fetchone()
+        row = self._conn.execute(
+            "SELECT ticker, name, sector, description FROM companies WHERE ticker = ?", (ticker,)
+        ).fetchone()
         if row is None:
-            raise UnknownTickerError(f"no company context for ticker {ticker!r} in {self.path}", column="ticker")
+            raise UnknownTickerError(
+                f"no company context for ticker {ticker!r} in {self.path}", column="ticker"
+            )
         return Company(*row)
 
     def companies(self, tickers: Sequence[str] | None = None) -> dict[str, Company]:
         """Company context by ticker (tickers without a row are absent from the dict)."""
-        rows = self._conn.execute("SELECT ticker, name, sector, description FROM companies ORDER BY ticker").fetchall()
+        rows = self._conn.execute(
+            "SELECT ticker, name, sector, description FROM companies ORDER BY ticker"
+        ).fetchall()
         out = {r[0]: Company(*r) for r in rows}
         return out if tickers is None else {t: out[t] for t in tickers if t in out}
 
-    def filings(self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None) -> list[Filing]:
+    def filings(
+        self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None
+    ) -> list[Filing]:
         """Filings of ``ticker`` dated in [start, end]."""
-        sql, args = _date_range("SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?", [ticker], start, end)
-        return [Filing(dt.date.fromisoformat(r[0]), *r[1:]) for r in self._conn.execute(sql + " ORDER BY date", args)]
+        sql, args = _date_range(
+            "SELECT date, ticker, document_type, mda, risk FROM filings WHERE ticker = ?",
+            [ticker],
+            start,
+            end,
+        )
+        return [
+            Filing(dt.date.fromisoformat(r[0]), *r[1:])
+            for r in self._conn.execute(sql + " ORDER BY date", args)
+        ]
 
     def info(self) -> StoreInfo:
-        """Counts, calendar span and per-ticker coverage (missing = union sessions lacking inside its span)."""
+        """Counts, calendar span and per-ticker coverage (missing = union sessions lacking inside
+        its span)."""
         cal = self.calendar()
         infos = []
         for tick, first, last, n in self._conn.execute(
             "SELECT ticker, MIN(date), MAX(date), COUNT(*) FROM prices GROUP BY ticker ORDER BY ticker"
         ):
-            span = int(np.searchsorted(cal, np.datetime64(last), side="right") - np.searchsorted(cal, np.datetime64(first)))
-            infos.append(TickerInfo(tick, dt.date.fromisoformat(first), dt.date.fromisoformat(last), n, span - n))
+            span = int(
+                np.searchsorted(cal, np.datetime64(last), side="right")
+                - np.searchsorted(cal, np.datetime64(first))
+            )
+            infos.append(
+                TickerInfo(tick, dt.date.fromisoformat(first), dt.date.fromisoformat(last), n, span - n)
+            )
         count = {t: self._conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in _TABLES}
         return StoreInfo(
-            path=str(self.path), n_price_rows=count["prices"], n_sessions=len(cal),
-            calendar_start=cal[0].item() if len(cal) else None, calendar_end=cal[-1].item() if len(cal) else None,
-            tickers=tuple(infos), n_news=count["news"], n_companies=count["companies"], n_filings=count["filings"],
+            path=str(self.path),
+            n_price_rows=count["prices"],
+            n_sessions=len(cal),
+            calendar_start=cal[0].item() if len(cal) else None,
+            calendar_end=cal[-1].item() if len(cal) else None,
+            tickers=tuple(infos),
+            n_news=count["news"],
+            n_companies=count["companies"],
+            n_filings=count["filings"],
         )
 
     def digest(self) -> str:
         """SHA-256 over every row of the data tables in key order (to prove a store unchanged)."""
         h = hashlib.sha256()
-        keys = {"prices": "ticker, date", "news": "ticker, date, kind, headline", "companies": "ticker",
-                "filings": "ticker, date, document_type"}
+        keys = {
+            "prices": "ticker, date",
+            "news": "ticker, date, kind, headline",
+            "companies": "ticker",
+            "filings": "ticker, date, document_type",
+        }
         for table in _TABLES:
-            cols = "*" if table in ("prices", "companies") else "ticker, date, headline, summary, source, kind" if table == "news" \
+            cols = (
+                "*"
+                if table in ("prices", "companies")
+                else "ticker, date, headline, summary, source, kind"
+                if table == "news"
                 else "ticker, date, document_type, mda, risk"
+            )
             for row in self._conn.execute(f"SELECT {cols} FROM {table} ORDER BY {keys[table]}"):
                 h.update(repr(row).encode())
             h.update(table.encode())
         return h.hexdigest()
-

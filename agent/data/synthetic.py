@@ -109,34 +109,96 @@ DEFAULT_BREAKS: tuple[BreakSpec, ...] = (
 
 _EVENT_TEXT = {
     "acquisition": (
-        ("{name} said to explore strategic options, including a sale", "People familiar with the matter say {name} ({t}) has hired advisers to review options, including a sale of the company."),
-        ("{name} agrees to be acquired by Halvorsen Capital in all-cash deal", "{name} ({t}) agreed to an acquisition by Halvorsen Capital at a {pct}% premium; the merger is expected to close within two quarters."),
-        ("{name} shareholders back merger; shares to be delisted after closing", "Shareholders of {name} ({t}) approved the merger; the company expects delisting once the deal closes."),
+        (
+            "{name} said to explore strategic options, including a sale",
+            "People familiar with the matter say {name} ({t}) has hired advisers to review options, "
+            "including a sale of the company.",
+        ),
+        (
+            "{name} agrees to be acquired by Halvorsen Capital in all-cash deal",
+            "{name} ({t}) agreed to an acquisition by Halvorsen Capital at a {pct}% premium; the merger is "
+            "expected to close within two quarters.",
+        ),
+        (
+            "{name} shareholders back merger; shares to be delisted after closing",
+            "Shareholders of {name} ({t}) approved the merger; the company expects delisting once the deal "
+            "closes.",
+        ),
     ),
     "restatement": (
-        ("{name} delays annual report filing", "{name} ({t}) said it will not file its annual report on time while its audit committee reviews revenue recognition."),
-        ("{name} to restate three years of results after accounting review", "{name} ({t}) announced a restatement of previously issued financial statements; the auditor flagged a material weakness and possible fraud by former managers."),
-        ("{name} warns of going concern doubt, faces lender talks", "{name} ({t}) disclosed substantial doubt about its ability to continue as a going concern and began talks with lenders."),
+        (
+            "{name} delays annual report filing",
+            "{name} ({t}) said it will not file its annual report on time while its audit committee reviews "
+            "revenue recognition.",
+        ),
+        (
+            "{name} to restate three years of results after accounting review",
+            "{name} ({t}) announced a restatement of previously issued financial statements; the auditor "
+            "flagged a material weakness and possible fraud by former managers.",
+        ),
+        (
+            "{name} warns of going concern doubt, faces lender talks",
+            "{name} ({t}) disclosed substantial doubt about its ability to continue as a going concern and "
+            "began talks with lenders.",
+        ),
     ),
 }
 _ROUTINE = (
-    ("{name} declares quarterly dividend", "{name} ({t}) declared a regular quarterly dividend, payable next month."),
-    ("{name} to present at industry conference on {day}", "{name} ({t}) management will present at an investor conference on {day}."),
-    ("Analyst reiterates rating on {name}", "A sell-side analyst kept its rating and price target on {name} ({t}) unchanged."),
-    ("{name} announces executive appointment", "{name} ({t}) named a new head of operations, effective {day}."),
-    ("{name} schedules quarterly results release for {day}", "{name} ({t}) will report quarterly results on {day}, before the market opens."),
+    (
+        "{name} declares quarterly dividend",
+        "{name} ({t}) declared a regular quarterly dividend, payable next month.",
+    ),
+    (
+        "{name} to present at industry conference on {day}",
+        "{name} ({t}) management will present at an investor conference on {day}.",
+    ),
+    (
+        "Analyst reiterates rating on {name}",
+        "A sell-side analyst kept its rating and price target on {name} ({t}) unchanged.",
+    ),
+    (
+        "{name} announces executive appointment",
+        "{name} ({t}) named a new head of operations, effective {day}.",
+    ),
+    (
+        "{name} schedules quarterly results release for {day}",
+        "{name} ({t}) will report quarterly results on {day}, before the market opens.",
+    ),
     ("{name} launches new product line", "{name} ({t}) introduced a new product line in its core market."),
 )
-_UP = ("{name} shares jump as demand beats expectations", "{name} rallies after upbeat guidance", "Investors cheer {name} margin gains")
-_DOWN = ("{name} shares slide after guidance cut", "{name} falls as costs weigh on outlook", "{name} drops on weak quarterly sales")
+_UP = (
+    "{name} shares jump as demand beats expectations",
+    "{name} rallies after upbeat guidance",
+    "Investors cheer {name} margin gains",
+)
+_DOWN = (
+    "{name} shares slide after guidance cut",
+    "{name} falls as costs weigh on outlook",
+    "{name} drops on weak quarterly sales",
+)
 _DECOYS = (
-    ("{name} denies merger speculation", "{name} ({t}) said it is not in talks about any merger or acquisition and is focused on its plan."),
-    ("{name} completes small bolt-on acquisition of a regional brand", "{name} ({t}) closed the acquisition of a small regional brand; the deal is immaterial to results."),
+    (
+        "{name} denies merger speculation",
+        "{name} ({t}) said it is not in talks about any merger or acquisition and is focused on its plan.",
+    ),
+    (
+        "{name} completes small bolt-on acquisition of a regional brand",
+        "{name} ({t}) closed the acquisition of a small regional brand; the deal is immaterial to results.",
+    ),
 )
 _DESCRIPTIONS = {
-    "Consumer Staples": "{name} makes and sells branded packaged goods (food, beverages and household products) through grocery, mass-market and convenience channels, mainly in North America.",
-    "Energy": "{name} explores for, produces and markets crude oil and natural gas from onshore and offshore fields, and operates midstream assets.",
-    "Information Technology": "{name} designs software, chips and systems for enterprise customers, sold through direct sales and cloud subscriptions worldwide.",
+    "Consumer Staples": (
+        "{name} makes and sells branded packaged goods (food, beverages and household products) "
+        "through grocery, mass-market and convenience channels, mainly in North America."
+    ),
+    "Energy": (
+        "{name} explores for, produces and markets crude oil and natural gas from onshore and "
+        "offshore fields, and operates midstream assets."
+    ),
+    "Information Technology": (
+        "{name} designs software, chips and systems for enterprise customers, sold through direct "
+        "sales and cloud subscriptions worldwide."
+    ),
 }
 
 
@@ -174,13 +236,20 @@ class SyntheticConfig:
                 if leg not in names:
                     raise DataConfigError(f"pair leg {leg!r} not among tickers {names}")
             if p.y in used or p.x in used:
-                raise DataConfigError(f"ticker in two pairs ({p.y}, {p.x}); each ticker joins at most one pair")
+                raise DataConfigError(
+                    f"ticker in two pairs ({p.y}, {p.x}); each ticker joins at most one pair"
+                )
             used |= {p.y, p.x}
             if not 1.0 <= p.half_life <= 250.0:
-                raise DataConfigError(f"half_life={p.half_life} of pair {p.y}/{p.x} must be in [1, 250] sessions")
+                raise DataConfigError(
+                    f"half_life={p.half_life} of pair {p.y}/{p.x} must be in [1, 250] sessions"
+                )
         for t in self.tickers:
             if not 0 <= t.first_session < self.n_sessions:
-                raise DataConfigError(f"first_session={t.first_session} of {t.ticker} must be in [0, n_sessions={self.n_sessions})")
+                raise DataConfigError(
+                    f"first_session={t.first_session} of {t.ticker} must be in [0, "
+                    f"n_sessions={self.n_sessions})"
+                )
         ys = {p.y for p in self.pairs}
         for b in self.breaks:
             if b.ticker not in ys:
@@ -211,18 +280,20 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
     """Generate the whole market from ``config.seed`` (same seed -> identical output)."""
     cfg = config or SyntheticConfig()
     rng = np.random.default_rng(cfg.seed)
-    T, specs = cfg.n_sessions, cfg.tickers
-    dates = business_sessions(cfg.start, T)
+    n_t, specs = cfg.n_sessions, cfg.tickers
+    dates = business_sessions(cfg.start, n_t)
     sectors = sorted({s.sector for s in specs})
-    mkt = cfg.market_vol * _t_shocks(rng, cfg.tail_df, (T,))
-    sec = {s: cfg.sector_vol * _t_shocks(rng, cfg.tail_df, (T,)) for s in sectors}
-    idio = cfg.idio_vol * _t_shocks(rng, cfg.tail_df, (T, len(specs)))
-    jumps = (rng.random((T, len(specs))) < cfg.jump_prob) * rng.normal(0.0, cfg.jump_vol, (T, len(specs)))
+    mkt = cfg.market_vol * _t_shocks(rng, cfg.tail_df, (n_t,))
+    sec = {s: cfg.sector_vol * _t_shocks(rng, cfg.tail_df, (n_t,)) for s in sectors}
+    idio = cfg.idio_vol * _t_shocks(rng, cfg.tail_df, (n_t, len(specs)))
+    jumps = (rng.random((n_t, len(specs))) < cfg.jump_prob) * rng.normal(0.0, cfg.jump_vol, (n_t, len(specs)))
     loadings = rng.uniform(0.7, 1.3, size=(len(specs), 2))
     idx = {s.ticker: k for k, s in enumerate(specs)}
-    rets = np.empty((T, len(specs)))
+    rets = np.empty((n_t, len(specs)))
     for k, s in enumerate(specs):
-        rets[:, k] = cfg.drift + loadings[k, 0] * mkt + loadings[k, 1] * sec[s.sector] + idio[:, k] + jumps[:, k]
+        rets[:, k] = (
+            cfg.drift + loadings[k, 0] * mkt + loadings[k, 1] * sec[s.sector] + idio[:, k] + jumps[:, k]
+        )
     rets[0] = 0.0
     logp = np.log([s.start_price for s in specs]) + np.cumsum(rets, axis=0)
 
@@ -231,10 +302,10 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
     for p in cfg.pairs:
         ky, kx = idx[p.y], idx[p.x]
         phi = 0.5 ** (1.0 / p.half_life)
-        eps = p.spread_sd * np.sqrt(1.0 - phi**2) * _t_shocks(rng, cfg.tail_df, (T,))
-        s = np.empty(T)
+        eps = p.spread_sd * np.sqrt(1.0 - phi**2) * _t_shocks(rng, cfg.tail_df, (n_t,))
+        s = np.empty(n_t)
         s[0] = eps[0] / np.sqrt(1.0 - phi**2)
-        for t in range(1, T):
+        for t in range(1, n_t):
             s[t] = phi * s[t - 1] + eps[t]
         alpha = np.log(specs[ky].start_price) - p.beta * np.log(specs[kx].start_price)
         coupled = alpha + p.beta * logp[:, kx] + s
@@ -246,81 +317,134 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
         logp[:, ky] = coupled
         pair_truth.append(
             {
-                "y": p.y, "x": p.x, "pair": sorted([p.y, p.x]), "half_life": p.half_life, "phi": phi,
-                "beta": p.beta, "alpha": float(alpha), "spread_sd": p.spread_sd,
-                "break": None if brk is None else {"session": brk.session, "date": str(dates[brk.session]),
-                                                    "event": brk.event, "ticker": brk.ticker, "jump": brk.jump},
+                "y": p.y,
+                "x": p.x,
+                "pair": sorted([p.y, p.x]),
+                "half_life": p.half_life,
+                "phi": phi,
+                "beta": p.beta,
+                "alpha": float(alpha),
+                "spread_sd": p.spread_sd,
+                "break": None
+                if brk is None
+                else {
+                    "session": brk.session,
+                    "date": str(dates[brk.session]),
+                    "event": brk.event,
+                    "ticker": brk.ticker,
+                    "jump": brk.jump,
+                },
             }
         )
 
     prices = _price_rows(rng, dates, specs, logp)
     news, events = _news_rows(rng, cfg, dates, idio, idx)
     companies = pd.DataFrame(
-        [{"ticker": s.ticker, "name": s.name, "sector": s.sector, "description": _DESCRIPTIONS[s.sector].format(name=s.name)}
-         for s in specs]
+        [
+            {
+                "ticker": s.ticker,
+                "name": s.name,
+                "sector": s.sector,
+                "description": _DESCRIPTIONS[s.sector].format(name=s.name),
+            }
+            for s in specs
+        ]
     )
     truth = {
         "seed": cfg.seed,
-        "calendar": {"start": str(dates[0]), "end": str(dates[-1]), "n_sessions": T},
-        "tickers": [{"ticker": s.ticker, "name": s.name, "sector": s.sector, "first_date": str(dates[s.first_session]),
-                     "halts": [str(dates[h]) for h in s.halts if h < T]} for s in specs],
+        "calendar": {"start": str(dates[0]), "end": str(dates[-1]), "n_sessions": n_t},
+        "tickers": [
+            {
+                "ticker": s.ticker,
+                "name": s.name,
+                "sector": s.sector,
+                "first_date": str(dates[s.first_session]),
+                "halts": [str(dates[h]) for h in s.halts if h < n_t],
+            }
+            for s in specs
+        ],
         "pairs": pair_truth,
         "breaks": [p["break"] | {"pair": p["pair"]} for p in pair_truth if p["break"] is not None],
         "events": events,
         "half_life_note": "half_life = sessions for an AR(1) deviation to halve, -ln2/ln(phi); the screen's "
-                          "estimator -ln2/(phi-1) reads slightly higher",
+        "estimator -ln2/(phi-1) reads slightly higher",
     }
-    logger.info("synthetic market: %d sessions, %d tickers, %d news items", T, len(specs), len(news))
+    logger.info("synthetic market: %d sessions, %d tickers, %d news items", n_t, len(specs), len(news))
     return SyntheticMarket(cfg, dates, prices, news, companies, truth)
 
 
-def _price_rows(rng: np.random.Generator, dates: np.ndarray, specs: tuple[TickerSpec, ...], logp: np.ndarray) -> pd.DataFrame:
-    T, N = logp.shape
+def _price_rows(
+    rng: np.random.Generator, dates: np.ndarray, specs: tuple[TickerSpec, ...], logp: np.ndarray
+) -> pd.DataFrame:
+    n_t, n_k = logp.shape
     close = np.round(np.exp(logp), 2)
     prev = np.vstack([close[:1], close[:-1]])
-    open_ = np.round(prev * np.exp(rng.normal(0.0, 0.004, (T, N))), 2)
-    high = np.round(np.maximum(open_, close) * (1.0 + np.abs(rng.normal(0.0, 0.006, (T, N)))), 2)
-    low = np.round(np.minimum(open_, close) * (1.0 - np.abs(rng.normal(0.0, 0.006, (T, N)))), 2)
-    volume = np.round(np.exp(rng.normal(13.5, 0.5, (T, N))))
+    open_ = np.round(prev * np.exp(rng.normal(0.0, 0.004, (n_t, n_k))), 2)
+    high = np.round(np.maximum(open_, close) * (1.0 + np.abs(rng.normal(0.0, 0.006, (n_t, n_k)))), 2)
+    low = np.round(np.minimum(open_, close) * (1.0 - np.abs(rng.normal(0.0, 0.006, (n_t, n_k)))), 2)
+    volume = np.round(np.exp(rng.normal(13.5, 0.5, (n_t, n_k))))
     frames = []
     for k, s in enumerate(specs):
-        keep = np.ones(T, dtype=bool)
+        keep = np.ones(n_t, dtype=bool)
         keep[: s.first_session] = False
-        keep[[h for h in s.halts if h < T]] = False
+        keep[[h for h in s.halts if h < n_t]] = False
         frames.append(
             pd.DataFrame(
-                {"date": np.datetime_as_string(dates[keep], unit="D"), "ticker": s.ticker, "open": open_[keep, k],
-                 "high": high[keep, k], "low": low[keep, k], "close": close[keep, k], "adj_close": close[keep, k],
-                 "volume": volume[keep, k].astype(np.int64)}
+                {
+                    "date": np.datetime_as_string(dates[keep], unit="D"),
+                    "ticker": s.ticker,
+                    "open": open_[keep, k],
+                    "high": high[keep, k],
+                    "low": low[keep, k],
+                    "close": close[keep, k],
+                    "adj_close": close[keep, k],
+                    "volume": volume[keep, k].astype(np.int64),
+                }
             )
         )
     return pd.concat(frames, ignore_index=True)
 
 
-def _news_rows(rng: np.random.Generator, cfg: SyntheticConfig, dates: np.ndarray, idio: np.ndarray,
-               idx: dict[str, int]) -> tuple[pd.DataFrame, list[dict]]:
+def _news_rows(
+    rng: np.random.Generator, cfg: SyntheticConfig, dates: np.ndarray, idio: np.ndarray, idx: dict[str, int]
+) -> tuple[pd.DataFrame, list[dict]]:
     rows: list[dict] = []
     events: list[dict] = []
-    T = len(dates)
+    n_t = len(dates)
 
     def add(t: int, spec: TickerSpec, head: str, summ: str, kind: str) -> None:
-        day = str(dates[min(t + 5, T - 1)])
+        day = str(dates[min(t + 5, n_t - 1)])
         fmt = {"name": spec.name, "t": spec.ticker, "day": day, "pct": 30}
-        rows.append({"date": str(dates[t]), "ticker": spec.ticker, "headline": head.format(**fmt),
-                     "summary": summ.format(**fmt), "source": "synthetic", "kind": kind, "_t": t})
+        rows.append(
+            {
+                "date": str(dates[t]),
+                "ticker": spec.ticker,
+                "headline": head.format(**fmt),
+                "summary": summ.format(**fmt),
+                "source": "synthetic",
+                "kind": kind,
+                "_t": t,
+            }
+        )
 
     for k, spec in enumerate(cfg.tickers):
-        live = np.zeros(T, dtype=bool)
-        live[spec.first_session:] = True
-        live[[h for h in spec.halts if h < T]] = False
-        routine = np.flatnonzero(live & (rng.random(T) < cfg.routine_news_prob))
+        live = np.zeros(n_t, dtype=bool)
+        live[spec.first_session :] = True
+        live[[h for h in spec.halts if h < n_t]] = False
+        routine = np.flatnonzero(live & (rng.random(n_t) < cfg.routine_news_prob))
         for t in routine:
             head, summ = _ROUTINE[int(rng.integers(len(_ROUTINE)))]
             add(int(t), spec, head, summ, "routine")
         z = idio[:, k] / cfg.idio_vol
         for t in np.flatnonzero(live & (np.abs(z) > cfg.sentiment_z)):
             pool = _UP if z[t] > 0 else _DOWN
-            add(int(t), spec, pool[int(rng.integers(len(pool)))], "Shares of {name} ({t}) moved sharply on company news.", "sentiment")
+            add(
+                int(t),
+                spec,
+                pool[int(rng.integers(len(pool)))],
+                "Shares of {name} ({t}) moved sharply on company news.",
+                "sentiment",
+            )
     by_ticker = {s.ticker: s for s in cfg.tickers}
     for b in cfg.breaks:
         spec = by_ticker[b.ticker]
@@ -328,21 +452,39 @@ def _news_rows(rng: np.random.Generator, cfg: SyntheticConfig, dates: np.ndarray
         for t, (head, summ), phase in (
             (b.session - int(rng.integers(3, 9)), before, "rumour"),
             (b.session, on, "announcement"),
-            (min(b.session + int(rng.integers(5, 15)), T - 1), after, "follow_up"),
+            (min(b.session + int(rng.integers(5, 15)), n_t - 1), after, "follow_up"),
         ):
             add(t, spec, head, summ, "structural")
-            events.append({"date": str(dates[t]), "ticker": b.ticker, "event": b.event, "phase": phase, "material": True})
+            events.append(
+                {
+                    "date": str(dates[t]),
+                    "ticker": b.ticker,
+                    "event": b.event,
+                    "phase": phase,
+                    "material": True,
+                }
+            )
     broken = {b.ticker for b in cfg.breaks}
     calm = [s for s in cfg.tickers if s.ticker not in broken]
     for _ in range(cfg.n_decoys):
         spec = calm[int(rng.integers(len(calm)))]
-        t = int(rng.integers(max(spec.first_session, 300), T))
+        t = int(rng.integers(max(spec.first_session, 300), n_t))
         while t in spec.halts:
-            t = min(t + 1, T - 1)
+            t = min(t + 1, n_t - 1)
         head, summ = _DECOYS[int(rng.integers(len(_DECOYS)))]
         add(t, spec, head, summ, "decoy")
-        events.append({"date": str(dates[t]), "ticker": spec.ticker, "event": "decoy", "phase": "decoy", "material": False})
-    news = pd.DataFrame(rows).sort_values(["_t", "ticker", "kind", "headline"], kind="stable").drop(columns="_t")
+        events.append(
+            {
+                "date": str(dates[t]),
+                "ticker": spec.ticker,
+                "event": "decoy",
+                "phase": "decoy",
+                "material": False,
+            }
+        )
+    news = (
+        pd.DataFrame(rows).sort_values(["_t", "ticker", "kind", "headline"], kind="stable").drop(columns="_t")
+    )
     news = news.drop_duplicates(["date", "ticker", "headline"]).reset_index(drop=True)
     events.sort(key=lambda e: (e["date"], e["ticker"]))
     return news, events
@@ -352,7 +494,15 @@ def write_market(market: SyntheticMarket, out_dir: str | Path) -> dict[str, Path
     """Write prices.csv, news.jsonl, companies.csv and truth.json (the loaders' formats)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {k: out / n for k, n in (("prices", "prices.csv"), ("news", "news.jsonl"), ("companies", "companies.csv"), ("truth", "truth.json"))}
+    paths = {
+        k: out / n
+        for k, n in (
+            ("prices", "prices.csv"),
+            ("news", "news.jsonl"),
+            ("companies", "companies.csv"),
+            ("truth", "truth.json"),
+        )
+    }
     market.prices.to_csv(paths["prices"], index=False)
     market.news.to_json(paths["news"], orient="records", lines=True)
     market.companies.to_csv(paths["companies"], index=False)

@@ -107,7 +107,9 @@ def parse_dates(values: pd.Series, where: Where, column: str) -> np.ndarray:
         bad = ser.isna().to_numpy()
         if bad.any():
             i = int(np.argmax(bad))
-            raise DateParseError("empty date", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+            raise DateParseError(
+                "empty date", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind
+            )
         return ser.to_numpy().astype("datetime64[D]")
     text = values.map(lambda v: "" if _is_missing(v) else str(v).strip())
     ok_shape = text.str.match(_ISO_RE).to_numpy()
@@ -132,25 +134,51 @@ def parse_numbers(
     """Numeric cells -> float64. Non-numeric text and infinities are errors; empty cells are errors
     when ``required`` (a missing price) and NaN otherwise; ``positive`` demands > 0, else >= 0."""
     raw = values.to_numpy(dtype=object)
-    num = pd.to_numeric(values.map(lambda v: np.nan if _is_missing(v) else v), errors="coerce").to_numpy(dtype=np.float64)
+    num = pd.to_numeric(values.map(lambda v: np.nan if _is_missing(v) else v), errors="coerce").to_numpy(
+        dtype=np.float64
+    )
     missing = np.fromiter((_is_missing(v) for v in raw), dtype=bool, count=len(raw))
     not_number = np.isnan(num) & ~missing
     if not_number.any():
         i = int(np.argmax(not_number))
-        raise BadValueError(f"not a number: {raw[i]!r}", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+        raise BadValueError(
+            f"not a number: {raw[i]!r}",
+            path=where.path,
+            row=where.at(i),
+            column=column,
+            row_kind=where.row_kind,
+        )
     if required and missing.any():
         i = int(np.argmax(missing))
-        raise BadValueError("missing value (empty or NaN)", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+        raise BadValueError(
+            "missing value (empty or NaN)",
+            path=where.path,
+            row=where.at(i),
+            column=column,
+            row_kind=where.row_kind,
+        )
     inf = np.isinf(num)
     if inf.any():
         i = int(np.argmax(inf))
-        raise BadValueError(f"infinite value {raw[i]!r}", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+        raise BadValueError(
+            f"infinite value {raw[i]!r}",
+            path=where.path,
+            row=where.at(i),
+            column=column,
+            row_kind=where.row_kind,
+        )
     with np.errstate(invalid="ignore"):
         bad = (num <= 0) if positive else (num < 0)
     if bad.any():
         i = int(np.argmax(bad))
         kind = "non-positive" if positive else "negative"
-        raise BadValueError(f"{kind} value {num[i]!r}", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+        raise BadValueError(
+            f"{kind} value {num[i]!r}",
+            path=where.path,
+            row=where.at(i),
+            column=column,
+            row_kind=where.row_kind,
+        )
     return num
 
 
@@ -161,12 +189,16 @@ def _is_blank(v: object) -> bool:
 
 def parse_text(values: pd.Series, where: Where, column: str, *, required: bool) -> np.ndarray:
     """Text cells -> stripped ``str`` (``""`` for empty when not ``required``)."""
-    out = np.array(["" if _is_blank(v) else str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object)
+    out = np.array(
+        ["" if _is_blank(v) else str(v).strip() for v in values.to_numpy(dtype=object)], dtype=object
+    )
     if required:
         empty = out == ""
         if empty.any():
             i = int(np.argmax(empty))
-            raise BadValueError("empty value", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind)
+            raise BadValueError(
+                "empty value", path=where.path, row=where.at(i), column=column, row_kind=where.row_kind
+            )
     return out
 
 
@@ -182,7 +214,10 @@ def check_unique(keys: pd.DataFrame, where: Where, column: str, what: str) -> No
         shown = tuple(str(k)[:10] if isinstance(k, np.datetime64) else k for k in key)
         raise DuplicateRowError(
             f"duplicate {what} {shown} (first at {where.row_kind} {first})",
-            path=where.path, row=where.at(i), column=column, row_kind=where.row_kind,
+            path=where.path,
+            row=where.at(i),
+            column=column,
+            row_kind=where.row_kind,
         )
 
 
@@ -196,9 +231,12 @@ def check_sorted_per_ticker(dates: np.ndarray, tickers: np.ndarray, where: Where
         if back.size:
             j = ii[back[0] + 1]
             raise UnsortedInputError(
-                f"ticker {tick!r}: date {str(dates[j])} comes after {str(dates[ii[back[0]]])} "
+                f"ticker {tick!r}: date {dates[j]!s} comes after {dates[ii[back[0]]]!s} "
                 "(rows of a ticker must be in increasing date order)",
-                path=where.path, row=where.at(int(j)), column="date", row_kind=where.row_kind,
+                path=where.path,
+                row=where.at(int(j)),
+                column="date",
+                row_kind=where.row_kind,
             )
 
 
@@ -213,9 +251,12 @@ def check_gaps(dates: np.ndarray, tickers: np.ndarray, where: Where, max_gap_day
         if far.size:
             j = ii[far[0] + 1]
             raise CalendarGapError(
-                f"ticker {tick!r}: {int(gaps[far[0]])} calendar days between {str(dates[ii[far[0]]])} and "
-                f"{str(dates[j])} (allowed at most max_gap_days={max_gap_days})",
-                path=where.path, row=where.at(int(j)), column="date", row_kind=where.row_kind,
+                f"ticker {tick!r}: {int(gaps[far[0]])} calendar days between {dates[ii[far[0]]]!s} and "
+                f"{dates[j]!s} (allowed at most max_gap_days={max_gap_days})",
+                path=where.path,
+                row=where.at(int(j)),
+                column="date",
+                row_kind=where.row_kind,
             )
 
 
@@ -232,7 +273,9 @@ def check_calendar_coverage(
     ``tickers`` are checked. Returns the number of missing sessions per checked ticker.
     ``row_of(ticker, date)`` gives (row, row_kind) of that row in the file for error messages.
     """
-    union = np.unique(np.concatenate(list(pool_dates.values()))) if pool_dates else np.array([], "datetime64[D]")
+    union = (
+        np.unique(np.concatenate(list(pool_dates.values()))) if pool_dates else np.array([], "datetime64[D]")
+    )
     missing_counts: dict[str, int] = {}
     for tick in tickers:
         own = pool_dates[tick]
@@ -248,7 +291,10 @@ def check_calendar_coverage(
             raise CalendarMismatchError(
                 f"ticker {tick!r} lacks {missing.size} of the {span.size} pool sessions in its span "
                 f"({missing.size / span.size:.1%} > max_missing_frac={max_missing_frac:.1%}); first missing "
-                f"{str(first)}; align its calendar or raise max_missing_frac",
-                path=path, row=row, column="date", row_kind=kind,
+                f"{first!s}; align its calendar or raise max_missing_frac",
+                path=path,
+                row=row,
+                column="date",
+                row_kind=kind,
             )
     return missing_counts

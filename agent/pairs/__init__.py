@@ -8,7 +8,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ScreenConfig", "PairStats", "PairCandidate", "ScreenResult", "screen_pairs", "screen_store", "pair_key"]
+__all__ = [
+    "ScreenConfig",
+    "PairStats",
+    "PairCandidate",
+    "ScreenResult",
+    "screen_pairs",
+    "screen_store",
+    "pair_key",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -34,7 +34,15 @@ from agent.data.errors import DataConfigError
 from agent.data.schema import Company, PriceHistory, to_date
 from kernels import engle_granger, engle_granger_pairs, half_life, rolling_corr, spread_zscore
 
-__all__ = ["ScreenConfig", "PairStats", "PairCandidate", "ScreenResult", "screen_pairs", "screen_store", "pair_key"]
+__all__ = [
+    "ScreenConfig",
+    "PairStats",
+    "PairCandidate",
+    "ScreenResult",
+    "screen_pairs",
+    "screen_store",
+    "pair_key",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +57,8 @@ class ScreenConfig:
     half_life_min, half_life_max: sane half-life band in sessions; pairs outside are not candidates.
     top_k: candidates kept.
     max_pvalue: candidates must have an Engle-Granger p-value <= this (1.0: no cut, as the paper).
-    maxlag: ADF lag cap (None: ceil(12 (n/100)^(1/4)), as statsmodels); autolag: "aic", "bic" or None (fixed lag).
+    maxlag: ADF lag cap (None: ceil(12 (n/100)^(1/4)), as statsmodels);
+    autolag: "aic", "bic" or None (fixed lag).
     ffill_limit: forward-fill gaps of at most this many sessions before testing (0: never fill).
     price_field: store column screened by :func:`screen_store` (``close``: split-adjusted closes, as SPEC §2).
     """
@@ -72,10 +81,13 @@ class ScreenConfig:
         if self.lookback < self.min_sessions:
             raise DataConfigError(f"lookback={self.lookback} must be >= min_sessions={self.min_sessions}")
         if not 2 <= self.z_window <= self.min_sessions:
-            raise DataConfigError(f"z_window={self.z_window} must be in [2, min_sessions={self.min_sessions}]")
+            raise DataConfigError(
+                f"z_window={self.z_window} must be in [2, min_sessions={self.min_sessions}]"
+            )
         if not 0 < self.half_life_min < self.half_life_max:
             raise DataConfigError(
-                f"half-life band ({self.half_life_min}, {self.half_life_max}) must satisfy 0 < min < max sessions"
+                f"half-life band ({self.half_life_min}, {self.half_life_max}) must satisfy 0 < min < max "
+                "sessions"
             )
         if self.top_k < 1:
             raise DataConfigError(f"top_k={self.top_k} must be >= 1")
@@ -162,8 +174,14 @@ def _nan_stats(a: str, b: str, n: int, reason: str) -> PairStats:
     return PairStats(a, b, n, nan, nan, -1, nan, nan, nan, nan, nan, nan, False, reason)
 
 
-def _pair_stats(a: str, b: str, y: np.ndarray, x: np.ndarray, eg: tuple[float, float, int, float, float],
-                cfg: ScreenConfig) -> PairStats:
+def _pair_stats(
+    a: str,
+    b: str,
+    y: np.ndarray,
+    x: np.ndarray,
+    eg: tuple[float, float, int, float, float],
+    cfg: ScreenConfig,
+) -> PairStats:
     stat, pvalue, lag, beta, alpha = eg
     if not np.isfinite(beta):
         return _nan_stats(a, b, len(y), "degenerate regression (constant leg)")
@@ -179,8 +197,22 @@ def _pair_stats(a: str, b: str, y: np.ndarray, x: np.ndarray, eg: tuple[float, f
         reason = f"half-life {hl:.1f} outside [{cfg.half_life_min:g}, {cfg.half_life_max:g}] sessions"
     elif pvalue > cfg.max_pvalue:
         reason = f"p-value {pvalue:.3g} > max_pvalue {cfg.max_pvalue:g}"
-    return PairStats(a, b, len(y), float(pvalue), float(stat), int(lag), float(beta), float(alpha), hl, z_long, z_trade,
-                     corr, reason == "", reason)
+    return PairStats(
+        a,
+        b,
+        len(y),
+        float(pvalue),
+        float(stat),
+        int(lag),
+        float(beta),
+        float(alpha),
+        hl,
+        z_long,
+        z_trade,
+        corr,
+        reason == "",
+        reason,
+    )
 
 
 def screen_pairs(
@@ -201,14 +233,17 @@ def screen_pairs(
     day = to_date(date)
     past = history.until(day)
     if past.n_sessions == 0:
-        raise DataConfigError(f"no sessions on or before date {day} (history starts {history.dates[0] if history.n_sessions else 'nowhere'})")
+        raise DataConfigError(
+            f"no sessions on or before date {day} (history starts "
+            f"{history.dates[0] if history.n_sessions else 'nowhere'})"
+        )
     if len(past.tickers) < 2:
         raise DataConfigError(f"pool must hold at least 2 tickers, got {list(past.tickers)}")
     if cfg.ffill_limit:
         past = past.ffill(cfg.ffill_limit)
     order = sorted(past.tickers)
     past = past.select(order)
-    window = past.values[-cfg.lookback:]
+    window = past.values[-cfg.lookback :]
     if np.any(window[np.isfinite(window)] <= 0):
         raise DataConfigError("prices must be > 0 to take logs")
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -243,20 +278,41 @@ def screen_pairs(
     rows = []
     for s in stats.values():
         if s.eligible and (s.ticker_a, s.ticker_b) in banned:
-            s = PairStats(*[getattr(s, f) for f in PairStats.__dataclass_fields__][:-2], False, "excluded by caller")
+            s = PairStats(
+                *[getattr(s, f) for f in PairStats.__dataclass_fields__][:-2], False, "excluded by caller"
+            )
         rows.append(s)
     rows.sort(key=lambda s: (not s.eligible, np.nan_to_num(s.pvalue, nan=np.inf), s.ticker_a, s.ticker_b))
     comp = companies or {}
     cands = []
     for rank, s in enumerate([r for r in rows if r.eligible][: cfg.top_k], start=1):
         ca, cb = comp.get(s.ticker_a), comp.get(s.ticker_b)
-        cands.append(PairCandidate(
-            rank, s.ticker_a, s.ticker_b, ca.name if ca else s.ticker_a, cb.name if cb else s.ticker_b,
-            ca.sector if ca else "", cb.sector if cb else "", s.pvalue, s.hedge_ratio, s.half_life, s.z_long,
-            s.z_trade, s.correlation, s.n_obs,
-        ))
+        cands.append(
+            PairCandidate(
+                rank,
+                s.ticker_a,
+                s.ticker_b,
+                ca.name if ca else s.ticker_a,
+                cb.name if cb else s.ticker_b,
+                ca.sector if ca else "",
+                cb.sector if cb else "",
+                s.pvalue,
+                s.hedge_ratio,
+                s.half_life,
+                s.z_long,
+                s.z_trade,
+                s.correlation,
+                s.n_obs,
+            )
+        )
     session = past.dates[-1].item()
-    logger.debug("screen %s (session %s): %d pairs, %d eligible", day, session, len(rows), sum(r.eligible for r in rows))
+    logger.debug(
+        "screen %s (session %s): %d pairs, %d eligible",
+        day,
+        session,
+        len(rows),
+        sum(r.eligible for r in rows),
+    )
     return ScreenResult(day, session, tuple(history.tickers), cfg, tuple(rows), tuple(cands))
 
 

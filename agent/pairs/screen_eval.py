@@ -80,8 +80,9 @@ def evaluation_dates(store: MarketStore, n: int, *, first_session: int = 504) ->
     return [cal[i].item() for i in idx]
 
 
-def evaluate_screen(store: MarketStore, truth: dict, dates: Sequence[str | dt.date],
-                    config: ScreenConfig | None = None) -> ScreenEvaluation:
+def evaluate_screen(
+    store: MarketStore, truth: dict, dates: Sequence[str | dt.date], config: ScreenConfig | None = None
+) -> ScreenEvaluation:
     """Run the screen at each date and score its top-k against the truth."""
     cfg = config or ScreenConfig()
     allp = planted_pairs(truth)
@@ -93,6 +94,14 @@ def evaluate_screen(store: MarketStore, truth: dict, dates: Sequence[str | dt.da
         pv = {(p.ticker_a, p.ticker_b): (p.pvalue if np.isfinite(p.pvalue) else 1.0) for p in res.pairs}
         pos = np.array([v for k, v in pv.items() if k in active])
         neg = np.array([v for k, v in pv.items() if k not in allp])
-        scores.append(ScreenScore(to_date(d), top, sum(p in allp for p in top), sum(p in active for p in top), len(active),
-                                  _auc(pos, neg)))
+        scores.append(
+            ScreenScore(
+                to_date(d),
+                top,
+                sum(p in allp for p in top),
+                sum(p in active for p in top),
+                len(active),
+                _auc(pos, neg),
+            )
+        )
     return ScreenEvaluation(cfg.top_k, tuple(scores))

@@ -30,6 +30,10 @@ def synthetic_store_path(synthetic_files: dict[str, Path], tmp_path_factory: pyt
     """A store holding the whole synthetic market (do not modify; copy it first)."""
     path = tmp_path_factory.mktemp("store") / "market.sqlite"
     with MarketStore(path) as store:
-        import_files(store, prices=[synthetic_files["prices"]], news=[synthetic_files["news"]],
-                     companies=[synthetic_files["companies"]])
+        import_files(
+            store,
+            prices=[synthetic_files["prices"]],
+            news=[synthetic_files["news"]],
+            companies=[synthetic_files["companies"]],
+        )
     return path

@@ -12,5 +12,9 @@ def clustered(n: int, dim: int, clusters: int, spread: float, common: float, see
     centers /= np.linalg.norm(centers, axis=1, keepdims=True)
     g = rng.standard_normal(dim)
     g /= np.linalg.norm(g)
-    x = centers[rng.integers(0, clusters, n)] + common * g + spread * rng.standard_normal((n, dim)) / np.sqrt(dim)
+    x = (
+        centers[rng.integers(0, clusters, n)]
+        + common * g
+        + spread * rng.standard_normal((n, dim)) / np.sqrt(dim)
+    )
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)

@@ -24,8 +24,15 @@ def _check(idx: ExactThresholdIndex, x: np.ndarray, queries: np.ndarray, taus, l
 
 @pytest.mark.parametrize(
     ("n", "dim", "common", "stages"),
-    [(300, 16, 0.0, (8, 16)), (4000, 48, 0.0, (32, 64)), (12000, 64, 1.0, (16, 48)), (12000, 64, 0.5, (0,)),
-     (6000, 40, 0.8, (40,)), (6000, 37, 0.6, (5, 11, 30)), (5000, 24, 0.7, (8, 16, 100))],
+    [
+        (300, 16, 0.0, (8, 16)),
+        (4000, 48, 0.0, (32, 64)),
+        (12000, 64, 1.0, (16, 48)),
+        (12000, 64, 0.5, (0,)),
+        (6000, 40, 0.8, (40,)),
+        (6000, 37, 0.6, (5, 11, 30)),
+        (5000, 24, 0.7, (8, 16, 100)),
+    ],
 )
 def test_exact_matches_brute_force(n: int, dim: int, common: float, stages: tuple[int, ...]) -> None:
     x = clustered(n + 20, dim, clusters=60, spread=0.9, common=common, seed=n + dim)
@@ -96,7 +103,9 @@ def test_exact_matches_brute_force_without_jit() -> None:
     )
     here = Path(__file__).resolve().parent
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": str(here.parents[1])}
-    res = subprocess.run([sys.executable, "-c", code, str(here)], env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(here)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-2000:]
 
 

@@ -32,8 +32,9 @@ def _oracle(x: np.ndarray, sources: list[str], q: np.ndarray, cfg: RetrievalConf
 @pytest.mark.parametrize("k_max", [1, 5, None])
 @pytest.mark.parametrize("dedupe", [True, False])
 @pytest.mark.parametrize("fitted", [True, False])
-def test_retrieve_vector_equals_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k_max: int | None,
-                                       dedupe: bool, fitted: bool) -> None:
+def test_retrieve_vector_equals_oracle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k_max: int | None, dedupe: bool, fitted: bool
+) -> None:
     """Unfitted and fitted exact indexes (forced here at 3000 rows, split over threads), with a
     capped search's threshold seeded by a deliberately poor hnsw index: all equal the oracle."""
     import bank.exact as exact_mod
@@ -61,14 +62,21 @@ def test_retrieve_vector_equals_oracle(tmp_path: Path, monkeypatch: pytest.Monke
 def test_retriever_text_rule_and_memory_block(tmp_path: Path) -> None:
     emb = HashingEmbedder(64)
     ctx = "Revenue table. " + "x" * 1000
-    entries = [NewEntry("a", "tat", "What was the revenue growth in 2019?", ctx[:600], ("use the table",), ("units",)),
-               NewEntry("a", "tat", "What was the revenue growth in 2019 exactly?", ctx[:600]),
-               NewEntry("b", "tat", "Name the auditor of the company", "")]
+    entries = [
+        NewEntry(
+            "a", "tat", "What was the revenue growth in 2019?", ctx[:600], ("use the table",), ("units",)
+        ),
+        NewEntry("a", "tat", "What was the revenue growth in 2019 exactly?", ctx[:600]),
+        NewEntry("b", "tat", "Name the auditor of the company", ""),
+    ]
     with ExperienceBank.open(tmp_path) as bank:
         bank.add_texts(entries, emb)
         r = Retriever(bank, emb, RetrievalConfig(tau=0.5, k_max=5), record_hits=True)
         res = r.retrieve("What was the revenue growth in 2019?", ctx)
-        assert res.text == query_text("What was the revenue growth in 2019?", ctx) and len(res.text) == 36 + 1 + 600
+        assert (
+            res.text == query_text("What was the revenue growth in 2019?", ctx)
+            and len(res.text) == 36 + 1 + 600
+        )
         assert [h.entry_id for h in res.hits] == [0]  # entry 1 has the same source, entry 2 is below tau
         block = format_memory_block(res.entries)
         assert "use the table" in block and "Caution: units" in block

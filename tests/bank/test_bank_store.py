@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _entries(lo: int, hi: int) -> list[NewEntry]:
-    return [NewEntry(f"src{i // 2}", "synth", f"question {i}", f"context {i}", ("find",), ("careful",))
-            for i in range(lo, hi)]
+    return [
+        NewEntry(f"src{i // 2}", "synth", f"question {i}", f"context {i}", ("find",), ("careful",))
+        for i in range(lo, hi)
+    ]
 
 
 def test_add_reopen_and_get(tmp_path: Path) -> None:
@@ -84,8 +86,9 @@ _WRITER = textwrap.dedent(
 
 def test_kill_9_during_bulk_add_leaves_last_commit(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env, text=True
+    )
     assert proc.stdout is not None
     for _ in range(8):  # let several batches commit, then kill mid-stream
         assert proc.stdout.readline(), "writer exited early"
@@ -124,7 +127,11 @@ def test_concurrent_adds_and_queries(tmp_path: Path) -> None:
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer), threading.Thread(target=reader), threading.Thread(target=reader)]
+    threads = [
+        threading.Thread(target=writer),
+        threading.Thread(target=reader),
+        threading.Thread(target=reader),
+    ]
     for t in threads:
         t.start()
     for t in threads:

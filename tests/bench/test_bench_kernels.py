@@ -12,11 +12,31 @@ pytest.importorskip("statsmodels")
 def test_quick_bench_prints_rescreen_ratio(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.kernels import main
 
-    argv = ["--quick", "--series", "3", "--window", "120", "--days", "5", "--subset", "2", "--beta-window", "10"]
+    argv = [
+        "--quick",
+        "--series",
+        "3",
+        "--window",
+        "120",
+        "--days",
+        "5",
+        "--subset",
+        "2",
+        "--beta-window",
+        "10",
+    ]
     assert main(argv) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     cases = {line["case"]: line for line in lines}
-    assert {"meta", "jit_compile", "one_window", "pairs_one_window", "rescreen", "rolling_beta", "done"} <= set(cases)
+    assert {
+        "meta",
+        "jit_compile",
+        "one_window",
+        "pairs_one_window",
+        "rescreen",
+        "rolling_beta",
+        "done",
+    } <= set(cases)
     rescreen = cases["rescreen"]
     assert rescreen["rescreen_ratio"] > 0 and rescreen["cells"] == 3 * 5
     assert rescreen["statsmodels_cells_measured"] == 2 and rescreen["statsmodels_extrapolated"] is True

@@ -11,9 +11,29 @@ from bench import retrieval
 
 
 def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = retrieval.main(["--sizes", "1500", "--queries", "5", "--dim", "32", "--clusters", "20", "--no-real",
-                         "--taus", "0.6,0.8", "--min-rows", "500", "--stage-dims", "8,16", "--ef-construction", "20",
-                         "--evict-mib", "8"])
+    rc = retrieval.main(
+        [
+            "--sizes",
+            "1500",
+            "--queries",
+            "5",
+            "--dim",
+            "32",
+            "--clusters",
+            "20",
+            "--no-real",
+            "--taus",
+            "0.6,0.8",
+            "--min-rows",
+            "500",
+            "--stage-dims",
+            "8,16",
+            "--ef-construction",
+            "20",
+            "--evict-mib",
+            "8",
+        ]
+    )
     assert rc == 0
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["tau"] for r in recs] == [0.6, 0.8]

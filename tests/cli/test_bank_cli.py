@@ -18,8 +18,17 @@ def _write(path: Path, rows: list[dict]) -> Path:
 def test_bank_cli_roundtrip(tmp_path: Path) -> None:
     runner = CliRunner()
     bank = tmp_path / "bank"
-    rows = [{"source_id": f"s{i}", "dataset": "ab"[i % 2], "question": f"what is the revenue of segment {i % 7}",
-             "context": "table " * 200, "findings": [f"finding {i}"], "cautions": ["check units"]} for i in range(40)]
+    rows = [
+        {
+            "source_id": f"s{i}",
+            "dataset": "ab"[i % 2],
+            "question": f"what is the revenue of segment {i % 7}",
+            "context": "table " * 200,
+            "findings": [f"finding {i}"],
+            "cautions": ["check units"],
+        }
+        for i in range(40)
+    ]
     base = ["--bank", str(bank), "--embedder", "hashing"]
     r = runner.invoke(app, ["bank", "build", str(_write(tmp_path / "e.jsonl", rows)), *base])
     assert r.exit_code == 0, r.output
@@ -28,8 +37,19 @@ def test_bank_cli_roundtrip(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "already holds" in r.output
     r = runner.invoke(app, ["bank", "add", str(_write(tmp_path / "f.jsonl", rows[:5])), *base])
     assert r.exit_code == 0 and json.loads(r.output.strip().splitlines()[-1])["rows"] == 45
-    r = runner.invoke(app, ["bank", "query", "what is the revenue of segment 3", "--context", "table " * 200,
-                            "--tau", "0.5", *base])
+    r = runner.invoke(
+        app,
+        [
+            "bank",
+            "query",
+            "what is the revenue of segment 3",
+            "--context",
+            "table " * 200,
+            "--tau",
+            "0.5",
+            *base,
+        ],
+    )
     hits = [json.loads(line) for line in r.output.strip().splitlines()]
     assert r.exit_code == 0 and 1 <= len(hits) <= 5 and len({h["source_id"] for h in hits}) == len(hits)
     r = runner.invoke(app, ["bank", "query", "zebra quantum", "--block", *base])
@@ -39,9 +59,14 @@ def test_bank_cli_roundtrip(tmp_path: Path) -> None:
     assert st["rows"] == 45 and st["datasets"] == {"a": 23, "b": 22} and "index" in st["integrity"]
     out = tmp_path / "an"
     queries = _write(tmp_path / "q.jsonl", [{"question": f"revenue of segment {i}"} for i in range(10)])
-    r = runner.invoke(app, ["bank", "analyze", str(queries), *base, "--out", str(out), "--steps", "3",
-                            "--taus", "0.5,0.65"])
+    r = runner.invoke(
+        app, ["bank", "analyze", str(queries), *base, "--out", str(out), "--steps", "3", "--taus", "0.5,0.65"]
+    )
     assert r.exit_code == 0, r.output
     sweep = json.loads((out / "sweep.json").read_text())
-    assert len(sweep) == 2 * 4 and {p.name for p in out.iterdir()} >= {"sweep.csv", "hit_rate.png", "jaccard.png"}
+    assert len(sweep) == 2 * 4 and {p.name for p in out.iterdir()} >= {
+        "sweep.csv",
+        "hit_rate.png",
+        "jaccard.png",
+    }
     assert all(0.0 <= row["hit_rate"] <= 1.0 for row in sweep)

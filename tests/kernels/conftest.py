@@ -11,7 +11,7 @@ PRICES_CSV = "prices/staples_energy_daily_2003_2023.csv"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas() -> "object":
+def _single_thread_blas() -> object:
     """statsmodels (the oracle) with one BLAS thread: on this shared 2-core machine threaded
     OpenBLAS makes its small regressions tens of times slower. Restored after each module."""
     try:
@@ -24,7 +24,7 @@ def _single_thread_blas() -> "object":
 
 
 @pytest.fixture(scope="session")
-def real_log_prices(shared_data: Path) -> "object":
+def real_log_prices(shared_data: Path) -> object:
     """(dates x tickers) DataFrame of log adjusted closes from the shared price file."""
     pd = pytest.importorskip("pandas")
     path = shared_data / PRICES_CSV

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def make_pair(rng: np.random.Generator, n: int, *, coint: bool, ar: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def make_pair(
+    rng: np.random.Generator, n: int, *, coint: bool, ar: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Log-price-like (y, x): x a random walk near 4.6, y = a + b x + AR(1) noise (or a walk)."""
     x = 4.6 + np.cumsum(rng.normal(0.0, 0.012, n))
     if coint:

@@ -42,6 +42,10 @@ def test_transformers_does_not_take_us_for_its_kernels_hub() -> None:
 def test_mackinnon_tables_match_statsmodels() -> None:
     adfvalues = pytest.importorskip("statsmodels.tsa.adfvalues")
     for stat in (-25.0, -5.0, -3.3, -2.62, -2.0, 0.5, 1.0):
-        assert mackinnon_pvalue(stat, PVALUE_C2) == pytest.approx(adfvalues.mackinnonp(stat, "c", N=2), abs=1e-12)
+        assert mackinnon_pvalue(stat, PVALUE_C2) == pytest.approx(
+            adfvalues.mackinnonp(stat, "c", N=2), abs=1e-12
+        )
     for nobs in (29, 250, 2519):
-        assert mackinnon_crit(nobs, CRIT_C2) == pytest.approx(tuple(adfvalues.mackinnoncrit(2, "c", nobs)), abs=1e-12)
+        assert mackinnon_crit(nobs, CRIT_C2) == pytest.approx(
+            tuple(adfvalues.mackinnoncrit(2, "c", nobs)), abs=1e-12
+        )

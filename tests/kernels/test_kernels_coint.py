@@ -24,7 +24,9 @@ sm = pytest.importorskip("statsmodels.tsa.stattools")
 TOL = 1e-9
 
 
-def sm_coint(y: np.ndarray, x: np.ndarray, maxlag: int | None, autolag: str | None) -> tuple[float, float, np.ndarray]:
+def sm_coint(
+    y: np.ndarray, x: np.ndarray, maxlag: int | None, autolag: str | None
+) -> tuple[float, float, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = sm.coint(y, x, trend="c", maxlag=maxlag, autolag=autolag)
@@ -46,7 +48,12 @@ def assert_eg_matches(y: np.ndarray, x: np.ndarray, maxlag: int | None, autolag:
         return
     twin = eg_reference(y, x, maxlag=maxlag, autolag=autolag)
     assert ours.lag == twin[2]
-    np.testing.assert_allclose([ours.stat, ours.pvalue, ours.beta, ours.alpha], [twin[0], twin[1], twin[3], twin[4]], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        [ours.stat, ours.pvalue, ours.beta, ours.alpha],
+        [twin[0], twin[1], twin[3], twin[4]],
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 CASES = [
@@ -78,12 +85,22 @@ def test_eg_matches_statsmodels_synthetic(case: int) -> None:
 def test_eg_small_matches_reference() -> None:
     # Runs under NUMBA_DISABLE_JIT too (see test_kernels_nojit.py): small windows only.
     rng = np.random.default_rng(7)
-    for n, coint, autolag, maxlag in [(30, True, "aic", None), (45, False, "aic", None), (60, True, None, 3), (80, True, "bic", 6)]:
+    for n, coint, autolag, maxlag in [
+        (30, True, "aic", None),
+        (45, False, "aic", None),
+        (60, True, None, 3),
+        (80, True, "bic", 6),
+    ]:
         y, x = make_pair(rng, n, coint=coint, ar=0.5)
         ours = engle_granger(y, x, maxlag=maxlag, autolag=autolag)
         twin = eg_reference(y, x, maxlag=maxlag, autolag=autolag)
         assert ours.lag == twin[2]
-        np.testing.assert_allclose([ours.stat, ours.pvalue, ours.beta, ours.alpha], [twin[0], twin[1], twin[3], twin[4]], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            [ours.stat, ours.pvalue, ours.beta, ours.alpha],
+            [twin[0], twin[1], twin[3], twin[4]],
+            rtol=1e-10,
+            atol=1e-12,
+        )
         assert ours.nobs == n and ours.crit_values == eg_crit_values(n)
 
 
@@ -124,16 +141,24 @@ def test_eg_matches_statsmodels_real_sweep(real_log_prices: object) -> None:
 
 
 @pytest.mark.parametrize("regression", ["c", "n"])
-@pytest.mark.parametrize(("n", "maxlag", "autolag"), [(60, None, "aic"), (400, None, "aic"), (400, 3, None), (2520, None, "aic"), (1000, None, "bic")])
+@pytest.mark.parametrize(
+    ("n", "maxlag", "autolag"),
+    [(60, None, "aic"), (400, None, "aic"), (400, 3, None), (2520, None, "aic"), (1000, None, "bic")],
+)
 def test_adf_matches_statsmodels(regression: str, n: int, maxlag: int | None, autolag: str | None) -> None:
     rng = np.random.default_rng(n + (maxlag or 0))
-    for series in (make_pair(rng, n, coint=True, ar=0.7)[0], make_pair(rng, n, coint=True)[0] - make_pair(rng, n, coint=True)[1]):
+    for series in (
+        make_pair(rng, n, coint=True, ar=0.7)[0],
+        make_pair(rng, n, coint=True)[0] - make_pair(rng, n, coint=True)[1],
+    ):
         ours = adf(series, regression=regression, maxlag=maxlag, autolag=autolag)
         ref = sm_adf(series, regression, maxlag, autolag)
         assert abs(ours.stat - ref.statistic) <= TOL
         assert abs(ours.pvalue - ref.pvalue) <= TOL
         assert (ours.lag, ours.nobs) == (ref.lags, ref.nobs)
-        np.testing.assert_allclose(ours.crit_values, [ref.critical_values[k] for k in ("1%", "5%", "10%")], atol=1e-12)
+        np.testing.assert_allclose(
+            ours.crit_values, [ref.critical_values[k] for k in ("1%", "5%", "10%")], atol=1e-12
+        )
 
 
 def test_adf_real_prices_with_constant(real_log_prices: object) -> None:
@@ -152,13 +177,17 @@ def test_adf_small_matches_reference() -> None:
             ours = adf(series, regression=regression, maxlag=maxlag, autolag=autolag)
             twin = adf_reference(series, regression=regression, maxlag=maxlag, autolag=autolag)
             assert (ours.lag, ours.nobs) == (twin[3], twin[4])
-            np.testing.assert_allclose([ours.stat, ours.pvalue, *ours.crit_values], [twin[0], twin[1], *twin[2]], rtol=1e-10)
+            np.testing.assert_allclose(
+                [ours.stat, ours.pvalue, *ours.crit_values], [twin[0], twin[1], *twin[2]], rtol=1e-10
+            )
 
 
 def test_pool_and_rolling_forms_equal_single_calls_small() -> None:
     rng = np.random.default_rng(5)
     n, window = 90, 40
-    pool = np.column_stack([make_pair(rng, n, coint=True)[0], *make_pair(rng, n, coint=True), make_pair(rng, n, coint=False)[0]])
+    pool = np.column_stack(
+        [make_pair(rng, n, coint=True)[0], *make_pair(rng, n, coint=True), make_pair(rng, n, coint=False)[0]]
+    )
     ends = np.array([39, 52, 89])
     res = rolling_engle_granger_pairs(pool, window, ends=ends)
     twin = rolling_eg_pairs_reference(pool, window, ends)
@@ -218,7 +247,10 @@ def test_constant_leg_and_nan_windows_give_nan() -> None:
     [
         (lambda y, x: engle_granger(y, x[:-1]), "same length"),
         (lambda y, x: engle_granger(y[:20], x[:20]), "y needs at least 30"),
-        (lambda y, x: engle_granger(np.where(np.arange(y.size) == 3, np.nan, y), x), "y contains NaN at index 3"),
+        (
+            lambda y, x: engle_granger(np.where(np.arange(y.size) == 3, np.nan, y), x),
+            "y contains NaN at index 3",
+        ),
         (lambda y, x: engle_granger(y, x, autolag="t-stat"), "autolag must be"),
         (lambda y, x: engle_granger(y, x, maxlag=60), "maxlag must be in [0, 48]"),
         (lambda y, x: rolling_engle_granger(y, x, 10), "window must be in [30, 100]"),

@@ -11,13 +11,21 @@ from serving.registry import default_registry
 from serving.types import ChatRequest
 from serving.vllm_engine import EngineOptions, VLLMBackend
 
-SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 24}},
-          "required": ["answer"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 24}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 def requests(n: int) -> list[ChatRequest]:
-    return [ChatRequest.simple("tiny-qwen3", f"item {i}", max_tokens=48, json_schema=SCHEMA,
-                               seed=i, call_type="test") for i in range(n)]
+    return [
+        ChatRequest.simple(
+            "tiny-qwen3", f"item {i}", max_tokens=48, json_schema=SCHEMA, seed=i, call_type="test"
+        )
+        for i in range(n)
+    ]
 
 
 class _Gate:

@@ -39,21 +39,22 @@ def backend(request, tiny_registry):
         from serving.openai_http import OpenAIBackend
 
         server = request.getfixturevalue("openai_server")
-        client = OpenAIBackend(server.base_url, registry=tiny_registry, api_key="test-key",
-                               max_concurrency=4, max_retries=1)
+        client = OpenAIBackend(
+            server.base_url, registry=tiny_registry, api_key="test-key", max_concurrency=4, max_retries=1
+        )
         yield client
         client.close()
 
 
 def ask(text: str, **kw) -> ChatRequest:
     kw.setdefault("max_tokens", 96)
-    return ChatRequest(model="tiny-qwen3", messages=(Message("system", "Answer in JSON."),
-                                                     Message("user", text)), **kw)
+    return ChatRequest(
+        model="tiny-qwen3", messages=(Message("system", "Answer in JSON."), Message("user", text)), **kw
+    )
 
 
 def test_results_in_order_with_keys_and_provenance(backend):
-    reqs = [ask(f"pair {i}: direction?", json_schema=SCHEMA, seed=i, call_type="direction")
-            for i in range(6)]
+    reqs = [ask(f"pair {i}: direction?", json_schema=SCHEMA, seed=i, call_type="direction") for i in range(6)]
     out = backend.chat(reqs)
     assert len(out) == len(reqs)
     for req, res in zip(reqs, out):

@@ -39,9 +39,18 @@ SCHEMA = {
 
 
 def test_200_schema_constrained_replies(vllm_backend, tmp_path):
-    reqs = [ChatRequest.simple("tiny-qwen3", f"Pick the direction for pair {i}.", max_tokens=160,
-                               json_schema=SCHEMA, seed=i, temperature=0.7 if i % 2 else 0.0,
-                               call_type="direction") for i in range(200)]
+    reqs = [
+        ChatRequest.simple(
+            "tiny-qwen3",
+            f"Pick the direction for pair {i}.",
+            max_tokens=160,
+            json_schema=SCHEMA,
+            seed=i,
+            temperature=0.7 if i % 2 else 0.0,
+            call_type="direction",
+        )
+        for i in range(200)
+    ]
     t0 = time.perf_counter()
     out = vllm_backend.chat(reqs)
     wall = time.perf_counter() - t0
@@ -56,8 +65,14 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
     for res in out:
         if res.is_fallback:
             reasons[res.parse_error.split(":")[0]] = reasons.get(res.parse_error.split(":")[0], 0) + 1
-    report = {"reasons": reasons, "requests": 200, "valid": valid, "fallbacks": 200 - valid, "wall_s": round(wall, 2),
-              "completion_tokens": sum(r.usage.completion_tokens for r in out)}
+    report = {
+        "reasons": reasons,
+        "requests": 200,
+        "valid": valid,
+        "fallbacks": 200 - valid,
+        "wall_s": round(wall, 2),
+        "completion_tokens": sum(r.usage.completion_tokens for r in out),
+    }
     log.info("200-reply check: %s", report)
     (tmp_path / "schema200.json").write_text(json.dumps(report))
     # Guidance with compact JSON keeps every reply inside its bounded schema; a regression to a
@@ -65,16 +80,25 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
     assert valid >= 195, report
 
 
-def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, tiny_model_dir, tmp_path,
-                                                       netns_prefix):
+def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, tiny_model_dir, tmp_path, netns_prefix):
     journal, marker = tmp_path / "calls.sqlite", tmp_path / "third-call"
     n, chunk = 24, 4
-    cmd = [sys.executable, str(HERE / "_journal_worker.py"), str(tiny_model_dir), str(journal),
-           str(n), str(chunk), str(marker)]
+    cmd = [
+        sys.executable,
+        str(HERE / "_journal_worker.py"),
+        str(tiny_model_dir),
+        str(journal),
+        str(n),
+        str(chunk),
+        str(marker),
+    ]
     cmd = netns_prefix + cmd  # where possible the child also proves no network is needed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline and proc.poll() is None and not marker.exists():

@@ -19,8 +19,9 @@ def test_tiny_architectures_run_on_cuda(tmp_path):
         path = build_tiny_model(tmp_path / arch, arch=arch)
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).to("cuda")
-        ids = tok.apply_chat_template([{"role": "user", "content": "hi"}],
-                                      add_generation_prompt=True, return_tensors="pt")
+        ids = tok.apply_chat_template(
+            [{"role": "user", "content": "hi"}], add_generation_prompt=True, return_tensors="pt"
+        )
         ids = ids["input_ids"] if hasattr(ids, "keys") else ids
         out = model.generate(ids.to("cuda"), max_new_tokens=8, do_sample=False)
         assert out.shape[1] == ids.shape[1] + 8
@@ -35,13 +36,19 @@ def test_vllm_engine_on_cuda_gives_schema_valid_json(tmp_path):
 
     path = build_tiny_model(tmp_path / "tiny", arch="qwen3")
     reg = default_registry()
-    spec = replace(reg.get("tiny-qwen3").with_path(path), device="gpu",
-                   gpu_memory_utilization=0.3)
+    spec = replace(reg.get("tiny-qwen3").with_path(path), device="gpu", gpu_memory_utilization=0.3)
     backend = VLLMBackend("tiny-qwen3", registry=reg.with_spec(spec))
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
-                                                     "maximum": 99}},
-              "required": ["n"], "additionalProperties": False}
-    out = backend.chat([ChatRequest.simple("tiny-qwen3", f"q{i}", max_tokens=16,
-                                           json_schema=schema, seed=i) for i in range(64)])
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    out = backend.chat(
+        [
+            ChatRequest.simple("tiny-qwen3", f"q{i}", max_tokens=16, json_schema=schema, seed=i)
+            for i in range(64)
+        ]
+    )
     backend.close()
     assert sum(not r.is_fallback for r in out) == 64

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import sqlite3
 
@@ -15,12 +16,14 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 
 
 def make_requests(n: int, *, tag: str = "q") -> list[ChatRequest]:
-    return [ChatRequest.simple("tiny-qwen3", f"{tag} {i}", max_tokens=8, json_schema=SCHEMA,
-                               call_type="test") for i in range(n)]
+    return [
+        ChatRequest.simple("tiny-qwen3", f"{tag} {i}", max_tokens=8, json_schema=SCHEMA, call_type="test")
+        for i in range(n)
+    ]
 
 
 def numbered(req: ChatRequest) -> str:
-    return '{"n": %d}' % int(req.messages[-1].content.split()[-1])
+    return json.dumps({"n": int(req.messages[-1].content.split()[-1])})
 
 
 class Boom(RuntimeError):

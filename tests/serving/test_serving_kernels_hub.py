@@ -26,7 +26,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _in_hub_range(version_text: str) -> bool:
     from packaging import version
-
     from transformers.utils.import_utils import KERNELS_MAX_VERSION, KERNELS_MIN_VERSION
 
     parsed = version.parse(version_text)

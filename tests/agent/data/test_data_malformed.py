@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent.data import errors as E
+from agent.data import errors as de
 from agent.data.calendar import business_sessions
 from agent.data.importer import import_files
 from agent.data.store import MarketStore
@@ -52,7 +52,7 @@ class Case:
     row: int | None
     column: str | None
     text: str
-    config: ImportConfig = ImportConfig()
+    config: ImportConfig = ImportConfig()  # noqa: RUF009 - frozen, shared safely
 
 
 def _file(name: str, content: str | bytes, kind: str = "prices") -> Callable[[Path], dict]:
@@ -60,6 +60,7 @@ def _file(name: str, content: str | bytes, kind: str = "prices") -> Callable[[Pa
         p = d / name
         p.write_bytes(content) if isinstance(content, bytes) else p.write_text(content)
         return {kind: [p]}
+
     return write
 
 
@@ -76,6 +77,7 @@ def _prices_and(kind: str, name: str, content: str) -> Callable[[Path], dict]:
         (d / "p.csv").write_text(_csv(NEW))
         (d / name).write_text(content)
         return {"prices": [d / "p.csv"], kind: [d / name]}
+
     return write
 
 
@@ -89,11 +91,25 @@ def _herculean(d: Path, *, news_dup: bool = False, prices: bool = True) -> dict:
     root = d / "herc"
     (root / "data").mkdir(parents=True)
     if prices:
-        rows = [dict(id=n, symbol=t, date=pd.Timestamp(DATES[i]), open=10.0, high=11.0, low=9.0, close=10.0 + i,
-                     adj_close=10.0 + i, volume=100) for n, (t, i) in enumerate((t, i) for t in TICKERS for i in range(20, 40))]
+        rows = [
+            dict(
+                id=n,
+                symbol=t,
+                date=pd.Timestamp(DATES[i]),
+                open=10.0,
+                high=11.0,
+                low=9.0,
+                close=10.0 + i,
+                adj_close=10.0 + i,
+                volume=100,
+            )
+            for n, (t, i) in enumerate((t, i) for t in TICKERS for i in range(20, 40))
+        ]
         pd.DataFrame(rows).to_parquet(root / "data" / "prices.parquet")
-    news = [dict(id=1, symbol="AAA", date=pd.Timestamp(DATES[25]), highlights="Quiet day. Nothing new."),
-            dict(id=2, symbol="AAA", date=pd.Timestamp(DATES[25 if news_dup else 26]), highlights="Another day.")]
+    news = [
+        dict(id=1, symbol="AAA", date=pd.Timestamp(DATES[25]), highlights="Quiet day. Nothing new."),
+        dict(id=2, symbol="AAA", date=pd.Timestamp(DATES[25 if news_dup else 26]), highlights="Another day."),
+    ]
     pd.DataFrame(news).to_parquet(root / "data" / "news.parquet")
     return {"herculean": root}
 
@@ -102,53 +118,223 @@ GAPPED = [ln for ln in NEW if not (ln.split(",")[1] == "BBB" and DATES.index(ln[
 SPARSE = [ln for ln in NEW if not (ln.split(",")[1] == "BBB" and DATES.index(ln[:10]) % 2 == 1)]
 
 CASES = [
-    Case("missing_file", lambda d: {"prices": [d / "absent.csv"]}, E.FileFormatError, None, None, "file not found"),
-    Case("empty_file", _file("p.csv", ""), E.EmptyInputError, None, None, "no header"),
-    Case("header_only", _file("p.csv", HEADER + "\n"), E.EmptyInputError, None, None, "no data rows"),
-    Case("unknown_extension", _file("p.xlsx", _csv(NEW)), E.FileFormatError, None, None, "unknown file type"),
-    Case("ragged_row", _file("p.csv", _csv(NEW[:3] + [NEW[3] + ",99"] + NEW[4:])), E.FileFormatError, 5, None, "9 fields"),
-    Case("not_utf8", _file("p.csv", HEADER.encode() + b"\n\xff\xfe\x00bad\n"), E.FileFormatError, None, None, "cannot read as CSV"),
-    Case("repeated_header", _file("p.csv", _csv(NEW, HEADER + ",close")), E.FileFormatError, 1, None, "repeated column"),
-    Case("no_close_column", _file("p.csv", _csv([",".join(r.split(",")[:5]) for r in NEW], "date,ticker,open,high,low")),
-         E.MissingColumnError, None, "close", "required column"),
-    Case("no_ticker_column", _file("p.csv", _csv([r.split(",", 2)[0] + "," + r.split(",", 2)[2] for r in NEW],
-         "date,open,high,low,close,adj_close,volume")), E.MissingColumnError, None, "ticker", "required column"),
-    Case("bad_month", _file("p.csv", _mutate(5, 0, "2021-13-45")), E.DateParseError, 7, "date", "'2021-13-45'"),
-    Case("date_words", _file("p.csv", _mutate(6, 0, "yesterday")), E.DateParseError, 8, "date", "cannot parse date"),
-    Case("empty_date", _file("p.csv", _mutate(7, 0, "")), E.DateParseError, 9, "date", "empty date"),
-    Case("duplicate_row", _file("p.csv", _csv(NEW[:9] + [NEW[8]] + NEW[9:])), E.DuplicateRowError, 11, "date", "first at line 10"),
-    Case("nan_close", _file("p.csv", _mutate(24, 5, "NaN")), E.BadValueError, 26, "close", "missing value"),
-    Case("empty_close", _file("p.csv", _mutate(25, 5, "")), E.BadValueError, 27, "close", "missing value"),
-    Case("zero_close", _file("p.csv", _mutate(26, 5, "0")), E.BadValueError, 28, "close", "non-positive"),
-    Case("negative_open", _file("p.csv", _mutate(27, 2, "-3.5")), E.BadValueError, 29, "open", "non-positive"),
-    Case("text_close", _file("p.csv", _mutate(28, 5, "abc")), E.BadValueError, 30, "close", "not a number"),
-    Case("infinite_close", _file("p.csv", _mutate(29, 5, "inf")), E.BadValueError, 31, "close", "infinite"),
-    Case("high_below_low", _file("p.csv", _mutate(30, 3, "1.00")), E.BadValueError, 32, "high", "below low"),
-    Case("negative_volume", _file("p.csv", _mutate(31, 7, "-10")), E.BadValueError, 33, "volume", "negative"),
-    Case("empty_ticker", _file("p.csv", _mutate(32, 1, " ")), E.BadValueError, 34, "ticker", "empty value"),
-    Case("unsorted_dates", _file("p.csv", _csv(_swap(NEW, 44, 46))), E.UnsortedInputError, 47, "date", "increasing date order"),
-    Case("calendar_gap", _file("p.csv", _csv(GAPPED)), E.CalendarGapError, 26, "date", "max_gap_days=10"),
-    Case("different_calendar", _file("p.csv", _csv(SPARSE)), E.CalendarMismatchError, 23, "date", "max_missing_frac"),
-    Case("row_already_stored", _file("p.csv", _csv(_price_lines(19, 21))), E.DuplicateRowError, 2, "date", "already exists in the store"),
-    Case("pool_ticker_absent", _file("p.csv", _csv(NEW)), E.UnknownTickerError, None, "ticker", "'ZZZ'",
-         ImportConfig(pool=("AAA", "ZZZ"))),
-    Case("news_unknown_ticker", _prices_and("news", "n.csv", _news([(DATES[30], "AAA", "ok"), (DATES[31], "ZZZ", "who")])),
-         E.UnknownTickerError, 3, "ticker", "no prices in the store"),
-    Case("news_bad_date", _prices_and("news", "n.csv", _news([("31/12/2021", "AAA", "x")])), E.DateParseError, 2, "date", "31/12/2021"),
-    Case("news_empty_headline", _prices_and("news", "n.csv", _news([(DATES[30], "AAA", "")])), E.BadValueError, 2, "headline", "empty"),
-    Case("news_bad_json", _prices_and("news", "n.jsonl", '{"date": "2021-04-01", "ticker": "AAA", "headline": "a"}\n\n{"date": \n'),
-         E.FileFormatError, 3, None, "invalid JSON"),
-    Case("news_json_not_object", _prices_and("news", "n.jsonl", '["2021-04-01", "AAA", "a"]\n'), E.FileFormatError, 1, None,
-         "expected a JSON object"),
-    Case("company_duplicate", _prices_and("companies", "c.csv", "ticker,name,sector,description\nAAA,A,S,d\nAAA,A2,S,d\n"),
-         E.DuplicateRowError, 3, "ticker", "duplicate ticker"),
-    Case("company_no_description", _prices_and("companies", "c.csv", "ticker,name,sector\nAAA,A,S\n"), E.MissingColumnError, None,
-         "description", "required column"),
-    Case("company_outside_pool_strict", _prices_and("companies", "c.csv", "symbol,security,gics_sector,business_description\nZZZ,Z,S,d\n"),
-         E.UnknownTickerError, 2, "ticker", "no prices", ImportConfig(companies_outside_pool="error")),
-    Case("corrupt_parquet", _file("p.parquet", b"PAR1 definitely not parquet"), E.FileFormatError, None, None, "cannot read as Parquet"),
-    Case("herculean_no_prices", lambda d: _herculean(d, prices=False), E.FileFormatError, None, None, "needs prices.parquet"),
-    Case("herculean_duplicate_highlights", lambda d: _herculean(d, news_dup=True), E.DuplicateRowError, 2, "date", "highlights"),
+    Case(
+        "missing_file",
+        lambda d: {"prices": [d / "absent.csv"]},
+        de.FileFormatError,
+        None,
+        None,
+        "file not found",
+    ),
+    Case("empty_file", _file("p.csv", ""), de.EmptyInputError, None, None, "no header"),
+    Case("header_only", _file("p.csv", HEADER + "\n"), de.EmptyInputError, None, None, "no data rows"),
+    Case(
+        "unknown_extension", _file("p.xlsx", _csv(NEW)), de.FileFormatError, None, None, "unknown file type"
+    ),
+    Case(
+        "ragged_row",
+        _file("p.csv", _csv(NEW[:3] + [NEW[3] + ",99"] + NEW[4:])),
+        de.FileFormatError,
+        5,
+        None,
+        "9 fields",
+    ),
+    Case(
+        "not_utf8",
+        _file("p.csv", HEADER.encode() + b"\n\xff\xfe\x00bad\n"),
+        de.FileFormatError,
+        None,
+        None,
+        "cannot read as CSV",
+    ),
+    Case(
+        "repeated_header",
+        _file("p.csv", _csv(NEW, HEADER + ",close")),
+        de.FileFormatError,
+        1,
+        None,
+        "repeated column",
+    ),
+    Case(
+        "no_close_column",
+        _file("p.csv", _csv([",".join(r.split(",")[:5]) for r in NEW], "date,ticker,open,high,low")),
+        de.MissingColumnError,
+        None,
+        "close",
+        "required column",
+    ),
+    Case(
+        "no_ticker_column",
+        _file(
+            "p.csv",
+            _csv(
+                [r.split(",", 2)[0] + "," + r.split(",", 2)[2] for r in NEW],
+                "date,open,high,low,close,adj_close,volume",
+            ),
+        ),
+        de.MissingColumnError,
+        None,
+        "ticker",
+        "required column",
+    ),
+    Case(
+        "bad_month", _file("p.csv", _mutate(5, 0, "2021-13-45")), de.DateParseError, 7, "date", "'2021-13-45'"
+    ),
+    Case(
+        "date_words",
+        _file("p.csv", _mutate(6, 0, "yesterday")),
+        de.DateParseError,
+        8,
+        "date",
+        "cannot parse date",
+    ),
+    Case("empty_date", _file("p.csv", _mutate(7, 0, "")), de.DateParseError, 9, "date", "empty date"),
+    Case(
+        "duplicate_row",
+        _file("p.csv", _csv(NEW[:9] + [NEW[8]] + NEW[9:])),
+        de.DuplicateRowError,
+        11,
+        "date",
+        "first at line 10",
+    ),
+    Case("nan_close", _file("p.csv", _mutate(24, 5, "NaN")), de.BadValueError, 26, "close", "missing value"),
+    Case("empty_close", _file("p.csv", _mutate(25, 5, "")), de.BadValueError, 27, "close", "missing value"),
+    Case("zero_close", _file("p.csv", _mutate(26, 5, "0")), de.BadValueError, 28, "close", "non-positive"),
+    Case(
+        "negative_open", _file("p.csv", _mutate(27, 2, "-3.5")), de.BadValueError, 29, "open", "non-positive"
+    ),
+    Case("text_close", _file("p.csv", _mutate(28, 5, "abc")), de.BadValueError, 30, "close", "not a number"),
+    Case("infinite_close", _file("p.csv", _mutate(29, 5, "inf")), de.BadValueError, 31, "close", "infinite"),
+    Case("high_below_low", _file("p.csv", _mutate(30, 3, "1.00")), de.BadValueError, 32, "high", "below low"),
+    Case(
+        "negative_volume", _file("p.csv", _mutate(31, 7, "-10")), de.BadValueError, 33, "volume", "negative"
+    ),
+    Case("empty_ticker", _file("p.csv", _mutate(32, 1, " ")), de.BadValueError, 34, "ticker", "empty value"),
+    Case(
+        "unsorted_dates",
+        _file("p.csv", _csv(_swap(NEW, 44, 46))),
+        de.UnsortedInputError,
+        47,
+        "date",
+        "increasing date order",
+    ),
+    Case("calendar_gap", _file("p.csv", _csv(GAPPED)), de.CalendarGapError, 26, "date", "max_gap_days=10"),
+    Case(
+        "different_calendar",
+        _file("p.csv", _csv(SPARSE)),
+        de.CalendarMismatchError,
+        23,
+        "date",
+        "max_missing_frac",
+    ),
+    Case(
+        "row_already_stored",
+        _file("p.csv", _csv(_price_lines(19, 21))),
+        de.DuplicateRowError,
+        2,
+        "date",
+        "already exists in the store",
+    ),
+    Case(
+        "pool_ticker_absent",
+        _file("p.csv", _csv(NEW)),
+        de.UnknownTickerError,
+        None,
+        "ticker",
+        "'ZZZ'",
+        ImportConfig(pool=("AAA", "ZZZ")),
+    ),
+    Case(
+        "news_unknown_ticker",
+        _prices_and("news", "n.csv", _news([(DATES[30], "AAA", "ok"), (DATES[31], "ZZZ", "who")])),
+        de.UnknownTickerError,
+        3,
+        "ticker",
+        "no prices in the store",
+    ),
+    Case(
+        "news_bad_date",
+        _prices_and("news", "n.csv", _news([("31/12/2021", "AAA", "x")])),
+        de.DateParseError,
+        2,
+        "date",
+        "31/12/2021",
+    ),
+    Case(
+        "news_empty_headline",
+        _prices_and("news", "n.csv", _news([(DATES[30], "AAA", "")])),
+        de.BadValueError,
+        2,
+        "headline",
+        "empty",
+    ),
+    Case(
+        "news_bad_json",
+        _prices_and(
+            "news", "n.jsonl", '{"date": "2021-04-01", "ticker": "AAA", "headline": "a"}\n\n{"date": \n'
+        ),
+        de.FileFormatError,
+        3,
+        None,
+        "invalid JSON",
+    ),
+    Case(
+        "news_json_not_object",
+        _prices_and("news", "n.jsonl", '["2021-04-01", "AAA", "a"]\n'),
+        de.FileFormatError,
+        1,
+        None,
+        "expected a JSON object",
+    ),
+    Case(
+        "company_duplicate",
+        _prices_and("companies", "c.csv", "ticker,name,sector,description\nAAA,A,S,d\nAAA,A2,S,d\n"),
+        de.DuplicateRowError,
+        3,
+        "ticker",
+        "duplicate ticker",
+    ),
+    Case(
+        "company_no_description",
+        _prices_and("companies", "c.csv", "ticker,name,sector\nAAA,A,S\n"),
+        de.MissingColumnError,
+        None,
+        "description",
+        "required column",
+    ),
+    Case(
+        "company_outside_pool_strict",
+        _prices_and("companies", "c.csv", "symbol,security,gics_sector,business_description\nZZZ,Z,S,d\n"),
+        de.UnknownTickerError,
+        2,
+        "ticker",
+        "no prices",
+        ImportConfig(companies_outside_pool="error"),
+    ),
+    Case(
+        "corrupt_parquet",
+        _file("p.parquet", b"PAR1 definitely not parquet"),
+        de.FileFormatError,
+        None,
+        None,
+        "cannot read as Parquet",
+    ),
+    Case(
+        "herculean_no_prices",
+        lambda d: _herculean(d, prices=False),
+        de.FileFormatError,
+        None,
+        None,
+        "needs prices.parquet",
+    ),
+    Case(
+        "herculean_duplicate_highlights",
+        lambda d: _herculean(d, news_dup=True),
+        de.DuplicateRowError,
+        2,
+        "date",
+        "highlights",
+    ),
 ]
 
 
@@ -156,10 +342,17 @@ CASES = [
 def base_store(tmp_path: Path) -> MarketStore:
     """Sessions 0-19 of AAA/BBB/CCC plus companies and one news item."""
     (tmp_path / "base.csv").write_text(_csv(_price_lines(0, 20)))
-    (tmp_path / "companies.csv").write_text("ticker,name,sector,description\nAAA,Aaa Inc,S1,d\nBBB,Bbb Inc,S1,d\nCCC,Ccc Inc,S2,d\n")
+    (tmp_path / "companies.csv").write_text(
+        "ticker,name,sector,description\nAAA,Aaa Inc,S1,d\nBBB,Bbb Inc,S1,d\nCCC,Ccc Inc,S2,d\n"
+    )
     (tmp_path / "news.csv").write_text(_news([(DATES[3], "AAA", "AAA opens a plant")]))
     store = MarketStore(tmp_path / "market.sqlite")
-    import_files(store, prices=[tmp_path / "base.csv"], companies=[tmp_path / "companies.csv"], news=[tmp_path / "news.csv"])
+    import_files(
+        store,
+        prices=[tmp_path / "base.csv"],
+        companies=[tmp_path / "companies.csv"],
+        news=[tmp_path / "news.csv"],
+    )
     yield store
     store.close()
 
@@ -186,7 +379,7 @@ def test_malformed_input(case: Case, base_store: MarketStore, tmp_path: Path) ->
     with pytest.raises(case.error) as info:
         import_files(base_store, config=case.config, **kwargs)
     exc = info.value
-    assert isinstance(exc, E.DataValidationError)
+    assert isinstance(exc, de.DataValidationError)
     assert case.text in str(exc), str(exc)
     assert exc.row == case.row, str(exc)
     assert exc.column == case.column, str(exc)
@@ -198,7 +391,9 @@ def test_malformed_input(case: Case, base_store: MarketStore, tmp_path: Path) ->
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_failure_while_writing_rolls_back(base_store: MarketStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_while_writing_rolls_back(
+    base_store: MarketStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A crash after the prices are inserted (news write fails) leaves no prices behind."""
     (tmp_path / "p.csv").write_text(_csv(NEW))
     (tmp_path / "n.csv").write_text(_news([(DATES[30], "AAA", "fine")]))
@@ -223,6 +418,6 @@ def test_replace_overwrites_stored_rows(base_store: MarketStore, tmp_path: Path)
 def test_error_attributes_for_parquet_rows(base_store: MarketStore, tmp_path: Path) -> None:
     frame = pd.DataFrame({"date": pd.to_datetime(DATES[20:23]), "ticker": "AAA", "close": [1.0, np.nan, 2.0]})
     frame.to_parquet(tmp_path / "p.parquet")
-    with pytest.raises(E.BadValueError) as info:
+    with pytest.raises(de.BadValueError) as info:
         import_files(base_store, prices=[tmp_path / "p.parquet"])
     assert (info.value.row, info.value.row_kind, info.value.column) == (2, "row", "close")

@@ -33,9 +33,14 @@ def test_prices_are_aligned_without_filling(store: MarketStore, synthetic_truth:
     h = store.prices(["PNDR", "GRNF", "VTRX"])
     assert h.tickers == ("PNDR", "GRNF", "VTRX")
     assert h.n_sessions == synthetic_truth["calendar"]["n_sessions"]
-    halts = [np.datetime64(d) for d in next(t for t in synthetic_truth["tickers"] if t["ticker"] == "PNDR")["halts"]]
+    halts = [
+        np.datetime64(d)
+        for d in next(t for t in synthetic_truth["tickers"] if t["ticker"] == "PNDR")["halts"]
+    ]
     pndr = h.column("PNDR")
-    assert np.isnan(pndr[np.isin(h.dates, halts)]).all() and np.isfinite(pndr).sum() == h.n_sessions - len(halts)
+    assert np.isnan(pndr[np.isin(h.dates, halts)]).all() and np.isfinite(pndr).sum() == h.n_sessions - len(
+        halts
+    )
     first = np.datetime64(next(t for t in synthetic_truth["tickers"] if t["ticker"] == "VTRX")["first_date"])
     vtrx = h.column("VTRX")
     assert np.isnan(vtrx[h.dates < first]).all() and np.isfinite(vtrx[h.dates >= first]).all()
@@ -47,7 +52,9 @@ def test_ffill_limit_fills_only_short_interior_gaps() -> None:
     v = np.array([np.nan, 1, np.nan, 2, np.nan, np.nan, np.nan, 3, 4, np.nan])[:, None]
     h = PriceHistory(dates, ("A",), v)
     np.testing.assert_array_equal(h.ffill(0).values, v)
-    np.testing.assert_array_equal(h.ffill(1).values[:, 0], [np.nan, 1, 1, 2, np.nan, np.nan, np.nan, 3, 4, np.nan])
+    np.testing.assert_array_equal(
+        h.ffill(1).values[:, 0], [np.nan, 1, 1, 2, np.nan, np.nan, np.nan, 3, 4, np.nan]
+    )
     np.testing.assert_array_equal(h.ffill(3).values[:, 0], [np.nan, 1, 1, 2, 2, 2, 2, 3, 4, np.nan])
 
 
@@ -61,10 +68,14 @@ def test_range_reads_calendar_news_company(store: MarketStore, synthetic_truth: 
     items = store.news(brk["ticker"], brk["date"])
     assert any(brk["event"] in (i.headline + i.summary).lower() for i in items)
     window = store.news_window(brk["ticker"], "2013-01-01", brk["date"])
-    assert window == sorted(window, key=lambda i: i.date) and window[-1].date <= dt.date.fromisoformat(brk["date"])
+    assert window == sorted(window, key=lambda i: i.date) and window[-1].date <= dt.date.fromisoformat(
+        brk["date"]
+    )
     assert store.company("GRNF").name == "Granfield Foods"
     bars = store.bars("GRNF", "2020-01-02", "2020-01-03")
-    assert [b.date for b in bars] == [dt.date(2020, 1, 2), dt.date(2020, 1, 3)] and bars[0].low <= bars[0].close <= bars[0].high
+    assert [b.date for b in bars] == [dt.date(2020, 1, 2), dt.date(2020, 1, 3)] and bars[0].low <= bars[
+        0
+    ].close <= bars[0].high
 
 
 def test_unknown_ticker_and_missing_store(store: MarketStore, tmp_path: Path) -> None:
@@ -90,15 +101,25 @@ def test_news_reimport_is_idempotent(store: MarketStore, synthetic_files: dict) 
 
 def test_company_aliases_and_fallbacks(tmp_path: Path) -> None:
     p = tmp_path / "c.csv"
-    p.write_text("symbol,security,gics_sector,long_name,yahoo_sector,business_description\n"
-                 "AAA,,,Aaa Holdings Inc.,Consumer Defensive,Makes things.\nBBB,Bbb Co,Energy,Bbb Company,Energy,\n")
+    p.write_text(
+        "symbol,security,gics_sector,long_name,yahoo_sector,business_description\n"
+        "AAA,,,Aaa Holdings Inc.,Consumer Defensive,Makes things.\nBBB,Bbb Co,Energy,Bbb Company,Energy,\n"
+    )
     f = load_companies(p).frame.set_index("ticker")
     assert f.loc["AAA", "name"] == "Aaa Holdings Inc." and f.loc["AAA", "sector"] == "Consumer Defensive"
     assert f.loc["BBB", "name"] == "Bbb Co" and f.loc["BBB", "description"] == ""
     q = tmp_path / "d.csv"
     q.write_text("code,title,industry,about\nAAA,A,S,desc\n")
-    g = load_companies(q, column_map={"ticker": "code", "name": "title", "sector": "industry", "description": "about"}).frame
-    assert g.iloc[0].to_dict() | {"row": 2} == {"ticker": "AAA", "name": "A", "sector": "S", "description": "desc", "row": 2}
+    g = load_companies(
+        q, column_map={"ticker": "code", "name": "title", "sector": "industry", "description": "about"}
+    ).frame
+    assert g.iloc[0].to_dict() | {"row": 2} == {
+        "ticker": "AAA",
+        "name": "A",
+        "sector": "S",
+        "description": "desc",
+        "row": 2,
+    }
 
 
 def test_prices_subset_columns_and_parquet(tmp_path: Path) -> None:
@@ -107,19 +128,56 @@ def test_prices_subset_columns_and_parquet(tmp_path: Path) -> None:
     df.assign(Date=pd.to_datetime(df["Date"])).to_parquet(tmp_path / "p.parquet")
     for name in ("p.csv", "p.parquet"):
         f = load_prices(tmp_path / name).frame
-        assert list(f["close"]) == [10.0, 10.5] and f["open"].isna().all() and list(f["ticker"]) == ["AAA", "AAA"]
+        assert (
+            list(f["close"]) == [10.0, 10.5]
+            and f["open"].isna().all()
+            and list(f["ticker"]) == ["AAA", "AAA"]
+        )
 
 
 def test_herculean_import(tmp_path: Path) -> None:
     root = tmp_path / "herc" / "data"
     root.mkdir(parents=True)
     days = pd.bdate_range("2024-12-02", periods=30)
-    pd.DataFrame([dict(id=i, symbol=t, date=d, open=1.0, high=2.0, low=0.5, close=1.0 + i / 100, adj_close=1.0, volume=5)
-                  for i, (t, d) in enumerate((t, d) for t in ("AAPL", "MSFT") for d in days)]).to_parquet(root / "prices.parquet")
-    pd.DataFrame([dict(id=1, symbol="AAPL", date=pd.Timestamp("2024-12-07"), highlights="Apple unveiled a product. Shares rose 2%."),
-                  dict(id=2, symbol="MSFT", date=pd.Timestamp("2024-12-03"), highlights="x" * 300)]).to_parquet(root / "news.parquet")
-    pd.DataFrame([dict(id=1, symbol="AAPL", date=pd.Timestamp("2024-12-20"), document_type="10-K", mda_content="MD&A text",
-                       risk_content="Risk text")]).to_parquet(root / "filings.parquet")
+    pd.DataFrame(
+        [
+            dict(
+                id=i,
+                symbol=t,
+                date=d,
+                open=1.0,
+                high=2.0,
+                low=0.5,
+                close=1.0 + i / 100,
+                adj_close=1.0,
+                volume=5,
+            )
+            for i, (t, d) in enumerate((t, d) for t in ("AAPL", "MSFT") for d in days)
+        ]
+    ).to_parquet(root / "prices.parquet")
+    pd.DataFrame(
+        [
+            dict(
+                id=1,
+                symbol="AAPL",
+                date=pd.Timestamp("2024-12-07"),
+                highlights="Apple unveiled a product. Shares rose 2%.",
+            ),
+            dict(id=2, symbol="MSFT", date=pd.Timestamp("2024-12-03"), highlights="x" * 300),
+        ]
+    ).to_parquet(root / "news.parquet")
+    pd.DataFrame(
+        [
+            dict(
+                id=1,
+                symbol="AAPL",
+                date=pd.Timestamp("2024-12-20"),
+                document_type="10-K",
+                mda_content="MD&A text",
+                risk_content="Risk text",
+            )
+        ]
+    ).to_parquet(root / "filings.parquet")
     tables = load_herculean(tmp_path / "herc")
     assert [t.kind for t in tables] == ["prices", "news", "filings"]
     with MarketStore(tmp_path / "m.sqlite") as s:
@@ -137,7 +195,11 @@ def test_real_prices_and_companies(shared_data: Path, tmp_path: Path) -> None:
         pytest.skip(f"{prices} absent")
     with MarketStore(tmp_path / "real.sqlite") as s:
         rep = import_files(s, prices=[prices], companies=[shared_data / "companies.csv"])
-        assert rep.written["prices"] == 70462 and rep.written["companies"] == 14 and rep.skipped["companies_outside_pool"] > 500
+        assert (
+            rep.written["prices"] == 70462
+            and rep.written["companies"] == 14
+            and rep.skipped["companies_outside_pool"] > 500
+        )
         assert s.company("CAG").name == "Conagra Brands, Inc."  # `security` empty: falls back to `long_name`
         assert s.company("XOM").sector == "Energy"
         info = s.info()
@@ -149,14 +211,32 @@ def test_real_news_mapping(shared_data: Path) -> None:
     if not path.is_file():
         pytest.skip(f"{path} absent")
     f = load_news(path).frame
-    assert len(f) > 1500 and f["source"].str.startswith("https://").all() and set(f["ticker"]) >= {"AAPL", "NVDA"}
+    assert (
+        len(f) > 1500
+        and f["source"].str.startswith("https://").all()
+        and set(f["ticker"]) >= {"AAPL", "NVDA"}
+    )
 
 
 def test_cli_synth_import_info(tmp_path: Path) -> None:
     runner = CliRunner()
     db = tmp_path / "m.sqlite"
-    r = runner.invoke(app, ["data", "synth", "--out", str(tmp_path / "syn"), "--seed", "3", "--sessions", "400",
-                            "--import", "--store", str(db)])
+    r = runner.invoke(
+        app,
+        [
+            "data",
+            "synth",
+            "--out",
+            str(tmp_path / "syn"),
+            "--seed",
+            "3",
+            "--sessions",
+            "400",
+            "--import",
+            "--store",
+            str(db),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "syn" / "truth.json").is_file() and "prices" in r.output
     r = runner.invoke(app, ["data", "info", "--store", str(db)])
@@ -171,6 +251,10 @@ def test_package_import_is_cheap_and_names_resolve() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, agent.data, agent.pairs; assert 'pandas' not in sys.modules and 'numba' not in sys.modules; "
-            "import agent.data as d, agent.pairs as p; [getattr(d, n) for n in d.__all__]; [getattr(p, n) for n in p.__all__]")
+    code = (
+        "import sys, agent.data, agent.pairs; assert 'pandas' not in sys.modules and 'numba' not in "
+        "sys.modules; "
+        "import agent.data as d, agent.pairs as p; [getattr(d, n) for n in d.__all__]; [getattr(p, n) for n "
+        "in p.__all__]"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])

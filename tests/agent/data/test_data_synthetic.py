@@ -18,7 +18,11 @@ SMALL = SyntheticConfig(seed=11, n_sessions=600, breaks=())
 
 
 def test_same_seed_same_market_other_seed_differs() -> None:
-    a, b, c = generate_market(SMALL), generate_market(SMALL), generate_market(SyntheticConfig(seed=12, n_sessions=600, breaks=()))
+    a, b, c = (
+        generate_market(SMALL),
+        generate_market(SMALL),
+        generate_market(SyntheticConfig(seed=12, n_sessions=600, breaks=())),
+    )
     assert a.prices.equals(b.prices) and a.news.equals(b.news) and a.truth == b.truth
     assert not a.prices["close"].equals(c.prices["close"])
 
@@ -38,7 +42,9 @@ def test_files_round_trip_through_loaders(synthetic_files: dict, synthetic_truth
     days = p["date"].drop_duplicates().to_numpy().astype("datetime64[D]")
     weekday = (days.view("int64") - 4) % 7  # 1970-01-01 was a Thursday (weekday 3)
     assert ((days.view("int64") + 3) % 7 < 5).all(), "weekend session"
-    assert np.datetime64("2019-12-25") not in days and np.datetime64("2019-11-28") not in days  # Christmas, Thanksgiving
+    assert (
+        np.datetime64("2019-12-25") not in days and np.datetime64("2019-11-28") not in days
+    )  # Christmas, Thanksgiving
     assert weekday.size == synthetic_truth["calendar"]["n_sessions"]
 
 
@@ -54,7 +60,9 @@ def test_planted_pairs_match_truth(synthetic_files: dict, synthetic_truth: dict)
         assert 0.6 * p["half_life"] < est < 1.6 * p["half_life"], (p["pair"], est)
         assert engle_granger(y, x).pvalue < 0.01, p["pair"]
         if p["break"]:
-            post = np.log(close[p["y"]].to_numpy()[stop:]) - p["beta"] * np.log(close[p["x"]].to_numpy()[stop:])
+            post = np.log(close[p["y"]].to_numpy()[stop:]) - p["beta"] * np.log(
+                close[p["x"]].to_numpy()[stop:]
+            )
             assert adf(post).pvalue > 0.05, p["pair"]  # decoupled after the break: a unit root
 
 
@@ -66,7 +74,9 @@ def test_news_around_breaks_and_decoys(synthetic_files: dict, synthetic_truth: d
         assert any(n["date"] == b["date"] for n in near)
         assert any(b["event"] in (n["headline"] + n["summary"]).lower() for n in near)
     decoys = [e for e in synthetic_truth["events"] if not e["material"]]
-    assert len(decoys) == 4 and all(e["ticker"] not in {b["ticker"] for b in synthetic_truth["breaks"]} for e in decoys)
+    assert len(decoys) == 4 and all(
+        e["ticker"] not in {b["ticker"] for b in synthetic_truth["breaks"]} for e in decoys
+    )
     kinds = {n["kind"] for n in news}
     assert kinds == {"routine", "sentiment", "structural", "decoy"}
     assert sum(any(ch.isdigit() for ch in n["headline"]) for n in news) > 0  # dates inside text, for masking

@@ -43,15 +43,21 @@ def _bits(obj: object) -> object:
 
 def test_matches_statsmodels_and_numpy(store: MarketStore) -> None:
     day = "2019-06-28"
-    res = screen_store(store, day, pool=["CIRQ", "GRNF", "HRBK", "LMNS", "MLWD"], config=ScreenConfig(lookback=1000))
+    res = screen_store(
+        store, day, pool=["CIRQ", "GRNF", "HRBK", "LMNS", "MLWD"], config=ScreenConfig(lookback=1000)
+    )
     h = store.prices(["CIRQ", "GRNF", "HRBK", "LMNS", "MLWD"], end=day)
     assert len(res.pairs) == 10
     for p in res.pairs[:4]:
         y, x = np.log(h.column(p.ticker_a)[-1000:]), np.log(h.column(p.ticker_b)[-1000:])
         stat, pvalue, _ = coint(y, x, trend="c", autolag="aic")
-        assert p.adf_stat == pytest.approx(stat, rel=1e-8) and p.pvalue == pytest.approx(pvalue, rel=1e-6, abs=1e-300)
+        assert p.adf_stat == pytest.approx(stat, rel=1e-8) and p.pvalue == pytest.approx(
+            pvalue, rel=1e-6, abs=1e-300
+        )
         beta, alpha = np.polyfit(x, y, 1)
-        assert p.hedge_ratio == pytest.approx(beta, rel=1e-9) and p.alpha == pytest.approx(alpha, rel=1e-9, abs=1e-12)
+        assert p.hedge_ratio == pytest.approx(beta, rel=1e-9) and p.alpha == pytest.approx(
+            alpha, rel=1e-9, abs=1e-12
+        )
         s = y - alpha - beta * x
         slope = np.polyfit(s[:-1], np.diff(s), 1)[0]
         assert p.half_life == pytest.approx(-math.log(2) / slope, rel=1e-8)
@@ -67,18 +73,44 @@ def test_ranking_band_and_candidates(store: MarketStore) -> None:
     eligible = [p for p in res.pairs if p.eligible]
     assert [p.pvalue for p in eligible] == sorted(p.pvalue for p in eligible)
     assert all(1.0 <= p.half_life <= 60.0 for p in eligible)
-    assert all("half-life" in p.reason for p in res.pairs if not p.eligible and np.isfinite(p.half_life)
-               and not 1.0 <= p.half_life <= 60.0)
+    assert all(
+        "half-life" in p.reason
+        for p in res.pairs
+        if not p.eligible and np.isfinite(p.half_life) and not 1.0 <= p.half_life <= 60.0
+    )
     top = res.candidates[0]
-    assert (top.rank, top.ticker_a, top.name_a) == (1, eligible[0].ticker_a, store.company(eligible[0].ticker_a).name)
+    assert (top.rank, top.ticker_a, top.name_a) == (
+        1,
+        eligible[0].ticker_a,
+        store.company(eligible[0].ticker_a).name,
+    )
     assert top.sector_a == store.company(top.ticker_a).sector
     fields = {f.name for f in dataclasses.fields(PairCandidate)}
-    assert fields == {"rank", "ticker_a", "ticker_b", "name_a", "name_b", "sector_a", "sector_b", "pvalue", "hedge_ratio",
-                      "half_life", "z_long", "z_trade", "correlation", "n_obs"}
-    assert not any(isinstance(getattr(top, f), (dt.date, np.datetime64)) for f in fields)  # masking-safe: no dates
+    assert fields == {
+        "rank",
+        "ticker_a",
+        "ticker_b",
+        "name_a",
+        "name_b",
+        "sector_a",
+        "sector_b",
+        "pvalue",
+        "hedge_ratio",
+        "half_life",
+        "z_long",
+        "z_trade",
+        "correlation",
+        "n_obs",
+    }
+    assert not any(
+        isinstance(getattr(top, f), (dt.date, np.datetime64)) for f in fields
+    )  # masking-safe: no dates
     again = screen_store(store, "2021-01-04", exclude=[(top.ticker_b, top.ticker_a)])
     assert (top.ticker_a, top.ticker_b) not in {(c.ticker_a, c.ticker_b) for c in again.candidates}
-    assert again.candidates[0].ticker_a == res.candidates[1].ticker_a and again.candidates[0].pvalue == res.candidates[1].pvalue
+    assert (
+        again.candidates[0].ticker_a == res.candidates[1].ticker_a
+        and again.candidates[0].pvalue == res.candidates[1].pvalue
+    )
 
 
 def test_per_pair_alignment(store: MarketStore, synthetic_truth: dict) -> None:
@@ -94,7 +126,11 @@ def test_per_pair_alignment(store: MarketStore, synthetic_truth: dict) -> None:
     assert other.n_obs == 401 and full.n_obs == first + 401 and np.isfinite(other.pvalue)
     halt = info["PNDR"]["halts"][0]
     on_halt = screen_store(store, halt)
-    assert all("no close on the selection session" in p.reason for p in on_halt.pairs if "PNDR" in (p.ticker_a, p.ticker_b))
+    assert all(
+        "no close on the selection session" in p.reason
+        for p in on_halt.pairs
+        if "PNDR" in (p.ticker_a, p.ticker_b)
+    )
 
 
 def test_ffill_limit_bridges_the_halt(store: MarketStore, synthetic_truth: dict) -> None:
@@ -104,7 +140,9 @@ def test_ffill_limit_bridges_the_halt(store: MarketStore, synthetic_truth: dict)
     short = screen_store(store, day, pool=["PNDR", "GRNF"], config=ScreenConfig(ffill_limit=2))
     filled = screen_store(store, day, pool=["PNDR", "GRNF"], config=ScreenConfig(ffill_limit=3))
     none = screen_store(store, day, pool=["PNDR", "GRNF"])
-    assert short.pairs[0].n_obs == none.pairs[0].n_obs == filled.pairs[0].n_obs - 3  # a 3-session halt: limit 2 fills none
+    assert (
+        short.pairs[0].n_obs == none.pairs[0].n_obs == filled.pairs[0].n_obs - 3
+    )  # a 3-session halt: limit 2 fills none
 
 
 def test_precision_against_truth(store: MarketStore, synthetic_truth: dict) -> None:
@@ -114,8 +152,18 @@ def test_precision_against_truth(store: MarketStore, synthetic_truth: dict) -> N
     ev = evaluate_screen(store, synthetic_truth, days)
     assert ev.precision_planted >= 0.7 and ev.auc_active >= 0.95
     # negative control: the same scoring against 5 random non-planted pairs finds almost nothing
-    fake = {"pairs": [{"pair": [a, b], "break": None} for a, b in
-                      [("GRNF", "KSTR"), ("MLWD", "VTRX"), ("NRGX", "OKSN"), ("CIRQ", "PNDR"), ("HRBK", "SLTN")]]}
+    fake = {
+        "pairs": [
+            {"pair": [a, b], "break": None}
+            for a, b in [
+                ("GRNF", "KSTR"),
+                ("MLWD", "VTRX"),
+                ("NRGX", "OKSN"),
+                ("CIRQ", "PNDR"),
+                ("HRBK", "SLTN"),
+            ]
+        ]
+    }
     assert evaluate_screen(store, fake, days).precision_planted <= 0.2
 
 
@@ -123,9 +171,12 @@ def test_precision_against_truth(store: MarketStore, synthetic_truth: dict) -> N
 def test_precision_report_50_dates(store: MarketStore, synthetic_truth: dict) -> None:
     days = evaluation_dates(store, 50)
     ev = evaluate_screen(store, synthetic_truth, days)
-    print(f"\nscreen precision over {len(days)} dates {days[0]}..{days[-1]}: precision@5 planted "
-          f"{ev.precision_planted:.3f}, active {ev.precision_active:.3f}, recall active {ev.recall_active:.3f}, "
-          f"AUC {ev.auc_active:.4f}")
+    print(
+        f"\nscreen precision over {len(days)} dates {days[0]}..{days[-1]}: precision@5 planted "
+        f"{ev.precision_planted:.3f}, active {ev.precision_active:.3f}, recall active "
+        f"{ev.recall_active:.3f}, "
+        f"AUC {ev.auc_active:.4f}"
+    )
     assert ev.precision_planted >= 0.7 and ev.auc_active >= 0.95
 
 
@@ -140,13 +191,19 @@ def test_future_perturbation_leaves_result_bit_identical(synthetic_store_path: P
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT ticker, date FROM prices WHERE date > ?", (day,)).fetchall()
         factors = rng.uniform(0.01, 100.0, len(rows))  # huge and random, all positive
-        con.executemany("UPDATE prices SET close = close * ?, adj_close = adj_close * ? WHERE ticker = ? AND date = ?",
-                        [(f, f, t, d) for f, (t, d) in zip(factors, rows)])
+        con.executemany(
+            "UPDATE prices SET close = close * ?, adj_close = adj_close * ? WHERE ticker = ? AND date = ?",
+            [(f, f, t, d) for f, (t, d) in zip(factors, rows)],
+        )
         con.execute("DELETE FROM prices WHERE ticker = 'GRNF' AND date > '2021-01-01'")
-        con.execute("INSERT INTO prices (ticker, date, close) VALUES ('NEWC', '2020-03-17', 10.0)")  # a later listing
+        con.execute(
+            "INSERT INTO prices (ticker, date, close) VALUES ('NEWC', '2020-03-17', 10.0)"
+        )  # a later listing
     with MarketStore(path) as s:
         assert _bits(screen_store(s, day)) == before
-        assert _bits(screen_store(s, day, config=ScreenConfig(lookback=300, min_sessions=252))) == before_short
+        assert (
+            _bits(screen_store(s, day, config=ScreenConfig(lookback=300, min_sessions=252))) == before_short
+        )
         # the sessions up to the date are the same objects: changing one of them does change the result
         s._conn.execute("UPDATE prices SET close = close * 1.5 WHERE ticker = 'HRBK' AND date = ?", (day,))
         assert _bits(screen_store(s, day)) != before
