@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from serving.errors import ConfigError
+from localfin.errors import ConfigError
 
 __all__ = ["Prompt", "load_prompt"]
 

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from bank.errors import BankConfigError, EmbedderError
-from serving.env import apply_offline_env
+from localfin.env import apply_offline_env
 
 __all__ = ["Embedder", "MiniLMEmbedder", "HashingEmbedder", "minilm_model_dir", "normalize_rows"]
 

@@ -1,8 +1,8 @@
-"""Errors raised by the experience bank (all subclasses of :class:`serving.errors.LocalfinError`)."""
+"""Errors raised by the experience bank (all subclasses of :class:`localfin.errors.LocalfinError`)."""
 
 from __future__ import annotations
 
-from serving.errors import ConfigError, LocalfinError
+from localfin.errors import ConfigError, LocalfinError
 
 __all__ = ["BankError", "BankConfigError", "BankIntegrityError", "EmbedderError", "IndexError_"]
 

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # vLLM logs to stdout by default; keep stdout for the JSON lines (its warnings go to stderr).
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
-    from serving import env
+    from localfin import env
     from serving.registry import default_registry
     from serving.vllm_engine import VLLMBackend
 

@@ -74,7 +74,7 @@ def build(
     batch: int = typer.Option(256, help="Entries per committed batch."),
 ) -> None:
     """Create a new bank from a JSONL file of entries."""
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     try:
         _add(bank, entries, embedder, threads, batch, fresh=True)
@@ -91,7 +91,7 @@ def add(
     batch: int = typer.Option(256),
 ) -> None:
     """Append entries to an existing (or new) bank."""
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     try:
         _add(bank, entries, embedder, threads, batch, fresh=False)
@@ -114,7 +114,7 @@ def query(
     from bank.retrieval import Retriever, format_memory_block
     from bank.schema import RetrievalConfig
     from bank.store import ExperienceBank
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     try:
         cfg = RetrievalConfig(tau=tau, k_max=k_max or None)
@@ -147,7 +147,7 @@ def stats(bank: Path = _BANK) -> None:
     from collections import Counter
 
     from bank.store import ExperienceBank
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     try:
         with ExperienceBank.open(bank) as b:
@@ -193,7 +193,7 @@ def analyze(
     from bank.errors import BankConfigError
     from bank.schema import query_text
     from bank.store import ExperienceBank
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     try:
         tau_list = [float(t) for t in taus.split(",") if t.strip()]

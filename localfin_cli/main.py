@@ -2,17 +2,28 @@
 
 Each command group lives in its own module (models, data, pairs, bank, bench); heavy imports
 happen inside the command functions so that `localfin --help` stays fast.
+
+One error path for every command (:func:`main`): a command raises, and the user sees one line
+``error: ...`` on stderr and exit code 2 for bad input or configuration (usage errors, our
+:class:`~localfin.errors.ConfigError` / input errors, any ``ValueError``) or 1 for a failure at
+run time. The traceback goes to the log at DEBUG level and is shown only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import traceback
 
+import click
 import typer
 
+from localfin.errors import LocalfinError, exit_code_for
 from localfin_cli import bank_cmd, bench_cmd, data_cmd, models_cmd, pairs_cmd, serve_cmd
 
-__all__ = ["app"]
+__all__ = ["app", "main"]
+
+log = logging.getLogger("localfin_cli")
 
 app = typer.Typer(
     name="localfin",
@@ -21,12 +32,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+_state = {"verbose": False}
+
 
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
+def _main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show engine and library logs."),
+) -> None:
+    _state["verbose"] = verbose
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
 
 
@@ -37,5 +54,39 @@ app.add_typer(bank_cmd.app, name="bank")
 app.add_typer(bench_cmd.app, name="bench")
 serve_cmd.register(app)
 
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()) or "(no message)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default: the process arguments); returns the exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rv = app(args=args, prog_name="localfin", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("error: aborted\n")
+        return 1
+    except click.ClickException as exc:  # usage errors: unknown option, missing argument, bad type
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
+        return 2
+    except (LocalfinError, ValueError, OSError) as exc:
+        log.debug("command failed", exc_info=True)
+        if _state["verbose"]:
+            traceback.print_exc()
+        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    return rv if isinstance(rv, int) else 0
+
+
+def entry() -> None:  # pragma: no cover - the console script
+    sys.exit(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    entry()

@@ -47,8 +47,8 @@ def prepare(
     force: bool = typer.Option(False, help="Convert again even if a verified copy exists."),
 ) -> None:
     """Convert a pip-packaged model once into HF safetensors in the cache (checked by sha256)."""
-    from serving import env
-    from serving.errors import LocalfinError
+    from localfin import env
+    from localfin.errors import LocalfinError
     from serving.models import prepare_smollm2
     from serving.registry import default_registry
 

@@ -31,7 +31,7 @@ def screen(
     from agent.data.errors import DataError
     from agent.data.store import DEFAULT_STORE_PATH, MarketStore
     from agent.pairs.screen import ScreenConfig, screen_store
-    from serving.errors import LocalfinError
+    from localfin.errors import LocalfinError
 
     con = Console()
     if not con.is_terminal:

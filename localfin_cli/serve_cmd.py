@@ -33,8 +33,8 @@ def chat(
     journal: Path = typer.Option(None, help="Journal the call in this SQLite file."),
 ) -> None:
     """One chat round-trip; prints the reply (and parsed JSON, reasoning, tokens) as JSON."""
+    from localfin.errors import LocalfinError
     from serving.backend import get_backend
-    from serving.errors import LocalfinError
     from serving.journal import Journal, JournaledBackend
     from serving.types import ChatRequest
 
@@ -94,8 +94,8 @@ def serve(
     import os
     import subprocess
 
-    from serving import env
-    from serving.errors import LocalfinError
+    from localfin import env
+    from localfin.errors import LocalfinError
     from serving.server import check_host, server_command
 
     try:

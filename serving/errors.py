@@ -1,10 +1,12 @@
-"""The one error hierarchy of localfin.
+"""Errors of the serving layer, under the root classes of :mod:`localfin.errors`.
 
 Every package raises subclasses of :class:`LocalfinError`; third-party errors are translated
 at the boundary so that callers (the CLI, the agents) catch one family and show one message.
 """
 
 from __future__ import annotations
+
+from localfin.errors import ConfigError, LocalfinError
 
 __all__ = [
     "LocalfinError",
@@ -14,14 +16,6 @@ __all__ = [
     "JournalError",
     "ModelNotPreparedError",
 ]
-
-
-class LocalfinError(Exception):
-    """Base of every error raised on purpose by localfin."""
-
-
-class ConfigError(LocalfinError, ValueError):
-    """A parameter or config value is out of its allowed range; the message names both."""
 
 
 class BackendError(LocalfinError, RuntimeError):
@@ -38,3 +32,5 @@ class JournalError(LocalfinError, RuntimeError):
 
 class ModelNotPreparedError(LocalfinError, FileNotFoundError):
     """A registry model has no local weights yet; the message says how to prepare them."""
+
+    exit_code = 2

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from serving import env
+from localfin import env
 from serving.errors import ConfigError, ModelNotPreparedError
 
 __all__ = ["ModelSpec", "Registry", "default_registry", "SOURCES"]

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from serving import env
+from localfin import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import ModelSpec
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from serving import env
+from localfin import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result

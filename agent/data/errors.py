@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serving.errors import ConfigError, LocalfinError
+from localfin.errors import ConfigError, LocalfinError
 
 __all__ = [
     "DataError",
@@ -42,6 +42,8 @@ class DataValidationError(DataError, ValueError):
     ``row`` is the 1-based line number in a CSV/JSONL file (the header is line 1) or the 1-based
     data row of a Parquet file; ``row_kind`` says which.
     """
+
+    exit_code = 2
 
     def __init__(
         self,

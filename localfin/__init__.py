@@ -1,0 +1,12 @@
+"""The base every localfin package may import: the root error class, the one module that reads
+environment variables, run logging and progress display.
+
+It imports nothing else of ours and nothing heavy; ``kernels`` (pure array code) does not even
+import this. Directions of imports are listed in the README's layout section.
+"""
+
+from __future__ import annotations
+
+__all__ = ["__version__", "env", "errors", "logs", "progress"]
+
+__version__ = "0.1.0"

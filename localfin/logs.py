@@ -1,0 +1,188 @@
+"""Quiet runs: engine and library output goes to a log file, the terminal keeps progress,
+warnings and results.
+
+:class:`RunLog` redirects the process's file descriptors 1 and 2 into a pipe while it is open.
+Everything written there, by Python, by C libraries (OpenMP, tcmalloc hints) and by child
+processes that inherit the descriptors (vLLM's engine core), is appended to the log file by a
+reader thread; lines that look like warnings or errors are also shown on the terminal, and
+with ``verbose`` every line is. Python logging goes to the same file at INFO (DEBUG when
+verbose) and to the terminal at WARNING (INFO when verbose). The terminal itself stays
+reachable through :attr:`RunLog.stdout` and :attr:`RunLog.stderr` (duplicates of the original
+descriptors), which is where a command's result and the progress display are written.
+
+Outside a :class:`RunLog`, nothing is redirected: library code only uses ``logging``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import IO, TextIO
+
+__all__ = ["RunLog", "LOG_FORMAT", "is_terminal_worthy"]
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+#: A captured line is shown on the terminal when it matches this (vLLM, torch and Python all
+#: put the level name in their lines; tracebacks and fatal errors have their own words).
+_WORTHY = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL)\b|Traceback|Error:|error:")
+
+#: Known start-up chatter of the CPU engine that is logged at WARNING but needs no action;
+#: it stays in the log file only.
+_BENIGN = re.compile(
+    r"Triton is not installed|Triton not installed|libtcmalloc|libiomp|pin_memory|"
+    r"NUMA|numa|torch.compile|Compiled|not supported on CPU|VLLM_CPU_OMP_THREADS_BIND|"
+    r"is not a recognized|reserve_cpu_num|Using default|defaulting to|"
+    r"max_num_batched_tokens|chunked prefill|prefix caching|Overriding"
+)
+
+
+def is_terminal_worthy(line: str) -> bool:
+    """True for a captured line that should also reach the terminal when not verbose."""
+    return bool(_WORTHY.search(line)) and not _BENIGN.search(line)
+
+
+class _FileHandler(logging.Handler):
+    """Writes records through the run log's shared, locked writer."""
+
+    def __init__(self, write: callable, level: int) -> None:  # type: ignore[valid-type]
+        super().__init__(level)
+        self._write = write
+        self.setFormatter(logging.Formatter(LOG_FORMAT))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)
+
+
+class RunLog:
+    """Capture engine and library output of a block into ``path``.
+
+    Args:
+        path: the log file (appended to; its folder is created).
+        verbose: show every captured line and INFO logging on the terminal.
+        capture_fds: redirect descriptors 1 and 2 (set False where a caller owns them).
+
+    Use as a context manager; inside it, write results to :attr:`stdout` and human messages
+    (progress, notes) to :attr:`stderr`.
+    """
+
+    def __init__(self, path: str | Path, *, verbose: bool = False, capture_fds: bool = True) -> None:
+        self.path = Path(path)
+        self.verbose = verbose
+        self.capture_fds = capture_fds
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+        self._saved: tuple[int, int] | None = None
+        self._reader: threading.Thread | None = None
+        self._read_fd: int | None = None
+        self._handlers: list[logging.Handler] = []
+        self._old_root_level = logging.getLogger().level
+        self.stdout: TextIO = sys.stdout
+        self.stderr: TextIO = sys.stderr
+
+    # -- writing ------------------------------------------------------------------------------
+    def _write_file(self, text: str) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.write(text)
+                self._file.flush()
+
+    def _to_terminal(self, text: str) -> None:
+        try:
+            self.stderr.write(text)
+            self.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _pump(self, fd: int) -> None:
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for raw in lines:
+                self._route(raw.decode("utf-8", "replace") + "\n")
+        if buf:
+            self._route(buf.decode("utf-8", "replace") + "\n")
+
+    def _route(self, line: str) -> None:
+        self._write_file(line)
+        if self.verbose or is_terminal_worthy(line):
+            self._to_terminal(line)
+
+    # -- context ------------------------------------------------------------------------------
+    def __enter__(self) -> RunLog:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8")
+        root = logging.getLogger()
+        file_handler = _FileHandler(self._write_file, logging.DEBUG if self.verbose else logging.INFO)
+        self._handlers.append(file_handler)
+        if self.capture_fds:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self._saved = (os.dup(1), os.dup(2))
+            self.stdout = open(self._saved[0], "w", encoding="utf-8", closefd=False, buffering=1)
+            self.stderr = open(self._saved[1], "w", encoding="utf-8", closefd=False, buffering=1)
+            read_fd, write_fd = os.pipe()
+            os.dup2(write_fd, 1)
+            os.dup2(write_fd, 2)
+            os.close(write_fd)
+            self._read_fd = read_fd
+            self._reader = threading.Thread(target=self._pump, args=(read_fd,), name="runlog", daemon=True)
+            self._reader.start()
+        term = logging.StreamHandler(self.stderr)
+        term.setLevel(logging.INFO if self.verbose else logging.WARNING)
+        term.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self._handlers.append(term)
+        for h in self._handlers:
+            root.addHandler(h)
+        root.setLevel(logging.DEBUG if self.verbose else logging.INFO)
+        logging.captureWarnings(True)
+        warnings.simplefilter("default")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        root = logging.getLogger()
+        for h in self._handlers:
+            root.removeHandler(h)
+        self._handlers.clear()
+        root.setLevel(self._old_root_level)
+        logging.captureWarnings(False)
+        if self._saved is not None:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(self._saved[0], 1)
+            os.dup2(self._saved[1], 2)
+            # the reader sees end-of-file once no process holds the pipe's write end any more;
+            # an engine child still alive keeps it open, so do not wait for it for long
+            if self._reader is not None:
+                self._reader.join(timeout=2.0)
+            for stream in (self.stdout, self.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os.close(self._saved[0])
+            os.close(self._saved[1])
+            self._saved = None
+            self.stdout, self.stderr = sys.stdout, sys.stderr
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
