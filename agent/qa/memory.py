@@ -167,5 +167,6 @@ class ExperienceMemory:
             cached_tokens=res.usage.cached_tokens,
             latency_s=res.latency_s,
             finish_reason=res.finish_reason,
+            request_key=res.request_key,
         )
         return block, step

@@ -25,7 +25,6 @@ replies, so a journaled rerun reaches the same state.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -341,7 +340,7 @@ class QASolver:
                 len(steps),
                 "plan",
                 fallback=None if plan_ok else "plan_unparsed",
-                thought=json.dumps(res.parsed) if plan_ok else "",
+                thought=_plan_text(res.parsed) if plan_ok else "",
             )
         )
         msgs.append(Message("assistant", res.text or "{}"))
@@ -506,6 +505,11 @@ class QASolver:
         )
 
 
+def _plan_text(plan: Mapping[str, Any]) -> str:
+    # fixed field order: a parsed reply replayed from the journal may list its keys differently
+    return "\n".join(f"{k}: {plan.get(k, '')}" for k in ("inputs", "experience", "plan"))
+
+
 def _step_from(res: ChatResult, index: int, kind: str, **fields: Any) -> Step:
     return Step(
         index=index,
@@ -516,5 +520,6 @@ def _step_from(res: ChatResult, index: int, kind: str, **fields: Any) -> Step:
         cached_tokens=res.usage.cached_tokens,
         latency_s=res.latency_s,
         finish_reason=res.finish_reason,
+        request_key=res.request_key,
         **fields,
     )

@@ -58,6 +58,7 @@ class Step:
         prompt_tokens / completion_tokens / cached_tokens: the call's usage.
         latency_s: the backend's wall time for the batch holding this call.
         finish_reason: ``stop``, ``length`` or ``error``.
+        request_key: the journal key of the call (links the trace to the journal).
     """
 
     index: int
@@ -75,6 +76,7 @@ class Step:
     cached_tokens: int = 0
     latency_s: float = 0.0
     finish_reason: str = "stop"
+    request_key: str = ""
 
 
 @dataclass(frozen=True)

@@ -112,3 +112,82 @@ def scripted_solver(
         return replies[min(t - 1, len(replies) - 1)]
 
     return ScriptedBackend([*extra, Rule("qa_solve", reply)])
+
+
+class NumScore:
+    """What a scorer returns: correct, score, detail."""
+
+    def __init__(self, correct: bool, detail: str = "") -> None:
+        self.correct = correct
+        self.score = float(correct)
+        self.detail = detail
+
+
+def num_scorer(dataset: str, gold: Any, prediction: str) -> NumScore:
+    """1% relative tolerance on the first number of the prediction (tests only)."""
+    from agent.qa.numbers import extract_numbers
+
+    nums = extract_numbers(prediction)
+    target = float(gold.answer)
+    if not nums:
+        return NumScore(False, "no number")
+    return NumScore(abs(nums[0].value - target) <= 0.01 * abs(target), nums[0].text)
+
+
+def summary_reply(req: ChatRequest) -> str:
+    """A schema-respecting bank summary."""
+    props = req.json_schema["properties"]
+    findings = ["Take both years from the table and subtract with calc."][: props["findings"]["maxItems"]]
+    cautions = ["Do not answer before the tool output is back."][: props["cautions"]["maxItems"]]
+    return json.dumps({"findings": findings, "cautions": cautions})
+
+
+def annotate_reply(req: ChatRequest) -> str:
+    return json.dumps({"directives": ["Subtract the 2018 value from the 2019 value with calc."]})
+
+
+def change_model(req: ChatRequest) -> str:
+    """A scripted solver for "change from 2018 to 2019" questions: plan, one calc of 2019-2018
+    read from the prompt, then the tool's output as the answer. It never sees a gold answer."""
+    import re
+
+    t = turn_of(req)
+    if t == 0:
+        if "plan" in req.json_schema.get("properties", {}):
+            return json.dumps(PLAN)
+        return json.dumps({"reasoning": "read it", "answer": "1"})  # Base
+    last = req.messages[-1].content
+    m = re.search(r"Output of calc:\n(\S+)", last)
+    if m:
+        return final(f"{float(m.group(1)):.2f}")
+    first = next(x.content for x in req.messages if x.role == "user")
+    a = re.search(r"2019: ([\d.]+)", first).group(1)
+    b = re.search(r"2018: ([\d.]+)", first).group(1)
+    return act("calc", expr=f"{a}-{b}")
+
+
+def qa_backend() -> ScriptedBackend:
+    return ScriptedBackend(
+        [
+            Rule("bank_summarize", summary_reply),
+            Rule("qa_annotate", annotate_reply),
+            Rule("qa_solve", change_model),
+        ]
+    )
+
+
+def change_items(n: int, split: str, *, start: int = 0, gold=None) -> list:
+    """``n`` "change in revenue" items; gold = 2019 - 2018 unless ``gold(i)`` is given."""
+    from agent.qa.items import Gold, QAItem, Question
+
+    out = []
+    for i in range(start, start + n):
+        a, b = 1000.0 + 37 * i, 800.0 + 11 * i
+        q = Question(
+            f"{split}-{i}",
+            "demo",
+            "What is the change in revenue from 2018 to 2019?",
+            context=f"Revenue of segment {i} (in thousands)\nRevenue 2019: {a}\nRevenue 2018: {b}",
+        )
+        out.append(QAItem(q, Gold(gold(i) if gold else a - b), split=split))
+    return out
