@@ -7,7 +7,7 @@ import ast
 import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from agent.qa.tools.base import ToolResult
 from serving.scripted import Rule, ScriptedBackend
@@ -39,7 +39,7 @@ class Calculator:
 
     name = "calc"
     description = 'evaluate an arithmetic expression, args {"expr": "1.5*2"}'
-    args_schema = {
+    args_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {"expr": {"type": "string", "maxLength": 200}},
         "required": ["expr"],
@@ -67,7 +67,7 @@ class Crasher:
 
     name = "crash"
     description = "always raises"
-    args_schema = {
+    args_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {"x": {"type": "string", "maxLength": 10}},
         "required": ["x"],

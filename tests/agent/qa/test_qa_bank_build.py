@@ -74,7 +74,7 @@ def test_failed_trajectories_give_cautions_only(tmp_path):
 def test_test_items_never_write_to_the_bank(tmp_path):
     items = change_items(2, "train") + change_items(1, "test")
     with ExperienceBank.open(tmp_path / "bank") as bank:
-        with pytest.raises(ConfigError, match="training items only.*'test-0'"):
+        with pytest.raises(ConfigError, match=r"training items only.*'test-0'"):
             build_bank(
                 items, _solver(), qa_backend(), bank, HashingEmbedder(), tmp_path / "run", scorer=num_scorer
             )
