@@ -1,17 +1,23 @@
-"""Numbers as they are written in financial text: extraction, and the rounding test the answer
-gate uses to decide whether a number of an answer is a rounded (or truncated) copy of another.
+"""Reading numbers the way financial answers write them.
 
-What is read (one :class:`Number` per match):
-- digits with thousands commas and a decimal part: ``1,496.5``, ``.25``, ``12``;
-- a sign (``-``, ``+``, the Unicode minus and en dash) or accounting parentheses ``(1,234)``,
-  both giving a negative value;
-- a currency symbol right before the digits (``$``, ``€``, ``£``, ``¥``), kept as ``currency``;
-- a percent marker right after (``%``, ``percent``, ``per cent``): ``percent=True``;
-- a scale word right after (``thousand``, ``million``, ``billion``, ``trillion``, ``mn``,
-  ``bn``, or one of ``k``/``m``/``b`` glued to the digits): ``multiplier`` 1e3/1e6/1e9/1e12.
+One parser for scorers, loaders and (through :func:`find_numbers`) the answer gate, so that
+"1,234.5", "(12.3)", "-0.2", "12.3%", "$4.5 million", "4.5m", "US$ 2bn" and "1.2e6" all mean
+the same thing everywhere. A :class:`ParsedNumber` keeps what was written apart from what it
+means: ``value`` is the number as written (sign applied, scale word *not* applied, percent
+*not* divided by 100), ``scale`` the scale word it carried and ``percent`` whether it carried a
+percent sign or word. :attr:`ParsedNumber.scaled` applies the scale word.
 
-Digits glued to a letter on their left (``Q3``, ``FY2019``, ``10-K``'s ``K``) are not read as
-a number; the same rule applies to answers and evidence, so the comparison stays fair.
+Rules (each has a test in tests/agent/qa/test_qa_numbers.py):
+* thousands separators are commas in groups of three ("1,234,567"); a comma elsewhere ends
+  the number ("1,23" is the number 1 followed by text);
+* a number wrapped in parentheses is negative (accounting style: "(12.3)" = -12.3, also
+  "($12.3)" and "$(12.3)"); a leading "-", "−" (U+2212) or "–" (U+2013) is a minus sign;
+* currency marks before the number ($ € £ ¥, US$, USD, RMB, CNY, EUR, GBP) are recorded and
+  otherwise ignored;
+* scale words after the number: thousand / k, million / m / mn / mm, billion / b / bn,
+  trillion / t / tn (a single letter only when no letter follows it, so "12 months" is 12);
+  "%", "percent", "per cent" and "pct" mark a percentage;
+* Chinese units 万 (1e4) and 亿 (1e8) are read as scale words ``wan`` / ``yi``.
 """
 
 from __future__ import annotations
@@ -20,125 +26,165 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["Number", "extract_numbers", "rounds_to", "SCALE_WORDS", "text_scales"]
+__all__ = ["SCALE_FACTORS", "ParsedNumber", "parse_number", "find_numbers", "format_number"]
 
-#: Scale words and their multipliers (lower case).
-SCALE_WORDS: dict[str, float] = {
+#: Multiplier of each scale word a number may carry.
+SCALE_FACTORS: dict[str, float] = {
+    "": 1.0,
     "thousand": 1e3,
-    "thousands": 1e3,
-    "k": 1e3,
     "million": 1e6,
-    "millions": 1e6,
-    "mn": 1e6,
-    "m": 1e6,
     "billion": 1e9,
-    "billions": 1e9,
-    "bn": 1e9,
-    "b": 1e9,
     "trillion": 1e12,
-    "trillions": 1e12,
+    "wan": 1e4,
+    "yi": 1e8,
 }
 
-_MINUS = "-−–"  # hyphen-minus, Unicode minus, en dash
+_SCALE_WORDS = {
+    "thousand": "thousand",
+    "thousands": "thousand",
+    "k": "thousand",
+    "million": "million",
+    "millions": "million",
+    "mn": "million",
+    "mm": "million",
+    "m": "million",
+    "mil": "million",
+    "billion": "billion",
+    "billions": "billion",
+    "bn": "billion",
+    "b": "billion",
+    "trillion": "trillion",
+    "trillions": "trillion",
+    "tn": "trillion",
+    "t": "trillion",
+    "万": "wan",
+    "亿": "yi",
+}
 
-_NUM = re.compile(
-    r"(?<![\w.])"
-    r"(?P<open>\()?"
-    r"(?P<sign>[-−–+])?"
-    r"(?P<cur>[$€£¥])?\s?"
-    r"(?P<sign2>[-−–])?"
-    r"(?P<body>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
-    r"(?![\d,]*\.\d)"  # no half-read number such as the "1.2" of "1.2.3"
-    r"(?P<close>\))?"
-    r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b))?"
-    r"(?:(?P<word>\s?(?:thousands?|millions?|billions?|trillions?|mn|bn)\b)|(?P<letter>[kKmMbB])\b)?",
-    re.IGNORECASE,
+_CURRENCY = r"(?:US\$|HK\$|A\$|C\$|\$|€|£|¥|￥|USD|RMB|CNY|EUR|GBP|JPY|HKD)"
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+_SCALE = r"(?:thousands?|millions?|billions?|trillions?|mil|mn|mm|bn|tn|[kmbt])(?![A-Za-z])|万|亿"
+_PCT = r"(?:%|％|\s?(?:percent|per\s+cent|pct)(?![A-Za-z]))"
+
+# sign, currency, "(", currency, digits, ")", percent or scale (scale may be followed by %)
+_NUMBER_RE = re.compile(
+    rf"""
+    (?P<sign>[-+−–])?\s*
+    (?P<cur1>{_CURRENCY})?\s*
+    (?P<sign2>[-−–])?\s*
+    (?P<open>\()?\s*
+    (?P<cur2>{_CURRENCY})?\s*
+    (?P<sign3>[-−–])?
+    (?P<digits>{_DIGITS})
+    (?![\d,]\d)
+    \s*(?P<close>\))?
+    (?:\s*(?P<scale>{_SCALE}))?
+    (?:\s*(?P<pct>{_PCT}))?
+    """,
+    re.VERBOSE | re.IGNORECASE,
 )
 
-_SCALE_IN_TEXT = re.compile(r"\b(thousands?|millions?|billions?|trillions?)\b", re.IGNORECASE)
+_FILLER = re.compile(
+    r"^(?:the\s+)?(?:answer\s+is|answer:|approximately|approx\.?|about|around|roughly|~|≈|=)\s*",
+    re.IGNORECASE,
+)
+_TRAILING_UNITS = re.compile(
+    r"\s*(?:dollars?|usd|us dollars|euros?|yuan|rmb|shares|units|times|x)\s*\.?$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
-class Number:
+class ParsedNumber:
     """One number read from text.
 
     Attributes:
+        value: the number as written, sign applied (scale word not applied, percent not divided).
+        scale: key of :data:`SCALE_FACTORS` ("" when none was written).
+        percent: True when a percent sign or word followed the number.
+        currency: the currency mark written before it ("" when none).
         text: the matched text.
-        value: the number as written (sign applied), without the scale word applied.
-        decimals: digits shown after the decimal point (the rounding precision).
-        percent: a percent marker followed it.
-        multiplier: 1 or the value of the scale word that followed it.
-        currency: the currency symbol before it, or "".
-        start: offset of the match in the text.
     """
 
-    text: str
     value: float
-    decimals: int
+    scale: str = ""
     percent: bool = False
-    multiplier: float = 1.0
     currency: str = ""
-    start: int = 0
+    text: str = ""
 
     @property
     def scaled(self) -> float:
-        """``value`` times the scale word's multiplier."""
-        return self.value * self.multiplier
-
-    @property
-    def is_integer(self) -> bool:
-        return self.decimals == 0
+        """The value with its scale word applied (a percentage stays in percent units)."""
+        return self.value * SCALE_FACTORS[self.scale]
 
 
-def extract_numbers(text: str) -> list[Number]:
-    """Every number in ``text``, left to right (see the module docstring for what is read)."""
-    out: list[Number] = []
-    for m in _NUM.finditer(text):
-        body = m.group("body")
-        try:
-            value = float(body.replace(",", ""))
-        except ValueError:
+def _from_match(m: re.Match[str], *, range_dash: bool = False) -> ParsedNumber | None:
+    """``range_dash``: the leading sign is a dash between two numbers ("2018-2019"), not a minus."""
+    digits = m.group("digits").replace(",", "")
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    signs = ("sign2", "sign3") if range_dash else ("sign", "sign2", "sign3")
+    negative = any(m.group(g) in ("-", "−", "–") for g in signs)
+    if m.group("open") and m.group("close"):
+        negative = True  # accounting style; an unbalanced parenthesis belongs to the text
+    scale_raw = (m.group("scale") or "").strip().lower()
+    scale = _SCALE_WORDS.get(scale_raw, _SCALE_WORDS.get(scale_raw.rstrip("s"), "")) if scale_raw else ""
+    currency = (m.group("cur1") or m.group("cur2") or "").upper()
+    return ParsedNumber(
+        value=-value if negative else value,
+        scale=scale,
+        percent=bool(m.group("pct")),
+        currency=currency,
+        text=m.group(0).strip(),
+    )
+
+
+def find_numbers(text: str) -> list[ParsedNumber]:
+    """Every number in free text, in order (years and dates come out as plain numbers)."""
+    out: list[ParsedNumber] = []
+    for m in _NUMBER_RE.finditer(text or ""):
+        start = m.start("digits")
+        # a digit run glued to letters before it is an identifier, not a number ("Q4", "A1")
+        if start > 0 and text[start - 1].isalpha() and not m.group("cur1") and not m.group("cur2"):
             continue
-        if not math.isfinite(value):
-            continue
-        negative = bool(m.group("open") and m.group("close"))
-        for s in (m.group("sign"), m.group("sign2")):
-            if s and s in _MINUS:
-                negative = True
-        decimals = len(body.split(".", 1)[1]) if "." in body else 0
-        word = (m.group("word") or m.group("letter") or "").strip().lower()
-        mult = SCALE_WORDS.get(word, 1.0)
-        pct = bool(m.group("pct"))
-        if pct and m.group("letter"):  # "5%m" is not a scale; keep the percent only
-            mult = 1.0
-        out.append(
-            Number(
-                text=m.group(0).strip(),
-                value=-value if negative else value,
-                decimals=decimals,
-                percent=pct,
-                multiplier=mult,
-                currency=m.group("cur") or "",
-                start=m.start(),
-            )
-        )
+        dash = bool(m.group("sign")) and m.start() > 0 and text[m.start() - 1].isalnum()
+        parsed = _from_match(m, range_dash=dash)
+        if parsed is not None:
+            out.append(parsed)
     return out
 
 
-def text_scales(text: str) -> set[float]:
-    """Multipliers of the scale words a text mentions anywhere (``in thousands`` headers)."""
-    return {SCALE_WORDS[w.lower()] for w in _SCALE_IN_TEXT.findall(text)}
+def parse_number(text: str | float | int | None) -> ParsedNumber | None:
+    """The single number an answer string states, or None.
 
-
-def rounds_to(evidence: float, shown: float, decimals: int) -> bool:
-    """True when ``evidence``, rounded half-up or truncated to ``decimals`` places, is ``shown``.
-
-    Absolute values are compared (a decrease is often written as a positive number with a
-    word). A relative slack of 1e-9 absorbs binary floating-point error.
+    Accepts ints and floats as they are. A string must hold exactly one number, optionally
+    with currency, scale, percent, a leading "approximately"/"the answer is" and a trailing
+    unit word ("dollars", "shares"); anything else (two numbers, words around a number)
+    gives None, so a scorer never guesses which number of a sentence was meant.
     """
-    e, a = abs(evidence), abs(shown)
-    unit = 10.0 ** (-decimals)
-    slack = 1e-9 * max(1.0, e, a)
-    if abs(e - a) <= 0.5 * unit + slack:  # rounding (either direction at the half)
-        return True
-    return a - slack <= e < a + unit + slack  # truncation toward zero
+    if text is None or isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return ParsedNumber(float(text)) if math.isfinite(float(text)) else None
+    s = str(text).strip().rstrip(".").strip()
+    s = s.replace("\u00a0", " ").replace("，", ",")
+    s = _FILLER.sub("", s)
+    s = _TRAILING_UNITS.sub("", s).strip()
+    if not s:
+        return None
+    m = _NUMBER_RE.fullmatch(s)
+    if m is None:
+        return None
+    return _from_match(m)
+
+
+def format_number(value: float, decimals: int | None = None) -> str:
+    """Plain text of a number: fixed ``decimals`` if given, else the shortest exact form."""
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))

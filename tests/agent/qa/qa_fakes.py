@@ -125,9 +125,9 @@ class NumScore:
 
 def num_scorer(dataset: str, gold: Any, prediction: str) -> NumScore:
     """1% relative tolerance on the first number of the prediction (tests only)."""
-    from agent.qa.numbers import extract_numbers
+    from agent.qa.numbers import find_numbers
 
-    nums = extract_numbers(prediction)
+    nums = find_numbers(prediction)
     target = float(gold.answer)
     if not nums:
         return NumScore(False, "no number")
