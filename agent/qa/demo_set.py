@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +204,14 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
     lines, statement = _statement(c, rng)
     qs: list[dict[str, Any]] = []
 
-    def add(kind: str, question: str, context: str, answer: float, images: tuple[str, ...] = ()) -> None:
+    def add(
+        kind: str,
+        question: str,
+        context: str,
+        answer: float,
+        images: tuple[str, ...] = (),
+        render: tuple[Callable[[], None], ...] = (),
+    ) -> None:
         d = _DECIMALS[kind]
         qs.append(
             {
@@ -214,6 +223,7 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
                 "answer": round(answer) if d == 0 else round(answer + 0.0, d),
                 "answer_type": "count" if kind == "count" else "number",
                 "decimals": d,
+                "_render": render,  # drawn only if the question is chosen
             }
         )
 
@@ -254,7 +264,6 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
     k0 = int(rng.integers(0, len(ends) - 6 + 1))
     shown = ends[k0 : k0 + 6]
     chart = f"{c.ticker}_chart.png"
-    _chart(c, shown, img_dir / chart)
     month, value = shown[int(rng.integers(0, len(shown)))]
     add(
         "chart_value",
@@ -263,19 +272,12 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
         f"{head}\n\n<image 1>\nChart: month-end closing prices of {c.ticker}.",
         value,
         (f"images/{chart}",),
+        (partial(_chart, c, shown, img_dir / chart),),
     )
     units = rng.uniform(20.0, 80.0) / 4.0
     q_mask = (c.dates[m15].astype("datetime64[M]").astype(int) % 12) // 3
     quarters = [_r1(float(c.close[m15][q_mask == q].mean()) * units) for q in range(4)]
     table_img = f"{c.ticker}_quarters.png"
-    _table_png(
-        [
-            ["Quarter", "Q1 2015", "Q2 2015", "Q3 2015", "Q4 2015"],
-            ["Revenue", *[f"{v:,.1f}" for v in quarters]],
-        ],
-        f"{c.ticker} quarterly revenue ($ millions)",
-        img_dir / table_img,
-    )
     add(
         "table_sum",
         f"Using the table in image 1, what was {owner} total revenue over the four quarters of 2015, "
@@ -283,6 +285,17 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
         f"{head}\n\n<image 1>\nTable: quarterly revenue of {c.ticker} in 2015.",
         sum(quarters),
         (f"images/{table_img}",),
+        (
+            partial(
+                _table_png,
+                [
+                    ["Quarter", "Q1 2015", "Q2 2015", "Q3 2015", "Q4 2015"],
+                    ["Revenue", *[f"{v:,.1f}" for v in quarters]],
+                ],
+                f"{c.ticker} quarterly revenue ($ millions)",
+                img_dir / table_img,
+            ),
+        ),
     )
     closes = [v for _, v in ends]
     threshold = float(np.floor(np.median(closes)) + 0.5)
@@ -333,12 +346,10 @@ def build_demo_set(out_dir: Path, *, seed: int = 0, n_train: int = 24, n_test: i
         toggle[q["kind"]] += 1
         if sum(r["split"] == want for r in rows) >= caps[want]:
             want = "test" if want == "train" else "train"
+        for job in q.pop("_render"):
+            job()
         rows.append({"id": f"demo-{seed}-{n:03d}", "split": want, **q})
     lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
     (out / "items.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    used = {p for r in rows for p in r["images"]}
-    for png in img_dir.glob("*.png"):
-        if f"images/{png.name}" not in used:
-            png.unlink()
     log.info("demo QA set: %d train + %d test items in %s", n_train, n_test, out)
     return out
