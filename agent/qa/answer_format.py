@@ -47,7 +47,7 @@ _SCALE = re.compile(
     re.I,
 )
 _PERCENT = re.compile(r"percent|percentage|\bpct\b|%|百分比|百分点", re.I)
-_COUNT = re.compile(r"^\s*how many\b(?!\s+(?:percent|dollars|million|thousand|billion|basis points))", re.I)
+_COUNT = re.compile(r"\bhow many\b(?!\s+(?:percent|dollars|million|thousand|billion|basis points))", re.I)
 _YES_NO = re.compile(r"^\s*(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would|should)\b", re.I)
 _LIST = re.compile(
     r"^\s*(?:what|which)\s+(?:are|were)\s+the\b|^\s*(?:list|name)\s+(?:all\s+)?the\b|"
