@@ -157,7 +157,7 @@ def build_bank_cmd(
     with RunLog(run / "engine.log") as log:
         be, reg = _backend(backend, model, base_url)
         try:
-            factory, _names = _tools(tools, store, sandbox_missing)
+            factory, names = _tools(tools, store, sandbox_missing)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
@@ -169,6 +169,7 @@ def build_bank_cmd(
                     run,
                     config=BankBuildConfig(k=k, temperature=temperature),
                     data_files=[data],
+                    transcriber=_transcriber(names, items),
                     progress=console_progress(log.stderr),
                 )
         finally:
@@ -312,6 +313,7 @@ def demo_cmd(
         reg = default_registry()
         engine = VLLMBackend(model, registry=reg)
         try:
+            log.stderr.write(f"engine for {model} started in {engine.start():.0f} s\n")
             res = run_qa_demo(
                 target, backend=engine, model=model, registry=reg, progress=console_progress(log.stderr)
             )

@@ -149,8 +149,15 @@ def _gold_text(gold: Gold) -> str:
 
 
 class _Builder:
-    def __init__(self, solver: QASolver, scorer: Scorer, config: BankBuildConfig) -> None:
+    def __init__(
+        self,
+        solver: QASolver,
+        scorer: Scorer,
+        config: BankBuildConfig,
+        transcriber: Callable[[str], str] | None,
+    ) -> None:
         self.solver, self.scorer, self.config = solver, scorer, config
+        self.transcriber = transcriber
         self.prompt = load_prompt("qa_summarize")
 
     def summary_request(
@@ -183,8 +190,11 @@ class _Builder:
 
     def program(self, item: QAItem) -> Program[ItemOutcome]:
         c, q = self.config, item.question
+        texts = tuple(self.transcriber(p) for p in q.images) if self.transcriber is not None else ()
         subs = [
-            self.solver.solve(q, seed=c.seed + j, temperature=c.temperature, variant="bank_sample")
+            self.solver.solve(
+                q, transcriptions=texts, seed=c.seed + j, temperature=c.temperature, variant="bank_sample"
+            )
             for j in range(c.k)
         ]
         trajs: list[Trajectory] = yield from merged(subs)
@@ -230,6 +240,7 @@ def build_bank(
     config: BankBuildConfig | None = None,
     scorer: Scorer | None = None,
     data_files: Sequence[str | Path] = (),
+    transcriber: Callable[[str], str] | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> BankBuildReport:
     """Build (or complete) ``bank`` from training ``items``; returns what was done.
@@ -244,6 +255,7 @@ def build_bank(
         config: construction settings.
         scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
         data_files: dataset files whose digests go into the manifest.
+        transcriber: OCR of one image (before the loop, as at test time); None: none.
         progress: progress display.
     """
     cfg = config or BankBuildConfig()
@@ -254,7 +266,7 @@ def build_bank(
     run_dir.mkdir(parents=True, exist_ok=True)
     have = set(bank.sources)
     todo = [it for it in items if it.item_id not in have]
-    builder = _Builder(solver, scorer or default_scorer(), cfg)
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber)
     t0 = time.perf_counter()
     with Journal(run_dir / runs.JOURNAL, run_id=run_dir.name) as journal:
         jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))

@@ -139,6 +139,6 @@ def ocr_transcriber(engine: Any | None = None) -> Callable[[str], str]:
     eng = engine if engine is not None else _shared_engine()
 
     def run(path: str) -> str:
-        return transcribe(path, engine=eng).text
+        return transcribe(path, engine=eng).text()
 
     return run
