@@ -26,7 +26,7 @@ from typing import Any
 from agent.prompting import load_prompt
 from agent.qa import runs
 from agent.qa.items import Gold, QAItem
-from agent.qa.programs import merged
+from agent.qa.programs import merged, run_waves
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
 from agent.qa.trajectory import Trajectory
@@ -37,7 +37,7 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import Program, RoundInfo, run_lockstep
+from serving.lockstep import Program, RoundInfo
 from serving.types import ChatRequest, Message
 
 __all__ = ["BankBuildConfig", "BankBuildReport", "ItemOutcome", "Scorer", "build_bank", "default_scorer"]
@@ -70,6 +70,8 @@ class BankBuildConfig:
         context_chars: context characters stored as the entry's head (and shown in the prompt).
         max_tokens: summary reply budget; None = the schema's worst case.
         add_batch: entries per bank transaction.
+        items_per_wave: items whose K trajectories run together (each trajectory holds a
+            Python worker of ~30 MB while it runs); None: all items at once.
     """
 
     k: int = 8
@@ -81,8 +83,11 @@ class BankBuildConfig:
     context_chars: int = CONTEXT_CHARS
     max_tokens: int | None = None
     add_batch: int = 64
+    items_per_wave: int | None = 8
 
     def __post_init__(self) -> None:
+        if self.items_per_wave is not None and self.items_per_wave < 1:
+            raise ConfigError(f"BankBuildConfig.items_per_wave={self.items_per_wave}; allowed: >= 1 or None")
         if not 1 <= self.k <= 64:
             raise ConfigError(f"BankBuildConfig.k={self.k}; allowed: 1..64")
         if not 0.0 < self.temperature <= 2.0:
@@ -272,10 +277,14 @@ def build_bank(
         jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))
         with progress.task(f"bank build: {len(todo)} items x {cfg.k} trajectories", total=len(todo)) as task:
 
-            def on_round(info: RoundInfo) -> None:
-                task.update(completed=info.finished, info=f"round {info.round}, {info.requests} requests")
+            def on_round(done: int, info: RoundInfo) -> None:
+                task.update(
+                    completed=done + info.finished, info=f"round {info.round}, {info.requests} requests"
+                )
 
-            outcomes = run_lockstep([builder.program(it) for it in todo], jb, on_round=on_round)
+            outcomes = run_waves(
+                [builder.program(it) for it in todo], jb, wave=cfg.items_per_wave, on_round=on_round
+            )
         entries = [o.entry for o in outcomes if o.entry is not None]
         for lo in range(0, len(entries), cfg.add_batch):
             bank.add_texts(entries[lo : lo + cfg.add_batch], embedder, cfg.context_chars, save_index=False)

@@ -3,7 +3,8 @@
 Variants: ``base`` (the model alone: no tools, no memory), ``ft`` (the ReAct solver with the
 tools and the answer gate), ``ft_fm`` (the same plus the experience memory). All questions of an
 evaluation run as lockstep programs (:func:`serving.lockstep.run_lockstep`): every round sends
-the pending calls of all questions to the engine as one batch. Every call goes through a
+the pending calls of all questions (up to ``EvalConfig.max_active`` at a time) to the engine
+as one batch. Every call goes through a
 :class:`serving.journal.JournaledBackend` whose journal lives in the run folder, so a killed
 evaluation rerun with the same arguments replays what it had and calls the model for the rest.
 
@@ -29,13 +30,14 @@ from agent.qa import runs
 from agent.qa.bank_build import Scorer, default_scorer
 from agent.qa.items import QAItem, Question
 from agent.qa.memory import ExperienceMemory
+from agent.qa.programs import run_waves
 from agent.qa.react import QASolver, SolverConfig, ToolFactory
 from agent.qa.trajectory import Trajectory
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import RoundInfo, run_lockstep
+from serving.lockstep import RoundInfo
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["VARIANTS", "EvalConfig", "EvalSummary", "evaluate", "sweep_memory", "Transcriber"]
@@ -56,17 +58,22 @@ class EvalConfig:
         variant: one of :data:`VARIANTS`.
         solver: solver settings (model, steps, bounds; temperature 0 at test).
         chunk_size: calls per journal transaction (the most a kill can lose).
+        max_active: questions whose loops run together (each holds a Python worker of about
+            30 MB while it runs); None: all at once.
     """
 
     variant: str
     solver: SolverConfig
     chunk_size: int = 256
+    max_active: int | None = 64
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ConfigError(f"EvalConfig.variant={self.variant!r}; allowed: {', '.join(VARIANTS)}")
         if self.chunk_size < 1:
             raise ConfigError(f"EvalConfig.chunk_size={self.chunk_size}; allowed: >= 1")
+        if self.max_active is not None and self.max_active < 1:
+            raise ConfigError(f"EvalConfig.max_active={self.max_active}; allowed: >= 1 or None")
 
 
 @dataclass(frozen=True)
@@ -205,10 +212,10 @@ def evaluate(
         jb = JournaledBackend(meter, journal, chunk_size=config.chunk_size)
         with progress.task(f"eval {v}: {len(questions)} questions", total=len(questions)) as task:
 
-            def on_round(info: RoundInfo) -> None:
-                task.update(completed=info.finished, info=f"round {info.round}, {info.requests} calls")
+            def on_round(done: int, info: RoundInfo) -> None:
+                task.update(completed=done + info.finished, info=f"round {info.round}, {info.requests} calls")
 
-            trajs: list[Trajectory] = run_lockstep(programs, jb, on_round=on_round)
+            trajs: list[Trajectory] = run_waves(programs, jb, wave=config.max_active, on_round=on_round)
     run_wall = time.perf_counter() - t0
 
     rows = []

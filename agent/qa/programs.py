@@ -4,14 +4,15 @@ reach the engine in the same batch (K requests with K seeds), and the item's pro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from localfin.errors import ConfigError
-from serving.lockstep import Program
+from serving.backend import Backend
+from serving.lockstep import Program, RoundInfo, run_lockstep
 from serving.types import ChatRequest
 
-__all__ = ["merged"]
+__all__ = ["merged", "run_waves"]
 
 T = TypeVar("T")
 
@@ -46,3 +47,25 @@ def merged(programs: Sequence[Program[T]]) -> Program[list[T]]:
             k += n
         pending = nxt
     return outcomes
+
+
+def run_waves(
+    programs: Sequence[Program[T]],
+    backend: Backend,
+    *,
+    wave: int | None,
+    on_round: Callable[[int, RoundInfo], None] | None = None,
+) -> list[T]:
+    """:func:`serving.lockstep.run_lockstep` over successive slices of at most ``wave``
+    programs (None: all at once), so that at most ``wave`` programs hold their per-question
+    resources (a Python worker each) at a time. ``on_round(done_before, info)`` reports each
+    round with the number of programs finished in earlier waves."""
+    if wave is not None and wave < 1:
+        raise ConfigError(f"wave={wave}; allowed: >= 1 or None")
+    size = wave or max(1, len(programs))
+    out: list[T] = []
+    for lo in range(0, len(programs), size):
+        done = len(out)
+        cb = (lambda info, d=done: on_round(d, info)) if on_round is not None else None
+        out.extend(run_lockstep(programs[lo : lo + size], backend, on_round=cb))
+    return out

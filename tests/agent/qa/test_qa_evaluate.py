@@ -217,3 +217,29 @@ def test_no_prompt_of_a_test_run_contains_the_gold_and_the_gate_never_receives_i
     for args in gate_args:
         assert not any(isinstance(a, Gold) for a in args)
         assert not any(g in repr(a) for a in args for g in golds.values())
+
+
+def test_waves_bound_the_questions_in_flight_and_change_no_result(tmp_path):
+    items = change_items(5, "test")
+    backend = qa_backend()
+    sizes: list[int] = []
+    orig = backend.chat
+    backend.chat = lambda reqs: (sizes.append(len(reqs)), orig(reqs))[1]  # type: ignore[method-assign]
+    evaluate(
+        items,
+        backend,
+        tmp_path / "w",
+        EvalConfig("ft", SolverConfig(model="m"), max_active=2),
+        tools=TOOLS,
+        scorer=num_scorer,
+    )
+    evaluate(
+        items,
+        qa_backend(),
+        tmp_path / "all",
+        EvalConfig("ft", SolverConfig(model="m"), max_active=None),
+        tools=TOOLS,
+        scorer=num_scorer,
+    )
+    assert max(sizes) == 2 and sizes == [2, 2, 2, 2, 2, 2, 1, 1, 1]
+    assert _stable(_trace(tmp_path / "w")) == _stable(_trace(tmp_path / "all"))
