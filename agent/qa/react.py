@@ -32,10 +32,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.prompting import load_prompt
-from agent.qa.gate import Evidence, GateConfig, check_answer
+from agent.qa.gate import Evidence, GateConfig, check_answer, question_format
 from agent.qa.items import Question
 from agent.qa.memory import ExperienceMemory
-from agent.qa.schemas import FINAL, action_schema, char_bound, final_schema, with_lengths
+from agent.qa.schemas import (
+    ANSWER_PATTERNS,
+    FINAL,
+    action_schema,
+    answer_property,
+    char_bound,
+    final_schema,
+    with_lengths,
+)
 from agent.qa.tools.base import Tool, ToolResult
 from agent.qa.trajectory import Step, Trajectory
 from bank.retrieval import RetrievalResult
@@ -76,6 +84,8 @@ class SolverConfig:
         gate_rejections: failed answer checks sent back before an answer stands anyway.
         max_bad_replies: unusable replies in a row before the forced final call.
         send_images: attach the question's images (models that accept images only).
+        answer_patterns: constrain a numeric final answer (number, percent, count, read from the
+            question text) to one number with its unit by a schema pattern, in every variant.
         gate: answer-gate settings.
     """
 
@@ -97,6 +107,7 @@ class SolverConfig:
     gate_rejections: int = 1
     max_bad_replies: int = 3
     send_images: bool = False
+    answer_patterns: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
 
     def __post_init__(self) -> None:
@@ -183,7 +194,6 @@ class QASolver:
         self._base_schema = with_lengths(
             self._base.schema, {"reasoning": c.base_reasoning_chars, "answer": c.answer_chars}
         )
-        self._final_schema = final_schema(c.thought_chars, c.answer_chars)
 
     # ------------------------------------------------------------------ requests
     def _request(
@@ -213,6 +223,10 @@ class QASolver:
             "transcriptions": [_clip(t, c.observation_chars) for t in transcriptions],
         }
 
+    def _pattern(self, question: Question) -> str | None:
+        """The final answer's pattern, by the answer kind the question text asks for."""
+        return ANSWER_PATTERNS.get(question_format(question).kind) if self.config.answer_patterns else None
+
     def _images(self, question: Question) -> tuple[str, ...]:
         return tuple(image_data_url(p) for p in question.images) if self.config.send_images else ()
 
@@ -239,10 +253,10 @@ class QASolver:
         c = self.config
         system, user = self._base.render(**self._data(question, transcriptions))
         msgs = [Message("system", system), Message("user", user, self._images(question))]
+        schema = dict(self._base_schema, properties=dict(self._base_schema["properties"]))
+        schema["properties"]["answer"] = answer_property(c.answer_chars, self._pattern(question))
         (res,) = yield [
-            self._request(
-                msgs, self._base_schema, seed=c.seed if seed is None else seed, temperature=c.temperature
-            )
+            self._request(msgs, schema, seed=c.seed if seed is None else seed, temperature=c.temperature)
         ]
         ok = not res.is_fallback and isinstance(res.parsed, dict)
         answer = str(res.parsed.get("answer", "")).strip() if ok else ""
@@ -324,12 +338,15 @@ class QASolver:
         )
         msgs: list[Message] = [Message("system", system), Message("user", user, self._images(question))]
         observed: list[int] = []
+        pattern = self._pattern(question)
         schema = action_schema(
             [(t.name, t.args_schema) for t in tools],
             thought_chars=c.thought_chars,
             answer_chars=c.answer_chars,
             arg_chars=c.arg_chars,
+            answer_pattern=pattern,
         )
+        final_only = final_schema(c.thought_chars, c.answer_chars, pattern)
 
         # plan
         (res,) = yield [self._request(msgs, self._plan_schema, seed=seed, temperature=temp)]
@@ -456,9 +473,7 @@ class QASolver:
         if not done:
             fallbacks.append(forced_reason)
             msgs.append(Message("user", self._step.render(kind="final_only", steps_left=0)[1]))
-            (res,) = yield [
-                self._request(self._fit(msgs, observed), self._final_schema, seed=seed, temperature=temp)
-            ]
+            (res,) = yield [self._request(self._fit(msgs, observed), final_only, seed=seed, temperature=temp)]
             if not res.is_fallback and isinstance(res.parsed, dict):
                 answer = str(res.parsed["args"].get("answer", "")).strip()
                 verdict = check_answer(

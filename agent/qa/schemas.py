@@ -15,9 +15,19 @@ from typing import Any
 
 from localfin.errors import ConfigError
 
-__all__ = ["bounded", "action_schema", "final_schema", "char_bound", "with_lengths"]
+__all__ = ["bounded", "action_schema", "final_schema", "char_bound", "with_lengths", "ANSWER_PATTERNS"]
 
 FINAL = "final_answer"
+
+_NUM = r"[0-9][0-9,]*([.][0-9]+)?"
+#: Regular expressions a final answer must match, by answer kind (:mod:`agent.qa.answer_format`,
+#: read from the question text only): one number with an optional sign, currency mark, scale
+#: word or percent sign. Other kinds are free text.
+ANSWER_PATTERNS = {
+    "number": rf"^[-(]?[$]?-?{_NUM}[)]?( ?(thousand|million|billion|%))?$",
+    "percent": rf"^-?{_NUM} ?%?$",
+    "count": r"^[0-9][0-9,]*$",
+}
 
 
 def bounded(schema: Mapping[str, Any], arg_chars: int) -> dict[str, Any]:
@@ -59,11 +69,19 @@ def _action(name: str, args: Mapping[str, Any], thought_chars: int) -> dict[str,
     }
 
 
-def final_schema(thought_chars: int, answer_chars: int) -> dict[str, Any]:
+def answer_property(answer_chars: int, pattern: str | None) -> dict[str, Any]:
+    """The schema of an answer string (bounded; matching ``pattern`` when given)."""
+    prop: dict[str, Any] = {"type": "string", "maxLength": answer_chars}
+    if pattern:
+        prop["pattern"] = pattern
+    return prop
+
+
+def final_schema(thought_chars: int, answer_chars: int, pattern: str | None = None) -> dict[str, Any]:
     """The schema of a final-answer-only reply."""
     args = {
         "type": "object",
-        "properties": {"answer": {"type": "string", "maxLength": answer_chars}},
+        "properties": {"answer": answer_property(answer_chars, pattern)},
         "required": ["answer"],
         "additionalProperties": False,
     }
@@ -71,7 +89,12 @@ def final_schema(thought_chars: int, answer_chars: int) -> dict[str, Any]:
 
 
 def action_schema(
-    tools: Sequence[tuple[str, Mapping[str, Any]]], *, thought_chars: int, answer_chars: int, arg_chars: int
+    tools: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    thought_chars: int,
+    answer_chars: int,
+    arg_chars: int,
+    answer_pattern: str | None = None,
 ) -> dict[str, Any]:
     """One object per action (``anyOf``): ``thought``, ``action`` (the tool's name or
     ``final_answer``) and that action's ``args``; so a reply can only call a tool that exists,
@@ -80,7 +103,7 @@ def action_schema(
     if FINAL in names or len(set(names)) != len(names):
         raise ConfigError(f"tool names must be unique and not {FINAL!r}; got {names}")
     alts = [_action(n, bounded(a, arg_chars), thought_chars) for n, a in tools]
-    alts.append(final_schema(thought_chars, answer_chars))
+    alts.append(final_schema(thought_chars, answer_chars, answer_pattern))
     return {"anyOf": alts} if len(alts) > 1 else alts[0]
 
 

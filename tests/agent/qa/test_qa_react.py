@@ -4,6 +4,7 @@ rejections and recovery, the step limit, lockstep batching, and the Base variant
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from qa_fakes import Calculator, Crasher, act, final, scripted_solver, turn_of
@@ -16,6 +17,7 @@ from serving.scripted import Rule, ScriptedBackend
 
 CONTEXT = "Net sales (in millions)\n| | 2019 | 2018 |\n| Total sales | $1,496.5 | $1,202.9 |"
 Q = Question("q1", "demo", "What is the percentage change in total sales from 2018 to 2019?", context=CONTEXT)
+Q_SALES = Question("q2", "demo", "What were total sales in 2019?", context=CONTEXT)  # a text answer
 EXPR = "(1496.5-1202.9)/1202.9*100"  # 24.407681...
 
 
@@ -65,13 +67,14 @@ def test_too_many_unusable_replies_force_a_final_call():
         if turn_of(req) == 0:
             return json.dumps({"inputs": "x", "experience": "none", "plan": "y"})
         if req.json_schema.get("properties", {}).get("action", {}).get("enum") == ["final_answer"]:
-            return final("$1,496.5")
+            return final("24.41%")
         return "{broken"
 
     backend = scripted_solver(reply)
     traj = run_one(s.solve(Q), backend)
     assert traj.fallbacks == ("bad_reply", "bad_reply", "bad_reply_limit")
-    assert traj.steps[-1].kind == "final_forced" and traj.answer == "$1,496.5"
+    assert traj.steps[-1].kind == "final_forced" and traj.answer == "24.41%"
+    assert traj.gate_ok is False  # no tool ran, so 24.41% traces to nothing; it stands, flagged
     assert len(backend.calls) == 4  # plan, two bad replies, forced final
 
 
@@ -147,7 +150,7 @@ def test_many_questions_advance_in_lockstep():
 def test_base_variant_is_one_call_without_tools():
     s, made = solver()
     backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "read the table", "answer": "$1,496.5"})])
-    traj = run_one(s.solve_base(Q), backend)
+    traj = run_one(s.solve_base(Q_SALES), backend)
     assert traj.variant == "base" and traj.answer == "$1,496.5" and traj.gate_ok is None
     assert len(backend.calls) == 1 and made == []
     assert set(backend.calls[0].json_schema["properties"]) == {"reasoning", "answer"}
@@ -164,3 +167,18 @@ def test_solver_config_names_the_bad_field():
         SolverConfig(model="m", max_steps=0)
     with pytest.raises(ConfigError, match="gate_rejections"):
         SolverConfig(model="m", gate_rejections=-1)
+
+
+def test_numeric_questions_constrain_the_answer_by_pattern():
+    s, _ = solver()
+    backend = scripted_solver([final("about a quarter")])
+    traj = run_one(s.solve(Q), backend)
+    alt = backend.calls[1].json_schema["anyOf"][-1]
+    pattern = alt["properties"]["args"]["properties"]["answer"]["pattern"]
+    assert re.match(pattern, "24.41%") and re.match(pattern, "24.41") and not re.match(pattern, "$1,496.5")
+    # a reply outside the pattern is unusable (schema decoding would not produce it)
+    assert traj.steps[1].fallback == "bad_reply" and "does not match" in traj.steps[1].observation
+    s2, _ = solver(answer_patterns=False)
+    b2 = scripted_solver([final("x")])
+    run_one(s2.solve(Q), b2)
+    assert "pattern" not in json.dumps(b2.calls[1].json_schema)
