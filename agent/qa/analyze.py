@@ -31,6 +31,7 @@ _COLUMNS = (
     ("variant", "variant"),
     ("n", "n"),
     ("accuracy", "accuracy"),
+    ("mean_score", "score"),
     ("bank_limit", "bank n"),
     ("k_max", "k_max"),
     ("memory_hit_rate", "hit rate"),

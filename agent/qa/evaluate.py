@@ -84,6 +84,7 @@ class EvalSummary:
     n: int
     correct: int
     accuracy: float
+    mean_score: float  # the scorer's graded score (TAT-QA: F1; right/wrong benchmarks: = accuracy)
     mean_prompt_tokens: float
     mean_completion_tokens: float
     mean_total_tokens: float
@@ -293,6 +294,7 @@ def _summary(
         n=n,
         correct=sum(r["correct"] for r in rows),
         accuracy=sum(r["correct"] for r in rows) / n if n else 0.0,
+        mean_score=_mean([r["score"] for r in rows]),
         mean_prompt_tokens=_mean([r["prompt_tokens"] for r in rows]),
         mean_completion_tokens=_mean([r["completion_tokens"] for r in rows]),
         mean_total_tokens=_mean(tokens),
