@@ -141,6 +141,9 @@ def build_bank_cmd(
     max_steps: int = _STEPS,
     k: int = typer.Option(8, "--k", help="Trajectories per item (paper: 8)."),
     temperature: float = typer.Option(0.7, "--temperature", help="Sampling temperature of the trajectories."),
+    wave: int = typer.Option(
+        8, "--items-per-wave", help="Items whose trajectories run together (memory bound)."
+    ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
 ) -> None:
@@ -167,7 +170,7 @@ def build_bank_cmd(
                     b,
                     _embedder(embedder),
                     run,
-                    config=BankBuildConfig(k=k, temperature=temperature),
+                    config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
                     data_files=[data],
                     transcriber=_transcriber(names, items),
                     progress=console_progress(log.stderr),
@@ -211,6 +214,9 @@ def eval_cmd(
     tools: str = _TOOLS,
     store: Path = _STORE,
     max_steps: int = _STEPS,
+    max_active: int = typer.Option(
+        64, "--max-active", help="Questions whose loops run together (memory bound)."
+    ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
 ) -> None:
@@ -230,7 +236,7 @@ def eval_cmd(
     with RunLog(root / "engine.log") as log:
         be, reg = _backend(backend, model, base_url)
         try:
-            cfg = EvalConfig(variant, _solver_config(reg, model, max_steps))
+            cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
             factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
             common: dict[str, Any] = dict(
                 tools=factory,
