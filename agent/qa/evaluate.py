@@ -12,9 +12,11 @@ The agent only ever receives ``item.question``; gold answers are read by the sco
 programs have ended. The bank is only read (no hit counters are written).
 
 Latency: ``engine_s`` of a question is its share of the engine time of the batches its calls
-were in (batch wall time / batch size), counted for calls made by this process (a replayed
-call counts 0; ``replayed`` says how many there were); ``wall_s`` is the time from its
-program's start to its end, which includes waiting for the other questions of each round.
+were in (batch wall time / batch size). Shares are kept in the run folder's ``timings.json``
+with the wall time of every attempt, so a resumed or replayed run still reports the time its
+calls took when they were made (``run_wall_s`` is the sum over the attempts that called the
+model). ``wall_s`` is the time from a program's start to its end in the last attempt, which
+includes waiting for the other questions of each round (and is near 0 on a full replay).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class EvalSummary:
     mean_total_tokens: float
     mean_engine_s: float
     mean_wall_s: float
-    run_wall_s: float
+    run_wall_s: float  # summed over the attempts that called the model (see the module docstring)
     mean_tool_steps: float
     gate_pass_rate: float | None  # share of answers the gate accepted (None for base)
     memory_hit_rate: float | None  # share of questions with >= 1 retrieved entry (ft_fm)
@@ -216,8 +218,15 @@ def evaluate(
             def on_round(done: int, info: RoundInfo) -> None:
                 task.update(completed=done + info.finished, info=f"round {info.round}, {info.requests} calls")
 
-            trajs: list[Trajectory] = run_waves(programs, jb, wave=config.max_active, on_round=on_round)
-    run_wall = time.perf_counter() - t0
+            try:
+                trajs: list[Trajectory] = run_waves(programs, jb, wave=config.max_active, on_round=on_round)
+            except BaseException:  # a killed attempt keeps the engine time of the calls it made
+                _record_timings(run_dir, meter.share, time.perf_counter() - t0, jb, failed=True)
+                raise
+    timings = _record_timings(run_dir, meter.share, time.perf_counter() - t0, jb)
+    run_wall = (
+        sum(a["wall_s"] for a in timings["attempts"] if a["model_calls"]) or timings["attempts"][-1]["wall_s"]
+    )
 
     rows = []
     for item, traj in zip(items, trajs):  # gold is read from here on, after every program ended
@@ -227,7 +236,7 @@ def evaluate(
             correct=bool(s.correct),
             score=float(getattr(s, "score", float(bool(s.correct)))),
             score_detail=runs.to_jsonable(getattr(s, "detail", "")),
-            engine_s=round(sum(meter.share.get(st.request_key, 0.0) for st in traj.steps), 6),
+            engine_s=round(sum(timings["shares"].get(st.request_key, 0.0) for st in traj.steps), 6),
         )
         rows.append(row)
     summary = _summary(config, rows, trajs, run_wall, jb, memory, run_dir)
@@ -257,6 +266,22 @@ def evaluate(
     )
     log.info("eval %s: accuracy %.3f on %d questions (%s)", v, summary.accuracy, summary.n, run_dir)
     return summary
+
+
+def _record_timings(
+    run_dir: Path, shares: dict[str, float], wall: float, jb: JournaledBackend, failed: bool = False
+) -> dict[str, Any]:
+    """Merge this attempt's per-call engine shares (first measurement of a call wins) and its
+    wall time into ``timings.json``; returns the merged record."""
+    path = run_dir / "timings.json"
+    data: dict[str, Any] = runs.read_json(path) if path.exists() else {"shares": {}, "attempts": []}
+    for key, v in shares.items():
+        data["shares"].setdefault(key, round(v, 6))
+    data["attempts"].append(
+        {"wall_s": round(wall, 3), "model_calls": jb.called, "replayed": jb.replayed, "failed": failed}
+    )
+    runs.write_json(path, data)
+    return data
 
 
 def _tool_names(tools: ToolFactory | None, questions: Sequence[Question]) -> list[str]:

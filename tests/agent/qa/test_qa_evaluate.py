@@ -135,6 +135,14 @@ def test_killed_evaluation_resumes_from_its_journal(tmp_path):
     resumed = evaluate(items, backend, tmp_path / "run", cfg, tools=TOOLS, scorer=num_scorer)
     assert resumed.replayed == 6 and resumed.model_calls == ref.model_calls - 6 == len(backend.calls)
     assert _stable(_trace(tmp_path / "run")) == _stable(_trace(tmp_path / "ref"))
+    # a full replay keeps the engine time measured when the calls were made
+    replay = evaluate(items, qa_backend(), tmp_path / "run", cfg, tools=TOOLS, scorer=num_scorer)
+    assert replay.model_calls == 0 and replay.mean_engine_s == resumed.mean_engine_s > 0
+    assert replay.run_wall_s == resumed.run_wall_s
+    timings = json.loads((tmp_path / "run" / "timings.json").read_text())
+    assert [a["model_calls"] for a in timings["attempts"]] == [6, resumed.model_calls, 0]
+    assert [a["failed"] for a in timings["attempts"]] == [True, False, False]
+    assert len(timings["shares"]) == ref.model_calls  # every call's engine time, the killed ones too
 
 
 # --- gold never reaches a test-time prompt or the gate ------------------------------------------
