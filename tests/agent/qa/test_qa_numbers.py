@@ -62,6 +62,7 @@ def test_scaled_applies_the_scale_word():
 def test_find_numbers_in_text_keeps_ranges_and_identifiers_apart():
     found = find_numbers("Sales rose from $1,100.2 million in 2018-2019 to 1,234.5 (up 12.3%); Q4 was (3.1)")
     assert [n.value for n in found] == [1100.2, 2018.0, 2019.0, 1234.5, 12.3, -3.1]
+    assert [n.value for n in find_numbers("Cost789.01 | H2 | FY2019")] == [789.01, 2019.0]
     assert found[0].scale == "million"
     assert found[4].percent
 
