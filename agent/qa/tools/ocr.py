@@ -36,7 +36,15 @@ from agent.qa.numbers import find_numbers
 from agent.qa.tools.base import ToolResult
 from localfin.errors import ConfigError, InputError
 
-__all__ = ["OcrBox", "Transcription", "OcrEngine", "transcribe", "ReparseImageTool", "MODES"]
+__all__ = [
+    "OcrBox",
+    "Transcription",
+    "OcrEngine",
+    "transcribe",
+    "transcribe_images",
+    "ReparseImageTool",
+    "MODES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -258,6 +266,23 @@ def _check_region(region: Sequence[float]) -> tuple[float, float, float, float]:
 def transcribe(path: str | Path, *, engine: OcrEngine | None = None) -> Transcription:
     """OCR of one image (a new engine is loaded when none is given)."""
     return (engine or OcrEngine()).transcribe(path)
+
+
+def transcribe_images(images: Sequence[str | Path], engine: OcrEngine) -> tuple[str, tuple[float, ...]]:
+    """The pre-loop OCR of a question's images: the structured text to prepend to its context
+    (one block per image, labelled ``[image N]`` as the question's ``<image N>`` markers) and
+    every number read (for the answer gate). An unreadable image gets a one-line note."""
+    blocks: list[str] = []
+    numbers: list[float] = []
+    for n, img in enumerate(images, start=1):
+        try:
+            tr = engine.transcribe(img)
+        except InputError as exc:
+            blocks.append(f"[image {n}] not transcribed: {exc}")
+            continue
+        blocks.append(tr.text(f"[image {n}]"))
+        numbers.extend(tr.numbers())
+    return "\n\n".join(blocks), tuple(numbers)
 
 
 class ReparseImageTool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.qa.answer_format import AnswerFormat, answer_format_from_question
+from agent.qa.answer_format import AnswerFormat, answer_format_from_question, numeric_format
 from agent.qa.numbers import find_numbers, format_number, parse_number
 from localfin.errors import ConfigError
 
@@ -112,3 +112,11 @@ def test_answer_format_validates():
         AnswerFormat("essay")
     with pytest.raises(ConfigError, match="decimals"):
         AnswerFormat("number", decimals=11)
+
+
+def test_numeric_benchmarks_ask_for_a_number_even_without_a_cue():
+    assert answer_format_from_question("Revenue of the firm").kind == "text"
+    fmt = numeric_format("Revenue of the firm (in thousands)")
+    assert (fmt.kind, fmt.scale) == ("number", "thousand")
+    assert numeric_format("What was the percentage change?").kind == "percent"
+    assert "in USD" in numeric_format("Revenue of the firm", unit="USD").describe()

@@ -16,7 +16,7 @@ from agent.qa.datasets import load_items
 from agent.qa.demo_set import build_demo_set
 from agent.qa.numbers import find_numbers
 from agent.qa.tools.base import Tool
-from agent.qa.tools.ocr import OcrEngine, ReparseImageTool
+from agent.qa.tools.ocr import OcrEngine, ReparseImageTool, transcribe_images
 from localfin.errors import ConfigError, InputError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -67,6 +67,15 @@ def test_demo_chart_and_table_read_exactly(engine, image_items):
             values = [n.value for n in find_numbers(revenue)]
             assert len(values) == 4
             assert abs(sum(values) - it.gold.answer) <= it.gold.extra["abs_tol"] + 1e-9
+
+
+def test_pre_loop_text_labels_every_image(engine, image_items):
+    paths = [i.question.images[0] for i in image_items]  # read before: served from the cache
+    text, numbers = transcribe_images([*paths, "/nonexistent/gone.png"], engine)
+    assert "[image 1] OCR of" in text and "[image 2] OCR of" in text
+    assert "[image 3] not transcribed" in text
+    chart = next(i for i in image_items if i.gold.extra["kind"] == "chart_value")
+    assert chart.gold.answer in numbers
 
 
 def test_small_text_is_read_at_twice_the_size(engine, tmp_path):
