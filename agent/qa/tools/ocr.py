@@ -15,7 +15,8 @@ ordered left to right and joined with `` | `` (table cells stay apart). Boxes be
 ``low_confidence`` (0.80) are flagged and marked ``[?]`` in the text, so the solver knows
 which readings to doubt. Small text is read better larger: when the median box of a first
 pass is lower than ``small_text_px`` (16 px) the image is read again at 2x (cubic) and the
-boxes are mapped back to the original pixels.
+boxes are mapped back to the original pixels (only for images up to 1000 px on their longer
+side: the engine shrinks anything above 2000 px, which would undo the upscaling).
 
 :class:`ReparseImageTool` (the Tool protocol) lets the loop re-read one image of its question,
 whole or a region (fractions of width and height), in ``auto`` mode or forced ``upscale``,
@@ -50,6 +51,9 @@ log = logging.getLogger(__name__)
 
 #: Re-parse modes: ``auto`` upscales small text only, ``upscale`` always reads at 2x.
 MODES = ("auto", "upscale")
+#: Longest image side the engine works on (rapidocr's ``max_side_len``; larger images are
+#: shrunk to it), so ``auto`` upscales only images up to half of it.
+_MAX_SIDE = 2000
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,7 @@ class OcrEngine:
         apply_offline_env()  # ORT_DISABLE_TELEMETRY=1 must be set before onnxruntime initialises
         from rapidocr_onnxruntime import RapidOCR
 
-        kwargs: dict[str, Any] = {"text_score": min_confidence}
+        kwargs: dict[str, Any] = {"text_score": min_confidence, "max_side_len": _MAX_SIDE}
         if threads is not None:
             kwargs.update(intra_op_num_threads=threads, inter_op_num_threads=1)
         self._ocr = RapidOCR(**kwargs)
@@ -229,7 +233,9 @@ class OcrEngine:
         t0 = time.perf_counter()
         upscaled = mode == "upscale"
         boxes = [] if upscaled else self._read(img, 1.0)
-        if not upscaled and boxes and statistics.median(b.height for b in boxes) < self.small_text_px:
+        small = bool(boxes) and statistics.median(b.height for b in boxes) < self.small_text_px
+        # the engine shrinks any side above _MAX_SIDE back down, so 2x only helps below half of it
+        if not upscaled and small and 2 * max(img.shape[:2]) <= _MAX_SIDE:
             upscaled = True
         if upscaled:
             big = cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
