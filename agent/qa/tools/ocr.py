@@ -13,10 +13,12 @@ A :class:`Transcription` keeps every box (text, corner points, confidence) and g
 into lines: boxes whose vertical centres lie within half a median box height form one line,
 ordered left to right and joined with `` | `` (table cells stay apart). Boxes below
 ``low_confidence`` (0.80) are flagged and marked ``[?]`` in the text, so the solver knows
-which readings to doubt. Small text is read better larger: when the median box of a first
-pass is lower than ``small_text_px`` (16 px) the image is read again at 2x (cubic) and the
-boxes are mapped back to the original pixels (only for images up to 1000 px on their longer
-side: the engine shrinks anything above 2000 px, which would undo the upscaling).
+which readings to doubt. Small text is often read better larger: when the median box of a
+first pass is lower than ``small_text_px`` (16 px) the image is read again at 2x (cubic), the
+boxes are mapped back to the original pixels and, box by box, the more confident of the two
+readings is kept (2x fixed misread digits in some images and broke "1,234.56" into
+"1.234.56" in others). Only images up to 1000 px on their longer side are upscaled: the
+engine shrinks anything above 2000 px, which would undo it.
 
 :class:`ReparseImageTool` (the Tool protocol) lets the loop re-read one image of its question,
 whole or a region (fractions of width and height), in ``auto`` mode or forced ``upscale``,
@@ -97,7 +99,7 @@ class Transcription:
         lines: the boxes grouped into lines (cells joined by `` | ``; ``[?]`` after a
             low-confidence box).
         width, height: image size in pixels.
-        upscaled: True when the reading used the 2x image.
+        upscaled: True when the image was also (or only, in ``upscale`` mode) read at 2x.
         seconds: wall time of the OCR.
     """
 
@@ -125,6 +127,34 @@ class Transcription:
     def numbers(self) -> tuple[float, ...]:
         """Every number the transcription reads (for the answer gate's provenance check)."""
         return tuple(n.value for line in self.lines for n in find_numbers(line.replace("[?]", "")))
+
+
+def _iou(a: OcrBox, b: OcrBox) -> float:
+    ax0, ax1 = a.left, max(p[0] for p in a.points)
+    bx0, bx1 = b.left, max(p[0] for p in b.points)
+    w = min(ax1, bx1) - max(ax0, bx0)
+    h = min(a.bottom, b.bottom) - max(a.top, b.top)
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    union = (ax1 - ax0) * a.height + (bx1 - bx0) * b.height - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _merge_passes(first: list[OcrBox], second: list[OcrBox], min_iou: float = 0.3) -> list[OcrBox]:
+    """Box by box, the more confident of two readings of the same text (matched by overlap);
+    a box only one pass found is kept unless it overlaps one already kept."""
+    kept: list[OcrBox] = []
+    used: set[int] = set()
+    for a in first:
+        score, j = max(((_iou(a, b), j) for j, b in enumerate(second) if j not in used), default=(0.0, -1))
+        if score >= min_iou:
+            used.add(j)
+            kept.append(a if a.confidence >= second[j].confidence else second[j])
+        else:
+            kept.append(a)
+    kept += [b for j, b in enumerate(second) if j not in used and all(_iou(b, k) < min_iou for k in kept)]
+    return kept
 
 
 def _group_lines(boxes: list[OcrBox]) -> list[list[OcrBox]]:
@@ -234,12 +264,13 @@ class OcrEngine:
         upscaled = mode == "upscale"
         boxes = [] if upscaled else self._read(img, 1.0)
         small = bool(boxes) and statistics.median(b.height for b in boxes) < self.small_text_px
-        # the engine shrinks any side above _MAX_SIDE back down, so 2x only helps below half of it
-        if not upscaled and small and 2 * max(img.shape[:2]) <= _MAX_SIDE:
+        big = None
+        if upscaled or (small and 2 * max(img.shape[:2]) <= _MAX_SIDE):
+            # the engine shrinks any side above _MAX_SIDE back down, so 2x only helps below half
+            big = self._read(cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC), 2.0)
+        if big is not None:
+            boxes = big if upscaled else _merge_passes(boxes, big)
             upscaled = True
-        if upscaled:
-            big = cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
-            boxes = self._read(big, 2.0)
         if x_off or y_off:
             boxes = [
                 OcrBox(
