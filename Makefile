@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.localfin-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# onnxruntime (OCR) writes a device id under ~/.cache/Microsoft on import and phones home
+# unless this is set before it loads.
+export ORT_DISABLE_TELEMETRY := 1
 
 .PHONY: install lint demo test test-slow bench clean-venv
 

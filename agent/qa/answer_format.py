@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from localfin.errors import ConfigError
 
-__all__ = ["ANSWER_KINDS", "AnswerFormat", "answer_format_from_question"]
+__all__ = ["ANSWER_KINDS", "AnswerFormat", "answer_format_from_question", "numeric_format"]
 
 #: number: a numeric value; percent: a percentage in percent units; count: an integer count;
 #: yes_no: "yes" or "no"; choice: option letter(s); list: several short spans; text: one span.
@@ -151,3 +151,13 @@ def answer_format_from_question(text: str, *, options: Sequence[str] = (), unit:
     if decimals is not None or scale or unit or _NUMERIC.search(text):
         return AnswerFormat("number", decimals=decimals, scale=scale, unit=unit)
     return AnswerFormat("text")
+
+
+def numeric_format(text: str, *, unit: str = "") -> AnswerFormat:
+    """:func:`answer_format_from_question` for a benchmark whose published task is to give a
+    number (BizBench SEC-NUM, FinMMR): a ``text``/``list``/``yes_no`` reading becomes
+    ``number`` with the decimals and scale the question states (and the published ``unit``)."""
+    fmt = answer_format_from_question(text, unit=unit)
+    if fmt.kind in ("number", "percent", "count"):
+        return fmt
+    return AnswerFormat("number", decimals=fmt.decimals, scale=fmt.scale, unit=unit)

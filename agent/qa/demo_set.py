@@ -1,6 +1,7 @@
 """The bundled demo QA set, generated at run time from the seeded synthetic market.
 
-:func:`build_demo_set` writes ``items.jsonl`` and ``images/*.png`` into a folder; the files
+:func:`build_demo_set` writes ``items.jsonl`` and ``images/*.png`` into a folder (and
+``image_truth.json``: the numbers each image prints, for measuring OCR only); the files
 are a pure function of the seed (PNG bytes included: matplotlib's Agg renderer, its bundled
 DejaVu font, fixed style and no timestamp in the metadata). Nothing generated is committed.
 
@@ -211,6 +212,7 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
         answer: float,
         images: tuple[str, ...] = (),
         render: tuple[Callable[[], None], ...] = (),
+        drawn: tuple[str, ...] = (),
     ) -> None:
         d = _DECIMALS[kind]
         qs.append(
@@ -224,6 +226,7 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
                 "answer_type": "count" if kind == "count" else "number",
                 "decimals": d,
                 "_render": render,  # drawn only if the question is chosen
+                "_drawn": drawn,  # the numbers printed on its image, for OCR measurement
             }
         )
 
@@ -273,6 +276,7 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
         value,
         (f"images/{chart}",),
         (partial(_chart, c, shown, img_dir / chart),),
+        tuple(f"{v:.2f}" for _, v in shown),
     )
     units = rng.uniform(20.0, 80.0) / 4.0
     q_mask = (c.dates[m15].astype("datetime64[M]").astype(int) % 12) // 3
@@ -296,6 +300,7 @@ def _company_questions(c: _Company, rng: np.random.Generator, img_dir: Path) -> 
                 img_dir / table_img,
             ),
         ),
+        tuple(f"{v:,.1f}" for v in quarters),
     )
     closes = [v for _, v in ends]
     threshold = float(np.floor(np.median(closes)) + 0.5)
@@ -340,6 +345,7 @@ def build_demo_set(out_dir: Path, *, seed: int = 0, n_train: int = 24, n_test: i
     chosen = dealt[: n_train + n_test]
     rows: list[dict[str, Any]] = []
     caps = {"train": n_train, "test": n_test}
+    truth: dict[str, list[str]] = {}
     toggle = dict.fromkeys(DEMO_KINDS, 0)
     for n, q in enumerate(chosen):
         want = ("train", "test")[(toggle[q["kind"]] + DEMO_KINDS.index(q["kind"])) % 2]
@@ -348,8 +354,15 @@ def build_demo_set(out_dir: Path, *, seed: int = 0, n_train: int = 24, n_test: i
             want = "test" if want == "train" else "train"
         for job in q.pop("_render"):
             job()
+        drawn = q.pop("_drawn")
+        if q["images"]:
+            truth[q["images"][0]] = list(drawn)
         rows.append({"id": f"demo-{seed}-{n:03d}", "split": want, **q})
     lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
     (out / "items.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # what each image prints, for measuring OCR (bench/qa_ocr.py); never shown to a solver
+    (out / "image_truth.json").write_text(
+        json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     log.info("demo QA set: %d train + %d test items in %s", n_train, n_test, out)
     return out

@@ -147,8 +147,10 @@ def find_numbers(text: str) -> list[ParsedNumber]:
     out: list[ParsedNumber] = []
     for m in _NUMBER_RE.finditer(text or ""):
         start = m.start("digits")
-        # a digit run glued to letters before it is an identifier, not a number ("Q4", "A1")
-        if start > 0 and text[start - 1].isalpha() and not m.group("cur1") and not m.group("cur2"):
+        # one or two digits glued to letters before them name something ("Q4", "A1", "H2");
+        # longer runs are read ("Cost789.01": OCR drops spaces, "FY2019")
+        glued = start > 0 and text[start - 1].isalpha() and not m.group("cur1") and not m.group("cur2")
+        if glued and re.fullmatch(r"\d{1,2}", m.group("digits")):
             continue
         dash = bool(m.group("sign")) and m.start() > 0 and text[m.start() - 1].isalnum()
         parsed = _from_match(m, range_dash=dash)

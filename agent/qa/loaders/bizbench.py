@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question
+from agent.qa.answer_format import answer_format_from_question, numeric_format
 from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import BadRecord, parquet_rows, skip_of, text_field
@@ -74,7 +74,11 @@ def _item(rec: dict[str, Any], f: Path, shard: int, n: int) -> QAItem:
         text=question,
         context=str(rec.get("context") or "").strip(),
         options=tuple(options),
-        answer_format=answer_format_from_question(question, options=tuple(options)).describe(),
+        answer_format=(
+            answer_format_from_question(question, options=tuple(options))
+            if options
+            else numeric_format(question)
+        ).describe(),
     )
     gold = Gold(
         answer=answer,

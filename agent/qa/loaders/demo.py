@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from agent.qa.answer_format import answer_format_from_question
+from agent.qa.answer_format import numeric_format
 from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import BadRecord, parse_path_list, skip_of, text_field
@@ -44,7 +44,7 @@ def _item(rec: dict, root: Path, require_images: bool) -> QAItem:
         text=question,
         context=str(rec.get("context") or ""),
         images=tuple(images),
-        answer_format=answer_format_from_question(question).describe(),
+        answer_format=numeric_format(question).describe(),
     )
     gold = Gold(
         answer=answer,

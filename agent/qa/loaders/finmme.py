@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question
+from agent.qa.answer_format import answer_format_from_question, numeric_format
 from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import SPLITS, Gold, QAItem, Question
 from agent.qa.loaders.common import BadRecord, parquet_rows, skip_of, text_field
@@ -162,7 +162,11 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
         context=context,
         images=_image(rec.get("image"), cache),
         options=options,
-        answer_format=answer_format_from_question(question, options=options, unit=unit).describe(),
+        answer_format=(
+            numeric_format(question, unit=unit)
+            if qtype == "numerical"
+            else answer_format_from_question(question, options=options)
+        ).describe(),
     )
     return QAItem(q, Gold(answer=answer, answer_type=answer_type, extra=extra), split)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from agent.qa.answer_format import answer_format_from_question
+from agent.qa.answer_format import numeric_format
 from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import BadRecord, parse_path_list, skip_of, text_field
@@ -86,7 +86,7 @@ def _item(rec: dict, *, released: bool, base: Path, split_name: str, require_ima
         text=question,
         context=str(rec.get("context") or "").strip(),
         images=images,
-        answer_format=answer_format_from_question(question).describe(),
+        answer_format=numeric_format(question).describe(),
     )
     solution = rec.get("python_solution") or rec.get("program") or ""
     gold = Gold(

@@ -10,7 +10,8 @@ return        simple return over the period, close(last) / close(first) - 1, in 
 volatility    sample std (ddof 1) of daily log returns over the period, daily and annualised
               (x sqrt(252)), in percent
 beta          OLS slope of the symbol's daily log returns on ``other``'s over the period
-              (``kernels.ols_hedge``)
+              (``kernels.ols_hedge``); with ``window`` and ``date`` this is the rolling beta
+              of that window ending on that date
 hedge_ratio   OLS of log(symbol) on log(other) over the period: beta and alpha
 half_life     mean-reversion half-life in sessions of the spread log(symbol) - beta log(other),
               beta from that OLS (``kernels.half_life``)

@@ -13,9 +13,12 @@ A :class:`Transcription` keeps every box (text, corner points, confidence) and g
 into lines: boxes whose vertical centres lie within half a median box height form one line,
 ordered left to right and joined with `` | `` (table cells stay apart). Boxes below
 ``low_confidence`` (0.80) are flagged and marked ``[?]`` in the text, so the solver knows
-which readings to doubt. Small text is read better larger: when the median box of a first
-pass is lower than ``small_text_px`` (16 px) the image is read again at 2x (cubic) and the
-boxes are mapped back to the original pixels.
+which readings to doubt. Small text is often read better larger: when the median box of a
+first pass is lower than ``small_text_px`` (16 px) the image is read again at 2x (cubic), the
+boxes are mapped back to the original pixels and, box by box, the more confident of the two
+readings is kept (2x fixed misread digits in some images and broke "1,234.56" into
+"1.234.56" in others). Only images up to 1000 px on their longer side are upscaled: the
+engine shrinks anything above 2000 px, which would undo it.
 
 :class:`ReparseImageTool` (the Tool protocol) lets the loop re-read one image of its question,
 whole or a region (fractions of width and height), in ``auto`` mode or forced ``upscale``,
@@ -36,12 +39,23 @@ from agent.qa.numbers import find_numbers
 from agent.qa.tools.base import ToolResult
 from localfin.errors import ConfigError, InputError
 
-__all__ = ["OcrBox", "Transcription", "OcrEngine", "transcribe", "ReparseImageTool", "MODES"]
+__all__ = [
+    "OcrBox",
+    "Transcription",
+    "OcrEngine",
+    "transcribe",
+    "transcribe_images",
+    "ReparseImageTool",
+    "MODES",
+]
 
 log = logging.getLogger(__name__)
 
 #: Re-parse modes: ``auto`` upscales small text only, ``upscale`` always reads at 2x.
 MODES = ("auto", "upscale")
+#: Longest image side the engine works on (rapidocr's ``max_side_len``; larger images are
+#: shrunk to it), so ``auto`` upscales only images up to half of it.
+_MAX_SIDE = 2000
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ class Transcription:
         lines: the boxes grouped into lines (cells joined by `` | ``; ``[?]`` after a
             low-confidence box).
         width, height: image size in pixels.
-        upscaled: True when the reading used the 2x image.
+        upscaled: True when the image was also (or only, in ``upscale`` mode) read at 2x.
         seconds: wall time of the OCR.
     """
 
@@ -115,6 +129,34 @@ class Transcription:
         return tuple(n.value for line in self.lines for n in find_numbers(line.replace("[?]", "")))
 
 
+def _iou(a: OcrBox, b: OcrBox) -> float:
+    ax0, ax1 = a.left, max(p[0] for p in a.points)
+    bx0, bx1 = b.left, max(p[0] for p in b.points)
+    w = min(ax1, bx1) - max(ax0, bx0)
+    h = min(a.bottom, b.bottom) - max(a.top, b.top)
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    union = (ax1 - ax0) * a.height + (bx1 - bx0) * b.height - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _merge_passes(first: list[OcrBox], second: list[OcrBox], min_iou: float = 0.3) -> list[OcrBox]:
+    """Box by box, the more confident of two readings of the same text (matched by overlap);
+    a box only one pass found is kept unless it overlaps one already kept."""
+    kept: list[OcrBox] = []
+    used: set[int] = set()
+    for a in first:
+        score, j = max(((_iou(a, b), j) for j, b in enumerate(second) if j not in used), default=(0.0, -1))
+        if score >= min_iou:
+            used.add(j)
+            kept.append(a if a.confidence >= second[j].confidence else second[j])
+        else:
+            kept.append(a)
+    kept += [b for j, b in enumerate(second) if j not in used and all(_iou(b, k) < min_iou for k in kept)]
+    return kept
+
+
 def _group_lines(boxes: list[OcrBox]) -> list[list[OcrBox]]:
     if not boxes:
         return []
@@ -135,7 +177,10 @@ class OcrEngine:
         low_confidence: boxes below this confidence are flagged (0..1).
         small_text_px: median box height (pixels) below which the image is re-read at 2x.
         min_confidence: boxes below this are dropped as noise (0..1, below low_confidence).
-        threads: onnxruntime intra-op threads (None: the library's default, all cores).
+        threads: onnxruntime intra-op threads (default 1; None: the library's default, all
+            cores). One thread per image was faster on a busy 2-core machine (2.5 s against
+            4.1-5.8 s for a demo table image) since ORT's spinning threads contend with every
+            other process; pass more on an idle many-core workstation.
         cache_size: transcriptions kept in memory, keyed by file (path, size, mtime), region
             and mode: the same image read again (another variant, trajectory or re-parse with
             the same arguments) costs nothing.
@@ -147,7 +192,7 @@ class OcrEngine:
         low_confidence: float = 0.80,
         small_text_px: float = 16.0,
         min_confidence: float = 0.30,
-        threads: int | None = None,
+        threads: int | None = 1,
         cache_size: int = 256,
     ) -> None:
         if not 0.0 <= min_confidence <= low_confidence <= 1.0:
@@ -171,7 +216,7 @@ class OcrEngine:
         apply_offline_env()  # ORT_DISABLE_TELEMETRY=1 must be set before onnxruntime initialises
         from rapidocr_onnxruntime import RapidOCR
 
-        kwargs: dict[str, Any] = {"text_score": min_confidence}
+        kwargs: dict[str, Any] = {"text_score": min_confidence, "max_side_len": _MAX_SIDE}
         if threads is not None:
             kwargs.update(intra_op_num_threads=threads, inter_op_num_threads=1)
         self._ocr = RapidOCR(**kwargs)
@@ -180,11 +225,11 @@ class OcrEngine:
         result, _ = self._ocr(img)
         boxes = []
         for pts, text, score in result or []:
-            conf = float(score)
+            conf = round(float(score), 4)
             if conf < self.min_confidence or not str(text).strip():
                 continue
             points = tuple((float(x) / scale, float(y) / scale) for x, y in pts)
-            boxes.append(OcrBox(str(text).strip(), points, round(conf, 4), conf < self.low_confidence))
+            boxes.append(OcrBox(str(text).strip(), points, conf, conf < self.low_confidence))
         return boxes
 
     def transcribe(
@@ -218,11 +263,14 @@ class OcrEngine:
         t0 = time.perf_counter()
         upscaled = mode == "upscale"
         boxes = [] if upscaled else self._read(img, 1.0)
-        if not upscaled and boxes and statistics.median(b.height for b in boxes) < self.small_text_px:
+        small = bool(boxes) and statistics.median(b.height for b in boxes) < self.small_text_px
+        big = None
+        if upscaled or (small and 2 * max(img.shape[:2]) <= _MAX_SIDE):
+            # the engine shrinks any side above _MAX_SIDE back down, so 2x only helps below half
+            big = self._read(cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC), 2.0)
+        if big is not None:
+            boxes = big if upscaled else _merge_passes(boxes, big)
             upscaled = True
-        if upscaled:
-            big = cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
-            boxes = self._read(big, 2.0)
         if x_off or y_off:
             boxes = [
                 OcrBox(
@@ -255,6 +303,23 @@ def _check_region(region: Sequence[float]) -> tuple[float, float, float, float]:
 def transcribe(path: str | Path, *, engine: OcrEngine | None = None) -> Transcription:
     """OCR of one image (a new engine is loaded when none is given)."""
     return (engine or OcrEngine()).transcribe(path)
+
+
+def transcribe_images(images: Sequence[str | Path], engine: OcrEngine) -> tuple[str, tuple[float, ...]]:
+    """The pre-loop OCR of a question's images: the structured text to prepend to its context
+    (one block per image, labelled ``[image N]`` as the question's ``<image N>`` markers) and
+    every number read (for the answer gate). An unreadable image gets a one-line note."""
+    blocks: list[str] = []
+    numbers: list[float] = []
+    for n, img in enumerate(images, start=1):
+        try:
+            tr = engine.transcribe(img)
+        except InputError as exc:
+            blocks.append(f"[image {n}] not transcribed: {exc}")
+            continue
+        blocks.append(tr.text(f"[image {n}]"))
+        numbers.extend(tr.numbers())
+    return "\n\n".join(blocks), tuple(numbers)
 
 
 class ReparseImageTool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.qa.answer_format import AnswerFormat, answer_format_from_question
+from agent.qa.answer_format import AnswerFormat, answer_format_from_question, numeric_format
 from agent.qa.numbers import find_numbers, format_number, parse_number
 from localfin.errors import ConfigError
 
@@ -62,6 +62,7 @@ def test_scaled_applies_the_scale_word():
 def test_find_numbers_in_text_keeps_ranges_and_identifiers_apart():
     found = find_numbers("Sales rose from $1,100.2 million in 2018-2019 to 1,234.5 (up 12.3%); Q4 was (3.1)")
     assert [n.value for n in found] == [1100.2, 2018.0, 2019.0, 1234.5, 12.3, -3.1]
+    assert [n.value for n in find_numbers("Cost789.01 | H2 | FY2019")] == [789.01, 2019.0]
     assert found[0].scale == "million"
     assert found[4].percent
 
@@ -111,3 +112,11 @@ def test_answer_format_validates():
         AnswerFormat("essay")
     with pytest.raises(ConfigError, match="decimals"):
         AnswerFormat("number", decimals=11)
+
+
+def test_numeric_benchmarks_ask_for_a_number_even_without_a_cue():
+    assert answer_format_from_question("Revenue of the firm").kind == "text"
+    fmt = numeric_format("Revenue of the firm (in thousands)")
+    assert (fmt.kind, fmt.scale) == ("number", "thousand")
+    assert numeric_format("What was the percentage change?").kind == "percent"
+    assert "in USD" in numeric_format("Revenue of the firm", unit="USD").describe()
