@@ -69,6 +69,10 @@ def _on_sigprof(signum: int, frame: object) -> None:
         raise CpuLimitExceeded()
 
 
+def _on_sigxcpu(signum: int, frame: object) -> None:
+    os._exit(128 + signal.SIGXCPU)
+
+
 class _Capture(io.TextIOBase):
     """stdout/stderr of one call: keeps at most ``limit`` characters, then raises."""
 
@@ -159,6 +163,10 @@ def _set_limits(cfg: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     both(resource.RLIMIT_AS, int(cfg["memory_bytes"]))
     signal.signal(signal.SIGPROF, _on_sigprof)
+    # The worker is pid 1 of its namespace, where a signal left at its default action is
+    # ignored: SIGXCPU (CPU budget spent) must end the worker explicitly (SIGKILL follows a
+    # second later if the code took this handler away).
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
     # A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
