@@ -180,6 +180,11 @@ def _kill(proc: subprocess.Popen, *fds: int) -> None:
     proc.wait()
 
 
+def _remove_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
 def _check_facts(facts: object, config: SandboxConfig, *, seccomp: bool) -> list[str]:
     """Problems in the worker's report of its own isolation (empty when all is as designed)."""
     if not isinstance(facts, dict):
@@ -265,6 +270,7 @@ class SandboxSession:
         if self._stage is None and self._launcher.needs_stage():
             self._stage = Path(tempfile.mkdtemp(prefix="localfin-sandbox-", dir="/tmp"))
             self._stage.chmod(0o755)
+            weakref.finalize(self, _remove_dir, self._stage)
         worker = _Worker(self._launcher, self._stage, self._seccomp)
         try:
             ready = worker.receive(time.monotonic() + self.config.startup_seconds, 1 << 20)
@@ -368,8 +374,7 @@ class SandboxSession:
             self._worker.stop()
             self._worker = None
         if self._stage is not None:
-            with contextlib.suppress(OSError):
-                self._stage.rmdir()
+            _remove_dir(self._stage)
             self._stage = None
 
     def __enter__(self) -> SandboxSession:

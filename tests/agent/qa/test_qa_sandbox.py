@@ -368,3 +368,12 @@ def test_seccomp_program_jumps_land_on_deny(arch: str) -> None:
     assert denied == {SYSCALLS[arch][2][n] for n in DENIED if n in SYSCALLS[arch][2]}
     assert seccomp_program("sparc") is None
     assert machine_arch() in ("x86_64", "aarch64") or seccomp_program() is None
+
+
+def test_measure_costs_reports_positive_medians(isolation: dict) -> None:
+    from agent.qa.sandbox.costs import measure_costs
+
+    costs = measure_costs(FAST, starts=1, calls=3)
+    for key in ("start_ms", "call_ms", "pandas_call_ms", "plain_python_start_ms", "start_ratio"):
+        assert costs[key] > 0, costs
+    assert costs["call_ms"] < costs["start_ms"]
