@@ -33,6 +33,12 @@ The environment is cleared and rebuilt (``HOME``, ``TMPDIR``, ``PATH``, ``LANG``
 the process limit forbids threads). ``bwrap`` itself is started with an empty environment, so
 its own process (pid 1 inside) holds no secret either.
 
+What the code can still see: kernel-wide read-only facts under ``/proc`` (cpuinfo, meminfo,
+load, its own mount table, which names the host paths of the bound folders), the shared
+libraries under ``/usr/lib``, and the clock. What it can still use up: its own limits (CPU,
+address space, ``/tmp``, files of ``max_file_mb`` on at most ``max_open_files`` descriptors).
+There is no seccomp allow-list: kernel bugs reachable from a user namespace are out of scope.
+
 The interpreter: the base interpreter the project's venv was made from (``sys._base_executable``
 resolved), the only one whose ABI matches the venv's compiled numpy and pandas. It runs with
 ``-S -s -P -B`` and finds the bound packages through ``sys.path``; nothing else of the venv is

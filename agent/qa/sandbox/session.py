@@ -306,7 +306,8 @@ class SandboxSession:
             worker = self._worker
             assert worker is not None
         self._lost = False
-        max_reply = 8 * self.config.max_output_chars + (1 << 16)
+        # stdout and value, each up to max_output_chars, at most 6 JSON bytes a character (\uXXXX)
+        max_reply = 12 * self.config.max_output_chars + (1 << 16)
         started = time.monotonic()
         try:
             worker.send({"code": code, "cpu_seconds": self.config.cpu_seconds})

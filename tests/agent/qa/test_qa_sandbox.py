@@ -377,3 +377,26 @@ def test_measure_costs_reports_positive_medians(isolation: dict) -> None:
     for key in ("start_ms", "call_ms", "pandas_call_ms", "plain_python_start_ms", "start_ratio"):
         assert costs[key] > 0, costs
     assert costs["call_ms"] < costs["start_ms"]
+
+
+def test_output_at_the_limit_in_escaped_characters_still_replies(isolation: dict) -> None:
+    # Printed and returned text at the limit in characters that JSON writes as 6 bytes each.
+    with PythonTool(SandboxConfig(tmp_mb=8)) as t:
+        n = t.config.max_output_chars
+        result = t({"code": f"print('\\x01' * {n - 1})\n'\\u00e9' * {n - 10}"})
+    assert result.ok, result.text
+    assert result.text.endswith("\u00e9'") and "\x01" in result.text
+
+
+def test_concurrent_workers_have_their_own_process_limits(isolation: dict) -> None:
+    # Under root every worker runs as the same uid: the process limit must still be per sandbox.
+    fork = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nos.waitpid(pid, 0)[1] >> 8"
+    tools = [PythonTool(SandboxConfig(max_processes=1 if i == 0 else 0, tmp_mb=8)) for i in range(4)]
+    try:
+        assert [t({"code": "n = 1\nn + 1"}).text for t in tools] == ["=> 2"] * 4
+        assert tools[0]({"code": fork}).text == "=> 7"
+        assert tools[0]({"code": fork}).text == "=> 7"  # the child was reaped: room again
+        assert tools[1]({"code": fork}).error == "exception"
+    finally:
+        for t in tools:
+            t.close()

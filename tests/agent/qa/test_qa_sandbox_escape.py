@@ -313,6 +313,14 @@ CASES: list[Case] = [
         r"stopped replying.*variables are gone",
         slow=True,
     ),
+    Case(
+        "inherited_directory_descriptor",
+        "import os\nfor fd in range(64):\n    try:\n        print(os.listdir(fd))\n"
+        "    except OSError:\n        pass\n"
+        "raise PermissionError('no directory descriptor to escape through')",
+        "exception",
+        r"\AError \(exception\):\n.*PermissionError: no directory descriptor",
+    ),
     # --- the reply channel ------------------------------------------------------------------
     Case(
         "garble_reply_pipe",
