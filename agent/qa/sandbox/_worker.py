@@ -15,7 +15,7 @@ Start-up, before any model code runs:
    no_new_privs, network interfaces, whether ``/`` is writable, whether host paths exist); the
    parent refuses a sandbox whose report is wrong.
 
-Each request ``{"code": str, "cpu_seconds": int}`` runs in one namespace kept across calls. The
+Each request ``{"code": str, "cpu_seconds": float}`` runs in one namespace kept across calls. The
 code is parsed; if its last statement is an expression, that expression's value is returned as
 its ``repr`` (like the interactive prompt) and bound to ``_``. Printed output (stdout and stderr)
 is captured up to ``max_output_chars``; beyond that the call stops with ``output_limit``. The
@@ -140,7 +140,7 @@ def _clean(text: str) -> str:
 
 
 def _count_tasks() -> int:
-    """Tasks (processes and threads) in this pid namespace: the bwrap init and the worker."""
+    """Tasks (processes and threads) in this pid namespace: the worker alone (``--as-pid-1``)."""
     count = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():

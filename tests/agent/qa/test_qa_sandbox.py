@@ -157,8 +157,13 @@ def test_close_kills_the_worker(isolation: dict) -> None:
     assert t({"code": "1"}).ok
     worker = t.session._worker  # type: ignore[union-attr]
     assert worker is not None and worker.proc.poll() is None
+    bwrap = worker.proc.pid
+    children = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()
+    assert len(children) == 1  # --as-pid-1: bwrap's only child is the worker
     t.close()
     assert worker.proc.poll() is not None
+    status = Path(f"/proc/{children[0]}/status")
+    assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone (or only a zombie)
     assert t({"code": "1"}).error == "refused"  # a closed tool never runs code again
 
 
