@@ -178,6 +178,12 @@ CASES: list[Case] = [
         "exception",
         r"ConnectionRefusedError",
     ),
+    Case(
+        "abstract_unix_socket_on_host",
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({abstract!r})",
+        "exception",
+        r"ConnectionRefusedError|FileNotFoundError",
+    ),
     Case("dns_lookup", "import socket\nsocket.getaddrinfo('example.com', 443)", "exception", r"gaierror"),
     Case(
         "raw_socket",
@@ -367,6 +373,11 @@ class Host:
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(4)
         self.listener.setblocking(False)
+        # An abstract unix socket (X11 and D-Bus listen on such): per network namespace.
+        self.abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.abstract.bind(f"\0localfin-escape-{os.getpid()}")
+        self.abstract.listen(4)
+        self.abstract.setblocking(False)
         victim = ["sleep", "600"]
         if os.geteuid() == 0:  # a victim of the very uid the sandbox runs as
             uid = str(CORPUS.sandbox_uid)
@@ -386,6 +397,7 @@ class Host:
             "journal": str(self.journal),
             "target": str(self.target),
             "port": self.listener.getsockname()[1],
+            "abstract": f"\0localfin-escape-{os.getpid()}",
             "host_pid": os.getpid(),
             "victim_pid": self.victim.pid,
             "keyctl_nr": _syscall("keyctl") if SYSCALLS.get(machine_arch()) else -1,
@@ -401,12 +413,14 @@ class Host:
         assert GOLD_ANSWER in self.gold.read_text()
         assert self.journal.read_bytes() == self.journal_bytes
         assert self.victim.poll() is None, "the victim process was killed"
-        with pytest.raises(BlockingIOError):
-            conn, _ = self.listener.accept()
-            conn.close()
+        for listener in (self.listener, self.abstract):
+            with pytest.raises(BlockingIOError):
+                conn, _ = listener.accept()
+                conn.close()
 
     def close(self) -> None:
         self.listener.close()
+        self.abstract.close()
         self.victim.kill()
         self.victim.wait()
 
