@@ -106,7 +106,7 @@ def test_cpu_limit_interrupts_and_keeps_state(isolation: dict) -> None:
 
 
 def test_wall_limit_kills_and_the_next_call_says_state_was_lost(isolation: dict) -> None:
-    with PythonTool(SandboxConfig(wall_seconds=1.0, tmp_mb=8)) as t:
+    with PythonTool(SandboxConfig(wall_seconds=2.0, tmp_mb=8)) as t:
         assert t({"code": "kept = 7"}).ok
         result = t({"code": "import time\ntime.sleep(120)"})
         assert not result.ok and result.error == "timeout"
