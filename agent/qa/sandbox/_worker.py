@@ -15,7 +15,7 @@ Start-up, before any model code runs:
    no_new_privs, network interfaces, whether ``/`` is writable, whether host paths exist); the
    parent refuses a sandbox whose report is wrong.
 
-Each request ``{"code": str, "cpu_seconds": int}`` runs in one namespace kept across calls. The
+Each request ``{"code": str, "cpu_seconds": float}`` runs in one namespace kept across calls. The
 code is parsed; if its last statement is an expression, that expression's value is returned as
 its ``repr`` (like the interactive prompt) and bound to ``_``. Printed output (stdout and stderr)
 is captured up to ``max_output_chars``; beyond that the call stops with ``output_limit``. The
@@ -67,6 +67,10 @@ def _on_sigprof(signum: int, frame: object) -> None:
     # The timer is disarmed after each call; a late tick outside the model's code is ignored.
     if _State.in_user_code:
         raise CpuLimitExceeded()
+
+
+def _on_sigxcpu(signum: int, frame: object) -> None:
+    os._exit(128 + signal.SIGXCPU)
 
 
 class _Capture(io.TextIOBase):
@@ -136,7 +140,7 @@ def _clean(text: str) -> str:
 
 
 def _count_tasks() -> int:
-    """Tasks (processes and threads) in this pid namespace: the bwrap init and the worker."""
+    """Tasks (processes and threads) in this pid namespace: the worker alone (``--as-pid-1``)."""
     count = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -159,6 +163,10 @@ def _set_limits(cfg: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     both(resource.RLIMIT_AS, int(cfg["memory_bytes"]))
     signal.signal(signal.SIGPROF, _on_sigprof)
+    # The worker is pid 1 of its namespace, where a signal left at its default action is
+    # ignored: SIGXCPU (CPU budget spent) must end the worker explicitly (SIGKILL follows a
+    # second later if the code took this handler away).
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
     # A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 

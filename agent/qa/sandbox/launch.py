@@ -10,10 +10,12 @@ sandbox from user namespaces and keeps no privilege:
   inside (it can read any file it binds and unmount its own ``/tmp``; ``--uid 65534 --cap-drop
   ALL`` does not help, and root is exempt from ``RLIMIT_NPROC``).
 
-Namespaces: user (nested, then ``--disable-userns``: the code cannot make new ones), pid, net
-(only a loopback of its own: no route to the host's ports or DNS), ipc, uts, cgroup, mount.
-Inside: no capabilities (effective, permitted and bounding sets empty), ``no_new_privs``, and a
-root file system that holds only
+Namespaces: user (nested, then ``--disable-userns``: the code cannot make new ones), pid (the
+worker is pid 1 and alone, ``--as-pid-1``: nothing else inside to signal or trace), net (only a
+loopback of its own: no route to the host's ports, abstract sockets or DNS), ipc, uts, cgroup,
+mount; a new session (no controlling terminal). Inside: no capabilities (effective, permitted
+and bounding sets empty), ``no_new_privs``, the seccomp deny-list of
+:mod:`agent.qa.sandbox.seccomp`, and a root file system that holds only
 
 =====================================  ======================================================
 ``/usr/lib``, ``/usr/lib64`` (ro)      shared libraries (``/lib``, ``/lib64`` as on the host)
@@ -30,8 +32,14 @@ root file system that holds only
 ``/etc``, no ``/home``, no ``/root``, no repository, no data folder, no ``/usr/bin`` (no shell).
 The environment is cleared and rebuilt (``HOME``, ``TMPDIR``, ``PATH``, ``LANG``,
 ``PYTHONHASHSEED=0`` for deterministic set order, one thread for OpenBLAS/OpenMP/MKL/numexpr:
-the process limit forbids threads). ``bwrap`` itself is started with an empty environment, so
-its own process (pid 1 inside) holds no secret either.
+the process limit forbids threads). ``bwrap`` itself (and the root helpers before it) start
+with a two-variable environment, so no secret of ours sits in any process of the sandbox.
+
+What the code can still see: kernel-wide read-only facts under ``/proc`` (cpuinfo, meminfo,
+load, its own mount table, which names the host paths of the bound folders), the shared
+libraries under ``/usr/lib``, and the clock. What it can still use up: its own limits (CPU,
+address space, ``/tmp``, files of ``max_file_mb`` on at most ``max_open_files`` descriptors).
+There is no seccomp allow-list: kernel bugs reachable from a user namespace are out of scope.
 
 The interpreter: the base interpreter the project's venv was made from (``sys._base_executable``
 resolved), the only one whose ABI matches the venv's compiled numpy and pandas. It runs with

@@ -149,16 +149,44 @@ class _Worker:
             buf += chunk
         return bytes(buf)
 
-    def stop(self, grace_seconds: float = 0.0) -> int:
-        """Kill the sandbox (the worker, its pid namespace's only process, goes with bwrap) and
-        reap it; with ``grace_seconds`` first give a worker that is ending on its own that long
-        to exit, so that its own exit status is reported."""
+    def stop(self, grace_seconds: float = 0.0) -> tuple[int, bool]:
+        """Kill the sandbox; returns bwrap's exit status (the worker's own when it ended by
+        itself) and whether it had ended by itself. With ``grace_seconds``, first give a worker
+        that is ending on its own that long to exit.
+
+        The worker (its pid namespace's only process) is killed first, through a pidfd, and
+        waited for; bwrap, its parent, then reaps it and exits. Killing bwrap first would leave
+        the worker to die asynchronously (``--die-with-parent``) and be reaped by the host's
+        init. So no sandbox process outlives this call."""
         self._finalizer.detach()
         if grace_seconds > 0:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace_seconds)
+        ended = self.proc.poll() is not None
+        pidfd = self._worker_pidfd()
+        if pidfd is not None:
+            try:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                select.select([pidfd], [], [], 10.0)  # readable once the worker has exited
+            finally:
+                os.close(pidfd)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10.0)
         _kill(self.proc, self.in_w, self.out_r)
-        return self.proc.returncode
+        return self.proc.returncode, ended
+
+    def _worker_pidfd(self) -> int | None:
+        """A pidfd of bwrap's child (the worker), or None (gone, or no /proc children list)."""
+        if self.proc.poll() is not None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as fh:
+                pids = [int(p) for p in fh.read().split()]
+            # bwrap is alive, so its child's pid cannot have been reused.
+            return os.pidfd_open(pids[0]) if pids else None
+        except (OSError, ValueError):
+            return None
 
     def stderr_text(self) -> str:
         """What bwrap or the interpreter wrote before the worker silenced fd 2 (after stop)."""
@@ -178,6 +206,11 @@ def _kill(proc: subprocess.Popen, *fds: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGKILL)
     proc.wait()
+
+
+def _remove_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.rmdir()
 
 
 def _check_facts(facts: object, config: SandboxConfig, *, seccomp: bool) -> list[str]:
@@ -265,11 +298,12 @@ class SandboxSession:
         if self._stage is None and self._launcher.needs_stage():
             self._stage = Path(tempfile.mkdtemp(prefix="localfin-sandbox-", dir="/tmp"))
             self._stage.chmod(0o755)
+            weakref.finalize(self, _remove_dir, self._stage)
         worker = _Worker(self._launcher, self._stage, self._seccomp)
         try:
             ready = worker.receive(time.monotonic() + self.config.startup_seconds, 1 << 20)
         except _NoReply as exc:
-            rc = worker.stop()
+            rc, _ = worker.stop()
             detail = worker.stderr_text() or exc.detail or f"exit status {rc}"
             raise SandboxUnavailable(
                 f"sandbox: the worker did not start ({exc.reason}): {detail}. Model-written code is never "
@@ -300,7 +334,8 @@ class SandboxSession:
             worker = self._worker
             assert worker is not None
         self._lost = False
-        max_reply = 8 * self.config.max_output_chars + (1 << 16)
+        # stdout and value, each up to max_output_chars, at most 6 JSON bytes a character (\uXXXX)
+        max_reply = 12 * self.config.max_output_chars + (1 << 16)
         started = time.monotonic()
         try:
             worker.send({"code": code, "cpu_seconds": self.config.cpu_seconds})
@@ -309,9 +344,9 @@ class SandboxSession:
         except (_NoReply, BrokenPipeError) as exc:
             wall = time.monotonic() - started
             reason = exc.reason if isinstance(exc, _NoReply) else "eof"
-            rc = self._drop_worker(grace_seconds=0.5 if reason == "eof" else 0.0)
+            rc, ended = self._drop_worker(grace_seconds=0.5 if reason == "eof" else 0.0)
             detail = exc.detail if isinstance(exc, _NoReply) else ""
-            kind, text = self._loss_text(reason, detail, rc)
+            kind, text = self._loss_text(reason, detail, rc, ended)
             return ExecResult("", None, kind, text, True, restarted, wall, 0.0)
 
     def _result(self, reply: dict, restarted: bool, wall: float) -> ExecResult:
@@ -335,30 +370,29 @@ class SandboxSession:
             cpu_seconds=float(cpu) if isinstance(cpu, (int, float)) else 0.0,
         )
 
-    def _loss_text(self, reason: str, detail: str, rc: int | None) -> tuple[str, str]:
+    def _loss_text(self, reason: str, detail: str, rc: int, ended: bool) -> tuple[str, str]:
         cfg = self.config
         if reason == "timeout":
             return "timeout", f"no reply within {cfg.wall_seconds:g} s of wall time: the worker was stopped"
-        if rc is not None and rc == 128 + signal.SIGXCPU:
+        if reason == "garbled":
+            return "crashed", f"the worker's reply was unreadable ({detail})"
+        if not ended:
+            return "crashed", "the worker stopped replying and was killed"
+        if rc == 128 + signal.SIGXCPU:
             return "timeout", f"the worker used up its CPU budget ({cfg.worker_cpu_seconds} s over its life)"
-        if rc is not None and rc == 128 + signal.SIGKILL:
+        if rc == 128 + signal.SIGKILL:
             return "crashed", (
                 f"the worker was killed (SIGKILL: past its CPU budget of {cfg.worker_cpu_seconds} s, "
                 "or the kernel ran out of memory)"
             )
-        if reason == "garbled":
-            return "crashed", f"the worker's reply was unreadable ({detail})"
-        if rc is not None and rc < 0:
-            return "crashed", f"the worker stopped replying and was killed (signal {-rc})"
-        if rc is not None and rc > 128:
+        if rc > 128:
             return "crashed", f"the worker died (signal {rc - 128})"
         return "crashed", f"the worker exited (status {rc})"
 
-    def _drop_worker(self, grace_seconds: float = 0.0) -> int | None:
+    def _drop_worker(self, grace_seconds: float = 0.0) -> tuple[int, bool]:
         worker, self._worker = self._worker, None
         self._lost = True
-        if worker is None:
-            return None
+        assert worker is not None
         return worker.stop(grace_seconds)
 
     def close(self) -> None:
@@ -368,8 +402,7 @@ class SandboxSession:
             self._worker.stop()
             self._worker = None
         if self._stage is not None:
-            with contextlib.suppress(OSError):
-                self._stage.rmdir()
+            _remove_dir(self._stage)
             self._stage = None
 
     def __enter__(self) -> SandboxSession:

@@ -72,8 +72,8 @@ class PythonTool:
 
     name = "python"
     description = (
-        "Run Python 3 code (numpy and pandas available, no files or network). Variables persist "
-        "between calls. Print results or end with an expression to see its value."
+        "Run Python 3 code (numpy and pandas available; no network; only /tmp is writable). "
+        "Variables persist between calls. Print results or end with an expression to see its value."
     )
 
     def __init__(

@@ -106,7 +106,7 @@ def test_cpu_limit_interrupts_and_keeps_state(isolation: dict) -> None:
 
 
 def test_wall_limit_kills_and_the_next_call_says_state_was_lost(isolation: dict) -> None:
-    with PythonTool(SandboxConfig(wall_seconds=1.0, tmp_mb=8)) as t:
+    with PythonTool(SandboxConfig(wall_seconds=2.0, tmp_mb=8)) as t:
         assert t({"code": "kept = 7"}).ok
         result = t({"code": "import time\ntime.sleep(120)"})
         assert not result.ok and result.error == "timeout"
@@ -157,8 +157,13 @@ def test_close_kills_the_worker(isolation: dict) -> None:
     assert t({"code": "1"}).ok
     worker = t.session._worker  # type: ignore[union-attr]
     assert worker is not None and worker.proc.poll() is None
+    bwrap = worker.proc.pid
+    children = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()
+    assert len(children) == 1  # --as-pid-1: bwrap's only child is the worker
     t.close()
     assert worker.proc.poll() is not None
+    status = Path(f"/proc/{children[0]}/status")
+    assert not status.exists() or "\nState:\tZ" in status.read_text()  # gone (or only a zombie)
     assert t({"code": "1"}).error == "refused"  # a closed tool never runs code again
 
 
@@ -368,3 +373,35 @@ def test_seccomp_program_jumps_land_on_deny(arch: str) -> None:
     assert denied == {SYSCALLS[arch][2][n] for n in DENIED if n in SYSCALLS[arch][2]}
     assert seccomp_program("sparc") is None
     assert machine_arch() in ("x86_64", "aarch64") or seccomp_program() is None
+
+
+def test_measure_costs_reports_positive_medians(isolation: dict) -> None:
+    from agent.qa.sandbox.costs import measure_costs
+
+    costs = measure_costs(FAST, starts=1, calls=3)
+    for key in ("start_ms", "call_ms", "pandas_call_ms", "plain_python_start_ms", "start_ratio"):
+        assert costs[key] > 0, costs
+    assert costs["call_ms"] < costs["start_ms"]
+
+
+def test_output_at_the_limit_in_escaped_characters_still_replies(isolation: dict) -> None:
+    # Printed and returned text at the limit in characters that JSON writes as 6 bytes each.
+    with PythonTool(SandboxConfig(tmp_mb=8)) as t:
+        n = t.config.max_output_chars
+        result = t({"code": f"print('\\x01' * {n - 1})\n'\\u00e9' * {n - 10}"})
+    assert result.ok, result.text
+    assert result.text.endswith("\u00e9'") and "\x01" in result.text
+
+
+def test_concurrent_workers_have_their_own_process_limits(isolation: dict) -> None:
+    # Under root every worker runs as the same uid: the process limit must still be per sandbox.
+    fork = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nos.waitpid(pid, 0)[1] >> 8"
+    tools = [PythonTool(SandboxConfig(max_processes=1 if i == 0 else 0, tmp_mb=8)) for i in range(4)]
+    try:
+        assert [t({"code": "n = 1\nn + 1"}).text for t in tools] == ["=> 2"] * 4
+        assert tools[0]({"code": fork}).text == "=> 7"
+        assert tools[0]({"code": fork}).text == "=> 7"  # the child was reaped: room again
+        assert tools[1]({"code": fork}).error == "exception"
+    finally:
+        for t in tools:
+            t.close()
