@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, priced, rolling_half_life, spread_zscores
-from agent.pairs.settlement import ACTIONS, FLAT, leg_weights, settle, signed_position
+from agent.pairs.settlement import ACTIONS, FLAT, LegWeights, leg_weights, settle, signed_position
 from localfin.errors import ConfigError
 
 __all__ = ["DDQNConfig", "DDQNResult", "ddqn_features", "train_and_act"]
@@ -175,8 +175,10 @@ def ddqn_features(series: PairSeries, config: DDQNConfig, start: int) -> tuple[n
     return feats, valid
 
 
-def _weights(exposure: str, betas: np.ndarray | None, t: int):  # type: ignore[no-untyped-def]
-    return leg_weights("no_beta") if exposure == "no_beta" else leg_weights("beta", float(betas[t]))  # type: ignore[index]
+def _weights(exposure: str, betas: np.ndarray | None, t: int) -> LegWeights:
+    if exposure == "no_beta" or betas is None:
+        return leg_weights(exposure)  # 'beta' without betas raises there, naming the field
+    return leg_weights("beta", float(betas[t]))
 
 
 def _build_net(torch: Any, cfg: DDQNConfig) -> Any:

@@ -117,6 +117,18 @@ def test_bad_calls_are_refused(store: MarketStore, tmp_path: Path) -> None:
         run_all(
             store, pool=POOL, train=TRAIN, test=TEST, out_dir=tmp_path, configs=(EGZConfig(), EGZConfig(3.0))
         )
+    with pytest.raises(ConfigError, match="window end 2017-01-01 is before its start 2017-03-01"):
+        run_baseline(
+            store,
+            EGZConfig(),
+            pool=POOL,
+            train=TRAIN,
+            test=("2017-03-01", "2017-01-01"),
+            exposure="beta",
+            out_dir=tmp_path,
+        )
+    with pytest.raises(ConfigError, match=r"pool=.*allowed: at least 2 distinct tickers"):
+        run_all(store, pool=["GRNF", "GRNF"], train=TRAIN, test=TEST, out_dir=tmp_path)
     with pytest.raises(ConfigError, match="cost_bps=-1"):
         RunSettings(cost_bps=-1)
 
