@@ -170,14 +170,17 @@ class PairSeries:
         return int(np.searchsorted(self.dates, np.datetime64(to_date(day), "D"), side="right")) - 1
 
 
-def load_pair(store: MarketStore, pool: tuple[str, ...], selection: Selection) -> PairSeries:
-    """The selected pair's closes on the pool calendar, from its first session to the test end."""
+def load_pair(
+    store: MarketStore, pool: tuple[str, ...], selection: Selection, field: str = "close"
+) -> PairSeries:
+    """The selected pair's prices (``field``: the screen's ``price_field``, split-adjusted closes by
+    default, dividends not included) on the pool calendar, from its first session to the test end."""
     c = selection.candidate
     if c is None:
         raise ConfigError(f"no pair was selected on {selection.session}: {selection.reason}")
     end = selection.sessions[-1].item()
     cal = store.calendar(end=end, tickers=list(pool))
-    h = store.prices([c.ticker_a, c.ticker_b], end=end)
+    h = store.prices([c.ticker_a, c.ticker_b], end=end, field=field)
     pos = np.searchsorted(cal, h.dates)
     pa, pb = np.full(len(cal), np.nan), np.full(len(cal), np.nan)
     pa[pos], pb[pos] = h.values[:, 0], h.values[:, 1]

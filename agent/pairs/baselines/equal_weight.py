@@ -42,12 +42,13 @@ class EqualWeightConfig:
 
 
 def equal_weight_ledger(
-    store: MarketStore, pool: tuple[str, ...], sessions: np.ndarray
+    store: MarketStore, pool: tuple[str, ...], sessions: np.ndarray, field: str = "close"
 ) -> tuple[Ledger, dict]:
     """Settle the 1/N buy-and-hold portfolio over ``sessions`` (the test window's, step 001 first).
 
-    Returns the ledger and facts for ``metrics.json`` (tickers held, tickers left out)."""
-    h = store.prices(list(pool), start=sessions[0].item(), end=sessions[-1].item())
+    ``field``: the price column (the screen's ``price_field``). Returns the ledger and facts for
+    ``metrics.json`` (tickers held, tickers left out)."""
+    h = store.prices(list(pool), start=sessions[0].item(), end=sessions[-1].item(), field=field)
     if len(h.dates) != len(sessions) or not np.array_equal(h.dates, sessions):
         raise InputError(f"pool prices in {sessions[0]}..{sessions[-1]} do not lie on the window's sessions")
     p0 = h.values[0]

@@ -139,7 +139,7 @@ def _prepare(
     if sel.candidate is None:
         log.info("no candidate pair at %s in pool %s: %s", sel.session, list(pool_t), sel.reason)
         return _Prepared(pool_t, train_w, test_w, sel, None, None)
-    series = load_pair(store, pool_t, sel)
+    series = load_pair(store, pool_t, sel, settings.screen.price_field)
     return _Prepared(pool_t, train_w, test_w, sel, series, pair_betas(series, settings.beta_window))
 
 
@@ -175,7 +175,12 @@ def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) 
             "n_candidates": sel.n_candidates,
         },
         "config": asdict(config),
-        "settings": {"beta_window": settings.beta_window, "cost_bps": settings.cost_bps},
+        "settings": {
+            "beta_window": settings.beta_window,
+            "cost_bps": settings.cost_bps,
+            "price_field": settings.screen.price_field,
+            "screen_lookback": settings.screen.lookback,
+        },
     }
 
 
@@ -197,7 +202,9 @@ def _run_prepared(
     training: dict[str, Any] | None = None
     ledger: Ledger
     if isinstance(config, EqualWeightConfig):
-        ledger, facts = equal_weight_ledger(store, prep.pool, prep.selection.sessions)
+        ledger, facts = equal_weight_ledger(
+            store, prep.pool, prep.selection.sessions, settings.screen.price_field
+        )
         extra |= {"equal_weight": facts, "exposure_applies": False}
         extra["pair"] = ""
     elif prep.series is None:
