@@ -13,8 +13,8 @@ rebuilds it exactly:
 * :class:`CycleEvidence` holds one *cycle*: the pair, the session it opened at (selection or
   the last validation) and every held session since (``observe``), with the news verdicts
   received (``add_news``). A cycle's sessions are those after its opening session; the
-  opening session's own factors are kept as ``latest`` (they inform the state shown on the
-  selection day) but are not counted.
+  opening session's own factors are kept as ``latest_report`` (they inform the state shown
+  on the selection day) but are not counted.
 * :func:`assess` turns evidence into a :class:`LifecycleState`.
 
 Rules (every number is a config field; defaults in brackets):
@@ -138,7 +138,8 @@ class CycleEvidence:
     opened_at: session index of the selection or last validation; sessions: the held sessions
     observed since (t > opened_at, increasing); latest_report: the most recent factors (the
     opening session's until a held session is observed); verifications / assessments: the
-    news verdicts received in the cycle.
+    news verdicts received in the cycle; carried: verifications carried over from the previous
+    cycle of the same pair (:meth:`next_cycle`).
     """
 
     pair: tuple[str, str]
@@ -147,7 +148,7 @@ class CycleEvidence:
     latest_report: FactorReport | None = None
     verifications: tuple[NewsVerification, ...] = ()
     assessments: tuple[BreakAssessment, ...] = ()
-    _carry: tuple[NewsVerification, ...] = field(default=(), repr=False)
+    carried: tuple[NewsVerification, ...] = ()
 
     @classmethod
     def open(cls, pair: Sequence[str], t: int, report: FactorReport | None = None) -> CycleEvidence:
@@ -205,10 +206,10 @@ class CycleEvidence:
         t = self.t
         carry = tuple(
             v
-            for v in self._carry + self.verifications
+            for v in self.carried + self.verifications
             if v.level(config) == BREAK or (v.level(config) == WARNING and t - v.t < config.news_window)
         )
-        return CycleEvidence(self.pair, t, latest_report=self.latest_report, _carry=carry)
+        return CycleEvidence(self.pair, t, latest_report=self.latest_report, carried=carry)
 
 
 @dataclass(frozen=True)
@@ -279,10 +280,10 @@ def assess(
     if report is not None and breached:
         reasons.append("breached: " + "; ".join(report[name].describe() for name in breached))
 
-    critical = [v for v in ev._carry + ev.verifications if v.level(config) == BREAK]
+    critical = [v for v in ev.carried + ev.verifications if v.level(config) == BREAK]
     recent_warn = [
         v
-        for v in ev._carry + ev.verifications
+        for v in ev.carried + ev.verifications
         if v.level(config) == WARNING and 0 <= t - v.t < config.news_window
     ]
     today = [a for a in ev.assessments if a.t == t]

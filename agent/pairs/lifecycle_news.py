@@ -88,9 +88,15 @@ def _phrase_rx(phrase: str) -> str:
 
 @lru_cache(maxsize=32)
 def _compiled(config: LifecycleConfig) -> dict[str, Any]:
-    keywords = sorted(config.news_keywords, key=lambda kv: -len(kv[1]))
+    keywords = sorted(config.news_keywords, key=lambda kv: -len(kv[1]))  # longest phrase wins
     return {
-        "keywords": [(cat, re.compile(_phrase_rx(p), re.IGNORECASE)) for cat, p in keywords],
+        # one alternation: group k<i> is keyword i, its category in "categories"
+        "keywords": re.compile(
+            "|".join(f"(?P<k{i}>{_phrase_rx(p)})" for i, (_, p) in enumerate(keywords)), re.IGNORECASE
+        ),
+        "categories": {f"k{i}": cat for i, (cat, _) in enumerate(keywords)},
+        # a sentence can only match a phrase that has all its words in it: a cheap pre-check
+        "words": tuple({tuple(p.lower().split()) for _, p in keywords}),
         "negation": re.compile("|".join(_phrase_rx(c) for c in config.negation_cues), re.IGNORECASE),
         "immaterial": re.compile("|".join(_phrase_rx(c) for c in config.immaterial_cues), re.IGNORECASE),
         "generic": {c.lower() for c in config.generic_cues},
@@ -155,20 +161,23 @@ def _scan_item(item: Any, cx: dict, config: LifecycleConfig, names: Mapping | No
     found: dict[str, CandidateEvent] = {}
     for text in (headline, summary):
         for sentence in (s for s in _SENTENCE.split(text) if s and s.strip()):
-            for cat, rx in cx["keywords"]:
-                for m in rx.finditer(sentence):
-                    guard = _guard(sentence, m.start(), m.end(), head_names, aliases, cx)
-                    old = found.get(cat)
-                    if old is None or (old.guard and not guard):
-                        found[cat] = CandidateEvent(
-                            ticker,
-                            _field(item, "date"),
-                            cat,
-                            m.group(0),
-                            headline,
-                            sentence.strip()[: config.item_max_chars],
-                            guard,
-                        )
+            low = sentence.lower()
+            if not any(all(w in low for w in words) for words in cx["words"]):
+                continue
+            for m in cx["keywords"].finditer(sentence):
+                cat = cx["categories"][m.lastgroup]
+                guard = _guard(sentence, m.start(), m.end(), head_names, aliases, cx)
+                old = found.get(cat)
+                if old is None or (old.guard and not guard):
+                    found[cat] = CandidateEvent(
+                        ticker,
+                        _field(item, "date"),
+                        cat,
+                        m.group(0),
+                        headline,
+                        sentence.strip()[: config.item_max_chars],
+                        guard,
+                    )
     return sorted(found.values(), key=lambda e: (e.guard != "", e.category))
 
 

@@ -206,7 +206,7 @@ _NAME_END = r"(?![\w]|[-.][A-Za-z])"  # not glued to -word / .word (Mar-a-Lago, 
 
 _CONNECTORS = (
     "on|in|of|at|since|until|till|through|thru|during|by|from|before|after|last|next|this|"
-    "every|early|mid|late|end|for|to|between|starting|beginning|ending|around|until|as of"
+    "every|early|mid|late|end|for|to|between|starting|beginning|ending|around|as of"
 )
 _MAY_ADJ = (
     "strong|weak|mixed|volatile|tough|solid|good|bad|great|rough|record|busy|quiet|brutal|dismal|stellar"
@@ -233,11 +233,9 @@ _HOLIDAYS = (
     r"Veterans Day|Columbus Day|Halloween|Valentine['’]s Day|Boxing Day"
 )
 
-_F = re.VERBOSE
 _ISO = re.compile(
     rf"(?<![\w./-])({_YEAR4})([-/.])(\d{{1,2}})\2(\d{{1,2}})"
-    r"(?:T\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?(?![\w/]|[-.]\d)",
-    _F,
+    r"(?:T\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?(?![\w/]|[-.]\d)"
 )
 _COMPACT = re.compile(rf"(?<![\w.])({_YEAR4})(\d\d)(\d\d)(?!\w)")
 _NUMERIC = re.compile(r"(?<![\w./-])(\d{1,2})([/.-])(\d{1,2})\2(\d{4}|\d\d)(?![\w/]|[-.]\d)")
@@ -336,6 +334,19 @@ def _numeric_date(
     return _safe_date(year, month, day)
 
 
+class _Cut:
+    """A match shortened to end at ``end`` (a sentence's period is not part of the name)."""
+
+    def __init__(self, m: re.Match[str], end: int) -> None:
+        self._m, self._end = m, end
+
+    def start(self) -> int:
+        return self._m.start()
+
+    def end(self) -> int:
+        return self._end
+
+
 def calendar_spans(text: str, *, ref_date: Any = None, day_first: bool = False) -> list[_Span]:
     """Every calendar reference in ``text`` as non-overlapping spans, in text order.
 
@@ -395,32 +406,34 @@ def calendar_spans(text: str, *, ref_date: Any = None, day_first: bool = False) 
     def tail(rx: re.Pattern[str], start: int) -> re.Match[str] | None:
         return rx.search(text, max(0, start - _TAIL), start)
 
+    def add_name(m: re.Match[str] | _Cut, prefix: re.Match[str] | None = None) -> None:
+        # the connector goes with the name unless it already belongs to another span
+        if prefix is not None and free(prefix.start(), m.end()):
+            add(_Span(prefix.start(), m.end(), "name", ""))
+        else:
+            add(_Span(m.start(), m.end(), "name", ""))
+
     for rx in (_MONTH_NAME, _WEEKDAY_NAME):
         for m in rx.finditer(text):
-            conn = tail(_CONN_TAIL, m.start())
-            add(_Span(conn.start() if conn else m.start(), m.end(), "name", ""))
+            add_name(m, tail(_CONN_TAIL, m.start()))
     for rx in (_MONTH_ABBR_NAME, _WEEKDAY_ABBR_NAME):
         weekday = rx is _WEEKDAY_ABBR_NAME
         for m in rx.finditer(text):
-            name = m.group("name")
             if m.group("dot") and text[m.end() : m.end() + 1] in ("", " ", ",", ";", ":", ")", "\n"):
-                conn = tail(_CONN_TAIL, m.start())  # "since Oct." / "Fri." : a period marks it
-                add(_Span(conn.start() if conn else m.start(), m.end(), "name", ""))
-                continue
-            if not name.istitle() or not _NOT_TITLE_NEXT.match(text, m.end()):
+                # "since Oct." / "Fri.": the period marks it; at a sentence end the period stays
+                end_of_sentence = not re.match(r" [a-z]", text[m.end() : m.end() + 2])
+                add_name(_Cut(m, m.end() - 1) if end_of_sentence else m, tail(_CONN_TAIL, m.start()))
+            elif not m.group("name").istitle() or not _NOT_TITLE_NEXT.match(text, m.end()):
                 continue  # "APR", "Jan Hatzius", "Sun Life": not calendar names
-            conn = tail(_CONN_TAIL, m.start())
-            if conn:
-                add(_Span(conn.start(), m.end(), "name", ""))
+            elif conn := tail(_CONN_TAIL, m.start()):
+                add_name(m, conn)
             elif weekday and tail(_VERB_TAIL, m.start()):
-                add(_Span(m.start(), m.end(), "name", ""))  # "said Wed": the verb stays
+                add_name(m)  # "said Wed": the verb stays
     for m in _MAY_NAME.finditer(text):
-        conn = tail(_CONN_TAIL, m.start())
-        if conn or tail(_MONTH_AND_TAIL, m.start()):
-            start = (conn or tail(_MONTH_AND_TAIL, m.start())).start()  # type: ignore[union-attr]
-            add(_Span(start, m.end(), "name", ""))
+        if prefix := tail(_CONN_TAIL, m.start()) or tail(_MONTH_AND_TAIL, m.start()):
+            add_name(m, prefix)
         elif m.group("poss") or tail(_ADJ_TAIL, m.start()) or _MAY_AFTER.match(text, m.end()):
-            add(_Span(m.start(), m.end(), "name", ""))  # "a strong May": only the month goes
+            add_name(m)  # "a strong May": only the month goes
     return sorted(taken)
 
 

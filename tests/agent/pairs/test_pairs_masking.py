@@ -81,6 +81,7 @@ def test_step_calendar_labels_and_validation() -> None:
         ("US stocks eased on Tuesday as investors", "US stocks eased as investors"),
         ("OpenAI said Wednesday that", "OpenAI said that"),
         ("Navitas Semiconductor said Wed", "Navitas Semiconductor said"),
+        ("It rose Fri. The index fell", "It rose. The index fell"),
         ("Trump on Sun called", "Trump called"),
         ("Friday's rating cut", "rating cut"),
         ("the March quarter fell", "the quarter fell"),
