@@ -104,8 +104,9 @@ class _LineTask:
         return f", {self.info}" if self.info else ""
 
     def finish(self) -> None:
+        counted = f", {self._count()}" if self.total or self.completed else ""
         self.owner.emit(
-            f"{self.description}: done, {self._count()}{self._info()} in {time.monotonic() - self.t0:.1f} s"
+            f"{self.description}: done{counted}{self._info()} in {time.monotonic() - self.t0:.1f} s"
         )
 
 
