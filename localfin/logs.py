@@ -21,6 +21,7 @@ import re
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TextIO
 
@@ -51,6 +52,8 @@ _BENIGN = re.compile(
             "Reset SSM cache type to float32",
             "does not officially support disabling chunked prefill",
             "[shutdown] Process manager: force killing remaining process",
+            "[shutdown] force killing sub process",
+            "[shutdown] Executor: workers still running after grace period",
             "pin_memory",
             "VLLM_CPU_OMP_THREADS_BIND",
             "reserve_cpu_num",
@@ -111,10 +114,24 @@ def is_terminal_worthy(line: str) -> bool:
 class _FileHandler(logging.Handler):
     """Writes records through the run log's shared, locked writer."""
 
-    def __init__(self, write: callable, level: int) -> None:  # type: ignore[valid-type]
+    def __init__(self, write: Callable[[str], None], level: int) -> None:
         super().__init__(level)
         self._write = write
         self.setFormatter(logging.Formatter(LOG_FORMAT))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never raise into the caller
+            self.handleError(record)
+
+
+class _TerminalHandler(logging.Handler):
+    """Writes records through the run log's terminal writer."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        super().__init__()
+        self._write = write
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -150,6 +167,7 @@ class RunLog:
         self._warnings: warnings.catch_warnings | None = None
         self.stdout: TextIO = sys.stdout
         self.stderr: TextIO = sys.stderr
+        self._terminal_writer: Callable[[str], None] | None = None
 
     # -- writing ------------------------------------------------------------------------------
     def _write_file(self, text: str) -> None:
@@ -160,10 +178,20 @@ class RunLog:
 
     def _to_terminal(self, text: str) -> None:
         try:
-            self.stderr.write(text)
-            self.stderr.flush()
+            if self._terminal_writer is not None:
+                self._terminal_writer(text.rstrip("\n"))
+            else:
+                self.stderr.write(text)
+                self.stderr.flush()
         except (OSError, ValueError):
             pass
+
+    def write_terminal_with(self, writer: Callable[[str], None] | None) -> None:
+        """Send the lines meant for the terminal (warnings, and everything when verbose) through
+        ``writer`` (one line, no newline) instead of straight to :attr:`stderr`: a live progress
+        display passes its own printer, so that the lines appear above it instead of being
+        drawn over. ``None`` restores the default."""
+        self._terminal_writer = writer
 
     def _pump(self, fd: int) -> None:
         buf = b""
@@ -213,7 +241,7 @@ class RunLog:
             self._read_fd = read_fd
             self._reader = threading.Thread(target=self._pump, args=(read_fd,), name="runlog", daemon=True)
             self._reader.start()
-        term = logging.StreamHandler(self.stderr)
+        term = _TerminalHandler(self._to_terminal)
         term.setLevel(logging.INFO if self.verbose else logging.WARNING)
         if not self.verbose:
             term.addFilter(_TerminalFilter())
@@ -268,6 +296,7 @@ class RunLog:
             os.close(self._saved[1])
             self._saved = None
             self.stdout, self.stderr = sys.stdout, sys.stderr
+        self._terminal_writer = None
         with self._lock:
             if self._file is not None:
                 self._file.close()

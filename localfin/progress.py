@@ -171,6 +171,10 @@ class RichProgress:
             TextColumn("{task.fields[info]}"),
             console=self.console,
             transient=False,
+            # the run log owns descriptors 1 and 2; a live display that swapped sys.stdout for
+            # its own proxy would show every engine line that Python code prints
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self._open = 0
 
@@ -188,7 +192,9 @@ class RichProgress:
                 self._bar.update(task_id, total=max(t.completed, 1), completed=max(t.completed, 1))
             self._open -= 1
             if self._open == 0:
-                self._bar.stop()
+                self._bar.stop()  # the finished tasks stay on screen, drawn once
+                for done in list(self._bar.task_ids):
+                    self._bar.remove_task(done)
 
     def note(self, message: str) -> None:
         self.console.print(message, markup=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from localfin.logs import RunLog, log_path, stdio_is_fds
-from localfin.progress import Progress, console_progress
+from localfin.progress import Progress, RichProgress, console_progress
 
 __all__ = ["is_verbose", "quiet_run", "progress_for", "result", "note"]
 
@@ -51,8 +51,12 @@ def quiet_run(
 
 
 def progress_for(rl: RunLog) -> Progress:
-    """A rich display on a terminal, plain lines otherwise, on the run's stderr."""
-    return console_progress(rl.stderr)
+    """A rich display on a terminal, plain lines otherwise, on the run's stderr; the run's
+    terminal lines (warnings) are printed above a live display, not over it."""
+    progress = console_progress(rl.stderr)
+    if isinstance(progress, RichProgress):
+        rl.write_terminal_with(progress.note)
+    return progress
 
 
 def result(rl: RunLog | None, text: str) -> None:

@@ -9,6 +9,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 
 def test_help_lists_every_group(cli):
     r = cli("--help")
@@ -60,7 +62,21 @@ def test_serve_dry_run_without_weights_prints_the_command(cli, tmp_path, monkeyp
     assert r.code == 0 and "--model <tiny-qwen3-weights-dir>" in r.out
 
 
-def test_chat_against_a_running_server(openai_server, tmp_path, cli):
+def _piped_chat(args: list[object], tmp_path) -> subprocess.CompletedProcess[str]:
+    """`localfin chat ARGS | python -m json.tool` in a shell, with our folders under tmp_path."""
+    cmd = [sys.executable, "-m", "localfin_cli.main", "chat", *map(str, args)]
+    return subprocess.run(
+        f"{shlex.join(cmd)} | {shlex.quote(sys.executable)} -m json.tool",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, LOCALFIN_HOME=str(tmp_path / "home"), VLLM_CPU_KVCACHE_SPACE="1"),
+        timeout=600,
+        cwd=tmp_path,
+    )
+
+
+def _ok_schema(tmp_path) -> object:
     schema = tmp_path / "s.json"
     schema.write_text(
         json.dumps(
@@ -72,34 +88,25 @@ def test_chat_against_a_running_server(openai_server, tmp_path, cli):
             }
         )
     )
+    return schema
+
+
+def test_chat_against_a_running_server_pipes_into_json_tool(openai_server, tmp_path):
     journal = tmp_path / "j.sqlite"
-    args = ["chat", "tiny-qwen3", "is it ok?", "--schema", schema, "--base-url", openai_server.base_url]
-    r = cli(*args, "--api-key", "test-key", "--max-tokens", "16", "--journal", journal)
-    assert r.code == 0, r.err
-    out = json.loads(r.out)
+    args = ["tiny-qwen3", "is it ok?", "--schema", _ok_schema(tmp_path), "--base-url", openai_server.base_url]
+    proc = _piped_chat([*args, "--api-key", "test-key", "--max-tokens", "16", "--journal", journal], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
     assert out["parsed"] in ({"ok": True}, {"ok": False}) and out["backend"] == "openai"
     assert journal.exists()
 
 
+@pytest.mark.slow
 def test_chat_stdout_is_only_json_on_the_real_engine(tiny_model_dir, tmp_path):
-    """`localfin chat ... --schema F | python -m json.tool`: the engine's output goes to the log
-    file, progress to stderr, and stdout holds the JSON result alone."""
-    schema = tmp_path / "s.json"
-    schema.write_text(
-        json.dumps({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
-    )
-    env = dict(os.environ, LOCALFIN_HOME=str(tmp_path / "home"), VLLM_CPU_KVCACHE_SPACE="1")
-    cmd = [sys.executable, "-m", "localfin_cli.main", "chat", "tiny-qwen3", "ok?", "--schema", str(schema)]
-    cmd += ["--model-path", str(tiny_model_dir), "--max-tokens", "12"]
-    proc = subprocess.run(
-        f"{shlex.join(cmd)} | {shlex.quote(sys.executable)} -m json.tool",
-        shell=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    """The engine starts in the chat process: its output goes to the log file, progress to
+    stderr, and stdout holds the JSON result alone (a fresh engine start: ~40 s idle, so slow)."""
+    args = ["tiny-qwen3", "ok?", "--schema", _ok_schema(tmp_path), "--model-path", tiny_model_dir]
+    proc = _piped_chat([*args, "--max-tokens", "12"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert out["backend"] == "vllm" and out["finish_reason"] in ("stop", "length")
