@@ -26,15 +26,14 @@ from agent.data.errors import (
     FileFormatError,
     MissingColumnError,
 )
+from agent.data.jumps import PriceJump, find_jumps
 from agent.data.validate import (
     ImportConfig,
-    PriceJump,
     Where,
     check_gaps,
     check_ohlc,
     check_sorted_per_ticker,
     check_unique,
-    find_jumps,
     parse_dates,
     parse_numbers,
     parse_text,

@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from agent.data.errors import (
-    BadValueError,
     DuplicateRowError,
     MissingStoreError,
     StoreError,
     UnknownTickerError,
 )
+from agent.data.jumps import PriceJump, seam_jumps
 from agent.data.loaders import Loaded
 from agent.data.schema import (
     Company,
@@ -41,7 +41,7 @@ from agent.data.schema import (
     TickerInfo,
     to_date,
 )
-from agent.data.validate import ImportConfig, PriceJump, check_calendar_coverage, plain
+from agent.data.validate import ImportConfig, check_calendar_coverage
 
 __all__ = ["MarketStore", "ImportReport", "PRICE_FIELDS"]
 
@@ -234,43 +234,19 @@ class MarketStore:
         )
 
     def _check_seams(self, cur: sqlite3.Cursor, t: Loaded, cfg: ImportConfig, report: ImportReport) -> None:
-        """The jump check across the seam: each ticker's first imported close against the last
-        stored close before it (the file's own rows are checked by the loader)."""
-        f = t.frame
-        firsts = f.drop_duplicates("ticker", keep="first")
-        for tick, day, close, row in firsts[["ticker", "date", "close", "row"]].itertuples(index=False):
-            day_iso = _iso(np.asarray([day]))[0]
-            prev = cur.execute(
+        def previous_close(tick: str, day: dt.date) -> tuple[dt.date, float] | None:
+            row = cur.execute(
                 "SELECT date, close FROM prices WHERE ticker = ? AND date < ? ORDER BY date DESC LIMIT 1",
-                (str(tick), day_iso),
+                (tick, day.isoformat()),
             ).fetchone()
-            if prev is None or not prev[1]:
-                continue
-            size = max(close / prev[1], prev[1] / close)
-            if size <= cfg.max_daily_factor:
-                continue
-            jump = PriceJump(
-                str(tick),
-                dt.date.fromisoformat(prev[0]),
-                dt.date.fromisoformat(day_iso),
-                float(prev[1]),
-                float(close),
-                float(size),
-                t.path,
-                int(row),
-                t.row_kind,
-            )
-            if cfg.on_jump == "error":
-                raise BadValueError(
-                    f"ticker {jump.ticker!r}: close moves from {plain(jump.prev_close)} on {jump.prev_date} "
-                    f"(in the store) to {plain(jump.close)} on {jump.date}, a factor of {jump.factor:.4g} "
-                    f"(beyond max_daily_factor={plain(cfg.max_daily_factor)}; on_jump='error')",
-                    path=t.path,
-                    row=int(row),
-                    column="close",
-                    row_kind=t.row_kind,
-                )
-            report.jumps.append(jump)
+            return None if row is None else (dt.date.fromisoformat(row[0]), float(row[1]))
+
+        firsts = t.frame.drop_duplicates("ticker", keep="first")
+        rows = [
+            (str(tick), to_date(day), float(close), int(row))
+            for tick, day, close, row in firsts[["ticker", "date", "close", "row"]].itertuples(index=False)
+        ]
+        report.jumps.extend(seam_jumps(rows, previous_close, t.path, t.row_kind, cfg))
 
     def _check_coverage(
         self, cur: sqlite3.Cursor, touched: dict[str, Loaded], cfg: ImportConfig, report: ImportReport

@@ -37,8 +37,6 @@ __all__ = [
     "check_calendar_coverage",
     "parse_tickers",
     "check_ohlc",
-    "PriceJump",
-    "find_jumps",
     "plain",
 ]
 
@@ -399,79 +397,3 @@ def check_ohlc(
         column=columns[name],
         row_kind=where.row_kind,
     )
-
-
-@dataclass(frozen=True)
-class PriceJump:
-    """A close that moved beyond ``max_daily_factor`` from the previous close of its ticker.
-
-    ``factor`` is the size of the move as a ratio >= 1 (a fall to a third is 3.0, like a rise
-    to three times); ``row`` is the later row, in ``row_kind`` units of ``path``.
-    """
-
-    ticker: str
-    prev_date: dt.date
-    date: dt.date
-    prev_close: float
-    close: float
-    factor: float
-    path: str
-    row: int
-    row_kind: str = "line"
-
-    def describe(self) -> str:
-        direction = "up" if self.close > self.prev_close else "down"
-        return (
-            f"{self.ticker} {self.prev_date} -> {self.date}: close {plain(self.prev_close)} -> "
-            f"{plain(self.close)} ({direction} x{self.factor:.3g}; {self.path}, {self.row_kind} {self.row})"
-        )
-
-
-def find_jumps(
-    dates: np.ndarray,
-    tickers: np.ndarray,
-    close: np.ndarray,
-    where: Where,
-    config: ImportConfig,
-    column: str = "close",
-) -> list[PriceJump]:
-    """Day-over-day close moves beyond ``config.max_daily_factor`` within each ticker (file rows
-    in date order, as :func:`check_sorted_per_ticker` ensures), in file order. In strict mode
-    (``on_jump="error"``) the first one is raised as a :class:`BadValueError`."""
-    jumps: list[PriceJump] = []
-    order = pd.Series(np.arange(len(tickers))).groupby(tickers, sort=False)
-    for tick, idx in order.groups.items():
-        ii = np.asarray(idx)
-        c = close[ii]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = c[1:] / c[:-1]
-            size = np.maximum(r, 1.0 / r)
-        for k in np.flatnonzero(size > config.max_daily_factor):
-            a, b = int(ii[k]), int(ii[k + 1])
-            jumps.append(
-                PriceJump(
-                    str(tick),
-                    dates[a].item(),
-                    dates[b].item(),
-                    float(close[a]),
-                    float(close[b]),
-                    float(size[k]),
-                    where.path,
-                    where.at(b),
-                    where.row_kind,
-                )
-            )
-    jumps.sort(key=lambda j: j.row)
-    if jumps and config.on_jump == "error":
-        j = jumps[0]
-        raise BadValueError(
-            f"ticker {j.ticker!r}: close moves from {plain(j.prev_close)} on {j.prev_date} to "
-            f"{plain(j.close)} on {j.date}, a factor of {j.factor:.4g} (beyond max_daily_factor="
-            f"{plain(config.max_daily_factor)}; on_jump='error'); check the price unit and split "
-            "adjustment, or raise max_daily_factor",
-            path=j.path,
-            row=j.row,
-            column=column,
-            row_kind=j.row_kind,
-        )
-    return jumps
