@@ -76,9 +76,8 @@ def import_(
     ),
 ) -> None:
     """Validate the files and import them in one transaction (all or nothing)."""
-    from agent.data.importer import import_files
-    from agent.data.store import MarketStore
     from agent.data.validate import ImportConfig
+    from agent.data.workflows import import_into
 
     if not (prices or news or companies or herculean):
         raise typer.BadParameter("give at least one of --prices, --news, --companies, --herculean")
@@ -94,9 +93,9 @@ def import_(
     )
     column_maps = _parse_maps(maps)
     path = _store_path(store)
-    with quiet_run(ctx, "data-import", announce=False) as rl, MarketStore(path) as db:
-        report = import_files(
-            db,
+    with quiet_run(ctx, "data-import", announce=False) as rl:
+        report = import_into(
+            path,
             prices=prices,
             news=news,
             companies=companies,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -91,8 +92,9 @@ class ServerPlan:
     notes: tuple[str, ...] = ()
 
     def shown(self) -> str:
+        """The command as a shell line (quoted where needed, so it can be pasted), key masked."""
         cmd = self.command
-        return " ".join("***" if i and cmd[i - 1] == "--api-key" else c for i, c in enumerate(cmd))
+        return shlex.join("***" if i and cmd[i - 1] == "--api-key" else c for i, c in enumerate(cmd))
 
 
 def plan_server(

@@ -3,14 +3,48 @@ seeded synthetic market (and import it), describe a store."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.data.schema import Company, StoreInfo
 from agent.data.store import ImportReport, MarketStore
 from localfin.progress import NULL_PROGRESS, Progress
 
-__all__ = ["SynthResult", "synth_market", "store_overview"]
+if TYPE_CHECKING:
+    from agent.data.loaders import ColumnMap
+    from agent.data.validate import ImportConfig
+
+__all__ = ["import_into", "SynthResult", "synth_market", "store_overview"]
+
+
+def import_into(
+    store_path: str | Path,
+    *,
+    prices: Sequence[str | Path] = (),
+    news: Sequence[str | Path] = (),
+    companies: Sequence[str | Path] = (),
+    herculean: str | Path | None = None,
+    column_maps: dict[str, ColumnMap] | None = None,
+    config: ImportConfig | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> ImportReport:
+    """:func:`~agent.data.importer.import_files` into the store at ``store_path`` (created if
+    absent): all files validated first, then written in one transaction."""
+    from agent.data.importer import import_files
+
+    with MarketStore(store_path) as db:
+        return import_files(
+            db,
+            prices=prices,
+            news=news,
+            companies=companies,
+            herculean=herculean,
+            column_maps=column_maps,
+            config=config,
+            progress=progress,
+        )
 
 
 @dataclass(frozen=True)

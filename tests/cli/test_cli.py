@@ -46,7 +46,7 @@ def test_serve_dry_run_binds_loopback_and_hides_the_key(tiny_model_dir, cli):
     )
     assert r.code == 0, r.err
     assert "--host 127.0.0.1" in r.out and "--port 8123" in r.out
-    assert "s3cret" not in r.out + r.err and "--api-key ***" in r.out
+    assert "s3cret" not in r.out + r.err and "--api-key '***'" in r.out
     assert "vllm.entrypoints.openai.api_server" in r.out  # CPU path
     assert f"--model {tiny_model_dir}" in r.out and r.err == ""
 
@@ -59,7 +59,7 @@ def test_serve_dry_run_without_weights_prints_the_command(cli, tmp_path, monkeyp
     assert "--tensor-parallel-size 2" in r.out and "--reasoning-parser qwen3" in r.out
     assert "note: weights absent" in r.err and "no config.json" in r.err
     r = cli("serve", "tiny-qwen3", "--dry-run")  # a built model without a path: a placeholder
-    assert r.code == 0 and "--model <tiny-qwen3-weights-dir>" in r.out
+    assert r.code == 0 and "--model '<tiny-qwen3-weights-dir>'" in r.out
 
 
 def _piped_chat(args: list[object], tmp_path) -> subprocess.CompletedProcess[str]:

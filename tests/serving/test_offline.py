@@ -49,7 +49,7 @@ def test_serve_and_start_server_run_the_same_plan(
     server.start_server(spec, port=8123, api_key="k", log_path=tmp_path / "s.log")
     assert seen["serve"] == seen["start_server"] == (list(plan.command), plan.env)
     assert plan.env["HF_HUB_OFFLINE"] == "1" and plan.env["VLLM_CPU_KVCACHE_SPACE"]
-    assert plan.shown().endswith("--api-key ***") and plan.command[-1] == "k"
+    assert plan.shown().endswith("--api-key '***'") and plan.command[-1] == "k"
 
 
 def test_a_public_bind_without_a_key_is_noted(tiny_registry) -> None:
