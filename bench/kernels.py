@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from bench._args import BenchParser, run_main
+
 __all__ = ["main", "synthetic_panel"]
 
 _COLD_COMPILE = """
@@ -124,7 +126,7 @@ def _blas_single_thread() -> tuple[Any, str]:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="localfin bench kernels", description=__doc__.split("\n\n")[0])
+    ap = BenchParser(prog="localfin bench kernels", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="small statsmodels subsets, no cold compile; < 1 minute"
     )
@@ -340,4 +342,4 @@ def _rolling_beta(
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

@@ -13,7 +13,6 @@ import argparse
 import hashlib
 import json
 import logging
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from bank.exact import ExactConfig, ExactThresholdIndex, exact_sims
 from bank.index import HnswConfig, HnswIndex
 from bank.retrieval import threshold_hits
 from bank.schema import RetrievalConfig
+from bench._args import BenchParser, run_main
 
 __all__ = ["main", "synthetic_bank", "embedding_stats"]
 
@@ -277,7 +277,7 @@ def _real(args: argparse.Namespace) -> list[dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="localfin bench retrieval", description=__doc__)
+    p = BenchParser(prog="localfin bench retrieval", description=__doc__)
     p.add_argument(
         "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
     )
@@ -335,4 +335,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -13,10 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench._args import BenchParser, run_main
+
+if TYPE_CHECKING:
+    from localfin.progress import Progress
 
 __all__ = ["main"]
 
@@ -37,11 +43,6 @@ PROMPT = (
     "{best}. Decide today's direction: LONG_SHORT, SHORT_LONG or FLAT, with a confidence from "
     "0 to 100 and a one-sentence reason."
 )
-
-
-def _emit(record: dict) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
 
 
 def _requests(model: str, n: int, max_tokens: int):
@@ -68,7 +69,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
+    ap = BenchParser(
         prog="localfin bench serving",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,12 +80,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=32, help="requests in the batched run")
     ap.add_argument("--sequential", type=int, default=8, help="requests sent one at a time")
     ap.add_argument("--max-tokens", type=int, default=200)
+    ap.add_argument("--log", default=None, help="engine log file (default: $LOCALFIN_HOME/logs/...)")
+    ap.add_argument("--verbose", action="store_true", help="show the engine's output on the terminal")
     args = ap.parse_args(argv)
+    if args.requests < 1 or args.sequential < 1 or args.max_tokens < 1:
+        ap.error("--requests, --sequential and --max-tokens must be >= 1")
 
-    import os
+    from localfin.logs import RunLog, log_path, stdio_is_fds
+    from localfin.progress import console_progress
 
-    # vLLM logs to stdout by default; keep stdout for the JSON lines (its warnings go to stderr).
-    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+    path = args.log or log_path("bench-serving")
+    with RunLog(path, verbose=args.verbose, capture_fds=stdio_is_fds()) as rl:
+        rl.stderr.write(f"log: {path}\n")
+        _run(args, lambda record: rl.stdout.write(json.dumps(record) + "\n"), console_progress(rl.stderr))
+    return 0
+
+
+def _run(args: argparse.Namespace, emit: Callable[[dict], object], progress: Progress) -> None:
     from localfin import env
     from serving.registry import default_registry
     from serving.vllm_engine import VLLMBackend
@@ -95,50 +107,59 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         from serving.models import build_tiny_model
 
-        path = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", arch="qwen3"))
+        with progress.task("building the tiny model"):
+            path = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", arch="qwen3"))
     if path:
         reg = reg.with_spec(reg.get(args.model).with_path(path))
     backend = VLLMBackend(args.model, registry=reg)
-    start_s = backend.start()
-    _emit(
-        {
-            "bench": "serving",
-            "case": "engine_start",
-            "model": args.model,
-            "revision": reg.get(args.model).resolved_revision(),
-            "start_s": round(start_s, 3),
-        }
-    )
+    try:
+        with progress.task(f"starting the vLLM engine ({args.model})"):
+            start_s = backend.start()
+        emit(
+            {
+                "bench": "serving",
+                "case": "engine_start",
+                "model": args.model,
+                "revision": reg.get(args.model).resolved_revision(),
+                "start_s": round(start_s, 3),
+            }
+        )
+        with progress.task("warm-up"):
+            backend.chat(_requests(args.model, 2, 16))  # first-call compilation, caches
 
-    backend.chat(_requests(args.model, 2, 16))  # warm-up: first-call compilation, caches
+        seq = _requests(args.model, args.sequential, args.max_tokens)
+        lat, seq_tokens = [], 0
+        t0 = time.perf_counter()
+        with progress.task("one request at a time", total=len(seq)) as task:
+            for r in seq:
+                res = backend.chat([r])[0]
+                lat.append(res.latency_s)
+                seq_tokens += res.usage.completion_tokens
+                task.advance()
+        seq_wall = time.perf_counter() - t0
+        emit(
+            {
+                "bench": "serving",
+                "case": "sequential",
+                "requests": len(seq),
+                "wall_s": round(seq_wall, 3),
+                "p50_latency_s": round(_pct(lat, 0.5), 3),
+                "p99_latency_s": round(_pct(lat, 0.99), 3),
+                "mean_latency_s": round(statistics.fmean(lat), 3),
+                "completion_tokens": seq_tokens,
+                "tokens_per_s": round(seq_tokens / seq_wall, 2),
+                "requests_per_s": round(len(seq) / seq_wall, 3),
+            }
+        )
 
-    seq = _requests(args.model, args.sequential, args.max_tokens)
-    lat, seq_tokens = [], 0
-    t0 = time.perf_counter()
-    for r in seq:
-        res = backend.chat([r])[0]
-        lat.append(res.latency_s)
-        seq_tokens += res.usage.completion_tokens
-    seq_wall = time.perf_counter() - t0
-    _emit(
-        {
-            "bench": "serving",
-            "case": "sequential",
-            "requests": len(seq),
-            "wall_s": round(seq_wall, 3),
-            "p50_latency_s": round(_pct(lat, 0.5), 3),
-            "p99_latency_s": round(_pct(lat, 0.99), 3),
-            "mean_latency_s": round(statistics.fmean(lat), 3),
-            "completion_tokens": seq_tokens,
-            "tokens_per_s": round(seq_tokens / seq_wall, 2),
-            "requests_per_s": round(len(seq) / seq_wall, 3),
-        }
-    )
-
-    batch = _requests(args.model, args.requests, args.max_tokens)
-    t0 = time.perf_counter()
-    out = backend.chat(batch)
-    wall = time.perf_counter() - t0
+        batch = _requests(args.model, args.requests, args.max_tokens)
+        t0 = time.perf_counter()
+        with progress.task("one batch", total=len(batch)) as task:
+            out = backend.chat(batch)
+            task.update(completed=len(out))
+        wall = time.perf_counter() - t0
+    finally:
+        backend.close()
     comp = sum(r.usage.completion_tokens for r in out)
     valid = sum(not r.is_fallback for r in out)
     record = {
@@ -156,10 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         "finish_length": sum(r.finish_reason == "length" for r in out),
     }
     record["batching_speedup_requests_per_s"] = round(record["requests_per_s"] / (len(seq) / seq_wall), 2)
-    _emit(record)
-    backend.close()
-    return 0
+    emit(record)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    run_main(main)

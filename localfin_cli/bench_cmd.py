@@ -13,9 +13,13 @@ app = typer.Typer(help="Benchmarks; each prints JSON lines.", no_args_is_help=Tr
 _CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _forward(module: str, ctx: typer.Context) -> None:
+def _forward(module: str, ctx: typer.Context, extra: tuple[str, ...] = ()) -> None:
     main = importlib.import_module(f"bench.{module}").main
-    raise typer.Exit(code=int(main(list(ctx.args)) or 0))
+    try:
+        code = main([*ctx.args, *extra])
+    except SystemExit as exc:  # argparse's --help
+        code = exc.code if isinstance(exc.code, int) else 0
+    raise typer.Exit(code=int(code or 0))
 
 
 @app.command("kernels", context_settings=_CTX, add_help_option=False)
@@ -33,4 +37,6 @@ def retrieval(ctx: typer.Context) -> None:
 @app.command("serving", context_settings=_CTX, add_help_option=False)
 def serving(ctx: typer.Context) -> None:
     """Chat backend throughput, latency and tokens (pass --help for its options)."""
-    _forward("serving", ctx)
+    from localfin_cli._common import is_verbose
+
+    _forward("serving", ctx, ("--verbose",) if is_verbose(ctx) and "--verbose" not in ctx.args else ())
