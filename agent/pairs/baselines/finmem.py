@@ -37,32 +37,24 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agent.data.schema import Company, NewsItem
-from agent.data.store import MarketStore
-from agent.pairs.baselines.common import (
-    PairSeries,
-    Selection,
-    Window,
-    as_window,
-    check_exposure,
-    load_pair,
-    pair_betas,
-    select_pair,
-)
 from agent.pairs.baselines.finmem_memory import CharacterConfig, EmbeddingCache, MemoryConfig
-from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
-from agent.pairs.baselines.runner import RunSettings
-from agent.pairs.records import write_json
-from agent.pairs.screen import PairStats, screen_store
 from agent.pairs.settlement import EXPOSURES
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.lockstep import Program, run_lockstep
+
+if TYPE_CHECKING:  # the screen and the baselines' common code load numba: imported where used
+    from agent.data.schema import Company, NewsItem
+    from agent.data.store import MarketStore
+    from agent.pairs.baselines.common import PairSeries, Selection, Window
+    from agent.pairs.baselines.ledger import Ledger
+    from agent.pairs.baselines.runner import RunSettings
+    from agent.pairs.screen import PairStats
 
 __all__ = [
     "METHOD",
@@ -198,7 +190,10 @@ def prepare_finmem(
     settings: RunSettings | None = None,
 ) -> FinMemMarket:
     """Select the pair at test step 001 and read its prices, news and companies once."""
+    from agent.pairs.baselines.common import as_window, load_pair, pair_betas, select_pair
+    from agent.pairs.baselines.runner import RunSettings
     from agent.pairs.masking import StepCalendar
+    from agent.pairs.screen import screen_store
 
     cfg = settings or RunSettings()
     pool_t = tuple(sorted(set(pool)))
@@ -281,7 +276,9 @@ def finmem_program(
 
     ``embedder``: the bank's embedder (``MiniLMEmbedder`` in runs; wrap it in an
     :class:`~agent.pairs.baselines.finmem_memory.EmbeddingCache` shared by the runs of a window)."""
+    from agent.pairs.baselines.common import check_exposure
     from agent.pairs.baselines.finmem_agent import run_agent
+    from agent.pairs.baselines.ledger import flat_records, settle_actions
 
     check_exposure(exposure)
     rid = run_id or f"{METHOD}-{exposure}-seed{seed}"
@@ -341,6 +338,9 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
 
 def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
     """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json)."""
+    from agent.pairs.baselines.ledger import write_run
+    from agent.pairs.records import write_json
+
     run_dir = write_run(
         out_dir,
         outcome.run_id,
@@ -384,6 +384,8 @@ def run_finmem(
 ) -> list[FinMemResult]:
     """Every (exposure, seed) run on one window, in lockstep on ``backend`` (pass a
     JournaledBackend); run ids ``finmem-<exposure>-seed<seed>``. ``embedder`` defaults to MiniLM."""
+    from agent.pairs.baselines.common import check_exposure
+
     cfg = config or FinMemConfig()
     for e in exposures:
         check_exposure(e)

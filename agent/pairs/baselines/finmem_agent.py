@@ -25,7 +25,6 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs.baselines.common import tradable
 from agent.pairs.baselines.finmem_calls import (
     CallSettings,
     Observation,
@@ -144,6 +143,7 @@ def _pct(x: float) -> float:
 
 def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: Any) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
+    from agent.pairs.baselines.common import tradable
     from agent.pairs.masking import mask_text
 
     cfg, s = config, market.series

