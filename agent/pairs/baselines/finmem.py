@@ -229,6 +229,15 @@ def prepare_finmem(
         news[g] = tuple(
             n for t in (a, b) for n in raw[t] if n.date <= day and (prev is None or n.date > prev)
         )
+    if not any(news.values()):
+        log.warning(
+            "no news for %s or %s in %s..%s: FinMem's memory holds only price observations, digests, "
+            "the screen's statistics and its own reflections",
+            a,
+            b,
+            dates[lo].item(),
+            dates[-1].item(),
+        )
     shot = screen_store(store, dates[lo].item(), pool=(a, b), config=cfg.screen)
     stats = shot.pairs[0] if shot.pairs and math.isfinite(shot.pairs[0].pvalue) else None
     calendar = StepCalendar.from_sessions([d.item() for d in dates[lo:]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -517,3 +518,31 @@ def test_finmem_import_loads_no_numba() -> None:
     code = f"import sys, {mods}; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_finmem_without_news_runs_on_prices_and_reflections(
+    synthetic_store_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "no_news.sqlite"
+    shutil.copy(synthetic_store_path, path)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM news")
+    be = _scripted()
+    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem"):
+        (r,) = run_finmem(
+            s,
+            be,
+            pool=POOL,
+            train=("2016-12-20", "2016-12-30"),
+            test=("2017-01-02", "2017-01-20"),
+            out_dir=tmp_path,
+            exposures=("no_beta",),
+            embedder=EMB,
+        )
+    assert "no news" in caplog.text
+    ex = read_json(r.run_dir / "metrics.json")["extra"]
+    assert ex["n_news_items"] == 0 and ex["memory_sizes_max"]["short"] > 0
+    shown = [json.loads(c.messages[-1].content)["memory"] for c in be.calls if c.call_type == DECISION_CALL]
+    texts = [item["text"] for mem in shown for items in mem.values() for item in items]
+    assert texts and not [t for t in texts if re.match(r"[A-Z]+: ", t)]  # no "TICKER: headline" lines
+    assert any(t.startswith("pair statistics") for t in texts) and any(" close: " in t for t in texts)
