@@ -98,7 +98,10 @@ def start_server(
     log_file.parent.mkdir(parents=True, exist_ok=True)
     child_env = dict(os.environ, **env.offline_env())
     if spec.device == "cpu":
+        from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
+
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+        child_env.update(cpu_engine_env())
     log.info("starting server: %s", " ".join(cmd))
     with open(log_file, "wb") as fh:
         proc = subprocess.Popen(
