@@ -86,7 +86,7 @@ def token_records(
             "tokens_per_unit",
             (totals["prompt_tokens"] + totals["completion_tokens"]) / units,
             "tokens",
-            unit=unit,
+            work_unit=unit,
             units=units,
             headline=True,
             label=f"{agent}: tokens per {unit}",

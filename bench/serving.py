@@ -81,6 +81,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--dtype", default="auto", help="transformers dtype (auto = the checkpoint's)")
     ap.add_argument(
+        "--hf-device", default="auto", help="transformers device (auto: cuda if present, else cpu)"
+    )
+    ap.add_argument(
         "--plot", default=None, help="PNG path (default: $LOCALFIN_REPORTS_DIR/bench-serving.png)"
     )
     ap.add_argument("--no-plot", action="store_true")
@@ -136,7 +139,7 @@ def _driver(name: str, args: argparse.Namespace, reg: Any, spec: Any, model_dir:
         return InProcessDriver(VLLMBackend(spec.key, registry=reg, options=EngineOptions(max_num_seqs=seqs)))
     if name == "openai":
         return ServerDriver(spec, reg, base_url=args.base_url, api_key=args.api_key)
-    return TransformersDriver(model_dir, spec, dtype=args.dtype)
+    return TransformersDriver(model_dir, spec, dtype=args.dtype, device=args.hf_device)
 
 
 def _point(
@@ -178,7 +181,7 @@ def _run_backend(
     points: list[dict[str, Any]] = []
     try:
         start_s = driver.start()
-        extra = {"dtype": driver.torch_dtype} if name == "transformers" else {}
+        extra = {"dtype": driver.torch_dtype, "device": driver.device} if name == "transformers" else {}
         w.metric("startup", "start_time", start_s, "s", backend=name, model=spec.key, **extra)
         work = Workload(spec.key, args.workload, counter)
         driver.run(work.requests(4, args.prompt_tokens, 8), 4)  # warm-up: compile, caches, threads
@@ -295,8 +298,20 @@ def _compare(w: RecordWriter, points: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> int:
     args = _parse(argv)
-    # vLLM logs to stdout by default; keep stdout for the JSON lines (its warnings go to stderr)
+    # vLLM logs to stdout by default; keep stdout for the JSON lines (its warnings go to stderr).
+    # Restored at the end, so that a caller's later engines and servers log as usual.
+    old = os.environ.get("VLLM_CONFIGURE_LOGGING")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+    try:
+        return _main(args, writer)
+    finally:
+        if old is None:
+            os.environ.pop("VLLM_CONFIGURE_LOGGING", None)
+        else:
+            os.environ["VLLM_CONFIGURE_LOGGING"] = old
+
+
+def _main(args: argparse.Namespace, writer: RecordWriter | None) -> int:
     from localfin import env
 
     env.apply_offline_env()

@@ -252,10 +252,13 @@ class TransformersDriver:
 
     name = "transformers"
 
-    def __init__(self, model_dir: str | Path, spec: ModelSpec, *, dtype: str = "auto") -> None:
+    def __init__(
+        self, model_dir: str | Path, spec: ModelSpec, *, dtype: str = "auto", device: str = "auto"
+    ) -> None:
         self.model_dir = str(model_dir)
         self.spec = spec
         self.dtype = dtype
+        self.device = device
         self._model: Any = None
         self._tok: Any = None
 
@@ -269,7 +272,9 @@ class TransformersDriver:
         if self._tok.pad_token is None:
             self._tok.pad_token = self._tok.eos_token
         dtype = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
-        self._model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).eval()
+        if self.device == "auto":
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self._model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).to(self.device).eval()
         return time.perf_counter() - t0
 
     @property
@@ -302,8 +307,10 @@ class TransformersDriver:
 
         class Clock(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                if input_ids.is_cuda:
+                    torch.cuda.synchronize()
                 stamps.append(time.perf_counter())
-                return torch.zeros(input_ids.shape[0], dtype=torch.bool)
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
         texts = [
             self._tok.apply_chat_template(
@@ -311,7 +318,7 @@ class TransformersDriver:
             )
             for r in chunk
         ]
-        enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         penalty = chunk[0].repetition_penalty or self.spec.repetition_penalty
         t0 = time.perf_counter()
         with torch.inference_mode():
