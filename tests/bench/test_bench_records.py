@@ -115,3 +115,27 @@ def test_replace_section_only_between_markers(tmp_path: Path) -> None:
     plain = tmp_path / "PLAIN.md"
     plain.write_text("no markers\n", encoding="utf-8")
     assert not replace_section(plain, "| new |") and plain.read_text(encoding="utf-8") == "no markers\n"
+
+
+def test_length_table_compares_at_equal_lengths() -> None:
+    from bench.summary import serving_lengths_markdown
+
+    w = RecordWriter("serving", stream=io.StringIO())
+    for backend, tput in (("vllm", 300.0), ("transformers", 100.0)):
+        w.metric(
+            "length_sweep",
+            "output_tokens_per_s",
+            tput,
+            "tokens/s",
+            backend=backend,
+            prompt_tokens_target=128,
+            max_tokens=64,
+            concurrency=16,
+            mean_prompt_tokens=131.0,
+            ttft_p50_ms=None if backend == "vllm" else 250.0,
+            itl_p50_ms=None,
+        )
+    rows = serving_lengths_markdown(w.records).splitlines()[2:]
+    assert rows[0] == "| vllm | 131 | 64 | 16 | 300 | **3×** |  |  |"
+    assert rows[1] == "| transformers | 131 | 64 | 16 | 100 |  | 250 ms |  |"
+    assert serving_lengths_markdown([]) == ""
