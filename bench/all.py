@@ -14,7 +14,9 @@ is reported in the table and the others still run; the exit code is then 1.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -72,8 +74,9 @@ def _run(
     log.write(f"\n=== {' '.join(cmd)}\n")
     log.flush()
     recs: list[Record] = []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
-    watchdog = threading.Timer(timeout, proc.kill)  # a hung benchmark must not hang the run
+    # own session, killed as a group: engine processes outlive a plain kill of their parent
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+    watchdog = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
     watchdog.start()
     try:
         assert proc.stdout is not None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -115,13 +116,25 @@ def _run_variant(variant: str, args: argparse.Namespace) -> dict[int, float]:
         "--model",
         args.model,
     ] + (["--tiny"] if args.tiny else [])
-    done = subprocess.run(
-        cmd, env=_child_env(variant), capture_output=True, text=True, timeout=args.timeout, check=False
+    # own session: a timeout kills the engine's processes with it (they outlive a plain kill)
+    proc = subprocess.Popen(
+        cmd,
+        env=_child_env(variant),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"variant {variant} failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    try:
+        stdout, stderr = proc.communicate(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise RuntimeError(f"variant {variant} ran past --timeout {args.timeout:.0f} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"variant {variant} failed (exit {proc.returncode}): {stderr[-2000:]}")
     out = {}
-    for rec in read_records(done.stdout.splitlines()):
+    for rec in read_records(stdout.splitlines()):
         if rec.case == "concurrency_sweep":
             out[int(rec.params["concurrency"])] = float(rec.value)  # type: ignore[arg-type]
     return out
