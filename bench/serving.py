@@ -228,7 +228,7 @@ def _json_point(
     w: RecordWriter, driver: Any, spec: Any, counter: Any, c: int, args: argparse.Namespace
 ) -> dict:
     """JSON-schema requests at the saturation point through the agents' own path."""
-    work = Workload(spec.key, "json", counter)
+    work = Workload(spec.key, "json", counter, first_id=1_000_000)  # no id of the text workload
     p = _point(
         w, driver, work, "json_point", c, args.prompt_tokens, args.json_max_tokens, args, product_path=True
     )

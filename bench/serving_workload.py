@@ -93,16 +93,19 @@ class Workload:
         model: registry key the requests name.
         kind: one of :data:`WORKLOADS`.
         count_tokens: prompt-token counter from :func:`token_counter`.
+        first_id: first request id; workloads of one run must not overlap (an id fixes the
+            table rows, so a repeated id would hand the prefix cache a whole earlier prompt).
     """
 
     model: str
     kind: str
     count_tokens: Callable[[list[dict[str, str]]], int]
+    first_id: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in WORKLOADS:
             raise ValueError(f"workload={self.kind!r}; allowed: {', '.join(WORKLOADS)}")
-        self._ids = itertools.count()
+        self._ids = itertools.count(self.first_id)
         self._rows_for: dict[int, int] = {}
 
     def _user(self, uid: int, rows: int) -> str:

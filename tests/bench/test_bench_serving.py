@@ -66,8 +66,8 @@ def test_workload_requests_are_unique_and_sized(tiny_work: Workload, tiny_model_
     assert len({r.messages[0].content for r in short + long}) == 1  # the shared system prefix
     n_long = counter([m.to_openai() for m in long[0].messages])
     assert 1300 <= n_long <= 1700  # calibrated to the target within a row or two
-    js = Workload("tiny-qwen3", "json", counter).requests(1, 64, 40)[0]
-    assert js.json_schema == SCHEMA
+    js = Workload("tiny-qwen3", "json", counter, first_id=1_000_000).requests(1, 64, 40)[0]
+    assert js.json_schema == SCHEMA and "Request 1000000." in js.messages[-1].content
     with pytest.raises(ValueError, match="workload='xml'"):
         Workload("tiny-qwen3", "xml", counter)
 
