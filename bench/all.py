@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from bench.records import Record, RecordWriter, parse_record
+from bench.records import Record, RecordWriter, parse_record, read_records
 from bench.summary import replace_section, summary_markdown
 
 __all__ = ["PLAN", "main", "plan"]
@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
     ap.add_argument("--qa", default=None, help="TAT-QA dev JSONL for real MiniLM embeddings (optional)")
     ap.add_argument("--tiny", action="store_true", help="seconds-sized runs (tests)")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per benchmark")
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the records of benchmarks not run now from --out/records.jsonl (rerun a part)",
+    )
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     bad = [n for n in only if n not in PLAN]
@@ -130,9 +135,21 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
             if err:
                 failed.append(f"{name} ({err})")
     records.append(w.metric("run", "total_wall_time", time.perf_counter() - t_all, "s", only=only))
+    if args.keep and (out / "records.jsonl").is_file():
+        ran = set(only)
+        kept = [
+            r
+            for r in read_records(out / "records.jsonl")
+            if r.benchmark not in ran
+            and not (r.benchmark == "all" and r.params.get("bench") in ran)
+            and r.metric != "total_wall_time"
+        ]
+        records = kept + records
     with open(out / "records.jsonl", "w", encoding="utf-8") as fh:
         fh.writelines(r.to_json() + "\n" for r in records)
     command = "localfin bench all" + (" --tiny" if args.tiny else "")
+    if args.keep:
+        command += f" (then --only {','.join(only)} --keep)"
     table = summary_markdown(records, command=command, skipped=[f"failed: {f}" for f in failed])
     (out / "summary.md").write_text(table, encoding="utf-8")
     if args.readme:

@@ -98,3 +98,13 @@ def test_gpu_check_script_is_runnable() -> None:
     script = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.sh"
     text = script.read_text(encoding="utf-8")
     assert text.startswith("#!/usr/bin/env bash") and "-m bench.gpu_check" in text and "timeout 570" in text
+
+
+def test_all_keep_reruns_one_part(tmp_path: Path) -> None:
+    assert bench_all.main(["--tiny", "--only", "agent", "--out", str(tmp_path)]) == 0
+    assert bench_all.main(["--tiny", "--only", "retrieval", "--out", str(tmp_path), "--keep"]) == 0
+    recs = list(read_records(tmp_path / "records.jsonl"))
+    assert {"agent", "retrieval"} <= {r.benchmark for r in recs}
+    walls = [r.params["bench"] for r in recs if r.case == "run" and r.metric == "wall_time"]
+    assert sorted(walls) == ["agent", "retrieval"]
+    assert sum(r.metric == "total_wall_time" for r in recs) == 1
