@@ -58,7 +58,8 @@ def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]
         "kernels": ["--quick"],
         "retrieval": retrieval,
         "serving": shlex.split(
-            "--max-concurrency 64 --prompt-lengths 128,1536 --output-lengths 64 --length-concurrency 16"
+            "--max-concurrency 64 --min-requests 4 --prompt-lengths 128,1024 --output-lengths 64 "
+            "--length-concurrency 16"
         )
         + plot,
         "cpu_settings": shlex.split("--variants vllm_default,localfin_default --levels 16,64"),
