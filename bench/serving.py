@@ -4,7 +4,8 @@ transformers ``generate`` on the same model, prompts and ``max_tokens``, in one 
 For each backend (one at a time, each closed before the next starts): start-up time, a warm-up,
 then a concurrency sweep (1, 2, 4, ... until output tokens/s stops rising by more than
 ``--margin`` over the best so far, or ``--max-concurrency``), a prompt/output length sweep at the
-backend's saturation concurrency, and (vLLM paths) a point of JSON-schema requests for the
+backend's saturation concurrency (``--patience`` points in a row must fail to rise before the
+sweep stops), and (vLLM paths) a point of JSON-schema requests for the
 schema-valid share and the prefix-cache hit rate. One JSON line per point (:mod:`bench.records`:
 metric ``output_tokens_per_s``, every other figure in ``params``), then the saturation point of
 each backend, each backend's best against transformers' best, and a PNG plot.
@@ -69,6 +70,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--margin", type=float, default=0.10, help="stop when tokens/s rises by no more than this"
     )
+    ap.add_argument(
+        "--patience", type=int, default=2, help="stop after this many points in a row that did not rise"
+    )
     ap.add_argument("--min-requests", type=int, default=8, help="requests per point at least")
     ap.add_argument("--rounds", type=int, default=1, help="requests per point = concurrency x rounds")
     ap.add_argument("--prompt-lengths", type=_ints, default=[128, 1536], help="length sweep prompts")
@@ -94,6 +98,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         ap.error(f"--backends {bad or 'empty'}; allowed: {', '.join(BACKENDS)}")
     if min(args.prompt_tokens, args.max_tokens, args.max_concurrency, args.min_requests, args.rounds) < 1:
         ap.error("--prompt-tokens, --max-tokens, --max-concurrency, --min-requests and --rounds must be >= 1")
+    if args.patience < 1:
+        ap.error(f"--patience={args.patience}; allowed: >= 1")
     if not 0 <= args.margin < 1:
         ap.error(f"--margin={args.margin}; allowed: 0 <= margin < 1")
     if args.levels is not None and (not args.levels or min(args.levels) < 1):
@@ -192,7 +198,7 @@ def _run_backend(
             )
             points.append(p)
             tput.append(p["output_tokens_per_s"])
-            if args.levels is None and should_stop(tput, args.margin):
+            if args.levels is None and should_stop(tput, args.margin, args.patience):
                 break
         levels = [p["concurrency"] for p in points]
         sat = saturation_point(levels, tput, args.margin)

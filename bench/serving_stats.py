@@ -58,12 +58,18 @@ def summarize(wall_s: float, samples: Sequence[Sample]) -> dict[str, Any]:
     }
 
 
-def should_stop(throughputs: Sequence[float], margin: float) -> bool:
-    """True when the newest point did not raise output tokens/s by more than ``margin`` (a
-    fraction) over the best earlier point: the sweep has stopped paying."""
-    if len(throughputs) < 2:
+def should_stop(throughputs: Sequence[float], margin: float, patience: int = 1) -> bool:
+    """True when each of the newest ``patience`` points failed to raise output tokens/s by more
+    than ``margin`` (a fraction) over the best point before it: the sweep has stopped paying.
+    A patience of 2 keeps one noisy point on a shared machine from ending the sweep early."""
+    if patience < 1:
+        raise ValueError(f"patience={patience}; allowed: >= 1")
+    if len(throughputs) < patience + 1:
         return False
-    return throughputs[-1] <= (1.0 + margin) * max(throughputs[:-1])
+    for k in range(len(throughputs) - patience, len(throughputs)):
+        if throughputs[k] > (1.0 + margin) * max(throughputs[:k]):
+            return False
+    return True
 
 
 def saturation_point(levels: Sequence[int], throughputs: Sequence[float], margin: float) -> int:

@@ -46,6 +46,9 @@ def test_stop_rule_and_saturation_point() -> None:
     assert not should_stop([10.0, 11.5], 0.1)  # +15%: still rising
     assert should_stop([10.0, 11.5, 12.0], 0.1)  # +4%: stopped paying
     assert should_stop([10.0, 20.0, 15.0], 0.1)  # fell
+    assert not should_stop([10.0, 20.0, 15.0], 0.1, patience=2)  # one noisy point is not enough
+    assert should_stop([10.0, 20.0, 15.0, 21.0], 0.1, patience=2)
+    assert not should_stop([10.0, 20.0, 15.0, 30.0], 0.1, patience=2)  # rose again past the best
     assert saturation_point([1, 2, 4, 8], [10.0, 20.0, 29.0, 30.0], 0.1) == 4
     assert saturation_point([1, 2], [10.0, 9.0], 0.1) == 1
     with pytest.raises(ValueError):
