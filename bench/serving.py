@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -325,8 +326,14 @@ def _main(args: argparse.Namespace, writer: RecordWriter | None) -> int:
     reg, spec, model_dir = _model(args)
     counter = token_counter(model_dir)
     points: list[dict[str, Any]] = []
+    failed = 0
     for name in args.backends:
-        points += _run_backend(name, args, w, reg, spec, model_dir, counter)
+        try:
+            points += _run_backend(name, args, w, reg, spec, model_dir, counter)
+        except Exception as exc:  # noqa: BLE001 - one backend failing must not lose the others' figures
+            failed += 1
+            w.metric("startup", "status", "failed", "", backend=name, error=str(exc)[:500])
+            sys.stderr.write(f"serving benchmark: backend {name} failed: {exc}\n")
     _compare(w, points)
     if not args.no_plot:
         from bench.serving_plot import plot_serving
@@ -334,7 +341,7 @@ def _main(args: argparse.Namespace, writer: RecordWriter | None) -> int:
         path = Path(args.plot) if args.plot else env.reports_dir() / "bench-serving.png"
         plot_serving(points, path, title=f"{spec.key} on {os.cpu_count()} CPUs")
         w.metric("plot", "written", str(path), "", path=str(path))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -143,7 +143,10 @@ class ServerDriver:
         from serving.server import start_server
 
         t0 = time.perf_counter()
-        self._handle = start_server(self.spec, log_path=self.log_path, api_key=self.api_key)
+        # a loaded 2-core machine took 280 s to start an engine: wait longer than the default
+        self._handle = start_server(
+            self.spec, log_path=self.log_path, api_key=self.api_key, ready_timeout_s=900.0
+        )
         self.base_url = self._handle.base_url
         return time.perf_counter() - t0
 
