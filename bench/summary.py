@@ -122,7 +122,9 @@ def summary_markdown(records: Iterable[Record], *, command: str = "", skipped: S
         if r.value == "skipped":
             lines.append(f"| {r.benchmark} | {r.case} | skipped | | | {r.params.get('reason', '')} | |")
     for name in skipped:
-        lines.append(f"| {name} | not run | | | | | |")
+        lines.append(
+            f"| {name} | incomplete: figures above are what it measured before it stopped | | | | | |"
+        )
     lengths = serving_lengths_markdown(recs)
     if lengths:
         lines += [
