@@ -11,6 +11,7 @@ from bench import all as bench_all
 from bench import cpu_settings
 from bench.records import read_records
 from bench.summary import BEGIN, END
+from localfin.errors import ConfigError
 
 
 def test_all_tiny_subset_writes_summary_and_readme(tmp_path: Path) -> None:
@@ -50,7 +51,7 @@ def test_cpu_settings_child_env_holds_only_the_variant(monkeypatch: pytest.Monke
 
 
 def test_cpu_settings_rejects_unknown_variant() -> None:
-    with pytest.raises(SystemExit):
+    with pytest.raises(ConfigError, match="turbo"):
         cpu_settings.main(["--variants", "vllm_default,turbo"])
 
 
