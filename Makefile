@@ -16,9 +16,10 @@ export ORT_DISABLE_TELEMETRY := 1
 .PHONY: install lint demo test test-slow bench clean-venv
 
 $(STAMP): pyproject.toml Makefile
-	# bubblewrap isolates the QA agent's Python tool; as root (CI) install it when missing,
-	# as a normal user only say so (the tool refuses to run code without it).
-	command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
+	# syscalls); as root (CI) install them when missing, as a normal user only say so (the tool
+	# refuses to run code without bwrap).
+	{ command -v bwrap && command -v strace; } >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap strace; } \
 		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install bubblewrap)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli._common import progress_for, quiet_run, result
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Pair trading (Moira): screen.", no_args_is_help=True)
@@ -15,7 +17,9 @@ app = typer.Typer(help="Pair trading (Moira): screen.", no_args_is_help=True)
 def screen(
     date: str = typer.Option(..., "--date", help="Selection date YYYY-MM-DD (data up to its close only)."),
     store: Path | None = typer.Option(
-        None, "--store", help="SQLite market store (default ./localfin_data/market.sqlite)."
+        None,
+        "--store",
+        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
     ),
     top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
     pool: str | None = typer.Option(
@@ -28,22 +32,15 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.data.errors import DataError
-    from agent.data.store import DEFAULT_STORE_PATH, MarketStore
     from agent.pairs.screen import ScreenConfig, screen_store
-    from localfin.errors import LocalfinError
+    from localfin import env
 
+    cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
+    tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
+    res = screen_store(store or env.default_store_path(), date, pool=tickers, config=cfg)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
-    try:
-        cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
-        with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
-            tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-            res = screen_store(db, date, pool=tickers, config=cfg)
-    except (DataError, LocalfinError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(code=2) from None
     con.print(
         f"screen at {res.date} (last session {res.session}), pool of {len(res.pool)}: "
         f"{len(res.pairs)} pairs, {sum(p.eligible for p in res.pairs)} in the half-life band",
@@ -95,6 +92,7 @@ def screen(
 
 @app.command("screen-eval")
 def screen_eval(
+    ctx: typer.Context,
     truth: Path = typer.Option(..., "--truth", help="truth.json written by `localfin data synth`."),
     store: Path | None = typer.Option(None, "--store", help="Store holding that synthetic market."),
     dates: int = typer.Option(50, "--dates", help="Evenly spaced selection dates."),
@@ -103,23 +101,29 @@ def screen_eval(
     """Precision@k of the screen against the synthetic market's planted pairs (JSON line)."""
     import json
 
-    from agent.data.store import DEFAULT_STORE_PATH, MarketStore
-    from agent.pairs.screen_eval import evaluate_screen, evaluation_dates
+    from agent.pairs.screen_eval import evaluate_screen_files
+    from localfin import env
 
-    with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
-        days = evaluation_dates(db, dates, first_session=first_session)
-        ev = evaluate_screen(db, json.loads(truth.read_text()), days)
-    typer.echo(
-        json.dumps(
-            {
-                "dates": len(ev.scores),
-                "first": str(ev.scores[0].date),
-                "last": str(ev.scores[-1].date),
-                "k": ev.k,
-                "precision_planted": round(ev.precision_planted, 4),
-                "precision_active": round(ev.precision_active, 4),
-                "recall_active": round(ev.recall_active, 4),
-                "auc_active": round(ev.auc_active, 4),
-            }
+    with quiet_run(ctx, "pairs-screen-eval", announce=False) as rl:
+        ev = evaluate_screen_files(
+            store or env.default_store_path(),
+            truth,
+            n_dates=dates,
+            first_session=first_session,
+            progress=progress_for(rl),
         )
-    )
+        result(
+            rl,
+            json.dumps(
+                {
+                    "dates": len(ev.scores),
+                    "first": str(ev.scores[0].date),
+                    "last": str(ev.scores[-1].date),
+                    "k": ev.k,
+                    "precision_planted": round(ev.precision_planted, 4),
+                    "precision_active": round(ev.precision_active, 4),
+                    "recall_active": round(ev.recall_active, 4),
+                    "auc_active": round(ev.auc_active, 4),
+                }
+            ),
+        )

@@ -1,0 +1,58 @@
+"""Metrics of SPEC §2 against hand computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from agent.pairs.metrics import (
+    compute_metrics,
+    cumulative_return,
+    drawdown_curve,
+    max_drawdown,
+    pair_switches,
+    sharpe,
+    sharpe_se,
+    sortino,
+    win_rate,
+)
+
+
+def test_cumulative_return_and_drawdown_by_hand():
+    r = [0.10, -0.20, 0.05]
+    # equity 1.1, 0.88, 0.924; peak 1.1 -> drawdowns 0, -0.2, -0.16
+    assert cumulative_return(r) == pytest.approx(1.1 * 0.8 * 1.05 - 1)
+    np.testing.assert_allclose(drawdown_curve(r), [0.0, -0.2, 0.924 / 1.1 - 1])
+    assert max_drawdown(r) == pytest.approx(-0.2)
+    assert max_drawdown([-0.1]) == pytest.approx(-0.1)  # the start counts as a peak
+
+
+def test_sharpe_and_its_standard_error_by_hand():
+    r = np.array([0.01, -0.005, 0.02, 0.0])
+    mean, sd = r.mean(), r.std(ddof=1)
+    assert sharpe(r) == pytest.approx(math.sqrt(252) * mean / sd)
+    sr = mean / sd
+    assert sharpe_se(r) == pytest.approx(math.sqrt(252) * math.sqrt((1 + sr * sr / 2) / 4))
+    assert math.isnan(sharpe([0.0, 0.0, 0.0]))  # always flat: undefined, not zero
+
+
+def test_sortino_win_rate_and_switches():
+    r = [0.02, -0.01, 0.0, 0.01]
+    down = math.sqrt((0.01**2) / 4)
+    assert sortino(r) == pytest.approx(math.sqrt(252) * np.mean(r) / down)
+    assert win_rate(r, ["LONG_SHORT", "SHORT_LONG", "FLAT", "LONG_SHORT"]) == pytest.approx(2 / 3)
+    assert pair_switches(["A/B", "A/B", None, "A/B", "C/D", None, "E/F"]) == 2
+
+
+def test_compute_metrics_collects_everything():
+    m = compute_metrics(
+        [0.01, -0.02, 0.0],
+        actions=["LONG_SHORT", "SHORT_LONG", "FLAT"],
+        matched=[True, False, True],
+        pairs=["A/B", "A/B", "C/D"],
+    )
+    assert m.n_transitions == 3 and m.action_accuracy == pytest.approx(2 / 3)
+    assert m.action_counts == {"LONG_SHORT": 1, "SHORT_LONG": 1, "FLAT": 1} and m.pair_switches == 1
+    assert m.to_dict()["max_drawdown"] == pytest.approx(1.01 * 0.98 / 1.01 - 1)
