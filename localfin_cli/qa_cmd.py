@@ -1,7 +1,7 @@
 """`localfin qa ...`: FinAcumen bank building, evaluation of the three variants, analysis, demo.
 
 Commands raise on bad input (the main error path prints one line and sets the exit code);
-engine and library output goes to ``engine.log`` in the run folder (:class:`localfin.logs.RunLog`),
+engine and library output goes to a log file in the run folder (:func:`localfin_cli._common.quiet_run`),
 progress to the terminal, and each result as one JSON line on stdout. A run folder is named
 from the arguments, so rerunning a killed command with the same arguments resumes it from
 its journal.
@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from localfin_cli._common import note, progress_for, quiet_run, result
 
 __all__ = ["app"]
 
@@ -125,6 +127,7 @@ def _default_run(
 
 @app.command("build-bank")
 def build_bank_cmd(
+    ctx: typer.Context,
     dataset: str = _DATASET,
     data: Path = _DATA,
     split: str = _SPLIT,
@@ -152,12 +155,10 @@ def build_bank_cmd(
     from agent.qa.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
-    from localfin.logs import RunLog
-    from localfin.progress import console_progress
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit)
-    with RunLog(run / "engine.log") as log:
+    with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
         try:
             factory, names = _tools(tools, store, sandbox_missing)
@@ -173,11 +174,11 @@ def build_bank_cmd(
                     config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
                     data_files=[data],
                     transcriber=_transcriber(names, items),
-                    progress=console_progress(log.stderr),
+                    progress=progress_for(log),
                 )
         finally:
             be.close()
-        log.stdout.write(json.dumps(rep.__dict__) + "\n")
+        result(log, json.dumps(rep.__dict__))
 
 
 def _parse_sizes(text: str) -> list[int | None]:
@@ -196,6 +197,7 @@ def _parse_sizes(text: str) -> list[int | None]:
 
 @app.command("eval")
 def eval_cmd(
+    ctx: typer.Context,
     variant: str = typer.Option(..., "--variant", help="base, ft or ft_fm."),
     dataset: str = _DATASET,
     data: Path = _DATA,
@@ -221,19 +223,23 @@ def eval_cmd(
     sandbox_missing: str = _SANDBOX,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
-    from agent.qa.evaluate import EvalConfig, evaluate
+    from agent.qa.evaluate import VARIANTS, EvalConfig, evaluate
     from agent.qa.memory import ExperienceMemory, MemoryConfig
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
     from localfin import env
-    from localfin.logs import RunLog
-    from localfin.progress import console_progress
+    from localfin.errors import ConfigError
 
+    if variant not in VARIANTS:
+        raise ConfigError(f"--variant={variant!r}; allowed: {', '.join(VARIANTS)}")
+    sizes = _parse_sizes(bank_sizes)
+    try:
+        ks = [int(x) for x in k_max.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
     items, _ = _items(dataset, data, split, offset, limit, exclude_run)
     root = run_dir or _default_run(variant, dataset, model, split, offset, limit)
-    sizes = _parse_sizes(bank_sizes)
-    ks = [int(x) for x in k_max.split(",") if x.strip()]
-    with RunLog(root / "engine.log") as log:
+    with quiet_run(ctx, "qa-eval", root) as log:
         be, reg = _backend(backend, model, base_url)
         try:
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
@@ -242,7 +248,7 @@ def eval_cmd(
                 tools=factory,
                 transcriber=_transcriber(names, items),
                 data_files=[data],
-                progress=console_progress(log.stderr),
+                progress=progress_for(log),
             )
             if variant != "ft_fm":
                 summaries = [evaluate(items, be, root, cfg, **common)]
@@ -258,12 +264,13 @@ def eval_cmd(
                             summaries.append(evaluate(items, be, sub, cfg, memory=mem, **common))
         finally:
             be.close()
-        for s in summaries:
-            log.stdout.write(json.dumps(s.__dict__) + "\n")
+        for summary in summaries:
+            result(log, json.dumps(summary.__dict__))
 
 
 @app.command("analyze")
 def analyze_cmd(
+    ctx: typer.Context,
     runs_: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Evaluation run folders."),
     out: Path = typer.Option(
         None, "--out", help="Where analysis.md/.json go (default: the first run's parent)."
@@ -298,31 +305,28 @@ def analyze_cmd(
             md = analyze(
                 dirs, target, bank=b, embedder=_embedder(embedder), questions=[i.question for i in items]
             )
-    typer.echo(md.read_text(encoding="utf-8"))
+    result(None, md.read_text(encoding="utf-8"))
 
 
 @app.command("demo")
 def demo_cmd(
+    ctx: typer.Context,
     out: Path = typer.Option(None, "--out", help="Demo folder (default: $LOCALFIN_REPORTS_DIR/qa_demo)."),
     model: str = _MODEL,
 ) -> None:
     """The QA part of the CPU demo: demo set, small bank, three variants, report."""
     from agent.qa.demo import run_qa_demo
     from localfin import env
-    from localfin.logs import RunLog
-    from localfin.progress import console_progress
     from serving.registry import default_registry
     from serving.vllm_engine import VLLMBackend
 
     target = out or env.reports_dir() / "qa_demo"
-    with RunLog(target / "engine.log") as log:
+    with quiet_run(ctx, "qa-demo", target) as log:
         reg = default_registry()
         engine = VLLMBackend(model, registry=reg)
         try:
-            log.stderr.write(f"engine for {model} started in {engine.start():.0f} s\n")
-            res = run_qa_demo(
-                target, backend=engine, model=model, registry=reg, progress=console_progress(log.stderr)
-            )
+            note(log, f"engine for {model} started in {engine.start():.0f} s")
+            res = run_qa_demo(target, backend=engine, model=model, registry=reg, progress=progress_for(log))
         finally:
             engine.close()
-        log.stdout.write(res.report.read_text(encoding="utf-8"))
+        result(log, res.report.read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ def test_qa_commands_are_registered(capsys):
 
 def test_bad_variant_and_missing_data_are_exit_2(capsys, tmp_path):
     data = tmp_path / "items.jsonl"
-    assert main(["qa", "eval", "--variant", "full", "--dataset", "tatqa", "--data", str(data)]) == 2
+    assert main(["qa", "eval", "--variant", "ft", "--dataset", "tatqa", "--data", str(data)]) == 2
     assert "not found" in capsys.readouterr().err
     data.write_text(
         '{"id": "x", "question": "q?", "answer_type": "span", "answer": ["a"], "paragraphs": ["p"]}\n'
@@ -44,7 +44,7 @@ def test_bad_variant_and_missing_data_are_exit_2(capsys, tmp_path):
         ]
     )
     err = capsys.readouterr().err
-    assert rc == 2 and "variant='full'; allowed: base, ft, ft_fm" in err and err.count("\n") == 1
+    assert rc == 2 and "--variant='full'; allowed: base, ft, ft_fm" in err and err.count("error:") == 1
     rc = main(
         [
             "qa",
