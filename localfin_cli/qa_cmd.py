@@ -72,6 +72,13 @@ def _items(dataset: str, data: Path, split: str | None, offset: int, limit: int 
     return items, loaded.skipped
 
 
+def _start(be, log) -> None:
+    """Start an in-process engine before timing anything (its start-up is not a model call)."""
+    start = getattr(be, "start", None)
+    if callable(start):
+        note(log, f"engine started in {start():.0f} s")
+
+
 def _backend(kind: str, model: str, base_url: str | None):
     from serving.backend import get_backend
     from serving.registry import default_registry
@@ -161,6 +168,7 @@ def build_bank_cmd(
     with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
         try:
+            _start(be, log)
             factory, names = _tools(tools, store, sandbox_missing)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
@@ -242,6 +250,7 @@ def eval_cmd(
     with quiet_run(ctx, "qa-eval", root) as log:
         be, reg = _backend(backend, model, base_url)
         try:
+            _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
             factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
             common: dict[str, Any] = dict(
