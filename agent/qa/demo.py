@@ -115,7 +115,8 @@ def run_qa_demo(
 
     Args:
         out_dir: demo folder (demo set, bank, one run folder per variant, report).
-        backend: a backend serving ``model`` (the demo's engine).
+        backend: a backend serving ``model`` (the demo's engine; start it first, or its
+            start-up is counted in the bank build's time).
         model: registry key of the model.
         registry: the registry holding ``model``.
         embedder: bank embedder (default: the real MiniLM).

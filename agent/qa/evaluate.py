@@ -16,7 +16,9 @@ were in (batch wall time / batch size). Shares are kept in the run folder's ``ti
 with the wall time of every attempt, so a resumed or replayed run still reports the time its
 calls took when they were made (``run_wall_s`` is the sum over the attempts that called the
 model). ``wall_s`` is the time from a program's start to its end in the last attempt, which
-includes waiting for the other questions of each round (and is near 0 on a full replay).
+includes waiting for the other questions of each round (and is near 0 on a full replay). Start
+an in-process engine before calling :func:`evaluate` (``VLLMBackend.start()``); otherwise its
+start-up lands in the first batch's time.
 """
 
 from __future__ import annotations
