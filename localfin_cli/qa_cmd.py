@@ -329,9 +329,10 @@ def demo_cmd(
     from serving.registry import default_registry
     from serving.vllm_engine import VLLMBackend
 
+    reg = default_registry()
+    reg.get(model)  # an unknown key fails here, before any run starts
     target = out or env.reports_dir() / "qa_demo"
     with quiet_run(ctx, "qa-demo", target) as log:
-        reg = default_registry()
         engine = VLLMBackend(model, registry=reg)
         try:
             note(log, f"engine for {model} started in {engine.start():.0f} s")
