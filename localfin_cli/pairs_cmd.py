@@ -1,4 +1,4 @@
-"""`localfin pairs ...`: the causal pair screen."""
+"""`localfin pairs ...`: the causal pair screen, Moira experiments and the Moira demo."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Pair trading (Moira): screen.", no_args_is_help=True)
+app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", no_args_is_help=True)
 
 
 @app.command("screen")
@@ -123,3 +123,58 @@ def screen_eval(
             }
         )
     )
+
+
+@app.command("run")
+def run(
+    config: Path = typer.Option(..., "--config", help="Experiment TOML (see agent/pairs/configs/demo.toml)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Experiment folder (default: $LOCALFIN_RUNS_DIR/<experiment.name>)."
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Continue an existing folder (replay)."),
+    sequential: bool = typer.Option(
+        False, "--sequential", help="Run the runs one after another instead of in lockstep (for comparison)."
+    ),
+) -> None:
+    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
+    from agent.pairs.config import load_config
+    from agent.pairs.experiment import run_experiment
+    from localfin import env
+    from localfin.logs import RunLog
+    from localfin.progress import console_progress
+
+    cfg = load_config(config)
+    text = config.read_text(encoding="utf-8")
+    folder = out or env.runs_dir() / cfg.name
+    folder.mkdir(parents=True, exist_ok=True)
+    with RunLog(folder / "run.log") as rl:
+        res = run_experiment(
+            cfg,
+            folder,
+            config_text=text,
+            resume=resume,
+            sequential=sequential,
+            progress=console_progress(rl.stderr),
+        )
+        rl.stdout.write((folder / "summary.md").read_text(encoding="utf-8"))
+        rl.stdout.write(f"\nexperiment folder: {res.out_dir}\n")
+
+
+@app.command("demo")
+def demo(
+    out: Path | None = typer.Option(None, "--out", help="Demo folder (default: runs/moira-demo)."),
+    model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the backbone."),
+    sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
+) -> None:
+    """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
+    from agent.pairs.demo import run_moira_demo
+    from localfin import env
+    from localfin.logs import RunLog
+    from localfin.progress import console_progress
+
+    folder = out or env.runs_dir() / "moira-demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    with RunLog(folder / "run.log") as rl:
+        res = run_moira_demo(folder, model, console_progress(rl.stderr), sequential=sequential)
+        rl.stdout.write(res.report.read_text(encoding="utf-8"))
+        rl.stdout.write(f"\nreport: {res.report}\n")
