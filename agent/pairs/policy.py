@@ -90,10 +90,16 @@ def _reflect(
     rnd: WindowResult,
     validator: PrincipleValidator,
     keep: tuple[str, ...],
+    feedback: list[dict[str, str]],
     stats: PhaseStats,
     cycle: int,
 ) -> Gen:
-    """The reflection call on ``rnd``; returns (valid, proposed, rejected, reflection, fallback)."""
+    """The reflection call on ``rnd``; returns (valid, proposed, rejected, reflection, fallback).
+
+    The payload also carries the accepted principles (``keep``) and what the previous cycle's
+    proposals came to (``feedback``: text and why they were not kept), so that a cycle after a
+    rejection never repeats the identical request (which the journal would answer identically).
+    """
     from agent.pairs.masking import StepCalendar
 
     cal = StepCalendar.from_sessions(rnd.spec.sessions)
@@ -101,6 +107,8 @@ def _reflect(
     payload = payloads.reflection_payload(
         cal.label_at(n - 1), rnd.records, ctx.prompt, lambda k: cal.label_at(k - 1)
     )
+    payload["accepted_principles"] = list(keep)
+    payload["previous_proposals"] = feedback
     req = calls.reflection_request(ctx.settings, payload)
     res = yield from call(req)
     parsed = calls.parse_reflection(res)
@@ -134,6 +142,28 @@ def _reflect(
     return valid, tuple(c.text for c in checks), rejected, parsed.value["reflection"], None
 
 
+def _shown(text: str) -> str:
+    """A proposal as the next reflection may see it: one with a calendar reference is not
+    repeated (every model-visible text is masked)."""
+    from agent.pairs.masking import contains_calendar_leak
+
+    return "(a principle naming a date)" if contains_calendar_leak(text) else text
+
+
+def _feedback(rec: CycleRecord) -> list[dict[str, str]]:
+    """What became of a cycle's proposals, for the next reflection."""
+    out = [
+        {"principle": _shown(r["text"]), "outcome": f"rejected: names a {r['rule']}"} for r in rec.rejected
+    ]
+    if rec.training_return is not None:
+        dropped = {r["text"] for r in rec.rejected}
+        outcome = "accepted" if rec.accepted else "rolled back: training return did not improve"
+        out += [{"principle": _shown(p), "outcome": outcome} for p in rec.proposed if p not in dropped]
+    elif not rec.rejected:
+        out.append({"principle": "", "outcome": "no usable reply"})
+    return out
+
+
 def train_policy(
     ctx: RunContext, sessions: tuple, policy: PolicyConfig, validator: PrincipleValidator
 ) -> Gen:
@@ -154,7 +184,7 @@ def train_policy(
         phase="train", round=0, step=0, date="", kind="policy", pair="", decision=cycles[0].to_dict()
     )
     if not policy.consolidation:
-        valid, proposed, rejected, text, fb = yield from _reflect(ctx, warm, validator, (), stats, 1)
+        valid, proposed, rejected, text, fb = yield from _reflect(ctx, warm, validator, (), [], stats, 1)
         kept = valid[-policy.max_principles :]
         rec = CycleRecord(
             1,
@@ -183,8 +213,11 @@ def train_policy(
         )
 
     last, streak, accepted, stop = warm, 0, 0, f"max_cycles={policy.max_cycles} reached"
+    feedback: list[dict[str, str]] = []
     for cycle in range(1, policy.max_cycles + 1):
-        valid, proposed, rejected, text, fb = yield from _reflect(ctx, last, validator, best, stats, cycle)
+        valid, proposed, rejected, text, fb = yield from _reflect(
+            ctx, last, validator, best, feedback, stats, cycle
+        )
         if not valid:
             streak += 1
             rec = CycleRecord(
@@ -204,6 +237,7 @@ def train_policy(
             reason = "" if ok else f"training return {ret:.6f} <= best {best_ret:.6f}: rolled back"
             rec = CycleRecord(cycle, candidate, proposed, rejected, ret, ok, reason, text, best_ret)
         cycles.append(rec)
+        feedback = _feedback(rec)
         ctx.trace.add(
             phase="train",
             round=cycle,
