@@ -248,7 +248,7 @@ class _Window:
         view, cost = self.view, self.ctx.cost_bps
         if p.pair is None:
             rets = {"LONG_SHORT": 0.0, "SHORT_LONG": 0.0, "FLAT": 0.0}
-            realized, best, matched = -self.close_cost, FLAT, True
+            realized, best, matched = 0.0 - self.close_cost, FLAT, True
             self.position = (0.0, 0.0)
         else:
             a, b = p.pair

@@ -14,7 +14,11 @@ from agent.pairs.experiment import run_experiment
 from agent.pairs.records import read_json
 from localfin.errors import ConfigError
 
-SHAPE = {"experiment": {"seeds": [0, 1], "exposures": ["no_beta", "beta"]}, "policy": {"max_cycles": 1}}
+SHAPE = {
+    "experiment": {"seeds": [0, 1], "exposures": ["no_beta", "beta"]},
+    "windows": {"test_end": "2015-02-27"},
+    "policy": {"max_cycles": 1},
+}
 
 
 @pytest.fixture(scope="module")

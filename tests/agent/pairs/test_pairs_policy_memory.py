@@ -61,7 +61,7 @@ def _window_starts(backend) -> int:
 
 
 def _run(tmp_path, oracle, reflections, **cfg_overrides):
-    cfg, text = small_config(small_store(), **cfg_overrides)
+    cfg, text = small_config(small_store(), windows={"test_end": "2015-02-06"}, **cfg_overrides)
     backend = scripted(direction=_direction(oracle), reflection=principles_reply(*reflections))
     res = run_experiment(cfg, tmp_path / "exp", config_text=text, backend=backend)
     run_dir = tmp_path / "exp" / "runs" / res.runs[0]["run_id"]
