@@ -34,3 +34,9 @@ def retrieval(ctx: typer.Context) -> None:
 def serving(ctx: typer.Context) -> None:
     """Chat backend throughput, latency and tokens (pass --help for its options)."""
     _forward("serving", ctx)
+
+
+@app.command("moira-lockstep", context_settings=_CTX, add_help_option=False)
+def moira_lockstep(ctx: typer.Context) -> None:
+    """Moira demo experiment in lockstep vs one run at a time, same engine (pass --help)."""
+    _forward("moira_lockstep", ctx)

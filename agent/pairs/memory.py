@@ -29,16 +29,13 @@ def _pct(x: float) -> str:
 
 def lesson_for(action: str, returns: Mapping[str, float], best: str, matched: bool) -> str:
     """A short, deterministic lesson of one settled step (no dates, no tickers)."""
-    got = returns[action]
     if matched:
-        if action == FLAT:
-            return "FLAT was right: both directions would have lost or earned nothing."
-        return f"{action} was the best action ({_pct(got)})."
+        return "right: no side earned" if action == FLAT else "right: best action"
     if action == FLAT:
-        return f"FLAT missed a profitable move: {best} would have earned {_pct(returns[best])}."
+        return f"missed: {best} earned {_pct(returns[best])}"
     if best == FLAT:
-        return f"{action} lost {_pct(got)}; staying FLAT would have avoided the loss."
-    return f"{action} was the wrong side ({_pct(got)}); {best} would have earned {_pct(returns[best])}."
+        return f"lost {_pct(returns[action])}: FLAT was better"
+    return f"wrong side: {best} earned {_pct(returns[best])}"
 
 
 @dataclass(frozen=True)
