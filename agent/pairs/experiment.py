@@ -142,7 +142,7 @@ def run_experiment(
         resume: continue an existing folder (replaying its journal).
     """
     from agent.data.store import MarketStore
-    from agent.pairs.manifest import build_manifest
+    from agent.pairs.manifest import build_manifest, weights_digest
 
     out = Path(out_dir)
     _prepare_folder(out, config_text, resume)
@@ -196,15 +196,15 @@ def run_experiment(
             wall = time.perf_counter() - t0
             sess_task.update(completed=tally.total_sessions, info=tally.info())
             runs_task.update(completed=len(specs))
+        tokens = journal.token_summary()
     finally:
+        journal.close()
         engine_start = getattr(inner, "engine_start_s", None)
         if own:
             inner.close()
     summaries = []
     for o in outcomes:
         summaries.append(write_run(out / "runs" / o.spec.run_id, o))
-    tokens = journal.token_summary()
-    journal.close()
     result = ExperimentResult(
         out,
         "sequential" if sequential else "lockstep",
@@ -229,6 +229,7 @@ def run_experiment(
         store_digest=digest,
         model_key=cfg.model.backbone,
         weights_revision=spec.resolved_revision() if spec is not None else "unknown",
+        weights_sha256=weights_digest(spec) if spec is not None else {},
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
         extra={

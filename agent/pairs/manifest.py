@@ -15,7 +15,14 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROMPTS", "package_versions", "prompt_versions", "journal_models", "build_manifest"]
+__all__ = [
+    "PROMPTS",
+    "package_versions",
+    "prompt_versions",
+    "journal_models",
+    "weights_digest",
+    "build_manifest",
+]
 
 #: The prompt files a Moira run renders.
 PROMPTS = ("pairs_select", "pairs_direction", "pairs_reflect", "pairs_break", "pairs_news_verify")
@@ -76,12 +83,27 @@ def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
     return [{"backend": b, "model": m, "revision": r, "calls": n} for b, m, r, n in rows]
 
 
+def weights_digest(spec: Any) -> dict[str, str]:
+    """sha256 of the model's weight files as recorded by ``localfin models prepare``
+    (``localfin_manifest.json``); empty for a directory without one (GPU checkpoints are not
+    hashed here: reading tens of GB per run would cost minutes)."""
+    import json
+
+    try:
+        path = spec.resolve_path() / "localfin_manifest.json"
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):  # not prepared by us: nothing to record
+        return {}
+    return {k: v for k, v in sorted(files.items()) if k.endswith((".safetensors", ".bin", ".gguf", ".pt"))}
+
+
 def build_manifest(
     *,
     config: dict[str, Any],
     store_digest: str,
     model_key: str,
     weights_revision: str,
+    weights_sha256: dict[str, str] | None = None,
     journal_path: str | Path,
     seeds: list[int],
     extra: dict[str, Any] | None = None,
@@ -90,6 +112,7 @@ def build_manifest(
         "model": {
             "key": model_key,
             "weights_revision": weights_revision,
+            "weights_sha256": dict(weights_sha256 or {}),
             "seen_in_journal": journal_models(journal_path),
         },
         "packages": package_versions(),
