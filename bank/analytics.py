@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bank.errors import BankConfigError
+from bank.errors import BankConfigError, BankInputError
 from bank.retrieval import select_hits
+from localfin.progress import NULL_PROGRESS, Progress
+
+if TYPE_CHECKING:
+    from bank.embedder import Embedder
 
 __all__ = [
     "SnapshotRow",
@@ -30,6 +36,8 @@ __all__ = [
     "stratified_order",
     "expected_jaccard",
     "expected_change_fraction",
+    "AnalysisOutput",
+    "analyze_bank",
 ]
 
 RSets = list[frozenset[int]]
@@ -172,3 +180,86 @@ def expected_jaccard(n: int, dn: int, p: float | None = None) -> float:
 def expected_change_fraction(p: float, dn: int) -> float:
     """Paper's P(change) = 1 - (1-p)^dn for dn added entries each above tau with probability p."""
     return 1.0 - (1.0 - p) ** dn
+
+
+@dataclass(frozen=True)
+class AnalysisOutput:
+    """What :func:`analyze_bank` wrote into ``out``: file names, queries used, snapshot sizes."""
+
+    out: Path
+    files: tuple[str, ...]
+    queries: int
+    sizes: tuple[int, ...]
+    rows: tuple[SnapshotRow, ...]
+
+
+def analyze_bank(
+    folder: str | Path,
+    queries_path: str | Path,
+    embedder: Embedder,
+    out: str | Path,
+    *,
+    steps: int = 10,
+    taus: Sequence[float] = (0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.90),
+    k_max: int | None = None,
+    order: str = "stratified",
+    plots: bool = True,
+    progress: Progress = NULL_PROGRESS,
+) -> AnalysisOutput:
+    """Snapshot metrics (H_n, E_n, Jaccard, change fraction) of an existing bank over a tau sweep,
+    for the queries of a JSONL file (``question``, optional ``context``).
+
+    Snapshots are the first n entries of ``order`` (``stratified``: the paper's, or
+    ``insertion``) for n = N/steps, 2N/steps, ..., N (and 0). Writes ``sweep.csv``,
+    ``sweep.json`` and, with ``plots``, three PNGs into ``out``.
+    """
+    import csv
+    import dataclasses
+    import json
+
+    from bank.schema import query_text
+    from bank.workflows import open_existing, read_jsonl
+
+    if order not in ("stratified", "insertion"):
+        raise BankConfigError(f"order={order!r}; allowed: 'stratified', 'insertion'")
+    if steps < 1:
+        raise BankConfigError(f"steps={steps}; allowed: >= 1")
+    if not taus:
+        raise BankConfigError("taus is empty; give at least one cosine threshold in [-1, 1]")
+    bad = [t for t in taus if not -1.0 <= t <= 1.0]
+    if bad:
+        raise BankConfigError(f"taus {bad} out of range; allowed: cosines in [-1, 1]")
+    texts = []
+    for lineno, obj in read_jsonl(queries_path):
+        if not isinstance(obj.get("question"), str):
+            raise BankInputError(f"{queries_path}:{lineno}: needs a 'question' string")
+        texts.append(query_text(obj["question"], str(obj.get("context", ""))))
+    if not texts:
+        raise BankInputError(f"{queries_path}: no queries")
+    with open_existing(folder) as bank:
+        if bank.model_id != embedder.model_id:
+            raise BankConfigError(f"bank model {bank.model_id!r} differs from embedder {embedder.model_id!r}")
+        with progress.task(f"embedding {len(texts)} queries"):
+            sims = similarity_matrix(embedder.embed(texts), bank.vectors())
+        n = len(bank)
+        perm = stratified_order(bank.datasets()) if order == "stratified" else np.arange(n)
+        sizes = sorted({0, *(round(n * i / steps) for i in range(1, steps + 1))})
+        rows: list[SnapshotRow] = []
+        with progress.task("tau sweep", total=len(taus)) as task:
+            for tau in taus:
+                rows += snapshot_table(sims, bank.sources, sizes, tau, k_max, perm)
+                task.advance()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dicts = [dataclasses.asdict(r) for r in rows]
+    with open(out / "sweep.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(dicts[0]))
+        w.writeheader()
+        w.writerows(dicts)
+    (out / "sweep.json").write_text(json.dumps(dicts, indent=1), encoding="utf-8")
+    written = ["sweep.csv", "sweep.json"]
+    if plots:
+        from bank.plots import plot_sweep
+
+        written += [p.name for p in plot_sweep(rows, out)]
+    return AnalysisOutput(out, tuple(written), len(texts), tuple(sizes), tuple(rows))

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from localfin.errors import ConfigError, LocalfinError
+from localfin.errors import ConfigError, InputError, LocalfinError
 
-__all__ = ["BankError", "BankConfigError", "BankIntegrityError", "EmbedderError", "IndexError_"]
+__all__ = [
+    "BankError",
+    "BankConfigError",
+    "BankInputError",
+    "BankIntegrityError",
+    "EmbedderError",
+    "IndexError_",
+]
 
 
 class BankError(LocalfinError, RuntimeError):
@@ -13,6 +20,11 @@ class BankError(LocalfinError, RuntimeError):
 
 class BankConfigError(ConfigError):
     """A bank or retrieval parameter is out of range; the message names it and the allowed values."""
+
+
+class BankInputError(InputError):
+    """An input file (entries, queries) or bank folder is missing or malformed; the message
+    names the file and line."""
 
 
 class BankIntegrityError(BankError):

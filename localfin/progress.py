@@ -104,8 +104,9 @@ class _LineTask:
         return f", {self.info}" if self.info else ""
 
     def finish(self) -> None:
+        counted = f", {self._count()}" if self.total or self.completed else ""
         self.owner.emit(
-            f"{self.description}: done, {self._count()}{self._info()} in {time.monotonic() - self.t0:.1f} s"
+            f"{self.description}: done{counted}{self._info()} in {time.monotonic() - self.t0:.1f} s"
         )
 
 
@@ -170,6 +171,10 @@ class RichProgress:
             TextColumn("{task.fields[info]}"),
             console=self.console,
             transient=False,
+            # the run log owns descriptors 1 and 2; a live display that swapped sys.stdout for
+            # its own proxy would show every engine line that Python code prints
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self._open = 0
 
@@ -187,7 +192,9 @@ class RichProgress:
                 self._bar.update(task_id, total=max(t.completed, 1), completed=max(t.completed, 1))
             self._open -= 1
             if self._open == 0:
-                self._bar.stop()
+                self._bar.stop()  # the finished tasks stay on screen, drawn once
+                for done in list(self._bar.task_ids):
+                    self._bar.remove_task(done)
 
     def note(self, message: str) -> None:
         self.console.print(message, markup=False)

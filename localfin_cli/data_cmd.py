@@ -7,24 +7,19 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli._common import progress_for, quiet_run, result
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Market data store: import, info, synthetic market.", no_args_is_help=True)
 
-_STORE_HELP = "SQLite market store (default ./localfin_data/market.sqlite)."
+_STORE_HELP = "SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite)."
 
 
 def _store_path(store: Path | None) -> Path:
-    from agent.data.store import DEFAULT_STORE_PATH
+    from localfin import env
 
-    return store if store is not None else DEFAULT_STORE_PATH
-
-
-def _fail(exc: Exception) -> None:
-    from rich.console import Console
-
-    Console(stderr=True).print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-    raise typer.Exit(code=2)
+    return store if store is not None else env.default_store_path()
 
 
 def _parse_maps(items: list[str]) -> dict[str, dict[str, str]]:
@@ -42,6 +37,7 @@ def _parse_maps(items: list[str]) -> dict[str, dict[str, str]]:
 
 @app.command("import")
 def import_(
+    ctx: typer.Context,
     prices: list[Path] = typer.Option(
         [], "--prices", help="Long prices CSV/Parquet (date,ticker,close,...); repeatable."
     ),
@@ -66,50 +62,64 @@ def import_(
     strict_companies: bool = typer.Option(
         False, help="Reject company rows of tickers without prices (default: skip)."
     ),
+    ohlc_tolerance: float = typer.Option(
+        0.001, help="How far open/close may lie outside [low, high], as a fraction of the bound."
+    ),
+    max_daily_factor: float = typer.Option(
+        3.0, help="A close moving more than this factor from the previous close is a jump."
+    ),
+    strict_jumps: bool = typer.Option(
+        False, help="Reject the import at the first jump (default: import and list the jumps)."
+    ),
     maps: list[str] = typer.Option(
         [], "--map", help="Column map KIND.CANONICAL=COLUMN, e.g. companies.description=about."
     ),
 ) -> None:
     """Validate the files and import them in one transaction (all or nothing)."""
-    from agent.data.errors import DataError
-    from agent.data.importer import import_files
-    from agent.data.store import MarketStore
     from agent.data.validate import ImportConfig
+    from agent.data.workflows import import_into
 
     if not (prices or news or companies or herculean):
         raise typer.BadParameter("give at least one of --prices, --news, --companies, --herculean")
-    try:
-        cfg = ImportConfig(
-            max_gap_days=max_gap_days,
-            max_missing_frac=max_missing_frac,
-            on_conflict="replace" if replace else "error",
-            companies_outside_pool="error" if strict_companies else "skip",
-            pool=tuple(t.strip() for t in pool.split(",") if t.strip()) if pool else None,
-        )
-        with MarketStore(_store_path(store)) as db:
-            report = import_files(
-                db,
-                prices=prices,
-                news=news,
-                companies=companies,
-                herculean=herculean,
-                column_maps=_parse_maps(maps),
-                config=cfg,
-            )
-    except DataError as exc:
-        _fail(exc)
-        return
-    typer.echo(
-        f"imported into {_store_path(store)}: " + ", ".join(f"{k} {v}" for k, v in report.written.items())
+    cfg = ImportConfig(
+        max_gap_days=max_gap_days,
+        max_missing_frac=max_missing_frac,
+        on_conflict="replace" if replace else "error",
+        companies_outside_pool="error" if strict_companies else "skip",
+        pool=tuple(t.strip() for t in pool.split(",") if t.strip()) if pool else None,
+        ohlc_tolerance=ohlc_tolerance,
+        max_daily_factor=max_daily_factor,
+        on_jump="error" if strict_jumps else "report",
     )
-    if report.skipped:
-        typer.echo("skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.items()))
-    gaps = {k: v for k, v in report.missing_sessions.items() if v}
-    if gaps:
-        typer.echo(
-            "sessions missing inside a ticker's span (left as gaps): "
-            + ", ".join(f"{k} {v}" for k, v in gaps.items())
+    column_maps = _parse_maps(maps)
+    path = _store_path(store)
+    with quiet_run(ctx, "data-import", announce=False) as rl:
+        report = import_into(
+            path,
+            prices=prices,
+            news=news,
+            companies=companies,
+            herculean=herculean,
+            column_maps=column_maps,
+            config=cfg,
+            progress=progress_for(rl),
         )
+        lines = [f"imported into {path}: " + ", ".join(f"{k} {v}" for k, v in report.written.items())]
+        if report.skipped:
+            lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.items()))
+        gaps = {k: v for k, v in report.missing_sessions.items() if v}
+        if gaps:
+            lines.append(
+                "sessions missing inside a ticker's span (left as gaps): "
+                + ", ".join(f"{k} {v}" for k, v in gaps.items())
+            )
+        if report.jumps:
+            lines.append(
+                f"{len(report.jumps)} close moves beyond max_daily_factor={max_daily_factor:g} "
+                "(imported; check units and split adjustment, or use --strict-jumps to reject):"
+            )
+            lines += [f"  {j.describe()}" for j in report.jumps]
+        result(rl, "\n".join(lines))
 
 
 @app.command("info")
@@ -118,16 +128,9 @@ def info(store: Path | None = typer.Option(None, "--store", help=_STORE_HELP)) -
     from rich.console import Console
     from rich.table import Table
 
-    from agent.data.errors import DataError
-    from agent.data.store import MarketStore
+    from agent.data.workflows import store_overview
 
-    try:
-        with MarketStore(_store_path(store), create=False) as db:
-            inf = db.info()
-            comp = db.companies()
-    except DataError as exc:
-        _fail(exc)
-        return
+    inf, comp = store_overview(_store_path(store))
     con = Console()
     con.print(
         f"store {inf.path}: {inf.n_price_rows} price rows, {inf.n_sessions} sessions "
@@ -152,8 +155,9 @@ def info(store: Path | None = typer.Option(None, "--store", help=_STORE_HELP)) -
 
 @app.command("synth")
 def synth(
+    ctx: typer.Context,
     out: Path = typer.Option(
-        Path("localfin_data") / "synthetic", "--out", help="Directory for the market files."
+        None, "--out", help="Directory for the market files (default: $LOCALFIN_DATA_DIR/synthetic)."
     ),
     seed: int = typer.Option(7, "--seed", help="Generator seed."),
     n_sessions: int = typer.Option(2770, "--sessions", help="Sessions to generate (~252 a year)."),
@@ -161,38 +165,21 @@ def synth(
     store: Path | None = typer.Option(None, "--store", help=_STORE_HELP),
 ) -> None:
     """Write the seeded synthetic market (prices.csv, news.jsonl, companies.csv, truth.json)."""
-    from dataclasses import replace
+    from agent.data.workflows import synth_market
+    from localfin import env
 
-    from agent.data.errors import DataError
-    from agent.data.importer import import_files
-    from agent.data.store import MarketStore
-    from agent.data.synthetic import (
-        DEFAULT_BREAKS,
-        DEFAULT_TICKERS,
-        SyntheticConfig,
-        generate_market,
-        write_market,
-    )
-
-    try:
-        # a shorter market keeps the planted breaks inside it and lists late tickers by its first third
-        breaks = tuple(b for b in DEFAULT_BREAKS if b.session < n_sessions)
-        tickers = tuple(
-            replace(t, first_session=min(t.first_session, n_sessions // 3)) for t in DEFAULT_TICKERS
+    out_dir = out if out is not None else env.data_dir() / "synthetic"
+    with quiet_run(ctx, "data-synth", announce=False) as rl:
+        res = synth_market(
+            out_dir,
+            seed=seed,
+            n_sessions=n_sessions,
+            store_path=_store_path(store) if do_import else None,
+            progress=progress_for(rl),
         )
-        market = generate_market(
-            SyntheticConfig(seed=seed, n_sessions=n_sessions, tickers=tickers, breaks=breaks)
-        )
-        paths = write_market(market, out)
-        typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
-        if do_import:
-            with MarketStore(_store_path(store)) as db:
-                rep = import_files(
-                    db, prices=[paths["prices"]], news=[paths["news"]], companies=[paths["companies"]]
-                )
-            typer.echo(
-                f"imported into {_store_path(store)}: "
-                + ", ".join(f"{k} {v}" for k, v in rep.written.items())
+        lines = [f"wrote {', '.join(str(p) for p in res.files.values())}"]
+        if res.report is not None:
+            lines.append(
+                f"imported into {res.store}: " + ", ".join(f"{k} {v}" for k, v in res.report.written.items())
             )
-    except DataError as exc:
-        _fail(exc)
+        result(rl, "\n".join(lines))

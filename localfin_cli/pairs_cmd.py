@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli._common import progress_for, quiet_run, result
+
 __all__ = ["app"]
 
 app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", no_args_is_help=True)
@@ -15,7 +17,9 @@ app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", n
 def screen(
     date: str = typer.Option(..., "--date", help="Selection date YYYY-MM-DD (data up to its close only)."),
     store: Path | None = typer.Option(
-        None, "--store", help="SQLite market store (default ./localfin_data/market.sqlite)."
+        None,
+        "--store",
+        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
     ),
     top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
     pool: str | None = typer.Option(
@@ -28,22 +32,15 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.data.errors import DataError
-    from agent.data.store import DEFAULT_STORE_PATH, MarketStore
     from agent.pairs.screen import ScreenConfig, screen_store
-    from localfin.errors import LocalfinError
+    from localfin import env
 
+    cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
+    tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
+    res = screen_store(store or env.default_store_path(), date, pool=tickers, config=cfg)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
-    try:
-        cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
-        with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
-            tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-            res = screen_store(db, date, pool=tickers, config=cfg)
-    except (DataError, LocalfinError) as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(code=2) from None
     con.print(
         f"screen at {res.date} (last session {res.session}), pool of {len(res.pool)}: "
         f"{len(res.pairs)} pairs, {sum(p.eligible for p in res.pairs)} in the half-life band",
@@ -95,6 +92,7 @@ def screen(
 
 @app.command("screen-eval")
 def screen_eval(
+    ctx: typer.Context,
     truth: Path = typer.Option(..., "--truth", help="truth.json written by `localfin data synth`."),
     store: Path | None = typer.Option(None, "--store", help="Store holding that synthetic market."),
     dates: int = typer.Option(50, "--dates", help="Evenly spaced selection dates."),
@@ -103,30 +101,37 @@ def screen_eval(
     """Precision@k of the screen against the synthetic market's planted pairs (JSON line)."""
     import json
 
-    from agent.data.store import DEFAULT_STORE_PATH, MarketStore
-    from agent.pairs.screen_eval import evaluate_screen, evaluation_dates
+    from agent.pairs.screen_eval import evaluate_screen_files
+    from localfin import env
 
-    with MarketStore(store or DEFAULT_STORE_PATH, create=False) as db:
-        days = evaluation_dates(db, dates, first_session=first_session)
-        ev = evaluate_screen(db, json.loads(truth.read_text()), days)
-    typer.echo(
-        json.dumps(
-            {
-                "dates": len(ev.scores),
-                "first": str(ev.scores[0].date),
-                "last": str(ev.scores[-1].date),
-                "k": ev.k,
-                "precision_planted": round(ev.precision_planted, 4),
-                "precision_active": round(ev.precision_active, 4),
-                "recall_active": round(ev.recall_active, 4),
-                "auc_active": round(ev.auc_active, 4),
-            }
+    with quiet_run(ctx, "pairs-screen-eval", announce=False) as rl:
+        ev = evaluate_screen_files(
+            store or env.default_store_path(),
+            truth,
+            n_dates=dates,
+            first_session=first_session,
+            progress=progress_for(rl),
         )
-    )
+        result(
+            rl,
+            json.dumps(
+                {
+                    "dates": len(ev.scores),
+                    "first": str(ev.scores[0].date),
+                    "last": str(ev.scores[-1].date),
+                    "k": ev.k,
+                    "precision_planted": round(ev.precision_planted, 4),
+                    "precision_active": round(ev.precision_active, 4),
+                    "recall_active": round(ev.recall_active, 4),
+                    "auc_active": round(ev.auc_active, 4),
+                }
+            ),
+        )
 
 
 @app.command("run")
 def run(
+    ctx: typer.Context,
     config: Path = typer.Option(..., "--config", help="Experiment TOML (see agent/pairs/configs/demo.toml)."),
     out: Path | None = typer.Option(
         None, "--out", help="Experiment folder (default: $LOCALFIN_RUNS_DIR/<experiment.name>)."
@@ -140,28 +145,22 @@ def run(
     from agent.pairs.config import load_config
     from agent.pairs.experiment import run_experiment
     from localfin import env
-    from localfin.logs import RunLog
-    from localfin.progress import console_progress
 
     cfg = load_config(config)
     text = config.read_text(encoding="utf-8")
     folder = out or env.runs_dir() / cfg.name
-    folder.mkdir(parents=True, exist_ok=True)
-    with RunLog(folder / "run.log") as rl:
+    with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
         res = run_experiment(
-            cfg,
-            folder,
-            config_text=text,
-            resume=resume,
-            sequential=sequential,
-            progress=console_progress(rl.stderr),
+            cfg, folder, config_text=text, resume=resume, sequential=sequential, progress=progress_for(rl)
         )
-        rl.stdout.write((folder / "summary.md").read_text(encoding="utf-8"))
-        rl.stdout.write(f"\nexperiment folder: {res.out_dir}\n")
+        result(
+            rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
+        )
 
 
 @app.command("demo")
 def demo(
+    ctx: typer.Context,
     out: Path | None = typer.Option(None, "--out", help="Demo folder (default: runs/moira-demo)."),
     model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the backbone."),
     sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
@@ -169,12 +168,8 @@ def demo(
     """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
     from agent.pairs.demo import run_moira_demo
     from localfin import env
-    from localfin.logs import RunLog
-    from localfin.progress import console_progress
 
     folder = out or env.runs_dir() / "moira-demo"
-    folder.mkdir(parents=True, exist_ok=True)
-    with RunLog(folder / "run.log") as rl:
-        res = run_moira_demo(folder, model, console_progress(rl.stderr), sequential=sequential)
-        rl.stdout.write(res.report.read_text(encoding="utf-8"))
-        rl.stdout.write(f"\nreport: {res.report}\n")
+    with quiet_run(ctx, "run", folder) as rl:
+        res = run_moira_demo(folder, model, progress_for(rl), sequential=sequential)
+        result(rl, res.report.read_text(encoding="utf-8") + f"\nreport: {res.report}")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli._common import note, progress_for, quiet_run, result
+
 __all__ = ["register"]
 
 
@@ -20,11 +22,12 @@ def _registry_for(model: str, model_path: Path | None):
 
 
 def chat(
+    ctx: typer.Context,
     model: str = typer.Argument(..., help="Registry key, e.g. smollm2-135m or qwen3-4b."),
     prompt: str = typer.Argument(..., help="The user message."),
     schema: Path = typer.Option(None, help="JSON schema file the reply must satisfy."),
     thinking: bool = typer.Option(None, "--thinking/--no-thinking", help="Qwen3 thinking switch."),
-    max_tokens: int = typer.Option(None, help="Completion budget (default: the model's)."),
+    max_tokens: int = typer.Option(None, help="Completion budget (default: the model's, at most 1024)."),
     temperature: float = typer.Option(0.0),
     system: str = typer.Option(None, help="Optional system message."),
     base_url: str = typer.Option(None, help="Use a running server (…/v1) instead of the engine."),
@@ -32,54 +35,26 @@ def chat(
     model_path: Path = typer.Option(None, help="Explicit weights directory."),
     journal: Path = typer.Option(None, help="Journal the call in this SQLite file."),
 ) -> None:
-    """One chat round-trip; prints the reply (and parsed JSON, reasoning, tokens) as JSON."""
-    from localfin.errors import LocalfinError
-    from serving.backend import get_backend
-    from serving.journal import Journal, JournaledBackend
-    from serving.types import ChatRequest
+    """One chat round-trip; prints the reply (and parsed JSON, reasoning, tokens) as JSON on stdout."""
+    from serving.chat import chat_once, result_record
 
     reg = _registry_for(model, model_path)
-    spec = reg.get(model)
-    try:
-        json_schema = json.loads(schema.read_text()) if schema else None
-        req = ChatRequest.simple(
+    with quiet_run(ctx, "chat") as rl:
+        res = chat_once(
             model,
             prompt,
+            registry=reg,
+            schema_path=schema,
             system=system,
-            max_tokens=max_tokens or min(spec.default_max_tokens, 1024),
-            temperature=temperature,
             thinking=thinking,
-            json_schema=json_schema,
-            call_type="chat",
+            max_tokens=max_tokens,
+            temperature=temperature,
+            base_url=base_url,
+            api_key=api_key,
+            journal_path=journal,
+            progress=progress_for(rl),
         )
-        backend = (
-            get_backend("openai", registry=reg, base_url=base_url, api_key=api_key)
-            if base_url
-            else get_backend("vllm", registry=reg, model=model)
-        )
-        if journal:
-            backend = JournaledBackend(backend, Journal(journal))
-        res = backend.chat([req])[0]
-        backend.close()
-    except (LocalfinError, json.JSONDecodeError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-    typer.echo(
-        json.dumps(
-            {
-                "text": res.text,
-                "parsed": res.parsed,
-                "parse_error": res.parse_error,
-                "reasoning": res.reasoning,
-                "finish_reason": res.finish_reason,
-                "usage": res.usage.__dict__,
-                "latency_s": round(res.latency_s, 3),
-                "backend": res.backend,
-                "revision": res.revision,
-            },
-            indent=2,
-        )
-    )
+        result(rl, json.dumps(result_record(res), indent=2))
 
 
 def serve(
@@ -88,45 +63,47 @@ def serve(
     port: int = typer.Option(8000),
     api_key: str = typer.Option(None, envvar="LOCALFIN_API_KEY", help="Require this bearer key."),
     model_path: Path = typer.Option(None, help="Explicit weights directory."),
-    dry_run: bool = typer.Option(False, help="Print the server command and exit."),
+    dry_run: bool = typer.Option(
+        False, help="Print the server command on stdout and exit (works without the weights)."
+    ),
 ) -> None:
     """Run an OpenAI-compatible vLLM server for a registry model (foreground)."""
-    import os
-    import subprocess
+    from serving.server import plan_server
+    from serving.server import serve as run_server
 
-    from localfin import env
-    from localfin.errors import LocalfinError
-    from serving.server import check_host, server_command
-
-    try:
-        spec = _registry_for(model, model_path).get(model)
-        cmd = server_command(spec, host=check_host(host), port=port, api_key=api_key)
-    except LocalfinError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
-    shown = [("***" if i and cmd[i - 1] == "--api-key" else c) for i, c in enumerate(cmd)]
-    typer.echo(" ".join(shown), err=True)
+    if not 1 <= port <= 65535:
+        raise typer.BadParameter(f"--port {port}: allowed 1..65535")
+    spec = _registry_for(model, model_path).get(model)
+    plan = plan_server(spec, host=host, port=port, api_key=api_key, allow_missing_weights=dry_run)
+    for line in plan.notes:
+        note(None, f"note: {line}")
     if dry_run:
+        result(None, plan.shown())
         return
-    if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
-        typer.echo(f"warning: serving on {host} without an API key", err=True)
-    child_env = dict(os.environ, **env.offline_env())
-    raise typer.Exit(subprocess.call(cmd, env=child_env))
+    note(None, f"serving {model}: {plan.shown()}")
+    raise typer.Exit(run_server(plan))
 
 
 def demo(
+    ctx: typer.Context,
     model: str = typer.Option("smollm2-135m", help="Registry key of the CPU model."),
-    out: Path = typer.Option(Path("reports/demo"), help="Output folder for store, journal, report."),
+    out: Path = typer.Option(
+        None, help="Output folder for store, journal, log and report (default: $LOCALFIN_REPORTS_DIR/demo)."
+    ),
     model_path: Path = typer.Option(None, help="Explicit weights directory."),
     requests: int = typer.Option(8, help="Schema-constrained requests in the batch."),
 ) -> None:
     """The CPU demo: synthetic market → causal screen → LLM pair pick (journaled) → report."""
-    from localfin_cli.demo import run_demo
+    from agent.pairs.pick_demo import run_pick_demo
+    from localfin import env
 
-    report = run_demo(
-        model=model, out_dir=out, registry=_registry_for(model, model_path), n_requests=requests
-    )
-    typer.echo(report.read_text())
+    out_dir = out if out is not None else env.reports_dir() / "demo"
+    reg = _registry_for(model, model_path)
+    with quiet_run(ctx, "demo", out_dir) as rl:
+        report = run_pick_demo(
+            model=model, out_dir=out_dir, registry=reg, n_requests=requests, progress=progress_for(rl)
+        )
+        result(rl, "\n".join([*report.headline(), f"report: {report.markdown}"]))
 
 
 def register(app: typer.Typer) -> None:

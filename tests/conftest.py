@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # onnxruntime (OCR): no device id, no upload
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("LOCALFIN_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -44,8 +46,9 @@ def _guarded_connect_ex(self: socket.socket, address: object) -> int:
     return _real_connect_ex(self, address)
 
 
-# Blocked for the whole session, in this process; subprocesses get HF_HUB_OFFLINE=1 and are
-# checked separately (tests/serving/test_offline.py).
+# Blocked for the whole session, in this process; subprocesses get the offline switches
+# (tests/serving/test_offline.py) and the engine child runs without a network where the
+# machine allows it (the `netns_prefix` fixture).
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
@@ -144,3 +147,30 @@ def openai_server(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> It
     )
     yield handle
     handle.stop()
+
+
+# --- the command line, in process: `localfin_cli.main.main(argv)` with stdout/stderr captured ---
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """Exit code and captured streams of one in-process `localfin` call."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture()
+def cli(capsys: pytest.CaptureFixture[str]):
+    """``cli(*args)`` runs ``localfin ARGS`` through the real entry point (the one error path)
+    and returns a :class:`CliRun`."""
+    from localfin_cli.main import main
+
+    def run(*args: object) -> CliRun:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return CliRun(code, out, err)
+
+    return run

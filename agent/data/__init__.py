@@ -12,7 +12,6 @@ from typing import Any
 __all__ = [
     "MarketStore",
     "ImportReport",
-    "DEFAULT_STORE_PATH",
     "ImportConfig",
     "import_files",
     "load_prices",
@@ -35,7 +34,6 @@ __all__ = [
 _WHERE = {
     "MarketStore": "store",
     "ImportReport": "store",
-    "DEFAULT_STORE_PATH": "store",
     "ImportConfig": "validate",
     "import_files": "importer",
     "load_prices": "loaders",

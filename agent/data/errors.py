@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from localfin.errors import ConfigError, LocalfinError
+from localfin.errors import ConfigError, InputError, LocalfinError
 
 __all__ = [
     "DataError",
@@ -21,9 +21,11 @@ __all__ = [
     "DuplicateRowError",
     "UnsortedInputError",
     "UnknownTickerError",
+    "TickerSpellingError",
     "CalendarGapError",
     "CalendarMismatchError",
     "StoreError",
+    "MissingStoreError",
     "DataConfigError",
 ]
 
@@ -105,6 +107,10 @@ class UnknownTickerError(DataValidationError, KeyError):
         return ValueError.__str__(self)
 
 
+class TickerSpellingError(DataValidationError):
+    """One file spells a ticker two ways (``aaa`` and ``AAA``); the message names both lines."""
+
+
 class CalendarGapError(DataValidationError):
     """Two consecutive sessions of one ticker are further apart than the allowed calendar gap."""
 
@@ -115,3 +121,9 @@ class CalendarMismatchError(DataValidationError):
 
 class StoreError(DataError, RuntimeError):
     """The SQLite market store cannot be opened, read or written, or lacks requested data."""
+
+
+class MissingStoreError(StoreError, InputError):
+    """No market store at the given path (a reader never creates one): bad input, exit code 2."""
+
+    exit_code = 2

@@ -12,7 +12,7 @@ import pandas as pd
 
 from agent.data.errors import FileFormatError
 from agent.data.loaders import Loaded, load_prices, read_table, resolve_columns
-from agent.data.validate import ImportConfig, check_unique, parse_dates, parse_text
+from agent.data.validate import ImportConfig, check_unique, parse_dates, parse_text, parse_tickers
 
 __all__ = ["herculean_files", "load_herculean", "HEADLINE_CHARS"]
 
@@ -56,7 +56,7 @@ def _load_highlights(path: Path) -> Loaded:
     frame = pd.DataFrame(
         {
             "date": parse_dates(raw.frame[cols["date"][0]], where, cols["date"][0]),
-            "ticker": parse_text(raw.frame[cols["ticker"][0]], where, cols["ticker"][0], required=True),
+            "ticker": parse_tickers(raw.frame[cols["ticker"][0]], where, cols["ticker"][0]),
             "headline": [_headline(t) for t in text],
             "summary": text,
             "source": "herculean highlights",
@@ -76,7 +76,7 @@ def _load_filings(path: Path) -> Loaded:
     frame = pd.DataFrame(
         {
             "date": parse_dates(raw.frame[cols["date"][0]], where, cols["date"][0]),
-            "ticker": parse_text(raw.frame[cols["ticker"][0]], where, cols["ticker"][0], required=True),
+            "ticker": parse_tickers(raw.frame[cols["ticker"][0]], where, cols["ticker"][0]),
             "document_type": parse_text(
                 raw.frame[cols["document_type"][0]], where, cols["document_type"][0], required=True
             ),

@@ -26,15 +26,19 @@ from agent.data.errors import (
     FileFormatError,
     MissingColumnError,
 )
+from agent.data.jumps import PriceJump, find_jumps
 from agent.data.validate import (
     ImportConfig,
     Where,
     check_gaps,
+    check_ohlc,
     check_sorted_per_ticker,
     check_unique,
     parse_dates,
     parse_numbers,
     parse_text,
+    parse_tickers,
+    plain,
 )
 
 __all__ = [
@@ -51,7 +55,7 @@ __all__ = [
     "load_companies",
 ]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 ColumnMap = Mapping[str, "str | Sequence[str]"]
 
@@ -100,12 +104,17 @@ class RawTable:
 
 @dataclass(frozen=True, eq=False)
 class Loaded:
-    """A validated table in canonical columns, plus a ``row`` column pointing back into the file."""
+    """A validated table in canonical columns, plus a ``row`` column pointing back into the file.
+
+    ``jumps``: close moves beyond the import's ``max_daily_factor`` (prices only; listed in the
+    import report).
+    """
 
     kind: str
     path: str
     row_kind: str
     frame: pd.DataFrame
+    jumps: tuple[PriceJump, ...] = ()
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -278,11 +287,11 @@ def load_prices(
     raw = read_table(path)
     cols = resolve_columns(raw, PRICE_ALIASES, ("date", "ticker", "close"), column_map)
     if cfg.pool is not None:
-        tick_all = parse_text(_coalesce(raw, cols["ticker"]), raw.where, cols["ticker"][0], required=True)
+        tick_all = parse_tickers(_coalesce(raw, cols["ticker"]), raw.where, cols["ticker"][0])
         keep = np.isin(tick_all, np.asarray(cfg.pool, dtype=object))
         skipped = int((~keep).sum())
         if skipped:
-            logger.info("%s: skipped %d price rows of tickers outside the pool", raw.path, skipped)
+            log.info("%s: skipped %d price rows of tickers outside the pool", raw.path, skipped)
         raw = RawTable(raw.path, raw.frame.loc[keep].reset_index(drop=True), raw.rows[keep], raw.row_kind)
         if len(raw.frame) == 0:
             raise EmptyInputError(
@@ -291,7 +300,7 @@ def load_prices(
     where = raw.where
     out: dict[str, object] = {
         "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
-        "ticker": parse_text(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0], required=True),
+        "ticker": parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0]),
     }
     for name in _PRICE_COLS:
         if name in cols:
@@ -316,19 +325,24 @@ def load_prices(
     if np.any(inverted):
         i = int(np.argmax(inverted))
         raise BadValueError(
-            f"high {hi[i]!r} is below low {lo[i]!r}",
+            f"high {plain(hi[i])} is below low {plain(lo[i])}",
             path=raw.path,
             row=where.at(i),
             column=cols["high"][0],
             row_kind=raw.row_kind,
         )
+    names = {c: cols[c][0] for c in ("open", "high", "low", "close") if c in cols}
+    check_ohlc(out, names, where, cfg.ohlc_tolerance)  # type: ignore[arg-type]
     frame = pd.DataFrame(out)
     frame["row"] = raw.rows
     check_unique(frame[["date", "ticker"]], where, cols["date"][0], "(date, ticker)")
     dates, ticks = frame["date"].to_numpy(dtype="datetime64[D]"), frame["ticker"].to_numpy()
     check_sorted_per_ticker(dates, ticks, where)
     check_gaps(dates, ticks, where, cfg.max_gap_days)
-    return Loaded("prices", raw.path, raw.row_kind, frame)
+    jumps = find_jumps(dates, ticks, frame["close"].to_numpy(), where, cfg, cols["close"][0])
+    if jumps:
+        log.info("%s: %d close moves beyond max_daily_factor=%g", raw.path, len(jumps), cfg.max_daily_factor)
+    return Loaded("prices", raw.path, raw.row_kind, frame, tuple(jumps))
 
 
 def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loaded:
@@ -343,7 +357,7 @@ def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loade
     frame = pd.DataFrame(
         {
             "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
-            "ticker": parse_text(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0], required=True),
+            "ticker": parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0]),
             "headline": parse_text(
                 _coalesce(raw, cols["headline"]), where, cols["headline"][0], required=True
             ),
@@ -359,7 +373,7 @@ def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loade
     frame["row"] = raw.rows
     rep = frame.duplicated(["date", "ticker", "headline"]).to_numpy()
     if rep.any():
-        logger.info("%s: dropped %d repeated (date, ticker, headline) news rows", raw.path, int(rep.sum()))
+        log.info("%s: dropped %d repeated (date, ticker, headline) news rows", raw.path, int(rep.sum()))
         frame = frame.loc[~rep].reset_index(drop=True)
     return Loaded("news", raw.path, raw.row_kind, frame)
 
@@ -371,7 +385,7 @@ def load_companies(path: str | Path, *, column_map: ColumnMap | None = None) -> 
     raw = read_table(path)
     cols = resolve_columns(raw, COMPANY_ALIASES, ("ticker", "name", "sector", "description"), column_map)
     where = raw.where
-    ticker = parse_text(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0], required=True)
+    ticker = parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0])
     name = parse_text(_coalesce(raw, cols["name"]), where, cols["name"][0], required=False)
     name = np.where(name == "", ticker, name)
     frame = pd.DataFrame(

@@ -23,7 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agent.data.errors import DuplicateRowError, StoreError, UnknownTickerError
+from agent.data.errors import (
+    DuplicateRowError,
+    MissingStoreError,
+    StoreError,
+    UnknownTickerError,
+)
+from agent.data.jumps import PriceJump, seam_jumps
 from agent.data.loaders import Loaded
 from agent.data.schema import (
     Company,
@@ -37,11 +43,10 @@ from agent.data.schema import (
 )
 from agent.data.validate import ImportConfig, check_calendar_coverage
 
-__all__ = ["MarketStore", "ImportReport", "DEFAULT_STORE_PATH", "PRICE_FIELDS"]
+__all__ = ["MarketStore", "ImportReport", "PRICE_FIELDS"]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
-DEFAULT_STORE_PATH = Path("localfin_data") / "market.sqlite"
 PRICE_FIELDS = ("open", "high", "low", "close", "adj_close", "volume")
 _SCHEMA_VERSION = "1"
 
@@ -76,11 +81,14 @@ _TABLES = ("prices", "news", "companies", "filings")
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What one import wrote: rows per kind, rows skipped (and why), missing sessions per ticker."""
+    """What one import wrote: rows per kind, rows skipped (and why), missing sessions per ticker,
+    and close moves beyond ``max_daily_factor`` (imported, but worth a look: see
+    :class:`~agent.data.validate.ImportConfig`)."""
 
     written: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     missing_sessions: dict[str, int] = field(default_factory=dict)
+    jumps: list[PriceJump] = field(default_factory=list)
 
 
 def _iso(d: np.ndarray) -> list[str]:
@@ -112,7 +120,7 @@ class MarketStore:
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         if not self.path.exists() and not create:
-            raise StoreError(
+            raise MissingStoreError(
                 f"no market store at {self.path}; create one with `localfin data synth --import` or "
                 "`localfin data import`"
             )
@@ -187,7 +195,7 @@ class MarketStore:
         except BaseException:
             cur.execute("ROLLBACK")
             raise
-        logger.info("imported into %s: %s (skipped %s)", self.path, report.written, report.skipped)
+        log.info("imported into %s: %s (skipped %s)", self.path, report.written, report.skipped)
         return report
 
     def _write_prices(self, cur: sqlite3.Cursor, t: Loaded, cfg: ImportConfig, report: ImportReport) -> None:
@@ -213,6 +221,8 @@ class MarketStore:
             _none_if_nan(f[c].to_numpy(dtype=np.float64))
             for c in ("open", "high", "low", "close", "adj_close", "volume")
         ]
+        report.jumps.extend(t.jumps)
+        self._check_seams(cur, t, cfg, report)
         rows = list(zip(ticks, dates, *cols))
         cur.executemany("INSERT OR REPLACE INTO prices VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         report.written["prices"] = report.written.get("prices", 0) + len(rows)
@@ -222,6 +232,21 @@ class MarketStore:
             "INSERT OR IGNORE INTO companies (ticker, name, sector, description) VALUES (?, ?, ?, '')",
             [(str(a), str(a), str(b)) for a, b in groups.itertuples(index=False)],
         )
+
+    def _check_seams(self, cur: sqlite3.Cursor, t: Loaded, cfg: ImportConfig, report: ImportReport) -> None:
+        def previous_close(tick: str, day: dt.date) -> tuple[dt.date, float] | None:
+            row = cur.execute(
+                "SELECT date, close FROM prices WHERE ticker = ? AND date < ? ORDER BY date DESC LIMIT 1",
+                (tick, day.isoformat()),
+            ).fetchone()
+            return None if row is None else (dt.date.fromisoformat(row[0]), float(row[1]))
+
+        firsts = t.frame.drop_duplicates("ticker", keep="first")
+        rows = [
+            (str(tick), to_date(day), float(close), int(row))
+            for tick, day, close, row in firsts[["ticker", "date", "close", "row"]].itertuples(index=False)
+        ]
+        report.jumps.extend(seam_jumps(rows, previous_close, t.path, t.row_kind, cfg))
 
     def _check_coverage(
         self, cur: sqlite3.Cursor, touched: dict[str, Loaded], cfg: ImportConfig, report: ImportReport

@@ -41,7 +41,7 @@ __all__ = [
     "DEFAULT_BREAKS",
 ]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -369,7 +369,7 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
         "half_life_note": "half_life = sessions for an AR(1) deviation to halve, -ln2/ln(phi); the screen's "
         "estimator -ln2/(phi-1) reads slightly higher",
     }
-    logger.info("synthetic market: %d sessions, %d tickers, %d news items", n_t, len(specs), len(news))
+    log.info("synthetic market: %d sessions, %d tickers, %d news items", n_t, len(specs), len(news))
     return SyntheticMarket(cfg, dates, prices, news, companies, truth)
 
 
@@ -468,7 +468,8 @@ def _news_rows(
     calm = [s for s in cfg.tickers if s.ticker not in broken]
     for _ in range(cfg.n_decoys):
         spec = calm[int(rng.integers(len(calm)))]
-        t = int(rng.integers(max(spec.first_session, 300), n_t))
+        # decoys fall after the first 300 sessions; a market of exactly 300 gets them on its last
+        t = int(rng.integers(min(max(spec.first_session, 300), n_t - 1), n_t))
         while t in spec.halts:
             t = min(t + 1, n_t - 1)
         head, summ = _DECOYS[int(rng.integers(len(_DECOYS)))]

@@ -21,6 +21,7 @@ from agent.data.errors import (
     DataConfigError,
     DateParseError,
     DuplicateRowError,
+    TickerSpellingError,
     UnsortedInputError,
 )
 
@@ -34,6 +35,9 @@ __all__ = [
     "check_sorted_per_ticker",
     "check_gaps",
     "check_calendar_coverage",
+    "parse_tickers",
+    "check_ohlc",
+    "plain",
 ]
 
 _ISO_RE = r"^\d{4}-\d{2}-\d{2}(?:$|[T ])"
@@ -53,8 +57,19 @@ class ImportConfig:
         store, or ``"replace"`` to overwrite it.
     companies_outside_pool: company rows whose ticker has no prices: ``"skip"`` (reference files
         such as index constituent lists cover far more tickers than a pool) or ``"error"``.
-    pool: optional tickers to import; price rows of other tickers are skipped, and a pool ticker
-        without any price row (in the file or the store) is an error.
+    pool: optional tickers to import (upper-cased like every ticker); price rows of other
+        tickers are skipped, and a pool ticker without any price row (in the file or the store)
+        is an error.
+    ohlc_tolerance: how far open and close may lie outside the row's [low, high], as a fraction
+        of the bound (0.001 = 0.1 %: the rounding of a two-decimal quote above $5). Beyond it the
+        row is an error.
+    max_daily_factor: a close more than this factor above or below the previous close of the
+        same ticker in the file is a jump (3.0: a move beyond +200 % / -67 % in one session).
+        Split-adjusted daily closes of listed stocks stay well inside it (the largest move in
+        the shared 14-ticker file, 2003-2023, is APA's -54 % on 2020-03-09, a factor of 2.17);
+        an unadjusted split of 4:1 or more, or a price in the wrong unit, lands outside.
+    on_jump: ``"report"`` lists jumps in the import report (the rows are imported), ``"error"``
+        (strict mode) rejects the file at the first jump.
     """
 
     max_gap_days: int = 10
@@ -62,6 +77,9 @@ class ImportConfig:
     on_conflict: str = "error"
     companies_outside_pool: str = "skip"
     pool: tuple[str, ...] | None = None
+    ohlc_tolerance: float = 0.001
+    max_daily_factor: float = 3.0
+    on_jump: str = "report"
 
     def __post_init__(self) -> None:
         if self.max_gap_days < 1:
@@ -74,6 +92,14 @@ class ImportConfig:
             raise DataConfigError(
                 f"companies_outside_pool={self.companies_outside_pool!r}; allowed: 'skip', 'error'"
             )
+        if not (0.0 <= self.ohlc_tolerance <= 0.1):
+            raise DataConfigError(f"ohlc_tolerance={self.ohlc_tolerance} must be in [0, 0.1] (a fraction)")
+        if not (self.max_daily_factor > 1.0 and math.isfinite(self.max_daily_factor)):
+            raise DataConfigError(f"max_daily_factor={self.max_daily_factor} must be a finite number > 1")
+        if self.on_jump not in ("report", "error"):
+            raise DataConfigError(f"on_jump={self.on_jump!r}; allowed: 'report', 'error'")
+        if self.pool is not None:
+            object.__setattr__(self, "pool", tuple(str(t).strip().upper() for t in self.pool))
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,20 @@ class Where:
 
     def at(self, i: int) -> int:
         return int(self.rows[i])
+
+
+def plain(v: object) -> str:
+    """A cell value for a message: numbers as plain decimals (never ``np.float64(...)``), text
+    quoted."""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return format(float(v), ".10g")
+    if isinstance(v, np.datetime64):
+        return str(v)[:10]
+    return repr(str(v)) if isinstance(v, (str, np.str_)) else repr(v)
 
 
 def _is_missing(v: object) -> bool:
@@ -142,7 +182,7 @@ def parse_numbers(
     if not_number.any():
         i = int(np.argmax(not_number))
         raise BadValueError(
-            f"not a number: {raw[i]!r}",
+            f"not a number: {plain(raw[i])}",
             path=where.path,
             row=where.at(i),
             column=column,
@@ -161,7 +201,7 @@ def parse_numbers(
     if inf.any():
         i = int(np.argmax(inf))
         raise BadValueError(
-            f"infinite value {raw[i]!r}",
+            f"infinite value {plain(raw[i])}",
             path=where.path,
             row=where.at(i),
             column=column,
@@ -173,7 +213,7 @@ def parse_numbers(
         i = int(np.argmax(bad))
         kind = "non-positive" if positive else "negative"
         raise BadValueError(
-            f"{kind} value {num[i]!r}",
+            f"{kind} value {plain(num[i])}",
             path=where.path,
             row=where.at(i),
             column=column,
@@ -211,9 +251,11 @@ def check_unique(keys: pd.DataFrame, where: Where, column: str, what: str) -> No
         key = tuple(keys.iloc[i])
         same = np.flatnonzero((keys == keys.iloc[i]).all(axis=1).to_numpy())
         first = where.at(int(same[0]))
-        shown = tuple(str(k)[:10] if isinstance(k, np.datetime64) else k for k in key)
+        shown = ", ".join(
+            str(k)[:10] if isinstance(k, (np.datetime64, pd.Timestamp, dt.date)) else str(k) for k in key
+        )
         raise DuplicateRowError(
-            f"duplicate {what} {shown} (first at {where.row_kind} {first})",
+            f"duplicate {what} ({shown}) (first at {where.row_kind} {first})",
             path=where.path,
             row=where.at(i),
             column=column,
@@ -298,3 +340,60 @@ def check_calendar_coverage(
                 row_kind=kind,
             )
     return missing_counts
+
+
+def parse_tickers(values: pd.Series, where: Where, column: str) -> np.ndarray:
+    """Ticker cells -> stripped, upper-cased ``str``; empty cells are errors.
+
+    Two spellings of one ticker in one file (``aaa`` beside ``AAA``) are an error naming the
+    first line of each: which one the file means is not ours to guess.
+    """
+    raw = parse_text(values, where, column, required=True)
+    up = np.array([t.upper() for t in raw], dtype=object)
+    if (raw != up).any():
+        first = pd.Series(np.arange(len(raw))).groupby(raw, sort=False).first()
+        seen: dict[str, int] = {}
+        for spelling, i in sorted(first.items(), key=lambda kv: kv[1]):
+            j = seen.setdefault(str(spelling).upper(), int(i))
+            if j != i:
+                raise TickerSpellingError(
+                    f"two spellings of ticker {raw[i].upper()}: {raw[j]!r} on {where.row_kind} "
+                    f"{where.at(j)} and {raw[i]!r} on {where.row_kind} {where.at(int(i))}; "
+                    "use one spelling throughout the file",
+                    path=where.path,
+                    row=where.at(int(i)),
+                    column=column,
+                    row_kind=where.row_kind,
+                )
+    return up
+
+
+def check_ohlc(
+    values: dict[str, np.ndarray], columns: dict[str, str], where: Where, tolerance: float
+) -> None:
+    """Open and close must lie within the row's [low, high], up to ``tolerance`` (a fraction of
+    the bound). Absent columns (all NaN) pass. The error names the first offending row."""
+    low, high = values["low"], values["high"]
+    worst: tuple[int, str, str] | None = None
+    with np.errstate(invalid="ignore"):
+        for name in ("open", "close"):
+            x = values[name]
+            above, below = x > high * (1.0 + tolerance), x < low * (1.0 - tolerance)
+            for bad, side in ((above, "above"), (below, "below")):
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    if worst is None or i < worst[0]:
+                        worst = (i, name, side)
+    if worst is None:
+        return
+    i, name, side = worst
+    bound = "high" if side == "above" else "low"
+    raise BadValueError(
+        f"{name} {plain(values[name][i])} is {side} the row's {bound} {plain(values[bound][i])} "
+        f"(low {plain(low[i])}, high {plain(high[i])}; open and close must lie within [low, high], "
+        f"ohlc_tolerance={tolerance:g})",
+        path=where.path,
+        row=where.at(i),
+        column=columns[name],
+        row_kind=where.row_kind,
+    )

@@ -33,13 +33,14 @@ Fiscal periods keep their marker and lose the year: ``Q1 2025`` -> ``Q1``, ``1Q2
 Names -> removed (with one directly preceding connector such as on/in/of/since/last/next and
   an early/mid/late modifier, then spacing before punctuation is tidied):
   * weekdays ``Monday``..``Sunday`` (also plurals, possessives, UPPER and lower case);
-    abbreviations ``Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun`` (Title or UPPER case only)
-    only with a trailing period, inside a date, or after a connector/reporting verb
-    (on, at, by, since, last, next, this, said, reported, ...), so ``Sun Life`` stays;
+    abbreviations ``Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun`` only inside a date, with a
+    trailing period (a sentence's own period stays), or in Title case after a connector or a
+    reporting verb (on, at, by, since, last, next, this; said, reported, ...; the verb stays)
+    and not before a Title-case word, so ``Sun Life`` and ``sat down`` stay;
   * months ``January``..``December`` (Title/UPPER; lower case too except the words
     ``may``, ``march``, ``august``); abbreviations ``Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct
-    Nov Dec`` only inside a date, with a trailing period, or (Title case) after a connector,
-    so ``Jan Hatzius``, ``APR`` (a rate, or the TSX ticker ``APR.UN``) and ``Mar-a-Lago`` stay;
+    Nov Dec`` by the same rules as weekday abbreviations (no reporting verbs), so
+    ``Jan Hatzius``, ``APR`` (a rate, or the TSX ticker ``APR.UN``) and ``Mar-a-Lago`` stay;
   * ``May`` (Title/UPPER) is the month only inside a date, after a connector (in, of, since,
     for, to, mid-, ...), after another month and and/or/to/through, before a possessive, a
     punctuation mark or the end of the text, or before a month-context noun (sales, payrolls,

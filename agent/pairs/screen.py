@@ -44,7 +44,7 @@ __all__ = [
     "pair_key",
 ]
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -306,7 +306,7 @@ def screen_pairs(
             )
         )
     session = past.dates[-1].item()
-    logger.debug(
+    log.debug(
         "screen %s (session %s): %d pairs, %d eligible",
         day,
         session,
@@ -324,15 +324,23 @@ def screen_store(
     config: ScreenConfig | None = None,
     exclude: Collection[tuple[str, str]] = (),
 ) -> ScreenResult:
-    """Screen a :class:`agent.data.MarketStore` at ``date``; reads prices up to ``date`` only.
+    """Screen a :class:`agent.data.MarketStore` (or the store file at a path) at ``date``; reads
+    prices up to ``date`` only.
 
     ``pool``: tickers to screen (if None: every ticker with a price row on or before ``date``).
     """
+    from pathlib import Path
+
     from agent.data.store import MarketStore
 
+    if isinstance(store, (str, Path)):
+        with MarketStore(store, create=False) as db:
+            return screen_store(db, date, pool=pool, config=config, exclude=exclude)
     if not isinstance(store, MarketStore):
         raise DataConfigError(f"store must be a MarketStore, got {type(store).__name__}")
     day = to_date(date)
-    tickers = tuple(sorted(pool)) if pool is not None else store.tickers(until=day)
+    tickers = (
+        tuple(sorted({t.strip().upper() for t in pool})) if pool is not None else store.tickers(until=day)
+    )
     history = store.prices(tickers, end=day, field=(config or ScreenConfig()).price_field)
     return screen_pairs(history, day, config=config, companies=store.companies(tickers), exclude=exclude)

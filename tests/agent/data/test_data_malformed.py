@@ -72,6 +72,15 @@ def _mutate(i: int, field: int, value: str) -> str:
     return _csv(lines)
 
 
+def _scale(i: int, factor: float) -> str:
+    """Row ``i`` with open, high, low, close and adj_close multiplied (a consistent row, far off)."""
+    lines = list(NEW)
+    cells = lines[i].split(",")
+    cells[2:7] = [f"{float(v) * factor:.2f}" for v in cells[2:7]]
+    lines[i] = ",".join(cells)
+    return _csv(lines)
+
+
 def _prices_and(kind: str, name: str, content: str) -> Callable[[Path], dict]:
     def write(d: Path) -> dict:
         (d / "p.csv").write_text(_csv(NEW))
@@ -96,9 +105,9 @@ def _herculean(d: Path, *, news_dup: bool = False, prices: bool = True) -> dict:
                 id=n,
                 symbol=t,
                 date=pd.Timestamp(DATES[i]),
-                open=10.0,
-                high=11.0,
-                low=9.0,
+                open=10.0 + i,  # a consistent row: open and close within [low, high]
+                high=11.0 + i,
+                low=9.0 + i,
                 close=10.0 + i,
                 adj_close=10.0 + i,
                 volume=100,
@@ -206,6 +215,39 @@ CASES = [
     Case("text_close", _file("p.csv", _mutate(28, 5, "abc")), de.BadValueError, 30, "close", "not a number"),
     Case("infinite_close", _file("p.csv", _mutate(29, 5, "inf")), de.BadValueError, 31, "close", "infinite"),
     Case("high_below_low", _file("p.csv", _mutate(30, 3, "1.00")), de.BadValueError, 32, "high", "below low"),
+    Case(
+        "close_above_high",
+        _file("p.csv", _mutate(10, 5, "99.00")),
+        de.BadValueError,
+        12,
+        "close",
+        "close 99 is above the row's high 23.5",
+    ),
+    Case(
+        "open_below_low",
+        _file("p.csv", _mutate(33, 2, "1.00")),
+        de.BadValueError,
+        35,
+        "open",
+        "open 1 is below the row's low 27.8",
+    ),
+    Case(
+        "close_jump_1000x_strict",
+        _file("p.csv", _scale(45, 1000.0)),
+        de.BadValueError,
+        47,
+        "close",
+        "close moves from 32.4 on 2021-04-02 to 32500 on 2021-04-05, a factor of 1003",
+        ImportConfig(on_jump="error"),
+    ),
+    Case(
+        "ticker_two_spellings",
+        _file("p.csv", _mutate(5, 1, "aaa")),
+        de.TickerSpellingError,
+        7,
+        "ticker",
+        "two spellings of ticker AAA: 'AAA' on line 2 and 'aaa' on line 7",
+    ),
     Case(
         "negative_volume", _file("p.csv", _mutate(31, 7, "-10")), de.BadValueError, 33, "volume", "negative"
     ),
@@ -381,6 +423,7 @@ def test_malformed_input(case: Case, base_store: MarketStore, tmp_path: Path) ->
     exc = info.value
     assert isinstance(exc, de.DataValidationError)
     assert case.text in str(exc), str(exc)
+    assert "np." not in str(exc), str(exc)  # plain numbers, never numpy reprs
     assert exc.row == case.row, str(exc)
     assert exc.column == case.column, str(exc)
     assert exc.path is not None and str(files) in exc.path, str(exc)

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from agent.data.errors import StoreError, UnknownTickerError
 from agent.data.herculean import load_herculean
@@ -18,7 +17,6 @@ from agent.data.importer import import_files
 from agent.data.loaders import load_companies, load_news, load_prices
 from agent.data.schema import PriceHistory
 from agent.data.store import MarketStore
-from localfin_cli.main import app
 
 
 @pytest.fixture()
@@ -218,33 +216,18 @@ def test_real_news_mapping(shared_data: Path) -> None:
     )
 
 
-def test_cli_synth_import_info(tmp_path: Path) -> None:
-    runner = CliRunner()
+def test_cli_synth_import_info(tmp_path: Path, cli) -> None:
     db = tmp_path / "m.sqlite"
-    r = runner.invoke(
-        app,
-        [
-            "data",
-            "synth",
-            "--out",
-            str(tmp_path / "syn"),
-            "--seed",
-            "3",
-            "--sessions",
-            "400",
-            "--import",
-            "--store",
-            str(db),
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    assert (tmp_path / "syn" / "truth.json").is_file() and "prices" in r.output
-    r = runner.invoke(app, ["data", "info", "--store", str(db)])
-    assert r.exit_code == 0 and "GRNF" in r.output and "400 sessions" in r.output
+    syn = tmp_path / "syn"
+    r = cli("data", "synth", "--out", syn, "--seed", "3", "--sessions", "400", "--import", "--store", db)
+    assert r.code == 0, r.err
+    assert (syn / "truth.json").is_file() and "prices" in r.out
+    r = cli("data", "info", "--store", db)
+    assert r.code == 0 and "GRNF" in r.out and "400 sessions" in r.out
     bad = tmp_path / "bad.csv"
     bad.write_text("date,ticker,close\n2021-01-04,AAA,-1\n")
-    r = runner.invoke(app, ["data", "import", "--prices", str(bad), "--store", str(db)])
-    assert r.exit_code == 2 and "line 2" in r.output and "non-positive" in r.output
+    r = cli("data", "import", "--prices", bad, "--store", db)
+    assert r.code == 2 and "line 2" in r.err and "non-positive value -1" in r.err
 
 
 def test_package_import_is_cheap_and_names_resolve() -> None:

@@ -1,0 +1,107 @@
+"""One call per user-level task on a market store (what ``localfin data ...`` runs): write the
+seeded synthetic market (and import it), describe a store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.data.schema import Company, StoreInfo
+from agent.data.store import ImportReport, MarketStore
+from localfin.progress import NULL_PROGRESS, Progress
+
+if TYPE_CHECKING:
+    from agent.data.loaders import ColumnMap
+    from agent.data.validate import ImportConfig
+
+__all__ = ["import_into", "SynthResult", "synth_market", "store_overview"]
+
+
+def import_into(
+    store_path: str | Path,
+    *,
+    prices: Sequence[str | Path] = (),
+    news: Sequence[str | Path] = (),
+    companies: Sequence[str | Path] = (),
+    herculean: str | Path | None = None,
+    column_maps: dict[str, ColumnMap] | None = None,
+    config: ImportConfig | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> ImportReport:
+    """:func:`~agent.data.importer.import_files` into the store at ``store_path`` (created if
+    absent): all files validated first, then written in one transaction."""
+    from agent.data.importer import import_files
+
+    with MarketStore(store_path) as db:
+        return import_files(
+            db,
+            prices=prices,
+            news=news,
+            companies=companies,
+            herculean=herculean,
+            column_maps=column_maps,
+            config=config,
+            progress=progress,
+        )
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    """Files written (``prices``, ``news``, ``companies``, ``truth`` -> path) and, when imported,
+    the store and its import report."""
+
+    files: dict[str, Path]
+    store: Path | None = None
+    report: ImportReport | None = None
+
+
+def synth_market(
+    out_dir: str | Path,
+    *,
+    seed: int = 7,
+    n_sessions: int = 2770,
+    store_path: str | Path | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> SynthResult:
+    """Write the seeded synthetic market into ``out_dir``; import it into ``store_path`` if given.
+
+    A market shorter than the default keeps the planted structural breaks that fall inside it
+    and lists every ticker by its first third, so short markets still hold every pair.
+    """
+    from agent.data.importer import import_files
+    from agent.data.synthetic import (
+        DEFAULT_BREAKS,
+        DEFAULT_TICKERS,
+        SyntheticConfig,
+        generate_market,
+        write_market,
+    )
+
+    breaks = tuple(b for b in DEFAULT_BREAKS if b.session < n_sessions)
+    tickers = tuple(replace(t, first_session=min(t.first_session, n_sessions // 3)) for t in DEFAULT_TICKERS)
+    with progress.task(f"synthetic market: {n_sessions} sessions"):
+        market = generate_market(
+            SyntheticConfig(seed=seed, n_sessions=n_sessions, tickers=tickers, breaks=breaks)
+        )
+        files = write_market(market, Path(out_dir))
+    if store_path is None:
+        return SynthResult(files)
+    with MarketStore(store_path) as db:
+        report = import_files(
+            db,
+            prices=[files["prices"]],
+            news=[files["news"]],
+            companies=[files["companies"]],
+            progress=progress,
+        )
+    return SynthResult(files, Path(store_path), report)
+
+
+def store_overview(store_path: str | Path) -> tuple[StoreInfo, dict[str, Company]]:
+    """Counts, calendar span and per-ticker coverage of an existing store, with each ticker's
+    company context (absent tickers are missing from the mapping)."""
+    with MarketStore(store_path, create=False) as db:
+        info = db.info()
+        return info, db.companies()

@@ -1,0 +1,56 @@
+"""Moira's non-LLM baselines (SPEC §2 "Baselines"), one module each, on the same screen, calendar,
+settlement, metrics and run-folder code as the agent:
+
+* :mod:`~agent.pairs.baselines.fixed_direction`: Long-Short and Short-Long on the top pair;
+* :mod:`~agent.pairs.baselines.equal_weight`: 1/N buy-and-hold of the pool;
+* :mod:`~agent.pairs.baselines.eg_z`: Engle-Granger spread with z-score entry / exit thresholds;
+* :mod:`~agent.pairs.baselines.eg_ddqn`: a Double DQN on z-score lags, position and half-life;
+* :mod:`~agent.pairs.baselines.runner`: run one baseline or all of them on a window;
+* :mod:`~agent.pairs.baselines.rolling`: rolling yearly windows over a long history.
+
+Names are re-exported lazily so that importing the package imports neither torch nor numba.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "Window",
+    "FixedDirectionConfig",
+    "EqualWeightConfig",
+    "EGZConfig",
+    "DDQNConfig",
+    "BaselineConfig",
+    "DEFAULT_BASELINES",
+    "RunSettings",
+    "BaselineResult",
+    "run_baseline",
+    "run_all",
+    "RollingResult",
+    "run_rolling",
+]
+
+_HOME = {
+    "Window": "common",
+    "FixedDirectionConfig": "fixed_direction",
+    "EqualWeightConfig": "equal_weight",
+    "EGZConfig": "eg_z",
+    "DDQNConfig": "eg_ddqn",
+    "BaselineConfig": "runner",
+    "DEFAULT_BASELINES": "runner",
+    "RunSettings": "runner",
+    "BaselineResult": "runner",
+    "run_baseline": "runner",
+    "run_all": "runner",
+    "RollingResult": "rolling",
+    "run_rolling": "rolling",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agent.pairs.baselines' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"agent.pairs.baselines.{home}"), name)

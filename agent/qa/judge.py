@@ -1,0 +1,90 @@
+"""Judge-model scoring (FinTMMBench's protocol, on a local model).
+
+FinTMMBench grades a free-text answer by asking a model whether it states the same fact as
+the reference (the paper used GPT-4o-mini; we use whatever local model the caller names).
+Scoring is split in two so an evaluation can batch every judge call of a run into one engine
+call: :func:`judge_requests` builds the requests (``call_type='judge'``, temperature 0, a
+schema-constrained verdict: ``verdict`` in {correct, incorrect}, ``reason`` at most 160
+characters), the caller runs them through its (journaled) backend, and :func:`judge_scores`
+turns the results into :class:`agent.qa.scoring.ItemScore` values. A reply that is cut or
+does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
+fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
+are scoring, never part of a solver's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agent.prompting import load_prompt
+from agent.qa.items import QAItem
+from localfin.errors import ConfigError
+from serving.types import ChatRequest, ChatResult, Message
+
+if TYPE_CHECKING:
+    from agent.qa.scoring import ItemScore
+
+__all__ = ["JUDGE_PROMPT", "judge_requests", "judge_scores"]
+
+JUDGE_PROMPT = "qa_judge"
+_MAX_CANDIDATE_CHARS = 2000
+
+
+def judge_requests(
+    items: Sequence[QAItem],
+    predictions: Sequence[str],
+    model: str,
+    *,
+    max_tokens: int = 128,
+) -> list[ChatRequest]:
+    """One judge request per (item, prediction), in order.
+
+    Args:
+        items: the items (their question text and gold answer go into the judge prompt).
+        predictions: the solver's final answers, one per item.
+        model: registry key of the judge model.
+        max_tokens: reply budget (the verdict JSON needs about 60 tokens).
+    """
+    if len(items) != len(predictions):
+        raise ConfigError(
+            f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
+        )
+    if not 16 <= max_tokens <= 4096:
+        raise ConfigError(f"max_tokens={max_tokens}; allowed: 16..4096")
+    prompt = load_prompt(JUDGE_PROMPT)
+    out = []
+    for item, pred in zip(items, predictions):
+        gold = item.gold.answer
+        reference = "; ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
+        candidate = str(pred).strip()[:_MAX_CANDIDATE_CHARS] or "(empty)"
+        system, user = prompt.render(question=item.question.text, reference=reference, candidate=candidate)
+        out.append(
+            ChatRequest(
+                model=model,
+                messages=(Message("system", system), Message("user", user)),
+                max_tokens=max_tokens,
+                temperature=0.0,
+                json_schema=prompt.schema,
+                call_type="judge",
+            )
+        )
+    return out
+
+
+def judge_scores(results: Sequence[ChatResult]) -> list[ItemScore]:
+    """Scores from judge replies, in order; an unusable reply counts as incorrect."""
+    from agent.qa.scoring import ItemScore
+
+    scores = []
+    for r in results:
+        parsed = r.parsed if isinstance(r.parsed, dict) else None
+        if r.is_fallback or parsed is None or parsed.get("verdict") not in ("correct", "incorrect"):
+            why = r.parse_error or f"finish_reason={r.finish_reason}"
+            scores.append(ItemScore(False, 0.0, f"judge reply unusable ({why}); counted incorrect"))
+            continue
+        ok = parsed["verdict"] == "correct"
+        scores.append(
+            ItemScore(ok, float(ok), f"judge: {parsed['verdict']}: {str(parsed.get('reason', ''))[:160]}")
+        )
+    return scores

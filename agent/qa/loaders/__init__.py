@@ -1,0 +1,5 @@
+"""One module per benchmark layout; :func:`agent.qa.datasets.load_items` is the entry point."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,254 @@
+"""Each benchmark's own scoring rule, behind one call: :func:`score_answer`.
+
+=========== =========================================================================
+bizbench    SEC-NUM: the number the prediction states (currency marks, percent signs,
+            commas and spaces ignored) within 1% relative of the gold (inclusive)
+finmmr      within 0.2% relative of the gold (inclusive), after the same normalisation;
+            the benchmark's own check also ignores magnitude words ("1,779 million"
+            for a gold of 1779 asked "in million" is right)
+tatqa       exact match and numeracy-aware F1 with scale (:mod:`agent.qa.tatqa_metric`);
+            ``correct`` is EM, ``score`` is F1
+finmme      choice items: the set of option letters equals the gold set; numerical
+            items: absolute error within the item's published ``tolerance``; the
+            benchmark's Avg over six dimensions is :func:`finmme_avg`
+fintmmbench a local judge model: :func:`judge_requests` then :func:`judge_scores`
+            (``score_answer`` refuses it, naming those two)
+demo        within the item's ``abs_tol`` (half a unit of the decimals the question asks
+            for); counts exactly
+=========== =========================================================================
+
+Numbers are read with :func:`agent.qa.numbers.parse_number`. Where a prediction and the
+gold disagree on a scale word ("4.5 million" against "4,500,000") both the values as written
+and the scaled values are compared, and either match counts; an answer string that holds
+several numbers is not guessed at (only a string holding exactly one number is read).
+:func:`gold_as_prediction` writes a gold answer the way a solver should, for gold-vs-gold
+checks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.qa.items import Gold
+from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.loaders.finmme import FINMME_DIMENSIONS
+from agent.qa.numbers import ParsedNumber, find_numbers, format_number, parse_number
+from agent.qa.tatqa_metric import tatqa_em_f1
+from localfin.errors import ConfigError
+
+__all__ = [
+    "ItemScore",
+    "RELATIVE_TOLERANCE",
+    "score_answer",
+    "gold_as_prediction",
+    "finmme_avg",
+    "FinMMEAvg",
+    "judge_requests",
+    "judge_scores",
+]
+
+#: Relative tolerance of the numeric benchmarks (fractions: 0.01 = 1%).
+RELATIVE_TOLERANCE = {"bizbench": 0.01, "finmmr": 0.002}
+_SLACK = 1e-9  # float noise allowance, relative to max(1, |gold|)
+_MAX_DETAIL = 240
+
+
+@dataclass(frozen=True)
+class ItemScore:
+    """The score of one prediction.
+
+    Attributes:
+        correct: the benchmark's right/wrong verdict (TAT-QA: exact match).
+        score: in [0, 1]; 1.0/0.0 for right/wrong benchmarks, F1 for TAT-QA.
+        detail: a short explanation (what was compared, the error, the tolerance).
+    """
+
+    correct: bool
+    score: float
+    detail: str
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.score) <= 1.0:
+            raise ConfigError(f"ItemScore.score={self.score}; allowed: 0..1")
+        if len(self.detail) > _MAX_DETAIL:
+            object.__setattr__(self, "detail", self.detail[: _MAX_DETAIL - 3] + "...")
+
+
+def _read_prediction(prediction: str) -> tuple[ParsedNumber | None, str]:
+    p = parse_number(prediction)
+    if p is not None:
+        return p, ""
+    found = find_numbers(prediction or "")
+    if len(found) == 1:
+        return found[0], " (number taken from text)"
+    return None, f" ({len(found)} numbers in the answer)" if found else " (no number in the answer)"
+
+
+def _within(p: float, g: float, tol: float) -> bool:
+    return abs(p - g) <= tol * abs(g) + _SLACK * max(1.0, abs(g))
+
+
+def _numeric(gold_value: Any, prediction: str, tol: float, *, absolute: bool = False) -> ItemScore:
+    g = parse_number(gold_value)
+    if g is None:
+        raise ConfigError(f"gold answer {gold_value!r} does not read as a number")
+    p, note = _read_prediction(prediction)
+    if p is None:
+        return ItemScore(False, 0.0, f"no single number in prediction{note}")
+    pairs = [(p.value, g.value)]
+    if p.scale != g.scale:
+        pairs.append((p.scaled, g.scaled))
+    for pv, gv in pairs:
+        ok = abs(pv - gv) <= tol + 1e-9 if absolute else _within(pv, gv, tol)
+        if ok:
+            err = abs(pv - gv) if absolute else abs(pv - gv) / max(abs(gv), 1e-300)
+            return ItemScore(True, 1.0, f"{p.text} vs gold {gold_value}: err {err:.3g} within {tol:g}{note}")
+    pv, gv = pairs[0]
+    err = abs(pv - gv) if absolute else abs(pv - gv) / max(abs(gv), 1e-300)
+    kind = "abs" if absolute else "rel"
+    return ItemScore(False, 0.0, f"{p.text} vs gold {gold_value}: {kind} err {err:.3g} > {tol:g}{note}")
+
+
+_YES = {"yes", "true", "y"}
+_NO = {"no", "false", "n"}
+
+
+def _yes_no(gold_value: bool, prediction: str) -> ItemScore:
+    word = re.sub(r"[^a-z]", "", (prediction or "").strip().lower().split(" ")[0] if prediction else "")
+    said = True if word in _YES else False if word in _NO else None
+    if said is None:
+        return ItemScore(False, 0.0, "prediction is not yes/no")
+    return ItemScore(said == gold_value, float(said == gold_value), f"said {said}, gold {gold_value}")
+
+
+_ANSWER_TAG = re.compile(r"answer\s*[:：]\s*(.+)", re.IGNORECASE | re.DOTALL)
+
+
+def choice_letters(prediction: str) -> set[str]:
+    """Option letters a prediction names ("A", "A, C", "Answer: B", "(B) and (D)")."""
+    text = prediction or ""
+    m = _ANSWER_TAG.search(text)
+    if m:
+        text = m.group(1)
+    compact = re.sub(r"(?i)\band\b|[\s,;/&()\[\].:]", "", text)
+    if compact and len(compact) <= 14 and re.fullmatch(r"[A-Na-n]+", compact):
+        return set(compact.upper())
+    return set(re.findall(r"\b([A-N])\b", text))
+
+
+def _finmme(gold: Gold, prediction: str) -> ItemScore:
+    if gold.answer_type == "choice":
+        want = set(str(gold.answer))
+        got = choice_letters(prediction)
+        ok = got == want
+        return ItemScore(
+            ok, float(ok), f"letters {''.join(sorted(got)) or '-'} vs gold {''.join(sorted(want))}"
+        )
+    return _numeric(gold.answer, prediction, float(gold.extra.get("tolerance", 0.0)), absolute=True)
+
+
+def _tatqa(gold: Gold, prediction: str) -> ItemScore:
+    em, f1 = tatqa_em_f1(gold.answer, gold.scale, gold.answer_type, prediction)
+    return ItemScore(em == 1.0, f1, f"EM={em:.0f} F1={f1:.2f}")
+
+
+def _demo(gold: Gold, prediction: str) -> ItemScore:
+    if gold.answer_type == "count":
+        p, note = _read_prediction(prediction)
+        ok = p is not None and not p.scale and float(p.value) == float(gold.answer)
+        return ItemScore(ok, float(ok), f"{p.text if p else '-'} vs gold {gold.answer}{note}")
+    return _numeric(gold.answer, prediction, float(gold.extra["abs_tol"]), absolute=True)
+
+
+def score_answer(dataset: str, gold: Gold, prediction: str) -> ItemScore:
+    """Score ``prediction`` against ``gold`` under ``dataset``'s rule (module docstring)."""
+    if not isinstance(prediction, str):
+        raise ConfigError(f"prediction must be a string, got {type(prediction).__name__}")
+    if dataset == "fintmmbench":
+        raise ConfigError(
+            "fintmmbench is scored by a judge model: build the calls with judge_requests(items, "
+            "predictions, model) and read them with judge_scores(results)"
+        )
+    if not prediction.strip():
+        return ItemScore(False, 0.0, "empty prediction")
+    if dataset in RELATIVE_TOLERANCE:
+        if isinstance(gold.answer, bool):
+            return _yes_no(gold.answer, prediction)
+        return _numeric(gold.answer, prediction, RELATIVE_TOLERANCE[dataset])
+    if dataset == "tatqa":
+        return _tatqa(gold, prediction)
+    if dataset == "finmme":
+        return _finmme(gold, prediction)
+    if dataset == "demo":
+        return _demo(gold, prediction)
+    raise ConfigError(f"dataset={dataset!r}; allowed: bizbench, finmmr, tatqa, finmme, fintmmbench, demo")
+
+
+def gold_as_prediction(dataset: str, gold: Gold) -> str:
+    """The gold answer written as a solver should write it (for gold-vs-gold checks)."""
+    if dataset == "tatqa":
+        scale = gold.scale
+        word = {
+            "": "",
+            "percent": "%",
+            "thousand": " thousand",
+            "million": " million",
+            "billion": " billion",
+        }[scale]
+
+        def with_scale(span: str) -> str:
+            lowered = span.strip().lower()
+            if not word or lowered.endswith(word.strip()) or (scale == "percent" and lowered.endswith("%")):
+                return span
+            return span + word
+
+        if isinstance(gold.answer, (list, tuple)):
+            spans = [with_scale(str(a)) for a in gold.answer]
+            return spans[0] if len(spans) == 1 else json.dumps(spans, ensure_ascii=False)
+        value = gold.answer if isinstance(gold.answer, str) else format_number(float(gold.answer))
+        return with_scale(str(value))
+    if dataset == "finmme" and gold.answer_type == "choice":
+        return ", ".join(str(gold.answer))
+    if isinstance(gold.answer, bool):
+        return "yes" if gold.answer else "no"
+    if isinstance(gold.answer, float):
+        return format_number(gold.answer)
+    return str(gold.answer)
+
+
+@dataclass(frozen=True)
+class FinMMEAvg:
+    """FinMME's six-dimension summary: accuracy (fraction) and item count per dimension, and
+    Avg, the mean over the dimensions that have items (``missing`` names the empty ones)."""
+
+    accuracy: Mapping[str, float]
+    counts: Mapping[str, int]
+    avg: float
+    missing: tuple[str, ...]
+
+
+def finmme_avg(golds: Sequence[Gold], scores: Sequence[ItemScore]) -> FinMMEAvg:
+    """FinMME Avg over items: each item counts in its two dimensions (``extra['dimensions']``)."""
+    if len(golds) != len(scores):
+        raise ConfigError(f"golds ({len(golds)}) and scores ({len(scores)}) must have the same length")
+    hits = dict.fromkeys(FINMME_DIMENSIONS, 0)
+    counts = dict.fromkeys(FINMME_DIMENSIONS, 0)
+    for g, s in zip(golds, scores):
+        dims = g.extra.get("dimensions")
+        if not dims:
+            raise ConfigError(
+                "a FinMME gold lacks extra['dimensions'] (load it with load_items('finmme', ...))"
+            )
+        for d in dims:
+            if d not in counts:
+                raise ConfigError(f"unknown FinMME dimension {d!r}; allowed: {', '.join(FINMME_DIMENSIONS)}")
+            counts[d] += 1
+            hits[d] += int(s.correct)
+    acc = {d: hits[d] / counts[d] for d in FINMME_DIMENSIONS if counts[d]}
+    missing = tuple(d for d in FINMME_DIMENSIONS if not counts[d])
+    avg = sum(acc.values()) / len(acc) if acc else 0.0
+    return FinMMEAvg(acc, counts, avg, missing)

@@ -1,0 +1,118 @@
+"""One error path for every command: bad input gives a single `error: ...` line on stderr that
+says what is wrong, exit code 2, no traceback, nothing on stdout, and starts no engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture()
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every default folder of ours under tmp_path, so a failing command leaves nothing behind
+    in the repository."""
+    for name, sub in (
+        ("LOCALFIN_HOME", "home"),
+        ("LOCALFIN_DATA_DIR", "data"),
+        ("LOCALFIN_REPORTS_DIR", "reports"),
+        ("LOCALFIN_RUNS_DIR", "runs"),
+    ):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    monkeypatch.delenv("LOCALFIN_STORE", raising=False)
+    monkeypatch.delenv("LOCALFIN_BANK", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "bad.jsonl").write_text('{"source_id": "s1"}\n')
+    (tmp_path / "q.jsonl").write_text('{"question": "q"}\n')
+    return tmp_path
+
+
+#: (command line, words the error line must contain). One per command of `localfin --help`.
+CASES = [
+    (["frobnicate"], "No such command 'frobnicate'"),
+    (["models", "list", "extra"], "unexpected extra argument"),
+    (["models", "prepare", "qwen3-4b"], "nothing to prepare"),
+    (["models", "prepare", "no-such-model"], "unknown model key 'no-such-model'; allowed:"),
+    (["data", "import"], "give at least one of --prices"),
+    (["data", "import", "--prices", "absent.csv"], "absent.csv: file not found"),
+    (["data", "import", "--prices", "absent.csv", "--max-daily-factor", "0.5"], "max_daily_factor=0.5"),
+    (["data", "info", "--store", "absent.sqlite"], "no market store at absent.sqlite"),
+    (["data", "synth", "--sessions", "10"], "n_sessions=10 must be >= 300"),
+    (["pairs", "screen", "--date", "2021-01-04", "--top", "0"], "top_k"),
+    (["pairs", "screen", "--date", "2021-01-04", "--store", "absent.sqlite"], "no market store"),
+    (["pairs", "screen-eval", "--truth", "absent.json"], "truth file absent.json: cannot read it"),
+    (["pairs", "screen-eval", "--truth", "bad.json"], "truth file bad.json: not valid JSON"),
+    (["bank", "build", "absent.jsonl", "--embedder", "hashing"], "absent.jsonl: cannot read it"),
+    (["bank", "add", "bad.jsonl", "--embedder", "hashing", "--bank", "b"], "bad.jsonl:1: not a valid entry"),
+    (["bank", "query", "q", "--tau", "2", "--embedder", "hashing"], "tau must be a finite cosine in [-1, 1]"),
+    (["bank", "query", "q", "--embedder", "hashing", "--bank", "absent"], "no bank at absent"),
+    (["bank", "stats", "--bank", "absent"], "no bank at absent"),
+    (["bank", "analyze", "q.jsonl", "--embedder", "hashing", "--order", "sideways"], "order='sideways'"),
+    (["bank", "analyze", "q.jsonl", "--embedder", "hashing", "--taus", "a,b"], "--taus 'a,b'"),
+    (["bank", "build", "q.jsonl", "--embedder", "word2vec"], "embedder='word2vec'; allowed: minilm, hashing"),
+    (["bench", "kernels", "--bogus"], "localfin bench kernels: unrecognized arguments: --bogus"),
+    (["bench", "retrieval", "--bogus"], "localfin bench retrieval: unrecognized arguments: --bogus"),
+    (["bench", "serving", "--max-tokens", "0"], "--max-tokens, --max-concurrency, --min-requests"),
+    (["bench", "cpu-settings", "--variants", "turbo"], "turbo"),
+    (["bench", "agent", "--agents", "finmem"], "finmem"),
+    (["bench", "all", "--bogus"], "localfin bench all: unrecognized arguments: --bogus"),
+    (["chat", "tiny-qwen3", "hi", "--schema", "bad.json"], "schema file bad.json: not valid JSON"),
+    (["chat", "qwen3-4b", "hi"], "no config.json in"),
+    (["chat", "tiny-qwen3", "hi"], "built at run time; give its directory (--model-path"),
+    (["serve", "no-such-model", "--dry-run"], "unknown model key 'no-such-model'"),
+    (["serve", "qwen3-4b", "--host", "a b", "--dry-run"], "host='a b'; allowed"),
+    (["serve", "qwen3-4b", "--port", "0", "--dry-run"], "--port 0: allowed 1..65535"),
+    (["demo", "--requests", "0"], "n_requests=0; allowed: 1..256"),
+    (["demo", "--model", "qwen3-32b"], "no config.json in"),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
+def test_bad_input_is_one_error_line_with_exit_code_2(argv, words, isolated, cli, monkeypatch):
+    monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(isolated / "no-models"))
+    r = cli(*argv)
+    lines = r.err.strip().splitlines()
+    assert r.code == 2, r.err
+    assert [ln for ln in lines if "error:" in ln] == [lines[-1]], r.err
+    assert lines[-1].startswith("error: ") and words in lines[-1], r.err
+    assert "Traceback" not in r.err and r.out == ""
+
+
+def test_every_command_has_a_bad_input_case():
+    import typer.main
+
+    from localfin_cli.main import app
+
+    group = typer.main.get_command(app)
+    commands = set()
+    for name, cmd in group.commands.items():
+        subs = getattr(cmd, "commands", None)
+        commands |= {f"{name} {sub}" for sub in subs} if subs else {name}
+    covered = {
+        " ".join(argv[:2]) if argv[0] in ("models", "data", "pairs", "bank", "bench") else argv[0]
+        for argv, _ in CASES
+    }
+    assert commands <= covered, sorted(commands - covered)
+
+
+def test_a_runtime_failure_exits_1_and_verbose_shows_the_traceback(tmp_path):
+    """A bank whose database is not SQLite is a failure at run time (exit 1); --verbose adds
+    the traceback, and the error line stays the last line."""
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    (bank / "bank.sqlite").write_text("not a database")
+    base = [sys.executable, "-m", "localfin_cli.main"]
+    quiet = subprocess.run([*base, "bank", "stats", "--bank", str(bank)], capture_output=True, text=True)
+    loud = subprocess.run(
+        [*base, "--verbose", "bank", "stats", "--bank", str(bank)], capture_output=True, text=True
+    )
+    assert quiet.returncode == loud.returncode == 1
+    assert (
+        quiet.stderr.count("\n") == 1
+        and quiet.stderr.startswith("error: ")
+        and "Traceback" not in quiet.stderr
+    )
+    assert "Traceback" in loud.stderr and loud.stderr.strip().splitlines()[-1] == quiet.stderr.strip()
