@@ -31,7 +31,7 @@ from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 from serving.lockstep import RoundInfo, run_lockstep, run_sequential
 
-__all__ = ["ExperimentResult", "build_backend", "run_experiment"]
+__all__ = ["ExperimentResult", "BenchRun", "build_backend", "run_experiment", "bench_run"]
 
 log = logging.getLogger(__name__)
 
@@ -318,3 +318,50 @@ def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, toke
             f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
         )
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """What :func:`bench_run` hands to ``bench.agent``: the run's journal and its units of work
+    (finalized test transitions over all runs)."""
+
+    journal_path: Path
+    units: int
+    result: ExperimentResult
+
+
+def bench_run(backend_kind: str, model: str, mode: str, size: int, out_dir: Path) -> BenchRun:
+    """The ``localfin bench agent`` entry: the packaged demo experiment, shortened to a 20-session
+    test window and one replay cycle, with ``size`` runs (seeds 0.. x both exposures; one
+    No-Beta run for size 1), in ``mode`` (``lockstep`` or ``sequential``) on a fresh in-process
+    engine (``backend_kind`` must be ``vllm``; an OpenAI server needs a config's base_url).
+
+    The engine start-up is inside the timed call; ``localfin bench moira-lockstep`` measures
+    the two modes on one already started engine instead.
+    """
+    import re
+    import tomllib
+
+    from agent.pairs.config import parse_config
+    from agent.pairs.demo import demo_config_text, synthetic_store
+
+    if backend_kind != "vllm":
+        raise ConfigError(f"backend_kind={backend_kind!r}; allowed: vllm (the in-process engine)")
+    if mode not in ("lockstep", "sequential"):
+        raise ConfigError(f"mode={mode!r}; allowed: lockstep, sequential")
+    if size < 1:
+        raise ConfigError(f"size={size}; allowed: >= 1 runs")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    synthetic_store(out)
+    seeds = list(range((size + 1) // 2))
+    exposures = '["no_beta"]' if size == 1 else '["no_beta", "beta"]'
+    text = demo_config_text(model)
+    text = re.sub(r"(?m)^seeds = .*$", f"seeds = {seeds}", text)
+    text = re.sub(r"(?m)^exposures = .*$", f"exposures = {exposures}", text)
+    text = re.sub(r'(?m)^test_end = "[^"]*"', 'test_end = "2022-09-09"', text)
+    text = re.sub(r"(?m)^max_cycles = \d+", "max_cycles = 1", text)
+    cfg = parse_config(tomllib.loads(text), base_dir=out)
+    res = run_experiment(cfg, out / "experiment", config_text=text, sequential=mode == "sequential")
+    units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
+    return BenchRun(out / "experiment" / "journal.sqlite", units, res)
