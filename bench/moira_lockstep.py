@@ -28,7 +28,9 @@ def _emit(record: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
+    from bench._args import BenchParser
+
+    ap = BenchParser(
         prog="localfin bench moira-lockstep",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--test-end", default=None, help="override windows.test_end (YYYY-MM-DD)")
     ap.add_argument("--max-cycles", type=int, default=None, help="override policy.max_cycles")
     args = ap.parse_args(argv)
+    if args.max_cycles is not None and args.max_cycles < 0:
+        ap.error(f"--max-cycles={args.max_cycles}; allowed: >= 0")
 
     import os
 
@@ -93,4 +97,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    from bench._args import run_main
+
+    run_main(main)

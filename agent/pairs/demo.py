@@ -80,6 +80,11 @@ def run_moira_demo(
             in-process vLLM engine, started and closed here.
         sequential: run the four runs one after another (the lockstep speed-up reference).
     """
+    from serving.registry import default_registry
+
+    spec = (registry or default_registry()).get(model)  # an unknown key fails before any work
+    if backend is None:
+        spec.resolve_path()  # weights not prepared: the error says how, before any work
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
