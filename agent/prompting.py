@@ -7,6 +7,7 @@ A prompt file holds ``name``, ``version``, ``system``, ``user`` (Jinja templates
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -29,16 +30,23 @@ class Prompt:
         """``(system, user)`` texts with ``values`` filled in; missing values raise."""
         import jinja2
 
-        env = jinja2.Environment(
-            undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False
-        )
         try:
             return (
-                env.from_string(self.system).render(**values).strip(),
-                env.from_string(self.user).render(**values).strip(),
+                _template(self.system).render(**values).strip(),
+                _template(self.user).render(**values).strip(),
             )
         except jinja2.UndefinedError as exc:
             raise ConfigError(f"prompt {self.name!r} v{self.version}: {exc}") from exc
+
+
+@lru_cache(maxsize=256)
+def _template(text: str) -> Any:
+    """A compiled template (compiling is most of the cost of a render; agents render the same
+    few templates thousands of times)."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    return env.from_string(text)
 
 
 def load_prompt(name: str) -> Prompt:

@@ -51,7 +51,9 @@ def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]
             )
             + plot,
             "cpu_settings": [],
-            "agent": [],
+            # Moira's entry exists: it runs a real (shortened demo) experiment on SmolLM2 for
+            # minutes, which a tiny run must not; the FinAcumen part still reports its status
+            "agent": ["--agents", "finacumen"],
         }
     retrieval = ["--quick"] + (["--qa", str(qa), "--real-limit", "300"] if qa else ["--no-real"])
     return {

@@ -60,3 +60,9 @@ def agent(ctx: typer.Context) -> None:
 def all_(ctx: typer.Context) -> None:
     """Every benchmark at a 15-minute size, one Markdown summary (pass --help for its options)."""
     _forward("all", ctx)
+
+
+@app.command("moira-lockstep", context_settings=_CTX, add_help_option=False)
+def moira_lockstep(ctx: typer.Context) -> None:
+    """Moira demo experiment in lockstep vs one run at a time, same engine (pass --help)."""
+    _forward("moira_lockstep", ctx)

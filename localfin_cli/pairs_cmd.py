@@ -1,4 +1,4 @@
-"""`localfin pairs ...`: the causal pair screen."""
+"""`localfin pairs ...`: the causal pair screen, Moira experiments and the Moira demo."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from localfin_cli._common import progress_for, quiet_run, result
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Pair trading (Moira): screen.", no_args_is_help=True)
+app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", no_args_is_help=True)
 
 
 @app.command("screen")
@@ -127,3 +127,49 @@ def screen_eval(
                 }
             ),
         )
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="Experiment TOML (see agent/pairs/configs/demo.toml)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Experiment folder (default: $LOCALFIN_RUNS_DIR/<experiment.name>)."
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Continue an existing folder (replay)."),
+    sequential: bool = typer.Option(
+        False, "--sequential", help="Run the runs one after another instead of in lockstep (for comparison)."
+    ),
+) -> None:
+    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
+    from agent.pairs.config import load_config
+    from agent.pairs.experiment import run_experiment
+    from localfin import env
+
+    cfg = load_config(config)
+    text = config.read_text(encoding="utf-8")
+    folder = out or env.runs_dir() / cfg.name
+    with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
+        res = run_experiment(
+            cfg, folder, config_text=text, resume=resume, sequential=sequential, progress=progress_for(rl)
+        )
+        result(
+            rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
+        )
+
+
+@app.command("demo")
+def demo(
+    ctx: typer.Context,
+    out: Path | None = typer.Option(None, "--out", help="Demo folder (default: runs/moira-demo)."),
+    model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the backbone."),
+    sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
+) -> None:
+    """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
+    from agent.pairs.demo import run_moira_demo
+    from localfin import env
+
+    folder = out or env.runs_dir() / "moira-demo"
+    with quiet_run(ctx, "run", folder) as rl:
+        res = run_moira_demo(folder, model, progress_for(rl), sequential=sequential)
+        result(rl, res.report.read_text(encoding="utf-8") + f"\nreport: {res.report}")

@@ -1,0 +1,367 @@
+"""A Moira experiment: every seed x exposure x variant run in lockstep on one journaled backend.
+
+The experiment folder holds ``config.toml`` (the file the experiment was started with),
+``journal.sqlite`` (every model call; one per experiment), ``runs/<run_id>/`` (see
+:mod:`agent.pairs.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
+token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
+each round, the pending calls of all runs go to the engine as one batch, which the
+:class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
+records in one transaction. Identical requests of different runs (the training rounds of the
+two exposures of a seed are identical, since training always uses No-Beta sizing) are
+answered once. Resuming is rerunning: journaled calls replay, so a killed experiment continues
+to the identical result and the model only sees the calls it never answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.pairs.backtest import RunOutcome, RunSpec, moira_program, write_run
+from agent.pairs.config import ExperimentConfig, config_to_dict
+from agent.pairs.market import MarketView
+from agent.pairs.records import write_json
+from localfin.errors import ConfigError
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+from serving.journal import Journal, JournaledBackend
+from serving.lockstep import RoundInfo, run_lockstep, run_sequential
+
+__all__ = ["ExperimentResult", "BenchRun", "build_backend", "run_experiment", "bench_run"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExperimentResult:
+    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls."""
+
+    out_dir: Path
+    mode: str
+    runs: list[dict[str, Any]]
+    wall_s: float
+    rounds: int
+    model_calls: int
+    replayed: int
+    engine_start_s: float | None = None
+    outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
+
+
+def build_backend(cfg: ExperimentConfig, registry: Any = None) -> Backend:
+    """The backend named by ``[model]`` (in-process vLLM or an OpenAI-compatible server)."""
+    from serving.backend import get_backend
+
+    m = cfg.model
+    if m.backend == "vllm":
+        from serving.vllm_engine import EngineOptions
+
+        opts = EngineOptions(max_num_seqs=m.max_num_seqs, kv_cache_gib=m.kv_cache_gib)
+        return get_backend("vllm", registry=registry, model=m.backbone, options=opts)
+    return get_backend("openai", registry=registry, base_url=m.base_url)
+
+
+def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
+    journal = out / "journal.sqlite"
+    copy = out / "config.toml"
+    if journal.exists() and not resume:
+        raise ConfigError(
+            f"experiment folder {out} already holds a journal; pass --resume to continue it (journaled "
+            "calls replay) or choose another folder"
+        )
+    if resume and copy.exists() and copy.read_text(encoding="utf-8") != config_text:
+        raise ConfigError(
+            f"--resume: {copy} differs from the config given now; a resumed experiment must use the same "
+            "config (start a new folder instead)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+    copy.write_text(config_text, encoding="utf-8")
+
+
+class _Tally:
+    """Live counts for the progress display."""
+
+    def __init__(self, progress: Progress, total_sessions: int, n_runs: int) -> None:
+        self.progress = progress
+        self.total_sessions = total_sessions
+        self.n_runs = n_runs
+        self.sessions = 0
+        self.calls = 0
+        self.tokens = 0
+        self.task: Any = None
+
+    def info(self) -> str:
+        return f"{self.calls} calls, {self.tokens} tokens"
+
+    def on_session(self) -> None:
+        self.sessions += 1
+        if self.task is not None:
+            self.task.update(completed=self.sessions, info=self.info())
+
+
+class _Counting:
+    """Passes calls through and counts results and tokens for the progress display."""
+
+    def __init__(self, inner: Backend, tally: _Tally) -> None:
+        self.inner, self.tally, self.name = inner, tally, inner.name
+
+    def chat(self, requests: Any) -> Any:
+        results = self.inner.chat(requests)
+        self.tally.calls += len(results)
+        self.tally.tokens += sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in results)
+        return results
+
+    def close(self) -> None:
+        return None
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    config_text: str,
+    backend: Backend | None = None,
+    registry: Any = None,
+    sequential: bool = False,
+    resume: bool = False,
+    progress: Progress = NULL_PROGRESS,
+    on_round: Callable[[RoundInfo], None] | None = None,
+) -> ExperimentResult:
+    """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
+
+    Args:
+        config_text: the TOML text of ``cfg`` (copied into the folder; a resume must match it).
+        backend: the model backend (default: built from ``[model]``; it is closed here only
+            when built here). It is always wrapped in a JournaledBackend on the folder's journal.
+        sequential: run the runs one after another (the reference of the lockstep speed-up)
+            instead of in lockstep. Results are identical; only the batching differs.
+        resume: continue an existing folder (replaying its journal).
+    """
+    from agent.data.store import MarketStore
+    from agent.pairs.manifest import build_manifest, weights_digest
+
+    out = Path(out_dir)
+    _prepare_folder(out, config_text, resume)
+    if not cfg.store.is_file():
+        raise ConfigError(
+            f"experiment.store={cfg.store} does not exist; import data first (localfin data import)"
+        )
+    with MarketStore(cfg.store, create=False) as store:
+        view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
+        digest = store.digest()
+    specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
+    n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
+    n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
+    per_run = [
+        n_train * (1 + (s.variant.policy.max_cycles if s.variant.policy.consolidation else 0)) + n_test
+        for s in specs
+    ]
+    tally = _Tally(progress, sum(per_run), len(specs))
+
+    own = backend is None
+    inner = backend if backend is not None else build_backend(cfg, registry)
+    journal = Journal(out / "journal.sqlite", run_id=cfg.name)
+    jb = JournaledBackend(inner, journal, chunk_size=cfg.model.chunk_size)
+    counted = _Counting(jb, tally)
+    rounds = 0
+    try:
+        with (
+            progress.task("runs", total=len(specs)) as runs_task,
+            progress.task("sessions", total=tally.total_sessions) as sess_task,
+        ):
+            tally.task = sess_task
+            done_before = [0]
+
+            def round_hook(info: RoundInfo) -> None:
+                nonlocal rounds
+                rounds += 1
+                runs_task.update(completed=done_before[0] + info.finished)
+                sess_task.update(info=tally.info())
+                if on_round is not None:
+                    on_round(info)
+
+            programs = [moira_program(s, cfg, view, on_session=tally.on_session) for s in specs]
+            t0 = time.perf_counter()
+            if sequential:
+                outcomes = []
+                for p in programs:
+                    outcomes += run_sequential([p], counted, on_round=round_hook)
+                    done_before[0] += 1
+            else:
+                outcomes = run_lockstep(programs, counted, on_round=round_hook)
+            wall = time.perf_counter() - t0
+            sess_task.update(completed=tally.total_sessions, info=tally.info())
+            runs_task.update(completed=len(specs))
+        tokens = journal.token_summary()
+    finally:
+        journal.close()
+        engine_start = getattr(inner, "engine_start_s", None)
+        if own:
+            inner.close()
+    summaries = []
+    for o in outcomes:
+        summaries.append(write_run(out / "runs" / o.spec.run_id, o))
+    result = ExperimentResult(
+        out,
+        "sequential" if sequential else "lockstep",
+        summaries,
+        wall,
+        rounds,
+        jb.called,
+        jb.replayed,
+        engine_start,
+        outcomes,
+    )
+    _write_summary(out, cfg, result, tokens)
+    spec = None
+    try:
+        from serving.registry import default_registry
+
+        spec = (registry or default_registry()).get(cfg.model.backbone)
+    except ConfigError:
+        spec = None
+    manifest = build_manifest(
+        config=config_to_dict(cfg),
+        store_digest=digest,
+        model_key=cfg.model.backbone,
+        weights_revision=spec.resolved_revision() if spec is not None else "unknown",
+        weights_sha256=weights_digest(spec) if spec is not None else {},
+        journal_path=out / "journal.sqlite",
+        seeds=list(cfg.seeds),
+        extra={
+            "mode": result.mode,
+            "runs": [s.run_id for s in specs],
+            "wall_s": round(wall, 3),
+            "engine_start_s": engine_start,
+            "lockstep_rounds": rounds,
+            "model_calls": jb.called,
+            "replayed_from_journal": jb.replayed,
+        },
+    )
+    write_json(out / "manifest.json", manifest)
+    return result
+
+
+def _fmt(x: Any, pct: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:+.2f}%" if pct else f"{x:.2f}"
+
+
+def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: list[Any]) -> None:
+    runs = res.runs
+    by_type: dict[str, dict[str, int]] = {}
+    for r in runs:
+        for k, v in r["extra"]["tokens_by_call_type"].items():
+            t = by_type.setdefault(k, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for key in t:
+                t[key] += v[key]
+    doc = {
+        "experiment": cfg.name,
+        "mode": res.mode,
+        "wall_s": round(res.wall_s, 3),
+        "engine_start_s": res.engine_start_s,
+        "lockstep_rounds": res.rounds,
+        "model_calls": res.model_calls,
+        "replayed_from_journal": res.replayed,
+        "runs": runs,
+        "tokens_by_call_type_runs": by_type,
+        "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
+    }
+    write_json(out / "summary.json", doc)
+    lines = [
+        f"# Moira experiment `{cfg.name}`",
+        "",
+        f"Model `{cfg.model.backbone}` ({cfg.model.backend}); {len(runs)} runs ({res.mode}); "
+        f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
+        f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
+        f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
+        "",
+        "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
+        "| switches | updates | fallbacks (test/train) | short/empty screens |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for r in runs:
+        m, e = r["metrics"], r["extra"]
+        ac = m["action_counts"]
+        lines.append(
+            f"| {r['run_id']} | {e['initial_pair'] or '-'} | {_fmt(m['cumulative_return'], True)} | "
+            f"{_fmt(m['sharpe'])} ({_fmt(m['sharpe_se'])}) | {_fmt(m['max_drawdown'], True)} | "
+            f"{_fmt(m['win_rate'])} | {_fmt(m['action_accuracy'])} | "
+            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
+            f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
+            f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
+            f"{e['screens_short']}/{e['screens_empty']} |"
+        )
+    lines += [
+        "",
+        "Tokens by call type (summed over the results each run received; journal replays included):",
+        "",
+        "| call type | calls | prompt tokens | completion tokens |",
+        "|---|---:|---:|---:|",
+    ]
+    for k, v in sorted(by_type.items()):
+        lines.append(f"| {k} | {v['calls']} | {v['prompt_tokens']} | {v['completion_tokens']} |")
+    lines += [
+        "",
+        "Engine calls by call type (what reached the model, from the journal):",
+        "",
+        "| call type | calls | prompt tokens | completion tokens | invalid |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in tokens:
+        lines.append(
+            f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
+        )
+    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """What :func:`bench_run` hands to ``bench.agent``: the run's journal and its units of work
+    (finalized test transitions over all runs)."""
+
+    journal_path: Path
+    units: int
+    result: ExperimentResult
+
+
+def bench_run(backend_kind: str, model: str, mode: str, size: int, out_dir: Path) -> BenchRun:
+    """The ``localfin bench agent`` entry: the packaged demo experiment, shortened to a 20-session
+    test window and one replay cycle, with ``size`` runs (seeds 0.. x both exposures; one
+    No-Beta run for size 1), in ``mode`` (``lockstep`` or ``sequential``) on a fresh in-process
+    engine (``backend_kind`` must be ``vllm``; an OpenAI server needs a config's base_url).
+
+    The engine start-up is inside the timed call; ``localfin bench moira-lockstep`` measures
+    the two modes on one already started engine instead.
+    """
+    import re
+    import tomllib
+
+    from agent.pairs.config import parse_config
+    from agent.pairs.demo import demo_config_text, synthetic_store
+
+    if backend_kind != "vllm":
+        raise ConfigError(f"backend_kind={backend_kind!r}; allowed: vllm (the in-process engine)")
+    if mode not in ("lockstep", "sequential"):
+        raise ConfigError(f"mode={mode!r}; allowed: lockstep, sequential")
+    if size < 1:
+        raise ConfigError(f"size={size}; allowed: >= 1 runs")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    synthetic_store(out)
+    seeds = list(range((size + 1) // 2))
+    exposures = '["no_beta"]' if size == 1 else '["no_beta", "beta"]'
+    text = demo_config_text(model)
+    text = re.sub(r"(?m)^seeds = .*$", f"seeds = {seeds}", text)
+    text = re.sub(r"(?m)^exposures = .*$", f"exposures = {exposures}", text)
+    text = re.sub(r'(?m)^test_end = "[^"]*"', 'test_end = "2022-09-09"', text)
+    text = re.sub(r"(?m)^max_cycles = \d+", "max_cycles = 1", text)
+    cfg = parse_config(tomllib.loads(text), base_dir=out)
+    res = run_experiment(cfg, out / "experiment", config_text=text, sequential=mode == "sequential")
+    units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
+    return BenchRun(out / "experiment" / "journal.sqlite", units, res)

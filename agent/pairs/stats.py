@@ -1,0 +1,100 @@
+"""Counters of one Moira run phase: model calls, tokens and fallbacks by call type, screens with
+fewer candidates than asked for, lifecycle outcomes. They feed ``metrics.json`` (``extra``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.types import ChatResult
+
+__all__ = ["PhaseStats"]
+
+
+@dataclass
+class PhaseStats:
+    """Mutable tallies of one phase (``train`` or ``test``) of one run.
+
+    calls / prompt_tokens / completion_tokens: by call type, summed over the results this run
+    received (journal replays included: the tokens the run consumed, not the engine's work).
+    fallbacks: replies not usable, by call type (a reply cut at max_tokens included).
+    screens: selection screens run; short_screen_dates / empty_screen_dates: the dates whose
+    screen gave fewer than ``top_k`` / no candidates. no_pair_steps: decisions taken without a
+    held pair (FLAT, no call). Lifecycle: warning_days, break_days (daily state), boundaries,
+    boundary_breaks, replacements, news_verifications. beta_fallbacks: Beta steps sized
+    No-Beta because no 20-session hedge ratio existed.
+    """
+
+    calls: Counter = field(default_factory=Counter)
+    prompt_tokens: Counter = field(default_factory=Counter)
+    completion_tokens: Counter = field(default_factory=Counter)
+    fallbacks: Counter = field(default_factory=Counter)
+    screens: int = 0
+    short_screen_dates: list[str] = field(default_factory=list)
+    empty_screen_dates: list[str] = field(default_factory=list)
+    no_pair_steps: int = 0
+    warning_days: int = 0
+    break_days: int = 0
+    boundaries: int = 0
+    boundary_breaks: int = 0
+    replacements: int = 0
+    news_verifications: int = 0
+    beta_fallbacks: int = 0
+
+    def count_call(self, result: ChatResult, fallback: str | None) -> None:
+        ct = result.call_type
+        self.calls[ct] += 1
+        self.prompt_tokens[ct] += int(result.usage.prompt_tokens)
+        self.completion_tokens[ct] += int(result.usage.completion_tokens)
+        if fallback:
+            self.fallbacks[ct] += 1
+
+    def merge(self, other: PhaseStats) -> None:
+        for name in ("calls", "prompt_tokens", "completion_tokens", "fallbacks"):
+            getattr(self, name).update(getattr(other, name))
+        for name in (
+            "screens",
+            "no_pair_steps",
+            "warning_days",
+            "break_days",
+            "boundaries",
+            "boundary_breaks",
+            "replacements",
+            "news_verifications",
+            "beta_fallbacks",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.short_screen_dates += other.short_screen_dates
+        self.empty_screen_dates += other.empty_screen_dates
+
+    def to_dict(self) -> dict[str, Any]:
+        kinds = sorted(set(self.calls) | set(self.fallbacks))
+        return {
+            "tokens_by_call_type": {
+                k: {
+                    "calls": int(self.calls[k]),
+                    "prompt_tokens": int(self.prompt_tokens[k]),
+                    "completion_tokens": int(self.completion_tokens[k]),
+                }
+                for k in kinds
+            },
+            "calls": int(sum(self.calls.values())),
+            "prompt_tokens": int(sum(self.prompt_tokens.values())),
+            "completion_tokens": int(sum(self.completion_tokens.values())),
+            "fallbacks_by_call_type": {k: int(self.fallbacks[k]) for k in kinds if self.fallbacks[k]},
+            "invalid_replies": int(sum(self.fallbacks.values())),
+            "screens": self.screens,
+            "screens_short": len(self.short_screen_dates),
+            "screens_empty": len(self.empty_screen_dates),
+            "short_screen_dates": list(self.short_screen_dates),
+            "empty_screen_dates": list(self.empty_screen_dates),
+            "no_pair_steps": self.no_pair_steps,
+            "warning_days": self.warning_days,
+            "break_days": self.break_days,
+            "boundaries": self.boundaries,
+            "boundary_breaks": self.boundary_breaks,
+            "replacements": self.replacements,
+            "news_verifications": self.news_verifications,
+            "beta_fallbacks": self.beta_fallbacks,
+        }

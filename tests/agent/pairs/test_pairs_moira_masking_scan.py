@@ -1,0 +1,37 @@
+"""Masking: every prompt of a demo-shaped run (the packaged demo config on the bundled synthetic
+market, whose news mention dates and whose test window holds a planted break) is free of
+calendar dates, weekdays and month names; dates inside news became step labels."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from moira_support import scripted
+
+from agent.pairs.config import parse_config
+from agent.pairs.demo import demo_config_text
+from agent.pairs.experiment import run_experiment
+from agent.pairs.masking import contains_calendar_leak
+
+
+def test_every_prompt_of_a_demo_shaped_run_is_masked(synthetic_store_path, tmp_path):
+    text = demo_config_text()
+    cfg = parse_config(tomllib.loads(text), base_dir=synthetic_store_path.parent)
+    backend = scripted()
+    res = run_experiment(cfg, tmp_path / "demo", config_text=text, backend=backend)
+    assert len(res.runs) == 4
+    kinds = {r.call_type for r in backend.calls}
+    assert {"pair_selection", "direction", "reflection", "break_check", "news_verify"} <= kinds
+    leaks = {}
+    for req in backend.calls:
+        for m in req.messages:
+            found = contains_calendar_leak(m.content)
+            if found or re.search(r"\b20[12]\d-\d\d-\d\d\b", m.content):
+                leaks[req.key()] = found
+    assert leaks == {}
+    texts = [m.content for r in backend.calls for m in r.messages]
+    # routine news of the synthetic market name a date ("... on {day}"): it reached prompts masked
+    assert any(
+        re.search(r"(conference|results release|effective) (on|for) step (\d{3}|XXX)", t) for t in texts
+    )

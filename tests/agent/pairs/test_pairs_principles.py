@@ -1,0 +1,70 @@
+"""The transferable-principle rule: each rule rejects what it should, names itself, and lets
+general principles through."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.pairs.principles import RULES, PrincipleValidator
+
+V = PrincipleValidator(
+    ["KO", "PEP", "K", "CAG"],
+    {"KO": "The Coca-Cola Company", "PEP": "PepsiCo, Inc.", "K": "Kellogg Company", "CAG": "Conagra Brands"},
+    max_chars=160,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("Trade less.", "too_short"),
+        ("Wait for the spread to revert before adding exposure " * 5, "too_long"),
+        ("Avoid buying KO when the spread is wide.", "ticker"),
+        ("Go long K against the other leg when z is low.", "ticker"),
+        ("Coca-Cola tends to revert faster than its peer after shocks.", "company"),
+        ("Be careful with pepsico after earnings surprises in the sector.", "company"),
+        ("Conagra Brands news should make you cautious on the spread.", "company"),
+        ("The AAA/BBB spread reverts quickly after large moves.", "pair"),
+        ("Treat XYZ-QRS divergences as temporary when news is neutral.", "pair"),
+        ("Stay cautious after 2024-03-15 when volatility jumped.", "date"),
+        ("Be careful on Mondays because gaps tend to widen spreads.", "date"),
+        ("Reduce risk in March when results are reported by both legs.", "date"),
+        ("The regime since 2019 favours reversion over divergence trades.", "date"),
+        ("After step 12 the spread stopped reverting, so stay flat then.", "step"),
+        ("Trades placed around step XXX lost money, avoid similar setups.", "step"),
+        ("Always choose LONG_SHORT when the spread is below its mean.", "direction"),
+        ("Prefer short-long positions when z is above one and rising.", "direction"),
+        ("Use long short trades whenever the news is positive for the first leg.", "direction"),
+    ],
+)
+def test_each_rule_rejects_and_names_itself(text, rule):
+    assert rule in RULES
+    assert V.rule_broken(text) == rule
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "When the trading-window z-score is above 1.5 and today's move confirms it, trade toward the mean.",
+        "Stay FLAT only when the news of the two legs points in opposite directions.",
+        "If the last three settled steps show the opposite side winning, reconsider the spread signal.",
+        "Keep trading a WARNING pair when the spread is stretched; the state is context only.",
+        "Do not take the same side for more than five days in a row without reversion.",
+        "Use a P/E gap between the legs only as supporting evidence.",
+        "May the spread revert quickly; size is fixed anyway, so wait for clear signals.",
+    ],
+)
+def test_general_principles_pass(text):
+    assert V.rule_broken(text) is None, text
+
+
+def test_duplicates_of_kept_or_earlier_principles_are_rejected():
+    p = "When the trading-window z-score is above one, trade toward the mean."
+    checks = V.check(
+        [p, p.upper().replace("Z-SCORE", "z-score"), "Stay cautious when news conflicts strongly."], keep=()
+    )
+    assert [c.rule for c in checks] == [None, "duplicate", None]
+    checks = V.check([p], keep=[p])
+    assert checks[0].rule == "duplicate" and not checks[0].ok
