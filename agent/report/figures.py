@@ -278,6 +278,7 @@ def plot_training(
                 )
                 ax.plot(cur["episode"], 100 * cur["greedy_return"], color=c, lw=1.8, label=f"{label} greedy")
             ax.set_xlabel("training episode")
+            ax.xaxis.get_major_locator().set_params(integer=True)
             ax.set_ylabel("training return, sum (%)")
             ax.set_title("EG-DDQN training curve", fontsize=9)
         ax.grid(alpha=0.3)

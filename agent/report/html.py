@@ -127,7 +127,7 @@ def table(
 def figure(src: str, alt: str, caption: str = "") -> str:
     """A figure with a relative image path (``figures/x.png``)."""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return f'<figure><img src="{esc(src)}" alt="{esc(alt)}" loading="lazy">{cap}</figure>'
+    return f'<figure><img src="{esc(src)}" alt="{esc(alt)}">{cap}</figure>'
 
 
 def note(text: str) -> str:
