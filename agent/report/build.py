@@ -28,12 +28,11 @@ from agent.report.tables import (
     Section,
     build_sections,
     build_settings,
-    engine_token_rows,
     exposure_name,
-    fallback_rows,
     method_name,
     run_results,
 )
+from agent.report.usage import engine_token_rows, fallback_rows
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 

@@ -17,14 +17,8 @@ from pathlib import Path
 from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.html import Cell, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
-from agent.report.tables import (
-    FallbackRow,
-    Section,
-    Setting,
-    fallback_rows,
-    results_row,
-    token_rows,
-)
+from agent.report.tables import Section, Setting, results_row
+from agent.report.usage import VALIDATION_PERIOD, FallbackRow, fallback_rows, token_rows, tokens_per_cycle
 
 __all__ = [
     "PanelContext",
@@ -132,47 +126,64 @@ def results_table(section: Section) -> str:
     return table(RESULT_HEADERS, rows, cls="results", row_attrs=attrs)
 
 
+def _range(r: tuple[int, int] | None) -> str:
+    return "n/a" if r is None else (fmt_int(r[0]) if r[0] == r[1] else f"{fmt_int(r[0])} .. {fmt_int(r[1])}")
+
+
 def token_table(setting: Setting) -> str:
-    """Tokens by call type of the setting's representative run ('' when it called no model)."""
+    """Tokens by call type of the setting's representative run ('' when it called no model): totals
+    over training and test, test tokens per finalized step, one call's prompt and completion
+    tokens (min .. max), and the test tokens per validation cycle under the table."""
     rep = setting.representative
     rows = token_rows(rep.run, rep.metrics.n_transitions)
     if not rows:
         return ""
+
+    def nan(x: float | None) -> float:
+        return math.nan if x is None else x
+
     body = [
         [
             Cell(t.call_type),
             Cell(fmt_int(t.calls), t.calls, "calls", "num"),
             Cell(fmt_int(t.prompt_tokens), t.prompt_tokens, "prompt_tokens", "num"),
             Cell(fmt_int(t.completion_tokens), t.completion_tokens, "completion_tokens", "num"),
+            Cell(fmt_int(t.cached_tokens), nan(t.cached_tokens), "cached_tokens", "num"),
             Cell(
-                fmt_int(t.cached_tokens),
-                t.cached_tokens if t.cached_tokens is not None else math.nan,
-                "cached_tokens",
-                "num",
+                fmt_num(t.test_tokens_per_step, 1), nan(t.test_tokens_per_step), "test_tokens_per_step", "num"
             ),
-            Cell(
-                fmt_num(t.test_tokens_per_step, 1),
-                t.test_tokens_per_step if t.test_tokens_per_step is not None else math.nan,
-                "test_tokens_per_step",
-                "num",
-            ),
+            Cell(_range(t.prompt_per_call), None, "", "num"),
+            Cell(_range(t.completion_per_call), None, "", "num"),
         ]
         for t in rows
     ]
-    return table(
-        (
-            "call type",
-            "calls",
-            "prompt tokens",
-            "completion tokens",
-            "cached tokens",
-            "test tokens per finalized step",
-        ),
-        body,
-        cls="tokens",
-        row_attrs=[{"run": rep.run.run_id, "call-type": t.call_type} for t in rows],
-        caption=f"{setting.label}: run {rep.run.run_id} (training + test; per step: test tokens / "
-        f"{rep.metrics.n_transitions} transitions)",
+    cycle = tokens_per_cycle(rows)
+    after = ""
+    if cycle is not None:
+        after = (
+            f'<p class="small" data-metric="tokens_per_cycle" data-value="{cycle!r}">Test tokens per '
+            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_num(cycle, 0)} (test tokens per step x "
+            f"{VALIDATION_PERIOD}).</p>"
+        )
+    return (
+        table(
+            (
+                "call type",
+                "calls",
+                "prompt tokens",
+                "completion tokens",
+                "cached tokens",
+                "test tokens per finalized step",
+                "prompt tokens per call",
+                "completion tokens per call",
+            ),
+            body,
+            cls="tokens",
+            row_attrs=[{"run": rep.run.run_id, "call-type": t.call_type} for t in rows],
+            caption=f"{setting.label}: run {rep.run.run_id} (training + test; per step: test tokens / "
+            f"{rep.metrics.n_transitions} transitions; per call: min .. max over the traced calls)",
+        )
+        + after
     )
 
 

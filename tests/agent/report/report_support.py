@@ -168,9 +168,10 @@ def moira_training(returns: Sequence[float | None], accepted: Sequence[bool]) ->
 
 
 def moira_trace(pairs: Sequence[str], scores: Sequence[float], levels: Sequence[str]) -> list[dict[str, Any]]:
-    """Test-phase lifecycle rows per step, a kept boundary at step 2, a replacing boundary at step
-    4 (with its select row), direction fallbacks at test steps 2 and 5 and a training fallback at
-    round 1 step 3."""
+    """Test-phase direction calls (prompt 90 + 2 step, completion 8 + step tokens) and lifecycle
+    rows per step, a kept boundary at step 2, a replacing boundary at step 4 (with its select call:
+    150 + 10 tokens), direction fallbacks at test steps 2 and 5 and a training direction call
+    (100 + 12 tokens) that fell back at round 1 step 3."""
     rows: list[dict[str, Any]] = [
         {
             "phase": "train",
@@ -179,6 +180,9 @@ def moira_trace(pairs: Sequence[str], scores: Sequence[float], levels: Sequence[
             "kind": "direction",
             "call_type": "direction",
             "fallback": "invalid reply: cut at max_tokens",
+            "request_key": "t1",
+            "prompt_tokens": 100,
+            "completion_tokens": 12,
         },
     ]
     for i, (p, s, lv) in enumerate(zip(pairs, scores, levels, strict=True)):
@@ -192,6 +196,9 @@ def moira_trace(pairs: Sequence[str], scores: Sequence[float], levels: Sequence[
                 "pair": p,
                 "call_type": "direction",
                 "fallback": "invalid reply: invalid JSON" if step in (2, 5) else "",
+                "request_key": f"k{step}",
+                "prompt_tokens": 90 + 2 * step,
+                "completion_tokens": 8 + step,
             }
         )
         if step == 2:
@@ -221,6 +228,9 @@ def moira_trace(pairs: Sequence[str], scores: Sequence[float], levels: Sequence[
                     "kind": "select",
                     "pair": p,
                     "call_type": "pair_selection",
+                    "request_key": "s4",
+                    "prompt_tokens": 150,
+                    "completion_tokens": 10,
                     "state_before": pairs[2],
                     "state_after": p,
                 }

@@ -167,13 +167,17 @@ def test_the_page_references_only_its_own_local_files(built) -> None:
 
 
 def test_tokens_and_fallbacks_are_on_the_page(built) -> None:
-    _, _, page = built
+    _, res, page = built
     tok = [r for r in page.tables["tokens"] if r[0]["data-run"] == "full-no_beta-s1"]
     assert [r[0]["data-call-type"] for r in tok] == ["direction", "pair_selection", "reflection", "total"]
     total = cells(tok[-1])
     assert total["calls"] == (14.0, "14") and total["prompt_tokens"][1] == "1,600"
     assert total["test_tokens_per_step"][1] == fmt_num((660 + 320) / 6, 1)
     assert total["cached_tokens"][1] == "n/a"
+    assert [t for _, t in tok[0][1]][-2:] == ["92 .. 102", "9 .. 14"]  # one direction call's tokens
+    cycle = re.search(r'data-metric="tokens_per_cycle" data-value="([^"]+)">([^<]*)', res.html.read_text())
+    assert cycle and float(cycle.group(1)) == pytest.approx((660 + 320) / 6 * 23)
+    assert f": {fmt_num((660 + 320) / 6 * 23, 0)} (" in cycle.group(2)
     engine = {r[0]["data-call-type"]: cells(r) for r in page.tables["engine"]}
     assert engine["total"]["cached_tokens"] == (1200.0, "1,200") and engine["total"]["invalid"][1] == "3"
     fb = [r for r in page.tables["fallbacks"] if r[0]["data-run"] == "full-no_beta-s1"]

@@ -16,15 +16,13 @@ from agent.report.load import load_input, load_run
 from agent.report.tables import (
     build_sections,
     build_settings,
-    engine_token_rows,
-    fallback_rows,
     median_index,
     metric_mismatches,
     results_row,
     run_results,
     step_metrics,
-    token_rows,
 )
+from agent.report.usage import engine_token_rows, fallback_rows, token_rows, tokens_per_cycle
 
 SQ = math.sqrt(252)
 
@@ -141,6 +139,12 @@ def test_token_rows_of_moira_and_finmem_shapes(exp: Path, tmp_path: Path) -> Non
     assert rf.test_tokens_per_step == 0.0 and d.cached_tokens is None
     assert (tot.calls, tot.prompt_tokens, tot.completion_tokens) == (14, 1100 + 300 + 200, 110 + 20 + 40)
     assert tot.test_tokens_per_step == pytest.approx((660 + 320) / 6) and tot.cached_tokens is None
+    # one call's tokens from the trace: training 100 + 12, test steps 1..6: 90 + 2 step, 8 + step
+    assert (d.prompt_per_call, d.completion_per_call) == ((92, 102), (9, 14))
+    assert (ps.prompt_per_call, ps.completion_per_call) == ((150, 150), (10, 10))
+    assert rf.prompt_per_call is None and tot.prompt_per_call is None  # no traced reflection call
+    assert tokens_per_cycle(rows) == pytest.approx((660 + 320) / 6 * 23)
+    assert tokens_per_cycle(rows, period=5) == pytest.approx((660 + 320) / 6 * 5)
     assert token_rows(load_run(exp / "runs" / "eg_z-beta-seed0", exp), 6) == []
     counter = {
         "calls": 4,
