@@ -138,26 +138,22 @@ def plot_return_sharpe(
 
 
 def plot_pair_heatmap(pairs: Sequence[str], columns: Sequence[str], shares: np.ndarray, path: Path) -> Path:
-    """Pairs (rows) x runs (columns): share of the run's transitions spent holding the pair."""
-    fig, axes = _figure(max(1.8, 0.38 * len(pairs) + 1.6))
+    """Runs (rows) x pairs (columns): share of the run's transitions spent holding the pair;
+    ``shares`` is (pairs x runs) as :func:`agent.report.series.pair_share_matrix` returns it."""
+    runs = list(columns)
+    m = 100 * np.asarray(shares).T
+    fig, axes = _figure(max(1.8, 0.3 * len(runs) + 1.3))
     ax = axes[0][0]
-    im = ax.imshow(100 * shares, aspect="auto", cmap="Blues", vmin=0, vmax=100)
-    ax.set_yticks(np.arange(len(pairs)), pairs, fontsize=8)
-    ax.set_xticks(np.arange(len(columns)), columns, fontsize=8, rotation=20, ha="right")
-    if shares.size <= 400:
-        for i in range(len(pairs)):
-            for j in range(len(columns)):
-                v = 100 * shares[i, j]
-                if v > 0:
-                    ax.text(
-                        j,
-                        i,
-                        f"{v:.0f}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if v > 60 else "black",
-                    )
+    im = ax.imshow(m, aspect="auto", cmap="Blues", vmin=0, vmax=100)
+    ax.set_yticks(np.arange(len(runs)), runs, fontsize=8)
+    ax.set_xticks(np.arange(len(pairs)), pairs, fontsize=8, rotation=30 if len(pairs) > 8 else 0)
+    ax.xaxis.tick_top()
+    if m.size <= 600:
+        for i in range(len(runs)):
+            for j in range(len(pairs)):
+                if m[i, j] > 0:
+                    color = "white" if m[i, j] > 60 else "black"
+                    ax.text(j, i, f"{m[i, j]:.0f}", ha="center", va="center", fontsize=7, color=color)
     fig.colorbar(im, ax=ax, label="% of transitions held", shrink=0.9)
     return _save(fig, path)
 

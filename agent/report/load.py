@@ -46,8 +46,9 @@ class RunData:
     """One run as read from its folder.
 
     ``doc``: the ``metrics.json`` document; ``training``: ``training.json`` or None; ``trace``:
-    ``trace.parquet`` as a pandas DataFrame or None; ``backbone``: the model key (from
-    ``extra.backbone`` or the experiment's manifest, for runs that called a model; else empty);
+    ``trace.parquet`` as a pandas DataFrame or None; ``backbone``: the model key of a run that
+    called a model (``extra.backbone``, ``extra.model``, ``extra.config.model`` or the experiment
+    manifest's ``model.key``, the first found; empty for the others);
     ``problems``: what could not be read (optional files)."""
 
     run_id: str
@@ -200,7 +201,15 @@ def load_run(run_dir: str | Path, root: str | Path | None = None, backbone: str 
         trace=trace,
         problems=tuple(problems),
     )
-    model = extra.get("backbone") or (extra.get("model") if isinstance(extra.get("model"), str) else "")
+    cfg = extra.get("config") if isinstance(extra.get("config"), dict) else {}
+    model = next(
+        (
+            m
+            for m in (extra.get("backbone"), extra.get("model"), cfg.get("model"))
+            if isinstance(m, str) and m
+        ),
+        "",
+    )
     if run.uses_model:
         object.__setattr__(run, "backbone", str(model or backbone))
     return run

@@ -277,7 +277,7 @@ def _actions(section: Section, ctx: PanelContext, prefix: str) -> str:
 def _pairs(section: Section, ctx: PanelContext, prefix: str) -> str:
     cols = []
     for s in section.settings:
-        for rr in s.results:
+        for rr in sorted(s.results, key=lambda x: (x.run.seed is None, x.run.seed, x.run.run_id)):
             ps = [x.pair or None for x in rr.run.steps]
             if any(ps):
                 lab = s.label if s.n == 1 else f"{s.label} s{rr.run.seed}"

@@ -167,6 +167,16 @@ def test_token_rows_of_moira_and_finmem_shapes(exp: Path, tmp_path: Path) -> Non
         method="finmem",
         extra=extra,
     )
+    assert load_run(f, tmp_path, backbone="from-manifest").backbone == "from-manifest"
+    extra["config"] = {"model": "smollm2-135m"}
+    f = rs.write_run(
+        tmp_path,
+        "finmem-no_beta-seed0",
+        rs.pair_steps(rs.LS, ["FLAT"] * 6, rs.PAIR),
+        method="finmem",
+        extra=extra,
+    )
+    assert load_run(f, tmp_path, backbone="from-manifest").backbone == "smollm2-135m"
     fm = token_rows(load_run(f, tmp_path), 6)
     assert fm[0].cached_tokens == 100 and fm[0].test_tokens_per_step == pytest.approx(330 / 6)
     assert fm[-1].call_type == "total" and fm[-1].cached_tokens == 100
