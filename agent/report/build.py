@@ -234,8 +234,11 @@ def render(
         for wi, w in enumerate(windows):
             secs = [s for s in sections if s.window == w]
             anchor = f"w{wi}"
-            nav.append(f'<a href="#{anchor}">test {esc(w[0])} .. {esc(w[1])}</a>')
-            main.append(f'<h2 id="{anchor}">Test window {esc(w[0])} .. {esc(w[1])}</h2>')
+            nav.append(f'<a href="#{anchor}">test decisions {esc(w[0])} .. {esc(w[1])}</a>')
+            main.append(
+                f'<h2 id="{anchor}">Test window: decisions {esc(w[0])} .. {esc(w[1])}</h2>'
+                '<p class="small">Each decision is settled at the next session\'s close.</p>'
+            )
             main.append(_window_comparison(secs, ctx, f"w{wi:02d}"))
             for sec in secs:
                 sid = f"s{k:02d}"

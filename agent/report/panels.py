@@ -162,7 +162,7 @@ def token_table(setting: Setting) -> str:
     if cycle is not None:
         after = (
             f'<p class="small" data-metric="tokens_per_cycle" data-value="{cycle!r}">Test tokens per '
-            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_num(cycle, 0)} (test tokens per step x "
+            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_int(round(cycle))} (test tokens per step x "
             f"{VALIDATION_PERIOD}).</p>"
         )
     return (

@@ -199,7 +199,7 @@ class Section:
 
     @property
     def title(self) -> str:
-        return f"{exposure_name(self.exposure)}, test {self.window[0]} .. {self.window[1]}"
+        return f"{exposure_name(self.exposure)}, test decisions {self.window[0]} .. {self.window[1]}"
 
 
 def _pool_key(run: RunData) -> tuple[str, ...]:

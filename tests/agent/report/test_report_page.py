@@ -177,7 +177,7 @@ def test_tokens_and_fallbacks_are_on_the_page(built) -> None:
     assert [t for _, t in tok[0][1]][-2:] == ["92 .. 102", "9 .. 14"]  # one direction call's tokens
     cycle = re.search(r'data-metric="tokens_per_cycle" data-value="([^"]+)">([^<]*)', res.html.read_text())
     assert cycle and float(cycle.group(1)) == pytest.approx((660 + 320) / 6 * 23)
-    assert f": {fmt_num((660 + 320) / 6 * 23, 0)} (" in cycle.group(2)
+    assert f": {fmt_int(round((660 + 320) / 6 * 23))} (" in cycle.group(2)
     engine = {r[0]["data-call-type"]: cells(r) for r in page.tables["engine"]}
     assert engine["total"]["cached_tokens"] == (1200.0, "1,200") and engine["total"]["invalid"][1] == "3"
     fb = [r for r in page.tables["fallbacks"] if r[0]["data-run"] == "full-no_beta-s1"]
