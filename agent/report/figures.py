@@ -189,6 +189,8 @@ def plot_pair_timeline(rows: Sequence[tuple[str, Sequence[str | None], np.ndarra
     )
     for (label, _, sw), c in zip(rows, _colors(len(rows))):
         bottom.step(np.arange(1, len(sw) + 1), sw, where="post", color=c, label=label)
+    top_count = max((int(sw.max()) for _, _, sw in rows if len(sw)), default=0)
+    bottom.set_ylim(-0.2, max(1, top_count) + 0.5)
     bottom.set_ylabel("pair switches")
     bottom.set_xlabel("test step")
     bottom.yaxis.get_major_locator().set_params(integer=True)
