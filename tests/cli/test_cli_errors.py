@@ -64,6 +64,7 @@ CASES = [
     (["serve", "qwen3-4b", "--port", "0", "--dry-run"], "--port 0: allowed 1..65535"),
     (["demo", "--requests", "0"], "n_requests=0; allowed: 1..256"),
     (["demo", "--model", "qwen3-32b"], "no config.json in"),
+    (["report", "absent"], "RUN_DIR=absent is not a folder"),
 ]
 
 
