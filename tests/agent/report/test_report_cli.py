@@ -40,3 +40,29 @@ def test_bad_input_gives_one_line_and_exit_code_2(cli, tmp_path: Path) -> None:
     r = cli("report", exp, "--out", tmp_path / "mine")
     assert r.code == 2 and "not a report folder" in r.err
     assert not (tmp_path / "s.png").exists()
+
+
+def test_the_report_package_imports_no_agent_code_and_no_plotting_at_import() -> None:
+    """agent.report reads what the agents wrote: it imports only the shared records, metrics and
+    settlement constants of agent.pairs, never agent.qa; matplotlib loads only when drawing."""
+    import ast
+    import subprocess
+    import sys
+
+    pkg = Path(__file__).resolve().parents[3] / "agent" / "report"
+    allowed = {"agent.pairs.records", "agent.pairs.metrics", "agent.pairs.settlement"}
+    for f in sorted(pkg.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for n in names:
+                if n.startswith("agent.") and not n.startswith("agent.report"):
+                    assert n in allowed, f"{f.name} imports {n}"
+    code = "import sys, agent.report.build, localfin_cli.report_cmd; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
