@@ -67,6 +67,13 @@ CASES = [
     (["serve", "qwen3-4b", "--port", "0", "--dry-run"], "--port 0: allowed 1..65535"),
     (["demo", "--requests", "0"], "n_requests=0; allowed: 1..256"),
     (["demo", "--model", "qwen3-32b"], "no config.json in"),
+    (
+        ["qa", "eval", "--variant", "full", "--dataset", "tatqa", "--data", "q.jsonl"],
+        "--variant='full'; allowed",
+    ),
+    (["qa", "build-bank", "--dataset", "nope", "--data", "q.jsonl"], "dataset='nope'; allowed:"),
+    (["qa", "analyze", "absent"], "no evaluation run folders"),
+    (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
 ]
 
@@ -93,7 +100,7 @@ def test_every_command_has_a_bad_input_case():
         subs = getattr(cmd, "commands", None)
         commands |= {f"{name} {sub}" for sub in subs} if subs else {name}
     covered = {
-        " ".join(argv[:2]) if argv[0] in ("models", "data", "pairs", "bank", "bench") else argv[0]
+        " ".join(argv[:2]) if argv[0] in ("models", "data", "pairs", "bank", "bench", "qa") else argv[0]
         for argv, _ in CASES
     }
     assert commands <= covered, sorted(commands - covered)

@@ -1,0 +1,342 @@
+"""Building the experience bank from training items (FinAcumen §4.2, G.2).
+
+For each training item: K trajectories of the tools-only solver sampled at temperature > 0
+(K requests with K different seeds reach the engine in one batch, round after round), each
+scored against the gold answer with the benchmark's scorer; then one summary call (call type
+``bank_summarize``) that sees the gold answer and the scored trajectories and writes findings
+(only when some trajectory succeeded) and cautions (only when some failed). Each summary
+becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, findings,
+cautions), embedded with question + the first 600 context characters.
+
+Only items whose split is not ``test`` are accepted: a test item passed here is an error, and
+evaluation never writes to the bank. Items already in the bank (by source id) are skipped, so
+a killed build is rerun to completion (model calls replay from the journal).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.prompting import load_prompt
+from agent.qa import runs
+from agent.qa.items import Gold, QAItem
+from agent.qa.programs import merged, run_waves
+from agent.qa.react import QASolver
+from agent.qa.schemas import char_bound, with_lengths
+from agent.qa.trajectory import Trajectory
+from bank.embedder import Embedder
+from bank.schema import CONTEXT_CHARS, NewEntry
+from bank.store import ExperienceBank
+from localfin.errors import ConfigError
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+from serving.journal import Journal, JournaledBackend
+from serving.lockstep import Program, RoundInfo
+from serving.types import ChatRequest, Message
+
+__all__ = ["BankBuildConfig", "BankBuildReport", "ItemOutcome", "Scorer", "build_bank", "default_scorer"]
+
+log = logging.getLogger(__name__)
+
+#: ``scorer(dataset, gold, prediction)`` returns an object with a boolean ``correct``
+#: (:func:`agent.qa.scoring.score_answer`).
+Scorer = Callable[[str, Gold, str], Any]
+
+
+def default_scorer() -> Scorer:
+    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`)."""
+    from agent.qa.scoring import score_answer
+
+    return score_answer
+
+
+@dataclass(frozen=True)
+class BankBuildConfig:
+    """Bank construction settings.
+
+    Attributes:
+        k: trajectories per item (8 in the paper).
+        temperature: their sampling temperature (> 0).
+        seed: trajectory j of every item uses seed ``seed + j``.
+        steps_chars: characters of one trajectory's description shown to the summariser.
+        lesson_chars: longest finding or caution (characters).
+        max_lessons: most findings and most cautions per entry.
+        context_chars: context characters stored as the entry's head (and shown in the prompt).
+        max_tokens: summary reply budget; None = the schema's worst case.
+        add_batch: entries per bank transaction.
+        items_per_wave: items whose K trajectories run together (each trajectory holds a
+            Python worker of ~30 MB while it runs); None: all items at once.
+    """
+
+    k: int = 8
+    temperature: float = 0.7
+    seed: int = 0
+    steps_chars: int = 500
+    lesson_chars: int = 200
+    max_lessons: int = 3
+    context_chars: int = CONTEXT_CHARS
+    max_tokens: int | None = None
+    add_batch: int = 64
+    items_per_wave: int | None = 8
+
+    def __post_init__(self) -> None:
+        if self.items_per_wave is not None and self.items_per_wave < 1:
+            raise ConfigError(f"BankBuildConfig.items_per_wave={self.items_per_wave}; allowed: >= 1 or None")
+        if not 1 <= self.k <= 64:
+            raise ConfigError(f"BankBuildConfig.k={self.k}; allowed: 1..64")
+        if not 0.0 < self.temperature <= 2.0:
+            raise ConfigError(f"BankBuildConfig.temperature={self.temperature}; allowed: (0, 2]")
+        if not 50 <= self.steps_chars <= 20_000:
+            raise ConfigError(f"BankBuildConfig.steps_chars={self.steps_chars}; allowed: 50..20000")
+        if not 20 <= self.lesson_chars <= 2000:
+            raise ConfigError(f"BankBuildConfig.lesson_chars={self.lesson_chars}; allowed: 20..2000")
+        if not 1 <= self.max_lessons <= 10:
+            raise ConfigError(f"BankBuildConfig.max_lessons={self.max_lessons}; allowed: 1..10")
+        if self.add_batch < 1:
+            raise ConfigError(f"BankBuildConfig.add_batch={self.add_batch}; allowed: >= 1")
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One training item: its K trajectories, their correctness, and the entry (or why none)."""
+
+    item_id: str
+    trajectories: tuple[Trajectory, ...]
+    correct: tuple[bool, ...]
+    entry: NewEntry | None
+    fallback: str | None = None  # summary_unparsed, summary_empty
+    summary_reply: str = ""
+
+
+@dataclass(frozen=True)
+class BankBuildReport:
+    """What a build did."""
+
+    items: int
+    skipped_in_bank: int
+    entries_added: int
+    success_rate: float  # fraction of all trajectories scored correct
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    model_calls: int = 0
+    replayed: int = 0
+    wall_s: float = 0.0
+    run_dir: str = ""
+
+
+def describe(traj: Trajectory, chars: int) -> str:
+    """A short text of a trajectory's actions for the summariser."""
+    parts = []
+    for s in traj.steps:
+        if s.kind in ("action", "final_forced") and s.action:
+            if s.action == "final_answer":
+                verdict = "" if s.gate is None else (" (check ok)" if s.gate["ok"] else " (check failed)")
+                parts.append(f"answer {s.args.get('answer', '')!r}{verdict}")
+            else:
+                arg = json.dumps(s.args, ensure_ascii=False, sort_keys=True)[:160]
+                out = s.observation[:120].replace("\n", " ")
+                parts.append(f"{s.action} {arg} -> {'ok' if s.tool_ok else 'failed'}: {out}")
+        elif s.fallback in ("bad_reply", "plan_unparsed"):
+            parts.append("unusable reply")
+    text = "; ".join(parts) or "no actions"
+    return text if len(text) <= chars else text[: chars - 3] + "..."
+
+
+def _gold_text(gold: Gold) -> str:
+    ans = gold.answer
+    text = ", ".join(str(a) for a in ans) if isinstance(ans, (list, tuple)) else str(ans)
+    return f"{text} ({gold.scale})" if gold.scale else text
+
+
+class _Builder:
+    def __init__(
+        self,
+        solver: QASolver,
+        scorer: Scorer,
+        config: BankBuildConfig,
+        transcriber: Callable[[str], str] | None,
+    ) -> None:
+        self.solver, self.scorer, self.config = solver, scorer, config
+        self.transcriber = transcriber
+        self.prompt = load_prompt("qa_summarize")
+
+    def summary_request(
+        self, item: QAItem, trajs: Sequence[Trajectory], correct: Sequence[bool]
+    ) -> ChatRequest:
+        c = self.config
+        schema = with_lengths(self.prompt.schema, {"findings": c.lesson_chars, "cautions": c.lesson_chars})
+        schema["properties"]["findings"]["maxItems"] = c.max_lessons if any(correct) else 0
+        schema["properties"]["cautions"]["maxItems"] = c.max_lessons if not all(correct) else 0
+        q = item.question
+        shown = [
+            {"index": j + 1, "correct": ok, "answer": t.answer[:120], "steps": describe(t, c.steps_chars)}
+            for j, (t, ok) in enumerate(zip(trajs, correct))
+        ]
+        system, user = self.prompt.render(
+            question=q.text,
+            context_head=q.context[: c.context_chars],
+            gold=_gold_text(item.gold),
+            trajectories=shown,
+        )
+        return ChatRequest(
+            model=self.solver.config.model,
+            messages=(Message("system", system), Message("user", user)),
+            max_tokens=c.max_tokens or char_bound(schema) + 16,
+            temperature=0.0,
+            seed=c.seed,
+            json_schema=schema,
+            call_type="bank_summarize",
+        )
+
+    def program(self, item: QAItem) -> Program[ItemOutcome]:
+        c, q = self.config, item.question
+        texts = tuple(self.transcriber(p) for p in q.images) if self.transcriber is not None else ()
+        subs = [
+            self.solver.solve(
+                q, transcriptions=texts, seed=c.seed + j, temperature=c.temperature, variant="bank_sample"
+            )
+            for j in range(c.k)
+        ]
+        trajs: list[Trajectory] = yield from merged(subs)
+        correct = tuple(bool(self.scorer(q.dataset, item.gold, t.answer).correct) for t in trajs)
+        (res,) = yield [self.summary_request(item, trajs, correct)]
+        if res.is_fallback or not isinstance(res.parsed, dict):
+            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_unparsed", res.text)
+        findings = tuple(f.strip() for f in res.parsed.get("findings", []) if f.strip())
+        cautions = tuple(x.strip() for x in res.parsed.get("cautions", []) if x.strip())
+        if not findings and not cautions:
+            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_empty", res.text)
+        entry = NewEntry(
+            source_id=q.item_id,
+            dataset=q.dataset,
+            question=q.text,
+            context_head=q.context[: c.context_chars],
+            findings=findings,
+            cautions=cautions,
+        )
+        return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text)
+
+
+def _check_training(items: Sequence[QAItem]) -> None:
+    test = [it.item_id for it in items if it.split == "test"]
+    if test:
+        raise ConfigError(
+            f"bank building takes training items only; {len(test)} test item(s) given "
+            f"(first: {test[0]!r}); allowed splits: train, validation, dev"
+        )
+    ids = [it.item_id for it in items]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("bank building got duplicate item ids")
+
+
+def build_bank(
+    items: Sequence[QAItem],
+    solver: QASolver,
+    backend: Backend,
+    bank: ExperienceBank,
+    embedder: Embedder,
+    run_dir: str | Path,
+    *,
+    config: BankBuildConfig | None = None,
+    scorer: Scorer | None = None,
+    data_files: Sequence[str | Path] = (),
+    transcriber: Callable[[str], str] | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> BankBuildReport:
+    """Build (or complete) ``bank`` from training ``items``; returns what was done.
+
+    Args:
+        items: training items (``split`` train, validation or dev); test items are refused.
+        solver: the tools-only solver (its memory is not used here).
+        backend: the model backend (wrapped here in a journal in ``run_dir``).
+        bank: the bank to add entries to.
+        embedder: the embedding model of the bank.
+        run_dir: the build's run folder (journal, trace, manifest).
+        config: construction settings.
+        scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
+        data_files: dataset files whose digests go into the manifest.
+        transcriber: OCR of one image (before the loop, as at test time); None: none.
+        progress: progress display.
+    """
+    cfg = config or BankBuildConfig()
+    _check_training(items)
+    if solver.memory is not None:
+        raise ConfigError("bank building samples the tools-only solver; give a solver without memory")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    have = set(bank.sources)
+    todo = [it for it in items if it.item_id not in have]
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber)
+    t0 = time.perf_counter()
+    with Journal(run_dir / runs.JOURNAL, run_id=run_dir.name) as journal:
+        jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))
+        with progress.task(f"bank build: {len(todo)} items x {cfg.k} trajectories", total=len(todo)) as task:
+
+            def on_round(done: int, info: RoundInfo) -> None:
+                task.update(
+                    completed=done + info.finished, info=f"round {info.round}, {info.requests} requests"
+                )
+
+            outcomes = run_waves(
+                [builder.program(it) for it in todo], jb, wave=cfg.items_per_wave, on_round=on_round
+            )
+        entries = [o.entry for o in outcomes if o.entry is not None]
+        for lo in range(0, len(entries), cfg.add_batch):
+            bank.add_texts(entries[lo : lo + cfg.add_batch], embedder, cfg.context_chars, save_index=False)
+        bank.flush()
+        calls, replayed = jb.called, jb.replayed
+    fallbacks: dict[str, int] = {}
+    for o in outcomes:
+        if o.fallback:
+            fallbacks[o.fallback] = fallbacks.get(o.fallback, 0) + 1
+    flat = [ok for o in outcomes for ok in o.correct]
+    report = BankBuildReport(
+        items=len(items),
+        skipped_in_bank=len(items) - len(todo),
+        entries_added=len(entries),
+        success_rate=sum(flat) / len(flat) if flat else 0.0,
+        fallbacks=fallbacks,
+        model_calls=calls,
+        replayed=replayed,
+        wall_s=time.perf_counter() - t0,
+        run_dir=str(run_dir),
+    )
+    runs.write_jsonl(
+        run_dir / runs.TRACE,
+        (
+            {
+                "item_id": o.item_id,
+                "correct": list(o.correct),
+                "entry": o.entry,
+                "fallback": o.fallback,
+                "summary_reply": o.summary_reply,
+                "trajectories": [t.to_dict() for t in o.trajectories],
+            }
+            for o in outcomes
+        ),
+    )
+    runs.write_json(run_dir / runs.SCORES, report)
+    runs.write_json(
+        run_dir / runs.MANIFEST,
+        runs.manifest(
+            kind="bank_build",
+            model=solver.config.model,
+            revision=runs.journal_revision(run_dir / runs.JOURNAL),
+            config={"build": cfg, "solver": solver.config},
+            data_files=data_files,
+            seed=cfg.seed,
+            extra={
+                "bank": str(bank.folder),
+                "bank_rows": len(bank),
+                "embedder": embedder.model_id,
+                "items": [it.item_id for it in items],
+            },
+        ),
+    )
+    log.info("bank build: %d entries added from %d items", len(entries), len(todo))
+    return report

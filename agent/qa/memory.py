@@ -1,0 +1,172 @@
+"""Financial Memory at inference: retrieval from the experience bank and the annotator call.
+
+Retrieval goes through :class:`bank.retrieval.Retriever`'s rule (question + the first 600
+context characters embedded; cosine >= tau = 0.65; one entry per source item; at most
+k_max = 5). Retrieval only reads the bank: hit counters are not written at test time.
+
+When at least one entry passes tau, one annotator call (call type ``qa_annotate``) rewrites
+the entries into directives for this question, and the solver's prompt starts with a memory
+block made of them. When none passes, there is no annotator call and no memory block at all:
+the solver's requests are byte-identical to the tools-only variant's. If the annotator's reply
+is unusable (bad JSON, cut), the block shows the retrieved findings and cautions as stored
+(fallback ``annotate_unparsed``); if the annotator keeps no directive, the block is empty.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.prompting import load_prompt
+from agent.qa.items import Question
+from agent.qa.schemas import char_bound, with_lengths
+from agent.qa.trajectory import Step
+from bank.retrieval import RetrievalResult, Retriever, format_memory_block, retrieve_vector
+from bank.schema import BankEntry, RetrievalConfig, query_text
+from localfin.errors import ConfigError
+from serving.lockstep import Program
+from serving.types import ChatRequest, Message
+
+__all__ = ["MemoryConfig", "ExperienceMemory", "MEMORY_HEADER"]
+
+log = logging.getLogger(__name__)
+
+MEMORY_HEADER = "Guidance from similar solved problems (follow it where it fits this question):"
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Retrieval and annotation settings.
+
+    Attributes:
+        tau: cosine threshold (0.65 in the paper).
+        k_max: most entries used (5 in the paper).
+        context_chars: leading context characters embedded with the question (600).
+        bank_limit: use only the first ``bank_limit`` entries (a bank-size snapshot); None = all.
+        directive_chars: longest directive the annotator may write (characters).
+        max_directives: most directives kept.
+        entry_chars: longest finding/caution shown to the annotator (characters).
+        max_tokens: annotator reply budget; None = the schema's worst case.
+    """
+
+    tau: float = 0.65
+    k_max: int = 5
+    context_chars: int = 600
+    bank_limit: int | None = None
+    directive_chars: int = 200
+    max_directives: int = 5
+    entry_chars: int = 300
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        RetrievalConfig(tau=self.tau, k_max=self.k_max, context_chars=self.context_chars)  # validates
+        if self.bank_limit is not None and self.bank_limit < 0:
+            raise ConfigError(f"MemoryConfig.bank_limit={self.bank_limit}; allowed: >= 0 or None")
+        if not 20 <= self.directive_chars <= 2000:
+            raise ConfigError(f"MemoryConfig.directive_chars={self.directive_chars}; allowed: 20..2000")
+        if not 1 <= self.max_directives <= 20:
+            raise ConfigError(f"MemoryConfig.max_directives={self.max_directives}; allowed: 1..20")
+        if not 20 <= self.entry_chars <= 4000:
+            raise ConfigError(f"MemoryConfig.entry_chars={self.entry_chars}; allowed: 20..4000")
+
+    @property
+    def retrieval(self) -> RetrievalConfig:
+        return RetrievalConfig(tau=self.tau, k_max=self.k_max, context_chars=self.context_chars)
+
+
+class ExperienceMemory:
+    """Retrieval plus the annotator, over a bank opened by the caller (read only here).
+
+    Args:
+        retriever: a :class:`bank.retrieval.Retriever` (its own tau/k_max are replaced by
+            ``config``'s, and hit counting is off).
+        config: memory settings.
+    """
+
+    def __init__(self, retriever: Retriever, config: MemoryConfig | None = None) -> None:
+        self.config = config or MemoryConfig()
+        self.retriever = retriever
+        self._prompt = load_prompt("qa_annotate")
+        self._schema = with_lengths(self._prompt.schema, {"directives": self.config.directive_chars})
+        self._schema["properties"]["directives"]["maxItems"] = self.config.max_directives
+
+    # ------------------------------------------------------------------ retrieval
+    def query_text(self, question: Question) -> str:
+        """The embedded text: question, newline, the first ``context_chars`` of the context."""
+        return query_text(question.text, question.context, self.config.context_chars)
+
+    def retrieve_many(self, questions: Sequence[Question]) -> list[RetrievalResult]:
+        """Retrieval for every question (one embedding batch)."""
+        texts = [self.query_text(q) for q in questions]
+        if not texts:
+            return []
+        bank = self.retriever.bank
+        vecs = self.retriever.embedder.embed(texts)
+        out = []
+        for text, vec in zip(texts, vecs):
+            hits = retrieve_vector(bank, vec, self.config.retrieval, self.config.bank_limit)
+            entries = tuple(bank.get([h.entry_id for h in hits]))
+            out.append(RetrievalResult(text, hits, entries))
+        return out
+
+    # ------------------------------------------------------------------ annotation
+    def _clip(self, text: str) -> str:
+        n = self.config.entry_chars
+        return text if len(text) <= n else text[: n - 3] + "..."
+
+    def annotate_request(
+        self, question: Question, entries: Sequence[BankEntry], *, model: str
+    ) -> ChatRequest:
+        """The annotator call for ``question`` and its retrieved ``entries`` (temperature 0)."""
+        shown = [
+            {
+                "question": self._clip(e.question),
+                "findings": [self._clip(f) for f in e.findings],
+                "cautions": [self._clip(c) for c in e.cautions],
+            }
+            for e in entries
+        ]
+        system, user = self._prompt.render(
+            question=question.text, context_head=question.context[: self.config.context_chars], entries=shown
+        )
+        return ChatRequest(
+            model=model,
+            messages=(Message("system", system), Message("user", user)),
+            max_tokens=self.config.max_tokens or char_bound(self._schema) + 16,
+            temperature=0.0,
+            seed=0,
+            json_schema=self._schema,
+            call_type="qa_annotate",
+        )
+
+    def annotate(
+        self, question: Question, retrieval: RetrievalResult, *, model: str
+    ) -> Program[tuple[str, Step | None]]:
+        """Sub-program: ``(memory block, annotate step)``; ``("", None)`` without a hit (no call)."""
+        if not retrieval.entries:
+            return "", None
+        req = self.annotate_request(question, retrieval.entries, model=model)
+        (res,) = yield [req]
+        fallback = None
+        if res.is_fallback or not isinstance(res.parsed, dict):
+            fallback = "annotate_unparsed"
+            block = format_memory_block(retrieval.entries)
+            log.debug("annotator reply unusable for %s: %s", question.item_id, res.parse_error)
+        else:
+            directives = [d.strip() for d in res.parsed.get("directives", []) if d.strip()]
+            block = "\n".join([MEMORY_HEADER, *(f"- {d}" for d in directives)]) if directives else ""
+        step = Step(
+            index=0,
+            kind="annotate",
+            reply=res.text,
+            observation=block,
+            fallback=fallback,
+            prompt_tokens=res.usage.prompt_tokens,
+            completion_tokens=res.usage.completion_tokens,
+            cached_tokens=res.usage.cached_tokens,
+            latency_s=res.latency_s,
+            finish_reason=res.finish_reason,
+            request_key=res.request_key,
+        )
+        return block, step

@@ -1,0 +1,144 @@
+"""The Financial Tools of one run: which tools each question gets, built per question.
+
+``python`` (sandboxed, stateful: :class:`agent.qa.tools.python_tool.PythonTool`) is always
+offered; ``lookup`` (market data: :class:`agent.qa.tools.lookup.LookupTool`) when a market
+store is given; ``reparse`` (OCR of the question's own images again:
+:class:`agent.qa.tools.ocr.ReparseImageTool`) for questions that have images. The same
+factory serves Base+FT and Base+FT+FM, so the tool suite and the calling protocol are
+identical in both (FinAcumen §4.4). :func:`ocr_transcriber` is the OCR run before the loop.
+
+Where the Python sandbox cannot isolate code, ``python_unavailable="raise"`` (default) stops
+the run with the sandbox's error; ``"refuse"`` keeps the tool, which then refuses every call
+(the model sees the refusal), so an evaluation can still run without it. Model code never runs
+unisolated either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.qa.items import Question
+from agent.qa.react import ToolFactory
+from agent.qa.tools.base import Tool, ToolResult
+from localfin.errors import ConfigError
+
+__all__ = ["TOOL_NAMES", "ToolsetConfig", "tool_factory", "ocr_transcriber"]
+
+log = logging.getLogger(__name__)
+
+TOOL_NAMES = ("python", "lookup", "reparse")
+
+
+@dataclass(frozen=True)
+class ToolsetConfig:
+    """Which tools and how.
+
+    Attributes:
+        names: tools to offer, from :data:`TOOL_NAMES` (``lookup`` also needs ``store_path``;
+            ``reparse`` is added only to questions with images).
+        store_path: the market store the lookup tool reads.
+        python_unavailable: ``raise`` or ``refuse`` (see the module docstring).
+        max_code_chars: longest code the model may send to the Python tool (characters).
+    """
+
+    names: tuple[str, ...] = ("python", "lookup", "reparse")
+    store_path: Path | None = None
+    python_unavailable: str = "raise"
+    max_code_chars: int = 2000
+
+    def __post_init__(self) -> None:
+        bad = [n for n in self.names if n not in TOOL_NAMES]
+        if bad:
+            raise ConfigError(f"ToolsetConfig.names has {bad}; allowed: {', '.join(TOOL_NAMES)}")
+        if self.python_unavailable not in ("raise", "refuse"):
+            raise ConfigError(
+                f"ToolsetConfig.python_unavailable={self.python_unavailable!r}; allowed: raise, refuse"
+            )
+        if not 10 <= self.max_code_chars <= 1_000_000:
+            raise ConfigError(f"ToolsetConfig.max_code_chars={self.max_code_chars}; allowed: 10..1000000")
+
+
+class _Owning:
+    """A tool that also closes a resource it was built on (the lookup tool's store)."""
+
+    def __init__(self, tool: Any, resource: Any) -> None:
+        self._tool, self._resource = tool, resource
+        self.name, self.description, self.args_schema = tool.name, tool.description, tool.args_schema
+
+    def __call__(self, args: Any) -> ToolResult:
+        return self._tool(args)
+
+    def close(self) -> None:
+        try:
+            self._tool.close()
+        finally:
+            self._resource.close()
+
+
+def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
+    """A per-question factory of the configured tools (checked once here, so a missing sandbox
+    or store fails before any model call)."""
+    cfg = config or ToolsetConfig()
+    makers: list[Callable[[Question], Tool | None]] = []
+    if "python" in cfg.names:
+        from agent.qa.sandbox import SandboxConfig
+        from agent.qa.tools.python_tool import PythonTool
+
+        sandbox = SandboxConfig(max_code_chars=cfg.max_code_chars)
+        PythonTool(sandbox, on_unavailable=cfg.python_unavailable).close()  # type: ignore[arg-type]
+        makers.append(lambda q: PythonTool(sandbox, on_unavailable=cfg.python_unavailable))  # type: ignore[arg-type]
+    if "lookup" in cfg.names and cfg.store_path is not None:
+        from agent.data.store import MarketStore
+        from agent.qa.tools.lookup import LookupTool
+
+        path = Path(cfg.store_path)
+        MarketStore(path, create=False).close()
+
+        def lookup(q: Question) -> Tool:
+            store = MarketStore(path, create=False)
+            return _Owning(LookupTool(store), store)
+
+        makers.append(lookup)
+    elif "lookup" in cfg.names:
+        log.info("lookup tool left out: no market store given")
+    if "reparse" in cfg.names:
+        engines: list[Any] = []  # the OCR engine is loaded at the first question with images
+
+        def reparse(q: Question) -> Tool | None:
+            if not q.images:
+                return None
+            from agent.qa.tools.ocr import ReparseImageTool
+
+            if not engines:
+                engines.append(_shared_engine())
+            return ReparseImageTool(q.images, engine=engines[0])
+
+        makers.append(reparse)
+
+    def make(question: Question) -> Sequence[Tool]:
+        return [t for t in (m(question) for m in makers) if t is not None]
+
+    return make
+
+
+def _shared_engine() -> Any:
+    """One OCR engine (its models loaded once) shared by every question of a run."""
+    from agent.qa.tools.ocr import OcrEngine
+
+    return OcrEngine()
+
+
+def ocr_transcriber(engine: Any | None = None) -> Callable[[str], str]:
+    """OCR of one image into structured text (the transcription put before the loop)."""
+    from agent.qa.tools.ocr import transcribe
+
+    eng = engine if engine is not None else _shared_engine()
+
+    def run(path: str) -> str:
+        return transcribe(path, engine=eng).text()
+
+    return run

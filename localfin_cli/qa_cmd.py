@@ -1,0 +1,342 @@
+"""`localfin qa ...`: FinAcumen bank building, evaluation of the three variants, analysis, demo.
+
+Commands raise on bad input (the main error path prints one line and sets the exit code);
+engine and library output goes to a log file in the run folder (:func:`localfin_cli._common.quiet_run`),
+progress to the terminal, and each result as one JSON line on stdout. A run folder is named
+from the arguments, so rerunning a killed command with the same arguments resumes it from
+its journal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from localfin_cli._common import note, progress_for, quiet_run, result
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Financial QA (FinAcumen): build-bank, eval, analyze, demo.", no_args_is_help=True)
+
+_DATASET = typer.Option(..., "--dataset", help="tatqa, finmmr, bizbench, fintmmbench, finmme or demo.")
+_DATA = typer.Option(..., "--data", help="Local file or folder of the dataset (nothing is downloaded).")
+_SPLIT = typer.Option(None, "--split", help="Keep only this split (train, validation, dev, test).")
+_OFFSET = typer.Option(0, "--offset", help="Skip this many items (file order) before taking --limit.")
+_LIMIT = typer.Option(None, "--limit", help="Items to use (default: all after --offset).")
+_MODEL = typer.Option("smollm2-135m", "--model", help="Registry key of the model.")
+_BACKEND = typer.Option("vllm", "--backend", help="vllm (in-process engine) or openai (a running server).")
+_URL = typer.Option(
+    None, "--base-url", help="Server URL for --backend openai (e.g. http://127.0.0.1:8000/v1)."
+)
+_BANK = typer.Option(None, "--bank", help="Experience bank folder (default: $LOCALFIN_BANK).")
+_EMB = typer.Option("minilm", "--embedder", help="minilm (real) or hashing (tests only).")
+_TOOLS = typer.Option("python,lookup,reparse", "--tools", help="Comma-separated tools for ft / ft_fm.")
+_STORE = typer.Option(None, "--store", help="Market store for the lookup tool (default: none).")
+_STEPS = typer.Option(None, "--max-steps", help="Tool steps per question (default 16).")
+_RUN = typer.Option(None, "--run-dir", help="Run folder (default: named from the arguments under runs/qa).")
+_EXCLUDE = typer.Option(
+    None,
+    "--exclude-run",
+    help="Leave out the items of this run folder and every item sharing a context with them.",
+)
+_SANDBOX = typer.Option(
+    "raise",
+    "--sandbox-missing",
+    help="Where code cannot be isolated: raise (stop) or refuse (the tool refuses).",
+)
+
+
+def _items(dataset: str, data: Path, split: str | None, offset: int, limit: int | None, exclude: Path | None):
+    from agent.qa import runs
+    from agent.qa.datasets import load_items
+    from localfin.errors import ConfigError
+
+    if offset < 0:
+        raise ConfigError(f"--offset={offset}; allowed: >= 0")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit={limit}; allowed: >= 1")
+    loaded = load_items(dataset, data, split=split)
+    items = list(loaded.items)
+    if exclude is not None:
+        ids = set(runs.read_json(exclude / runs.MANIFEST).get("items", []))
+        contexts = {it.question.context for it in items if it.item_id in ids}
+        items = [it for it in items if it.item_id not in ids and it.question.context not in contexts]
+    items = items[offset : offset + limit if limit else None]
+    if not items:
+        raise ConfigError(
+            f"no {dataset} items selected from {data} (split={split}, offset={offset}, limit={limit})"
+        )
+    return items, loaded.skipped
+
+
+def _start(be, log) -> None:
+    """Start an in-process engine before timing anything (its start-up is not a model call)."""
+    start = getattr(be, "start", None)
+    if callable(start):
+        note(log, f"engine started in {start():.0f} s")
+
+
+def _backend(kind: str, model: str, base_url: str | None):
+    from serving.backend import get_backend
+    from serving.registry import default_registry
+
+    reg = default_registry()
+    if kind == "openai":
+        if not base_url:
+            raise typer.BadParameter("--base-url is required with --backend openai")
+        return get_backend("openai", registry=reg, base_url=base_url), reg
+    return get_backend(kind, registry=reg, model=model), reg
+
+
+def _embedder(name: str):
+    from bank.embedder import HashingEmbedder, MiniLMEmbedder
+    from localfin.errors import ConfigError
+
+    if name == "minilm":
+        return MiniLMEmbedder()
+    if name == "hashing":
+        return HashingEmbedder()
+    raise ConfigError(f"--embedder={name!r}; allowed: minilm, hashing")
+
+
+def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
+    from agent.qa.react import solver_config_for
+
+    over = {"max_steps": max_steps} if max_steps else {}
+    return solver_config_for(reg.get(model), **over, **extra)
+
+
+def _tools(tools: str, store: Path | None, sandbox: str):
+    from agent.qa.toolset import ToolsetConfig, tool_factory
+
+    names = tuple(t.strip() for t in tools.split(",") if t.strip())
+    return tool_factory(ToolsetConfig(names=names, store_path=store, python_unavailable=sandbox)), names
+
+
+def _transcriber(names: tuple[str, ...], items) -> Any:
+    if "reparse" not in names or not any(it.question.images for it in items):
+        return None
+    from agent.qa.toolset import ocr_transcriber
+
+    return ocr_transcriber()
+
+
+def _default_run(
+    kind: str, dataset: str, model: str, split: str | None, offset: int, limit: int | None
+) -> Path:
+    from localfin import env
+
+    return env.runs_dir() / "qa" / f"{kind}-{dataset}-{split or 'all'}-{model}-o{offset}-n{limit or 'all'}"
+
+
+@app.command("build-bank")
+def build_bank_cmd(
+    ctx: typer.Context,
+    dataset: str = _DATASET,
+    data: Path = _DATA,
+    split: str = _SPLIT,
+    offset: int = _OFFSET,
+    limit: int = _LIMIT,
+    exclude_run: Path = _EXCLUDE,
+    bank: Path = _BANK,
+    model: str = _MODEL,
+    backend: str = _BACKEND,
+    base_url: str = _URL,
+    embedder: str = _EMB,
+    tools: str = _TOOLS,
+    store: Path = _STORE,
+    max_steps: int = _STEPS,
+    k: int = typer.Option(8, "--k", help="Trajectories per item (paper: 8)."),
+    temperature: float = typer.Option(0.7, "--temperature", help="Sampling temperature of the trajectories."),
+    wave: int = typer.Option(
+        8, "--items-per-wave", help="Items whose trajectories run together (memory bound)."
+    ),
+    run_dir: Path = _RUN,
+    sandbox_missing: str = _SANDBOX,
+) -> None:
+    """Build (or complete) an experience bank from training items (never test items)."""
+    from agent.qa.bank_build import BankBuildConfig, build_bank
+    from agent.qa.react import QASolver
+    from bank.store import ExperienceBank
+    from localfin import env
+
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run)
+    run = run_dir or _default_run("bank", dataset, model, split, offset, limit)
+    with quiet_run(ctx, "qa-build-bank", run) as log:
+        be, reg = _backend(backend, model, base_url)
+        try:
+            _start(be, log)
+            factory, names = _tools(tools, store, sandbox_missing)
+            solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
+            with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+                rep = build_bank(
+                    items,
+                    solver,
+                    be,
+                    b,
+                    _embedder(embedder),
+                    run,
+                    config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
+                    data_files=[data],
+                    transcriber=_transcriber(names, items),
+                    progress=progress_for(log),
+                )
+        finally:
+            be.close()
+        result(log, json.dumps(rep.__dict__))
+
+
+def _parse_sizes(text: str) -> list[int | None]:
+    from localfin.errors import ConfigError
+
+    out: list[int | None] = []
+    for tok in (t.strip() for t in text.split(",") if t.strip()):
+        if tok == "all":
+            out.append(None)
+        elif tok.isdigit():
+            out.append(int(tok))
+        else:
+            raise ConfigError(f"--bank-sizes entry {tok!r}; allowed: whole numbers or 'all'")
+    return out or [None]
+
+
+@app.command("eval")
+def eval_cmd(
+    ctx: typer.Context,
+    variant: str = typer.Option(..., "--variant", help="base, ft or ft_fm."),
+    dataset: str = _DATASET,
+    data: Path = _DATA,
+    split: str = _SPLIT,
+    offset: int = _OFFSET,
+    limit: int = _LIMIT,
+    exclude_run: Path = _EXCLUDE,
+    bank: Path = _BANK,
+    bank_sizes: str = typer.Option("all", "--bank-sizes", help="ft_fm: bank snapshots, e.g. 0,20,all."),
+    k_max: str = typer.Option("5", "--k-max", help="ft_fm: retrieval depths, e.g. 1,3,5,7."),
+    tau: float = typer.Option(0.65, "--tau", help="ft_fm: cosine threshold."),
+    model: str = _MODEL,
+    backend: str = _BACKEND,
+    base_url: str = _URL,
+    embedder: str = _EMB,
+    tools: str = _TOOLS,
+    store: Path = _STORE,
+    max_steps: int = _STEPS,
+    max_active: int = typer.Option(
+        64, "--max-active", help="Questions whose loops run together (memory bound)."
+    ),
+    run_dir: Path = _RUN,
+    sandbox_missing: str = _SANDBOX,
+) -> None:
+    """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
+    from agent.qa.evaluate import VARIANTS, EvalConfig, evaluate
+    from agent.qa.memory import ExperienceMemory, MemoryConfig
+    from bank.retrieval import Retriever
+    from bank.store import ExperienceBank
+    from localfin import env
+    from localfin.errors import ConfigError
+
+    if variant not in VARIANTS:
+        raise ConfigError(f"--variant={variant!r}; allowed: {', '.join(VARIANTS)}")
+    sizes = _parse_sizes(bank_sizes)
+    try:
+        ks = [int(x) for x in k_max.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run)
+    root = run_dir or _default_run(variant, dataset, model, split, offset, limit)
+    with quiet_run(ctx, "qa-eval", root) as log:
+        be, reg = _backend(backend, model, base_url)
+        try:
+            _start(be, log)
+            cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
+            factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
+            common: dict[str, Any] = dict(
+                tools=factory,
+                transcriber=_transcriber(names, items),
+                data_files=[data],
+                progress=progress_for(log),
+            )
+            if variant != "ft_fm":
+                summaries = [evaluate(items, be, root, cfg, **common)]
+            else:
+                emb = _embedder(embedder)
+                summaries = []
+                with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+                    retriever = Retriever(b, emb)
+                    for size in sizes:
+                        for k in ks:
+                            mem = ExperienceMemory(retriever, MemoryConfig(tau=tau, k_max=k, bank_limit=size))
+                            sub = root if len(sizes) * len(ks) == 1 else root / f"n{size or 'all'}-k{k}"
+                            summaries.append(evaluate(items, be, sub, cfg, memory=mem, **common))
+        finally:
+            be.close()
+        for summary in summaries:
+            result(log, json.dumps(summary.__dict__))
+
+
+@app.command("analyze")
+def analyze_cmd(
+    ctx: typer.Context,
+    runs_: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Evaluation run folders."),
+    out: Path = typer.Option(
+        None, "--out", help="Where analysis.md/.json go (default: the first run's parent)."
+    ),
+    bank: Path = typer.Option(None, "--bank", help="Bank for retrieval analytics (H/E/J/C)."),
+    dataset: str = typer.Option(None, "--dataset", help="With --bank: the questions' dataset."),
+    data: Path = typer.Option(None, "--data", help="With --bank: the questions' file."),
+    split: str = _SPLIT,
+    offset: int = _OFFSET,
+    limit: int = _LIMIT,
+    embedder: str = _EMB,
+) -> None:
+    """Variant table, accuracy against bank size / k_max, and bank analytics."""
+    from agent.qa.analyze import analyze
+    from bank.store import ExperienceBank
+    from localfin.errors import ConfigError
+
+    dirs = [
+        p for r in runs_ for p in ([r] if (r / "scores.json").exists() else sorted(r.glob("*/scores.json")))
+    ]
+    dirs = [d.parent if d.name == "scores.json" else d for d in dirs]
+    if not dirs:
+        raise ConfigError("no evaluation run folders (with scores.json) among the arguments")
+    target = out or dirs[0].parent
+    if bank is None:
+        md = analyze(dirs, target)
+    else:
+        if not (dataset and data):
+            raise ConfigError("--bank needs --dataset and --data (the questions to retrieve for)")
+        items, _ = _items(dataset, data, split, offset, limit, None)
+        with ExperienceBank.open(bank) as b:
+            md = analyze(
+                dirs, target, bank=b, embedder=_embedder(embedder), questions=[i.question for i in items]
+            )
+    result(None, md.read_text(encoding="utf-8"))
+
+
+@app.command("demo")
+def demo_cmd(
+    ctx: typer.Context,
+    out: Path = typer.Option(None, "--out", help="Demo folder (default: $LOCALFIN_REPORTS_DIR/qa_demo)."),
+    model: str = _MODEL,
+) -> None:
+    """The QA part of the CPU demo: demo set, small bank, three variants, report."""
+    from agent.qa.demo import run_qa_demo
+    from localfin import env
+    from serving.registry import default_registry
+    from serving.vllm_engine import VLLMBackend
+
+    reg = default_registry()
+    reg.get(model)  # an unknown key fails here, before any run starts
+    target = out or env.reports_dir() / "qa_demo"
+    with quiet_run(ctx, "qa-demo", target) as log:
+        engine = VLLMBackend(model, registry=reg)
+        try:
+            note(log, f"engine for {model} started in {engine.start():.0f} s")
+            res = run_qa_demo(target, backend=engine, model=model, registry=reg, progress=progress_for(log))
+        finally:
+            engine.close()
+        result(log, res.report.read_text(encoding="utf-8"))

@@ -1,0 +1,126 @@
+"""Memory at inference: no hit above tau means no annotator call and requests byte-identical
+to the tools-only variant; a hit means one annotator call and a memory block; an unusable
+annotator reply falls back to the stored entries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from qa_fakes import Calculator, change_items, num_scorer, qa_backend
+
+from agent.qa.evaluate import EvalConfig, evaluate
+from agent.qa.memory import MEMORY_HEADER, ExperienceMemory, MemoryConfig
+from agent.qa.react import QASolver, SolverConfig
+from bank.embedder import HashingEmbedder
+from bank.retrieval import Retriever
+from bank.schema import NewEntry
+from bank.store import ExperienceBank
+from localfin.errors import ConfigError
+from serving.lockstep import run_one
+from serving.scripted import Rule, ScriptedBackend
+
+EMB = HashingEmbedder(dim=256)
+
+
+def _bank(path, entries):
+    bank = ExperienceBank.open(path)
+    bank.add_texts(entries, EMB)
+    return bank
+
+
+def _similar(i: int) -> NewEntry:
+    it = change_items(1, "train", start=100 + i)[0]
+    q = it.question
+    return NewEntry(f"train-{i}", "demo", q.text, q.context[:600], ("Use calc for the change.",), ())
+
+
+UNRELATED = NewEntry(
+    "far-0",
+    "demo",
+    "Who audited the bakery chain's pension scheme?",
+    "Auditor letter, Lisbon",
+    ("Read the letter.",),
+)
+
+
+def _run(tmp_path, name, items, memory, backend):
+    cfg = EvalConfig("ft_fm" if memory else "ft", SolverConfig(model="m"))
+    return evaluate(
+        items, backend, tmp_path / name, cfg, tools=lambda q: [Calculator()], memory=memory, scorer=num_scorer
+    )
+
+
+def test_no_hit_above_tau_gives_requests_identical_to_tools_only(tmp_path):
+    items = change_items(3, "test")
+    with _bank(tmp_path / "bank", [UNRELATED]) as bank:
+        memory = ExperienceMemory(Retriever(bank, EMB), MemoryConfig())
+        assert all(not r.entries for r in memory.retrieve_many([it.question for it in items]))
+        b_ft, b_fm = qa_backend(), qa_backend()
+        s_ft = _run(tmp_path, "ft", items, None, b_ft)
+        s_fm = _run(tmp_path, "fm", items, memory, b_fm)
+    assert [r.call_type for r in b_fm.calls].count("qa_annotate") == 0
+    assert [json.dumps(r.to_dict(), sort_keys=True) for r in b_fm.calls] == [
+        json.dumps(r.to_dict(), sort_keys=True) for r in b_ft.calls
+    ]
+    assert s_fm.memory_hit_rate == 0.0 and s_fm.accuracy == s_ft.accuracy == 1.0
+
+
+def test_a_hit_adds_one_annotator_call_and_a_memory_block(tmp_path):
+    items = change_items(2, "test")
+    with _bank(tmp_path / "bank", [_similar(0), _similar(1), UNRELATED]) as bank:
+        memory = ExperienceMemory(Retriever(bank, EMB), MemoryConfig(k_max=5))
+        backend = qa_backend()
+        summary = _run(tmp_path, "fm", items, memory, backend)
+        hits_before = [e.hit_count for e in bank.get(list(range(len(bank))))]
+    ann = [r for r in backend.calls if r.call_type == "qa_annotate"]
+    assert len(ann) == 2 and "Use calc for the change." in ann[0].messages[-1].content
+    assert "Who audited" not in ann[0].messages[-1].content  # below tau
+    plan = next(r for r in backend.calls if r.call_type == "qa_solve")
+    first_user = plan.messages[1].content
+    assert first_user.startswith(MEMORY_HEADER + "\n- Subtract the 2018 value")
+    assert summary.memory_hit_rate == 1.0
+    assert summary.mean_tokens_with_memory is not None and summary.mean_tokens_without_memory is None
+    assert hits_before == [0, 0, 0]  # evaluation never writes to the bank
+
+
+def test_snapshot_limit_and_k_max(tmp_path):
+    q = change_items(1, "test")[0].question
+    with _bank(tmp_path / "bank", [_similar(i) for i in range(4)]) as bank:
+        mk = lambda **kw: ExperienceMemory(Retriever(bank, EMB), MemoryConfig(**kw))  # noqa: E731
+        assert len(mk().retrieve_many([q])[0].entries) == 4
+        assert len(mk(k_max=2).retrieve_many([q])[0].entries) == 2
+        assert [h.entry_id for h in mk(bank_limit=1).retrieve_many([q])[0].hits] == [0]
+        assert mk(bank_limit=0).retrieve_many([q])[0].entries == ()
+
+
+def test_unusable_annotator_reply_falls_back_to_the_stored_entries(tmp_path):
+    q = change_items(1, "test")[0].question
+    with _bank(tmp_path / "bank", [_similar(0)]) as bank:
+        memory = ExperienceMemory(Retriever(bank, EMB))
+        (ret,) = memory.retrieve_many([q])
+        solver = QASolver(SolverConfig(model="m", max_steps=1), memory=memory)
+        backend = ScriptedBackend(
+            [
+                Rule("qa_annotate", "not json"),
+                Rule(
+                    "qa_solve",
+                    lambda r: (
+                        json.dumps({"thought": "t", "action": "final_answer", "args": {"answer": "x"}})
+                        if "plan" not in r.json_schema.get("properties", {})
+                        else json.dumps({"inputs": "a", "experience": "b", "plan": "c"})
+                    ),
+                ),
+            ]
+        )
+        traj = run_one(solver.solve(q, retrieval=ret), backend)
+    assert traj.fallbacks[0] == "annotate_unparsed"
+    assert traj.memory_block.startswith("Relevant experience from solved problems:")
+    assert "Finding: Use calc for the change." in backend.calls[1].messages[1].content
+
+
+def test_memory_config_validates():
+    with pytest.raises(ConfigError, match="tau"):
+        MemoryConfig(tau=1.5)
+    with pytest.raises(ConfigError, match="bank_limit"):
+        MemoryConfig(bank_limit=-1)
