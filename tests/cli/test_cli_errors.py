@@ -78,6 +78,7 @@ CASES = [
     (["qa", "build-bank", "--dataset", "nope", "--data", "q.jsonl"], "dataset='nope'; allowed:"),
     (["qa", "analyze", "absent"], "no evaluation run folders"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
+    (["report", "absent"], "RUN_DIR=absent is not a folder"),
 ]
 
 

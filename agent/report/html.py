@@ -1,0 +1,167 @@
+"""HTML of the report: number formatting, escaped tables and the page around them.
+
+The page is one static file with its style inline and figures as relative ``figures/*.png``
+paths: it opens offline, from any folder it is copied to with its figures. Undefined numbers
+(NaN, None, infinities) are written ``n/a``. A table cell that shows a number carries it at full
+precision in ``data-value`` (and the metric's name in ``data-metric``) so tests and scripts can
+read the page back.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "NA",
+    "GENERATOR",
+    "Cell",
+    "fmt_pct",
+    "fmt_num",
+    "fmt_int",
+    "fmt_pm",
+    "fmt_range",
+    "esc",
+    "table",
+    "figure",
+    "note",
+    "page",
+]
+
+NA = "n/a"
+#: The generator named in the page's head (a folder holding such a page may be replaced).
+GENERATOR = "localfin report"
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_pct(x: Any, digits: int = 2, signed: bool = True) -> str:
+    """A fraction as a percentage (``+12.34%``); ``n/a`` when undefined."""
+    if not _ok(x):
+        return NA
+    return f"{100 * x:+.{digits}f}%" if signed else f"{100 * x:.{digits}f}%"
+
+
+def fmt_num(x: Any, digits: int = 2) -> str:
+    return f"{x:.{digits}f}" if _ok(x) else NA
+
+
+def fmt_int(x: Any) -> str:
+    return f"{int(x):,}" if _ok(x) else NA
+
+
+def fmt_pm(x: Any, se: Any, digits: int = 2) -> str:
+    """``1.23 ± 0.45``; the value alone when the error is undefined; ``n/a`` without a value."""
+    if not _ok(x):
+        return NA
+    return f"{x:.{digits}f} ± {se:.{digits}f}" if _ok(se) else f"{x:.{digits}f}"
+
+
+def fmt_range(lo: Any, hi: Any, pct: bool = True) -> str:
+    """``lo .. hi`` (percentages or 2-decimal numbers); ``n/a`` when undefined."""
+    f = fmt_pct if pct else fmt_num
+    if not (_ok(lo) and _ok(hi)):
+        return NA
+    return f"{f(lo)} .. {f(hi)}"
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text, and for a number the value and metric name written as data
+    attributes; ``cls`` a CSS class (``num`` right-aligns); ``sub`` a small second line."""
+
+    text: str
+    value: Any = None
+    metric: str = ""
+    cls: str = ""
+    sub: str = ""
+
+
+def _cell(c: Cell | str, tag: str = "td") -> str:
+    if not isinstance(c, Cell):
+        return f"<{tag}>{esc(c)}</{tag}>"
+    attrs = []
+    if c.cls:
+        attrs.append(f'class="{esc(c.cls)}"')
+    if c.metric:
+        attrs.append(f'data-metric="{esc(c.metric)}"')
+    if c.value is not None:
+        v = repr(float(c.value)) if _ok(c.value) else "nan"
+        attrs.append(f'data-value="{esc(v)}"')
+    a = (" " + " ".join(attrs)) if attrs else ""
+    sub = f'<br><span class="small">{esc(c.sub)}</span>' if c.sub else ""
+    return f"<{tag}{a}>{esc(c.text)}{sub}</{tag}>"
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Cell | str]],
+    *,
+    cls: str = "",
+    row_attrs: Sequence[dict[str, str]] | None = None,
+    caption: str = "",
+) -> str:
+    """An HTML table (every text escaped); ``row_attrs``: data attributes per row."""
+    out = [f'<table class="{esc(cls)}">' if cls else "<table>"]
+    if caption:
+        out.append(f"<caption>{esc(caption)}</caption>")
+    out.append("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>")
+    for i, r in enumerate(rows):
+        attrs = ""
+        if row_attrs is not None:
+            attrs = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in row_attrs[i].items())
+        out.append(f"<tr{attrs}>" + "".join(_cell(c) for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def figure(src: str, alt: str, caption: str = "") -> str:
+    """A figure with a relative image path (``figures/x.png``)."""
+    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
+    return f'<figure><img src="{esc(src)}" alt="{esc(alt)}">{cap}</figure>'
+
+
+def note(text: str) -> str:
+    """A short note that stands in for a panel without input."""
+    return f'<p class="note">{esc(text)}</p>'
+
+
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;margin:0;color:#222;
+background:#fafafa;font-size:14px;line-height:1.45}
+main{max-width:1240px;margin:0 auto;padding:16px 20px 40px}
+h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #ddd;
+padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}h4{font-size:13px;margin:14px 0 4px;color:#444}
+.meta{color:#555;margin:0 0 10px}code{background:#eee;padding:1px 4px;border-radius:3px;font-size:12px}
+nav{background:#fff;border:1px solid #ddd;padding:8px 12px;margin:10px 0;font-size:13px}
+nav a{margin-right:14px;white-space:nowrap}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:12.5px}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
+white-space:nowrap}table.results td:first-child{white-space:nowrap}
+caption{caption-side:top;text-align:left;color:#555;padding:2px 0;font-size:12px}
+figure{margin:8px 0 16px;background:#fff;border:1px solid #e3e3e3;padding:6px}
+figure img{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:12px;margin-top:4px}
+.note{color:#8a6d3b;background:#fcf8e3;border:1px solid #faebcc;padding:5px 9px;margin:6px 0;font-size:12.5px}
+.warn{color:#a94442}details{margin:6px 0}summary{cursor:pointer;font-weight:600}
+.small{font-size:12px;color:#555}ul.conv li{margin:2px 0}
+"""
+
+
+def page(title: str, body: str) -> str:
+    """The whole document: inline style, no script, no external resource."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="generator" content="{GENERATOR}">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{esc(title)}</title>'
+        f"<style>{_CSS}</style></head><body><main>\n{body}\n</main></body></html>\n"
+    )
