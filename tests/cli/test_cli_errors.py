@@ -47,6 +47,7 @@ CASES = [
     (["pairs", "screen-eval", "--truth", "bad.json"], "truth file bad.json: not valid JSON"),
     (["pairs", "run", "--config", "absent.toml"], "cannot read config absent.toml"),
     (["pairs", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
+    (["pairs", "matrix", "--config", "absent.toml"], "cannot read matrix config absent.toml"),
     (["pairs", "demo", "--model", "qwen3-32b"], "no config.json in"),
     (["bench", "moira-lockstep", "--max-cycles", "-1"], "--max-cycles=-1; allowed: >= 0"),
     (["bank", "build", "absent.jsonl", "--embedder", "hashing"], "absent.jsonl: cannot read it"),
