@@ -51,13 +51,16 @@ def scripted_factory(cell: Any, registry: Any) -> Any:
 class GatedFactory:
     """Scripted backends that share one call counter: the ``gate``-th engine call of the process
     writes ``marker`` and blocks (the test kills the process there); every request key passed on
-    is appended (fsynced) to ``sent_log``, one line per engine call."""
+    is appended (fsynced) to ``sent_log``, one line per engine call; each engine start appends
+    the count of engine calls made before it to ``sent_log`` + ``.engines``."""
 
     def __init__(self, gate: int, marker: Path, sent_log: Path) -> None:
         self.gate, self.marker, self.sent_log = gate, marker, sent_log
         self.calls = 0
 
     def __call__(self, cell: Any, registry: Any) -> Any:
+        with open(str(self.sent_log) + ".engines", "a", encoding="utf-8") as f:
+            f.write(f"{self.calls}\n")
         return _Gated(self)
 
 

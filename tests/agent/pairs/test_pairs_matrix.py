@@ -219,3 +219,13 @@ def _plain(rows):
     from agent.pairs.records import _clean  # the writer's own cleaning
 
     return json.loads(json.dumps(_clean({"r": rows})))["r"]
+
+
+def test_cli_dry_run_lists_engines_and_runs_and_writes_nothing(cli, tmp_path):
+    out = tmp_path / "mx"
+    r = cli("pairs", "matrix", "--config", CONFIGS / "matrix_cpu.toml", "--out", out, "--dry-run")
+    assert r.code == 0, r.err
+    assert "engine 1: smollm2-135m (vllm in-process)" in r.out and "engine 2: tiny-qwen3" in r.out
+    assert r.out.count("full-no_beta-s") == 6 and not out.exists()
+    bad = cli("pairs", "matrix", "--config", CONFIGS / "matrix_cpu.toml", "--ray", " ", "--dry-run")
+    assert bad.code == 2 and "--ray is empty" in bad.err

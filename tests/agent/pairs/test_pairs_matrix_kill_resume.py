@@ -1,0 +1,93 @@
+"""Kill -9 a matrix twice (once on each backbone's engine, at seeded points of the call
+sequence), resume: every run's metrics and steps, and the matrix summary rows (the report's
+results tables), equal those of an uninterrupted matrix, and no call that reached a journal is
+sent to the model again. The kill is gated by a marker file written inside the N-th engine call
+(the worker then blocks), never by timing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matrix_support import matrix_text
+from moira_support import small_store
+
+from agent.pairs.records import read_json
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "_matrix_kill_worker.py"
+
+
+def _worker(config: Path, out: Path, gate: int, marker: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(config), str(out), str(gate), str(marker), str(log)],
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _kill_at_gate(proc: subprocess.Popen, marker: Path) -> None:
+    deadline = time.monotonic() + 600  # a safety net only; the kill waits for the marker
+    while not marker.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"worker ended before its gate: {proc.stderr.read().decode()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError("worker never reached its gate")
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    marker.unlink()
+
+
+def _runs(out: Path) -> dict[str, tuple]:
+    return {
+        str(m.parent.relative_to(out)): (read_json(m), pd.read_parquet(m.parent / "steps.parquet"))
+        for m in sorted(out.glob("*/*/runs/*/metrics.json"))
+    }
+
+
+def test_matrix_killed_twice_resumes_to_the_uninterrupted_result(tmp_path):
+    config = tmp_path / "m.toml"
+    config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
+    marker = tmp_path / "marker"
+    import _matrix_kill_worker
+
+    ref_log = tmp_path / "ref.log"
+    _matrix_kill_worker.main(str(config), str(tmp_path / "ref"), 0, str(marker), str(ref_log))
+    calls = ref_log.read_text().splitlines()
+    n = len(calls)
+    # engine calls made before the second backbone's engine started
+    first_tiny = int(Path(str(ref_log) + ".engines").read_text().split()[1])
+    rng = np.random.default_rng(11)
+    k1 = int(rng.integers(1, first_tiny))  # inside the first engine's calls
+    k2 = int(rng.integers(first_tiny + 1, n - 1))  # inside the second engine's calls
+    log = tmp_path / "sent.log"
+    out = tmp_path / "exp"
+    _kill_at_gate(_worker(config, out, k1 + 1, marker, log), marker)
+    sent_first = len(log.read_text().splitlines())
+    _kill_at_gate(_worker(config, out, k2 - sent_first + 1, marker, log), marker)
+    proc = _worker(config, out, 0, marker, log)
+    assert proc.wait() == 0, proc.stderr.read().decode()[-2000:]
+
+    sent = log.read_text().split()
+    assert len(sent) == len(set(sent))  # nothing journaled was asked again
+    assert set(sent) == set(ref_log.read_text().split())
+    ref, got = _runs(tmp_path / "ref"), _runs(out)
+    assert list(ref) == list(got) and len(ref) == 16
+    for k, (m, steps) in ref.items():
+        assert got[k][0] == m
+        pd.testing.assert_frame_equal(steps, got[k][1])
+    assert (
+        read_json(out / "summary.json")["settings"]
+        == read_json(tmp_path / "ref" / "summary.json")["settings"]
+    )
+    manifest = read_json(out / "manifest.json")
+    assert manifest["journal_calls"] == read_json(tmp_path / "ref" / "manifest.json")["journal_calls"]
