@@ -14,12 +14,12 @@ from agent.pairs.matrix import run_matrix
 from agent.pairs.matrix_config import load_matrix
 
 
-def main(config: str, out: str, gate: int, marker: str, sent_log: str) -> None:
+def main(config: str, out: str, gate: int, marker: str, sent_log: str, base_url: str = "") -> None:
     cfg = load_matrix(config)
     text = Path(config).read_text(encoding="utf-8")
-    factory = GatedFactory(gate, Path(marker), Path(sent_log))
+    factory = GatedFactory(gate, Path(marker), Path(sent_log), base_url)
     run_matrix(cfg, out, config_text=text, resume=True, backend_factory=factory)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], *sys.argv[6:])

@@ -54,19 +54,26 @@ class GatedFactory:
     is appended (fsynced) to ``sent_log``, one line per engine call; each engine start appends
     the count of engine calls made before it to ``sent_log`` + ``.engines``."""
 
-    def __init__(self, gate: int, marker: Path, sent_log: Path) -> None:
+    def __init__(self, gate: int, marker: Path, sent_log: Path, base_url: str = "") -> None:
         self.gate, self.marker, self.sent_log = gate, marker, sent_log
+        self.base_url = base_url  # a real server (the tiny model) instead of the scripted model
         self.calls = 0
 
     def __call__(self, cell: Any, registry: Any) -> Any:
         with open(str(self.sent_log) + ".engines", "a", encoding="utf-8") as f:
             f.write(f"{self.calls}\n")
-        return _Gated(self)
+        return _Gated(self, registry)
 
 
 class _Gated:
-    def __init__(self, owner: GatedFactory) -> None:
-        self.owner, self.inner, self.name = owner, scripted(), "gated-scripted"
+    def __init__(self, owner: GatedFactory, registry: Any) -> None:
+        self.owner, self.name = owner, "gated"
+        if owner.base_url:
+            from serving.openai_http import OpenAIBackend
+
+            self.inner = OpenAIBackend(owner.base_url, registry=registry, api_key="test-key")
+        else:
+            self.inner = scripted()
 
     def chat(self, requests):
         o = self.owner

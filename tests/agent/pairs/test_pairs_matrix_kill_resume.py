@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from matrix_support import matrix_text
 from moira_support import small_store
 
@@ -24,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_matrix_kill_worker.py"
 
 
-def _worker(config: Path, out: Path, gate: int, marker: Path, log: Path) -> subprocess.Popen:
+def _worker(config: Path, out: Path, gate: int, marker: Path, log: Path, url: str = "") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), str(config), str(out), str(gate), str(marker), str(log)],
+        [sys.executable, str(WORKER), str(config), str(out), str(gate), str(marker), str(log), url],
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
@@ -57,11 +58,34 @@ def _runs(out: Path) -> dict[str, tuple]:
 def test_matrix_killed_twice_resumes_to_the_uninterrupted_result(tmp_path):
     config = tmp_path / "m.toml"
     config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
+    _kill_twice_and_compare(tmp_path, config, "")
+
+
+@pytest.mark.slow
+def test_matrix_on_a_real_server_killed_twice_resumes_to_the_uninterrupted_result(
+    tmp_path, openai_server, tiny_model_dir
+):
+    """The tiny Qwen3 behind `vllm serve` on loopback (greedy) for both backbone entries."""
+    text = matrix_text(small_store(), tiny_model_dir).replace(
+        'key = "smollm2-135m"\nname = "smol"',
+        # another engine setting, so the two entries are two engines as in the scripted test
+        f'key = "tiny-qwen3"\nname = "smol"\nmodel_path = "{tiny_model_dir}"\nmax_num_seqs = 32',
+    )
+    text += (
+        "\n[prompt]\nreason_max_chars = 40\nreflection_max_chars = 60\nprinciple_max_chars = 60\n"
+        "description_max_chars = 0\nnews_per_leg = 1\nreflection_max_records = 6\n"
+    )
+    config = tmp_path / "m.toml"
+    config.write_text(text.replace("[screen]\n", "[screen]\ntop_k = 3\n", 1))
+    _kill_twice_and_compare(tmp_path, config, openai_server.base_url)
+
+
+def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str) -> None:
     marker = tmp_path / "marker"
     import _matrix_kill_worker
 
     ref_log = tmp_path / "ref.log"
-    _matrix_kill_worker.main(str(config), str(tmp_path / "ref"), 0, str(marker), str(ref_log))
+    _matrix_kill_worker.main(str(config), str(tmp_path / "ref"), 0, str(marker), str(ref_log), url)
     calls = ref_log.read_text().splitlines()
     n = len(calls)
     # engine calls made before the second backbone's engine started
@@ -71,10 +95,10 @@ def test_matrix_killed_twice_resumes_to_the_uninterrupted_result(tmp_path):
     k2 = int(rng.integers(first_tiny + 1, n - 1))  # inside the second engine's calls
     log = tmp_path / "sent.log"
     out = tmp_path / "exp"
-    _kill_at_gate(_worker(config, out, k1 + 1, marker, log), marker)
+    _kill_at_gate(_worker(config, out, k1 + 1, marker, log, url), marker)
     sent_first = len(log.read_text().splitlines())
-    _kill_at_gate(_worker(config, out, k2 - sent_first + 1, marker, log), marker)
-    proc = _worker(config, out, 0, marker, log)
+    _kill_at_gate(_worker(config, out, k2 - sent_first + 1, marker, log, url), marker)
+    proc = _worker(config, out, 0, marker, log, url)
     assert proc.wait() == 0, proc.stderr.read().decode()[-2000:]
 
     sent = log.read_text().split()
