@@ -81,6 +81,9 @@ __all__ = [
     "plan_matrix",
     "registry_for",
     "cell_done",
+    "done_result",
+    "journal_counts",
+    "read_manifest",
     "run_matrix",
 ]
 
@@ -234,7 +237,8 @@ def journal_counts(folder: Path) -> tuple[int, int]:
     return sum(t.calls for t in rows), sum(t.fallbacks for t in rows)
 
 
-def _done_result(out: Path, cell: Cell) -> CellResult:
+def done_result(out: Path, cell: Cell) -> CellResult:
+    """The :class:`CellResult` of an experiment finished by an earlier invocation."""
     calls, invalid = journal_counts(out / cell.folder)
     return CellResult(
         cell.folder,
@@ -303,7 +307,7 @@ def run_matrix(
             todo = [c for c in group if not cell_done(out, c)]
             for c in group:
                 if c not in todo:
-                    results.append(_done_result(out, c))
+                    results.append(done_result(out, c))
                     task.advance()
             if not todo:
                 continue  # every experiment of this engine is complete: no engine start

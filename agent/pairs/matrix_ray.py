@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.config import parse_config
-from agent.pairs.matrix import BackendFactory, Cell, CellResult, MatrixPlan, cell_done, journal_counts
+from agent.pairs.matrix import (
+    BackendFactory,
+    Cell,
+    CellResult,
+    MatrixPlan,
+    cell_done,
+    done_result,
+    journal_counts,
+)
 from agent.pairs.matrix import registry_for as _registry_for
 from agent.pairs.toml_text import dumps
 from localfin.errors import ConfigError, LocalfinError
@@ -151,8 +159,6 @@ def run_cells_ray(
     ``backend_factory``: builds each task's backend on the worker (must pickle); default: the
     OpenAI client for the backbone's ``base_url``.
     """
-    from agent.pairs.experiment import run_experiment
-
     try:
         import ray
     except ImportError as exc:
@@ -162,9 +168,33 @@ def run_cells_ray(
     if backend_factory is None:
         for c in todo:
             _check_backend(c)
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         where = None if address == "local" else address
         ray.init(address=where, include_dashboard=False, log_to_driver=False)
+    try:
+        return _run(ray, plan, todo, registry, backend_factory, progress, on_cell)
+    except ray.exceptions.RayError as exc:
+        raise LocalfinError(
+            f"a Ray task of the matrix failed (rerun with --resume to continue): {exc}"
+        ) from exc
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run(
+    ray: Any,
+    plan: MatrixPlan,
+    todo: list[Cell],
+    registry: Any,
+    backend_factory: BackendFactory | None,
+    progress: Progress,
+    on_cell: Callable[[CellResult], None] | None,
+) -> list[CellResult]:
+    from agent.pairs.experiment import run_experiment
+
+    out = plan.out_dir
     remote = ray.remote(num_cpus=1, max_retries=0)(_task)
     registries = {c.folder: _registry_for(c, registry) for c in todo}
     refs: dict[str, list[Any]] = {}
@@ -179,9 +209,7 @@ def run_cells_ray(
     with progress.task("experiments", total=len(plan.cells)) as bar:
         for c in plan.cells:
             if c not in todo:
-                from agent.pairs.matrix import _done_result
-
-                results.append(_done_result(out, c))
+                results.append(done_result(out, c))
                 bar.advance()
                 continue
             t0 = time.perf_counter()
