@@ -170,8 +170,8 @@ def run_cells_ray(
             _check_backend(c)
     started = not ray.is_initialized()
     if started:
-        where = None if address == "local" else address
-        ray.init(address=where, include_dashboard=False, log_to_driver=False)
+        # "local" always starts a new instance (never joins one found on this machine)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
         return _run(ray, plan, todo, registry, backend_factory, progress, on_cell)
     except ray.exceptions.RayError as exc:

@@ -229,3 +229,24 @@ def test_cli_dry_run_lists_engines_and_runs_and_writes_nothing(cli, tmp_path):
     assert r.out.count("full-no_beta-s") == 6 and not out.exists()
     bad = cli("pairs", "matrix", "--config", CONFIGS / "matrix_cpu.toml", "--ray", " ", "--dry-run")
     assert bad.code == 2 and "--ray is empty" in bad.err
+
+
+def test_registry_for_applies_model_path_and_builds_a_missing_tiny_model_once(tmp_path, monkeypatch):
+    from agent.pairs.matrix import registry_for
+
+    monkeypatch.setenv("LOCALFIN_MODEL_CACHE", str(tmp_path / "cache"))
+    text = (
+        '[matrix]\nname = "m"\n[[backbones]]\nkey = "tiny-qwen3"\n[[backbones]]\nkey = "tiny-llama"\n'
+        'name = "given"\nmodel_path = "/somewhere/else"\n'
+        '[windows]\ntrain_start = "2015-01-02"\ntrain_end = "2015-01-20"\n'
+        'test_start = "2015-01-21"\ntest_end = "2015-03-02"\n'
+    )
+    built, given = _parse(text).cells()
+    assert registry_for(given).get("tiny-llama").path == Path("/somewhere/else")
+    assert not (tmp_path / "cache").exists()  # a given path is never built
+    reg = registry_for(built)
+    path = tmp_path / "cache" / "tiny-qwen3"
+    assert reg.get("tiny-qwen3").resolve_path() == path
+    stamp = (path / "config.json").stat().st_mtime_ns
+    registry_for(built)  # present: not built again
+    assert (path / "config.json").stat().st_mtime_ns == stamp
