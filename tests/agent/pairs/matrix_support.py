@@ -48,6 +48,13 @@ def scripted_factory(cell: Any, registry: Any) -> Any:
     return scripted()
 
 
+def openai_factory(cell: Any, registry: Any, *, base_url: str, api_key: str) -> Any:
+    """The OpenAI client for the test server (it needs an API key)."""
+    from serving.openai_http import OpenAIBackend
+
+    return OpenAIBackend(base_url, registry=registry, api_key=api_key)
+
+
 class GatedFactory:
     """Scripted backends that share one call counter: the ``gate``-th engine call of the process
     writes ``marker`` and blocks (the test kills the process there); every request key passed on

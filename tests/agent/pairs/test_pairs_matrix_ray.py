@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from matrix_support import matrix_text, scripted_factory
+from matrix_support import matrix_text, openai_factory, scripted_factory
 from moira_support import small_store
 
 from agent.pairs.matrix import run_matrix
@@ -138,13 +138,6 @@ def test_ray_path_needs_an_openai_backend(tmp_path):
         ConfigError, match=r"backbone 'smol' has model\.backend='vllm'; Ray workers call a vLLM server"
     ):
         run_matrix(load_matrix(config), tmp_path / "o", config_text=config.read_text(), ray_address="local")
-
-
-def openai_factory(cell, registry, *, base_url: str, api_key: str):
-    """The OpenAI client for the test server (it needs an API key; module level: pickles)."""
-    from serving.openai_http import OpenAIBackend
-
-    return OpenAIBackend(base_url, registry=registry, api_key=api_key)
 
 
 @pytest.mark.slow
