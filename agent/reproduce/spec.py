@@ -191,7 +191,7 @@ def _req(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     v = table[key]
     if kind is float and isinstance(v, int) and not isinstance(v, bool):
         v = float(v)
-    if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
+    if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
         raise ConfigError(f"{where}.{key}={v!r}; allowed: a {kind.__name__}")
     return v
 
@@ -341,7 +341,8 @@ def load_repro(name_or_path: str | Path) -> ReproConfig:
         names = config_names()
         if str(name_or_path) not in names:
             raise ConfigError(
-                f"unknown reproduction config {str(name_or_path)!r}; allowed: {', '.join(names)} or a .toml path"
+                f"unknown reproduction config {str(name_or_path)!r}; "
+                f"allowed: {', '.join(names)} or a .toml path"
             )
         res = resources.files("agent.reproduce").joinpath("configs", f"{name_or_path}.toml")
         text, source = res.read_text(encoding="utf-8"), Path(str(res))
