@@ -129,6 +129,7 @@ def run_moira(
     *,
     document: Mapping[str, Any] | None = None,
     backend: Backend | None = None,
+    registry: Any = None,
     progress: Progress = NULL_PROGRESS,
 ) -> MoiraOutcome:
     """Run the config's matrix into ``out_dir/matrix`` (``document`` replaces the config's
@@ -146,7 +147,10 @@ def run_moira(
 
         mcfg = load_matrix(out_dir / "matrix.toml")
         factory = None if backend is None else (lambda cell, reg: _Shared(backend))
-        run_matrix(mcfg, mdir, config_text=text, resume=True, backend_factory=factory, progress=progress)
+        run_matrix(
+            mcfg, mdir, config_text=text, resume=True, registry=registry, backend_factory=factory,
+            progress=progress,
+        )  # fmt: skip
         path = "matrix"
     else:
         from agent.pairs.experiment import build_backend, run_experiment
@@ -161,7 +165,7 @@ def run_moira(
                     if current is None or current[0] != key:
                         if current is not None:
                             current[1].close()
-                        current = (key, build_backend(ecfg))
+                        current = (key, build_backend(ecfg, registry))
                     be = _Shared(current[1])
                 run_experiment(
                     ecfg, mdir / folder, config_text=etext, backend=be, resume=True, progress=progress
