@@ -42,7 +42,8 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         "released finmmr files there (layout: agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + "
         "images/)) or pass --data-root",
         f"MISSING finacumen_table2: model qwen3-vl-8b: no config.json in {t}/models/Qwen3-VL-8B-Instruct; "
-        f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct (or set LOCALFIN_MODELS_DIR)",
+        f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct "
+        "(or set LOCALFIN_MODELS_DIR)",
         "3 items checked, 3 missing",
     ]
 
