@@ -176,14 +176,23 @@ def run_qa(
 
 
 def shrink_plan(plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int) -> QAPlan:
-    """The plan on the bundled demo set: every bank source reads its train split, every set
-    ``n_items`` of its test split; bank sizes and k_max kept but capped to the tiny bank."""
+    """The plan on the bundled demo set: the first bank source reads 2 train items, the first two
+    sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
+    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept."""
     bank = tuple(
         replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2)
         for s in plan.bank[:1]
     )
     sets = tuple(
-        replace(s, dataset="demo", path=str(demo_dir), split="test", subset=None, limit=n_items)
+        replace(
+            s,
+            label=f"demo as {s.label}",
+            dataset="demo",
+            path=str(demo_dir),
+            split="test",
+            subset=None,
+            limit=n_items,
+        )
         for s in plan.sets[:2]
     )
     sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
