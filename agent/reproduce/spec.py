@@ -51,6 +51,7 @@ KINDS = ("moira", "qa")
 PAPERS = ("moira", "finacumen")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _QA_VARIANTS = ("base", "ft", "ft_fm")
+_META_KEYS = ("name", "paper", "table", "title", "kind", "differs", "baselines", "paper_sessions")
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,11 @@ def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
     if not isinstance(meta, Mapping):
         raise ConfigError(f"{source}: the [reproduce] table is required")
     figures = _figures(doc.pop("paper", []))
+    unknown = sorted(set(meta) - set(_META_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join('reproduce.' + k for k in unknown)}; allowed: {', '.join(_META_KEYS)}"
+        )
     name = _req(meta, "name", str, "reproduce")
     if not _NAME.match(name):
         raise ConfigError(f"reproduce.name={name!r}; allowed: lower-case letters, digits, '-', '_'")
