@@ -66,7 +66,8 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the report; returns the Markdown path. ``mode``: ``full`` or ``smoke``."""
-    figs = match_figures(cfg.figures, rows)
+    # a smoke run's figures come from the demo set / synthetic market: never beside the paper's
+    figs = match_figures(cfg.figures, rows if mode == "full" else ())
     lines = [
         f"# Reproduction of {cfg.paper.capitalize()} {cfg.table}: {cfg.title}",
         "",

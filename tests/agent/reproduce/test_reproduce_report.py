@@ -22,12 +22,16 @@ def test_figures_match_our_rows(tmp_path: Path) -> None:
         "Base + FT": (74.08, None),
         "Base + FT + FM (full FinAcumen)": (81.67, 50.0),
     }
-    md = write_report(cfg, tmp_path, rows, mode="smoke", notes=["a note"])
+    md = write_report(cfg, tmp_path / "full", rows, mode="full", notes=["a note"])
     text = md.read_text(encoding="utf-8")
-    assert "SMOKE RUN" in text and "- a note" in text
+    assert "SMOKE RUN" not in text and "- a note" in text
     assert "| Base only | FinMMR Easy | 59.17 | accuracy % | 12.50 |" in text
-    doc = json.loads((tmp_path / "reproduction.json").read_text(encoding="utf-8"))
-    assert doc["mode"] == "smoke" and doc["paper_vs_ours"][2]["ours"] == 50.0
+    doc = json.loads((tmp_path / "full" / "reproduction.json").read_text(encoding="utf-8"))
+    assert doc["mode"] == "full" and doc["paper_vs_ours"][2]["ours"] == 50.0
+    # a smoke run never puts its figures beside the paper's, even where a row would match
+    md = write_report(cfg, tmp_path / "smoke", rows, mode="smoke")
+    text = md.read_text(encoding="utf-8")
+    assert "SMOKE RUN" in text and "| Base only | FinMMR Easy | 59.17 | accuracy % | - |" in text
 
 
 def test_tau_figures_match_sweep_rows() -> None:
