@@ -152,6 +152,7 @@ def run_moira(
             progress=progress,
         )  # fmt: skip
         path = "matrix"
+        notes.append("ran through the experiment matrix (agent.pairs.matrix, as `localfin pairs matrix`)")
     else:
         from agent.pairs.experiment import build_backend, run_experiment
 
