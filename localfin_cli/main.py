@@ -18,7 +18,17 @@ import click
 import typer
 
 from localfin.errors import LocalfinError, exit_code_for
-from localfin_cli import bank_cmd, bench_cmd, data_cmd, models_cmd, pairs_cmd, qa_cmd, report_cmd, serve_cmd
+from localfin_cli import (
+    bank_cmd,
+    bench_cmd,
+    data_cmd,
+    models_cmd,
+    pairs_cmd,
+    qa_cmd,
+    report_cmd,
+    reproduce_cmd,
+    serve_cmd,
+)
 
 __all__ = ["app", "main"]
 
@@ -51,6 +61,7 @@ app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(qa_cmd.app, name="qa")
 serve_cmd.register(app)
 report_cmd.register(app)
+reproduce_cmd.register(app)
 
 
 # typer >= 0.2x carries its own copy of click: its exceptions are not click's, so both families

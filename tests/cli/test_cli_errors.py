@@ -80,6 +80,7 @@ CASES = [
     (["qa", "analyze", "absent"], "no evaluation run folders"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
+    (["reproduce", "table99"], "unknown reproduction config 'table99'"),
 ]
 
 

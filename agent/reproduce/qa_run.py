@@ -1,0 +1,216 @@
+"""Running a FinAcumen reproduction config on one backend: build the experience bank from the
+``[[qa.bank]]`` sources (training/validation splits only), evaluate every ``[[qa.sets]]`` set
+with every variant (``ft_fm`` over the bank-size x k_max grid), and, with ``taus``, the
+retrieval analytics (H/E/J/C) of the sets' questions over the bank snapshots. The same library
+functions as ``localfin qa build-bank`` / ``qa eval`` / ``qa analyze``; every model call is
+journaled in its run folder, so rerunning resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.spec import QAPlan, QASource, ReproConfig
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+
+__all__ = ["QAOutcome", "run_qa", "shrink_plan", "slug"]
+
+log = logging.getLogger(__name__)
+
+#: Sets this runner cannot score yet, and why (the report lists them as not evaluated).
+_UNSCORED = {
+    "fintmmbench": "its answers are judged by a model (agent.qa.scoring.judge_requests / judge_scores), a "
+    "pass `localfin reproduce` does not run yet",
+}
+
+
+@dataclass(frozen=True)
+class QAOutcome:
+    """Rows for the report: one per evaluation (plus a ``macro`` row per grid point when there
+    are several sets) and, with a tau sweep, one per (tau, bank size)."""
+
+    rows: tuple[dict[str, Any], ...]
+    bank_rows: int
+    notes: tuple[str, ...]
+
+
+def slug(text: str) -> str:
+    """A folder-safe name of a label."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _load(src: QASource, root: Path):
+    from agent.qa.datasets import load_items
+
+    loaded = load_items(src.dataset, src.resolve(root), split=src.split, subset=src.subset, limit=src.limit)
+    if loaded.skipped:
+        log.warning(
+            "%s: %d records skipped (first: %s)", src.label, len(loaded.skipped), loaded.skipped[0].reason
+        )
+    return list(loaded.items)
+
+
+def _row(label: str, variant: str, s: Any, k: int | None, size: int | None, n_bank: int) -> dict[str, Any]:
+    return {
+        "set": label,
+        "variant": variant,
+        "k_max": "" if k is None else str(k),
+        "bank_n": "" if variant != "ft_fm" else str(n_bank if size is None else min(size, n_bank)),
+        "n": s.n,
+        "accuracy_pct": round(100 * s.accuracy, 2),
+        "memory_hit_rate": s.memory_hit_rate,
+        "tokens_per_q": round(s.mean_total_tokens),
+    }
+
+
+def _macro(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["variant"], r["k_max"], r["bank_n"]), []).append(r)
+    out = []
+    for (variant, k, n), rs in groups.items():
+        if len(rs) > 1:
+            acc = sum(r["accuracy_pct"] for r in rs) / len(rs)
+            out.append(
+                {"set": "macro", "variant": variant, "k_max": k, "bank_n": n, "n": sum(r["n"] for r in rs),
+                 "accuracy_pct": round(acc, 2)}
+            )  # fmt: skip
+    return out
+
+
+def run_qa(
+    cfg: ReproConfig,
+    out_dir: Path,
+    *,
+    backend: Backend,
+    registry: Any,
+    data_root: Path,
+    plan: QAPlan | None = None,
+    embedder: Any = None,
+    progress: Progress = NULL_PROGRESS,
+) -> QAOutcome:
+    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``."""
+    from agent.qa.analyze import bank_analytics
+    from agent.qa.bank_build import BankBuildConfig, build_bank
+    from agent.qa.evaluate import EvalConfig, evaluate
+    from agent.qa.memory import ExperienceMemory, MemoryConfig
+    from agent.qa.react import QASolver, solver_config_for
+    from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
+    from bank.embedder import MiniLMEmbedder
+    from bank.retrieval import Retriever
+    from bank.store import ExperienceBank
+
+    p = plan or cfg.qa
+    assert p is not None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    solver_cfg = solver_config_for(registry.get(p.model), max_steps=p.max_steps)
+    tools = tuple(t for t in p.tools if t != "lookup")  # lookup needs a market store: none given here
+    notes = [] if tools == p.tools else ["the lookup tool is off (no market store is given to QA runs)"]
+    factory = tool_factory(ToolsetConfig(names=tools, python_unavailable="refuse"))
+    emb = embedder or MiniLMEmbedder()
+    runnable = [s for s in p.sets if s.dataset not in _UNSCORED]
+    for s in p.sets:
+        if s.dataset in _UNSCORED:
+            notes.append(f"{s.label} NOT evaluated: {_UNSCORED[s.dataset]}")
+        elif s.dataset == "finmme":
+            notes.append(
+                f"{s.label}: our figure is plain accuracy over the items, not FinMME's six-dimension Avg"
+            )
+    sets = [(s, _load(s, data_root)) for s in runnable]
+    bank_items = [it for s in (p.bank if p.needs_bank else ()) for it in _load(s, data_root)]
+    with_images = any(it.question.images for _, items in sets for it in items) or any(
+        it.question.images for it in bank_items
+    )
+    transcriber = ocr_transcriber() if "reparse" in tools and with_images else None
+    rows: list[dict[str, Any]] = []
+    with ExperienceBank.open(out_dir / "bank") as bank:
+        if p.needs_bank:
+            build_bank(
+                bank_items,
+                QASolver(solver_cfg, tools=factory),
+                backend,
+                bank,
+                emb,
+                out_dir / "runs" / "bank_build",
+                config=BankBuildConfig(k=p.bank_k, temperature=p.bank_temperature),
+                data_files=[s.resolve(data_root) for s in p.bank],
+                transcriber=transcriber,
+                progress=progress,
+            )
+        n_bank = len(bank)
+        retriever = Retriever(bank, emb)
+        for src, items in sets:
+            common: dict[str, Any] = dict(
+                transcriber=transcriber, data_files=[src.resolve(data_root)], progress=progress
+            )
+            for v in p.variants:
+                ecfg = EvalConfig(v, solver_cfg)
+                if v != "ft_fm":
+                    s = evaluate(
+                        items, backend, out_dir / "runs" / f"{slug(src.label)}-{v}", ecfg,
+                        tools=factory if v == "ft" else None, **common,
+                    )  # fmt: skip
+                    rows.append(_row(src.label, v, s, None, None, n_bank))
+                    continue
+                for size in p.bank_sizes or (None,):
+                    for k in p.k_max:
+                        mem = ExperienceMemory(retriever, MemoryConfig(tau=p.tau, k_max=k, bank_limit=size))
+                        run = (
+                            out_dir
+                            / "runs"
+                            / f"{slug(src.label)}-ft_fm-n{size if size is not None else 'all'}-k{k}"
+                        )
+                        s = evaluate(items, backend, run, ecfg, tools=factory, memory=mem, **common)
+                        rows.append(_row(src.label, v, s, k, size, n_bank))
+        rows += _macro(rows)
+        if p.taus:
+            questions = [it.question for _, items in sets for it in items]
+            sizes = sorted({min(n, n_bank) for n in p.bank_sizes} | {0}) if p.bank_sizes else None
+            ana = bank_analytics(bank, emb, questions, sizes=sizes, taus=p.taus, tau=p.tau)
+            for r in ana["tau_sweep"]:
+                rows.append(
+                    {
+                        "tau": f"{r['tau']:.2f}".rstrip("0").rstrip("."),
+                        "bank_n": str(r["n"]),
+                        "hit_rate_pct": round(100 * r["hit_rate"], 1),
+                        "mean_entries": round(r["mean_entries"], 2),
+                        "jaccard_prev": None if r["jaccard_prev"] is None else round(r["jaccard_prev"], 3),
+                        "change_prev": None if r["change_prev"] is None else round(r["change_prev"], 3),
+                    }
+                )
+            if n_bank < max(p.bank_sizes or (0,)):
+                notes.append(f"the bank holds {n_bank} entries: snapshots above that equal the whole bank")
+    return QAOutcome(tuple(rows), n_bank, tuple(notes))
+
+
+def shrink_plan(plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int) -> QAPlan:
+    """The plan on the bundled demo set: the first bank source reads 2 train items, the first two
+    sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
+    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept."""
+    bank = tuple(
+        replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2)
+        for s in plan.bank[:1]
+    )
+    sets = tuple(
+        replace(
+            s,
+            label=f"demo as {s.label}",
+            dataset="demo",
+            path=str(demo_dir),
+            split="test",
+            subset=None,
+            limit=n_items,
+        )
+        for s in plan.sets[:2]
+    )
+    sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
+    return replace(
+        plan, model=model, backend="vllm", max_steps=max_steps, tools=("python",), bank_k=2,
+        bank_sizes=sizes, bank=bank, sets=sets,
+    )  # fmt: skip

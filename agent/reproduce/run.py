@@ -1,0 +1,176 @@
+"""``localfin reproduce CONFIG`` and ``--smoke``: run a reproduction config and write its report.
+
+A full run uses the config as shipped (the paper's windows and backbones, the GPU settings).
+A smoke run shrinks it to CPU size so that every shipped config can be exercised on a machine
+without a GPU or the papers' data:
+
+- Moira: one seed, the config's exposures and variants, one backbone (the CPU model), each
+  windows set mapped onto the bundled synthetic market (the paper's session counts capped at
+  :data:`SMOKE_TRAIN` / :data:`SMOKE_TEST`, consecutive sets 40 sessions apart, after ten years
+  of synthetic history so the causal screen has its full lookback), compact prompts, one replay
+  cycle and a 4-session validation period (so a boundary falls inside the test window).
+- FinAcumen: the bundled demo QA set (train items feed the bank, a few test items per set), the
+  CPU model, 2 tool steps, the Python tool only, K = 2 trajectories; variants, tau and k_max
+  grids as the config has them.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.spec import ReproConfig
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+
+__all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
+
+log = logging.getLogger(__name__)
+
+SMOKE_TRAIN = 6  # sessions
+SMOKE_TEST = 8  # sessions
+SMOKE_ANCHOR = 2525  # first synthetic session of the first windows set (after 2,520 of history)
+SMOKE_QA_ITEMS = 2
+_SMOKE_PROMPT = {
+    "reason_max_chars": 40,
+    "principle_max_chars": 60,
+    "reflection_max_chars": 60,
+    "news_per_leg": 1,
+    "news_lookback_sessions": 3,
+    "headline_max_chars": 100,
+    "description_max_chars": 0,
+    "memory_records": 3,
+    "reflection_max_records": 6,
+}
+
+
+@dataclass(frozen=True)
+class ReproResult:
+    """Where the report is, the rows it shows and the run notes."""
+
+    report: Path
+    rows: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...]
+
+
+def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
+    """The config's matrix document shrunk onto the synthetic market in ``store`` (see the
+    module docstring)."""
+    import numpy as np
+
+    from agent.data.store import MarketStore
+
+    with MarketStore(store, create=False) as s:
+        cal = s.calendar()
+    doc = copy.deepcopy(dict(cfg.document))
+    doc["matrix"] = {**doc["matrix"], "seeds": [0]}
+    doc["backbones"] = [{"key": model, "name": "cpu"}]
+    windows = []
+    for i, w in enumerate(cfg.windows):
+        n_tr, n_te = min(w.paper_train_sessions, SMOKE_TRAIN), min(w.paper_test_sessions, SMOKE_TEST)
+        a = SMOKE_ANCHOR + 40 * i
+        if a + n_tr + n_te > len(cal):
+            raise ValueError(f"windows set {w.name!r} does not fit the synthetic market")
+        day = [
+            str(np.datetime_as_string(d, unit="D"))
+            for d in (cal[a], cal[a + n_tr - 1], cal[a + n_tr], cal[a + n_tr + n_te - 1])
+        ]
+        windows.append(
+            {"name": w.name, **dict(zip(("train_start", "train_end", "test_start", "test_end"), day))}
+        )
+    doc["windows"] = windows
+    exp = dict(doc.get("experiment", {}))
+    exp["store"] = str(store)
+    exp.pop("pool", None)  # the synthetic market's tickers
+    doc["experiment"] = exp
+    doc["model"] = {"backend": "vllm", "temperature": 0.3, "max_num_seqs": 64, "chunk_size": 256}
+    doc["prompt"] = dict(_SMOKE_PROMPT)
+    doc["policy"] = {"max_cycles": 1, "stop_after_rejections": 2, "max_principles": 3}
+    doc["screen"] = {"lookback": 2520, "top_k": 3}
+    doc["lifecycle"] = {"validation_period": 4}
+    return doc
+
+
+def reproduce(
+    cfg: ReproConfig,
+    out_dir: str | Path,
+    *,
+    smoke: bool = False,
+    backend: Backend | None = None,
+    registry: Any = None,
+    data_root: Path | None = None,
+    model: str = "smollm2-135m",
+    embedder: Any = None,
+    html_report: bool = True,
+    progress: Progress = NULL_PROGRESS,
+) -> ReproResult:
+    """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
+    ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
+    closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
+    for the run) and closed at the end."""
+    from localfin import env
+    from serving.registry import default_registry
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    reg = registry or default_registry()
+    notes: list[str] = []
+    if cfg.kind == "moira":
+        from agent.reproduce.moira_run import moira_rows, run_moira
+
+        document: Mapping[str, Any] | None = None
+        if smoke:
+            from agent.pairs.demo import synthetic_store
+
+            document = smoke_document(cfg, synthetic_store(out), model)
+        outcome = run_moira(cfg, out, document=document, backend=backend, registry=reg, progress=progress)
+        rows = moira_rows(outcome)
+        notes += list(outcome.notes)
+        if html_report:
+            from agent.report.build import build_report
+
+            res = build_report(outcome.matrix_dir, out / "report", progress=progress)
+            notes.append(f"HTML report of every run: {res.html}")
+    else:
+        from agent.reproduce.qa_run import run_qa, shrink_plan
+
+        assert cfg.qa is not None
+        plan = cfg.qa
+        root = data_root or env.data_dir()
+        if smoke:
+            from agent.qa.demo_set import build_demo_set
+
+            demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
+            plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
+        be = backend
+        if be is None:
+            from serving.backend import get_backend
+
+            if plan.backend == "openai":
+                be = get_backend("openai", registry=reg, base_url=plan.base_url)
+            else:
+                be = get_backend("vllm", registry=reg, model=plan.model)
+        try:
+            qo = run_qa(
+                cfg,
+                out,
+                backend=be,
+                registry=reg,
+                data_root=root,
+                plan=plan,
+                embedder=embedder,
+                progress=progress,
+            )
+        finally:
+            if backend is None:
+                be.close()
+        rows = list(qo.rows)
+        notes += list(qo.notes)
+    from agent.reproduce.report import write_report
+
+    md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes)
+    return ReproResult(md, tuple(rows), tuple(notes))

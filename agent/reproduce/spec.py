@@ -1,0 +1,364 @@
+"""Reproduction configs: one TOML file per table of the two seed papers, shipped as package data
+in ``agent/reproduce/configs/``.
+
+Every file has a ``[reproduce]`` table (what it reproduces, what differs from the paper, the
+session counts the paper states for its windows) and ``[[paper]]`` rows (figures copied from
+the paper, labelled as the paper's). The rest of the file is what runs:
+
+- Moira tables (``kind = "moira"``): an experiment-matrix document (the ``localfin pairs
+  matrix`` format: ``[matrix]``, ``backbones``, ``[[windows]]`` and the experiment tables of
+  :mod:`agent.pairs.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
+  the document is handed on.
+- FinAcumen tables (``kind = "qa"``): a ``[qa]`` table (model, tools, variants, retrieval
+  settings), ``[[qa.bank]]`` sources (training/validation splits only) and ``[[qa.sets]]``
+  evaluation sets. Relative data paths resolve against ``<data root>/benchmarks``.
+
+A paper figure is ``{row, column, value, unit}`` plus an optional ``match`` table: the fields an
+output row of ours must equal for the figure to be printed beside it (e.g. ``{set = "FinMMR
+Easy", variant = "ft_fm"}``). Figures of proprietary backbones have no match: they are listed as
+the paper's only.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from localfin.errors import ConfigError
+
+__all__ = [
+    "KINDS",
+    "PAPERS",
+    "PaperFigure",
+    "WindowSpec",
+    "QASource",
+    "QAPlan",
+    "ReproConfig",
+    "config_names",
+    "load_repro",
+    "load_all",
+]
+
+KINDS = ("moira", "qa")
+PAPERS = ("moira", "finacumen")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_QA_VARIANTS = ("base", "ft", "ft_fm")
+_META_KEYS = ("name", "paper", "table", "title", "kind", "differs", "baselines", "paper_sessions")
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """One published figure, copied from the paper (never computed here)."""
+
+    row: str
+    column: str
+    value: float
+    unit: str
+    match: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.row or not self.column or not math.isfinite(self.value):
+            raise ConfigError(f"paper figure {self.row!r}/{self.column!r}: row, column and a finite value")
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A Moira windows set and the session counts the paper states for it."""
+
+    name: str
+    train_start: dt.date
+    train_end: dt.date
+    test_start: dt.date
+    test_end: dt.date
+    paper_train_sessions: int
+    paper_test_sessions: int
+
+
+@dataclass(frozen=True)
+class QASource:
+    """A benchmark file or folder: bank source (``[[qa.bank]]``) or evaluation set (``[[qa.sets]]``)."""
+
+    label: str
+    dataset: str
+    path: str
+    split: str | None = None
+    subset: str | None = None
+    limit: int | None = None
+
+    def resolve(self, data_root: Path) -> Path:
+        p = Path(self.path).expanduser()
+        return p if p.is_absolute() else data_root / "benchmarks" / p
+
+
+@dataclass(frozen=True)
+class QAPlan:
+    """The ``[qa]`` table: one model, the variants, and the retrieval grid."""
+
+    model: str
+    backend: str = "vllm"
+    base_url: str = ""
+    max_steps: int = 16
+    tools: tuple[str, ...] = ("python", "lookup", "reparse")
+    variants: tuple[str, ...] = ("base", "ft", "ft_fm")
+    tau: float = 0.65
+    k_max: tuple[int, ...] = (5,)
+    bank_sizes: tuple[int, ...] = ()  # () = the whole bank only
+    taus: tuple[float, ...] = ()  # non-empty: retrieval analytics (tau sweep) over bank_sizes
+    bank_k: int = 8
+    bank_temperature: float = 0.7
+    bank: tuple[QASource, ...] = ()
+    sets: tuple[QASource, ...] = ()
+
+    def __post_init__(self) -> None:
+        bad = [v for v in self.variants if v not in _QA_VARIANTS]
+        if (not self.variants and not self.taus) or bad:
+            raise ConfigError(f"qa.variants={list(self.variants)}; allowed: {', '.join(_QA_VARIANTS)}")
+        if self.backend not in ("vllm", "openai"):
+            raise ConfigError(f"qa.backend={self.backend!r}; allowed: vllm, openai")
+        if not 1 <= self.max_steps <= 64:
+            raise ConfigError(f"qa.max_steps={self.max_steps}; allowed: 1..64")
+        if not 0.0 < self.tau < 1.0 or any(not 0.0 < t < 1.0 for t in self.taus):
+            raise ConfigError(f"qa.tau / qa.taus must lie in (0, 1); got {self.tau}, {list(self.taus)}")
+        if not self.k_max or any(k < 1 for k in self.k_max):
+            raise ConfigError(f"qa.k_max={list(self.k_max)}; allowed: whole numbers >= 1")
+        if any(n < 0 for n in self.bank_sizes):
+            raise ConfigError(f"qa.bank_sizes={list(self.bank_sizes)}; allowed: whole numbers >= 0")
+        if not self.sets:
+            raise ConfigError("[[qa.sets]] is empty; allowed: at least one evaluation set")
+        if ("ft_fm" in self.variants or self.taus) and not self.bank:
+            raise ConfigError("ft_fm or a tau sweep needs [[qa.bank]] sources (training splits)")
+        for s in self.bank:
+            if s.split in ("test",):
+                raise ConfigError(
+                    f"qa.bank source {s.label!r} uses split 'test'; the bank reads train/validation only"
+                )
+
+    @property
+    def needs_bank(self) -> bool:
+        return "ft_fm" in self.variants or bool(self.taus)
+
+
+@dataclass(frozen=True)
+class ReproConfig:
+    """One shipped reproduction config (see the module docstring)."""
+
+    name: str
+    paper: str
+    table: str
+    title: str
+    kind: str
+    differs: tuple[str, ...]
+    figures: tuple[PaperFigure, ...]
+    document: Mapping[str, Any] = field(repr=False)
+    source: Path = Path(".")
+    windows: tuple[WindowSpec, ...] = ()
+    qa: QAPlan | None = None
+    baselines: tuple[str, ...] = ()
+
+    @property
+    def model_keys(self) -> tuple[str, ...]:
+        """Registry keys the config names (backbones, or the QA model)."""
+        if self.qa is not None:
+            return (self.qa.model,)
+        keys: list[str] = []
+        for b in self.document.get("backbones", []):
+            k = b if isinstance(b, str) else b.get("key", "")
+            if k not in keys:
+                keys.append(k)
+        return tuple(keys)
+
+    @property
+    def pool(self) -> tuple[str, ...]:
+        return tuple(self.document.get("experiment", {}).get("pool", ()))
+
+
+def config_names() -> list[str]:
+    """Names of the shipped configs (file stems), sorted."""
+    root = resources.files("agent.reproduce").joinpath("configs")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def _req(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in table:
+        raise ConfigError(f"{where}.{key} is required")
+    v = table[key]
+    if kind is float and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
+        raise ConfigError(f"{where}.{key}={v!r}; allowed: a {kind.__name__}")
+    return v
+
+
+def _date(v: Any, key: str) -> dt.date:
+    if isinstance(v, dt.date):
+        return v
+    try:
+        return dt.date.fromisoformat(str(v))
+    except ValueError:
+        raise ConfigError(f"{key}={v!r}; allowed: a date YYYY-MM-DD") from None
+
+
+def _figures(raw: Any) -> tuple[PaperFigure, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("[[paper]] must be an array of tables")
+    out = []
+    for i, f in enumerate(raw):
+        where = f"paper[{i}]"
+        match = f.get("match", {})
+        if not isinstance(match, Mapping):
+            raise ConfigError(f"{where}.match must be a table")
+        out.append(
+            PaperFigure(
+                _req(f, "row", str, where),
+                _req(f, "column", str, where),
+                _req(f, "value", float, where),
+                _req(f, "unit", str, where),
+                tuple((str(k), str(v)) for k, v in match.items()),
+            )
+        )
+    return tuple(out)
+
+
+def _windows(doc: Mapping[str, Any], expected: Mapping[str, Any]) -> tuple[WindowSpec, ...]:
+    raw = doc.get("windows")
+    sets = raw if isinstance(raw, list) else [{"name": "main", **raw}] if isinstance(raw, Mapping) else []
+    if not sets:
+        raise ConfigError("a moira config needs [[windows]] sets")
+    out = []
+    for i, w in enumerate(sets):
+        name = _req(w, "name", str, f"windows[{i}]")
+        counts = expected.get(name)
+        if not (isinstance(counts, list) and len(counts) == 2 and all(isinstance(c, int) for c in counts)):
+            raise ConfigError(
+                f"reproduce.paper_sessions.{name} must be [train sessions, test sessions] as the paper states"
+            )
+        dates = [
+            _date(w.get(k), f"windows[{i}].{k}")
+            for k in ("train_start", "train_end", "test_start", "test_end")
+        ]
+        out.append(WindowSpec(name, *dates, counts[0], counts[1]))
+    return tuple(out)
+
+
+def _sources(raw: Any, where: str) -> tuple[QASource, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"[[{where}]] must be an array of tables")
+    out = []
+    for i, s in enumerate(raw):
+        w = f"{where}[{i}]"
+        limit = s.get("limit")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ConfigError(f"{w}.limit={limit!r}; allowed: a whole number >= 1")
+        out.append(
+            QASource(
+                _req(s, "label", str, w),
+                _req(s, "dataset", str, w),
+                _req(s, "path", str, w),
+                s.get("split"),
+                s.get("subset"),
+                limit,
+            )
+        )
+    return tuple(out)
+
+
+def _qa(raw: Mapping[str, Any]) -> QAPlan:
+    from agent.qa.datasets import DATASETS
+
+    t = dict(raw)
+    bank = _sources(t.pop("bank", []), "qa.bank")
+    sets = _sources(t.pop("sets", []), "qa.sets")
+    for s in (*bank, *sets):
+        if s.dataset not in DATASETS:
+            raise ConfigError(f"qa source {s.label!r}: dataset={s.dataset!r}; allowed: {', '.join(DATASETS)}")
+    allowed = {f for f in QAPlan.__dataclass_fields__ if f not in ("bank", "sets")}
+    unknown = sorted(set(t) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join('qa.' + k for k in unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
+    for k in ("tools", "variants", "k_max", "bank_sizes", "taus"):
+        if k in t:
+            t[k] = tuple(t[k])
+    return QAPlan(**t, bank=bank, sets=sets)
+
+
+def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
+    """A :class:`ReproConfig` from a parsed TOML document."""
+    doc = copy.deepcopy(dict(data))
+    meta = doc.pop("reproduce", None)
+    if not isinstance(meta, Mapping):
+        raise ConfigError(f"{source}: the [reproduce] table is required")
+    figures = _figures(doc.pop("paper", []))
+    unknown = sorted(set(meta) - set(_META_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join('reproduce.' + k for k in unknown)}; allowed: {', '.join(_META_KEYS)}"
+        )
+    name = _req(meta, "name", str, "reproduce")
+    if not _NAME.match(name):
+        raise ConfigError(f"reproduce.name={name!r}; allowed: lower-case letters, digits, '-', '_'")
+    paper = _req(meta, "paper", str, "reproduce")
+    kind = _req(meta, "kind", str, "reproduce")
+    if paper not in PAPERS or kind not in KINDS:
+        raise ConfigError(f"reproduce.paper={paper!r} / kind={kind!r}; allowed: {PAPERS} / {KINDS}")
+    differs = meta.get("differs", [])
+    if not isinstance(differs, list) or not differs or not all(isinstance(d, str) for d in differs):
+        raise ConfigError("reproduce.differs must list, in words, what differs from the paper")
+    baselines = tuple(meta.get("baselines", []))
+    windows: tuple[WindowSpec, ...] = ()
+    qa = None
+    if kind == "moira":
+        windows = _windows(doc, meta.get("paper_sessions", {}))
+        if "matrix" not in doc or "backbones" not in doc:
+            raise ConfigError(f"{source}: a moira config is a matrix document ([matrix] and backbones)")
+    else:
+        qa = _qa(doc.get("qa", {}))
+    return ReproConfig(
+        name=name,
+        paper=paper,
+        table=_req(meta, "table", str, "reproduce"),
+        title=_req(meta, "title", str, "reproduce"),
+        kind=kind,
+        differs=tuple(differs),
+        figures=figures,
+        document=doc,
+        source=source,
+        windows=windows,
+        qa=qa,
+        baselines=baselines,
+    )
+
+
+def load_repro(name_or_path: str | Path) -> ReproConfig:
+    """A shipped config by name (``localfin reproduce --list``) or any config file by path."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" and p.exists():
+        text, source = p.read_text(encoding="utf-8"), p.resolve()
+    else:
+        names = config_names()
+        if str(name_or_path) not in names:
+            raise ConfigError(
+                f"unknown reproduction config {str(name_or_path)!r}; "
+                f"allowed: {', '.join(names)} or a .toml path"
+            )
+        res = resources.files("agent.reproduce").joinpath("configs", f"{name_or_path}.toml")
+        text, source = res.read_text(encoding="utf-8"), Path(str(res))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {source} is not valid TOML: {exc}") from exc
+    return parse_repro(data, source)
+
+
+def load_all() -> list[ReproConfig]:
+    """Every shipped config, in name order."""
+    return [load_repro(n) for n in config_names()]

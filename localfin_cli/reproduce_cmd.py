@@ -1,0 +1,120 @@
+"""`localfin reproduce`: the papers' tables as shipped configs (agent/reproduce/configs).
+
+localfin reproduce --list                 every config and the table it reproduces
+localfin reproduce --check CONFIG|all     data and model folders present or missing
+localfin reproduce CONFIG                 run it (refuses while anything is missing)
+localfin reproduce --smoke CONFIG|all     run it shrunk to CPU size, report included
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from localfin_cli._common import note, progress_for, quiet_run, result
+
+__all__ = ["register", "reproduce"]
+
+
+def _configs(name: str):
+    from agent.reproduce.spec import load_all, load_repro
+
+    return load_all() if name == "all" else [load_repro(name)]
+
+
+def _list() -> str:
+    from agent.reproduce.spec import load_all
+
+    rows = [(c.name, f"{c.paper} {c.table}", ", ".join(c.model_keys), c.title) for c in load_all()]
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{'config':<{w[0]}}  {'reproduces':<{w[1]}}  {'models':<{w[2]}}  what"]
+    lines += [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}" for a, b, c, d in rows]
+    return "\n".join(lines)
+
+
+def reproduce(
+    ctx: typer.Context,
+    config: str = typer.Argument(
+        None, metavar="[CONFIG]", help="A config name (see --list), a .toml path, or all."
+    ),
+    list_: bool = typer.Option(
+        False, "--list", help="List every shipped config and the table it reproduces."
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Say which data and model folders are present or missing."
+    ),
+    smoke: bool = typer.Option(
+        False, "--smoke", help="Run shrunk to CPU size (synthetic market, demo QA set)."
+    ),
+    out: Path = typer.Option(
+        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce[-smoke]/<config>)."
+    ),
+    data_root: Path = typer.Option(
+        None, "--data-root", help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
+    ),
+    model: str = typer.Option("smollm2-135m", "--model", help="--smoke: registry key of the CPU model."),
+) -> None:
+    """Reproduce a table of Moira or FinAcumen from its shipped config."""
+    from agent.reproduce.check import check_config, format_items
+    from localfin import env
+    from localfin.errors import ConfigError
+
+    if list_:
+        result(None, _list())
+        return
+    if not config:
+        raise ConfigError(
+            "CONFIG is missing; allowed: a name from `localfin reproduce --list`, a .toml path, or all"
+        )
+    if check and smoke:
+        raise ConfigError("--check and --smoke exclude each other")
+    cfgs = _configs(config)
+    if check:
+        items = [i for c in cfgs for i in check_config(c, data_root=data_root)]
+        result(None, format_items(items))
+        if any(i.status == "missing" for i in items):
+            raise typer.Exit(1)
+        return
+    if not smoke:
+        if len(cfgs) > 1:
+            raise ConfigError("a full run takes one CONFIG (`all` is for --check and --smoke)")
+        missing = [i for i in check_config(cfgs[0], data_root=data_root) if i.status == "missing"]
+        if missing:
+            raise ConfigError(
+                f"{len(missing)} item(s) missing, nothing started: "
+                + " | ".join(i.line() for i in missing)
+                + " (see `localfin reproduce --check "
+                + config
+                + "`)"
+            )
+    from agent.reproduce.run import reproduce as run
+
+    root = env.runs_dir() / ("reproduce-smoke" if smoke else "reproduce")
+    base = out or root
+    with quiet_run(ctx, "reproduce", base) as rl:
+        backend = None
+        if smoke:
+            from serving.registry import default_registry
+            from serving.vllm_engine import VLLMBackend
+
+            default_registry().get(model)  # an unknown key fails before the engine starts
+            backend = VLLMBackend(model)
+            note(rl, f"engine for {model} started in {backend.start():.0f} s")
+        try:
+            for c in cfgs:
+                target = (base / c.name) if (out is None or len(cfgs) > 1) else out
+                note(rl, f"{c.name}: {c.paper} {c.table} -> {target}")
+                res = run(
+                    c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
+                    progress=progress_for(rl),
+                )  # fmt: skip
+                result(rl, f"{c.name}: report {res.report}")
+        finally:
+            if backend is not None:
+                backend.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Attach ``localfin reproduce`` to ``app``."""
+    app.command("reproduce")(reproduce)

@@ -1,0 +1,89 @@
+"""`localfin reproduce --check`: one line per item, the fix for each missing one, exit 1."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from agent.reproduce.check import check_config
+from agent.reproduce.nyse import count_sessions
+from agent.reproduce.spec import load_repro
+
+
+@pytest.fixture()
+def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No GPU weights, no store, no benchmarks: what this CPU machine has."""
+    monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("LOCALFIN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOCALFIN_STORE", raising=False)
+    return tmp_path
+
+
+def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
+    t = bare_machine
+    run = cli("reproduce", "--check", "moira_table6_a3")
+    assert run.code == 1
+    assert run.out.splitlines() == [
+        f"MISSING moira_table6_a3: market store: no store at {t}/data/market.sqlite; fix: localfin data "
+        f"import --herculean <Herculean folder> --store {t}/data/market.sqlite",
+        f"MISSING moira_table6_a3: model qwen3-32b: no config.json in {t}/models/Qwen3-32B; fix: copy "
+        f"Qwen/Qwen3-32B into {t}/models/Qwen3-32B (or set LOCALFIN_MODELS_DIR)",
+        "2 items checked, 2 missing",
+    ]
+    run = cli("reproduce", "--check", "finacumen_table2")
+    assert run.code == 1
+    assert run.out.splitlines() == [
+        f"MISSING finacumen_table2: benchmark bizbench: nothing at {t}/data/benchmarks/bizbench; fix: put "
+        "the released bizbench files there (layout: agent/qa/loaders/bizbench.py (data/train-*.parquet, "
+        "data/test-*.parquet)) or pass --data-root",
+        f"MISSING finacumen_table2: benchmark finmmr: nothing at {t}/data/benchmarks/finmmr; fix: put the "
+        "released finmmr files there (layout: agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + "
+        "images/)) or pass --data-root",
+        f"MISSING finacumen_table2: model qwen3-vl-8b: no config.json in {t}/models/Qwen3-VL-8B-Instruct; "
+        f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct "
+        "(or set LOCALFIN_MODELS_DIR)",
+        "3 items checked, 3 missing",
+    ]
+
+
+def test_check_all_and_full_run_refusal(cli, bare_machine: Path) -> None:
+    run = cli("reproduce", "--check", "all")
+    assert run.code == 1
+    lines = run.out.splitlines()
+    assert all(line.startswith("MISSING ") for line in lines[:-1])
+    assert lines[-1] == f"{len(lines) - 1} items checked, {len(lines) - 1} missing"
+    # the Qwen3-4B thinking and no-think keys share one folder: one line, not two
+    assert sum("moira_table3_main: model qwen3-4b" in x for x in lines) == 1
+    run = cli("reproduce", "moira_table3_main")
+    assert run.code == 2 and "missing, nothing started" in run.err and "Llama-3.1-70B" in run.err
+    assert not (bare_machine / "data").exists() or not any((bare_machine / "data").iterdir())
+
+
+def test_check_present_items(bare_machine: Path, real_store: Path, tmp_path: Path) -> None:
+    """On a real store (staples 2003-2023) and with weights present, the present items say so, and
+    what the store lacks (news) is still missing."""
+    src = load_repro("moira_table6_a3").source.read_text(encoding="utf-8")
+    text = (
+        src.replace('pool = ["AAPL", "ADBE", "AMZN", "GOOGL", "META", "MSFT", "NVDA", "TSLA"]',
+                    f'pool = ["KO", "PEP", "PG"]\nstore = "{real_store}"')
+        .replace('"2025-01-02"', '"2019-01-02"').replace('"2025-02-11"', '"2019-12-31"')
+        .replace('"2025-02-12"', '"2020-01-02"').replace('"2025-05-30"', '"2020-12-31"')
+        .replace("main = [27, 75]", "main = [252, 253]")
+    )  # fmt: skip
+    cfg_path = tmp_path / "staples.toml"
+    cfg_path.write_text(text, encoding="utf-8")
+    for d in ("Qwen3-32B",):
+        (bare_machine / "models" / d).mkdir(parents=True)
+        (bare_machine / "models" / d / "config.json").write_text("{}", encoding="utf-8")
+    items = {i.what: i for i in check_config(load_repro(cfg_path))}
+    assert items["market store"].status == "ok"
+    assert items["prices KO"].status == "ok" and items["prices KO"].detail == "2003-10-30..2023-10-27"
+    before = count_sessions(dt.date(2003, 10, 30), dt.date(2019, 1, 1))  # the NYSE calendar's count
+    assert items["screen history"].status == "ok"
+    assert items["screen history"].detail.startswith(f"{before} sessions before 2019-01-02")
+    assert items["sessions main"].status == "ok"  # 252 / 253: the NYSE counts, equal to the store's
+    assert items["news"].status == "missing"
+    assert items["company context"].status == "ok"
+    assert items["model qwen3-32b"].status == "ok"
