@@ -28,7 +28,6 @@ excluded; otherwise the whole call is timed). Token figures come from the journa
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import os
@@ -42,7 +41,7 @@ from typing import Any, Protocol
 from bench._args import BenchParser
 from bench.records import RecordWriter
 
-__all__ = ["ENTRIES", "AgentRun", "main", "resolve_entry", "token_records"]
+__all__ = ["ENTRIES", "AgentRun", "main", "measure_modes", "resolve_entry", "token_records", "warm_up"]
 
 #: agent -> (module, callable, unit of work)
 ENTRIES: dict[str, tuple[str, str, str]] = {
@@ -134,26 +133,30 @@ def _fail(w: RecordWriter, agent: str, what: str, exc: BaseException) -> None:
     w.metric(agent, "status", "failed", "", reason=why)
 
 
-def _run_agent(
+def measure_modes(
     agent: str,
     fn: Callable[..., AgentRun],
-    args: argparse.Namespace,
     w: RecordWriter,
+    *,
+    model: str,
     size: int,
     shared: dict[str, Any],
+    backend_kind: str = "vllm",
 ) -> bool:
-    """Both modes of one agent; False when a mode failed (its records say so)."""
+    """Both modes of one agent, lock-step first, each on a cold prefix cache of the shared
+    engine (``shared["backend"]``); records wall times, tokens and the speed-up. False when a
+    mode failed (its record says so). ``bench moira-lockstep`` measures through here too."""
     _, _, unit = ENTRIES[agent]
     kw = {k: v for k, v in shared.items() if _accepts(fn, k)}
     walls: dict[str, float] = {}
     totals: dict[str, dict[str, int]] = {}
-    params = dict(model=args.model, backend=args.backend, size=size)
+    params = dict(model=model, backend=backend_kind, size=size)
     for mode in ("lockstep", "sequential"):
         cold = _cold_cache(shared.get("backend"))
         with tempfile.TemporaryDirectory(prefix=f"bench-{agent}-{mode}-") as tmp:
             t0 = time.perf_counter()
             try:
-                run = fn(args.backend, args.model, mode, size, Path(tmp), **kw)
+                run = fn(backend_kind, model, mode, size, Path(tmp), **kw)
             except Exception as exc:  # noqa: BLE001 - one agent failing must not lose the other's figures
                 _fail(w, agent, f"{mode} run", exc)
                 return False
@@ -315,7 +318,18 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None, back
     ok = True
     try:
         for agent, fn in entries.items():
-            ok = _run_agent(agent, fn, args, w, sizes[agent], shared) and ok
+            ok = (
+                measure_modes(
+                    agent,
+                    fn,
+                    w,
+                    model=args.model,
+                    size=sizes[agent],
+                    shared=shared,
+                    backend_kind=args.backend,
+                )
+                and ok
+            )
     finally:
         if own is not None:
             own.close()
