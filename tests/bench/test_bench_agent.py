@@ -193,3 +193,17 @@ def test_summary_shows_agent_rows_and_their_status(monkeypatch: pytest.MonkeyPat
 def test_size_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="--qa-size=0; allowed: >= 1"):
         agent.main(["--qa-size", "0"])
+
+
+def test_finacumen_part_on_the_real_tiny_engine(vllm_backend, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real entry point on the session's real engine (tiny random Qwen3): both modes run,
+    every figure comes from their journals."""
+    assert agent.main(["--tiny", "--agents", "finacumen", "--qa-size", "2"], backend=vllm_backend) == 0
+    recs = list(read_records(capsys.readouterr().out.splitlines()))
+    walls = {r.params["mode"]: r for r in recs if r.metric == "wall_time" and r.case == "finacumen"}
+    assert set(walls) == {"lockstep", "sequential"} and all(r.params["units"] == 2 for r in walls.values())
+    assert all(r.params["prefix_cache_reset"] for r in walls.values())
+    types = [r for r in recs if r.metric == "tokens_by_call_type" and r.params["mode"] == "lockstep"]
+    assert types and all(r.params["calls"] > 0 and r.value > 0 for r in types)
+    speed = next(r for r in recs if r.metric == "lockstep_wall_time")
+    assert speed.ratio and speed.ratio > 0 and speed.reference["value"] == walls["sequential"].value
