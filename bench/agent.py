@@ -113,7 +113,7 @@ def token_records(
             units=units,
             headline=headline,
             label=f"{agent}: tokens per {unit}",
-            note=f"{totals['calls']} calls, {units} {unit}s",
+            note=f"{totals['calls']} engine calls, {units} {unit}s",
             **params,
         )
     return totals

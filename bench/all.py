@@ -52,7 +52,7 @@ def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]
             + plot,
             "cpu_settings": [],
             # both agents on the tiny random Qwen3 (one engine start, then seconds of runs)
-            "agent": ["--tiny", "--moira-size", "1", "--qa-size", "2"],
+            "agent": ["--tiny", "--moira-size", "2", "--qa-size", "2"],
         }
     retrieval = ["--quick"] + (["--qa", str(qa), "--real-limit", "300"] if qa else ["--no-real"])
     return {

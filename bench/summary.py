@@ -122,6 +122,16 @@ def summary_markdown(records: Iterable[Record], *, command: str = "", skipped: S
     load = f"; 1-minute load {min(loads):.1f}-{max(loads):.1f} during the run" if loads else ""
     lines.append(f"Measured {when} on {cpu}{load}" + (f", by `{command}`." if command else "."))
     lines.append("Ratios are against the reference measured in the same run (above 1: ours is better).")
+    parts = [r for r in recs if r.benchmark == "all" and r.case == "run" and r.metric == "wall_time"]
+    total = next((r for r in recs if r.benchmark == "all" and r.metric == "total_wall_time"), None)
+    if parts:
+        cells = [
+            f"{r.params.get('bench')} {format_value(r.value, 's')}"
+            + ("" if r.params.get("status", "ok") == "ok" else " (failed)")
+            for r in parts
+        ]
+        tail = f"; total {format_value(total.value, 's')}" if total is not None else ""
+        lines.append(f"Wall time per part: {', '.join(cells)}{tail}.")
     lines.append("")
     lines.append("| bench | figure | ours | reference | ratio | notes | load |")
     lines.append("|---|---|---:|---:|---:|---|---:|")

@@ -26,6 +26,7 @@ def test_all_tiny_subset_writes_summary_and_readme(tmp_path: Path) -> None:
     assert set(walls) == {"retrieval"} and all(r.params["status"] == "ok" for r in walls.values())
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "| retrieval | bank retrieval, 1,500 entries" in summary
+    assert "Wall time per part: retrieval " in summary and "; total " in summary
     text = readme.read_text(encoding="utf-8")
     assert "old" not in text and summary.strip() in text
 
