@@ -199,7 +199,9 @@ def test_finacumen_part_on_the_real_tiny_engine(vllm_backend, capsys: pytest.Cap
     """The real entry point on the session's real engine (tiny random Qwen3): both modes run,
     every figure comes from their journals."""
     assert agent.main(["--tiny", "--agents", "finacumen", "--qa-size", "2"], backend=vllm_backend) == 0
-    recs = list(read_records(capsys.readouterr().out.splitlines()))
+    # the session engine was started by the fixture, with vLLM's own logging on stdout
+    out = [line for line in capsys.readouterr().out.splitlines() if line.startswith('{"benchmark"')]
+    recs = list(read_records(out))
     walls = {r.params["mode"]: r for r in recs if r.metric == "wall_time" and r.case == "finacumen"}
     assert set(walls) == {"lockstep", "sequential"} and all(r.params["units"] == 2 for r in walls.values())
     assert all(r.params["prefix_cache_reset"] for r in walls.values())
