@@ -2,9 +2,11 @@
 lockstep (each round's calls of all runs in one engine batch) against the same runs one after
 another, in one process on the same engine.
 
-Both modes start from a fresh journal (nothing replayed from an earlier mode); the engine is
-started before either is timed. Lockstep runs first, so the sequential reference runs on a warm
-prefix cache: the ratio is conservative. Prints JSON lines (one per mode, then the ratio).
+It measures through :func:`bench.agent.measure_modes`, the code path of ``localfin bench
+agent``'s Moira part (one warmed-up engine, start-up outside the timed runs, the prefix cache
+emptied before each mode, fresh journals, records in the :mod:`bench.records` format); only the
+experiment differs: the whole demo experiment (optionally with a shorter test window or fewer
+replay cycles) instead of the bench agent's shortened one.
 
     localfin bench moira-lockstep                      # the demo experiment on smollm2-135m
     localfin bench moira-lockstep --test-end 2022-09-02  # a shorter test window
@@ -13,21 +15,13 @@ prefix cache: the ratio is conservative. Prints JSON lines (one per mode, then t
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 __all__ = ["main"]
 
 
-def _emit(record: dict) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, writer: object = None) -> int:
     from bench._args import BenchParser
 
     ap = BenchParser(
@@ -51,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from agent.pairs.config import parse_config
     from agent.pairs.demo import demo_config_text, synthetic_store
-    from agent.pairs.experiment import run_experiment
+    from agent.pairs.experiment import BenchRun, run_experiment
+    from bench.agent import measure_modes, warm_up
+    from bench.records import RecordWriter
     from localfin import env
     from serving.vllm_engine import EngineOptions, VLLMBackend
 
@@ -65,35 +61,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_cycles is not None:
         text = re.sub(r"(?m)^max_cycles = \d+", f"max_cycles = {args.max_cycles}", text)
     cfg = parse_config(tomllib.loads(text), base_dir=root)
+    n_runs = len(list(cfg.run_ids()))
+
+    def entry(kind: str, model: str, mode: str, size: int, out_dir: Path, *, backend: object) -> BenchRun:
+        out = root / mode  # kept: the two experiment folders
+        res = run_experiment(cfg, out, config_text=text, backend=backend, sequential=mode == "sequential")
+        units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
+        return BenchRun(out / "journal.sqlite", units, res)
+
+    w = writer or RecordWriter("agent")
     engine = VLLMBackend(args.model, options=EngineOptions(max_num_seqs=cfg.model.max_num_seqs))
-    t0 = time.perf_counter()
-    engine.start()
-    _emit(
-        {"bench": "moira_lockstep", "model": args.model, "engine_start_s": round(time.perf_counter() - t0, 2)}
-    )
-    walls = {}
     try:
-        for mode in ("lockstep", "sequential"):
-            out = root / mode
-            res = run_experiment(cfg, out, config_text=text, backend=engine, sequential=mode == "sequential")
-            walls[mode] = res.wall_s
-            _emit(
-                {
-                    "mode": mode,
-                    "runs": len(res.runs),
-                    "wall_s": round(res.wall_s, 2),
-                    "rounds": res.rounds,
-                    "model_calls": res.model_calls,
-                    "replayed": res.replayed,
-                    "invalid_replies": sum(r["extra"]["fallbacks_total"] for r in res.runs),
-                    "returns": {r["run_id"]: r["metrics"]["cumulative_return"] for r in res.runs},
-                    "folder": str(out),
-                }
-            )
+        w.metric("engine", "start_time", engine.start(), "s", model=args.model, backend="vllm")
+        w.metric("engine", "warm_up_time", warm_up(engine, args.model), "s", model=args.model)
+        ok = measure_modes("moira", entry, w, model=args.model, size=n_runs, shared={"backend": engine})
     finally:
         engine.close()
-    _emit({"speedup_lockstep_vs_sequential": round(walls["sequential"] / walls["lockstep"], 3)})
-    return 0
+    w.metric(
+        "moira",
+        "folders",
+        str(root),
+        "",
+        lockstep=str(root / "lockstep"),
+        sequential=str(root / "sequential"),
+    )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -85,7 +85,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--max-num-seqs", type=int, default=None, help="in-process engine (default: max concurrency)"
     )
-    ap.add_argument("--dtype", default="auto", help="transformers dtype (auto = the checkpoint's)")
+    ap.add_argument(
+        "--dtype",
+        default="auto",
+        help="transformers dtype (auto: the checkpoint's on a GPU, float32 on a CPU)",
+    )
     ap.add_argument(
         "--hf-device", default="auto", help="transformers device (auto: cuda if present, else cpu)"
     )
@@ -189,7 +193,11 @@ def _run_backend(
     points: list[dict[str, Any]] = []
     try:
         start_s = driver.start()
-        extra = {"dtype": driver.torch_dtype, "device": driver.device} if name == "transformers" else {}
+        extra = (
+            {"dtype": driver.torch_dtype, "device": driver.device, "torch_threads": driver.threads}
+            if name == "transformers"
+            else {}
+        )
         w.metric("startup", "start_time", start_s, "s", backend=name, model=spec.key, **extra)
         work = Workload(spec.key, args.workload, counter)
         driver.run(work.requests(4, args.prompt_tokens, 8), 4)  # warm-up: compile, caches, threads

@@ -52,7 +52,7 @@ def cpu_settings(ctx: typer.Context) -> None:
 
 @app.command("agent", context_settings=_CTX, add_help_option=False)
 def agent(ctx: typer.Context) -> None:
-    """Agents' tokens, wall time and batching speed-up; skipped until an agent exists (pass --help)."""
+    """Agents' tokens per call type and unit of work, wall time and lock-step speed-up (pass --help)."""
     _forward("agent", ctx)
 
 

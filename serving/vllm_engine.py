@@ -224,6 +224,14 @@ class VLLMBackend:
         log.info("engine ready in %.1f s", self.engine_start_s)
         return self._llm
 
+    def reset_prefix_cache(self) -> bool:
+        """Drop every cached prefix block (benchmarks: each timed mode starts from a cold cache,
+        so a later mode does not reuse an earlier mode's identical prompts). False when the
+        engine is not started or refused (requests still running)."""
+        if self._llm is None:
+            return False
+        return bool(self._llm.reset_prefix_cache())
+
     # -- requests -------------------------------------------------------------------------
     def _sampling_params(self, req: ChatRequest) -> Any:
         from vllm import SamplingParams

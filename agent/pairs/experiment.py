@@ -329,15 +329,30 @@ class BenchRun:
     units: int
     result: ExperimentResult
 
+    @property
+    def wall_s(self) -> float:
+        return self.result.wall_s
 
-def bench_run(backend_kind: str, model: str, mode: str, size: int, out_dir: Path) -> BenchRun:
+
+def bench_run(
+    backend_kind: str,
+    model: str,
+    mode: str,
+    size: int,
+    out_dir: Path,
+    *,
+    backend: Backend | None = None,
+    registry: Any = None,
+) -> BenchRun:
     """The ``localfin bench agent`` entry: the packaged demo experiment, shortened to a 20-session
     test window and one replay cycle, with ``size`` runs (seeds 0.. x both exposures; one
     No-Beta run for size 1), in ``mode`` (``lockstep`` or ``sequential``) on a fresh in-process
     engine (``backend_kind`` must be ``vllm``; an OpenAI server needs a config's base_url).
 
-    The engine start-up is inside the timed call; ``localfin bench moira-lockstep`` measures
-    the two modes on one already started engine instead.
+    ``backend``: an already started engine serving ``model`` (``bench agent`` shares one
+    between both modes and both agents, so start-up is in neither); None: the experiment starts
+    its own. ``registry``: the registry holding ``model`` (default: the packaged one). The
+    result's ``wall_s`` is the runs' own time (folder writing excluded).
     """
     import re
     import tomllib
@@ -362,6 +377,13 @@ def bench_run(backend_kind: str, model: str, mode: str, size: int, out_dir: Path
     text = re.sub(r'(?m)^test_end = "[^"]*"', 'test_end = "2022-09-09"', text)
     text = re.sub(r"(?m)^max_cycles = \d+", "max_cycles = 1", text)
     cfg = parse_config(tomllib.loads(text), base_dir=out)
-    res = run_experiment(cfg, out / "experiment", config_text=text, sequential=mode == "sequential")
+    res = run_experiment(
+        cfg,
+        out / "experiment",
+        config_text=text,
+        backend=backend,
+        registry=registry,
+        sequential=mode == "sequential",
+    )
     units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
     return BenchRun(out / "experiment" / "journal.sqlite", units, res)

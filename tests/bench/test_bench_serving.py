@@ -93,6 +93,23 @@ def test_transformers_driver_counts_real_tokens(
         assert s.cached_tokens is None and s.valid is None
 
 
+def test_transformers_reference_dtype_and_threads_on_cpu(tiny_model_dir: Path, tiny_registry) -> None:
+    """auto is float32 on a CPU (PyTorch's fast path there), an explicit dtype is honoured, and
+    the reference computes on every usable core."""
+    import os
+
+    from bench.serving_drivers import TransformersDriver
+
+    spec = tiny_registry.get("tiny-qwen3")
+    for asked, got in (("auto", "float32"), ("bfloat16", "bfloat16")):
+        drv = TransformersDriver(tiny_model_dir, spec, dtype=asked, device="cpu")
+        drv.start()
+        try:
+            assert drv.torch_dtype == got and drv.threads == len(os.sched_getaffinity(0))
+        finally:
+            drv.close()
+
+
 def test_in_process_and_server_drivers(
     vllm_backend, openai_server, tiny_registry, tiny_model_dir: Path
 ) -> None:
