@@ -1,0 +1,36 @@
+"""The product demo (``localfin demo``) end to end on the real engine (tiny random Qwen3 here;
+``make demo`` runs SmolLM2-135M): Moira with every baseline, the QA demo and the report with its QA
+panel in one folder, and a rerun answered from the journals alone. Marked slow."""
+
+from __future__ import annotations
+
+import pytest
+
+from bank.embedder import HashingEmbedder
+
+
+@pytest.mark.slow
+def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp_path) -> None:
+    from agent.demo import run_demo
+    from agent.qa.demo import QADemoConfig
+
+    kw = {
+        "registry": tiny_registry,
+        "backend": vllm_backend,
+        "embedder": HashingEmbedder(dim=64),
+        "qa_config": QADemoConfig(n_train=2, n_test=3, k=2, max_steps=2),
+    }
+    lines: list[str] = []
+    out = tmp_path / "demo"
+    res = run_demo(out, "tiny-qwen3", say=lines.append, **kw)
+    runs = {p.parent.name for p in (out / "moira" / "runs").glob("*/metrics.json")}
+    agent = {f"full-{e}-s{s}" for e in ("no_beta", "beta") for s in (0, 1)}
+    assert agent | {"long_short-beta", "equal_weight-no_beta", "eg_z-no_beta", "eg_ddqn-beta-s1"} <= runs
+    assert {"finmem-no_beta-s0", "finmem-beta-s1"} <= runs
+    html = res.report_html.read_text(encoding="utf-8")
+    assert 'id="qa"' in html and "Base+FT+FM" in html and "FinMem" in html
+    assert res.report.n_runs == len(runs) and (out / "demo.json").is_file()
+    assert lines[-1].startswith("report: ") and len(lines) < 15
+    again = run_demo(out, "tiny-qwen3", **kw)
+    assert again.moira.experiment.model_calls == 0
+    assert all(s.model_calls == 0 for s in again.qa.summaries.values())
