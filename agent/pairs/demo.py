@@ -2,7 +2,7 @@
 
 :func:`run_moira_demo` writes the synthetic market (``agent.data.synthetic``) into
 ``out_dir/market.sqlite``, runs the packaged demo experiment (``agent/pairs/configs/demo.toml``:
-15 training sessions, at most 2 replay cycles, 60 test sessions with a planted structural break,
+15 training sessions, at most 2 replay cycles, 48 test sessions with a planted structural break,
 2 seeds x 2 exposures, all in lockstep, beside every baseline: Long-Short, Short-Long,
 Equal-Weight, EG+Z, EG-DDQN and FinMem, whose runs share the agent's lockstep rounds) with
 ``out_dir`` as the experiment folder, and writes a short ``report.md``. A rerun replays the
