@@ -296,3 +296,20 @@ def test_no_baselines_leaves_the_agent_alone(tmp_path):
     assert res.baselines == [] and all(
         p.name.startswith("full-") for p in (tmp_path / "o" / "runs").iterdir()
     )
+
+
+def test_the_agents_runs_are_unchanged_by_the_baselines_beside_them(experiment, tmp_path):
+    """Same prompts, same decisions, same trace: FinMem sharing the rounds changes nothing the
+    agent sees (its causality tests hold with or without baselines)."""
+    _, text, res, _ = experiment
+    alone_text = text.replace("[baselines]\nmethods = [", "[baselines]\nmethods = []\n# was [", 1)
+    alone = run_experiment(_cfg(alone_text), tmp_path / "alone", config_text=alone_text, backend=scripted())
+    assert alone.baselines == []
+    with_b, without = _docs(res.out_dir), _docs(alone.out_dir)
+    assert set(without) == {r for r in with_b if r.startswith("full-")}
+    for rid, doc in without.items():
+        assert doc == with_b[rid]
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(alone.out_dir / "runs" / rid / "trace.parquet"),
+            pd.read_parquet(res.out_dir / "runs" / rid / "trace.parquet"),
+        )
