@@ -34,3 +34,26 @@ def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp
     again = run_demo(out, "tiny-qwen3", **kw)
     assert again.moira.experiment.model_calls == 0
     assert all(s.model_calls == 0 for s in again.qa.summaries.values())
+
+
+def test_the_demo_engine_starts_at_the_first_call_not_at_all_on_a_full_replay() -> None:
+    from agent.demo import _LazyEngine
+    from serving.scripted import ScriptedBackend
+    from serving.types import ChatRequest, Message
+
+    class Engine(ScriptedBackend):
+        starts = 0
+
+        def start(self) -> float:
+            self.starts += 1
+            return 1.5
+
+    said: list[str] = []
+    engine = Engine([], default="{}")
+    lazy = _LazyEngine(engine, said.append)
+    assert engine.starts == 0 and lazy.engine_start_s is None  # nothing asked: nothing started
+    req = ChatRequest(model="m", messages=(Message("user", "hi"),), max_tokens=16, call_type="test")
+    lazy.chat([req])
+    lazy.chat([req])
+    assert engine.starts == 1 and lazy.engine_start_s == 1.5 and len(engine.calls) == 2
+    assert said[-1] == "engine ready in 2 s"
