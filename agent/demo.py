@@ -98,14 +98,15 @@ class _LazyEngine:
     """Starts the engine on the first call that reaches it, so that a rerun whose every call
     replays from the journals never starts one; the start-up is timed and announced apart."""
 
-    def __init__(self, engine: Any, say: Callable[[str], None]) -> None:
+    def __init__(self, engine: Any, say: Callable[[str], None], label: str = "") -> None:
         self.engine, self.say = engine, say
         self.name = engine.name
+        self.label = label or engine.name
         self.engine_start_s: float | None = None
 
     def chat(self, requests: Any) -> Any:
         if self.engine_start_s is None:
-            self.say(f"starting the engine ({self.name}) for the first call not in a journal ...")
+            self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
             self.engine_start_s = float(self.engine.start())
             self.say(f"engine ready in {self.engine_start_s:.0f} s")
         return self.engine.chat(requests)
@@ -199,7 +200,7 @@ def run_demo(
     if backend is None:
         from serving.vllm_engine import VLLMBackend
 
-        lazy = _LazyEngine(VLLMBackend(model, registry=reg), lambda line: tell([line]))
+        lazy = _LazyEngine(VLLMBackend(model, registry=reg), lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
     try:
         t0 = time.perf_counter()

@@ -69,6 +69,7 @@ def qa_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "engine_s": _num(s["mean_engine_s"]),
                 "wall_s": _num(walls.get(key)),
                 "model_calls": int(s.get("model_calls", 0)),
+                "bank_rows": s.get("bank_rows"),
                 "fallbacks": sum(int(v) for v in (s.get("fallbacks") or {}).values()),
             }
         )
@@ -106,11 +107,15 @@ def _one(path: Path, page_dir: Path) -> str:
     link = os.path.relpath(md, page_dir) if md.is_file() else ""
     model, sandbox = esc(doc.get("model", "?")), esc(doc.get("sandbox", "?"))
     built, total = _f(_num(walls.get("bank_build")), 0), _f(_num(walls.get("total")), 0)
+    rows_in_bank = next((r["bank_rows"] for r in rows if r["bank_rows"] is not None), None)
+    size = rows_in_bank if rows_in_bank is not None else bank.get("entries_added")
     meta = (
-        f"Model <code>{model}</code>; bank: {fmt_int(bank.get('entries_added'))} entries from "
+        f"Model <code>{model}</code>; bank: {fmt_int(size)} entries from "
         f"{fmt_int(bank.get('items'))} training questions, built in {built} s; QA part wall time "
         f"{total} s; Python sandbox: {sandbox}."
     )
+    if rows and all(r["model_calls"] == 0 for r in rows):
+        meta += " Every call of this run was answered from the journals (a rerun): times are the replay's."
     if link:
         meta += f' Details: <a href="{esc(link)}">{esc(md.name)}</a>.'
     return f'<h3>{esc(path.parent.name)}</h3><p class="small">{meta}</p>' + table(

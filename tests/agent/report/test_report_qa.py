@@ -33,11 +33,11 @@ def _qa_demo(folder: Path) -> Path:
     doc = {
         "model": "smollm2-135m",
         "sandbox": "isolated",
-        "bank": {"entries_added": 7, "items": 4},
+        "bank": {"entries_added": 5, "items": 4},
         "variants": {
             "base": _summary("base", 1, 10, None, 300.0),
             "ft": _summary("ft", 2, 10, None, 900.0),
-            "ft_fm": _summary("ft_fm", 3, 10, 0.6, 1100.0),
+            "ft_fm": _summary("ft_fm", 3, 10, 0.6, 1100.0) | {"bank_rows": 7},
         },
         "wall_s": {"bank_build": 40.0, "base": 10.0, "ft": 30.0, "ft_fm": 35.5, "total": 120.0},
     }
@@ -62,6 +62,7 @@ def test_the_qa_panel_shows_each_variant_with_a_link(tmp_path: Path) -> None:
     assert rows["Base+FT"]["fallbacks"] == 1 and rows["Base+FT+FM"]["wall_s"] == 35.5
     for phrase in ("3/10 (30%)", "60%", "1100", "35.5", "bank: 7 entries from 4 training questions"):
         assert phrase in text, phrase
+    assert "answered from the journals" not in text  # 12 model calls per variant: not a replay
 
 
 def test_an_unreadable_qa_document_is_named(tmp_path: Path) -> None:
