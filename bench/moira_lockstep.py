@@ -40,9 +40,11 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     import os
 
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
+    import dataclasses
     import re
     import tomllib
 
+    from agent.pairs.baseline_config import BaselinesConfig
     from agent.pairs.config import parse_config
     from agent.pairs.demo import demo_config_text, synthetic_store
     from agent.pairs.experiment import BenchRun, run_experiment
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     if args.max_cycles is not None:
         text = re.sub(r"(?m)^max_cycles = \d+", f"max_cycles = {args.max_cycles}", text)
     cfg = parse_config(tomllib.loads(text), base_dir=root)
+    cfg = dataclasses.replace(cfg, baselines=BaselinesConfig(methods=()))  # the agent's runs only
     n_runs = len(list(cfg.run_ids()))
 
     def entry(kind: str, model: str, mode: str, size: int, out_dir: Path, *, backend: object) -> BenchRun:

@@ -88,22 +88,22 @@ def demo(
     ctx: typer.Context,
     model: str = typer.Option("smollm2-135m", help="Registry key of the CPU model."),
     out: Path = typer.Option(
-        None, help="Output folder for store, journal, log and report (default: $LOCALFIN_REPORTS_DIR/demo)."
+        None,
+        help="Output folder (default: $LOCALFIN_REPORTS_DIR/demo); a rerun into it replays the journals.",
     ),
     model_path: Path = typer.Option(None, help="Explicit weights directory."),
-    requests: int = typer.Option(8, help="Schema-constrained requests in the batch."),
 ) -> None:
-    """The CPU demo: synthetic market → causal screen → LLM pair pick (journaled) → report."""
-    from agent.pairs.pick_demo import run_pick_demo
+    """The CPU demo: one engine → Moira experiment with every baseline → QA demo → HTML report."""
+    from agent.demo import run_demo
     from localfin import env
 
     out_dir = out if out is not None else env.reports_dir() / "demo"
     reg = _registry_for(model, model_path)
     with quiet_run(ctx, "demo", out_dir) as rl:
-        report = run_pick_demo(
-            model=model, out_dir=out_dir, registry=reg, n_requests=requests, progress=progress_for(rl)
+        res = run_demo(
+            out_dir, model, registry=reg, progress=progress_for(rl), say=lambda line: note(rl, line)
         )
-        result(rl, "\n".join([*report.headline(), f"report: {report.markdown}"]))
+        result(rl, f"report: {res.report_html}")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,10 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [lifecycle]    any field of agent.pairs.lifecycle.LifecycleConfig
     [[variants]]   name, and any of consolidation / reselection / fixed_pair (per-variant
                    overrides of [policy] / [selection]; default: one variant "full")
+    [baselines]    methods (default: all six; [] = none) and per-method tables
+                   [baselines.eg_z], [baselines.eg_ddqn], [baselines.finmem] (see
+                   agent.pairs.baseline_config): the baselines run on the same store, pool, screen,
+                   windows, exposures, seeds and cost, in the same experiment folder
 """
 
 from __future__ import annotations
@@ -294,6 +298,7 @@ class ExperimentConfig:
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     lifecycle: Any = None  # agent.pairs.lifecycle.LifecycleConfig (filled in __post_init__)
     variants: tuple[Variant, ...] = (Variant(),)
+    baselines: Any = None  # agent.pairs.baseline_config.BaselinesConfig (default: none when built in code)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -322,6 +327,10 @@ class ExperimentConfig:
             from agent.pairs.lifecycle import LifecycleConfig
 
             object.__setattr__(self, "lifecycle", LifecycleConfig())
+        if self.baselines is None:
+            from agent.pairs.baseline_config import BaselinesConfig
+
+            object.__setattr__(self, "baselines", BaselinesConfig(methods=()))
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""
@@ -332,7 +341,18 @@ class ExperimentConfig:
 
 # -- TOML --------------------------------------------------------------------------------------
 
-_TOP = ("experiment", "windows", "model", "prompt", "policy", "selection", "screen", "lifecycle", "variants")
+_TOP = (
+    "experiment",
+    "windows",
+    "model",
+    "prompt",
+    "policy",
+    "selection",
+    "screen",
+    "lifecycle",
+    "variants",
+    "baselines",
+)
 
 
 def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...] | list[str], where: str) -> None:
@@ -404,6 +424,7 @@ def _build(cls: type, table: Mapping[str, Any], where: str, **fixed: Any) -> Any
 def parse_config(data: Mapping[str, Any], *, base_dir: Path | None = None) -> ExperimentConfig:
     """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
     resolved against ``base_dir``)."""
+    from agent.pairs.baseline_config import parse_baselines
     from agent.pairs.lifecycle import LifecycleConfig
 
     _check_keys(data, _TOP, "<top>")
@@ -494,6 +515,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path | None = None) -> Ex
         screen=screen,
         lifecycle=lifecycle,
         variants=tuple(variants),
+        baselines=parse_baselines(data.get("baselines", {}), model),
     )
 
 

@@ -2,9 +2,11 @@
 
 :func:`run_moira_demo` writes the synthetic market (``agent.data.synthetic``) into
 ``out_dir/market.sqlite``, runs the packaged demo experiment (``agent/pairs/configs/demo.toml``:
-15 training sessions, at most 2 replay cycles, 60 test sessions with a planted structural break,
-2 seeds x 2 exposures, all in lockstep) with ``out_dir`` as the experiment folder, and writes a
-short ``report.md``. A rerun replays the journal (nothing reaches the model twice).
+15 training sessions, at most 2 replay cycles, 48 test sessions with a planted structural break,
+2 seeds x 2 exposures, all in lockstep, beside every baseline: Long-Short, Short-Long,
+Equal-Weight, EG+Z, EG-DDQN and FinMem, whose runs share the agent's lockstep rounds) with
+``out_dir`` as the experiment folder, and writes a short ``report.md``. A rerun replays the
+journal (nothing reaches the model twice).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def run_moira_demo(
     registry: Any = None,
     backend: Backend | None = None,
     sequential: bool = False,
+    embedder: Any = None,
 ) -> DemoResult:
     """Run the demo experiment into ``out_dir`` and return its report.
 
@@ -78,7 +81,8 @@ def run_moira_demo(
         registry: model registry (tests pass one holding the tiny model).
         backend: an already started backend for ``model`` (tests share one); default: the
             in-process vLLM engine, started and closed here.
-        sequential: run the four runs one after another (the lockstep speed-up reference).
+        sequential: run the runs one after another (the lockstep speed-up reference).
+        embedder: FinMem's memory embedder (default: MiniLM).
     """
     from serving.registry import default_registry
 
@@ -102,6 +106,7 @@ def run_moira_demo(
         sequential=sequential,
         resume=resume,
         progress=progress,
+        embedder=embedder,
     )
     wall = time.perf_counter() - t0
     report = out / "report.md"
@@ -113,6 +118,9 @@ def run_moira_demo(
 def _report(cfg: ExperimentConfig, res: ExperimentResult, wall: float, store_s: float) -> str:
     invalid = sum(r["extra"]["fallbacks_total"] for r in res.runs)
     calls = sum(r["extra"]["test"]["calls"] + r["extra"]["train"]["calls"] for r in res.runs)
+    fm = [b for b in res.baselines if b.get("method") == "finmem"]
+    fm_calls = sum(v.get("calls", 0) for b in fm for v in b["extra"].get("tokens_by_call_type", {}).values())
+    fm_invalid = sum(b["extra"].get("fallbacks", {}).get("total", 0) for b in fm)
     summary = (res.out_dir / "summary.md").read_text(encoding="utf-8")
     head = [
         "# localfin demo: Moira pair trading on the CPU model",
@@ -120,6 +128,8 @@ def _report(cfg: ExperimentConfig, res: ExperimentResult, wall: float, store_s: 
         f"Synthetic market store built in {store_s:.1f} s; experiment `{cfg.name}` ({res.mode}) in "
         f"{res.wall_s:.1f} s (engine start {res.engine_start_s or 0:.1f} s); demo total {wall:.1f} s.",
         f"Invalid replies (fallbacks, cut replies included) over all runs: {invalid} of {calls} calls.",
+        f"FinMem baseline: {fm_invalid} invalid replies of {fm_calls} calls; "
+        f"{len(res.baselines)} baseline runs in all.",
         f"Files: {res.out_dir / 'summary.json'}, runs/*/metrics.json, runs/*/trace.parquet, "
         f"runs/*/steps.parquet, runs/*/training.json, manifest.json, journal.sqlite.",
         "",

@@ -10,6 +10,10 @@ records in one transaction. Identical requests of different runs (the training r
 two exposures of a seed are identical, since training always uses No-Beta sizing) are
 answered once. Resuming is rerunning: journaled calls replay, so a killed experiment continues
 to the identical result and the model only sees the calls it never answered.
+
+The ``[baselines]`` of the config run in the same folder (:mod:`agent.pairs.experiment_baselines`):
+the non-LLM ones before the lockstep rounds, FinMem's runs as lockstep programs inside them,
+next to the agent's runs on the same journal. ``summary.json`` lists them under ``baselines``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.pairs import experiment_baselines as eb
 from agent.pairs.backtest import RunOutcome, RunSpec, moira_program, write_run
 from agent.pairs.config import ExperimentConfig, config_to_dict
 from agent.pairs.market import MarketView
@@ -49,6 +54,7 @@ class ExperimentResult:
     replayed: int
     engine_start_s: float | None = None
     outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
+    baselines: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build_backend(cfg: ExperimentConfig, registry: Any = None) -> Backend:
@@ -130,6 +136,7 @@ def run_experiment(
     resume: bool = False,
     progress: Progress = NULL_PROGRESS,
     on_round: Callable[[RoundInfo], None] | None = None,
+    embedder: Any = None,
 ) -> ExperimentResult:
     """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
 
@@ -139,7 +146,9 @@ def run_experiment(
             when built here). It is always wrapped in a JournaledBackend on the folder's journal.
         sequential: run the runs one after another (the reference of the lockstep speed-up)
             instead of in lockstep. Results are identical; only the batching differs.
-        resume: continue an existing folder (replaying its journal).
+        resume: continue an existing folder (replaying its journal; complete non-LLM baseline
+            runs are not redone).
+        embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
     """
     from agent.data.store import MarketStore
     from agent.pairs.manifest import build_manifest, weights_digest
@@ -153,6 +162,10 @@ def run_experiment(
     with MarketStore(cfg.store, create=False) as store:
         view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
         digest = store.digest()
+        rule_ids, rule_skipped = eb.run_rule_baselines(
+            store, cfg, view.pool, out, resume=resume, progress=progress
+        )
+        fm = eb.finmem_programs(store, cfg, view.pool, embedder)
     specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
     n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
     n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
@@ -174,6 +187,7 @@ def run_experiment(
             progress.task("sessions", total=tally.total_sessions) as sess_task,
         ):
             tally.task = sess_task
+            runs_task.update(total=len(specs) + len(fm))
             done_before = [0]
 
             def round_hook(info: RoundInfo) -> None:
@@ -185,6 +199,7 @@ def run_experiment(
                     on_round(info)
 
             programs = [moira_program(s, cfg, view, on_session=tally.on_session) for s in specs]
+            programs += [p for _, p in fm]
             t0 = time.perf_counter()
             if sequential:
                 outcomes = []
@@ -195,16 +210,20 @@ def run_experiment(
                 outcomes = run_lockstep(programs, counted, on_round=round_hook)
             wall = time.perf_counter() - t0
             sess_task.update(completed=tally.total_sessions, info=tally.info())
-            runs_task.update(completed=len(specs))
+            runs_task.update(completed=len(programs))
         tokens = journal.token_summary()
     finally:
         journal.close()
         engine_start = getattr(inner, "engine_start_s", None)
         if own:
             inner.close()
+    fm_outcomes = outcomes[len(specs) :]
+    outcomes = outcomes[: len(specs)]
     summaries = []
     for o in outcomes:
         summaries.append(write_run(out / "runs" / o.spec.run_id, o))
+    fm_ids = eb.write_finmem_outcomes(out, fm_outcomes)
+    baseline_ids = rule_ids + fm_ids
     result = ExperimentResult(
         out,
         "sequential" if sequential else "lockstep",
@@ -215,6 +234,7 @@ def run_experiment(
         jb.replayed,
         engine_start,
         outcomes,
+        eb.baseline_docs(out, baseline_ids),
     )
     _write_summary(out, cfg, result, tokens)
     spec = None
@@ -235,6 +255,8 @@ def run_experiment(
         extra={
             "mode": result.mode,
             "runs": [s.run_id for s in specs],
+            "baseline_runs": baseline_ids,
+            "baseline_runs_reused_on_resume": rule_skipped,
             "wall_s": round(wall, 3),
             "engine_start_s": engine_start,
             "lockstep_rounds": rounds,
@@ -255,8 +277,8 @@ def _fmt(x: Any, pct: bool = False) -> str:
 def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: list[Any]) -> None:
     runs = res.runs
     by_type: dict[str, dict[str, int]] = {}
-    for r in runs:
-        for k, v in r["extra"]["tokens_by_call_type"].items():
+    for r in [*runs, *res.baselines]:
+        for k, v in r["extra"].get("tokens_by_call_type", {}).items():
             t = by_type.setdefault(k, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
             for key in t:
                 t[key] += v[key]
@@ -269,6 +291,7 @@ def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, toke
         "model_calls": res.model_calls,
         "replayed_from_journal": res.replayed,
         "runs": runs,
+        "baselines": res.baselines,
         "tokens_by_call_type_runs": by_type,
         "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
     }
@@ -297,9 +320,11 @@ def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, toke
             f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
             f"{e['screens_short']}/{e['screens_empty']} |"
         )
+    lines += eb.summary_lines(res.baselines)
     lines += [
         "",
-        "Tokens by call type (summed over the results each run received; journal replays included):",
+        "Tokens by call type (summed over the results each run received, agent and FinMem; journal "
+        "replays included):",
         "",
         "| call type | calls | prompt tokens | completion tokens |",
         "|---|---:|---:|---:|",
@@ -354,9 +379,11 @@ def bench_run(
     its own. ``registry``: the registry holding ``model`` (default: the packaged one). The
     result's ``wall_s`` is the runs' own time (folder writing excluded).
     """
+    import dataclasses
     import re
     import tomllib
 
+    from agent.pairs.baseline_config import BaselinesConfig
     from agent.pairs.config import parse_config
     from agent.pairs.demo import demo_config_text, synthetic_store
 
@@ -377,6 +404,8 @@ def bench_run(
     text = re.sub(r'(?m)^test_end = "[^"]*"', 'test_end = "2022-09-09"', text)
     text = re.sub(r"(?m)^max_cycles = \d+", "max_cycles = 1", text)
     cfg = parse_config(tomllib.loads(text), base_dir=out)
+    # the agent's lockstep alone (the demo config also runs every baseline)
+    cfg = dataclasses.replace(cfg, baselines=BaselinesConfig(methods=()))
     res = run_experiment(
         cfg,
         out / "experiment",

@@ -23,6 +23,7 @@ from agent.report import series as sr
 from agent.report.html import GENERATOR, Cell, esc, fmt_int, fmt_pct, fmt_pm, note, page, table
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
+from agent.report.qa import qa_section
 from agent.report.tables import (
     RunResult,
     Section,
@@ -251,6 +252,9 @@ def render(
                 main.append("</details>")
                 k += 1
                 task.advance()
+    qa_html = qa_section(inp.root, fig_dir.parent, exclude=fig_dir.parent)
+    if qa_html:
+        nav.append('<a href="#qa">financial QA</a>')
     nav += [
         '<a href="#engine">engine tokens</a>',
         '<a href="#runs">all runs</a>',
@@ -259,6 +263,8 @@ def render(
     body.append("<nav>" + "".join(nav) + "</nav>")
     body.append("<h2>How to read this page</h2>" + _conventions(rolling_window))
     body += main
+    if qa_html:
+        body.append('<h2 id="qa">Financial QA (FinAcumen)</h2>' + qa_html)
     body.append('<h2 id="engine">Engine tokens by call type</h2>' + _engine_tables(inp))
     body.append('<h2 id="runs">All runs</h2>' + _all_runs(results))
     notes = list(ctx.notes)

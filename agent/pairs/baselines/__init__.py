@@ -6,6 +6,7 @@ settlement, metrics and run-folder code as the agent:
 * :mod:`~agent.pairs.baselines.eg_z`: Engle-Granger spread with z-score entry / exit thresholds;
 * :mod:`~agent.pairs.baselines.eg_ddqn`: a Double DQN on z-score lags, position and half-life;
 * :mod:`~agent.pairs.baselines.runner`: run one baseline or all of them on a window;
+* :mod:`~agent.pairs.baselines.finmem`: the FinMem-style LLM trader (lockstep programs);
 * :mod:`~agent.pairs.baselines.rolling`: rolling yearly windows over a long history.
 
 Names are re-exported lazily so that importing the package imports neither torch nor numba.
@@ -28,6 +29,12 @@ __all__ = [
     "BaselineResult",
     "run_baseline",
     "run_all",
+    "run_planned",
+    "FinMemConfig",
+    "prepare_finmem",
+    "finmem_program",
+    "write_finmem_run",
+    "run_finmem",
     "RollingResult",
     "run_rolling",
 ]
@@ -44,6 +51,12 @@ _HOME = {
     "BaselineResult": "runner",
     "run_baseline": "runner",
     "run_all": "runner",
+    "run_planned": "runner",
+    "FinMemConfig": "finmem",
+    "prepare_finmem": "finmem",
+    "finmem_program": "finmem",
+    "write_finmem_run": "finmem",
+    "run_finmem": "finmem",
     "RollingResult": "rolling",
     "run_rolling": "rolling",
 }

@@ -58,6 +58,7 @@ __all__ = [
     "BaselineResult",
     "run_baseline",
     "run_all",
+    "run_planned",
 ]
 
 log = logging.getLogger(__name__)
@@ -312,4 +313,40 @@ def run_all(
                     )
                 )
                 task.advance()
+    return out
+
+
+def run_planned(
+    store: MarketStore,
+    plan: Sequence[tuple[BaselineConfig, str, int, str]],
+    *,
+    pool: Sequence[str],
+    train: Window | tuple[object, object],
+    test: Window | tuple[object, object],
+    out_dir: str | Path,
+    settings: RunSettings | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> list[BaselineResult]:
+    """Run ``plan`` (config, exposure, seed, run id) on one window, the pair selected once (what a
+    Moira experiment runs beside the agent: :mod:`agent.pairs.experiment_baselines`)."""
+    cfg = settings or RunSettings()
+    if not plan:
+        return []
+    prep = _prepare(store, pool, train, test, cfg)
+    out: list[BaselineResult] = []
+    with progress.task("baselines", total=len(plan)) as task:
+        for config, exposure, seed, run_id in plan:
+            out.append(
+                _run_prepared(
+                    store,
+                    prep,
+                    config,
+                    exposure=exposure,
+                    seed=seed,
+                    out_dir=out_dir,
+                    settings=cfg,
+                    run_id=run_id,
+                )
+            )
+            task.advance()
     return out

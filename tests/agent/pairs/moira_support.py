@@ -77,14 +77,16 @@ def toml_text(tables: dict[str, Any]) -> str:
 
 
 def small_config(store: Path, **overrides: dict[str, Any]) -> tuple[ExperimentConfig, str]:
-    """A short experiment on the small market: 1 seed, No-Beta, 2 replay cycles (override any
-    table by passing ``table={...}``; keys merge into the defaults)."""
+    """A short experiment on the small market: 1 seed, No-Beta, 2 replay cycles, no baseline
+    (override any table by passing ``table={...}``; keys merge into the defaults)."""
     tables: dict[str, Any] = {
         "experiment": {"name": "t", "store": str(store), "seeds": [0], "exposures": ["no_beta"]},
         "windows": dict(WINDOWS),
         "model": {"backbone": "smollm2-135m", "temperature": 0.0},
         "policy": {"max_cycles": 2},
         "screen": {"lookback": 500, "min_sessions": 252},
+        # the agent alone unless a test asks for baselines (an absent table means all of them)
+        "baselines": {"methods": []},
     }
     for name, body in overrides.items():
         if name == "variants":

