@@ -38,6 +38,8 @@ def matrix_text(store: Path, model_path: Path, **extra: dict[str, Any]) -> str:
         "model": {"temperature": 0.0},
         "policy": {"max_cycles": 1},
         "screen": {"lookback": 500, "min_sessions": 252},
+        # the non-LLM baselines beside the agent (FinMem needs a model the scripted one is not)
+        "baselines": {"methods": ["equal_weight", "eg_z"]},
         **extra,
     }
     return head + wins + toml_text(tables)

@@ -105,7 +105,7 @@ def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str) -> None:
     assert len(sent) == len(set(sent))  # nothing journaled was asked again
     assert set(sent) == set(ref_log.read_text().split())
     ref, got = _runs(tmp_path / "ref"), _runs(out)
-    assert list(ref) == list(got) and len(ref) == 16
+    assert list(ref) == list(got) and len(ref) == 32  # 16 agent runs, 16 baseline runs
     for k, (m, steps) in ref.items():
         assert got[k][0] == m
         pd.testing.assert_frame_equal(steps, got[k][1])
