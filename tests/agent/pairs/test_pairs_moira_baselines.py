@@ -10,7 +10,7 @@ import tomllib
 
 import pandas as pd
 import pytest
-from moira_support import scripted, small_config, small_store, toml_text
+from moira_support import scripted, small_config, small_store, toml_text, with_finmem
 
 from agent.data.store import MarketStore
 from agent.pairs.baseline_config import BASELINE_METHODS, BaselinesConfig
@@ -23,7 +23,7 @@ from agent.pairs.experiment import run_experiment
 from agent.pairs.records import read_json
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
+from serving.scripted import ScriptedBackend
 
 EMB = HashingEmbedder(dim=64)
 SHAPE = {
@@ -108,18 +108,7 @@ def test_bad_baseline_settings_are_errors_naming_the_key(table, body, message):
 
 def _backend() -> ScriptedBackend:
     """The Moira script plus a FinMem one (decisions follow the trading z shown)."""
-
-    def decide(req) -> str:
-        p = json.loads(req.messages[-1].content)
-        z = p["today"]["z_trade"]
-        action = "FLAT" if z is None or abs(z) < 0.3 else "SHORT_LONG" if z > 0 else "LONG_SHORT"
-        return json.dumps({"action": action, "reason": f"z {z}", "memory_ids": []})
-
-    def reflect(req) -> str:
-        return json.dumps({"reflection": "trade toward the mean", "memory_ids": []})
-
-    base = scripted()
-    return ScriptedBackend([*base.rules, Rule(DECISION_CALL, decide), Rule(REFLECTION_CALL, reflect)])
+    return with_finmem(scripted())
 
 
 class _Batches:

@@ -1,28 +1,33 @@
 """Masking: every prompt of a demo-shaped run (the packaged demo config on the bundled synthetic
-market, whose news mention dates and whose test window holds a planted break) is free of
-calendar dates, weekdays and month names; dates inside news became step labels."""
+market, whose news mention dates and whose test window holds a planted break), the FinMem
+baseline's included, is free of calendar dates, weekdays and month names; dates inside news
+became step labels."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 
-from moira_support import scripted
+from moira_support import scripted, with_finmem
 
 from agent.pairs.config import parse_config
 from agent.pairs.demo import demo_config_text
 from agent.pairs.experiment import run_experiment
 from agent.pairs.masking import contains_calendar_leak
+from bank.embedder import HashingEmbedder
 
 
 def test_every_prompt_of_a_demo_shaped_run_is_masked(synthetic_store_path, tmp_path):
     text = demo_config_text()
     cfg = parse_config(tomllib.loads(text), base_dir=synthetic_store_path.parent)
-    backend = scripted()
-    res = run_experiment(cfg, tmp_path / "demo", config_text=text, backend=backend)
+    backend = with_finmem(scripted())
+    res = run_experiment(
+        cfg, tmp_path / "demo", config_text=text, backend=backend, embedder=HashingEmbedder(dim=64)
+    )
     assert len(res.runs) == 4
     kinds = {r.call_type for r in backend.calls}
     assert {"pair_selection", "direction", "reflection", "break_check", "news_verify"} <= kinds
+    assert {"finmem_decision", "finmem_reflection"} <= kinds
     leaks = {}
     for req in backend.calls:
         for m in req.messages:
