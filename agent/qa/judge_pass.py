@@ -1,0 +1,125 @@
+"""The judge pass of a finished evaluation (FinTMMBench): grade its final answers with a model.
+
+Scoring, never solving: :func:`agent.qa.evaluate.evaluate` runs the solver on
+``item.question`` only and writes the run folder; afterwards :func:`judge_run` reads the final
+answers from the run's ``trace.jsonl``, pairs them with the items' gold answers, and sends one
+judge request per item (:func:`agent.qa.judge.judge_requests`) through a
+:class:`serving.journal.JournaledBackend` whose journal is the run folder's ``judge.sqlite``,
+kept apart from the solver's ``journal.sqlite``. A rerun replays it (no model call). The
+verdicts go to ``judge_scores.json`` (per item: verdict, detail; and the judged accuracy).
+
+During the solver run a judged benchmark's items cannot be scored, so :func:`deferred_scorer`
+scores them as not correct with a detail pointing at ``judge_scores.json``; the run's own
+``scores.json`` accuracy of such a set is therefore 0 and the judged figure is the one to read.
+The paper judged with GPT-4o-mini; offline the judge is a local model the caller names.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.qa import runs
+from agent.qa.bank_build import Scorer
+from agent.qa.items import Gold, QAItem
+from agent.qa.judge import judge_requests, judge_scores
+from localfin.errors import InputError
+from serving.backend import Backend
+from serving.journal import Journal, JournaledBackend
+
+__all__ = ["JUDGED_DATASETS", "JUDGE_JOURNAL", "JUDGE_SCORES", "JudgeSummary", "deferred_scorer", "judge_run"]
+
+log = logging.getLogger(__name__)
+
+#: Benchmarks whose answers are graded by a judge model after the run.
+JUDGED_DATASETS = ("fintmmbench",)
+JUDGE_JOURNAL = "judge.sqlite"
+JUDGE_SCORES = "judge_scores.json"
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """The figures of one judge pass (also written to ``judge_scores.json``)."""
+
+    judge_model: str
+    n: int
+    correct: int
+    accuracy: float
+    unusable: int  # judge replies that were cut or off-schema (counted incorrect)
+    model_calls: int
+    replayed: int
+    run_dir: str
+
+
+def deferred_scorer(inner: Scorer | None = None) -> Scorer:
+    """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves judged benchmarks to
+    :func:`judge_run` (not correct, with a pointer to ``judge_scores.json``) and scores every
+    other dataset with ``inner`` (default: the benchmarks' scorer)."""
+    from agent.qa.scoring import ItemScore, score_answer
+
+    score = inner or score_answer
+
+    def scorer(dataset: str, gold: Gold, prediction: str) -> Any:
+        if dataset in JUDGED_DATASETS:
+            return ItemScore(False, 0.0, f"judged by a model after the run: see {JUDGE_SCORES}")
+        return score(dataset, gold, prediction)
+
+    return scorer
+
+
+def judge_run(
+    run_dir: str | Path,
+    items: Sequence[QAItem],
+    backend: Backend,
+    judge_model: str,
+    *,
+    chunk_size: int = 256,
+    max_tokens: int = 128,
+) -> JudgeSummary:
+    """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
+
+    Args:
+        run_dir: a finished evaluation folder (its ``trace.jsonl`` holds the answers).
+        items: the evaluated items (their gold answers go into the judge prompts only).
+        backend: serves ``judge_model`` (journaled here in ``run_dir/judge.sqlite``).
+        judge_model: registry key of the judge model.
+        chunk_size: judge calls per journal transaction.
+        max_tokens: reply budget of one verdict.
+    """
+    run = Path(run_dir)
+    trace = runs.read_jsonl(run / runs.TRACE)
+    answers = {str(r.get("item_id")): str(r.get("answer") or "") for r in trace}
+    missing = [it.item_id for it in items if it.item_id not in answers]
+    if missing:
+        raise InputError(
+            f"{run / runs.TRACE} has no answer for {len(missing)} item(s) (first: {missing[0]!r}); "
+            "run the evaluation to the end first"
+        )
+    predictions = [answers[it.item_id] for it in items]
+    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens)
+    with Journal(run / JUDGE_JOURNAL, run_id=f"{run.name}-judge") as journal:
+        jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
+        results = jb.chat(requests) if requests else []
+    scores = judge_scores(results)
+    n, correct = len(scores), sum(s.correct for s in scores)
+    unusable = sum(1 for s in scores if s.detail.startswith("judge reply unusable"))
+    summary = JudgeSummary(
+        judge_model=judge_model,
+        n=n,
+        correct=correct,
+        accuracy=correct / n if n else 0.0,
+        unusable=unusable,
+        model_calls=jb.called,
+        replayed=jb.replayed,
+        run_dir=str(run),
+    )
+    per_item = [
+        {"item_id": it.item_id, "answer": p, "correct": s.correct, "score": s.score, "detail": s.detail}
+        for it, p, s in zip(items, predictions, scores)
+    ]
+    runs.write_json(run / JUDGE_SCORES, {**runs.to_jsonable(summary), "items": per_item})
+    log.info("judge %s: accuracy %.3f on %d answers (%s)", judge_model, summary.accuracy, n, run)
+    return summary
