@@ -17,8 +17,9 @@ from agent.reproduce.spec import PaperFigure, ReproConfig
 
 __all__ = ["OURS_METRIC", "match_figures", "write_report"]
 
-#: Which field of our rows a paper figure's unit compares with.
-OURS_METRIC = {"accuracy %": "accuracy_pct", "%": "hit_rate_pct"}
+#: Which field of our rows a paper figure's unit compares with (FinTMMBench's judged accuracy is
+#: its rows' ``accuracy_pct``; FinMME's six-dimension Avg is ``finmme_avg_pct``).
+OURS_METRIC = {"accuracy %": "accuracy_pct", "FinMME Avg %": "finmme_avg_pct", "%": "hit_rate_pct"}
 
 
 def _fmt(v: Any) -> str:

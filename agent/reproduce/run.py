@@ -119,6 +119,7 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     reg = registry or default_registry()
     notes: list[str] = []
+    extra: dict[str, Any] = {}
     if cfg.kind == "moira":
         from agent.reproduce.moira_run import moira_rows, run_moira
 
@@ -170,7 +171,9 @@ def reproduce(
                 be.close()
         rows = list(qo.rows)
         notes += list(qo.notes)
+        if qo.details:
+            extra["qa_details"] = qo.details
     from agent.reproduce.report import write_report
 
-    md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes)
+    md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes, extra=extra)
     return ReproResult(md, tuple(rows), tuple(notes))

@@ -116,6 +116,10 @@ class QAPlan:
     bank_temperature: float = 0.7
     bank: tuple[QASource, ...] = ()
     sets: tuple[QASource, ...] = ()
+    #: registry key of the model that judges FinTMMBench answers ("" = ``model``). The paper
+    #: judged with GPT-4o-mini, out of scope offline; the in-process engine serves one model,
+    #: so a different judge needs ``backend = "openai"`` (a server that serves both).
+    judge_model: str = ""
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants if v not in _QA_VARIANTS]
@@ -123,6 +127,12 @@ class QAPlan:
             raise ConfigError(f"qa.variants={list(self.variants)}; allowed: {', '.join(_QA_VARIANTS)}")
         if self.backend not in ("vllm", "openai"):
             raise ConfigError(f"qa.backend={self.backend!r}; allowed: vllm, openai")
+        if self.backend == "vllm" and self.judge_model not in ("", self.model):
+            raise ConfigError(
+                f"qa.judge_model={self.judge_model!r} differs from qa.model={self.model!r}; allowed with "
+                "backend 'vllm': '' or the model itself (the in-process engine serves one model); "
+                "use backend 'openai' for a separate judge"
+            )
         if not 1 <= self.max_steps <= 64:
             raise ConfigError(f"qa.max_steps={self.max_steps}; allowed: 1..64")
         if not 0.0 < self.tau < 1.0 or any(not 0.0 < t < 1.0 for t in self.taus):
@@ -145,6 +155,11 @@ class QAPlan:
     def needs_bank(self) -> bool:
         return "ft_fm" in self.variants or bool(self.taus)
 
+    @property
+    def judge(self) -> str:
+        """The judge model's registry key (``judge_model``, or ``model`` when unset)."""
+        return self.judge_model or self.model
+
 
 @dataclass(frozen=True)
 class ReproConfig:
@@ -165,9 +180,9 @@ class ReproConfig:
 
     @property
     def model_keys(self) -> tuple[str, ...]:
-        """Registry keys the config names (backbones, or the QA model)."""
+        """Registry keys the config names (backbones, or the QA model and its judge)."""
         if self.qa is not None:
-            return (self.qa.model,)
+            return tuple(dict.fromkeys((self.qa.model, self.qa.judge)))
         keys: list[str] = []
         for b in self.document.get("backbones", []):
             k = b if isinstance(b, str) else b.get("key", "")
