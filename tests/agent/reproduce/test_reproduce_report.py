@@ -42,3 +42,14 @@ def test_tau_figures_match_sweep_rows() -> None:
     ]
     got = [m for m in match_figures(cfg.figures, rows) if m["ours"] is not None]
     assert [(m["row"], m["ours"]) for m in got] == [("tau = 0.65, bank n = 120", 40.0)]
+
+
+def test_every_matched_paper_figure_names_a_metric_of_ours() -> None:
+    from agent.reproduce.report import OURS_METRIC
+    from agent.reproduce.spec import load_all
+
+    for cfg in load_all():
+        for f in cfg.figures:
+            assert not f.match or f.unit in OURS_METRIC, (cfg.name, f.row, f.column, f.unit)
+            if f.column.startswith("FinMME"):  # FinMME's figures are its six-dimension Avg
+                assert f.unit == "FinMME Avg %", (cfg.name, f.row)
