@@ -5,7 +5,8 @@ the reference (the paper used GPT-4o-mini; we use whatever local model the calle
 Scoring is split in two so an evaluation can batch every judge call of a run into one engine
 call: :func:`judge_requests` builds the requests (``call_type='judge'``, temperature 0, a
 schema-constrained verdict: ``verdict`` in {correct, incorrect}, ``reason`` at most 160
-characters), the caller runs them through its (journaled) backend, and :func:`judge_scores`
+characters), the caller runs them through its (journaled) backend (for a finished run folder
+:func:`agent.qa.judge_pass.judge_run` does it), and :func:`judge_scores`
 turns the results into :class:`agent.qa.scoring.ItemScore` values. A reply that is cut or
 does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
 fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
