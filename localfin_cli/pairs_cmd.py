@@ -212,3 +212,63 @@ def matrix(
             cfg, folder, config_text=text, resume=resume, ray_address=ray, progress=progress_for(rl)
         )
         result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")
+
+
+def _pools(specs: list[str]) -> dict[str, list[str]]:
+    pools: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, tickers = spec.partition("=")
+        names = [t.strip() for t in tickers.split(",") if t.strip()]
+        if not sep or not name.strip() or len(names) < 2:
+            raise typer.BadParameter(f"--pool {spec!r}: allowed NAME=T1,T2[,...] (at least two tickers)")
+        pools[name.strip()] = names
+    return pools
+
+
+def _years(text: str) -> list[int]:
+    first, _, last = text.partition("-")
+    try:
+        lo, hi = int(first), int(last or first)
+    except ValueError:
+        raise typer.BadParameter(f"--years {text!r}: allowed YEAR or FIRST-LAST, e.g. 2005-2023") from None
+    if not 1900 <= lo <= hi <= 2100:
+        raise typer.BadParameter(f"--years {text!r}: allowed FIRST <= LAST within 1900..2100")
+    return list(range(lo, hi + 1))
+
+
+@app.command("baselines")
+def baselines(
+    ctx: typer.Context,
+    pool: list[str] = typer.Option(..., "--pool", help="NAME=T1,T2,... (repeat for several pools)."),
+    years: str = typer.Option(..., "--years", help="Yearly test windows, e.g. 2005-2023."),
+    out: Path = typer.Option(..., "--out", help="Output folder (rolling.md, rolling.json, run folders)."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
+    ),
+    train_sessions: int = typer.Option(40, "--train-sessions", help="Sessions before each year (EG-DDQN)."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN) over rolling yearly windows."""
+    from agent.data.store import MarketStore
+    from agent.pairs.baselines.rolling import run_rolling
+    from localfin import env
+
+    pools, span = _pools(pool), _years(years)
+    if train_sessions < 1:
+        raise typer.BadParameter(f"--train-sessions {train_sessions}: allowed >= 1")
+    with (
+        quiet_run(ctx, "baselines", out) as rl,
+        MarketStore(store or env.default_store_path(), create=False) as st,
+    ):
+        res = run_rolling(
+            st,
+            pools,
+            years=span,
+            out_dir=out,
+            seed=seed,
+            train_sessions=train_sessions,
+            progress=progress_for(rl),
+        )
+        result(rl, f"{len(res.rows)} runs; tables: {out / 'rolling.md'}")

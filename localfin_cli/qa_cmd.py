@@ -232,6 +232,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig, evaluate
+    from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
     from agent.qa.memory import ExperienceMemory, MemoryConfig
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
@@ -255,6 +256,7 @@ def eval_cmd(
             factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
             common: dict[str, Any] = dict(
                 tools=factory,
+                scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run (below)
                 transcriber=_transcriber(names, items),
                 data_files=[data],
                 progress=progress_for(log),
@@ -271,10 +273,14 @@ def eval_cmd(
                             mem = ExperienceMemory(retriever, MemoryConfig(tau=tau, k_max=k, bank_limit=size))
                             sub = root if len(sizes) * len(ks) == 1 else root / f"n{size or 'all'}-k{k}"
                             summaries.append(evaluate(items, be, sub, cfg, memory=mem, **common))
+            # the judge model (the solver's model) reads the gold: scoring only, its own journal
+            judged = [judge_run(s.run_dir, items, be, model) for s in summaries if dataset in JUDGED_DATASETS]
         finally:
             be.close()
         for summary in summaries:
             result(log, json.dumps(summary.__dict__))
+        for j in judged:
+            result(log, json.dumps({"judge": j.__dict__}))
 
 
 @app.command("analyze")

@@ -48,6 +48,7 @@ CASES = [
     (["pairs", "run", "--config", "absent.toml"], "cannot read config absent.toml"),
     (["pairs", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["pairs", "matrix", "--config", "absent.toml"], "cannot read matrix config absent.toml"),
+    (["pairs", "baselines", "--pool", "x=AAA", "--years", "2020", "--out", "o"], "at least two tickers"),
     (["pairs", "demo", "--model", "qwen3-32b"], "no config.json in"),
     (["bench", "moira-lockstep", "--max-cycles", "-1"], "--max-cycles=-1; allowed: >= 0"),
     (["bank", "build", "absent.jsonl", "--embedder", "hashing"], "absent.jsonl: cannot read it"),

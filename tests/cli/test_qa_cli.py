@@ -3,6 +3,8 @@ and `analyze` reads evaluation folders (made here with a scripted backend, no mo
 
 from __future__ import annotations
 
+import json
+
 from agent.qa.evaluate import EvalConfig, evaluate
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.react import SolverConfig
@@ -77,3 +79,39 @@ def test_analyze_prints_the_variant_table(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "| right | base | 2 | 1.000 |" in out and "| wrong | base | 2 | 0.000 |" in out
     assert (tmp_path / "analysis.json").exists()
+
+
+def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, monkeypatch):
+    """`qa eval --dataset fintmmbench`: the solver's answers are scored by the judge pass (its
+    own journal), not by the string scorer, which refuses that benchmark."""
+    import localfin_cli.qa_cmd as qa_cmd
+    from serving.registry import default_registry
+
+    tmm = tmp_path / "fintmm"
+    tmm.mkdir()
+    qa = [
+        {
+            "uuid": "t1",
+            "question": "Which firm closed higher on day one?",
+            "answers": [{"answer": "Apple Inc."}],
+        },
+        {"uuid": "t2", "question": "Which firm traded more on day two?", "answers": [{"answer": "Adobe"}]},
+    ]
+    (tmm / "QA.json").write_text(json.dumps(qa), encoding="utf-8")
+
+    def solve(req) -> str:
+        return json.dumps({"reasoning": "read it", "answer": "Apple"})
+
+    def judge(req) -> str:
+        ok = "Apple Inc." in req.messages[-1].content
+        return json.dumps({"verdict": "correct" if ok else "incorrect", "reason": "compared"})
+
+    backend = ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    run = tmp_path / "run"
+    res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--run-dir", run)
+    assert res.code == 0, res.err
+    judged = json.loads((run / "judge_scores.json").read_text(encoding="utf-8"))
+    assert judged["correct"] == 1 and judged["n"] == 2
+    assert '"judge"' in res.out
+    assert {r.call_type for r in backend.calls} == {"qa_solve", "judge"}
