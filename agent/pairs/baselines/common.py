@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +113,27 @@ class Selection:
     def pair(self) -> str:
         c = self.candidate
         return f"{c.ticker_a}/{c.ticker_b}" if c else ""
+
+    def describe(self) -> dict[str, Any]:
+        """The selection as a run's ``metrics.json`` extra records it (session, pair, screen)."""
+        c = self.candidate
+        screen = None
+        if c is not None:
+            screen = {
+                "pvalue": c.pvalue,
+                "hedge_ratio": c.hedge_ratio,
+                "half_life": c.half_life,
+                "z_trade": c.z_trade,
+                "n_obs": c.n_obs,
+                "n_candidates": self.n_candidates,
+            }
+        return {
+            "selection_session": self.session.isoformat(),
+            "pair": self.pair,
+            "no_candidate": c is None,
+            "no_candidate_reason": self.reason,
+            "screen": screen,
+        }
 
 
 def select_pair(

@@ -312,7 +312,7 @@ def finmem_program(
 
 
 def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
-    sel, c = market.selection, market.selection.candidate
+    sel = market.selection
     s = market.settings
     return {
         "pool": list(market.pool),
@@ -320,20 +320,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
         "n_sessions": len(sel.sessions),
         "train_window": [market.train.start.isoformat(), market.train.end.isoformat()],
         "n_train_sessions": len(market.train_idx),
-        "selection_session": sel.session.isoformat(),
-        "pair": sel.pair,
-        "no_candidate": c is None,
-        "no_candidate_reason": sel.reason,
-        "screen": None
-        if c is None
-        else {
-            "pvalue": c.pvalue,
-            "hedge_ratio": c.hedge_ratio,
-            "half_life": c.half_life,
-            "z_trade": c.z_trade,
-            "n_obs": c.n_obs,
-            "n_candidates": sel.n_candidates,
-        },
+        **sel.describe(),
         "n_news_items": sum(len(v) for v in market.news.values()),
         "config": asdict(config),
         "settings": {

@@ -155,26 +155,13 @@ def _train_range(prep: _Prepared) -> tuple[int, int]:
 
 
 def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) -> dict[str, Any]:
-    sel, c = prep.selection, prep.selection.candidate
+    sel = prep.selection
     return {
         "pool": list(prep.pool),
         "test_window": [str(sel.sessions[0]), str(sel.sessions[-1])],
         "n_sessions": len(sel.sessions),
         "train_window": [prep.train.start.isoformat(), prep.train.end.isoformat()],
-        "selection_session": sel.session.isoformat(),
-        "pair": sel.pair,
-        "no_candidate": c is None,
-        "no_candidate_reason": sel.reason,
-        "screen": None
-        if c is None
-        else {
-            "pvalue": c.pvalue,
-            "hedge_ratio": c.hedge_ratio,
-            "half_life": c.half_life,
-            "z_trade": c.z_trade,
-            "n_obs": c.n_obs,
-            "n_candidates": sel.n_candidates,
-        },
+        **sel.describe(),
         "config": asdict(config),
         "settings": {
             "beta_window": settings.beta_window,
