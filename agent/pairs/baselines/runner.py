@@ -283,24 +283,8 @@ def run_all(
         check_exposure(e)
     cfg = settings or RunSettings()
     prep = _prepare(store, pool, train, test, cfg)
-    out: list[BaselineResult] = []
-    with progress.task(f"baselines {prep.test.label()}", total=len(configs) * len(exposures)) as task:
-        for exposure in exposures:
-            for config in configs:
-                out.append(
-                    _run_prepared(
-                        store,
-                        prep,
-                        config,
-                        exposure=exposure,
-                        seed=seed,
-                        out_dir=out_dir,
-                        settings=cfg,
-                        run_id=None,
-                    )
-                )
-                task.advance()
-    return out
+    plan = [(config, exposure, seed, None) for exposure in exposures for config in configs]
+    return _run_plan(store, prep, plan, out_dir, cfg, progress, f"baselines {prep.test.label()}")
 
 
 def run_planned(
@@ -320,8 +304,20 @@ def run_planned(
     if not plan:
         return []
     prep = _prepare(store, pool, train, test, cfg)
+    return _run_plan(store, prep, plan, out_dir, cfg, progress, "baselines")
+
+
+def _run_plan(
+    store: MarketStore,
+    prep: _Prepared,
+    plan: Sequence[tuple[BaselineConfig, str, int, str | None]],
+    out_dir: str | Path,
+    cfg: RunSettings,
+    progress: Progress,
+    label: str,
+) -> list[BaselineResult]:
     out: list[BaselineResult] = []
-    with progress.task("baselines", total=len(plan)) as task:
+    with progress.task(label, total=len(plan)) as task:
         for config, exposure, seed, run_id in plan:
             out.append(
                 _run_prepared(
