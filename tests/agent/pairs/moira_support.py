@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -188,3 +192,17 @@ def with_finmem(base: ScriptedBackend) -> ScriptedBackend:
         return json.dumps({"reflection": "trade toward the mean", "memory_ids": []})
 
     return ScriptedBackend([*base.rules, Rule(DECISION_CALL, decide), Rule(REFLECTION_CALL, reflect)])
+
+
+def kill_at_gate(proc: subprocess.Popen, marker: Path) -> None:
+    """Wait for a worker's gate marker (never a timer), then kill -9 its whole process group."""
+    deadline = time.monotonic() + 600  # a safety net only; the kill waits for the marker
+    while not marker.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"worker ended before its gate: {proc.stderr.read().decode()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError("worker never reached its gate")
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    marker.unlink()

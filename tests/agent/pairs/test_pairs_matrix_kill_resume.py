@@ -7,17 +7,15 @@ sent to the model again. The kill is gated by a marker file written inside the N
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matrix_support import matrix_text
-from moira_support import small_store
+from moira_support import kill_at_gate, small_store
 
 from agent.pairs.records import read_json
 
@@ -33,19 +31,6 @@ def _worker(config: Path, out: Path, gate: int, marker: Path, log: Path, url: st
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-
-
-def _kill_at_gate(proc: subprocess.Popen, marker: Path) -> None:
-    deadline = time.monotonic() + 600  # a safety net only; the kill waits for the marker
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"worker ended before its gate: {proc.stderr.read().decode()[-2000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError("worker never reached its gate")
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    marker.unlink()
 
 
 def _runs(out: Path) -> dict[str, tuple]:
@@ -95,9 +80,9 @@ def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str) -> None:
     k2 = int(rng.integers(first_tiny + 1, n - 1))  # inside the second engine's calls
     log = tmp_path / "sent.log"
     out = tmp_path / "exp"
-    _kill_at_gate(_worker(config, out, k1 + 1, marker, log, url), marker)
+    kill_at_gate(_worker(config, out, k1 + 1, marker, log, url), marker)
     sent_first = len(log.read_text().splitlines())
-    _kill_at_gate(_worker(config, out, k2 - sent_first + 1, marker, log, url), marker)
+    kill_at_gate(_worker(config, out, k2 - sent_first + 1, marker, log, url), marker)
     proc = _worker(config, out, 0, marker, log, url)
     assert proc.wait() == 0, proc.stderr.read().decode()[-2000:]
 

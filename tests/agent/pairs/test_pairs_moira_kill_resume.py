@@ -6,15 +6,13 @@ worker blocks inside its N-th backend call after writing it), never by timing.""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from moira_support import small_config, small_store
+from moira_support import kill_at_gate, small_config, small_store
 
 from agent.pairs.records import read_json
 
@@ -31,19 +29,6 @@ def _worker(config: Path, out: Path, gate: int, marker: Path, log: Path) -> subp
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-
-
-def _kill_at_gate(proc: subprocess.Popen, marker: Path) -> None:
-    deadline = time.monotonic() + 600  # a safety net only; the kill waits for the marker
-    while not marker.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"worker ended before its gate: {proc.stderr.read().decode()[-2000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError("worker never reached its gate")
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    marker.unlink()
 
 
 def _results(out: Path) -> dict:
@@ -81,7 +66,7 @@ def test_kill_nine_three_times_then_resume_to_the_identical_result(tmp_path):
     gates = [k1 + 1, k2 - k1 + 1, k3 - k2 + 1]
     log = tmp_path / "sent.log"
     for gate in gates:
-        _kill_at_gate(_worker(config, tmp_path / "exp", int(gate), marker, log), marker)
+        kill_at_gate(_worker(config, tmp_path / "exp", int(gate), marker, log), marker)
     proc = _worker(config, tmp_path / "exp", 0, marker, log)
     assert proc.wait() == 0, proc.stderr.read().decode()[-2000:]
 
