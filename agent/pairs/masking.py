@@ -62,29 +62,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from agent.data.schema import to_date
 from localfin.errors import ConfigError
 
 __all__ = ["StepCalendar", "MISSING_LABEL", "mask_text", "contains_calendar_leak", "calendar_spans"]
 
 #: The label of any date that is not a session of the window.
 MISSING_LABEL = "step XXX"
-
-
-def _to_date(value: Any) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    if isinstance(value, np.datetime64):
-        return value.astype("datetime64[D]").item()
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip()[:10])
-        except ValueError:
-            raise ConfigError(f"date {value!r} is not an ISO date (YYYY-MM-DD)") from None
-    raise ConfigError(f"date {value!r} has type {type(value).__name__}; expected str, date or datetime64")
 
 
 @dataclass(frozen=True)
@@ -99,7 +83,7 @@ class StepCalendar:
     _index: dict[dt.date, int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        days = tuple(_to_date(d) for d in self.sessions)
+        days = tuple(to_date(d) for d in self.sessions)
         if not days:
             raise ConfigError("StepCalendar.sessions must hold at least one session date")
         for k in range(1, len(days)):
@@ -114,7 +98,7 @@ class StepCalendar:
     @classmethod
     def from_sessions(cls, dates: Iterable[Any]) -> StepCalendar:
         """A calendar from session dates (ISO strings, ``datetime.date`` or ``datetime64``)."""
-        return cls(tuple(_to_date(d) for d in dates))
+        return cls(tuple(to_date(d) for d in dates))
 
     def __len__(self) -> int:
         return len(self.sessions)
@@ -126,7 +110,7 @@ class StepCalendar:
 
     def index(self, date: Any) -> int | None:
         """0-based session index of ``date`` in the window, ``None`` if it is not a session."""
-        return self._index.get(_to_date(date))
+        return self._index.get(to_date(date))
 
     def label_at(self, index: int) -> str:
         """Label of the 0-based session ``index`` (``step 001`` for 0)."""
@@ -355,7 +339,7 @@ def calendar_spans(text: str, *, ref_date: Any = None, day_first: bool = False) 
     names). Exposed for tests and audits; :func:`mask_text` and :func:`contains_calendar_leak`
     are the API.
     """
-    ref = None if ref_date is None else _to_date(ref_date)
+    ref = None if ref_date is None else to_date(ref_date)
     taken: list[_Span] = []
     protected = [(m.start(), m.end()) for m in _STEP_LABEL.finditer(text)]
 
