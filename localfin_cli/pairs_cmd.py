@@ -32,7 +32,7 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.pairs.screen import ScreenConfig, screen_store
+    from agent.pairs.screen.causal import ScreenConfig, screen_store
     from localfin import env
 
     cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
@@ -101,7 +101,7 @@ def screen_eval(
     """Precision@k of the screen against the synthetic market's planted pairs (JSON line)."""
     import json
 
-    from agent.pairs.screen_eval import evaluate_screen_files
+    from agent.pairs.screen.evaluate import evaluate_screen_files
     from localfin import env
 
     with quiet_run(ctx, "pairs-screen-eval", announce=False) as rl:

@@ -21,5 +21,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("agent.pairs.screen"), name)
+        return getattr(importlib.import_module("agent.pairs.screen.causal"), name)
     raise AttributeError(f"module 'agent.pairs' has no attribute {name!r}")

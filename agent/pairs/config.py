@@ -19,7 +19,7 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [policy]       max_cycles, stop_after_rejections, max_principles, consolidation,
                    carry_pair_memory
     [selection]    fallback, reselection, fixed_pair
-    [screen]       any field of agent.pairs.screen.ScreenConfig
+    [screen]       any field of agent.pairs.screen.causal.ScreenConfig
     [lifecycle]    any field of agent.pairs.lifecycle.LifecycleConfig
     [[variants]]   name, and any of consolidation / reselection / fixed_pair (per-variant
                    overrides of [policy] / [selection]; default: one variant "full")
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 from agent.pairs.settlement import EXPOSURES
 from localfin.errors import ConfigError
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.data.schema import Company, NewsItem, to_date
-from agent.pairs.screen import ScreenConfig, ScreenResult, screen_pairs
+from agent.pairs.screen.causal import ScreenConfig, ScreenResult, screen_pairs
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["PairState", "MarketView", "spread_state_label"]

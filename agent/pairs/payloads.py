@@ -15,7 +15,7 @@ from agent.data.schema import Company, NewsItem
 from agent.pairs.config import PromptConfig
 from agent.pairs.market import PairState, spread_state_label
 from agent.pairs.memory import CounterfactualRecord, reflection_summary
-from agent.pairs.screen import PairCandidate
+from agent.pairs.screen.causal import PairCandidate
 
 __all__ = [
     "num",

@@ -3,7 +3,7 @@ the pool calendar, the tradable mask, the rolling betas and the spread signals.
 
 Timing follows SPEC §2 exactly as the Moira agent does: the test window's sessions are the pool's
 union calendar in [start, end]; its first session is step 001; the pair is the screen's top
-candidate at step 001 (data up to its close, :func:`agent.pairs.screen.screen_store`); the action
+candidate at step 001 (data up to its close, :func:`agent.pairs.screen.causal.screen_store`); the action
 decided at session t is held to close t+1 and settled there, so N sessions give N-1 transitions.
 
 A :class:`PairSeries` holds the pair's closes on the pool calendar from the calendar's first
@@ -30,7 +30,7 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
-from agent.pairs.screen import PairCandidate, ScreenConfig, screen_store
+from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_store
 from agent.pairs.settlement import EXPOSURES, causal_betas
 from localfin.errors import ConfigError, InputError
 

@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # the screen and the baselines' common code load numba: impor
     from agent.pairs.baselines.common import PairSeries, Selection, Window
     from agent.pairs.baselines.ledger import Ledger
     from agent.pairs.baselines.runner import RunSettings
-    from agent.pairs.screen import PairStats
+    from agent.pairs.screen.causal import PairStats
 
 __all__ = [
     "METHOD",
@@ -193,7 +193,7 @@ def prepare_finmem(
     from agent.pairs.baselines.common import as_window, load_pair, pair_betas, select_pair
     from agent.pairs.baselines.runner import RunSettings
     from agent.pairs.masking import StepCalendar
-    from agent.pairs.screen import screen_store
+    from agent.pairs.screen.causal import screen_store
 
     cfg = settings or RunSettings()
     pool_t = tuple(sorted(set(pool)))

@@ -46,7 +46,7 @@ from agent.pairs.baselines.fixed_direction import (
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
 from agent.pairs.metrics import Metrics
 from agent.pairs.records import write_json
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 from agent.pairs.settlement import EXPOSURES
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress

@@ -35,7 +35,7 @@ from agent.pairs.baselines.finmem_memory import (
 )
 from agent.pairs.baselines.runner import RunSettings
 from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
 from serving.journal import Journal, JournaledBackend

@@ -15,7 +15,7 @@ from moira_support import scripted, small_config, small_store
 from agent.data.store import MarketStore
 from agent.pairs.experiment import run_experiment
 from agent.pairs.market import MarketView
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 
 COLS = [
     "phase",

@@ -16,7 +16,7 @@ from agent.data.store import MarketStore
 from agent.pairs.experiment import run_experiment
 from agent.pairs.market import MarketView
 from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 from agent.pairs.settlement import FLAT, causal_betas, leg_weights
 
 

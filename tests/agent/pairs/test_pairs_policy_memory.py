@@ -14,7 +14,7 @@ from agent.data.store import MarketStore
 from agent.pairs.experiment import run_experiment
 from agent.pairs.market import MarketView
 from agent.pairs.records import read_json
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.screen.causal import ScreenConfig
 
 GOOD = "When the spread signal is clear, follow the oracle rule and trade toward reversion."
 BAD = "When the spread signal is clear, take the contrarian view against reversion."

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from agent.data.errors import DataConfigError
 from agent.data.importer import import_files
 from agent.data.store import MarketStore
-from agent.pairs.screen import PairCandidate, ScreenConfig, screen_pairs, screen_store
-from agent.pairs.screen_eval import evaluate_screen, evaluation_dates, planted_pairs
+from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_pairs, screen_store
+from agent.pairs.screen.evaluate import evaluate_screen, evaluation_dates, planted_pairs
 from localfin_cli.main import app
 
 

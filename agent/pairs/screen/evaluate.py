@@ -12,7 +12,7 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
-from agent.pairs.screen import ScreenConfig, pair_key, screen_store
+from agent.pairs.screen.causal import ScreenConfig, pair_key, screen_store
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 
