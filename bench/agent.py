@@ -45,7 +45,7 @@ __all__ = ["ENTRIES", "AgentRun", "main", "measure_modes", "resolve_entry", "tok
 
 #: agent -> (module, callable, unit of work)
 ENTRIES: dict[str, tuple[str, str, str]] = {
-    "moira": ("agent.pairs.experiment", "bench_run", "finalized trading step"),
+    "moira": ("agent.pairs.experiment.run", "bench_run", "finalized trading step"),
     "finacumen": ("agent.qa.evaluate", "bench_run", "question"),
 }
 

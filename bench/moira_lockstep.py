@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     import re
     import tomllib
 
-    from agent.pairs.baseline_config import BaselinesConfig
-    from agent.pairs.config import parse_config
-    from agent.pairs.demo import demo_config_text, synthetic_store
-    from agent.pairs.experiment import BenchRun, run_experiment
+    from agent.pairs.baselines.config import BaselinesConfig
+    from agent.pairs.experiment.config import parse_config
+    from agent.pairs.experiment.demo import demo_config_text, synthetic_store
+    from agent.pairs.experiment.run import BenchRun, run_experiment
     from bench.agent import measure_modes, warm_up
     from bench.records import RecordWriter
     from localfin import env

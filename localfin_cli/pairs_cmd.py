@@ -142,8 +142,8 @@ def run(
     ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
-    from agent.pairs.config import load_config
-    from agent.pairs.experiment import run_experiment
+    from agent.pairs.experiment.config import load_config
+    from agent.pairs.experiment.run import run_experiment
     from localfin import env
 
     cfg = load_config(config)
@@ -166,7 +166,7 @@ def demo(
     sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
 ) -> None:
     """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
-    from agent.pairs.demo import run_moira_demo
+    from agent.pairs.experiment.demo import run_moira_demo
     from localfin import env
 
     folder = out or env.runs_dir() / "moira-demo"
@@ -179,7 +179,9 @@ def demo(
 def matrix(
     ctx: typer.Context,
     config: Path = typer.Option(
-        ..., "--config", help="Matrix TOML (see agent/pairs/configs/matrix_cpu.toml, agent/pairs/matrix.py)."
+        ...,
+        "--config",
+        help="Matrix TOML (see agent/pairs/configs/matrix_cpu.toml, agent/pairs/experiment/matrix.py).",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="Matrix folder (default: $LOCALFIN_RUNS_DIR/<matrix.name>)."
@@ -194,8 +196,8 @@ def matrix(
 ) -> None:
     """Run an experiment matrix: backbones x windows x seeds x exposures x variants, one engine per
     backbone, every call journaled; a matrix summary per setting (median-return run, spread, Sharpe ± SE)."""
-    from agent.pairs.matrix import plan_matrix, run_matrix
-    from agent.pairs.matrix_config import load_matrix
+    from agent.pairs.experiment.matrix import plan_matrix, run_matrix
+    from agent.pairs.experiment.matrix_config import load_matrix
     from localfin import env
     from localfin.errors import InputError
 

@@ -1,6 +1,6 @@
 """Running a Moira reproduction config: the matrix document goes to the experiment matrix
-(:mod:`agent.pairs.matrix`, ``localfin pairs matrix``) when this build has it, else each
-(backbone, windows set) cell goes to :func:`agent.pairs.experiment.run_experiment` (``localfin
+(:mod:`agent.pairs.experiment.matrix`, ``localfin pairs matrix``) when this build has it, else each
+(backbone, windows set) cell goes to :func:`agent.pairs.experiment.run.run_experiment` (``localfin
 pairs run``) in the matrix's folder layout ``<out>/matrix/<backbone name>/<windows name>/``.
 Either way every model call is journaled in the cell folder, so rerunning resumes.
 
@@ -42,7 +42,7 @@ class MoiraOutcome:
 
     matrix_dir: Path
     cells: tuple[Path, ...]
-    path: str  # "matrix" (agent.pairs.matrix) or "experiments" (one run_experiment per cell)
+    path: str  # "matrix" (agent.pairs.experiment.matrix) or "experiments" (one run_experiment per cell)
     notes: tuple[str, ...]
 
 
@@ -51,7 +51,7 @@ def with_baselines(doc: Mapping[str, Any], methods: tuple[str, ...]) -> tuple[di
     out = copy.deepcopy(dict(doc))
     if not methods:
         return out, ""
-    from agent.pairs import config as pc
+    from agent.pairs.experiment import config as pc
 
     if "baselines" in getattr(pc, "_TOP", ()):
         out["baselines"] = {"methods": list(methods)}
@@ -81,7 +81,7 @@ def _windows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 def expand_cells(doc: Mapping[str, Any]) -> Iterator[tuple[str, str, Any, str]]:
     """``(folder, backbone key, ExperimentConfig, experiment TOML text)`` of every cell,
     backbone-major (the matrix's order and folder names)."""
-    from agent.pairs.config import parse_config
+    from agent.pairs.experiment.config import parse_config
 
     m = doc.get("matrix", {})
     base = {k: v for k, v in doc.items() if k not in _MATRIX_KEYS}
@@ -120,7 +120,7 @@ class _Shared:
 
 
 def _has_matrix() -> bool:
-    return importlib.util.find_spec("agent.pairs.matrix") is not None
+    return importlib.util.find_spec("agent.pairs.experiment.matrix") is not None
 
 
 def run_moira(
@@ -142,8 +142,8 @@ def run_moira(
     cells = list(expand_cells(doc))  # validates every cell before any engine starts
     notes = [note] if note else []
     if _has_matrix():
-        from agent.pairs.matrix import run_matrix
-        from agent.pairs.matrix_config import load_matrix
+        from agent.pairs.experiment.matrix import run_matrix
+        from agent.pairs.experiment.matrix_config import load_matrix
 
         mcfg = load_matrix(out_dir / "matrix.toml")
         factory = None if backend is None else (lambda cell, reg: _Shared(backend))
@@ -152,11 +152,15 @@ def run_moira(
             progress=progress,
         )  # fmt: skip
         path = "matrix"
-        notes.append("ran through the experiment matrix (agent.pairs.matrix, as `localfin pairs matrix`)")
+        notes.append(
+            "ran through the experiment matrix (agent.pairs.experiment.matrix, as `localfin pairs matrix`)"
+        )
     else:
-        from agent.pairs.experiment import build_backend, run_experiment
+        from agent.pairs.experiment.run import build_backend, run_experiment
 
-        notes.append("ran cell by cell through run_experiment (this build has no agent.pairs.matrix)")
+        notes.append(
+            "ran cell by cell through run_experiment (this build has no agent.pairs.experiment.matrix)"
+        )
         current: tuple[str, Backend] | None = None
         try:
             for folder, key, ecfg, etext in cells:

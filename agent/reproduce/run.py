@@ -125,7 +125,7 @@ def reproduce(
 
         document: Mapping[str, Any] | None = None
         if smoke:
-            from agent.pairs.demo import synthetic_store
+            from agent.pairs.experiment.demo import synthetic_store
 
             document = smoke_document(cfg, synthetic_store(out), model)
         outcome = run_moira(cfg, out, document=document, backend=backend, registry=reg, progress=progress)

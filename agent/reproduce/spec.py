@@ -7,7 +7,7 @@ the paper, labelled as the paper's). The rest of the file is what runs:
 
 - Moira tables (``kind = "moira"``): an experiment-matrix document (the ``localfin pairs
   matrix`` format: ``[matrix]``, ``backbones``, ``[[windows]]`` and the experiment tables of
-  :mod:`agent.pairs.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
+  :mod:`agent.pairs.experiment.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
   the document is handed on.
 - FinAcumen tables (``kind = "qa"``): a ``[qa]`` table (model, tools, variants, retrieval
   settings), ``[[qa.bank]]`` sources (training/validation splits only) and ``[[qa.sets]]``

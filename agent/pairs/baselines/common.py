@@ -30,8 +30,8 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
+from agent.pairs.market.settlement import EXPOSURES, causal_betas
 from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_store
-from agent.pairs.settlement import EXPOSURES, causal_betas
 from localfin.errors import ConfigError, InputError
 
 __all__ = [
@@ -230,7 +230,7 @@ def _on_common(series: PairSeries, values: np.ndarray) -> np.ndarray:
 
 def pair_betas(series: PairSeries, window: int = 20) -> np.ndarray:
     """Rolling OLS slope of log A on log B over the last ``window`` common sessions up to t
-    (:func:`agent.pairs.settlement.causal_betas`), NaN where t is not a common session."""
+    (:func:`agent.pairs.market.settlement.causal_betas`), NaN where t is not a common session."""
     ok = priced(series)
     if int(ok.sum()) < window:
         return np.full(len(series.dates), np.nan)

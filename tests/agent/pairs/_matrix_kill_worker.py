@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from matrix_support import GatedFactory
 
-from agent.pairs.matrix import run_matrix
-from agent.pairs.matrix_config import load_matrix
+from agent.pairs.experiment.matrix import run_matrix
+from agent.pairs.experiment.matrix_config import load_matrix
 
 
 def main(config: str, out: str, gate: int, marker: str, sent_log: str, base_url: str = "") -> None:

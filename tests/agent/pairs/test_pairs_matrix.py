@@ -13,11 +13,11 @@ import pytest
 from matrix_support import matrix_text, scripted_factory
 from moira_support import small_store
 
-from agent.pairs.config import load_config
-from agent.pairs.matrix import cell_done, plan_matrix, run_matrix
-from agent.pairs.matrix_config import DEFAULT_SEEDS, load_matrix, parse_matrix
-from agent.pairs.records import read_json
-from agent.pairs.toml_text import dumps
+from agent.pairs.experiment.config import load_config
+from agent.pairs.experiment.matrix import cell_done, plan_matrix, run_matrix
+from agent.pairs.experiment.matrix_config import DEFAULT_SEEDS, load_matrix, parse_matrix
+from agent.pairs.experiment.toml_text import dumps
+from agent.pairs.market.records import read_json
 from localfin.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[3] / "agent" / "pairs" / "configs"
@@ -185,7 +185,7 @@ def test_scripted_matrix_runs_one_engine_per_backbone_and_resumes_without_calls(
     assert {r["setting"] for r in agent} == {"Moira · smollm2-135m", "Moira · tiny-qwen3"}
     # the two non-LLM baselines, per windows set x exposure (the same runs in each backbone's folder)
     assert len(rows) - len(agent) == 2 * 2 * 2
-    from agent.pairs.matrix_summary import matrix_settings
+    from agent.pairs.experiment.matrix_summary import matrix_settings
 
     assert rows == _plain(matrix_settings(out)) == _plain(res.settings)
     assert "Sharpe ± SE" in (out / "summary.md").read_text()
@@ -219,7 +219,7 @@ def _plain(rows):
     """Rows as JSON would give them back (tuples as lists, NaN as None)."""
     import json
 
-    from agent.pairs.records import _clean  # the writer's own cleaning
+    from agent.pairs.market.records import _clean  # the writer's own cleaning
 
     return json.loads(json.dumps(_clean({"r": rows})))["r"]
 
@@ -235,7 +235,7 @@ def test_cli_dry_run_lists_engines_and_runs_and_writes_nothing(cli, tmp_path):
 
 
 def test_registry_for_applies_model_path_and_builds_a_missing_tiny_model_once(tmp_path, monkeypatch):
-    from agent.pairs.matrix import registry_for
+    from agent.pairs.experiment.matrix import registry_for
 
     monkeypatch.setenv("LOCALFIN_MODEL_CACHE", str(tmp_path / "cache"))
     text = (

@@ -14,10 +14,10 @@ import pytest
 from matrix_support import matrix_text, openai_factory, scripted_factory
 from moira_support import small_store
 
-from agent.pairs.matrix import run_matrix
-from agent.pairs.matrix_config import load_matrix
-from agent.pairs.matrix_ray import TASKS_DIR, merge_journal
-from agent.pairs.records import read_json
+from agent.pairs.experiment.matrix import run_matrix
+from agent.pairs.experiment.matrix_config import load_matrix
+from agent.pairs.experiment.matrix_ray import TASKS_DIR, merge_journal
+from agent.pairs.market.records import read_json
 from localfin.errors import ConfigError
 
 ray = pytest.importorskip("ray")

@@ -13,8 +13,8 @@ import pytest
 from moira_support import scripted, small_config, small_store
 
 from agent.data.store import MarketStore
-from agent.pairs.experiment import run_experiment
-from agent.pairs.market import MarketView
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.view import MarketView
 from agent.pairs.screen.causal import ScreenConfig
 
 COLS = [

@@ -1,6 +1,6 @@
 """A small TOML writer for the documents the experiment matrix generates (``tomllib`` only reads).
 
-Writes what :mod:`agent.pairs.config` reads back: strings, booleans, integers, floats, dates,
+Writes what :mod:`agent.pairs.experiment.config` reads back: strings, booleans, integers, floats, dates,
 arrays of those, tables (nested tables as dotted headers, e.g. ``[model.max_tokens]``) and
 arrays of tables (``[[variants]]``). ``tomllib.loads(dumps(doc)) == doc`` for every such
 document (tested); anything else raises ``TypeError`` naming the key.

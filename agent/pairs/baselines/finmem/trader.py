@@ -3,7 +3,7 @@
 Per session t of a phase, in this order (everything uses data up to t; the decision made at
 t - 1 has settled at t's close):
 
-1. settle the previous decision (shared :func:`agent.pairs.settlement.settle` arithmetic, the
+1. settle the previous decision (shared :func:`agent.pairs.market.settlement.settle` arithmetic, the
    phase's exposure); its cited memory items get feedback by the sign of its realized return;
 2. age the memory by the sessions that passed (decay, clean-up, promotion);
 3. store today's items: news of both legs (short), the price observation (short), a digest every
@@ -25,7 +25,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs.baselines.finmem_calls import (
+from agent.pairs.baselines.finmem.calls import (
     CallSettings,
     Observation,
     company_lines,
@@ -41,8 +41,8 @@ from agent.pairs.baselines.finmem_calls import (
     reflection_request,
     screen_text,
 )
-from agent.pairs.baselines.finmem_memory import LAYERS, LayeredMemory, risk_character
-from agent.pairs.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
+from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, risk_character
+from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["AgentState", "run_agent"]
@@ -144,7 +144,7 @@ def _pct(x: float) -> float:
 def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: Any) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
     from agent.pairs.baselines.common import tradable
-    from agent.pairs.masking import mask_text
+    from agent.pairs.market.masking import mask_text
 
     cfg, s = config, market.series
     a, b = s.ticker_a, s.ticker_b

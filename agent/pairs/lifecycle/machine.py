@@ -4,7 +4,7 @@ Each session t the monitor computes six statistical factors of the held pair fro
 the close of t only (:func:`pair_factors`; thresholds in :class:`LifecycleConfig`): rolling
 correlation of returns, spread half-life, ADF p-value of the spread, Engle-Granger p-value over
 a recent window, |z| of today's spread, spread volatility ratio. Each breached threshold is a
-deterioration factor. The news path (:mod:`agent.pairs.lifecycle_news`) adds verified events
+deterioration factor. The news path (:mod:`agent.pairs.lifecycle.news`) adds verified events
 and, at validation boundaries, the model's break assessment.
 
 The state machine is pure (frozen value in, new value out), so a replay from the journal
@@ -59,7 +59,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from agent.pairs.lifecycle_calls import (
+from agent.pairs.lifecycle.calls import (
     BreakAssessment,
     NewsVerification,
     build_break_check_request,
@@ -68,7 +68,7 @@ from agent.pairs.lifecycle_calls import (
     parse_news_verify,
     reply_char_bound,
 )
-from agent.pairs.lifecycle_config import (
+from agent.pairs.lifecycle.config import (
     BREAK,
     DEFAULT_NEWS_KEYWORDS,
     HEALTHY,
@@ -77,9 +77,9 @@ from agent.pairs.lifecycle_config import (
     LifecycleConfig,
     level_max,
 )
-from agent.pairs.lifecycle_factors import FACTOR_NAMES, Factor, FactorReport, pair_factors, statistical_level
-from agent.pairs.lifecycle_news import CandidateEvent, match_critical_news, scan_news_keywords, summarize_news
-from agent.pairs.masking import StepCalendar
+from agent.pairs.lifecycle.factors import FACTOR_NAMES, Factor, FactorReport, pair_factors, statistical_level
+from agent.pairs.lifecycle.news import CandidateEvent, match_critical_news, scan_news_keywords, summarize_news
+from agent.pairs.market.masking import StepCalendar
 from localfin.errors import InputError
 from serving.types import ChatRequest, ChatResult
 

@@ -1,4 +1,4 @@
-"""The baselines of a Moira experiment (``[baselines]``, :mod:`agent.pairs.baseline_config`),
+"""The baselines of a Moira experiment (``[baselines]``, :mod:`agent.pairs.baselines.config`),
 run on the experiment's store, pool, screen, windows, exposures, seeds and cost, into the
 experiment's ``runs/`` (kind ``baseline``), so that ``localfin report`` shows them beside the agent.
 
@@ -8,7 +8,7 @@ experiment's ``runs/`` (kind ``baseline``), so that ``localfin report`` shows th
   deterministic (EG-DDQN: fixed seeds, CPU torch); on ``--resume`` a run whose folder is
   complete (``metrics.json``, and EG-DDQN's ``training.json``, written atomically) is not
   redone, an incomplete one is redone from scratch.
-* FinMem runs as lockstep programs (:func:`agent.pairs.baselines.finmem.finmem_program`) in the
+* FinMem runs as lockstep programs (:func:`agent.pairs.baselines.finmem.run.finmem_program`) in the
   same :func:`serving.lockstep.run_lockstep` rounds as the agent's runs, on the same
   JournaledBackend and journal, so its calls are batched with the agent's, journaled, counted
   by call type and replayed on resume.
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.baseline_config import SEEDED_METHODS, baseline_run_id
-from agent.pairs.config import ExperimentConfig
-from agent.pairs.records import read_json
+from agent.pairs.baselines.config import SEEDED_METHODS, baseline_run_id
+from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.records import read_json
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.lockstep import Program
 
@@ -104,8 +104,8 @@ def finmem_programs(
     configured. The market is read once; ``embedder`` defaults to the bank's MiniLM."""
     if "finmem" not in cfg.baselines.methods:
         return []
-    from agent.pairs.baselines.finmem import finmem_program, prepare_finmem
-    from agent.pairs.baselines.finmem_memory import EmbeddingCache
+    from agent.pairs.baselines.finmem.memory import EmbeddingCache
+    from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem
 
     train, test = _windows(cfg)
     market = prepare_finmem(store, pool=pool, train=train, test=test, settings=_settings(cfg))
@@ -133,7 +133,7 @@ def finmem_programs(
 
 def write_finmem_outcomes(out: Path, outcomes: Sequence[Any]) -> list[str]:
     """Write every FinMem outcome's run folder; returns the run ids."""
-    from agent.pairs.baselines.finmem import write_finmem_run
+    from agent.pairs.baselines.finmem.run import write_finmem_run
 
     for o in outcomes:
         write_finmem_run(out, o)

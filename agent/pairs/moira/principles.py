@@ -104,7 +104,7 @@ class PrincipleValidator:
 
     def rule_broken(self, text: str) -> str | None:
         """The first rule ``text`` breaks, or None."""
-        from agent.pairs.masking import contains_calendar_leak
+        from agent.pairs.market.masking import contains_calendar_leak
 
         body = " ".join(str(text).split())
         if not body:

@@ -8,7 +8,7 @@ Layout (every key optional)::
     #   default: all six; [] = none
     [baselines.eg_z]              entry_z, exit_z, z_window   (agent.pairs.baselines.eg_z.EGZConfig)
     [baselines.eg_ddqn]           any field of agent.pairs.baselines.eg_ddqn.DDQNConfig
-    [baselines.finmem]            any field of agent.pairs.baselines.finmem.FinMemConfig except
+    [baselines.finmem]            any field of agent.pairs.baselines.finmem.run.FinMemConfig except
                                   model / repetition_penalty / thinking (taken from [model], the
                                   one engine answers both); temperature defaults to [model]'s
     [baselines.finmem.character]  mode, lookback, threshold
@@ -60,7 +60,7 @@ def _ddqn() -> Any:
 
 
 def _finmem() -> Any:
-    from agent.pairs.baselines.finmem import FinMemConfig
+    from agent.pairs.baselines.finmem.run import FinMemConfig
 
     return FinMemConfig()
 
@@ -72,7 +72,7 @@ class BaselinesConfig:
     methods: names from :data:`BASELINE_METHODS` (distinct); empty = no baseline.
     eg_z: :class:`~agent.pairs.baselines.eg_z.EGZConfig`.
     eg_ddqn: :class:`~agent.pairs.baselines.eg_ddqn.DDQNConfig`.
-    finmem: :class:`~agent.pairs.baselines.finmem.FinMemConfig` (its model fields follow ``[model]``).
+    finmem: :class:`~agent.pairs.baselines.finmem.run.FinMemConfig` (its model fields follow ``[model]``).
     """
 
     methods: tuple[str, ...] = BASELINE_METHODS
@@ -115,7 +115,7 @@ def baseline_run_id(method: str, exposure: str, seed: int) -> str:
 
 
 def _coerce(value: Any, annotation: Any, key: str) -> Any:
-    from agent.pairs.config import _coerce as coerce
+    from agent.pairs.experiment.config import _coerce as coerce
 
     return coerce(value, annotation, key)
 
@@ -154,7 +154,7 @@ def parse_baselines(table: Any, model: Any) -> BaselinesConfig:
     baseline at its defaults); ``model`` is the experiment's ``ModelConfig``."""
     from agent.pairs.baselines.eg_ddqn import DDQNConfig
     from agent.pairs.baselines.eg_z import EGZConfig
-    from agent.pairs.baselines.finmem import FinMemConfig
+    from agent.pairs.baselines.finmem.run import FinMemConfig
 
     if not isinstance(table, Mapping):
         raise ConfigError(f"[baselines] must be a table, got {type(table).__name__}")

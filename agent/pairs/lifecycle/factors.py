@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import kernels  # names resolve on first use: importing this module does not load numba
-from agent.pairs.lifecycle_config import BREAK, HEALTHY, WARNING, LifecycleConfig
+from agent.pairs.lifecycle.config import BREAK, HEALTHY, WARNING, LifecycleConfig
 from localfin.errors import InputError
 
 __all__ = ["FACTOR_NAMES", "Factor", "FactorReport", "pair_factors", "statistical_level"]

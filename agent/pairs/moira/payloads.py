@@ -1,6 +1,6 @@
 """The observations Moira's calls see (paper A.6 payloads), built from data up to the decision
 session and masked: every date becomes a step label, and every free text (news, business
-descriptions) goes through :func:`agent.pairs.masking.mask_text` so that dates, weekdays and
+descriptions) goes through :func:`agent.pairs.market.masking.mask_text` so that dates, weekdays and
 month names inside it become step labels or are removed. Numbers are rounded to fixed
 decimals so that the text of a prompt depends only on the data, not on float formatting noise.
 """
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.data.schema import Company, NewsItem
-from agent.pairs.config import PromptConfig
-from agent.pairs.market import PairState, spread_state_label
-from agent.pairs.memory import CounterfactualRecord, reflection_summary
+from agent.pairs.experiment.config import PromptConfig
+from agent.pairs.market.view import PairState, spread_state_label
+from agent.pairs.moira.memory import CounterfactualRecord, reflection_summary
 from agent.pairs.screen.causal import PairCandidate
 
 __all__ = [
@@ -60,7 +60,7 @@ def company_lines(
     tickers: Sequence[str], companies: Mapping[str, Company], cfg: PromptConfig, calendar: Any
 ) -> list[str]:
     """``TICKER -- Name: business description`` per ticker (masked, cut to the configured size)."""
-    from agent.pairs.masking import mask_text
+    from agent.pairs.market.masking import mask_text
 
     out = []
     for t in dict.fromkeys(tickers):
@@ -91,7 +91,7 @@ def selection_payload(step_label: str, candidates: Sequence[PairCandidate]) -> d
 
 def news_payload(items: Sequence[NewsItem], cfg: PromptConfig, calendar: Any) -> list[dict[str, str]]:
     """The latest ``news_per_leg`` items, newest first, each with its step label and masked text."""
-    from agent.pairs.masking import mask_text
+    from agent.pairs.market.masking import mask_text
 
     out = []
     for n in list(items)[::-1][: cfg.news_per_leg]:

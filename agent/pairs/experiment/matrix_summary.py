@@ -5,7 +5,7 @@ The rows are the report's (:mod:`agent.report.tables`), so the matrix summary an
 the test window, exposure, method, variant, backbone and pool and differs only in seed; its row
 shows the median-return run (a run that happened; the lower middle for an even count), the
 spread (min..max) of return and Sharpe across the seeds, and the representative's Sharpe with
-its standard error (Lo 2002, :mod:`agent.pairs.metrics`). Metrics are recomputed from each
+its standard error (Lo 2002, :mod:`agent.pairs.market.metrics`). Metrics are recomputed from each
 run's ``steps.parquet``; a ``metrics.json`` that disagrees is flagged in the row.
 
 The report package reads what the agents wrote and imports nothing of them but records and
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.records import write_json
+from agent.pairs.market.records import write_json
 
 __all__ = ["matrix_settings", "write_matrix_summary", "summary_markdown"]
 

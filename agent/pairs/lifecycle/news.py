@@ -17,7 +17,7 @@ order:
   ("OpenAI to acquire io" in an Apple feed).
 
 The guards only drop obvious noise; anything subtler (the leg as the *buyer*, a law firm's
-class-action notice) goes to the verification call (:mod:`agent.pairs.lifecycle_calls`),
+class-action notice) goes to the verification call (:mod:`agent.pairs.lifecycle.calls`),
 whose job that is. :func:`summarize_news` renders the past-week news of both legs, masked,
 for the two model calls.
 """
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from agent.pairs.lifecycle_config import LifecycleConfig
-from agent.pairs.masking import StepCalendar, mask_text
+from agent.pairs.lifecycle.config import LifecycleConfig
+from agent.pairs.market.masking import StepCalendar, mask_text
 
 __all__ = ["CandidateEvent", "scan_news_keywords", "match_critical_news", "summarize_news"]
 

@@ -20,12 +20,12 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    carry_pair_memory
     [selection]    fallback, reselection, fixed_pair
     [screen]       any field of agent.pairs.screen.causal.ScreenConfig
-    [lifecycle]    any field of agent.pairs.lifecycle.LifecycleConfig
+    [lifecycle]    any field of agent.pairs.lifecycle.machine.LifecycleConfig
     [[variants]]   name, and any of consolidation / reselection / fixed_pair (per-variant
                    overrides of [policy] / [selection]; default: one variant "full")
     [baselines]    methods (default: all six; [] = none) and per-method tables
                    [baselines.eg_z], [baselines.eg_ddqn], [baselines.finmem] (see
-                   agent.pairs.baseline_config): the baselines run on the same store, pool, screen,
+                   agent.pairs.baselines.config): the baselines run on the same store, pool, screen,
                    windows, exposures, seeds and cost, in the same experiment folder
 """
 
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.market.settlement import EXPOSURES
 from agent.pairs.screen.causal import ScreenConfig
-from agent.pairs.settlement import EXPOSURES
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -296,9 +296,9 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
-    lifecycle: Any = None  # agent.pairs.lifecycle.LifecycleConfig (filled in __post_init__)
+    lifecycle: Any = None  # agent.pairs.lifecycle.machine.LifecycleConfig (filled in __post_init__)
     variants: tuple[Variant, ...] = (Variant(),)
-    baselines: Any = None  # agent.pairs.baseline_config.BaselinesConfig (default: none when built in code)
+    baselines: Any = None  # agent.pairs.baselines.config.BaselinesConfig (default: none when built in code)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -324,11 +324,11 @@ class ExperimentConfig:
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
         if self.lifecycle is None:
-            from agent.pairs.lifecycle import LifecycleConfig
+            from agent.pairs.lifecycle.machine import LifecycleConfig
 
             object.__setattr__(self, "lifecycle", LifecycleConfig())
         if self.baselines is None:
-            from agent.pairs.baseline_config import BaselinesConfig
+            from agent.pairs.baselines.config import BaselinesConfig
 
             object.__setattr__(self, "baselines", BaselinesConfig(methods=()))
 
@@ -424,8 +424,8 @@ def _build(cls: type, table: Mapping[str, Any], where: str, **fixed: Any) -> Any
 def parse_config(data: Mapping[str, Any], *, base_dir: Path | None = None) -> ExperimentConfig:
     """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
     resolved against ``base_dir``)."""
-    from agent.pairs.baseline_config import parse_baselines
-    from agent.pairs.lifecycle import LifecycleConfig
+    from agent.pairs.baselines.config import parse_baselines
+    from agent.pairs.lifecycle.machine import LifecycleConfig
 
     _check_keys(data, _TOP, "<top>")
     exp = _table(data, "experiment")

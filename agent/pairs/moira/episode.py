@@ -7,7 +7,7 @@ for at its last session. Each session runs, in this order:
 
 1. settle the previous decision (all three actions' returns, the best one, the match flag,
    a counterfactual record with a code-written lesson, the pair-quality memory);
-2. lifecycle check of the held pair (:mod:`agent.pairs.monitor`: the six statistical factors;
+2. lifecycle check of the held pair (:mod:`agent.pairs.lifecycle.monitor`: the six statistical factors;
    keyword-matched news goes to the ``news_verify`` call); once the pair's cycle holds
    ``validation_period`` sessions (a validation boundary: steps 024, 047, ... for a pair held
    from step 001) the ``break_check`` call and the cycle verdict; a replace verdict re-screens
@@ -30,14 +30,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs import calls, payloads
-from agent.pairs.config import PromptConfig, SelectionConfig
-from agent.pairs.market import MarketView
-from agent.pairs.memory import CounterfactualRecord, PairMemory, lesson_for
-from agent.pairs.records import StepRecord
-from agent.pairs.settlement import FLAT, LegWeights, causal_betas, leg_weights, settle, signed_position
-from agent.pairs.stats import PhaseStats
-from agent.pairs.trace import TraceLog
+from agent.pairs.experiment.config import PromptConfig, SelectionConfig
+from agent.pairs.market.records import StepRecord
+from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, settle, signed_position
+from agent.pairs.market.view import MarketView
+from agent.pairs.moira import calls, payloads
+from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, lesson_for
+from agent.pairs.moira.stats import PhaseStats
+from agent.pairs.moira.trace import TraceLog
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["RunContext", "WindowSpec", "WindowResult", "run_window", "call"]
@@ -54,7 +54,7 @@ class RunContext:
     settings: calls.CallSettings
     prompt: PromptConfig
     selection: SelectionConfig
-    lifecycle: Any  # agent.pairs.lifecycle.LifecycleConfig
+    lifecycle: Any  # agent.pairs.lifecycle.machine.LifecycleConfig
     cost_bps: float
     trace: TraceLog
     on_session: Callable[[], None] = lambda: None
@@ -119,7 +119,7 @@ class _Pending:
 
 class _Window:
     def __init__(self, ctx: RunContext, spec: WindowSpec) -> None:
-        from agent.pairs.masking import StepCalendar
+        from agent.pairs.market.masking import StepCalendar
 
         self.ctx, self.spec = ctx, spec
         self.view = ctx.view
@@ -161,7 +161,7 @@ class _Window:
         )
 
     def _set_pair(self, i: int, pair: tuple[str, str] | None) -> None:
-        from agent.pairs.monitor import PairMonitor
+        from agent.pairs.lifecycle.monitor import PairMonitor
 
         if pair != self.pair and self.position != (0.0, 0.0):
             # closing the old pair's legs is turnover too (charged on the next settlement)

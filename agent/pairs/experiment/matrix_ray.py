@@ -14,7 +14,7 @@ was killed resumes from its journal when the matrix is rerun.
 
 Gathering. When the tasks of an experiment are done, their journals are merged into the
 experiment's ``journal.sqlite`` (``INSERT OR IGNORE`` by request key) and the experiment is
-replayed on the driver by :func:`agent.pairs.experiment.run_experiment` with a backend that
+replayed on the driver by :func:`agent.pairs.experiment.run.run_experiment` with a backend that
 refuses every call: the runs, summary and manifest are written by the same code as on the
 local path, from the journal alone, and a call missing from the merged journal is an error
 rather than a silent new model call. The experiment folder is then exactly what the local path
@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.config import parse_config
-from agent.pairs.matrix import (
+from agent.pairs.experiment.config import parse_config
+from agent.pairs.experiment.matrix import (
     BackendFactory,
     Cell,
     CellResult,
@@ -44,8 +44,8 @@ from agent.pairs.matrix import (
     done_result,
     journal_counts,
 )
-from agent.pairs.matrix import registry_for as _registry_for
-from agent.pairs.toml_text import dumps
+from agent.pairs.experiment.matrix import registry_for as _registry_for
+from agent.pairs.experiment.toml_text import dumps
 from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.types import ChatRequest, ChatResult
@@ -113,7 +113,7 @@ def _task(
     ``journal``: the driver's copy of this task's journal from an earlier, interrupted attempt
     (written into the folder when the worker has none: a task moved to another node keeps its
     calls). Returns the journal's bytes, so the driver needs no shared filesystem."""
-    from agent.pairs.experiment import build_backend, run_experiment
+    from agent.pairs.experiment.run import build_backend, run_experiment
 
     cfg = parse_config(tomllib.loads(text))
     path = Path(folder) / "journal.sqlite"
@@ -190,7 +190,7 @@ def _run(
     progress: Progress,
     on_cell: Callable[[CellResult], None] | None,
 ) -> list[CellResult]:
-    from agent.pairs.experiment import run_experiment
+    from agent.pairs.experiment.run import run_experiment
 
     out = plan.out_dir
     remote = ray.remote(num_cpus=1, max_retries=0)(_task)

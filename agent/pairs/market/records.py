@@ -6,7 +6,7 @@ An experiment folder holds ``config.toml`` (a copy), ``manifest.json``, ``journa
 * ``steps.parquet``: one row per finalized transition (:class:`StepRecord`), the input of
   the equity curves, drawdowns, action distributions and pair-switch plots;
 * ``metrics.json``: :func:`run_summary` output: the run's identity (``kind`` = ``moira`` or
-  ``baseline``, method, exposure, seed, variant), :class:`agent.pairs.metrics.Metrics`, and
+  ``baseline``, method, exposure, seed, variant), :class:`agent.pairs.market.metrics.Metrics`, and
   extra counters (tokens by call type, fallbacks, dates without candidates, policy updates);
 * agent-specific files (e.g. Moira's ``trace.parquet`` of every state transition and
   ``training.json`` of its replay cycles).
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.metrics import Metrics
+from agent.pairs.market.metrics import Metrics
 from localfin.errors import InputError
 
 __all__ = ["StepRecord", "write_steps", "read_steps", "run_summary", "write_json", "read_json"]

@@ -8,7 +8,7 @@ accepted principles are appended to the system prompt. Parsers turn a :class:`Ch
 a value or a fallback reason; they never raise on a bad reply.
 
 Every text that reaches the model has passed through the masking helper first (the payload
-builders in :mod:`agent.pairs.payloads` do that); these builders add only fixed prompt text.
+builders in :mod:`agent.pairs.moira.payloads` do that); these builders add only fixed prompt text.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agent.pairs.config import MaxTokens, PromptConfig
-from agent.pairs.settlement import ACTIONS, FLAT
+from agent.pairs.experiment.config import MaxTokens, PromptConfig
+from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
 from serving.types import ChatRequest, ChatResult, Message
 
@@ -80,7 +80,7 @@ def render_payload(payload: Mapping[str, Any]) -> str:
 
 def budget(configured: int, schema: Mapping[str, Any]) -> int:
     """``configured`` tokens, or for 0 (auto) the schema's longest reply in characters + 8."""
-    from agent.pairs.lifecycle import reply_char_bound
+    from agent.pairs.lifecycle.machine import reply_char_bound
 
     return configured if configured else reply_char_bound(schema) + 8
 
@@ -194,7 +194,7 @@ def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatReque
 
 
 def parse_reflection(result: ChatResult) -> Parsed:
-    """``{"reflection", "principles"}`` (principles unchecked; see :mod:`agent.pairs.principles`)."""
+    """``{"reflection", "principles"}`` (principles unchecked; see :mod:`agent.pairs.moira.principles`)."""
     why = _usable(result)
     if why:
         return Parsed(None, why)

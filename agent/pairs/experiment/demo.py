@@ -20,8 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.config import ExperimentConfig, parse_config
-from agent.pairs.experiment import ExperimentResult, run_experiment
+from agent.pairs.experiment.config import ExperimentConfig, parse_config
+from agent.pairs.experiment.run import ExperimentResult, run_experiment
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 

@@ -1,9 +1,9 @@
 """The experiment matrix file: parsing, validation and expansion into experiment configs.
 
-The format is documented in :mod:`agent.pairs.matrix` (module docstring). Here: a matrix TOML
+The format is documented in :mod:`agent.pairs.experiment.matrix` (module docstring). Here: a matrix TOML
 document -> :class:`MatrixConfig` (frozen, validated, every error names the key) ->
 :meth:`MatrixConfig.cells`, one :class:`Cell` per (backbone, windows set), each holding the TOML
-text of an ordinary experiment config (:mod:`agent.pairs.config`) that :func:`parse_config`
+text of an ordinary experiment config (:mod:`agent.pairs.experiment.config`) that :func:`parse_config`
 accepted. Tables the matrix does not know are passed through to the experiment config
 untouched (so an experiment table added later, e.g. ``[baselines]``, works here unchanged; the
 experiment config validates them).
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.config import ExperimentConfig, ModelConfig, parse_config
-from agent.pairs.settlement import EXPOSURES
-from agent.pairs.toml_text import dumps
+from agent.pairs.experiment.config import ExperimentConfig, ModelConfig, parse_config
+from agent.pairs.experiment.toml_text import dumps
+from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
 
 __all__ = [

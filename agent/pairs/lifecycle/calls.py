@@ -4,12 +4,12 @@
   candidate event of the keyword matcher; reply per the Moira paper's A.5 (event type, whether
   it affects the pair, severity, reasoning).
 * ``break_check`` (:func:`build_break_check_request`, :func:`parse_break_check`): at a
-  validation boundary; payload per A.6 (:func:`agent.pairs.lifecycle.break_check_payload`),
+  validation boundary; payload per A.6 (:func:`agent.pairs.lifecycle.machine.break_check_payload`),
   reply per A.4.
 
 Prompts are ``agent/prompts/pairs_news_verify.yaml`` and ``pairs_break.yaml``; the payload is
 the JSON user message. Builders take masked texts and refuse a payload in which
-:func:`agent.pairs.masking.contains_calendar_leak` finds a date (an :class:`InputError` naming
+:func:`agent.pairs.market.masking.contains_calendar_leak` finds a date (an :class:`InputError` naming
 the field): masking is the caller's job and this is its guard. Parsers never raise on a bad
 reply: an invalid, schema-violating or cut reply gives a verdict with ``fallback=True`` and
 the reason; the state machine gives it no weight (the current state is kept) and the trace
@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agent.pairs.lifecycle_config import BREAK, HEALTHY, LEVELS, WARNING, LifecycleConfig, level_max
-from agent.pairs.lifecycle_news import CandidateEvent
-from agent.pairs.masking import contains_calendar_leak
+from agent.pairs.lifecycle.config import BREAK, HEALTHY, LEVELS, WARNING, LifecycleConfig, level_max
+from agent.pairs.lifecycle.news import CandidateEvent
+from agent.pairs.market.masking import contains_calendar_leak
 from localfin.errors import InputError
 from serving.types import ChatRequest, ChatResult, Message
 
@@ -175,7 +175,7 @@ def _check_masked(payload: Mapping[str, Any], call: str) -> None:
             if leaks:
                 raise InputError(
                     f"{call} payload field {path!r} contains calendar text {leaks[:3]}; mask it with "
-                    "agent.pairs.masking.mask_text first"
+                    "agent.pairs.market.masking.mask_text first"
                 )
         elif isinstance(value, Mapping):
             for k, v in value.items():
@@ -268,7 +268,7 @@ def build_break_check_request(
 ) -> ChatRequest:
     """The ``break_check`` request (prompt ``pairs_break``) for a validation boundary.
 
-    payload: :func:`agent.pairs.lifecycle.break_check_payload` (the A.6 fields, news masked).
+    payload: :func:`agent.pairs.lifecycle.machine.break_check_payload` (the A.6 fields, news masked).
     Raises :class:`InputError` if any text still holds a date.
     """
     missing = [k for k in BREAK_PAYLOAD_KEYS if k not in payload]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from agent.pairs.settlement import FLAT, LONG_SHORT, SHORT_LONG
+from agent.pairs.market.settlement import FLAT, LONG_SHORT, SHORT_LONG
 
 __all__ = [
     "CounterfactualRecord",

@@ -5,7 +5,7 @@
   screen fits it; the long z over that window and the trading z over the last ``z_window``).
 * Memory texts: news items, daily price observations, periodic digests and screen facts, each a
   short line with step labels instead of dates; free text (news, business descriptions, model
-  replies) goes through :func:`agent.pairs.masking.mask_text`.
+  replies) goes through :func:`agent.pairs.market.masking.mask_text`.
 * Requests: ``finmem_decision`` (action + reason + cited memory ids) and ``finmem_reflection``
   (a lesson on a settled training decision + cited ids), rendered from
   ``agent/prompts/pairs_finmem_*.yaml``. Reply schemas bound every field; the cited ids are an
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agent.data.schema import Company, NewsItem
-from agent.pairs.baselines.finmem_memory import LAYERS, Retrieved
-from agent.pairs.settlement import ACTIONS, FLAT
+from agent.pairs.baselines.finmem.memory import LAYERS, Retrieved
+from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
 from serving.types import ChatRequest, ChatResult, Message
 
@@ -174,7 +174,7 @@ def observations(
 
 def news_text(item: NewsItem, calendar: Any, max_chars: int) -> str:
     """``TICKER: headline. summary`` with dates masked (the item's own date resolves yearless ones)."""
-    from agent.pairs.masking import mask_text
+    from agent.pairs.market.masking import mask_text
 
     body = item.headline.strip()
     if item.summary and item.summary.strip() and item.summary.strip() != body:
@@ -218,7 +218,7 @@ def company_lines(
     tickers: Sequence[str], companies: Mapping[str, Company], calendar: Any, max_chars: int
 ) -> list[str]:
     """``TICKER -- Name: business description`` per leg (masked, cut)."""
-    from agent.pairs.masking import mask_text
+    from agent.pairs.market.masking import mask_text
 
     out = []
     for t in tickers:
@@ -255,7 +255,7 @@ def memory_payload(
 
 @dataclass(frozen=True)
 class CallSettings:
-    """What every request of one run shares (see :class:`agent.pairs.baselines.finmem.FinMemConfig`)."""
+    """What every request of one run shares (see :class:`agent.pairs.baselines.finmem.run.FinMemConfig`)."""
 
     model: str
     seed: int

@@ -3,7 +3,7 @@
 1. Warmup: run the training window with no principles (No-Beta sizing).
 2. Reflection: the ``reflection`` call reads the latest round's decisions with every action's
    counterfactual PnL and proposes 1-3 principles; code drops those that name a ticker,
-   company, pair, date, step or fixed direction (:mod:`agent.pairs.principles`), recording the
+   company, pair, date, step or fixed direction (:mod:`agent.pairs.moira.principles`), recording the
    rule each broke.
 3. Replay: the training window again, with the candidate set = accepted principles + the new
    valid ones (the oldest dropped beyond ``max_principles``). Accepted only if the cumulative
@@ -25,12 +25,12 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs import calls, payloads
-from agent.pairs.config import PolicyConfig
-from agent.pairs.episode import RunContext, WindowResult, WindowSpec, call, run_window
-from agent.pairs.memory import PairMemory
-from agent.pairs.principles import PrincipleValidator
-from agent.pairs.stats import PhaseStats
+from agent.pairs.experiment.config import PolicyConfig
+from agent.pairs.moira import calls, payloads
+from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call, run_window
+from agent.pairs.moira.memory import PairMemory
+from agent.pairs.moira.principles import PrincipleValidator
+from agent.pairs.moira.stats import PhaseStats
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["CycleRecord", "PolicyOutcome", "train_policy"]
@@ -100,7 +100,7 @@ def _reflect(
     proposals came to (``feedback``: text and why they were not kept), so that a cycle after a
     rejection never repeats the identical request (which the journal would answer identically).
     """
-    from agent.pairs.masking import StepCalendar
+    from agent.pairs.market.masking import StepCalendar
 
     cal = StepCalendar.from_sessions(rnd.spec.sessions)
     n = len(rnd.spec.sessions)
@@ -145,7 +145,7 @@ def _reflect(
 def _shown(text: str) -> str:
     """A proposal as the next reflection may see it: one with a calendar reference is not
     repeated (every model-visible text is masked)."""
-    from agent.pairs.masking import contains_calendar_leak
+    from agent.pairs.market.masking import contains_calendar_leak
 
     return "(a principle naming a date)" if contains_calendar_leak(text) else text
 

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agent.pairs.baselines.finmem_memory import CharacterConfig, EmbeddingCache, MemoryConfig
-from agent.pairs.settlement import EXPOSURES
+from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig
+from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -77,8 +77,8 @@ METHOD = "finmem"
 class FinMemConfig:
     """The FinMem-style baseline.
 
-    memory: layered memory (:class:`~agent.pairs.baselines.finmem_memory.MemoryConfig`).
-    character: risk character (:class:`~agent.pairs.baselines.finmem_memory.CharacterConfig`).
+    memory: layered memory (:class:`~agent.pairs.baselines.finmem.memory.MemoryConfig`).
+    character: risk character (:class:`~agent.pairs.baselines.finmem.memory.CharacterConfig`).
     model: registry key of the backbone (the backend must serve it).
     temperature: sampling temperature (0: greedy); repetition_penalty: None = the registry's;
     thinking: Qwen3-style thinking switch (None: the model's default).
@@ -192,7 +192,7 @@ def prepare_finmem(
     """Select the pair at test step 001 and read its prices, news and companies once."""
     from agent.pairs.baselines.common import as_window, load_pair, pair_betas, select_pair
     from agent.pairs.baselines.runner import RunSettings
-    from agent.pairs.masking import StepCalendar
+    from agent.pairs.market.masking import StepCalendar
     from agent.pairs.screen.causal import screen_store
 
     cfg = settings or RunSettings()
@@ -284,9 +284,9 @@ def finmem_program(
     """One run (training + test) as a lockstep program; returns a :class:`FinMemOutcome`.
 
     ``embedder``: the bank's embedder (``MiniLMEmbedder`` in runs; wrap it in an
-    :class:`~agent.pairs.baselines.finmem_memory.EmbeddingCache` shared by the runs of a window)."""
+    :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window)."""
     from agent.pairs.baselines.common import check_exposure
-    from agent.pairs.baselines.finmem_agent import run_agent
+    from agent.pairs.baselines.finmem.trader import run_agent
     from agent.pairs.baselines.ledger import flat_records, settle_actions
 
     check_exposure(exposure)
@@ -335,7 +335,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
 def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
     """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json)."""
     from agent.pairs.baselines.ledger import write_run
-    from agent.pairs.records import write_json
+    from agent.pairs.market.records import write_json
 
     run_dir = write_run(
         out_dir,

@@ -1,5 +1,5 @@
 """Lifecycle monitoring of the held pair inside a window pass: the glue between the window runner
-(:mod:`agent.pairs.episode`) and :mod:`agent.pairs.lifecycle`.
+(:mod:`agent.pairs.moira.episode`) and :mod:`agent.pairs.lifecycle.machine`.
 
 A :class:`PairMonitor` is opened when a pair is selected (session index ``g0`` of the market
 calendar; the spread uses the screen's alpha and beta of that session) and runs
@@ -27,7 +27,7 @@ Gen = Generator[list[ChatRequest], list[ChatResult], Any]
 
 def _budget(configured: int, prompt: str) -> int:
     """``configured`` tokens, or for 0 (auto) the prompt schema's longest reply + 8."""
-    from agent.pairs.calls import budget
+    from agent.pairs.moira.calls import budget
     from agent.prompting import load_prompt
 
     return budget(configured, load_prompt(prompt).schema or {})
@@ -71,7 +71,7 @@ class PairMonitor:
         i0: int,
         g0: int,
     ) -> None:
-        from agent.pairs.lifecycle import HEALTHY, LifecycleMonitor
+        from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor
 
         self.ctx, self.stats, self.calendar = ctx, stats, calendar
         self.phase, self.round = phase, round_
@@ -110,7 +110,7 @@ class PairMonitor:
         return math.isfinite(self.alpha) and math.isfinite(self.beta)
 
     def _factors(self, g: int) -> Any:
-        from agent.pairs.lifecycle import pair_factors
+        from agent.pairs.lifecycle.machine import pair_factors
 
         view = self.ctx.view
         a, b = self.pair

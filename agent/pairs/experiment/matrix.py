@@ -1,6 +1,6 @@
 """The experiment matrix: backbones x windows sets x seeds x exposures x variants from one TOML file.
 
-A matrix file is an experiment config (:mod:`agent.pairs.config`) with three additions: a
+A matrix file is an experiment config (:mod:`agent.pairs.experiment.config`) with three additions: a
 ``[matrix]`` table, a list of backbones and one or more named windows sets. It expands to one
 ordinary experiment per (backbone, windows set), written to ``<out>/<backbone>/<windows>/``
 (a normal experiment folder: ``localfin report`` and ``localfin pairs run --resume`` read it),
@@ -35,7 +35,7 @@ Format (``agent/pairs/configs/matrix_cpu.toml`` is a complete example)::
     test_start = "2025-02-12"
     test_end = "2025-05-30"
 
-    [experiment]                   # every experiment table as in agent.pairs.config: store, pool,
+    [experiment]                   # every experiment table as in agent.pairs.experiment.config: store, pool,
     [model]                        # cost_bps, [model], [prompt], [policy], [selection], [screen],
     [[variants]]                   # [lifecycle], [[variants]] (A3: consolidation = false; A4:
                                    # reselection = false + fixed_pair); tables this module does not
@@ -55,7 +55,8 @@ exists and whose ``config.toml`` equals its expansion is done and skipped (an en
 cells are all done is not started); the others rerun with their journal, so no journaled call
 is sent again. A resumed matrix must come from the same matrix file.
 
-With ``ray_address`` (``--ray ADDRESS``) the runs are Ray tasks instead (:mod:`agent.pairs.matrix_ray`).
+With ``ray_address`` (``--ray ADDRESS``) the runs are Ray tasks instead
+(:mod:`agent.pairs.experiment.matrix_ray`).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.matrix_config import Cell, MatrixConfig
-from agent.pairs.records import read_json, write_json
+from agent.pairs.experiment.matrix_config import Cell, MatrixConfig
+from agent.pairs.market.records import read_json, write_json
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -220,7 +221,7 @@ def _prepare(out: Path, config_text: str, resume: bool) -> None:
 
 
 def _default_factory(cell: Cell, registry: Any) -> Backend:
-    from agent.pairs.experiment import build_backend
+    from agent.pairs.experiment.run import build_backend
 
     return build_backend(cell.config, registry)
 
@@ -274,16 +275,16 @@ def run_matrix(
         registry: model registry (default: :func:`serving.registry.default_registry`).
         backend_factory: builds each engine group's backend (default: from ``[model]``).
         ray_address: run the runs as Ray tasks on this cluster (``local`` starts one here;
-            :mod:`agent.pairs.matrix_ray`).
+            :mod:`agent.pairs.experiment.matrix_ray`).
         on_cell: called after each experiment finishes (tests use it as a gate).
     """
-    from agent.pairs.experiment import run_experiment
+    from agent.pairs.experiment.run import run_experiment
 
     out = Path(out_dir)
     plan = plan_matrix(cfg, out)
     _prepare(out, config_text, resume)
     if cfg.synthetic_market:
-        from agent.pairs.demo import synthetic_store
+        from agent.pairs.experiment.demo import synthetic_store
 
         synthetic_store(out)
     factory = backend_factory or _default_factory
@@ -291,7 +292,7 @@ def run_matrix(
     results: list[CellResult] = []
     starts: list[float | None] = []
     if ray_address is not None:
-        from agent.pairs.matrix_ray import run_cells_ray
+        from agent.pairs.experiment.matrix_ray import run_cells_ray
 
         results = run_cells_ray(
             plan,
@@ -357,7 +358,7 @@ def _finish(
     starts: list[float | None],
     ray_address: str | None,
 ) -> MatrixResult:
-    from agent.pairs.matrix_summary import write_matrix_summary
+    from agent.pairs.experiment.matrix_summary import write_matrix_summary
 
     out = plan.out_dir
     res = MatrixResult(out, mode, results, round(wall, 3), starts)

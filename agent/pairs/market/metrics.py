@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.pairs.settlement import ACTIONS, FLAT
+from agent.pairs.market.settlement import ACTIONS, FLAT
 from localfin.errors import ConfigError
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 The experiment folder holds ``config.toml`` (the file the experiment was started with),
 ``journal.sqlite`` (every model call; one per experiment), ``runs/<run_id>/`` (see
-:mod:`agent.pairs.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
+:mod:`agent.pairs.experiment.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
 token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
 each round, the pending calls of all runs go to the engine as one batch, which the
 :class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
@@ -11,7 +11,7 @@ two exposures of a seed are identical, since training always uses No-Beta sizing
 answered once. Resuming is rerunning: journaled calls replay, so a killed experiment continues
 to the identical result and the model only sees the calls it never answered.
 
-The ``[baselines]`` of the config run in the same folder (:mod:`agent.pairs.experiment_baselines`):
+The ``[baselines]`` of the config run in the same folder (:mod:`agent.pairs.experiment.baselines`):
 the non-LLM ones before the lockstep rounds, FinMem's runs as lockstep programs inside them,
 next to the agent's runs on the same journal. ``summary.json`` lists them under ``baselines``.
 """
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.pairs import experiment_baselines as eb
-from agent.pairs.backtest import RunOutcome, RunSpec, moira_program, write_run
-from agent.pairs.config import ExperimentConfig, config_to_dict
-from agent.pairs.market import MarketView
-from agent.pairs.records import write_json
+from agent.pairs.experiment import baselines as eb
+from agent.pairs.experiment.backtest import RunOutcome, RunSpec, moira_program, write_run
+from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
+from agent.pairs.market.records import write_json
+from agent.pairs.market.view import MarketView
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -151,7 +151,7 @@ def run_experiment(
         embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
     """
     from agent.data.store import MarketStore
-    from agent.pairs.manifest import build_manifest, weights_digest
+    from agent.pairs.experiment.manifest import build_manifest, weights_digest
 
     out = Path(out_dir)
     _prepare_folder(out, config_text, resume)
@@ -383,9 +383,9 @@ def bench_run(
     import re
     import tomllib
 
-    from agent.pairs.baseline_config import BaselinesConfig
-    from agent.pairs.config import parse_config
-    from agent.pairs.demo import demo_config_text, synthetic_store
+    from agent.pairs.baselines.config import BaselinesConfig
+    from agent.pairs.experiment.config import parse_config
+    from agent.pairs.experiment.demo import demo_config_text, synthetic_store
 
     if backend_kind != "vllm":
         raise ConfigError(f"backend_kind={backend_kind!r}; allowed: vllm (the in-process engine)")

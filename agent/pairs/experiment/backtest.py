@@ -3,9 +3,9 @@
 A run = (variant, exposure, seed). Its program trains the policy memory on the training window
 (No-Beta sizing), freezes the accepted principles, and runs the test window under its own
 exposure with daily counterfactual records and lifecycle monitoring on. Metrics are those of
-the test window (settled at t+1 through :mod:`agent.pairs.settlement`, computed by
-:mod:`agent.pairs.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
-``metrics.json`` (the shared format of :mod:`agent.pairs.records`), ``trace.parquet`` and
+the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, computed by
+:mod:`agent.pairs.market.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
+``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet`` and
 ``training.json``.
 """
 
@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.calls import CallSettings
-from agent.pairs.config import ExperimentConfig, Variant
-from agent.pairs.episode import RunContext, WindowResult, WindowSpec, run_window
-from agent.pairs.market import MarketView
-from agent.pairs.memory import PairMemory
-from agent.pairs.metrics import compute_metrics
-from agent.pairs.policy import PolicyOutcome, train_policy
-from agent.pairs.principles import PrincipleValidator
-from agent.pairs.records import run_summary, write_json, write_steps
-from agent.pairs.trace import TraceLog
+from agent.pairs.experiment.config import ExperimentConfig, Variant
+from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.records import run_summary, write_json, write_steps
+from agent.pairs.market.view import MarketView
+from agent.pairs.moira.calls import CallSettings
+from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, run_window
+from agent.pairs.moira.memory import PairMemory
+from agent.pairs.moira.policy import PolicyOutcome, train_policy
+from agent.pairs.moira.principles import PrincipleValidator
+from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
 
