@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.experiment.config import ExperimentConfig, Variant
+from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.metrics import compute_metrics
 from agent.pairs.market.records import run_summary, write_json, write_steps
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira.calls import CallSettings
+from agent.pairs.moira.config import Variant
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, run_window
 from agent.pairs.moira.memory import PairMemory
 from agent.pairs.moira.policy import PolicyOutcome, train_policy

@@ -44,6 +44,7 @@ __all__ = [
     "build_break_check_request",
     "parse_break_check",
     "reply_char_bound",
+    "budget",
 ]
 
 EVENT_TYPES = (
@@ -393,3 +394,8 @@ def reply_char_bound(schema: Mapping[str, Any]) -> int:
         n = int(schema["maxItems"])
         return 2 + n * reply_char_bound(schema["items"]) + 2 * max(0, n - 1)
     raise InputError(f"reply_char_bound: unsupported schema type {kind!r}")
+
+
+def budget(configured: int, schema: Mapping[str, Any]) -> int:
+    """``configured`` tokens, or for 0 (auto) the schema's longest reply in characters + 8."""
+    return configured if configured else reply_char_bound(schema) + 8

@@ -27,7 +27,7 @@ Gen = Generator[list[ChatRequest], list[ChatResult], Any]
 
 def _budget(configured: int, prompt: str) -> int:
     """``configured`` tokens, or for 0 (auto) the prompt schema's longest reply + 8."""
-    from agent.pairs.moira.calls import budget
+    from agent.pairs.lifecycle.calls import budget
     from agent.prompting import load_prompt
 
     return budget(configured, load_prompt(prompt).schema or {})

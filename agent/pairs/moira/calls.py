@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agent.pairs.experiment.config import MaxTokens, PromptConfig
+from agent.pairs.lifecycle.calls import budget
 from agent.pairs.market.settlement import ACTIONS, FLAT
+from agent.pairs.moira.config import MaxTokens, PromptConfig
 from agent.prompting import Prompt, load_prompt
 from serving.types import ChatRequest, ChatResult, Message
 
 __all__ = [
     "STEP_NOTE",
     "CallSettings",
-    "budget",
     "render_payload",
     "selection_request",
     "parse_selection",
@@ -76,13 +76,6 @@ class Parsed:
 def render_payload(payload: Mapping[str, Any]) -> str:
     """The JSON user message (fixed key order, compact, non-ASCII kept)."""
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
-def budget(configured: int, schema: Mapping[str, Any]) -> int:
-    """``configured`` tokens, or for 0 (auto) the schema's longest reply in characters + 8."""
-    from agent.pairs.lifecycle.machine import reply_char_bound
-
-    return configured if configured else reply_char_bound(schema) + 8
 
 
 def _request(

@@ -30,11 +30,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs.experiment.config import PromptConfig, SelectionConfig
 from agent.pairs.market.records import StepRecord
 from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, settle, signed_position
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira import calls, payloads
+from agent.pairs.moira.config import PromptConfig, SelectionConfig
 from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, lesson_for
 from agent.pairs.moira.stats import PhaseStats
 from agent.pairs.moira.trace import TraceLog

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.data.schema import Company, NewsItem
-from agent.pairs.experiment.config import PromptConfig
 from agent.pairs.market.view import PairState, spread_state_label
+from agent.pairs.moira.config import PromptConfig
 from agent.pairs.moira.memory import CounterfactualRecord, reflection_summary
 from agent.pairs.screen.causal import PairCandidate
 

@@ -25,8 +25,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.pairs.experiment.config import PolicyConfig
 from agent.pairs.moira import calls, payloads
+from agent.pairs.moira.config import PolicyConfig
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call, run_window
 from agent.pairs.moira.memory import PairMemory
 from agent.pairs.moira.principles import PrincipleValidator

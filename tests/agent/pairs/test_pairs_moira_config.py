@@ -10,7 +10,7 @@ import pytest
 
 from agent.pairs.experiment.config import load_config, parse_config
 from agent.pairs.experiment.demo import demo_config_text
-from agent.pairs.moira.calls import budget
+from agent.pairs.lifecycle.calls import budget
 from agent.prompting import load_prompt
 from localfin.errors import ConfigError
 
