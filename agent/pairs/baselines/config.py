@@ -25,11 +25,17 @@ nothing in them); EG-DDQN and FinMem run for every seed x exposure.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from agent.pairs.baselines.eg_ddqn import DDQNConfig
+from agent.pairs.baselines.eg_z import EGZConfig
+from agent.pairs.baselines.equal_weight import EqualWeightConfig
+from agent.pairs.baselines.finmem.run import FinMemConfig
+from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG, SHORT_LONG_CONFIG
+from localfin import configfile as cf
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -44,25 +50,8 @@ __all__ = [
 BASELINE_METHODS = ("long_short", "short_long", "equal_weight", "eg_z", "eg_ddqn", "finmem")
 #: Baselines whose result depends on the seed (run for every seed); the others run once per exposure.
 SEEDED_METHODS = ("eg_ddqn", "finmem")
-_FINMEM_FROM_MODEL = ("model", "repetition_penalty", "thinking")
-
-
-def _egz() -> Any:
-    from agent.pairs.baselines.eg_z import EGZConfig
-
-    return EGZConfig()
-
-
-def _ddqn() -> Any:
-    from agent.pairs.baselines.eg_ddqn import DDQNConfig
-
-    return DDQNConfig()
-
-
-def _finmem() -> Any:
-    from agent.pairs.baselines.finmem.run import FinMemConfig
-
-    return FinMemConfig()
+#: FinMem fields that follow the experiment's ``[model]`` (one engine answers the agent and FinMem).
+FINMEM_FROM_MODEL = ("model", "repetition_penalty", "thinking")
 
 
 @dataclass(frozen=True)
@@ -76,9 +65,9 @@ class BaselinesConfig:
     """
 
     methods: tuple[str, ...] = BASELINE_METHODS
-    eg_z: Any = field(default_factory=_egz)
-    eg_ddqn: Any = field(default_factory=_ddqn)
-    finmem: Any = field(default_factory=_finmem)
+    eg_z: EGZConfig = field(default_factory=EGZConfig)
+    eg_ddqn: DDQNConfig = field(default_factory=DDQNConfig)
+    finmem: FinMemConfig = field(default_factory=FinMemConfig)
 
     def __post_init__(self) -> None:
         bad = [m for m in self.methods if m not in BASELINE_METHODS]
@@ -93,9 +82,6 @@ class BaselinesConfig:
 
     def rule_configs(self) -> list[Any]:
         """The runner configs of the configured non-LLM methods (in display order)."""
-        from agent.pairs.baselines.equal_weight import EqualWeightConfig
-        from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG, SHORT_LONG_CONFIG
-
         by_name = {
             "long_short": LONG_SHORT_CONFIG,
             "short_long": SHORT_LONG_CONFIG,
@@ -114,74 +100,23 @@ def baseline_run_id(method: str, exposure: str, seed: int) -> str:
     return f"{method}-{exposure}"
 
 
-def _coerce(value: Any, annotation: Any, key: str) -> Any:
-    from agent.pairs.experiment.config import _coerce as coerce
-
-    return coerce(value, annotation, key)
-
-
-def _build(cls: type, table: Any, where: str, base: Any = None, skip: tuple[str, ...] = ()) -> Any:
-    """``cls`` from a TOML table (nested dataclass fields from nested tables), starting from
-    ``base`` (default: the class defaults); errors name the TOML key."""
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"[{where}] must be a table, got {type(table).__name__}")
-    start = base if base is not None else cls()
-    allowed = [f.name for f in fields(cls) if f.name not in skip]
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(f'{where}.{k}' for k in unknown)}; allowed: {', '.join(allowed)}"
-        )
-    kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        if f.name not in table:
-            continue
-        current = getattr(start, f.name)
-        if dataclasses.is_dataclass(current) and not isinstance(current, type):
-            kwargs[f.name] = _build(type(current), table[f.name], f"{where}.{f.name}", current)
-        else:
-            kwargs[f.name] = _coerce(table[f.name], f.type, f"{where}.{f.name}")
-    try:
-        return dataclasses.replace(start, **kwargs)
-    except ConfigError as exc:
-        raise ConfigError(f"[{where}]: {exc}") from exc
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[{where}]: {exc}") from exc
-
-
-def parse_baselines(table: Any, model: Any) -> BaselinesConfig:
+def parse_baselines(table: Any, model: Any, *, file: str | Path | None = None) -> BaselinesConfig:
     """A :class:`BaselinesConfig` from the ``[baselines]`` TOML table (``{}`` when absent: every
-    baseline at its defaults); ``model`` is the experiment's ``ModelConfig``."""
-    from agent.pairs.baselines.eg_ddqn import DDQNConfig
-    from agent.pairs.baselines.eg_z import EGZConfig
-    from agent.pairs.baselines.finmem.run import FinMemConfig
-
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"[baselines] must be a table, got {type(table).__name__}")
-    allowed = ["methods", "eg_z", "eg_ddqn", "finmem"]
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join('baselines.' + k for k in unknown)}; allowed: {', '.join(allowed)}"
+    baseline at its defaults); ``model`` is the experiment's ``ModelConfig``, whose backbone and
+    sampling FinMem's settings start from (a table never sets the model fields)."""
+    fm_table = table.get("finmem", {}) if isinstance(table, Mapping) else {}
+    if isinstance(fm_table, Mapping) and any(k in fm_table for k in FINMEM_FROM_MODEL):
+        raise cf.key_error(
+            "baselines.finmem",
+            f"sets {[k for k in FINMEM_FROM_MODEL if k in fm_table]}; these follow [model] (one engine "
+            "answers the agent and FinMem); allowed: the other FinMemConfig fields",
+            file=file,
         )
-    methods = _coerce(table.get("methods", list(BASELINE_METHODS)), "tuple[str, ...]", "baselines.methods")
-    if any(not isinstance(m, str) for m in methods):
-        raise ConfigError(
-            f"baselines.methods={list(methods)}; allowed: names from {', '.join(BASELINE_METHODS)}"
-        )
-    eg_z = _build(EGZConfig, table.get("eg_z", {}), "baselines.eg_z")
-    ddqn = _build(DDQNConfig, table.get("eg_ddqn", {}), "baselines.eg_ddqn")
-    fm_table = table.get("finmem", {})
     fm_base = FinMemConfig(
         model=model.backbone,
         temperature=model.temperature,
         repetition_penalty=model.repetition_penalty,
         thinking=model.thinking,
     )
-    if isinstance(fm_table, Mapping) and any(k in fm_table for k in _FINMEM_FROM_MODEL):
-        raise ConfigError(
-            f"baselines.finmem sets {[k for k in _FINMEM_FROM_MODEL if k in fm_table]}; these follow "
-            "[model] (one engine answers the agent and FinMem); allowed: the other FinMemConfig fields"
-        )
-    finmem = _build(FinMemConfig, fm_table, "baselines.finmem", fm_base, skip=_FINMEM_FROM_MODEL)
-    return BaselinesConfig(methods=tuple(methods), eg_z=eg_z, eg_ddqn=ddqn, finmem=finmem)
+    base = BaselinesConfig(finmem=fm_base)
+    return cf.load(BaselinesConfig, table, key="baselines", file=file, base=base)

@@ -35,12 +35,13 @@ import dataclasses
 import datetime as dt
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
+from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.market.settlement import EXPOSURES
 from agent.pairs.moira.config import (
     MaxTokens,
@@ -50,6 +51,8 @@ from agent.pairs.moira.config import (
     Variant,
 )
 from agent.pairs.screen.causal import ScreenConfig
+from localfin import configfile as cf
+from localfin import env
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -63,17 +66,6 @@ __all__ = [
 
 BACKENDS = ("vllm", "openai")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-def _date(value: Any, key: str) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise ConfigError(f"{key}={value!r}; allowed: a date YYYY-MM-DD") from None
 
 
 @dataclass(frozen=True)
@@ -155,9 +147,10 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
-    lifecycle: Any = None  # agent.pairs.lifecycle.machine.LifecycleConfig (filled in __post_init__)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     variants: tuple[Variant, ...] = (Variant(),)
-    baselines: Any = None  # agent.pairs.baselines.config.BaselinesConfig (default: none when built in code)
+    #: the baselines run beside the agent (none when built in code; every one by default in a file)
+    baselines: BaselinesConfig = field(default_factory=lambda: BaselinesConfig(methods=()))
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -182,14 +175,6 @@ class ExperimentConfig:
         names = [v.name for v in self.variants]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
-        if self.lifecycle is None:
-            from agent.pairs.lifecycle.machine import LifecycleConfig
-
-            object.__setattr__(self, "lifecycle", LifecycleConfig())
-        if self.baselines is None:
-            from agent.pairs.baselines.config import BaselinesConfig
-
-            object.__setattr__(self, "baselines", BaselinesConfig(methods=()))
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""
@@ -200,7 +185,8 @@ class ExperimentConfig:
 
 # -- TOML --------------------------------------------------------------------------------------
 
-_TOP = (
+#: The tables of an experiment file (``variants`` is an array of tables).
+TABLES = (
     "experiment",
     "windows",
     "model",
@@ -212,186 +198,81 @@ _TOP = (
     "variants",
     "baselines",
 )
+#: ExperimentConfig fields that come from other tables than ``[experiment]``.
+_FROM_TABLES = ("windows", "model", "prompt", "screen", "lifecycle", "variants", "baselines")
 
 
-def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...] | list[str], where: str) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
+def _variant(raw: Any, k: int, policy: dict[str, Any], selection: dict[str, Any], file: Any) -> Variant:
+    """One ``[[variants]]`` entry: a name plus overrides of ``[policy]`` / ``[selection]``."""
+    key = f"variants[{k}]"
+    if not isinstance(raw, Mapping):
+        raise cf.key_error(key, f"{raw!r}; allowed: a table", file=file)
+    pol_keys = [f.name for f in fields(PolicyConfig)]
+    sel_keys = [f.name for f in fields(SelectionConfig)]
+    cf.check_keys(raw, ["name", *pol_keys, *sel_keys], key=key, file=file)
+    own = cf.load(Variant, {"name": raw["name"]} if "name" in raw else {}, key=key, file=file)
+    if "name" not in raw:
         raise ConfigError(
-            f"unknown key(s) {', '.join(f'{where}.{k}' for k in unknown)}; allowed: {', '.join(allowed)}"
+            f"{'file ' + str(file) + ', ' if file is not None else ''}key {key}.name is required"
         )
-
-
-def _table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"[{key}] must be a table, got {type(value).__name__}")
-    return dict(value)
-
-
-def _coerce(value: Any, annotation: Any, key: str) -> Any:
-    """Check a TOML value against a dataclass field annotation (as text, since the modules use
-    ``from __future__ import annotations``)."""
-    ann = str(annotation).replace(" ", "")
-    optional = "None" in ann.split("|")
-    base = [a for a in ann.split("|") if a != "None"]
-    kind = base[0] if base else "Any"
-    if value is None and optional:
-        return None
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}={value!r}; allowed: true or false")
-        return value
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}={value!r}; allowed: an integer")
-        return value
-    if kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}={value!r}; allowed: a number")
-        return float(value)
-    if kind == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}={value!r}; allowed: a string")
-        return value
-    if kind.startswith("tuple["):
-        if not isinstance(value, list):
-            raise ConfigError(f"{key}={value!r}; allowed: an array")
-        return _tuples(value)
-    return value
-
-
-def _tuples(value: Any) -> Any:
-    """TOML arrays as tuples, nested ones too (the configs are frozen and hashable)."""
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
-
-
-def _build(cls: type, table: Mapping[str, Any], where: str, **fixed: Any) -> Any:
-    """``cls(**table)`` with unknown keys and wrong types reported by their TOML key."""
-    names = [f.name for f in fields(cls) if f.name not in fixed]
-    _check_keys(table, names, where)
-    ann = {f.name: f.type for f in fields(cls)}
-    kwargs = {k: _coerce(v, ann[k], f"{where}.{k}") for k, v in table.items()}
-    try:
-        return cls(**kwargs, **fixed)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[{where}]: {exc}") from exc
-
-
-def parse_config(data: Mapping[str, Any], *, base_dir: Path | None = None) -> ExperimentConfig:
-    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
-    resolved against ``base_dir``)."""
-    from agent.pairs.baselines.config import parse_baselines
-    from agent.pairs.lifecycle.machine import LifecycleConfig
-
-    _check_keys(data, _TOP, "<top>")
-    exp = _table(data, "experiment")
-    _check_keys(exp, ["name", "store", "pool", "seeds", "exposures", "cost_bps"], "experiment")
-    if "name" not in exp:
-        raise ConfigError("experiment.name is required")
-    win = _table(data, "windows")
-    keys = ["train_start", "train_end", "test_start", "test_end"]
-    _check_keys(win, keys, "windows")
-    missing = [k for k in keys if k not in win]
-    if missing:
-        raise ConfigError(f"missing key(s) {', '.join('windows.' + k for k in missing)}")
-    windows = WindowConfig(**{k: _date(win[k], f"windows.{k}") for k in keys})
-
-    model_t = _table(data, "model")
-    mt = model_t.pop("max_tokens", {})
-    if not isinstance(mt, Mapping):
-        raise ConfigError("[model.max_tokens] must be a table")
-    max_tokens = _build(MaxTokens, mt, "model.max_tokens")
-    model = _build(ModelConfig, model_t, "model", max_tokens=max_tokens)
-    prompt = _build(PromptConfig, _table(data, "prompt"), "prompt")
-    policy = _build(PolicyConfig, _table(data, "policy"), "policy")
-    selection = _build(SelectionConfig, _table(data, "selection"), "selection")
-    screen = _build(ScreenConfig, _table(data, "screen"), "screen")
-    lifecycle = _build(LifecycleConfig, _table(data, "lifecycle"), "lifecycle")
-
-    raw_variants = data.get("variants", [])
-    if not isinstance(raw_variants, list):
-        raise ConfigError("[[variants]] must be an array of tables")
-    variants = []
-    pol_keys = ("consolidation", "max_cycles", "stop_after_rejections", "max_principles", "carry_pair_memory")
-    sel_keys = ("reselection", "fixed_pair", "fallback")
-    for k, raw in enumerate(raw_variants):
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"variants[{k}] must be a table")
-        _check_keys(raw, ["name", *pol_keys, *sel_keys], f"variants[{k}]")
-        if "name" not in raw:
-            raise ConfigError(f"variants[{k}].name is required")
-        pol = {key: raw[key] for key in pol_keys if key in raw}
-        sel = {key: raw[key] for key in sel_keys if key in raw}
-        variants.append(
-            Variant(
-                name=_coerce(raw["name"], "str", f"variants[{k}].name"),
-                policy=replace(
-                    policy,
-                    **{
-                        key: _coerce(v, _ann(PolicyConfig, key), f"variants[{k}].{key}")
-                        for key, v in pol.items()
-                    },
-                ),
-                selection=replace(
-                    selection,
-                    **{
-                        key: _coerce(v, _ann(SelectionConfig, key), f"variants[{k}].{key}")
-                        for key, v in sel.items()
-                    },
-                ),
-            )
-        )
-    if not variants:
-        variants = [Variant("full", policy, selection)]
-
-    store_raw = exp.get("store")
-    if store_raw is None:
-        from localfin import env
-
-        store = env.default_store_path()
-    else:
-        store = Path(_coerce(store_raw, "str", "experiment.store")).expanduser()
-        if not store.is_absolute() and base_dir is not None:
-            store = base_dir / store
-    pool = _coerce(exp.get("pool", []), "tuple[str, ...]", "experiment.pool")
-    if any(not isinstance(t, str) or not t for t in pool):
-        raise ConfigError(f"experiment.pool={list(pool)}; allowed: ticker strings")
-    seeds = _coerce(exp.get("seeds", [0]), "tuple[int, ...]", "experiment.seeds")
-    exposures = _coerce(exp.get("exposures", list(EXPOSURES)), "tuple[str, ...]", "experiment.exposures")
-    return ExperimentConfig(
-        name=_coerce(exp["name"], "str", "experiment.name"),
-        store=store,
-        windows=windows,
-        pool=tuple(pool),
-        seeds=tuple(seeds),
-        exposures=tuple(exposures),
-        cost_bps=_coerce(exp.get("cost_bps", 0.0), "float", "experiment.cost_bps"),
-        model=model,
-        prompt=prompt,
-        screen=screen,
-        lifecycle=lifecycle,
-        variants=tuple(variants),
-        baselines=parse_baselines(data.get("baselines", {}), model),
+    pol = {**policy, **{n: raw[n] for n in pol_keys if n in raw}}
+    sel = {**selection, **{n: raw[n] for n in sel_keys if n in raw}}
+    return replace(
+        own,
+        policy=cf.load(PolicyConfig, pol, key=key, file=file),
+        selection=cf.load(SelectionConfig, sel, key=key, file=file),
     )
 
 
-def _ann(cls: type, name: str) -> Any:
-    return {f.name: f.type for f in fields(cls)}[name]
+def parse_config(
+    data: Mapping[str, Any], *, base_dir: Path | None = None, file: str | Path | None = None
+) -> ExperimentConfig:
+    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
+    resolved against ``base_dir``; ``file`` names the document in errors)."""
+    cf.check_keys(data, TABLES, file=file)
+    tables = {k: data.get(k, [] if k == "variants" else {}) for k in TABLES}
+    for k, v in tables.items():
+        if not isinstance(v, list if k == "variants" else Mapping):
+            kind = "an array of tables" if k == "variants" else "a table"
+            raise cf.key_error(k, f"{v!r}; allowed: {kind}", file=file)
+    exp = dict(tables["experiment"])
+    cf.check_keys(
+        exp,
+        [f.name for f in fields(ExperimentConfig) if f.name not in _FROM_TABLES],
+        key="experiment",
+        file=file,
+    )
+    store = exp.get("store")
+    if store is None:
+        exp["store"] = str(env.default_store_path())
+    elif isinstance(store, str):
+        p = Path(store).expanduser()
+        exp["store"] = str(base_dir / p if not p.is_absolute() and base_dir is not None else p)
+    windows = cf.load(WindowConfig, tables["windows"], key="windows", file=file)
+    model = cf.load(ModelConfig, tables["model"], key="model", file=file)
+    policy = cf.load(PolicyConfig, tables["policy"], key="policy", file=file)
+    selection = cf.load(SelectionConfig, tables["selection"], key="selection", file=file)
+    variants = tuple(
+        _variant(raw, k, dict(tables["policy"]), dict(tables["selection"]), file)
+        for k, raw in enumerate(tables["variants"])
+    ) or (Variant("full", policy, selection),)
+    head = cf.load(ExperimentConfig, {**exp, "windows": tables["windows"]}, key="experiment", file=file)
+    return replace(
+        head,
+        windows=windows,
+        model=model,
+        prompt=cf.load(PromptConfig, tables["prompt"], key="prompt", file=file),
+        screen=cf.load(ScreenConfig, tables["screen"], key="screen", file=file),
+        lifecycle=cf.load(LifecycleConfig, tables["lifecycle"], key="lifecycle", file=file),
+        variants=variants,
+        baselines=parse_baselines(tables["baselines"], model, file=file),
+    )
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate an experiment TOML file."""
+    """Read and validate an experiment TOML file (errors name the file and the key)."""
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {p}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config {p} is not valid TOML: {exc}") from exc
-    return parse_config(data, base_dir=p.resolve().parent)
+    return parse_config(cf.read_toml(p, "config"), base_dir=p.resolve().parent, file=p)
 
 
 def config_to_dict(cfg: ExperimentConfig) -> dict[str, Any]:

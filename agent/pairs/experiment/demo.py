@@ -12,20 +12,20 @@ journal (nothing reaches the model twice).
 from __future__ import annotations
 
 import logging
-import re
 import time
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agent.data.workflows import synth_market
 from agent.pairs.experiment.config import ExperimentConfig, parse_config
 from agent.pairs.experiment.run import ExperimentResult, run_experiment
+from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 
-__all__ = ["DemoResult", "demo_config_text", "synthetic_store", "run_moira_demo"]
+__all__ = ["DemoResult", "demo_document", "demo_config_text", "synthetic_store", "run_moira_demo"]
 
 log = logging.getLogger(__name__)
 
@@ -40,26 +40,27 @@ class DemoResult:
     store_s: float
 
 
-def demo_config_text(model: str = "smollm2-135m", name: str = "demo") -> str:
-    """The packaged demo config (``configs/<name>.toml``) with ``model.backbone`` set to ``model``."""
+def demo_document(model: str = "smollm2-135m", name: str = "demo") -> dict[str, Any]:
+    """The packaged config ``configs/<name>.toml`` as a document, its ``[model].backbone`` set to
+    ``model`` (a derived config is a merged dictionary, never edited text)."""
     text = resources.files("agent.pairs").joinpath("configs", f"{name}.toml").read_text("utf-8")
-    return re.sub(r'(?m)^backbone\s*=\s*"[^"]*"', f'backbone = "{model}"', text, count=1)
+    return cf.merge(cf.loads_toml(text, f"packaged config {name}.toml"), {"model": {"backbone": model}})
+
+
+def demo_config_text(model: str = "smollm2-135m", name: str = "demo") -> str:
+    """:func:`demo_document` as TOML text (the experiment folder's ``config.toml``)."""
+    return cf.dumps(demo_document(model, name))
 
 
 def synthetic_store(out_dir: Path) -> Path:
-    """``out_dir/market.sqlite`` holding the default synthetic market (built once; atomic)."""
-    from agent.data.importer import import_files
-    from agent.data.store import MarketStore
-    from agent.data.synthetic import SyntheticConfig, generate_market, write_market
-
+    """``out_dir/market.sqlite`` holding the default synthetic market (built once, atomically, by
+    :func:`agent.data.workflows.synth_market`; its files go to ``out_dir/market``)."""
     path = out_dir / "market.sqlite"
     if path.exists():
         return path
-    files = write_market(generate_market(SyntheticConfig()), out_dir / "market")
     tmp = out_dir / "market.sqlite.tmp"
     tmp.unlink(missing_ok=True)
-    with MarketStore(tmp) as store:
-        import_files(store, prices=[files["prices"]], news=[files["news"]], companies=[files["companies"]])
+    synth_market(out_dir / "market", store_path=tmp)
     tmp.replace(path)
     return path
 
@@ -95,7 +96,7 @@ def run_moira_demo(
     synthetic_store(out)
     store_s = time.perf_counter() - t0
     text = demo_config_text(model)
-    cfg: ExperimentConfig = parse_config(tomllib.loads(text), base_dir=out)
+    cfg: ExperimentConfig = parse_config(demo_document(model), base_dir=out)
     resume = (out / "journal.sqlite").exists()
     res = run_experiment(
         cfg,

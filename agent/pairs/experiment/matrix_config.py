@@ -14,15 +14,14 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig, ModelConfig, parse_config
-from agent.pairs.experiment.toml_text import dumps
 from agent.pairs.market.settlement import EXPOSURES
+from localfin import configfile as cf
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
 #: Seeds of a setting when ``[matrix].seeds`` is not given (SPEC §2: 3 seeds per setting).
 DEFAULT_SEEDS = (0, 1, 2)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
-_MATRIX_KEYS = ("name", "base", "seeds", "exposures", "synthetic_market", "backbones")
 _WINDOW_KEYS = ("train_start", "train_end", "test_start", "test_end")
 #: ``[model]`` keys a backbone entry may override (everything but ``backbone``, set by ``key``).
 _MODEL_KEYS = tuple(f.name for f in fields(ModelConfig) if f.name != "backbone")
@@ -174,9 +172,9 @@ class MatrixConfig:
                 doc["experiment"] = exp
                 doc["windows"] = w.table()
                 doc["model"] = {**dict(doc.get("model", {})), **dict(b.model), "backbone": b.key}
-                text = dumps(_ordered(doc))
+                text = cf.dumps(_ordered(doc))
                 try:
-                    cfg = parse_config(tomllib.loads(text))
+                    cfg = parse_config(cf.loads_toml(text, "the expanded experiment"))
                 except ConfigError as exc:
                     where = f"experiment of backbone {b.name!r}, windows {w.name!r}"
                     raise ConfigError(f"{where}: {exc}") from exc
@@ -191,126 +189,67 @@ def _ordered(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {**head, **{k: v for k, v in doc.items() if k not in head}}
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` on top of ``base``: tables merge key by key (recursively), anything else
-    (values, arrays of tables such as ``[[variants]]``) replaces."""
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
+@dataclass(frozen=True)
+class _MatrixTable:
+    """The ``[matrix]`` table (``backbones`` may also be given here; see :func:`parse_matrix`)."""
+
+    name: str
+    base: str = ""
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    exposures: tuple[str, ...] | None = None
+    synthetic_market: bool = False
 
 
-def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
-
-
-def _ints(value: Any, key: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or any(isinstance(x, bool) or not isinstance(x, int) for x in value):
-        raise ConfigError(f"{key}={value!r}; allowed: an array of integers")
-    return tuple(value)
-
-
-def _strs(value: Any, key: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or any(not isinstance(x, str) for x in value):
-        raise ConfigError(f"{key}={value!r}; allowed: an array of strings")
-    return tuple(value)
-
-
-def _date(value: Any, key: str) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise ConfigError(f"{key}={value!r}; allowed: a date YYYY-MM-DD") from None
-
-
-def _backbones(raw: Any) -> tuple[Backbone, ...]:
+def _backbones(raw: Any, file: Any) -> tuple[Backbone, ...]:
     if raw is None:
         raise ConfigError('backbones is missing; allowed: backbones = ["key", ...] or [[backbones]] tables')
     if not isinstance(raw, list):
-        raise ConfigError("backbones must be an array of registry keys or of tables")
+        raise cf.key_error("backbones", "allowed: an array of registry keys or of tables", file=file)
     out = []
     for k, item in enumerate(raw):
         if isinstance(item, str):
             out.append(Backbone(name=item, key=item))
             continue
         if not isinstance(item, Mapping):
-            raise ConfigError(f"backbones[{k}]={item!r}; allowed: a registry key or a table")
+            raise cf.key_error(f"backbones[{k}]", f"{item!r}; allowed: a registry key or a table", file=file)
         body = dict(item)
-        if "key" not in body:
-            raise ConfigError(f"backbones[{k}].key is required (a registry key)")
-        key = body.pop("key")
-        name = body.pop("name", key)
-        path = body.pop("model_path", "")
-        if not isinstance(path, str):
-            raise ConfigError(f"backbones[{k}].model_path={path!r}; allowed: a folder path")
-        out.append(Backbone(name=name, key=key, model=body, model_path=path))
+        own = {n: body.pop(n) for n in ("key", "name", "model_path") if n in body}
+        own.setdefault("name", own.get("key"))
+        own = {n: v for n, v in own.items() if v is not None}
+        out.append(cf.load(Backbone, {**own, "model": body}, key=f"backbones[{k}]", file=file))
     return tuple(out)
 
 
-def _windows(raw: Any) -> tuple[WindowSet, ...]:
-    items = [dict(raw, name=raw.get("name", "main"))] if isinstance(raw, Mapping) else raw
-    if not isinstance(items, list):
-        raise ConfigError("windows must be a [windows] table or [[windows]] tables")
-    out = []
-    for k, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise ConfigError(f"windows[{k}] must be a table")
-        unknown = sorted(set(item) - {"name", *_WINDOW_KEYS})
-        if unknown:
-            raise ConfigError(
-                f"unknown key(s) {', '.join(f'windows[{k}].{u}' for u in unknown)}; "
-                f"allowed: name, {', '.join(_WINDOW_KEYS)}"
-            )
-        missing = [w for w in ("name", *_WINDOW_KEYS) if w not in item]
-        if missing:
-            raise ConfigError(f"missing key(s) {', '.join(f'windows[{k}].{m}' for m in missing)}")
-        out.append(
-            WindowSet(
-                name=item["name"],
-                **{w: _date(item[w], f"windows[{k}].{w}") for w in _WINDOW_KEYS},
-            )
-        )
-    return tuple(out)
+def _windows(raw: Any, file: Any) -> tuple[WindowSet, ...]:
+    if isinstance(raw, Mapping):
+        return (cf.load(WindowSet, {"name": "main", **raw}, key="windows[0]", file=file),)
+    if not isinstance(raw, list):
+        raise cf.key_error("windows", "allowed: a [windows] table or [[windows]] tables", file=file)
+    return tuple(cf.load(WindowSet, item, key=f"windows[{k}]", file=file) for k, item in enumerate(raw))
 
 
-def parse_matrix(data: Mapping[str, Any], *, base_dir: Path) -> MatrixConfig:
-    """A :class:`MatrixConfig` from a parsed matrix TOML document (``base_dir``: its folder)."""
+def parse_matrix(data: Mapping[str, Any], *, base_dir: Path, file: str | Path | None = None) -> MatrixConfig:
+    """A :class:`MatrixConfig` from a parsed matrix TOML document (``base_dir``: its folder;
+    ``file`` names it in errors)."""
     doc = dict(data)
     m = doc.pop("matrix", None)
     if not isinstance(m, Mapping):
-        raise ConfigError("[matrix] table is missing; allowed keys: " + ", ".join(_MATRIX_KEYS))
-    unknown = sorted(set(m) - set(_MATRIX_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join('matrix.' + k for k in unknown)}; allowed: {', '.join(_MATRIX_KEYS)}"
-        )
-    if "name" not in m:
-        raise ConfigError("matrix.name is required")
-    name = _name(m["name"], "matrix.name")
+        names = ", ".join(f.name for f in fields(_MatrixTable))
+        raise ConfigError(f"[matrix] table is missing; allowed keys: {names}, backbones")
+    m = dict(m)
     if "backbones" in m and "backbones" in doc:
         raise ConfigError("backbones given twice (matrix.backbones and [[backbones]]); allowed: one of them")
-    backbones = _backbones(m["backbones"] if "backbones" in m else doc.pop("backbones", None))
+    raw_backbones = m.pop("backbones") if "backbones" in m else doc.pop("backbones", None)
+    table = cf.load(_MatrixTable, m, key="matrix", file=file)
+    name = _name(table.name, "matrix.name")
+    backbones = _backbones(raw_backbones, file)
     windows_raw = doc.pop("windows", None)
     base_doc: dict[str, Any] = {}
-    if m.get("base"):
-        if not isinstance(m["base"], str):
-            raise ConfigError(f"matrix.base={m['base']!r}; allowed: a path to an experiment TOML")
-        base_path = Path(m["base"]).expanduser()
+    if table.base:
+        base_path = Path(table.base).expanduser()
         if not base_path.is_absolute():
             base_path = (base_dir / base_path).resolve()
-        base_doc = _read_toml(base_path, "matrix.base")
+        base_doc = cf.read_toml(base_path, "matrix.base")
         store = base_doc.get("experiment", {}).get("store")
         if isinstance(store, str) and not Path(store).expanduser().is_absolute():
             # the base's relative store is relative to the base's folder, not this file's
@@ -320,21 +259,21 @@ def parse_matrix(data: Mapping[str, Any], *, base_dir: Path) -> MatrixConfig:
         base_doc.pop("windows", None)
     if windows_raw is None:
         raise ConfigError("windows is missing; allowed: a [windows] table or [[windows]] tables")
-    merged = _merge(base_doc, doc)
-    seeds = _ints(m["seeds"], "matrix.seeds") if "seeds" in m else DEFAULT_SEEDS
-    exp_default = merged.get("experiment", {}).get("exposures", list(EXPOSURES))
-    exposures = _strs(m.get("exposures", exp_default), "matrix.exposures")
-    synth = m.get("synthetic_market", False)
-    if not isinstance(synth, bool):
-        raise ConfigError(f"matrix.synthetic_market={synth!r}; allowed: true or false")
+    merged = cf.merge(base_doc, doc)
+    exposures = table.exposures
+    if exposures is None:
+        default = merged.get("experiment", {}).get("exposures", list(EXPOSURES))
+        exposures = cf.load(
+            _MatrixTable, {"name": name, "exposures": default}, key="matrix", file=file
+        ).exposures
     return MatrixConfig(
         name=name,
         document=merged,
         backbones=backbones,
-        windows=_windows(windows_raw),
-        seeds=seeds,
-        exposures=exposures,
-        synthetic_market=synth,
+        windows=_windows(windows_raw, file),
+        seeds=table.seeds,
+        exposures=tuple(exposures or ()),
+        synthetic_market=table.synthetic_market,
         source_dir=base_dir,
     )
 
@@ -342,4 +281,4 @@ def parse_matrix(data: Mapping[str, Any], *, base_dir: Path) -> MatrixConfig:
 def load_matrix(path: str | Path) -> MatrixConfig:
     """Read and validate a matrix TOML file (the experiments are validated by :meth:`cells`)."""
     p = Path(path)
-    return parse_matrix(_read_toml(p, "matrix config"), base_dir=p.resolve().parent)
+    return parse_matrix(cf.read_toml(p, "matrix config"), base_dir=p.resolve().parent, file=p)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ from agent.pairs.experiment.matrix import (
     journal_counts,
 )
 from agent.pairs.experiment.matrix import registry_for as _registry_for
-from agent.pairs.experiment.toml_text import dumps
+from localfin import configfile as cf
 from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.types import ChatRequest, ChatResult
@@ -59,9 +58,8 @@ TASKS_DIR = ".ray-tasks"
 
 def task_text(cell: Cell, seed: int) -> str:
     """The experiment TOML of ``cell`` restricted to ``seed``."""
-    doc = tomllib.loads(cell.config_text)
-    doc["experiment"]["seeds"] = [seed]
-    return dumps(doc)
+    doc = cf.merge(cf.loads_toml(cell.config_text), {"experiment": {"seeds": [seed]}})
+    return cf.dumps(doc)
 
 
 def merge_journal(dst: Path, src: Path) -> int:
@@ -115,7 +113,7 @@ def _task(
     calls). Returns the journal's bytes, so the driver needs no shared filesystem."""
     from agent.pairs.experiment.run import build_backend, run_experiment
 
-    cfg = parse_config(tomllib.loads(text))
+    cfg = parse_config(cf.loads_toml(text, "a Ray task's experiment"))
     path = Path(folder) / "journal.sqlite"
     if journal is not None and not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,8 @@ from moira_support import small_store
 from agent.pairs.experiment.config import load_config
 from agent.pairs.experiment.matrix import cell_done, plan_matrix, run_matrix
 from agent.pairs.experiment.matrix_config import DEFAULT_SEEDS, load_matrix, parse_matrix
-from agent.pairs.experiment.toml_text import dumps
 from agent.pairs.market.records import read_json
+from localfin.configfile import dumps
 from localfin.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[3] / "agent" / "pairs" / "configs"
