@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.experiment.demo import run_moira_demo
+from agent.qa.demo import QADemoConfig, run_qa_demo
+from agent.report.build import build_report
+from bank.embedder import Embedder
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
+from serving.open import BackendSpec, check_weights, model_facts, open_backend
+from serving.registry import Registry
 
 __all__ = ["DemoSummary", "run_demo"]
 
@@ -155,10 +161,10 @@ def run_demo(
     out_dir: str | Path,
     model: str = "smollm2-135m",
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     backend: Backend | None = None,
-    embedder: Any = None,
-    qa_config: Any = None,
+    embedder: Embedder | None = None,
+    qa_config: QADemoConfig | None = None,
     progress: Progress = NULL_PROGRESS,
     say: Callable[[str], None] = lambda line: None,
 ) -> DemoSummary:
@@ -174,15 +180,10 @@ def run_demo(
         progress: progress display (plain-line displays only print when a stage ends).
         say: receives the headline lines as the stages finish (the CLI prints them).
     """
-    from agent.pairs.experiment.demo import run_moira_demo
-    from agent.qa.demo import run_qa_demo
-    from agent.report.build import build_report
-    from serving.registry import default_registry
-
-    reg = registry or default_registry()
-    spec = reg.get(model)  # an unknown key fails before any work
+    reg = registry
+    model_facts(model, reg)  # an unknown key fails before any work
     if backend is None:
-        spec.resolve_path()  # weights not prepared: the error says how, before any work
+        check_weights(model, reg)  # weights not prepared: the error says how, before any work
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prog = _short(progress)
@@ -198,9 +199,8 @@ def run_demo(
     own = backend is None
     lazy: _LazyEngine | None = None
     if backend is None:
-        from serving.vllm_engine import VLLMBackend
-
-        lazy = _LazyEngine(VLLMBackend(model, registry=reg), lambda line: tell([line]), f"{model} on vllm")
+        engine = open_backend(BackendSpec("vllm", model), reg)
+        lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
     try:
         t0 = time.perf_counter()

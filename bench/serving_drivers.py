@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from serving.open import BackendSpec, open_backend
 from serving.registry import ModelSpec, Registry
 from serving.replies import build_result, parse_reply
 from serving.types import ChatRequest, ChatResult, Usage
@@ -162,17 +163,17 @@ class ServerDriver:
         return time.perf_counter() - t0
 
     def _backend(self, concurrency: int) -> Any:
-        from serving.openai_http import OpenAIBackend
-
         assert self.base_url, "start() first"
-        return OpenAIBackend(
-            self.base_url,
-            registry=self.registry,
+        spec = BackendSpec(
+            "openai",
+            self.spec.key,
+            base_url=self.base_url,
             api_key=self.api_key,
             max_concurrency=concurrency,
             max_retries=0,
-            served_model_name=self.served_model_name,
+            served_model_name=self.served_model_name or "",
         )
+        return open_backend(spec, self.registry)
 
     def run_backend(self, reqs: Sequence[ChatRequest], concurrency: int) -> tuple[float, list[Sample]]:
         """Through ``OpenAIBackend.chat`` (no streaming): the path the agents use."""

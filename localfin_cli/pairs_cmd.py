@@ -145,14 +145,31 @@ def run(
     from agent.pairs.experiment.config import load_config
     from agent.pairs.experiment.run import run_experiment
     from localfin import env
+    from localfin.errors import ConfigError
+    from serving.open import model_facts, open_backend
 
     cfg = load_config(config)
     text = config.read_text(encoding="utf-8")
     folder = out or env.runs_dir() / cfg.name
+    try:
+        facts = model_facts(cfg.model.backbone)
+    except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
+        facts = None
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        res = run_experiment(
-            cfg, folder, config_text=text, resume=resume, sequential=sequential, progress=progress_for(rl)
-        )
+        backend = open_backend(cfg.model.backend_spec())
+        try:
+            res = run_experiment(
+                cfg,
+                folder,
+                config_text=text,
+                backend=backend,
+                model=facts,
+                resume=resume,
+                sequential=sequential,
+                progress=progress_for(rl),
+            )
+        finally:
+            backend.close()
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )
@@ -196,8 +213,10 @@ def matrix(
 ) -> None:
     """Run an experiment matrix: backbones x windows x seeds x exposures x variants, one engine per
     backbone, every call journaled; a matrix summary per setting (median-return run, spread, Sharpe ± SE)."""
-    from agent.pairs.experiment.matrix import plan_matrix, run_matrix
+    from agent.pairs.experiment.matrix import run_matrix
     from agent.pairs.experiment.matrix_config import load_matrix
+    from agent.pairs.experiment.plan import plan_matrix
+    from agent.report.matrix_summary import write_matrix_summary
     from localfin import env
     from localfin.errors import InputError
 
@@ -211,7 +230,13 @@ def matrix(
         return
     with quiet_run(ctx, "matrix", folder) as rl:  # folder/matrix.log
         res = run_matrix(
-            cfg, folder, config_text=text, resume=resume, ray_address=ray, progress=progress_for(rl)
+            cfg,
+            folder,
+            config_text=text,
+            resume=resume,
+            ray_address=ray,
+            summary=write_matrix_summary,
+            progress=progress_for(rl),
         )
         result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")
 

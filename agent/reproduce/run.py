@@ -24,8 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.reproduce.spec import ReproConfig
+from bank.embedder import Embedder
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import BackendSpec, open_backend
+from serving.registry import Registry
 
 __all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
 
@@ -101,10 +104,10 @@ def reproduce(
     *,
     smoke: bool = False,
     backend: Backend | None = None,
-    registry: Any = None,
+    registry: Registry | None = None,
     data_root: Path | None = None,
     model: str = "smollm2-135m",
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     html_report: bool = True,
     progress: Progress = NULL_PROGRESS,
 ) -> ReproResult:
@@ -113,11 +116,10 @@ def reproduce(
     closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
     for the run) and closed at the end."""
     from localfin import env
-    from serving.registry import default_registry
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    reg = registry or default_registry()
+    reg = registry
     notes: list[str] = []
     extra: dict[str, Any] = {}
     if cfg.kind == "moira":
@@ -149,12 +151,7 @@ def reproduce(
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
         be = backend
         if be is None:
-            from serving.backend import get_backend
-
-            if plan.backend == "openai":
-                be = get_backend("openai", registry=reg, base_url=plan.base_url)
-            else:
-                be = get_backend("vllm", registry=reg, model=plan.model)
+            be = open_backend(BackendSpec(plan.backend, plan.model, base_url=plan.base_url), reg)
         try:
             qo = run_qa(
                 cfg,

@@ -54,6 +54,8 @@ from agent.pairs.screen.causal import ScreenConfig
 from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
+from serving.open import BackendSpec
+from serving.vllm_engine import EngineOptions
 
 __all__ = [
     "ModelConfig",
@@ -111,6 +113,13 @@ class ModelConfig:
             raise ConfigError(f"model.kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or unset")
         if self.chunk_size < 1:
             raise ConfigError(f"model.chunk_size={self.chunk_size}; allowed: >= 1")
+
+    def backend_spec(self, model_path: str = "") -> BackendSpec:
+        """The backend this table names (``model_path``: a weights folder for the backbone)."""
+        engine = EngineOptions(max_num_seqs=self.max_num_seqs, kv_cache_gib=self.kv_cache_gib)
+        if self.backend == "vllm":
+            return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
+        return BackendSpec("openai", self.backbone, base_url=self.base_url)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,12 @@ from typing import Any
 from agent.data.workflows import synth_market
 from agent.pairs.experiment.config import ExperimentConfig, parse_config
 from agent.pairs.experiment.run import ExperimentResult, run_experiment
+from bank.embedder import Embedder
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import check_weights, model_facts, open_backend
+from serving.registry import Registry
 
 __all__ = ["DemoResult", "demo_document", "demo_config_text", "synthetic_store", "run_moira_demo"]
 
@@ -70,26 +73,24 @@ def run_moira_demo(
     model: str = "smollm2-135m",
     progress: Progress = NULL_PROGRESS,
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     backend: Backend | None = None,
     sequential: bool = False,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
 ) -> DemoResult:
     """Run the demo experiment into ``out_dir`` and return its report.
 
     Args:
         model: registry key of the backbone (the demo is sized for ``smollm2-135m``).
-        registry: model registry (tests pass one holding the tiny model).
+        registry: model registry (default: the packaged one; tests pass one holding the tiny model).
         backend: an already started backend for ``model`` (tests share one); default: the
-            in-process vLLM engine, started and closed here.
+            in-process vLLM engine, opened (:func:`serving.open.open_backend`) and closed here.
         sequential: run the runs one after another (the lockstep speed-up reference).
         embedder: FinMem's memory embedder (default: MiniLM).
     """
-    from serving.registry import default_registry
-
-    spec = (registry or default_registry()).get(model)  # an unknown key fails before any work
+    facts = model_facts(model, registry)  # an unknown key fails before any work
     if backend is None:
-        spec.resolve_path()  # weights not prepared: the error says how, before any work
+        check_weights(model, registry)  # weights not prepared: the error says how, before any work
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -98,17 +99,22 @@ def run_moira_demo(
     text = demo_config_text(model)
     cfg: ExperimentConfig = parse_config(demo_document(model), base_dir=out)
     resume = (out / "journal.sqlite").exists()
-    res = run_experiment(
-        cfg,
-        out,
-        config_text=text,
-        backend=backend,
-        registry=registry,
-        sequential=sequential,
-        resume=resume,
-        progress=progress,
-        embedder=embedder,
-    )
+    engine = backend or open_backend(cfg.model.backend_spec(), registry)
+    try:
+        res = run_experiment(
+            cfg,
+            out,
+            config_text=text,
+            backend=engine,
+            model=facts,
+            sequential=sequential,
+            resume=resume,
+            progress=progress,
+            embedder=embedder,
+        )
+    finally:
+        if backend is None:
+            engine.close()
     wall = time.perf_counter() - t0
     report = out / "report.md"
     report.write_text(_report(cfg, res, wall, store_s), encoding="utf-8")

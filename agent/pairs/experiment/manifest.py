@@ -20,7 +20,6 @@ __all__ = [
     "package_versions",
     "prompt_versions",
     "journal_models",
-    "weights_digest",
     "build_manifest",
 ]
 
@@ -81,20 +80,6 @@ def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
     finally:
         con.close()
     return [{"backend": b, "model": m, "revision": r, "calls": n} for b, m, r, n in rows]
-
-
-def weights_digest(spec: Any) -> dict[str, str]:
-    """sha256 of the model's weight files as recorded by ``localfin models prepare``
-    (``localfin_manifest.json``); empty for a directory without one (GPU checkpoints are not
-    hashed here: reading tens of GB per run would cost minutes)."""
-    import json
-
-    try:
-        path = spec.resolve_path() / "localfin_manifest.json"
-        files = json.loads(path.read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):  # not prepared by us: nothing to record
-        return {}
-    return {k: v for k, v in sorted(files.items()) if k.endswith((".safetensors", ".bin", ".gguf", ".pt"))}
 
 
 def build_manifest(

@@ -47,15 +47,18 @@ entries with the same key, weights and engine settings but different per-request
 such as thinking on/off, share one engine). Every model call goes through the experiment's
 journal (``<cell>/journal.sqlite``). The matrix folder holds ``matrix.toml`` (the file given),
 ``manifest.json`` (cells, engines, calls, wall times, mode), ``summary.json`` + ``summary.md``
-(per setting across the whole matrix: the median-return run, the spread across seeds, Sharpe
-and its standard error, computed by :mod:`agent.report.tables`).
+(the experiments' calls and invalid replies and, with a summary writer from the composing layer,
+per setting across the whole matrix: the median-return run, the spread across seeds, Sharpe
+and its standard error; ``localfin pairs matrix`` passes the report's,
+:func:`agent.report.matrix_summary.write_matrix_summary`).
 
 Resuming is rerunning with ``resume=True`` (``--resume``): a cell whose ``manifest.json``
 exists and whose ``config.toml`` equals its expansion is done and skipped (an engine whose
 cells are all done is not started); the others rerun with their journal, so no journaled call
 is sent again. A resumed matrix must come from the same matrix file.
 
-With ``ray_address`` (``--ray ADDRESS``) the runs are Ray tasks instead
+Executors, one choice: the local one (:mod:`agent.pairs.experiment.local`, one engine per
+backbone) or, with ``ray_address`` (``--ray ADDRESS``), Ray tasks
 (:mod:`agent.pairs.experiment.matrix_ray`).
 """
 
@@ -63,92 +66,27 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.experiment.matrix_config import Cell, MatrixConfig
+from agent.pairs.experiment.local import run_cells_local
+from agent.pairs.experiment.matrix_config import MatrixConfig
+from agent.pairs.experiment.matrix_ray import run_cells_ray
+from agent.pairs.experiment.plan import BackendFactory, CellResult, MatrixPlan, plan_matrix
 from agent.pairs.market.records import read_json, write_json
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.registry import Registry
 
-__all__ = [
-    "BackendFactory",
-    "MatrixPlan",
-    "CellResult",
-    "MatrixResult",
-    "plan_matrix",
-    "registry_for",
-    "cell_done",
-    "done_result",
-    "journal_counts",
-    "read_manifest",
-    "run_matrix",
-]
+__all__ = ["MatrixResult", "SummaryWriter", "run_matrix", "write_experiments_summary", "read_manifest"]
 
 log = logging.getLogger(__name__)
 
-#: Builds the backend of one engine group from its first cell and the registry (default: the
-#: cell's ``[model]``: in-process vLLM or the OpenAI client); tests pass a scripted one.
-BackendFactory = Callable[[Cell, Any], Backend]
-
-
-@dataclass(frozen=True)
-class MatrixPlan:
-    """The expanded matrix: its cells, grouped by engine, in run order."""
-
-    config: MatrixConfig
-    out_dir: Path
-    cells: tuple[Cell, ...]
-
-    @property
-    def engines(self) -> list[tuple[Cell, ...]]:
-        """Cells grouped by engine (consecutive cells with equal ``engine_key``)."""
-        groups: list[list[Cell]] = []
-        for c in self.cells:
-            if groups and groups[-1][0].engine_key == c.engine_key:
-                groups[-1].append(c)
-            else:
-                groups.append([c])
-        return [tuple(g) for g in groups]
-
-    def describe(self) -> list[str]:
-        """Human-readable lines: engines, their experiments and runs (for ``--dry-run``)."""
-        lines = [
-            f"matrix {self.config.name}: {len(self.cells)} experiments, "
-            f"{sum(len(c.config.run_ids()) for c in self.cells)} runs, {len(self.engines)} engines"
-        ]
-        for k, group in enumerate(self.engines, 1):
-            m = group[0].config.model
-            where = f"openai {m.base_url}" if m.backend == "openai" else "vllm in-process"
-            lines.append(f"engine {k}: {m.backbone} ({where})")
-            for c in group:
-                w = c.windows
-                lines.append(
-                    f"  {self.out_dir / c.folder}: train {w.train_start}..{w.train_end}, "
-                    f"test {w.test_start}..{w.test_end}, thinking={c.config.model.thinking}"
-                )
-                for run_id, *_ in c.config.run_ids():
-                    lines.append(f"    {run_id}")
-        return lines
-
-
-@dataclass(frozen=True)
-class CellResult:
-    """What happened to one experiment of the matrix in this invocation."""
-
-    folder: str
-    backbone: str
-    windows: str
-    status: str  # "ran" | "done before" | "ran on ray"
-    runs: int
-    wall_s: float
-    model_calls: int
-    replayed: int
-    journal_calls: int
-    invalid_replies: int
+#: Writes the matrix folder's ``summary.json`` / ``summary.md`` from the cells' results and
+#: returns the per-setting rows (the report's: ``agent.report.matrix_summary.write_matrix_summary``).
+SummaryWriter = Callable[[Path, str, Sequence[CellResult]], list[dict[str, Any]]]
 
 
 @dataclass
@@ -161,47 +99,6 @@ class MatrixResult:
     wall_s: float
     engine_start_s: list[float | None] = field(default_factory=list)
     settings: list[dict[str, Any]] = field(default_factory=list)
-
-
-def plan_matrix(cfg: MatrixConfig, out_dir: str | Path) -> MatrixPlan:
-    """Expand ``cfg`` for the folder ``out_dir`` (validates every experiment config)."""
-    out = Path(out_dir)
-    store = out.resolve() / "market.sqlite" if cfg.synthetic_market else None
-    return MatrixPlan(cfg, out, tuple(cfg.cells(store)))
-
-
-def registry_for(cell: Cell, registry: Any = None) -> Any:
-    """The registry for ``cell``'s backbone: ``model_path`` applied; a ``built`` test model
-    without a path is built once into the model cache (``<model cache>/<key>``)."""
-    from serving.registry import default_registry
-
-    reg = registry or default_registry()
-    spec = reg.get(cell.backbone.key)
-    if cell.backbone.model_path:
-        return reg.with_spec(spec.with_path(Path(cell.backbone.model_path).expanduser()))
-    if spec.source == "built" and spec.path is None:
-        from localfin import env
-        from serving.models import build_tiny_model
-
-        if not spec.key.startswith("tiny-"):
-            raise ConfigError(f"backbone {spec.key!r} is built at run time; give backbones.model_path")
-        path = env.model_cache_dir() / spec.key
-        if not (path / "config.json").is_file():
-            log.info("building the tiny test model %s into %s", spec.key, path)
-            build_tiny_model(path, arch=spec.key.split("-", 1)[1], seed=0)
-        return reg.with_spec(spec.with_path(path))
-    return reg
-
-
-def cell_done(out: Path, cell: Cell) -> bool:
-    """Whether ``cell``'s folder is complete: manifest written, config equal to the expansion."""
-    folder = out / cell.folder
-    cfg = folder / "config.toml"
-    return (
-        (folder / "manifest.json").is_file()
-        and cfg.is_file()
-        and cfg.read_text(encoding="utf-8") == cell.config_text
-    )
 
 
 def _prepare(out: Path, config_text: str, resume: bool) -> None:
@@ -220,39 +117,23 @@ def _prepare(out: Path, config_text: str, resume: bool) -> None:
     copy.write_text(config_text, encoding="utf-8")
 
 
-def _default_factory(cell: Cell, registry: Any) -> Backend:
-    from agent.pairs.experiment.run import build_backend
-
-    return build_backend(cell.config, registry)
-
-
-def journal_counts(folder: Path) -> tuple[int, int]:
-    """(calls, invalid replies) in ``folder/journal.sqlite`` (0, 0 without one)."""
-    path = folder / "journal.sqlite"
-    if not path.is_file():
-        return 0, 0
-    from serving.journal import Journal
-
-    with Journal(path) as j:
-        rows = j.token_summary()
-    return sum(t.calls for t in rows), sum(t.fallbacks for t in rows)
-
-
-def done_result(out: Path, cell: Cell) -> CellResult:
-    """The :class:`CellResult` of an experiment finished by an earlier invocation."""
-    calls, invalid = journal_counts(out / cell.folder)
-    return CellResult(
-        cell.folder,
-        cell.backbone.name,
-        cell.windows.name,
-        "done before",
-        len(cell.config.run_ids()),
-        0.0,
-        0,
-        0,
-        calls,
-        invalid,
-    )
+def write_experiments_summary(out_dir: Path, name: str, cells: Sequence[CellResult]) -> list[dict[str, Any]]:
+    """The matrix summary without settings rows (no summary writer given): the experiments'
+    calls and invalid replies only."""
+    write_json(out_dir / "summary.json", {"matrix": name, "experiments": [c.__dict__ for c in cells]})
+    lines = [
+        f"# Experiment matrix `{name}`",
+        "",
+        "| experiment | status | runs | wall s | model calls | replayed | journal calls | invalid replies |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {c.folder} | {c.status} | {c.runs} | {c.wall_s:.1f} | {c.model_calls} | {c.replayed} | "
+        f"{c.journal_calls} | {c.invalid_replies} |"
+        for c in cells
+    ]
+    (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return []
 
 
 def run_matrix(
@@ -261,9 +142,10 @@ def run_matrix(
     *,
     config_text: str,
     resume: bool = False,
-    registry: Any = None,
+    registry: Registry | None = None,
     backend_factory: BackendFactory | None = None,
     ray_address: str | None = None,
+    summary: SummaryWriter | None = None,
     progress: Progress = NULL_PROGRESS,
     on_cell: Callable[[CellResult], None] | None = None,
 ) -> MatrixResult:
@@ -272,28 +154,24 @@ def run_matrix(
     Args:
         config_text: the matrix file's text (copied to ``matrix.toml``; a resume must match).
         resume: continue an existing matrix folder.
-        registry: model registry (default: :func:`serving.registry.default_registry`).
-        backend_factory: builds each engine group's backend (default: from ``[model]``).
+        registry: model registry (default: the packaged one).
+        backend_factory: opens each engine group's backend (default: from ``[model]``).
         ray_address: run the runs as Ray tasks on this cluster (``local`` starts one here;
             :mod:`agent.pairs.experiment.matrix_ray`).
+        summary: writes the per-setting summary (the report's writer; None: the experiments'
+            table only, :func:`write_experiments_summary`).
         on_cell: called after each experiment finishes (tests use it as a gate).
     """
-    from agent.pairs.experiment.run import run_experiment
+    from agent.pairs.experiment.demo import synthetic_store
 
     out = Path(out_dir)
     plan = plan_matrix(cfg, out)
     _prepare(out, config_text, resume)
     if cfg.synthetic_market:
-        from agent.pairs.experiment.demo import synthetic_store
-
         synthetic_store(out)
-    factory = backend_factory or _default_factory
     t0 = time.perf_counter()
-    results: list[CellResult] = []
     starts: list[float | None] = []
     if ray_address is not None:
-        from agent.pairs.experiment.matrix_ray import run_cells_ray
-
         results = run_cells_ray(
             plan,
             registry=registry,
@@ -302,52 +180,13 @@ def run_matrix(
             progress=progress,
             on_cell=on_cell,
         )
-        return _finish(plan, results, time.perf_counter() - t0, "ray", starts, ray_address)
-    with progress.task("experiments", total=len(plan.cells)) as task:
-        for group in plan.engines:
-            todo = [c for c in group if not cell_done(out, c)]
-            for c in group:
-                if c not in todo:
-                    results.append(done_result(out, c))
-                    task.advance()
-            if not todo:
-                continue  # every experiment of this engine is complete: no engine start
-            reg = registry_for(todo[0], registry)
-            backend = factory(todo[0], reg)
-            try:
-                for c in todo:
-                    task.update(info=c.folder)
-                    t1 = time.perf_counter()
-                    res = run_experiment(
-                        c.config,
-                        out / c.folder,
-                        config_text=c.config_text,
-                        backend=backend,
-                        registry=reg,
-                        resume=True,
-                        progress=progress,
-                    )
-                    calls, invalid = journal_counts(out / c.folder)
-                    cr = CellResult(
-                        c.folder,
-                        c.backbone.name,
-                        c.windows.name,
-                        "ran",
-                        len(res.runs),
-                        round(time.perf_counter() - t1, 3),
-                        res.model_calls,
-                        res.replayed,
-                        calls,
-                        invalid,
-                    )
-                    results.append(cr)
-                    task.advance()
-                    if on_cell is not None:
-                        on_cell(cr)
-            finally:
-                starts.append(getattr(backend, "engine_start_s", None))
-                backend.close()
-    return _finish(plan, results, time.perf_counter() - t0, "local", starts, None)
+        mode = "ray"
+    else:
+        results, starts = run_cells_local(
+            plan, registry=registry, backend_factory=backend_factory, progress=progress, on_cell=on_cell
+        )
+        mode = "local"
+    return _finish(plan, results, time.perf_counter() - t0, mode, starts, ray_address, summary)
 
 
 def _finish(
@@ -357,12 +196,11 @@ def _finish(
     mode: str,
     starts: list[float | None],
     ray_address: str | None,
+    summary: SummaryWriter | None,
 ) -> MatrixResult:
-    from agent.pairs.experiment.matrix_summary import write_matrix_summary
-
     out = plan.out_dir
     res = MatrixResult(out, mode, results, round(wall, 3), starts)
-    res.settings = write_matrix_summary(out, plan.config.name, results)
+    res.settings = (summary or write_experiments_summary)(out, plan.config.name, results)
     write_json(
         out / "manifest.json",
         {

@@ -34,19 +34,23 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import parse_config
-from agent.pairs.experiment.matrix import (
+from agent.pairs.experiment.matrix_config import Cell
+from agent.pairs.experiment.plan import (
     BackendFactory,
-    Cell,
     CellResult,
     MatrixPlan,
     cell_done,
+    cell_facts,
     done_result,
     journal_counts,
+    open_cell_backend,
+    registry_for,
 )
-from agent.pairs.experiment.matrix import registry_for as _registry_for
+from agent.pairs.experiment.run import run_experiment
 from localfin import configfile as cf
 from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.registry import Registry
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["TASKS_DIR", "task_text", "merge_journal", "run_cells_ray"]
@@ -101,8 +105,8 @@ class _JournalOnly:
 def _task(
     text: str,
     folder: str,
-    registry: Any,
-    factory: Callable[..., Any] | None,
+    registry: Registry,
+    factory: BackendFactory | None,
     cell: Cell,
     journal: bytes | None,
 ) -> dict[str, Any]:
@@ -111,16 +115,16 @@ def _task(
     ``journal``: the driver's copy of this task's journal from an earlier, interrupted attempt
     (written into the folder when the worker has none: a task moved to another node keeps its
     calls). Returns the journal's bytes, so the driver needs no shared filesystem."""
-    from agent.pairs.experiment.run import build_backend, run_experiment
-
     cfg = parse_config(cf.loads_toml(text, "a Ray task's experiment"))
     path = Path(folder) / "journal.sqlite"
     if journal is not None and not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(journal)
-    backend = factory(cell, registry) if factory is not None else build_backend(cfg, registry)
+    backend = (factory or open_cell_backend)(cell, registry)
     try:
-        res = run_experiment(cfg, folder, config_text=text, backend=backend, registry=registry, resume=True)
+        res = run_experiment(
+            cfg, folder, config_text=text, backend=backend, model=cell_facts(cell, registry), resume=True
+        )
     finally:
         backend.close()
     return {
@@ -142,7 +146,7 @@ def _check_backend(cell: Cell) -> None:
 def run_cells_ray(
     plan: MatrixPlan,
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     backend_factory: BackendFactory | None = None,
     address: str = "local",
     progress: Progress = NULL_PROGRESS,
@@ -183,16 +187,14 @@ def _run(
     ray: Any,
     plan: MatrixPlan,
     todo: list[Cell],
-    registry: Any,
+    registry: Registry | None,
     backend_factory: BackendFactory | None,
     progress: Progress,
     on_cell: Callable[[CellResult], None] | None,
 ) -> list[CellResult]:
-    from agent.pairs.experiment.run import run_experiment
-
     out = plan.out_dir
     remote = ray.remote(num_cpus=1, max_retries=0)(_task)
-    registries = {c.folder: _registry_for(c, registry) for c in todo}
+    registries = {c.folder: registry_for(c, registry) for c in todo}
     refs: dict[str, list[Any]] = {}
     submitted = time.perf_counter()  # an experiment's wall time: from here to its gathering
     for c in todo:
@@ -222,7 +224,7 @@ def _run(
                 folder,
                 config_text=c.config_text,
                 backend=_JournalOnly(),
-                registry=registries[c.folder],
+                model=cell_facts(c, registries[c.folder]),
                 resume=True,
             )
             calls, invalid = journal_counts(folder)

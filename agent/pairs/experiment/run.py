@@ -30,13 +30,15 @@ from agent.pairs.experiment.backtest import RunOutcome, RunSpec, moira_program, 
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.market.records import write_json
 from agent.pairs.market.view import MarketView
+from bank.embedder import Embedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 from serving.lockstep import RoundInfo, run_lockstep, run_sequential
+from serving.open import ModelFacts
 
-__all__ = ["ExperimentResult", "BenchRun", "build_backend", "run_experiment", "bench_run"]
+__all__ = ["ExperimentResult", "run_experiment"]
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +57,6 @@ class ExperimentResult:
     engine_start_s: float | None = None
     outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
     baselines: list[dict[str, Any]] = field(default_factory=list)
-
-
-def build_backend(cfg: ExperimentConfig, registry: Any = None) -> Backend:
-    """The backend named by ``[model]`` (in-process vLLM or an OpenAI-compatible server)."""
-    from serving.backend import get_backend
-
-    m = cfg.model
-    if m.backend == "vllm":
-        from serving.vllm_engine import EngineOptions
-
-        opts = EngineOptions(max_num_seqs=m.max_num_seqs, kv_cache_gib=m.kv_cache_gib)
-        return get_backend("vllm", registry=registry, model=m.backbone, options=opts)
-    return get_backend("openai", registry=registry, base_url=m.base_url)
 
 
 def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
@@ -130,20 +119,23 @@ def run_experiment(
     out_dir: str | Path,
     *,
     config_text: str,
-    backend: Backend | None = None,
-    registry: Any = None,
+    backend: Backend,
+    model: ModelFacts | None = None,
     sequential: bool = False,
     resume: bool = False,
     progress: Progress = NULL_PROGRESS,
     on_round: Callable[[RoundInfo], None] | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
 ) -> ExperimentResult:
     """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
 
     Args:
         config_text: the TOML text of ``cfg`` (copied into the folder; a resume must match it).
-        backend: the model backend (default: built from ``[model]``; it is closed here only
-            when built here). It is always wrapped in a JournaledBackend on the folder's journal.
+        backend: the model backend serving ``[model].backbone`` (opened and closed by the
+            caller: :func:`serving.open.open_backend` of ``cfg.model.backend_spec()``); it is
+            always wrapped in a JournaledBackend on the folder's journal.
+        model: the backbone's facts for the manifest (weights revision and digests; None:
+            recorded as unknown).
         sequential: run the runs one after another (the reference of the lockstep speed-up)
             instead of in lockstep. Results are identical; only the batching differs.
         resume: continue an existing folder (replaying its journal; complete non-LLM baseline
@@ -151,7 +143,7 @@ def run_experiment(
         embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
     """
     from agent.data.store import MarketStore
-    from agent.pairs.experiment.manifest import build_manifest, weights_digest
+    from agent.pairs.experiment.manifest import build_manifest
 
     out = Path(out_dir)
     _prepare_folder(out, config_text, resume)
@@ -175,8 +167,7 @@ def run_experiment(
     ]
     tally = _Tally(progress, sum(per_run), len(specs))
 
-    own = backend is None
-    inner = backend if backend is not None else build_backend(cfg, registry)
+    inner = backend
     journal = Journal(out / "journal.sqlite", run_id=cfg.name)
     jb = JournaledBackend(inner, journal, chunk_size=cfg.model.chunk_size)
     counted = _Counting(jb, tally)
@@ -215,8 +206,6 @@ def run_experiment(
     finally:
         journal.close()
         engine_start = getattr(inner, "engine_start_s", None)
-        if own:
-            inner.close()
     fm_outcomes = outcomes[len(specs) :]
     outcomes = outcomes[: len(specs)]
     summaries = []
@@ -237,19 +226,12 @@ def run_experiment(
         eb.baseline_docs(out, baseline_ids),
     )
     _write_summary(out, cfg, result, tokens)
-    spec = None
-    try:
-        from serving.registry import default_registry
-
-        spec = (registry or default_registry()).get(cfg.model.backbone)
-    except ConfigError:
-        spec = None
     manifest = build_manifest(
         config=config_to_dict(cfg),
         store_digest=digest,
         model_key=cfg.model.backbone,
-        weights_revision=spec.resolved_revision() if spec is not None else "unknown",
-        weights_sha256=weights_digest(spec) if spec is not None else {},
+        weights_revision=model.weights_revision if model is not None else "unknown",
+        weights_sha256=dict(model.weights_sha256) if model is not None else {},
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
         extra={
@@ -343,76 +325,3 @@ def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, toke
             f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
         )
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class BenchRun:
-    """What :func:`bench_run` hands to ``bench.agent``: the run's journal and its units of work
-    (finalized test transitions over all runs)."""
-
-    journal_path: Path
-    units: int
-    result: ExperimentResult
-
-    @property
-    def wall_s(self) -> float:
-        return self.result.wall_s
-
-
-def bench_run(
-    backend_kind: str,
-    model: str,
-    mode: str,
-    size: int,
-    out_dir: Path,
-    *,
-    backend: Backend | None = None,
-    registry: Any = None,
-) -> BenchRun:
-    """The ``localfin bench agent`` entry: the packaged demo experiment, shortened to a 20-session
-    test window and one replay cycle, with ``size`` runs (seeds 0.. x both exposures; one
-    No-Beta run for size 1), in ``mode`` (``lockstep`` or ``sequential``) on a fresh in-process
-    engine (``backend_kind`` must be ``vllm``; an OpenAI server needs a config's base_url).
-
-    ``backend``: an already started engine serving ``model`` (``bench agent`` shares one
-    between both modes and both agents, so start-up is in neither); None: the experiment starts
-    its own. ``registry``: the registry holding ``model`` (default: the packaged one). The
-    result's ``wall_s`` is the runs' own time (folder writing excluded).
-    """
-    import dataclasses
-    import re
-    import tomllib
-
-    from agent.pairs.baselines.config import BaselinesConfig
-    from agent.pairs.experiment.config import parse_config
-    from agent.pairs.experiment.demo import demo_config_text, synthetic_store
-
-    if backend_kind != "vllm":
-        raise ConfigError(f"backend_kind={backend_kind!r}; allowed: vllm (the in-process engine)")
-    if mode not in ("lockstep", "sequential"):
-        raise ConfigError(f"mode={mode!r}; allowed: lockstep, sequential")
-    if size < 1:
-        raise ConfigError(f"size={size}; allowed: >= 1 runs")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    synthetic_store(out)
-    seeds = list(range((size + 1) // 2))
-    exposures = '["no_beta"]' if size == 1 else '["no_beta", "beta"]'
-    text = demo_config_text(model)
-    text = re.sub(r"(?m)^seeds = .*$", f"seeds = {seeds}", text)
-    text = re.sub(r"(?m)^exposures = .*$", f"exposures = {exposures}", text)
-    text = re.sub(r'(?m)^test_end = "[^"]*"', 'test_end = "2022-09-09"', text)
-    text = re.sub(r"(?m)^max_cycles = \d+", "max_cycles = 1", text)
-    cfg = parse_config(tomllib.loads(text), base_dir=out)
-    # the agent's lockstep alone (the demo config also runs every baseline)
-    cfg = dataclasses.replace(cfg, baselines=BaselinesConfig(methods=()))
-    res = run_experiment(
-        cfg,
-        out / "experiment",
-        config_text=text,
-        backend=backend,
-        registry=registry,
-        sequential=mode == "sequential",
-    )
-    units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
-    return BenchRun(out / "experiment" / "journal.sqlite", units, res)

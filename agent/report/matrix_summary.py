@@ -8,8 +8,9 @@ spread (min..max) of return and Sharpe across the seeds, and the representative'
 its standard error (Lo 2002, :mod:`agent.pairs.market.metrics`). Metrics are recomputed from each
 run's ``steps.parquet``; a ``metrics.json`` that disagrees is flagged in the row.
 
-The report package reads what the agents wrote and imports nothing of them but records and
-metrics; importing it here (inside the function) keeps one implementation of the protocol.
+It lives on the report side (the matrix in :mod:`agent.pairs` never imports the report): the
+layer that composes a matrix run (``localfin pairs matrix``, ``localfin reproduce``) hands
+:func:`write_matrix_summary` to :func:`agent.pairs.experiment.matrix.run_matrix`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.market.records import write_json
+from agent.report.load import load_input
+from agent.report.tables import build_settings, results_row, run_results
 
 __all__ = ["matrix_settings", "write_matrix_summary", "summary_markdown"]
 
 
 def matrix_settings(out_dir: str | Path) -> list[dict[str, Any]]:
     """The results rows of every setting found under ``out_dir`` (report order)."""
-    from agent.report.load import load_input
-    from agent.report.tables import build_settings, results_row, run_results
-
     data = load_input(out_dir)
     rows = []
     for s in build_settings(run_results(data.runs)):
