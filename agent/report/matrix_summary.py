@@ -15,7 +15,6 @@ layer that composes a matrix run (``localfin pairs matrix``, ``localfin reproduc
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from agent.pairs.market.records import write_json
 from agent.report.load import load_input
 from agent.report.tables import build_settings, results_row, run_results
+from localfin.fmt import fmt_num, fmt_pct
 
 __all__ = ["matrix_settings", "write_matrix_summary", "summary_markdown"]
 
@@ -40,14 +40,6 @@ def matrix_settings(out_dir: str | Path) -> list[dict[str, Any]]:
         row["mismatches"] = list(row["mismatches"])
         rows.append(row)
     return rows
-
-
-def _pct(x: Any) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{100 * x:+.2f}%"
-
-
-def _num(x: Any) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
 
 
 def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, Any]]) -> str:
@@ -76,9 +68,9 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
         lines.append(
             f"| {r['setting']} | {r['exposure']} | {r['window'][0]}..{r['window'][1]} | "
             f"{','.join(str(s) for s in r['seeds'])} | {r['run_id']}{flag} | "
-            f"{_pct(r['cumulative_return'])} | {_pct(r['return_min'])}..{_pct(r['return_max'])} | "
-            f"{_num(r['sharpe'])} ± {_num(r['sharpe_se'])} | "
-            f"{_num(r['sharpe_min'])}..{_num(r['sharpe_max'])} | {_pct(r['max_drawdown'])} | "
+            f"{fmt_pct(r['cumulative_return'])} | {fmt_pct(r['return_min'])}..{fmt_pct(r['return_max'])} | "
+            f"{fmt_num(r['sharpe'])} ± {fmt_num(r['sharpe_se'])} | "
+            f"{fmt_num(r['sharpe_min'])}..{fmt_num(r['sharpe_max'])} | {fmt_pct(r['max_drawdown'])} | "
             f"{r['pair_switches']} |"
         )
     return "\n".join(lines) + "\n"

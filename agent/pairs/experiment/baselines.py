@@ -33,7 +33,6 @@ __all__ = [
     "finmem_programs",
     "write_finmem_outcomes",
     "baseline_docs",
-    "summary_lines",
 ]
 
 log = logging.getLogger(__name__)
@@ -143,36 +142,3 @@ def write_finmem_outcomes(out: Path, outcomes: Sequence[Any]) -> list[str]:
 def baseline_docs(out: Path, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The ``metrics.json`` documents of the baseline runs (in ``run_ids`` order)."""
     return [read_json(out / "runs" / rid / "metrics.json") for rid in run_ids]
-
-
-def _fmt(x: Any, pct: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:+.2f}%" if pct else f"{x:.2f}"
-
-
-def summary_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
-    """The baselines' table of ``summary.md``."""
-    if not docs:
-        return []
-    lines = [
-        "",
-        "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
-        "",
-        "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
-        "| fallbacks |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|---:|",
-    ]
-    for d in docs:
-        m, e = d["metrics"], d.get("extra", {})
-        ac = m.get("action_counts", {})
-        calls = sum(v.get("calls", 0) for v in e.get("tokens_by_call_type", {}).values())
-        fb = e.get("fallbacks", {}).get("total", 0) if isinstance(e.get("fallbacks"), dict) else 0
-        lines.append(
-            f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
-            f"{_fmt(m.get('cumulative_return'), True)} | "
-            f"{_fmt(m.get('sharpe'))} ({_fmt(m.get('sharpe_se'))}) | "
-            f"{_fmt(m.get('max_drawdown'), True)} | {_fmt(m.get('win_rate'))} | "
-            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | {calls} | {fb} |"
-        )
-    return lines

@@ -20,7 +20,8 @@ from typing import Any
 
 from agent.data.workflows import synth_market
 from agent.pairs.experiment.config import ExperimentConfig, parse_config
-from agent.pairs.experiment.run import ExperimentResult, run_experiment
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.experiment.summary import ExperimentResult
 from bank.embedder import Embedder
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress

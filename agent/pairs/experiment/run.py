@@ -21,13 +21,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment import baselines as eb
-from agent.pairs.experiment.backtest import RunOutcome, RunSpec, moira_program, write_run
+from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
+from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.records import write_json
 from agent.pairs.market.view import MarketView
 from bank.embedder import Embedder
@@ -41,22 +41,6 @@ from serving.open import ModelFacts
 __all__ = ["ExperimentResult", "run_experiment"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ExperimentResult:
-    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls."""
-
-    out_dir: Path
-    mode: str
-    runs: list[dict[str, Any]]
-    wall_s: float
-    rounds: int
-    model_calls: int
-    replayed: int
-    engine_start_s: float | None = None
-    outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
-    baselines: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
@@ -225,7 +209,7 @@ def run_experiment(
         outcomes,
         eb.baseline_docs(out, baseline_ids),
     )
-    _write_summary(out, cfg, result, tokens)
+    write_summary(out, cfg, result, tokens)
     manifest = build_manifest(
         config=config_to_dict(cfg),
         store_digest=digest,
@@ -248,80 +232,3 @@ def run_experiment(
     )
     write_json(out / "manifest.json", manifest)
     return result
-
-
-def _fmt(x: Any, pct: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:+.2f}%" if pct else f"{x:.2f}"
-
-
-def _write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: list[Any]) -> None:
-    runs = res.runs
-    by_type: dict[str, dict[str, int]] = {}
-    for r in [*runs, *res.baselines]:
-        for k, v in r["extra"].get("tokens_by_call_type", {}).items():
-            t = by_type.setdefault(k, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-            for key in t:
-                t[key] += v[key]
-    doc = {
-        "experiment": cfg.name,
-        "mode": res.mode,
-        "wall_s": round(res.wall_s, 3),
-        "engine_start_s": res.engine_start_s,
-        "lockstep_rounds": res.rounds,
-        "model_calls": res.model_calls,
-        "replayed_from_journal": res.replayed,
-        "runs": runs,
-        "baselines": res.baselines,
-        "tokens_by_call_type_runs": by_type,
-        "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
-    }
-    write_json(out / "summary.json", doc)
-    lines = [
-        f"# Moira experiment `{cfg.name}`",
-        "",
-        f"Model `{cfg.model.backbone}` ({cfg.model.backend}); {len(runs)} runs ({res.mode}); "
-        f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
-        f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
-        f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
-        "",
-        "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
-        "| switches | updates | fallbacks (test/train) | short/empty screens |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
-    ]
-    for r in runs:
-        m, e = r["metrics"], r["extra"]
-        ac = m["action_counts"]
-        lines.append(
-            f"| {r['run_id']} | {e['initial_pair'] or '-'} | {_fmt(m['cumulative_return'], True)} | "
-            f"{_fmt(m['sharpe'])} ({_fmt(m['sharpe_se'])}) | {_fmt(m['max_drawdown'], True)} | "
-            f"{_fmt(m['win_rate'])} | {_fmt(m['action_accuracy'])} | "
-            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
-            f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
-            f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
-            f"{e['screens_short']}/{e['screens_empty']} |"
-        )
-    lines += eb.summary_lines(res.baselines)
-    lines += [
-        "",
-        "Tokens by call type (summed over the results each run received, agent and FinMem; journal "
-        "replays included):",
-        "",
-        "| call type | calls | prompt tokens | completion tokens |",
-        "|---|---:|---:|---:|",
-    ]
-    for k, v in sorted(by_type.items()):
-        lines.append(f"| {k} | {v['calls']} | {v['prompt_tokens']} | {v['completion_tokens']} |")
-    lines += [
-        "",
-        "Engine calls by call type (what reached the model, from the journal):",
-        "",
-        "| call type | calls | prompt tokens | completion tokens | invalid |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for t in tokens:
-        lines.append(
-            f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
-        )
-    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
