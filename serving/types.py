@@ -22,6 +22,7 @@ from serving.errors import ConfigError
 __all__ = [
     "CALL_TYPES",
     "ROLES",
+    "Sampling",
     "Message",
     "ChatRequest",
     "Usage",
@@ -67,6 +68,42 @@ def image_data_url(path: str | Path) -> str:
     if not mime.startswith("image/"):
         raise ConfigError(f"image {p} has MIME type {mime!r}; allowed: image/*")
     return f"data:{mime};base64,{base64.b64encode(p.read_bytes()).decode('ascii')}"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the model samples: the one value every agent's call settings share.
+
+    Fields as on :class:`ChatRequest`: ``temperature`` (0: greedy), ``top_p``, ``seed``,
+    ``repetition_penalty``, ``thinking``. A field left ``None`` is *unset*: it is not written
+    onto the request (:meth:`request_fields`), which keeps :class:`ChatRequest`'s own default
+    (today temperature 0, top_p 1, seed 0; repetition penalty and thinking: the model's registry
+    default). Unset is the value that will leave a setting to the engine once requests can carry
+    "no value" (server-default sampling).
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    repetition_penalty: float | None = None
+    thinking: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= float(self.temperature) <= 5.0:
+            raise ConfigError(f"Sampling.temperature={self.temperature}; allowed: 0..5 or unset")
+        if self.top_p is not None and not 0.0 < float(self.top_p) <= 1.0:
+            raise ConfigError(f"Sampling.top_p={self.top_p}; allowed: (0, 1] or unset")
+        if self.repetition_penalty is not None and not 0.5 <= self.repetition_penalty <= 3.0:
+            raise ConfigError(
+                f"Sampling.repetition_penalty={self.repetition_penalty}; allowed: 0.5..3 or unset"
+            )
+        if self.thinking not in (None, True, False):
+            raise ConfigError(f"Sampling.thinking={self.thinking!r}; allowed: True, False or unset")
+
+    def request_fields(self) -> dict[str, Any]:
+        """The fields that are set, as :class:`ChatRequest` keyword arguments."""
+        names = ("temperature", "top_p", "seed", "repetition_penalty", "thinking")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
 
 @dataclass(frozen=True)

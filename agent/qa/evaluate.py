@@ -268,7 +268,7 @@ def evaluate(
             revision=runs.journal_revision(run_dir / runs.JOURNAL),
             config=config,
             data_files=data_files,
-            seed=config.solver.seed,
+            seed=config.solver.sampling.seed,
             extra={"variant": v, "items": ids, "tools": _tool_names(tools, questions), **bank_info},
         ),
     )

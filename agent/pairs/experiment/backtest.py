@@ -109,10 +109,7 @@ def moira_program(
             )
     settings = CallSettings(
         model=cfg.model.backbone,
-        seed=spec.seed,
-        temperature=cfg.model.temperature,
-        repetition_penalty=cfg.model.repetition_penalty,
-        thinking=cfg.model.thinking,
+        sampling=cfg.model.sampling(spec.seed),
         max_tokens=cfg.model.max_tokens,
         prompt=cfg.prompt,
     )

@@ -55,6 +55,7 @@ from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
 from serving.open import BackendSpec
+from serving.types import Sampling
 from serving.vllm_engine import EngineOptions
 
 __all__ = [
@@ -113,6 +114,15 @@ class ModelConfig:
             raise ConfigError(f"model.kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or unset")
         if self.chunk_size < 1:
             raise ConfigError(f"model.chunk_size={self.chunk_size}; allowed: >= 1")
+
+    def sampling(self, seed: int) -> Sampling:
+        """The sampling of every call of a run with ``seed``."""
+        return Sampling(
+            temperature=self.temperature,
+            seed=seed,
+            repetition_penalty=self.repetition_penalty,
+            thinking=self.thinking,
+        )
 
     def backend_spec(self, model_path: str = "") -> BackendSpec:
         """The backend this table names (``model_path``: a weights folder for the backbone)."""

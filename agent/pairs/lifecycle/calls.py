@@ -27,7 +27,7 @@ from agent.pairs.lifecycle.config import BREAK, HEALTHY, LEVELS, WARNING, Lifecy
 from agent.pairs.lifecycle.news import CandidateEvent
 from agent.pairs.market.masking import contains_calendar_leak
 from localfin.errors import InputError
-from serving.types import ChatRequest, ChatResult, Message
+from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
     "NewsVerification",
@@ -46,6 +46,9 @@ __all__ = [
     "reply_char_bound",
     "budget",
 ]
+
+#: The sampling of a request built without one: greedy (``seed`` is per request).
+_GREEDY = Sampling(temperature=0.0)
 
 EVENT_TYPES = (
     "acquisition",
@@ -196,9 +199,7 @@ def _request(
     model: str,
     max_tokens: int,
     seed: int | None,
-    temperature: float,
-    thinking: bool | None,
-    repetition_penalty: float | None,
+    sampling: Sampling | None,
 ) -> ChatRequest:
     from agent.prompting import load_prompt
 
@@ -210,12 +211,9 @@ def _request(
         model=model,
         messages=(Message("system", system), Message("user", user)),
         max_tokens=max_tokens,
-        temperature=temperature,
-        seed=seed,
-        thinking=thinking,
         json_schema=prompt.schema,
         call_type=call_type,
-        repetition_penalty=repetition_penalty,
+        **{**(sampling or _GREEDY).request_fields(), "seed": seed},
     )
 
 
@@ -228,9 +226,7 @@ def build_news_verify_request(
     pair: tuple[str, str],
     candidate: Mapping[str, str],
     past_week_news: str,
-    temperature: float = 0.0,
-    thinking: bool | None = None,
-    repetition_penalty: float | None = None,
+    sampling: Sampling | None = None,
 ) -> ChatRequest:
     """The ``news_verify`` request (prompt ``pairs_news_verify``) for one candidate event.
 
@@ -251,9 +247,7 @@ def build_news_verify_request(
         model=model,
         max_tokens=max_tokens,
         seed=seed,
-        temperature=temperature,
-        thinking=thinking,
-        repetition_penalty=repetition_penalty,
+        sampling=sampling,
     )
 
 
@@ -263,9 +257,7 @@ def build_break_check_request(
     max_tokens: int,
     seed: int | None,
     payload: Mapping[str, Any],
-    temperature: float = 0.0,
-    thinking: bool | None = None,
-    repetition_penalty: float | None = None,
+    sampling: Sampling | None = None,
 ) -> ChatRequest:
     """The ``break_check`` request (prompt ``pairs_break``) for a validation boundary.
 
@@ -282,9 +274,7 @@ def build_break_check_request(
         model=model,
         max_tokens=max_tokens,
         seed=seed,
-        temperature=temperature,
-        thinking=thinking,
-        repetition_penalty=repetition_penalty,
+        sampling=sampling,
     )
 
 

@@ -81,7 +81,7 @@ from agent.pairs.lifecycle.factors import FACTOR_NAMES, Factor, FactorReport, pa
 from agent.pairs.lifecycle.news import CandidateEvent, match_critical_news, scan_news_keywords, summarize_news
 from agent.pairs.market.masking import StepCalendar
 from localfin.errors import InputError
-from serving.types import ChatRequest, ChatResult
+from serving.types import ChatRequest, ChatResult, Sampling
 
 __all__ = [
     "LEVELS",
@@ -413,17 +413,14 @@ class LifecycleMonitor:
     model: registry key; verify_max_tokens / break_max_tokens: completion budgets of the two
     calls (``None``: the longest reply the prompt's schema allows, :func:`reply_char_bound`,
     plus 8, so that a bounded reply is never cut even at one character per token; a thinking
-    model needs more); seed, temperature, thinking, repetition_penalty: passed to every request.
+    model needs more); sampling: of every request (default greedy, seed 0).
     """
 
     model: str
     config: LifecycleConfig = field(default_factory=LifecycleConfig)
     verify_max_tokens: int | None = None
     break_max_tokens: int | None = None
-    seed: int | None = 0
-    temperature: float = 0.0
-    thinking: bool | None = None
-    repetition_penalty: float | None = None
+    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, seed=0))
 
     def open(self, pair: Sequence[str], t: int, report: FactorReport | None = None) -> CycleEvidence:
         """A cycle for ``pair`` selected (or validated) at session ``t``."""
@@ -442,13 +439,7 @@ class LifecycleMonitor:
         return reply_char_bound(prompt.schema or {}) + 8
 
     def _calls(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "seed": self.seed,
-            "temperature": self.temperature,
-            "thinking": self.thinking,
-            "repetition_penalty": self.repetition_penalty,
-        }
+        return {"model": self.model, "seed": self.sampling.seed, "sampling": self.sampling}
 
     def session(
         self,

@@ -85,10 +85,7 @@ class PairMonitor:
             config=ctx.lifecycle,
             verify_max_tokens=_budget(s.max_tokens.news_verify, "pairs_news_verify"),
             break_max_tokens=_budget(s.max_tokens.break_check, "pairs_break"),
-            seed=s.seed,
-            temperature=s.temperature,
-            thinking=s.thinking,
-            repetition_penalty=s.repetition_penalty,
+            sampling=s.sampling,
         )
         self.names = {t: c.name for t, c in view.companies.items() if t in pair}
         report = self._factors(g0) if self.usable else None

@@ -24,7 +24,7 @@ from agent.pairs.lifecycle.calls import budget
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.pairs.moira.config import MaxTokens, PromptConfig
 from agent.prompting import Prompt, load_prompt
-from serving.types import ChatRequest, ChatResult, Message
+from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
     "STEP_NOTE",
@@ -54,13 +54,11 @@ def _prompt(name: str) -> Prompt:
 
 @dataclass(frozen=True)
 class CallSettings:
-    """What every request of one run shares: model key, sampling, budgets, prompt sizes."""
+    """What every request of one run shares: model key, sampling (the run's seed in it),
+    budgets, prompt sizes."""
 
     model: str
-    seed: int
-    temperature: float
-    repetition_penalty: float | None
-    thinking: bool | None
+    sampling: Sampling
     max_tokens: MaxTokens
     prompt: PromptConfig
 
@@ -85,12 +83,9 @@ def _request(
         model=s.model,
         messages=(Message("system", system), Message("user", user)),
         max_tokens=budget(s.max_tokens.for_call(call_type), schema),
-        temperature=s.temperature,
-        seed=s.seed,
-        thinking=s.thinking,
         json_schema=schema,
         call_type=call_type,
-        repetition_penalty=s.repetition_penalty,
+        **s.sampling.request_fields(),
     )
 
 

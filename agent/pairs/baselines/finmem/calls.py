@@ -30,7 +30,7 @@ from agent.data.schema import Company, NewsItem
 from agent.pairs.baselines.finmem.memory import LAYERS, Retrieved
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
-from serving.types import ChatRequest, ChatResult, Message
+from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 if TYPE_CHECKING:
     from agent.pairs.baselines.common import PairSeries
@@ -258,10 +258,7 @@ class CallSettings:
     """What every request of one run shares (see :class:`agent.pairs.baselines.finmem.run.FinMemConfig`)."""
 
     model: str
-    seed: int
-    temperature: float
-    repetition_penalty: float | None
-    thinking: bool | None
+    sampling: Sampling
     max_tokens_decision: int
     max_tokens_reflection: int
     reason_max_chars: int
@@ -316,12 +313,9 @@ def _request(
         model=s.model,
         messages=(Message("system", system), Message("user", user)),
         max_tokens=budget if budget else reply_char_bound(schema) + 8,
-        temperature=s.temperature,
-        seed=s.seed,
-        thinking=s.thinking,
         json_schema=schema,
         call_type=call_type,
-        repetition_penalty=s.repetition_penalty,
+        **s.sampling.request_fields(),
     )
 
 

@@ -47,6 +47,7 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.lockstep import Program, run_lockstep
+from serving.types import Sampling
 
 if TYPE_CHECKING:  # the screen and the baselines' common code load numba: imported where used
     from agent.data.schema import Company, NewsItem
@@ -152,6 +153,15 @@ class FinMemConfig:
             )
         if self.train_exposure not in EXPOSURES:
             raise ConfigError(f"train_exposure={self.train_exposure!r}; allowed: {', '.join(EXPOSURES)}")
+
+    def sampling(self, seed: int) -> Sampling:
+        """The sampling of every call of a FinMem run with ``seed``."""
+        return Sampling(
+            temperature=self.temperature,
+            seed=seed,
+            repetition_penalty=self.repetition_penalty,
+            thinking=self.thinking,
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -159,10 +159,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: A
     st = AgentState()
     calls = CallSettings(
         cfg.model,
-        seed,
-        cfg.temperature,
-        cfg.repetition_penalty,
-        cfg.thinking,
+        cfg.sampling(seed),
         cfg.max_tokens_decision,
         cfg.max_tokens_reflection,
         cfg.reason_max_chars,
