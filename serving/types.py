@@ -20,7 +20,6 @@ from typing import Any
 from serving.errors import ConfigError
 
 __all__ = [
-    "CALL_TYPES",
     "ROLES",
     "Sampling",
     "Message",
@@ -34,28 +33,8 @@ __all__ = [
 #: Roles a message may have.
 ROLES = ("system", "user", "assistant", "tool")
 
-#: Call-type labels used by the agents (token accounting is grouped by these). A custom label
-#: is allowed if it is a lower-case identifier; these are the known ones.
-CALL_TYPES = (
-    "pair_selection",
-    "direction",
-    "reflection",
-    "policy_reflection",
-    "break_check",
-    "news_verify",
-    "news_assess",
-    "qa_solve",
-    "qa_annotate",
-    "qa_ocr",
-    "bank_summarize",
-    "judge",
-    "baseline",
-    "chat",
-    "demo",
-    "bench",
-    "test",
-)
-
+#: A call-type label: a lower-case identifier. Serving accepts any; each agent declares its own
+#: (``agent.pairs.moira.config.CALL_KINDS``, ``agent.qa.CALL_TYPES``, FinMem's ``CALL_TYPES``).
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -152,7 +131,8 @@ class ChatRequest:
         thinking: Qwen3-style thinking on/off; ``None`` keeps the model's default.
         json_schema: JSON schema the final reply must satisfy (structured decoding where the
             backend supports it; always checked after parsing).
-        call_type: label used for journaling and token accounting (see :data:`CALL_TYPES`).
+        call_type: label used for journaling and token accounting (any lower-case identifier;
+            the agents declare theirs).
         top_p: nucleus sampling mass in (0, 1].
         repetition_penalty: ``None`` uses the registry default of the model.
         stop: extra stop strings.
@@ -196,7 +176,7 @@ class ChatRequest:
         if not _LABEL.match(self.call_type):
             raise ConfigError(
                 f"ChatRequest.call_type={self.call_type!r}; allowed: a lower-case identifier "
-                f"such as {', '.join(CALL_TYPES[:6])}, ..."
+                "(a-z first, then a-z, 0-9, '_'; at most 64 characters)"
             )
         if self.json_schema is not None:
             if not isinstance(self.json_schema, Mapping):

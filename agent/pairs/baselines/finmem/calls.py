@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECISION_CALL",
+    "CALL_TYPES",
     "REFLECTION_CALL",
     "Observation",
     "observations",
@@ -58,6 +59,8 @@ __all__ = [
 
 DECISION_CALL = "finmem_decision"
 REFLECTION_CALL = "finmem_reflection"
+#: FinMem's model calls (their ``call_type`` labels).
+CALL_TYPES = (DECISION_CALL, REFLECTION_CALL)
 
 
 @cache
