@@ -80,6 +80,13 @@ class WindowSpec:
     paper_train_sessions: int
     paper_test_sessions: int
 
+    def __post_init__(self) -> None:
+        if not self.train_start <= self.train_end < self.test_start <= self.test_end:
+            raise ConfigError(
+                f"windows {self.name!r}: {self.train_start}..{self.train_end} then {self.test_start}.."
+                f"{self.test_end}; allowed: train_start <= train_end < test_start <= test_end"
+            )
+
 
 @dataclass(frozen=True)
 class QASource:

@@ -134,6 +134,8 @@ class MatrixConfig:
     exposures: tuple[str, ...] = EXPOSURES
     synthetic_market: bool = False
     source_dir: Path = Path(".")
+    #: the matrix file (named in the errors of its expanded experiments); empty: none
+    source_file: str = ""
 
     def __post_init__(self) -> None:
         _name(self.name, "matrix.name")
@@ -177,6 +179,8 @@ class MatrixConfig:
                     cfg = parse_config(cf.loads_toml(text, "the expanded experiment"))
                 except ConfigError as exc:
                     where = f"experiment of backbone {b.name!r}, windows {w.name!r}"
+                    if self.source_file:
+                        where = f"file {self.source_file}, {where}"
                     raise ConfigError(f"{where}: {exc}") from exc
                 out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, text))
         return out
@@ -275,6 +279,7 @@ def parse_matrix(data: Mapping[str, Any], *, base_dir: Path, file: str | Path | 
         exposures=tuple(exposures or ()),
         synthetic_market=table.synthetic_market,
         source_dir=base_dir,
+        source_file=str(file) if file is not None else "",
     )
 
 
