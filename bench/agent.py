@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from bench._args import BenchParser
 from bench.agent_runs import finacumen_run, moira_run
 from bench.records import RecordWriter
+from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
 
 __all__ = ["ENTRIES", "AgentRun", "main", "measure_modes", "resolve_entry", "token_records", "warm_up"]
@@ -200,7 +201,7 @@ def measure_modes(
     return True
 
 
-def _cold_cache(backend: Any) -> bool:
+def _cold_cache(backend: Backend | None) -> bool:
     """Empty the engine's prefix cache (True when it was)."""
     reset = getattr(backend, "reset_prefix_cache", None)
     return bool(reset()) if callable(reset) else False
@@ -215,7 +216,7 @@ _WARM_SCHEMA = {
 }
 
 
-def warm_up(backend: Any, model: str) -> float:
+def warm_up(backend: Backend, model: str) -> float:
     """Untimed requests before the timed modes: plain and JSON-schema replies, alone and in a
     batch (the first requests of an engine pay one-off set-up); returns the seconds it took."""
     from serving.types import ChatRequest
@@ -246,7 +247,9 @@ def _tiny_registry() -> Any:
     return reg.with_spec(reg.get("tiny-qwen3").with_path(path))
 
 
-def main(argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Any = None) -> int:
+def main(
+    argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Backend | None = None
+) -> int:
     """Run the agent benchmark; ``backend``: an already started engine serving ``--model``
     (tests pass their session engine; None: one is started here)."""
     ap = BenchParser(prog="localfin bench agent", description=__doc__.split("\n\n")[0])

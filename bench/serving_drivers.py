@@ -40,7 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
+from serving.openai_http import OpenAIBackend
 from serving.registry import ModelSpec, Registry
 from serving.replies import build_result, parse_reply
 from serving.types import ChatRequest, ChatResult, Usage
@@ -107,7 +109,7 @@ class InProcessDriver:
 
     name = "vllm"
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
     def start(self) -> float:
@@ -203,7 +205,7 @@ class ServerDriver:
             client.close()
             backend.close()
 
-    def _stream(self, client: Any, backend: Any, req: ChatRequest) -> Sample:
+    def _stream(self, client: Any, backend: OpenAIBackend, req: ChatRequest) -> Sample:
         # the body OpenAIBackend would send, plus streaming with a final usage chunk
         body = backend._body(req, self.registry.get(req.model))
         body["stream"] = True

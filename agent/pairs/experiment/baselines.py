@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.data.store import MarketStore
 from agent.pairs.baselines.config import SEEDED_METHODS, baseline_run_id
+from agent.pairs.baselines.finmem.memory import TextEmbedder
 from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.records import read_json
 from localfin.progress import NULL_PROGRESS, Progress
@@ -68,7 +70,7 @@ def _complete(run_dir: Path, method: str) -> bool:
 
 
 def run_rule_baselines(
-    store: Any,
+    store: MarketStore,
     cfg: ExperimentConfig,
     pool: Sequence[str],
     out: Path,
@@ -97,7 +99,7 @@ def run_rule_baselines(
 
 
 def finmem_programs(
-    store: Any, cfg: ExperimentConfig, pool: Sequence[str], embedder: Any = None
+    store: MarketStore, cfg: ExperimentConfig, pool: Sequence[str], embedder: TextEmbedder | None = None
 ) -> list[tuple[str, Program[Any]]]:
     """(run id, program) of every FinMem run (exposure x seed), empty when FinMem is not
     configured. The market is read once; ``embedder`` defaults to the bank's MiniLM."""

@@ -37,7 +37,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -226,11 +226,21 @@ class Retrieved:
     score: float
 
 
+class TextEmbedder(Protocol):
+    """What FinMem's memory needs from an embedder: unit rows for texts (the bank's MiniLM, the
+    hashing embedder of the tests, or an :class:`EmbeddingCache` around either)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
 class EmbeddingCache:
     """Wraps an embedder (``embed(texts) -> (n, dim)`` unit rows) with a text -> vector cache, so
     that runs sharing a pair (seeds, exposures) embed each news item once."""
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: TextEmbedder) -> None:
         self.embedder = embedder
         self._cache: dict[str, np.ndarray] = {}
 
@@ -270,7 +280,7 @@ class LayeredMemory:
         seed: the run seed (importance draws).
     """
 
-    def __init__(self, config: MemoryConfig, embedder: Any, seed: int) -> None:
+    def __init__(self, config: MemoryConfig, embedder: TextEmbedder, seed: int) -> None:
         self.config = config
         self.embedder = embedder
         self.seed = int(seed)

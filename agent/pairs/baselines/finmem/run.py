@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig
+from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig, TextEmbedder
 from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -288,7 +288,7 @@ def finmem_program(
     *,
     exposure: str,
     seed: int,
-    embedder: Any,
+    embedder: TextEmbedder,
     run_id: str | None = None,
 ) -> Program[FinMemOutcome]:
     """One run (training + test) as a lockstep program; returns a :class:`FinMemOutcome`.
@@ -385,7 +385,7 @@ def run_finmem(
     seeds: Sequence[int] = (0,),
     config: FinMemConfig | None = None,
     settings: RunSettings | None = None,
-    embedder: Any = None,
+    embedder: TextEmbedder | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> list[FinMemResult]:
     """Every (exposure, seed) run on one window, in lockstep on ``backend`` (pass a

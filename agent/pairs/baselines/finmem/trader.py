@@ -41,7 +41,7 @@ from agent.pairs.baselines.finmem.calls import (
     reflection_request,
     screen_text,
 )
-from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, risk_character
+from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
 from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
 from serving.types import ChatRequest, ChatResult
 
@@ -141,7 +141,7 @@ def _pct(x: float) -> float:
     return round(100.0 * x, 3)
 
 
-def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: Any) -> Gen:
+def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: TextEmbedder) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
     from agent.pairs.baselines.common import tradable
     from agent.pairs.market.masking import mask_text
