@@ -19,7 +19,7 @@ import numpy as np
 from bank.errors import BankConfigError, BankInputError
 from bank.plots import plot_sweep
 from bank.retrieval import select_hits
-from bank.schema import SnapshotRow
+from bank.schema import SnapshotRow, query_text
 from localfin.progress import NULL_PROGRESS, Progress
 
 if TYPE_CHECKING:
@@ -207,7 +207,6 @@ def analyze_bank(
     import dataclasses
     import json
 
-    from bank.schema import query_text
     from bank.workflows import open_existing, read_jsonl
 
     if order not in ("stratified", "insertion"):

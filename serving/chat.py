@@ -10,6 +10,8 @@ from typing import Any
 
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.journal import Journal, JournaledBackend
+from serving.open import BackendSpec, open_backend
 from serving.registry import Registry, default_registry
 from serving.types import ChatRequest, ChatResult
 
@@ -61,8 +63,6 @@ def chat_once(
     starts in this process. ``schema_path``: a JSON schema the reply must satisfy.
     ``journal_path``: record the call in (and replay it from) this SQLite journal.
     """
-    from serving.journal import Journal, JournaledBackend
-    from serving.open import BackendSpec, open_backend
 
     reg = registry or default_registry()
     spec = reg.get(model)

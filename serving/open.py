@@ -17,9 +17,11 @@ from pathlib import Path
 
 from localfin import env
 from serving.backend import Backend
-from serving.errors import ConfigError
+from serving.errors import ConfigError, ModelNotPreparedError
+from serving.models import build_tiny_model
+from serving.openai_http import OpenAIBackend
 from serving.registry import ModelSpec, Registry, default_registry
-from serving.vllm_engine import EngineOptions
+from serving.vllm_engine import EngineOptions, VLLMBackend
 
 __all__ = [
     "BACKEND_KINDS",
@@ -121,8 +123,6 @@ def registry_with(model: str, model_path: str = "", registry: Registry | None = 
     if model_path:
         return reg.with_spec(spec.with_path(Path(model_path).expanduser()))
     if spec.source == "built" and spec.path is None:
-        from serving.models import build_tiny_model
-
         if not spec.key.startswith("tiny-"):
             raise ConfigError(f"model {spec.key!r} is built at run time; give its model_path")
         path = env.model_cache_dir() / spec.key
@@ -168,7 +168,6 @@ class WeightsStatus:
 
 def weights_status(model: str, registry: Registry | None = None) -> WeightsStatus:
     """The :class:`WeightsStatus` of ``model`` (an unknown key is a ConfigError)."""
-    from serving.errors import ModelNotPreparedError
 
     spec = (registry or default_registry()).get(model)
     where = spec.expected_path()
@@ -188,12 +187,9 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
     call, or on ``start()``); the caller closes it."""
     reg = registry or default_registry()
     if spec.kind == "vllm":
-        from serving.vllm_engine import VLLMBackend
-
         if spec.model_path:
             reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
         return VLLMBackend(spec.model, registry=reg, options=spec.engine)
-    from serving.openai_http import OpenAIBackend
 
     return OpenAIBackend(
         spec.base_url,

@@ -17,11 +17,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agent.qa.bank_build import BankBuildConfig, BankBuildReport, build_bank
+from agent.qa.datasets import load_items
+from agent.qa.demo_set import build_demo_set
 from agent.qa.evaluate import EvalConfig, EvalSummary, evaluate
+from agent.qa.items import Question
 from agent.qa.memory import ExperienceMemory, MemoryConfig
 from agent.qa.react import QASolver, solver_config_for
 from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
-from bank.embedder import Embedder
+from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -89,7 +92,6 @@ def _cached(fn: Callable[[str], str]) -> Callable[[str], str]:
 
 
 def _sandbox_state(factory: Callable) -> str:
-    from agent.qa.items import Question
 
     tools = factory(Question("probe", "demo", "probe?"))
     try:
@@ -124,9 +126,6 @@ def run_qa_demo(
         config: demo sizes.
         progress: progress display.
     """
-    from agent.qa.datasets import load_items
-    from agent.qa.demo_set import build_demo_set
-    from bank.embedder import MiniLMEmbedder
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 

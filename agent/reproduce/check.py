@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.data.store import MarketStore
 from agent.reproduce.spec import ReproConfig
+from localfin import env
 from serving.open import weights_status
 from serving.registry import Registry
 
@@ -54,7 +56,6 @@ class CheckItem:
 
 def store_path_of(cfg: ReproConfig) -> Path:
     """The market store a Moira config uses (``experiment.store``, else ``$LOCALFIN_STORE``)."""
-    from localfin import env
 
     raw = cfg.document.get("experiment", {}).get("store")
     return Path(raw).expanduser() if raw else env.default_store_path()
@@ -76,7 +77,6 @@ def _models(cfg: ReproConfig, registry: Registry | None) -> list[CheckItem]:
 
 
 def _moira(cfg: ReproConfig) -> list[CheckItem]:
-    from agent.data.store import MarketStore
 
     path = store_path_of(cfg)
     imp = f"localfin data import --herculean <Herculean folder> --store {path}"
@@ -197,7 +197,6 @@ def check_config(
 ) -> list[CheckItem]:
     """Every item ``cfg`` needs, present or not (data first, then model weights; ``registry``:
     default the packaged one)."""
-    from localfin import env
 
     root = data_root or env.data_dir()
     items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root)

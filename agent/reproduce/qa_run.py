@@ -28,8 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agent.qa import runs
+from agent.qa.datasets import load_items
+from agent.qa.scoring import ItemScore, finmme_avg
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
-from bank.embedder import Embedder
+from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -59,7 +62,6 @@ def slug(text: str) -> str:
 
 
 def _load(src: QASource, root: Path):
-    from agent.qa.datasets import load_items
 
     loaded = load_items(src.dataset, src.resolve(root), split=src.split, subset=src.subset, limit=src.limit)
     if loaded.skipped:
@@ -108,8 +110,6 @@ def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
     """FinMME's Avg of a finished evaluation: per-item correctness from the run's trace, the
     dimensions from the items' golds (``extra['dimensions']``). Returns the Avg, the accuracy
     and item count per dimension (fractions), the empty dimensions and the plain item accuracy."""
-    from agent.qa import runs
-    from agent.qa.scoring import ItemScore, finmme_avg
 
     correct = {str(r["item_id"]): bool(r["correct"]) for r in runs.read_jsonl(run_dir / runs.TRACE)}
     missing = [it.item_id for it in items if it.item_id not in correct]
@@ -140,7 +140,6 @@ def run_qa(
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; judge passes use
     ``judge_backend`` (default ``backend``) with the plan's ``judge`` model."""
-    from agent.qa import runs
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank
     from agent.qa.evaluate import EvalConfig, evaluate
@@ -148,7 +147,6 @@ def run_qa(
     from agent.qa.react import QASolver, solver_config_for
     from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
-    from bank.embedder import MiniLMEmbedder
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 

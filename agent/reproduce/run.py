@@ -23,8 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.data.store import MarketStore
+from agent.qa.demo_set import build_demo_set
+from agent.report.build import build_report
+from agent.reproduce.qa_run import run_qa, shrink_plan
+from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
 from bank.embedder import Embedder
+from localfin import env
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
@@ -64,8 +70,6 @@ def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
     """The config's matrix document shrunk onto the synthetic market in ``store`` (see the
     module docstring)."""
     import numpy as np
-
-    from agent.data.store import MarketStore
 
     with MarketStore(store, create=False) as s:
         cal = s.calendar()
@@ -115,7 +119,6 @@ def reproduce(
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
     closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
     for the run) and closed at the end."""
-    from localfin import env
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,19 +137,13 @@ def reproduce(
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
         if html_report:
-            from agent.report.build import build_report
-
             res = build_report(outcome.matrix_dir, out / "report", progress=progress)
             notes.append(f"HTML report of every run: {res.html}")
     else:
-        from agent.reproduce.qa_run import run_qa, shrink_plan
-
         assert cfg.qa is not None
         plan = cfg.qa
         root = data_root or env.data_dir()
         if smoke:
-            from agent.qa.demo_set import build_demo_set
-
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
         be = backend
@@ -170,7 +167,6 @@ def reproduce(
         notes += list(qo.notes)
         if qo.details:
             extra["qa_details"] = qo.details
-    from agent.reproduce.report import write_report
 
     md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes, extra=extra)
     return ReproResult(md, tuple(rows), tuple(notes))

@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agent.qa.datasets import DATASETS
 from localfin import configfile as cf
 from localfin.errors import ConfigError
 
@@ -269,7 +270,6 @@ def _windows(doc: Mapping[str, Any], meta: _Meta, file: Any) -> tuple[WindowSpec
 
 
 def _qa(raw: Any, file: Any) -> QAPlan:
-    from agent.qa.datasets import DATASETS
 
     plan = cf.load(QAPlan, raw, key="qa", file=file)
     for s in (*plan.bank, *plan.sets):

@@ -23,9 +23,11 @@ from typing import Any
 
 from agent.data.store import MarketStore
 from agent.pairs.baselines.config import SEEDED_METHODS, baseline_run_id
-from agent.pairs.baselines.finmem.memory import TextEmbedder
+from agent.pairs.baselines.finmem.memory import EmbeddingCache, TextEmbedder
+from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem, write_finmem_run
 from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.records import read_json
+from bank.embedder import MiniLMEmbedder
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.lockstep import Program
 
@@ -105,14 +107,10 @@ def finmem_programs(
     configured. The market is read once; ``embedder`` defaults to the bank's MiniLM."""
     if "finmem" not in cfg.baselines.methods:
         return []
-    from agent.pairs.baselines.finmem.memory import EmbeddingCache
-    from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem
 
     train, test = _windows(cfg)
     market = prepare_finmem(store, pool=pool, train=train, test=test, settings=_settings(cfg))
     if embedder is None and market.series is not None:
-        from bank.embedder import MiniLMEmbedder
-
         embedder = MiniLMEmbedder()
     shared = (
         embedder if isinstance(embedder, EmbeddingCache) or embedder is None else EmbeddingCache(embedder)
@@ -134,7 +132,6 @@ def finmem_programs(
 
 def write_finmem_outcomes(out: Path, outcomes: Sequence[Any]) -> list[str]:
     """Write every FinMem outcome's run folder; returns the run ids."""
-    from agent.pairs.baselines.finmem.run import write_finmem_run
 
     for o in outcomes:
         write_finmem_run(out, o)

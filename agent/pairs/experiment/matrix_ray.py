@@ -50,6 +50,7 @@ from agent.pairs.experiment.run import run_experiment
 from localfin import configfile as cf
 from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.journal import Journal
 from serving.registry import Registry
 from serving.types import ChatRequest, ChatResult
 
@@ -69,7 +70,6 @@ def task_text(cell: Cell, seed: int) -> str:
 def merge_journal(dst: Path, src: Path) -> int:
     """Copy every call of the journal ``src`` missing from ``dst`` into it; returns the rows
     added. Rows are keyed by the request hash, so merging twice adds nothing."""
-    from serving.journal import Journal
 
     Journal(dst).close()  # creates the schema when new
     db = sqlite3.connect(dst, timeout=60.0, isolation_level=None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.pairs.experiment.matrix_config import Cell, MatrixConfig
+from localfin.errors import ConfigError
 from serving.backend import Backend
 from serving.journal import Journal
 from serving.open import ModelFacts, model_facts, open_backend, registry_with
@@ -109,7 +110,6 @@ def open_cell_backend(cell: Cell, registry: Registry) -> Backend:
 
 def cell_facts(cell: Cell, registry: Registry) -> ModelFacts | None:
     """The backbone's facts for the manifest (None for a key the registry does not hold)."""
-    from localfin.errors import ConfigError
 
     try:
         return model_facts(cell.config.model.backbone, registry)

@@ -24,9 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
 from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
+from agent.pairs.experiment.manifest import build_manifest
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.records import write_json
 from agent.pairs.market.view import MarketView
@@ -126,8 +128,6 @@ def run_experiment(
             runs are not redone).
         embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
     """
-    from agent.data.store import MarketStore
-    from agent.pairs.experiment.manifest import build_manifest
 
     out = Path(out_dir)
     _prepare_folder(out, config_text, resume)

@@ -26,6 +26,7 @@ from typing import Any
 from agent.pairs.lifecycle.config import BREAK, HEALTHY, LEVELS, WARNING, LifecycleConfig, level_max
 from agent.pairs.lifecycle.news import CandidateEvent
 from agent.pairs.market.masking import contains_calendar_leak
+from agent.prompting import load_prompt
 from localfin.errors import InputError
 from serving.types import ChatRequest, ChatResult, Message, Sampling
 
@@ -201,7 +202,6 @@ def _request(
     seed: int | None,
     sampling: Sampling | None,
 ) -> ChatRequest:
-    from agent.prompting import load_prompt
 
     _check_masked(payload, call_type)
     prompt = load_prompt(prompt_name)

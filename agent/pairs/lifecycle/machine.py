@@ -80,6 +80,7 @@ from agent.pairs.lifecycle.config import (
 from agent.pairs.lifecycle.factors import FACTOR_NAMES, Factor, FactorReport, pair_factors, statistical_level
 from agent.pairs.lifecycle.news import CandidateEvent, match_critical_news, scan_news_keywords, summarize_news
 from agent.pairs.market.masking import StepCalendar
+from agent.prompting import load_prompt
 from localfin.errors import InputError
 from serving.types import ChatRequest, ChatResult, Sampling
 
@@ -428,7 +429,6 @@ class LifecycleMonitor:
 
     def max_tokens(self, call_type: str) -> int:
         """The completion budget of ``news_verify`` or ``break_check`` requests."""
-        from agent.prompting import load_prompt
 
         given = {"news_verify": self.verify_max_tokens, "break_check": self.break_max_tokens}
         if call_type not in given:

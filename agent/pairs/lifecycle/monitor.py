@@ -18,6 +18,9 @@ import math
 from collections.abc import Generator
 from typing import Any
 
+from agent.pairs.lifecycle.calls import budget
+from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor, pair_factors
+from agent.prompting import load_prompt
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["PairMonitor"]
@@ -27,8 +30,6 @@ Gen = Generator[list[ChatRequest], list[ChatResult], Any]
 
 def _budget(configured: int, prompt: str) -> int:
     """``configured`` tokens, or for 0 (auto) the prompt schema's longest reply + 8."""
-    from agent.pairs.lifecycle.calls import budget
-    from agent.prompting import load_prompt
 
     return budget(configured, load_prompt(prompt).schema or {})
 
@@ -71,7 +72,6 @@ class PairMonitor:
         i0: int,
         g0: int,
     ) -> None:
-        from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor
 
         self.ctx, self.stats, self.calendar = ctx, stats, calendar
         self.phase, self.round = phase, round_
@@ -107,7 +107,6 @@ class PairMonitor:
         return math.isfinite(self.alpha) and math.isfinite(self.beta)
 
     def _factors(self, g: int) -> Any:
-        from agent.pairs.lifecycle.machine import pair_factors
 
         view = self.ctx.view
         a, b = self.pair

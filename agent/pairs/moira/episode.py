@@ -30,6 +30,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.pairs.lifecycle.monitor import PairMonitor
+from agent.pairs.market.masking import StepCalendar
 from agent.pairs.market.records import StepRecord
 from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, settle, signed_position
 from agent.pairs.market.view import MarketView
@@ -38,6 +40,7 @@ from agent.pairs.moira.config import PromptConfig, SelectionConfig
 from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, lesson_for
 from agent.pairs.moira.stats import PhaseStats
 from agent.pairs.moira.trace import TraceLog
+from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["RunContext", "WindowSpec", "WindowResult", "run_window", "call"]
@@ -119,7 +122,6 @@ class _Pending:
 
 class _Window:
     def __init__(self, ctx: RunContext, spec: WindowSpec) -> None:
-        from agent.pairs.market.masking import StepCalendar
 
         self.ctx, self.spec = ctx, spec
         self.view = ctx.view
@@ -161,7 +163,6 @@ class _Window:
         )
 
     def _set_pair(self, i: int, pair: tuple[str, str] | None) -> None:
-        from agent.pairs.lifecycle.monitor import PairMonitor
 
         if pair != self.pair and self.position != (0.0, 0.0):
             # closing the old pair's legs is turnover too (charged on the next settlement)
@@ -458,8 +459,6 @@ class _Window:
 def run_window(ctx: RunContext, spec: WindowSpec) -> Gen:
     """Run one window pass; returns a :class:`WindowResult`."""
     if len(spec.sessions) < 2:
-        from localfin.errors import ConfigError
-
         raise ConfigError(f"a {spec.phase} window needs at least 2 sessions, got {len(spec.sessions)}")
     result = yield from _Window(ctx, spec).run()
     return result

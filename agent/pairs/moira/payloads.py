@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.data.schema import Company, NewsItem
+from agent.pairs.market.masking import mask_text
 from agent.pairs.market.view import PairState, spread_state_label
 from agent.pairs.moira.config import PromptConfig
 from agent.pairs.moira.memory import CounterfactualRecord, reflection_summary
@@ -60,7 +61,6 @@ def company_lines(
     tickers: Sequence[str], companies: Mapping[str, Company], cfg: PromptConfig, calendar: Any
 ) -> list[str]:
     """``TICKER -- Name: business description`` per ticker (masked, cut to the configured size)."""
-    from agent.pairs.market.masking import mask_text
 
     out = []
     for t in dict.fromkeys(tickers):
@@ -91,7 +91,6 @@ def selection_payload(step_label: str, candidates: Sequence[PairCandidate]) -> d
 
 def news_payload(items: Sequence[NewsItem], cfg: PromptConfig, calendar: Any) -> list[dict[str, str]]:
     """The latest ``news_per_leg`` items, newest first, each with its step label and masked text."""
-    from agent.pairs.market.masking import mask_text
 
     out = []
     for n in list(items)[::-1][: cfg.news_per_leg]:

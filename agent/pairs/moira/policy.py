@@ -25,6 +25,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.pairs.market.masking import StepCalendar, contains_calendar_leak
 from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PolicyConfig
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call, run_window
@@ -100,7 +101,6 @@ def _reflect(
     proposals came to (``feedback``: text and why they were not kept), so that a cycle after a
     rejection never repeats the identical request (which the journal would answer identically).
     """
-    from agent.pairs.market.masking import StepCalendar
 
     cal = StepCalendar.from_sessions(rnd.spec.sessions)
     n = len(rnd.spec.sessions)
@@ -145,7 +145,6 @@ def _reflect(
 def _shown(text: str) -> str:
     """A proposal as the next reflection may see it: one with a calendar reference is not
     repeated (every model-visible text is masked)."""
-    from agent.pairs.market.masking import contains_calendar_leak
 
     return "(a principle naming a date)" if contains_calendar_leak(text) else text
 

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agent.pairs.market.masking import contains_calendar_leak
+
 __all__ = ["RULES", "PrincipleCheck", "PrincipleValidator"]
 
 RULES = (
@@ -104,7 +106,6 @@ class PrincipleValidator:
 
     def rule_broken(self, text: str) -> str | None:
         """The first rule ``text`` breaks, or None."""
-        from agent.pairs.market.masking import contains_calendar_leak
 
         body = " ".join(str(text).split())
         if not body:

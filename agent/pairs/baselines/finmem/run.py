@@ -42,7 +42,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig, TextEmbedder
+from agent.pairs.baselines.finmem.trader import run_agent
+from agent.pairs.market.masking import StepCalendar
+from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES
+from bank.embedder import MiniLMEmbedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
@@ -202,7 +206,6 @@ def prepare_finmem(
     """Select the pair at test step 001 and read its prices, news and companies once."""
     from agent.pairs.baselines.common import as_window, load_pair, pair_betas, select_pair
     from agent.pairs.baselines.runner import RunSettings
-    from agent.pairs.market.masking import StepCalendar
     from agent.pairs.screen.causal import screen_store
 
     cfg = settings or RunSettings()
@@ -296,7 +299,6 @@ def finmem_program(
     ``embedder``: the bank's embedder (``MiniLMEmbedder`` in runs; wrap it in an
     :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window)."""
     from agent.pairs.baselines.common import check_exposure
-    from agent.pairs.baselines.finmem.trader import run_agent
     from agent.pairs.baselines.ledger import flat_records, settle_actions
 
     check_exposure(exposure)
@@ -345,7 +347,6 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
 def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
     """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json)."""
     from agent.pairs.baselines.ledger import write_run
-    from agent.pairs.market.records import write_json
 
     run_dir = write_run(
         out_dir,
@@ -400,8 +401,6 @@ def run_finmem(
             f"exposures={list(exposures)}, seeds={list(seeds)}; allowed: non-empty, distinct seeds"
         )
     if embedder is None:
-        from bank.embedder import MiniLMEmbedder
-
         embedder = MiniLMEmbedder()
     shared = embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)
     market = prepare_finmem(store, pool=pool, train=train, test=test, settings=settings)

@@ -42,6 +42,7 @@ from agent.pairs.baselines.finmem.calls import (
     screen_text,
 )
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
+from agent.pairs.market.masking import mask_text
 from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
 from serving.types import ChatRequest, ChatResult
 
@@ -144,7 +145,6 @@ def _pct(x: float) -> float:
 def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: TextEmbedder) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
     from agent.pairs.baselines.common import tradable
-    from agent.pairs.market.masking import mask_text
 
     cfg, s = config, market.series
     a, b = s.ticker_a, s.ticker_b
