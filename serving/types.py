@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from serving.errors import ConfigError
 
@@ -49,6 +49,14 @@ def image_data_url(path: str | Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(p.read_bytes()).decode('ascii')}"
 
 
+class SamplingTable(Protocol):
+    """A config table that names the sampling of its calls (``[model]``, ``[baselines.finmem]``)."""
+
+    temperature: float
+    repetition_penalty: float | None
+    thinking: bool | None
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How the model samples: the one value every agent's call settings share.
@@ -78,6 +86,17 @@ class Sampling:
             )
         if self.thinking not in (None, True, False):
             raise ConfigError(f"Sampling.thinking={self.thinking!r}; allowed: True, False or unset")
+
+    @classmethod
+    def of(cls, table: SamplingTable, seed: int | None) -> Sampling:
+        """The sampling a config table names (its ``temperature``, ``repetition_penalty`` and
+        ``thinking``), with ``seed``."""
+        return cls(
+            temperature=table.temperature,
+            seed=seed,
+            repetition_penalty=table.repetition_penalty,
+            thinking=table.thinking,
+        )
 
     def request_fields(self) -> dict[str, Any]:
         """The fields that are set, as :class:`ChatRequest` keyword arguments."""

@@ -117,12 +117,7 @@ class ModelConfig:
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a run with ``seed``."""
-        return Sampling(
-            temperature=self.temperature,
-            seed=seed,
-            repetition_penalty=self.repetition_penalty,
-            thinking=self.thinking,
-        )
+        return Sampling.of(self, seed)
 
     def backend_spec(self, model_path: str = "") -> BackendSpec:
         """The backend this table names (``model_path``: a weights folder for the backbone)."""

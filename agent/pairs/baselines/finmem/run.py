@@ -160,12 +160,7 @@ class FinMemConfig:
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a FinMem run with ``seed``."""
-        return Sampling(
-            temperature=self.temperature,
-            seed=seed,
-            repetition_penalty=self.repetition_penalty,
-            thinking=self.thinking,
-        )
+        return Sampling.of(self, seed)
 
 
 @dataclass(frozen=True, eq=False)
