@@ -32,7 +32,6 @@ from agent.data.schema import to_date
 from agent.data.store import MarketStore
 from agent.pairs.market.settlement import EXPOSURES, causal_betas
 from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_store
-from kernels import half_life, rolling_zscore
 from localfin.errors import ConfigError, InputError
 
 __all__ = [
@@ -257,6 +256,7 @@ def spread_zscores(series: PairSeries, window: int) -> np.ndarray:
 
     The hedge ratio is the screen's at selection, fixed for the window (the formation-period
     hedge of classic Engle-Granger pair trading); a constant alpha cancels in the z."""
+    from kernels import rolling_zscore
 
     ok = priced(series)
     s = np.log(series.price_a[ok]) - series.hedge_ratio * np.log(series.price_b[ok])
@@ -268,6 +268,7 @@ def spread_zscores(series: PairSeries, window: int) -> np.ndarray:
 def rolling_half_life(series: PairSeries, window: int, start: int = 0) -> np.ndarray:
     """Half-life (sessions) of the same spread over the trailing ``window`` common sessions up to
     each t >= ``start`` (:func:`kernels.half_life`: +inf without reversion); NaN elsewhere."""
+    from kernels import half_life
 
     ok = priced(series)
     idx = np.flatnonzero(ok)

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels import rolling_hedge_ratio
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -168,6 +167,7 @@ def settle(
 def causal_betas(log_a: np.ndarray, log_b: np.ndarray, window: int = 20) -> np.ndarray:
     """Hedge ratio usable at each session t: OLS slope of log A on log B over the ``window``
     sessions ending at t (inclusive), so it uses no price after t. NaN before enough history."""
+    from kernels import rolling_hedge_ratio
 
     if window < 3:
         raise ConfigError(f"window={window}; allowed: >= 3 sessions")

@@ -20,7 +20,6 @@ import numpy as np
 
 from agent.data.schema import Company, NewsItem, to_date
 from agent.pairs.screen.causal import ScreenConfig, ScreenResult, screen_pairs
-from kernels import ols_hedge, spread_zscore
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["PairState", "MarketView", "spread_state_label"]
@@ -127,6 +126,7 @@ class MarketView:
         key = (a, b, upto)
         if key in self._states:
             return self._states[key]
+        from kernels import ols_hedge, spread_zscore
 
         cfg = self.screen_config
         y, x = self.log_prices(a, upto), self.log_prices(b, upto)

@@ -38,8 +38,6 @@ import numpy as np
 from agent.data.errors import DataError
 from agent.data.store import MarketStore
 from agent.qa.tools.base import ToolResult
-from kernels import half_life, ols_hedge, spread_zscore
-from kernels.errors import KernelInputError
 
 __all__ = ["LookupTool", "INDICATORS", "PRICE_INDICATORS", "PAIR_INDICATORS"]
 
@@ -209,6 +207,8 @@ class LookupTool:
         return ToolResult(True, text, numbers=(_r(daily, 4), _r(annual, 4)))
 
     def _pair(self, sym: str, ind: str, args: Mapping[str, Any]) -> ToolResult:
+        from kernels import half_life, ols_hedge, spread_zscore
+        from kernels.errors import KernelInputError
 
         if args.get("other") is None:
             raise _BadArgs(f"{ind} needs other (the second symbol)")

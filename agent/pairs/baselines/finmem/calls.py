@@ -28,10 +28,8 @@ import numpy as np
 
 from agent.data.schema import Company, NewsItem
 from agent.pairs.baselines.finmem.memory import LAYERS, Retrieved
-from agent.pairs.market.masking import mask_text
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
-from kernels import ols_hedge, spread_zscore
 from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 if TYPE_CHECKING:
@@ -135,6 +133,7 @@ def observations(
     The hedge is the OLS of log A on log B over the last ``hedge_window`` common sessions ending
     at t (fewer when history is shorter, NaN below ``min_sessions``), as the screen fits it."""
     from agent.pairs.baselines.common import priced
+    from kernels import ols_hedge, spread_zscore
 
     ok = priced(series)
     idx = np.flatnonzero(ok)
@@ -178,6 +177,7 @@ def observations(
 
 def news_text(item: NewsItem, calendar: Any, max_chars: int) -> str:
     """``TICKER: headline. summary`` with dates masked (the item's own date resolves yearless ones)."""
+    from agent.pairs.market.masking import mask_text
 
     body = item.headline.strip()
     if item.summary and item.summary.strip() and item.summary.strip() != body:
@@ -221,6 +221,7 @@ def company_lines(
     tickers: Sequence[str], companies: Mapping[str, Company], calendar: Any, max_chars: int
 ) -> list[str]:
     """``TICKER -- Name: business description`` per leg (masked, cut)."""
+    from agent.pairs.market.masking import mask_text
 
     out = []
     for t in tickers:
