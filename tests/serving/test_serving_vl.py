@@ -47,28 +47,13 @@ def two_image_request(**kw) -> ChatRequest:
     )
 
 
-@pytest.fixture(scope="module")
-def tiny_vl_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from serving.models import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3-vl", arch="qwen3-vl", seed=0)
-
-
-@pytest.fixture(scope="module")
-def vl_registry(tiny_vl_dir: Path):
-    from serving.registry import default_registry
-
-    reg = default_registry()
-    return reg.with_spec(reg.get("tiny-qwen3-vl").with_path(tiny_vl_dir))
-
-
 # ------------------------------------------------------------------ default suite, no engine
 
 
-def test_tiny_qwen3_vl_has_the_real_classes_and_processor_settings(tiny_vl_dir: Path) -> None:
+def test_tiny_qwen3_vl_has_the_real_classes_and_processor_settings(tiny_vl_model_dir: Path) -> None:
     from transformers import AutoProcessor
 
-    config = json.loads((tiny_vl_dir / "config.json").read_text())
+    config = json.loads((tiny_vl_model_dir / "config.json").read_text())
     assert config["architectures"] == ["Qwen3VLForConditionalGeneration"]
     assert config["model_type"] == "qwen3_vl"
     assert config["text_config"]["rope_parameters"]["mrope_interleaved"] is True
@@ -76,7 +61,7 @@ def test_tiny_qwen3_vl_has_the_real_classes_and_processor_settings(tiny_vl_dir: 
         sum(config["text_config"]["rope_parameters"]["mrope_section"])
         == config["text_config"]["head_dim"] // 2
     )
-    processor = AutoProcessor.from_pretrained(tiny_vl_dir)
+    processor = AutoProcessor.from_pretrained(tiny_vl_model_dir)
     assert type(processor).__name__ == "Qwen3VLProcessor"
     image = processor.image_processor
     assert (image.patch_size, image.merge_size, image.temporal_patch_size) == (16, 2, 2)
@@ -95,7 +80,7 @@ def test_tiny_qwen3_vl_has_the_real_classes_and_processor_settings(tiny_vl_dir: 
         assert len(tok.encode(token, add_special_tokens=False)) == 1
 
 
-def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_dir: Path) -> None:
+def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_model_dir: Path) -> None:
     """Request building for the VL model without an engine: our messages (text, then image
     parts as data: URLs) through the tiny model's template and processor, and one forward
     pass of the model in transformers on the result."""
@@ -103,7 +88,7 @@ def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_dir
     from transformers import AutoModelForImageTextToText, AutoTokenizer
 
     req = two_image_request()
-    tok = AutoTokenizer.from_pretrained(tiny_vl_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_vl_model_dir)
     text = tok.apply_chat_template(
         [m.to_openai() for m in req.messages], tokenize=False, add_generation_prompt=True
     )
@@ -111,17 +96,17 @@ def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_dir
     assert text.count(block) == 2
     assert text.endswith(f"second?{block}{block}<|im_end|>\n<|im_start|>assistant\n")
 
-    ids = hf_prompt_ids(tiny_vl_dir, req)
+    ids = hf_prompt_ids(tiny_vl_model_dir, req)
     pad = tok.convert_tokens_to_ids("<|image_pad|>")
     # 48x40 is resized up to 288x256 pixels, 300x200 to 320x224: 16-pixel patches, 2x2 merged
     assert ids.count(pad) == (288 // 32) * (256 // 32) + (320 // 32) * (224 // 32) == 142
 
     from transformers import AutoProcessor
 
-    processor = AutoProcessor.from_pretrained(tiny_vl_dir)
+    processor = AutoProcessor.from_pretrained(tiny_vl_model_dir)
     batch = processor(text=[text], images=[decode(u) for u in req.messages[1].images], return_tensors="pt")
     assert batch["image_grid_thw"].tolist() == [[1, 16, 18], [1, 14, 20]]
-    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_dir)
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir)
     assert type(model).__name__ == "Qwen3VLForConditionalGeneration"
     with torch.no_grad():
         out = model(**batch)
@@ -129,10 +114,10 @@ def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_dir
     assert torch.isfinite(out.logits).all()
 
 
-def test_image_requests_are_checked_before_the_engine_starts(vl_registry, tiny_registry) -> None:
+def test_image_requests_are_checked_before_the_engine_starts(tiny_vl_registry, tiny_registry) -> None:
     from serving.vllm_engine import VLLMBackend
 
-    vl = VLLMBackend("tiny-qwen3-vl", registry=vl_registry)
+    vl = VLLMBackend("tiny-qwen3-vl", registry=tiny_vl_registry)
     five = [png_url(32, 32, c) for c in ("red", "green", "blue", "black", "white")]
     too_many = ChatRequest(model="tiny-qwen3-vl", messages=(Message("user", "x", tuple(five)),), max_tokens=4)
     with pytest.raises(ConfigError, match=f"5 images; allowed: at most {MAX_IMAGES}"):
@@ -161,35 +146,37 @@ def _check_vl_results(results, model_dir: Path, req: ChatRequest) -> None:
 
 
 @pytest.mark.slow
-def test_two_images_reach_the_tiny_qwen3_vl_through_the_engine(vl_registry, tiny_vl_dir: Path) -> None:
+def test_two_images_reach_the_tiny_qwen3_vl_through_the_engine(
+    tiny_vl_registry, tiny_vl_model_dir: Path
+) -> None:
     pytest.importorskip("vllm")
     from serving.vllm_engine import EngineOptions, VLLMBackend
 
     req = two_image_request(json_schema=SCHEMA)
     backend = VLLMBackend(
-        "tiny-qwen3-vl", registry=vl_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=8)
+        "tiny-qwen3-vl", registry=tiny_vl_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=8)
     )
     try:
         out = backend.chat([req, two_image_request()])
     finally:
         backend.close()
-    _check_vl_results(out, tiny_vl_dir, req)
+    _check_vl_results(out, tiny_vl_model_dir, req)
 
 
 @pytest.mark.slow
 def test_two_images_reach_the_tiny_qwen3_vl_through_vllm_serve(
-    vl_registry, tiny_vl_dir: Path, tmp_path
+    tiny_vl_registry, tiny_vl_model_dir: Path, tmp_path
 ) -> None:
     pytest.importorskip("vllm")
     from serving.openai_http import OpenAIBackend
     from serving.server import start_server
 
     req = two_image_request(json_schema=SCHEMA)
-    spec = vl_registry.get("tiny-qwen3-vl")
+    spec = tiny_vl_registry.get("tiny-qwen3-vl")
     with start_server(spec, log_path=tmp_path / "serve.log", api_key="k", ready_timeout_s=600) as server:
-        client = OpenAIBackend(server.base_url, registry=vl_registry, api_key="k", max_retries=1)
+        client = OpenAIBackend(server.base_url, registry=tiny_vl_registry, api_key="k", max_retries=1)
         try:
             out = client.chat([req, two_image_request()])
         finally:
             client.close()
-    _check_vl_results(out, tiny_vl_dir, req)
+    _check_vl_results(out, tiny_vl_model_dir, req)
