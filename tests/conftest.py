@@ -150,6 +150,21 @@ def vllm_backend(tiny_registry) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
+    """The real vLLM engine on the tiny Qwen3-VL, shared by the session (started on first use:
+    21-31 s at load averages 1-4 on the 2-core machine, so only tests that need images through vLLM
+    ask)."""
+    pytest.importorskip("vllm")
+    from serving.vllm_engine import EngineOptions, VLLMBackend
+
+    backend = VLLMBackend(
+        "tiny-qwen3-vl", registry=tiny_vl_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=16)
+    )
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
 def openai_server(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real vLLM OpenAI-compatible server on loopback, serving the tiny model."""
     pytest.importorskip("vllm")
