@@ -406,6 +406,24 @@ class MarketStore:
             values[np.searchsorted(dates, d), k] = v
         return PriceHistory(dates, tickers, values, field)
 
+    def field_coverage(
+        self, tickers: Sequence[str], field: str, *, end: str | dt.date | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """(price rows, rows with a value of ``field``) per ticker, up to ``end`` if given."""
+        if field not in PRICE_FIELDS:
+            raise StoreError(f"field={field!r}; allowed: {list(PRICE_FIELDS)}")
+        tickers = tuple(tickers)
+        self._require(tickers)
+        sql, args = _date_range(
+            f"SELECT ticker, COUNT(*), COUNT({field}) FROM prices WHERE ticker IN "
+            f"({','.join('?' * len(tickers))})",
+            list(tickers),
+            None,
+            end,
+        )
+        got = {r[0]: (int(r[1]), int(r[2])) for r in self._conn.execute(sql + " GROUP BY ticker", args)}
+        return {t: got.get(t, (0, 0)) for t in tickers}
+
     def bars(
         self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None
     ) -> list[PriceBar]:
