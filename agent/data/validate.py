@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from agent.data.aliases import TickerAlias, check_aliases
 from agent.data.errors import (
     BadValueError,
     CalendarGapError,
@@ -70,6 +71,8 @@ class ImportConfig:
         an unadjusted split of 4:1 or more, or a price in the wrong unit, lands outside.
     on_jump: ``"report"`` lists jumps in the import report (the rows are imported), ``"error"``
         (strict mode) rejects the file at the first jump.
+    aliases: tickers renamed as files are read, before the ``pool`` filter (see
+        :mod:`agent.data.aliases` for the scope and the rule when two rows then share a key).
     """
 
     max_gap_days: int = 10
@@ -80,6 +83,7 @@ class ImportConfig:
     ohlc_tolerance: float = 0.001
     max_daily_factor: float = 3.0
     on_jump: str = "report"
+    aliases: tuple[TickerAlias, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_gap_days < 1:
@@ -100,6 +104,7 @@ class ImportConfig:
             raise DataConfigError(f"on_jump={self.on_jump!r}; allowed: 'report', 'error'")
         if self.pool is not None:
             object.__setattr__(self, "pool", tuple(str(t).strip().upper() for t in self.pool))
+        object.__setattr__(self, "aliases", check_aliases(self.aliases))
 
 
 @dataclass(frozen=True)
