@@ -229,6 +229,17 @@ def test_history_with_future_rows_is_cut(store: MarketStore) -> None:
     assert _bits(screen_pairs(full, day)) == _bits(screen_pairs(full.until(day), day))
 
 
+def test_the_demo_selection_sees_its_planted_pairs(store: MarketStore, synthetic_truth: dict) -> None:
+    """The demo's selection dates (training and test step 001 of agent/pairs/configs/demo.toml)
+    on the same market: the five candidates are the five planted pairs, as under the old band."""
+    planted = planted_pairs(synthetic_truth)
+    for day in ("2022-07-22", "2022-08-12"):
+        res = screen_store(store, day)
+        assert {(c.ticker_a, c.ticker_b) for c in res.candidates} == planted
+        band = screen_store(store, day, config=ScreenConfig(half_life_min=1, half_life_max=60))
+        assert band.candidates == res.candidates
+
+
 def test_optional_band_and_pvalue_cut(store: MarketStore) -> None:
     """The half-life band and the p-value cut are off by default; set, they exclude with a reason."""
     free = screen_store(store, "2021-01-04")
