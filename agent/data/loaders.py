@@ -401,7 +401,11 @@ def load_prices(
     check_alias_clash(frame, kept.read, ["date", "ticker"], where, "(date, ticker)")
     check_unique(frame[["date", "ticker"]], where, cols["date"][0], "(date, ticker)")
     dates, ticks = frame["date"].to_numpy(dtype="datetime64[D]"), frame["ticker"].to_numpy()
-    check_sorted_per_ticker(dates, ticks, where)
+    check_sorted_per_ticker(dates, kept.read, where)  # each ticker as the file names it
+    if kept.renamed:  # a renamed ticker's rows join the target's (FB before META): date order
+        frame = frame.sort_values(["ticker", "date"], kind="stable").reset_index(drop=True)
+        where = Where(where.path, frame["row"].to_numpy(), where.row_kind)
+        dates, ticks = frame["date"].to_numpy(dtype="datetime64[D]"), frame["ticker"].to_numpy()
     check_gaps(dates, ticks, where, cfg.max_gap_days)
     jumps = find_jumps(dates, ticks, frame["close"].to_numpy(), where, cfg, cols["close"][0])
     if jumps:

@@ -58,9 +58,10 @@ class ImportConfig:
         store, or ``"replace"`` to overwrite it.
     companies_outside_pool: company rows whose ticker has no prices: ``"skip"`` (reference files
         such as index constituent lists cover far more tickers than a pool) or ``"error"``.
-    pool: optional tickers to import (upper-cased like every ticker); price rows of other
-        tickers are skipped, and a pool ticker without any price row (in the file or the store)
-        is an error.
+    pool: optional tickers to import (upper-cased like every ticker, named after ``aliases``);
+        rows of other tickers in every file (prices, news, companies, filings) are skipped and
+        counted per file, and a pool ticker without any price row (in the file or the store) is
+        an error.
     ohlc_tolerance: how far open and close may lie outside the row's [low, high], as a fraction
         of the bound (0.001 = 0.1 %: the rounding of a two-decimal quote above $5). Beyond it the
         row is an error.

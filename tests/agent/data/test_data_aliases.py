@@ -107,6 +107,28 @@ def test_a_price_clash_after_renaming_is_an_error_and_a_scoped_alias_avoids_it(t
     assert rep.renamed_by_file == {str(n): {"news:GOOG=GOOGL": 1}}
 
 
+def test_a_renamed_ticker_continues_the_targets_series(tmp_path: Path) -> None:
+    """FB until 2021-03-05, META after it, META's rows first in the file: one series in date
+    order, checked for gaps and jumps across the seam (a 4x move at the seam is listed)."""
+    rows = [f"{d},META,{20 + i:.2f},{20 + i:.2f}" for i, d in enumerate(DAYS) if i >= 5]
+    rows += [f"{d},FB,{20 + i:.2f},{20 + i:.2f}" for i, d in enumerate(DAYS) if i < 5]
+    f = tmp_path / "p.csv"
+    f.write_text("date,ticker,close,adj_close\n" + "\n".join(rows) + "\n")
+    cfg = ImportConfig(aliases=(parse_alias("prices:FB=META"),))
+    with MarketStore(tmp_path / "m.sqlite") as s:
+        rep = import_files(s, prices=[f], config=cfg)
+        assert s.tickers() == ("META",) and [b.close for b in s.bars("META")] == [20.0 + i for i in range(10)]
+    assert rep.jumps == [] and rep.renamed_by_file == {str(f): {"prices:FB=META": 5}}
+    jump = f.read_text().replace(f"{DAYS[5]},META,25.00,25.00", f"{DAYS[5]},META,100.00,100.00")
+    f.write_text(jump)
+    with MarketStore(tmp_path / "j.sqlite") as s:
+        jumps = import_files(s, prices=[f], config=cfg).jumps
+    assert [(j.ticker, str(j.prev_date), str(j.date), j.row) for j in jumps] == [
+        ("META", DAYS[4], DAYS[5], 2),  # FB's last close (line 11) -> META's first (line 2): the seam
+        ("META", DAYS[5], DAYS[6], 3),
+    ]
+
+
 def test_companies_keep_the_targets_own_row(tmp_path: Path) -> None:
     p = _prices(tmp_path / "p.csv", ("GOOGL", "MSFT"))
     c = tmp_path / "c.csv"
