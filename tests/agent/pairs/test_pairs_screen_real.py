@@ -24,6 +24,7 @@ STAPLES = ("KO", "PEP", "PG", "MDLZ", "CPB", "CAG", "K", "HRL", "SJM", "TSN")
 # AVGO 2009, TSLA 2010, META 2012)
 TECH = ("AAPL", "MSFT", "AMZN", "NVDA", "INTC", "ORCL", "CSCO", "QCOM", "TXN", "IBM")
 ENERGY = ("XOM", "CVX", "COP", "APA")
+LATE = ("META", "TSLA")  # listed 2012-05-18 and 2010-06-29
 POOLS = {"staples": STAPLES, "tech": TECH, "energy": ENERGY}
 TRADEABILITY = (NO_PRICE_TODAY, TOO_FEW, DEGENERATE, NOT_REVERTING)
 YEARS = range(2005, 2024)
@@ -43,7 +44,7 @@ def real_store(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
             s,
             prices=files,
             companies=[shared_data / "companies.csv"],
-            config=ImportConfig(pool=STAPLES + TECH + ENERGY),
+            config=ImportConfig(pool=STAPLES + TECH + ENERGY + LATE),
         )
     return path
 
@@ -131,3 +132,19 @@ def test_the_old_band_empties_the_energy_screen(real_store: Path) -> None:
         free = screen_store(s, "2015-06-30", pool=ENERGY)
     assert band.candidates == () and len(free.candidates) == 5
     assert all(p.half_life > 60 for p in free.pairs)
+
+
+def test_late_listings_are_tested_on_their_common_sessions(real_store: Path) -> None:
+    """META (from 2012-05-18) beside AAPL and MSFT (from 2003): too few common sessions until
+    a year of trading, then the pair is tested on the sessions both legs trade."""
+    pool = ("AAPL", "META", "MSFT")
+    with MarketStore(real_store, create=False) as s:
+        early = screen_store(s, "2013-01-31", pool=pool)
+        later = screen_store(s, "2014-01-31", pool=pool)
+        n_meta = len(s.calendar("2012-05-18", "2014-01-31", tickers=["META"]))
+    short = [p for p in early.pairs if "META" in (p.ticker_a, p.ticker_b)]
+    assert len(short) == 2 and all(p.reason.startswith(TOO_FEW) and p.n_obs < 252 for p in short)
+    assert [(c.ticker_a, c.ticker_b) for c in early.candidates] == [("AAPL", "MSFT")]
+    by = {(p.ticker_a, p.ticker_b): p for p in later.pairs}
+    assert by["AAPL", "META"].n_obs == by["META", "MSFT"].n_obs == n_meta and by["AAPL", "MSFT"].n_obs == 2520
+    assert all(p.eligible or p.reason.startswith(NOT_REVERTING) for p in later.pairs)
