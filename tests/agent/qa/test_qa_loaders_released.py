@@ -5,6 +5,7 @@ TAT-QA's ``dataset_raw/tatqa_dataset_dev.json`` and FinMMR's easy validation fil
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def _not_perfect(dataset: str, items) -> list[tuple[str, str]]:
 
 def test_released_tatqa_dev_loads_every_question_with_its_table_and_paragraphs(shared_data):
     path = _need(shared_data, TATQA_DEV)
+    assert len(json.loads(path.read_text(encoding="utf-8"))) == 278  # documents
     out = load_items("tatqa", path)
     assert (len(out.items), out.skipped, out.incomplete) == (1668, (), ())
     assert {it.split for it in out.items} == {"dev"}  # from the file name
