@@ -408,24 +408,21 @@ def read_prices(
 ) -> PriceHistory:
     """The ``price_field`` history of ``tickers`` up to ``end`` from a market store.
 
-    A ticker whose rows up to ``end`` carry no value of that field at all (a file imported
-    without an adjusted close) is an error naming the setting, never an empty screen; rows
-    lacking it among others are gaps like missing sessions (logged).
+    The importer requires the field in every row of a file that has its column, so rows without
+    it came from a file without it (a long close-only history beside Herculean's adjusted
+    prices, say). Any such row up to ``end`` is an error naming the setting: read as gaps, it
+    would silently shorten the screen's ten-year window or empty it.
     """
     cfg = config or ScreenConfig()
     field = cfg.price_field
     if field != "close":
         have = store.field_coverage(tickers, field, end=end)  # type: ignore[attr-defined]
-        empty = [t for t, (rows, n) in have.items() if rows and not n]
-        if empty:
+        lacking = {t: f"{rows - n} of {rows}" for t, (rows, n) in have.items() if n < rows}
+        if lacking:
+            shown = ", ".join(f"{t} {k}" for t, k in lacking.items())
             raise DataConfigError(
-                f"price_field={field!r}: ticker(s) {empty} have no {field} values up to {end} in the "
-                f"store (their file had no {field} column); import prices with {field}, or screen "
-                'the close instead ([screen] price_field = "close", `--price-field close`)'
+                f"price_field={field!r}: rows up to {end} without {field} in the store ({shown} rows; "
+                f"imported from a file without that column); re-import those prices with {field}, or "
+                'screen the close instead ([screen] price_field = "close", `--price-field close`)'
             )
-        for t, (rows, n) in have.items():
-            if n < rows:
-                log.warning(
-                    "%s: %d of %d rows up to %s lack %s (read as gaps)", t, rows - n, rows, end, field
-                )
     return store.prices(tickers, end=end, field=field)  # type: ignore[attr-defined]

@@ -301,20 +301,31 @@ def test_a_constant_rescaling_of_a_leg_changes_only_alpha(store: MarketStore) ->
 
 
 def test_adjusted_close_required_or_the_close_named(tmp_path: Path) -> None:
-    lines = ["date,ticker,close"] + [
-        f"{d},{t},{10 + i * 0.01 + (j if t == 'BBB' else 0):.2f}"
-        for i, d in enumerate(np.arange(np.datetime64("2020-01-01"), np.datetime64("2021-06-01")))
-        for j, t in enumerate(("AAA", "BBB"))
-        if np.is_busday(d)
-    ]
-    (tmp_path / "p.csv").write_text("\n".join(lines) + "\n")
+    days = [d for d in np.arange(np.datetime64("2020-01-01"), np.datetime64("2021-06-01")) if np.is_busday(d)]
+
+    def write(path: Path, rows: list[int], adj: bool) -> Path:
+        head = "date,ticker,close" + (",adj_close" if adj else "")
+        cells = [
+            f"{days[i]},{t},{c:.2f}" + (f",{c:.2f}" if adj else "")
+            for i in rows
+            for j, t in enumerate(("AAA", "BBB"))
+            for c in [10 + i * 0.01 + j + 0.3 * np.sin(i)]
+        ]
+        path.write_text("\n".join([head, *cells]) + "\n")
+        return path
+
+    close_only = write(tmp_path / "old.csv", list(range(300)), adj=False)
+    adjusted = write(tmp_path / "new.csv", list(range(300, len(days))), adj=True)
     with MarketStore(tmp_path / "m.sqlite") as s:
-        import_files(s, prices=[tmp_path / "p.csv"])
-        with pytest.raises(
-            DataConfigError, match=r"price_field='adj_close'.*\['AAA', 'BBB'\].*price_field = \"close\""
-        ):
-            screen_store(s, "2021-05-28")
-        assert len(screen_store(s, "2021-05-28", config=ScreenConfig(price_field="close")).pairs) == 1
+        import_files(s, prices=[close_only])
+        with pytest.raises(DataConfigError, match=r"price_field='adj_close'.*AAA 300 of 300, BBB 300 of 300"):
+            screen_store(s, days[299].item())
+        import_files(s, prices=[adjusted])  # adjusted closes for the later sessions only
+        with pytest.raises(DataConfigError, match=r"AAA 300 of \d+.*price_field = \"close\""):
+            screen_store(s, days[-1].item())  # never a silently shorter window
+        assert screen_store(s, days[-1].item(), config=ScreenConfig(price_field="close")).pairs[
+            0
+        ].n_obs == len(days)
 
 
 def test_config_validation() -> None:
