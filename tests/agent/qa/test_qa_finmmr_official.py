@@ -87,3 +87,19 @@ def test_the_rules_and_quirks(pred, gold, acc, why):
 def test_model_text_is_never_evaluated(text):
     assert finmmr_normalize(text) is None
     assert not Path("/tmp/localfin-pwned").exists()
+
+
+def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
+    """End to end: the released easy-validation file through ``load_items``, then ``score_answer``."""
+    from agent.qa.datasets import load_items
+
+    path = shared_data / "qa" / "released" / "finmmr" / "data" / "validation" / "easy_validation.json"
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    gold = {it.item_id: it.gold for it in load_items("finmmr", path, require_images=False).items}
+    differ = []
+    for r in _rows():
+        s = score_answer("finmmr", gold[r["question_id"]], r["prediction"])
+        if float(s.correct) != r["official_cot_acc"]:
+            differ.append((r["question_id"], r["prediction"], s.detail))
+    assert differ == []

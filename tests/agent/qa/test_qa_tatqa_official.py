@@ -170,3 +170,19 @@ def test_the_authors_utility_cases():
 )
 def test_the_rules_the_issue_names(gold, pred, em, f1, why):
     assert official_em_f1(*gold, pred) == (em, f1), why
+
+
+def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
+    """End to end: the released dev file through ``load_items``, then ``score_answer``."""
+    from agent.qa.datasets import load_items
+
+    path = shared_data / "qa" / "released" / "tatqa" / "dataset_raw" / "tatqa_dataset_dev.json"
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    gold = {it.item_id: it.gold for it in load_items("tatqa", path).items}
+    differ = []
+    for r in _rows():
+        s = score_answer("tatqa", gold[r["uid"]], r["prediction"])
+        if (float(s.correct), s.score) != (r["official_em"], r["official_f1"]):
+            differ.append((r["uid"], r["prediction"], s.detail))
+    assert differ == []
