@@ -9,14 +9,15 @@ the authors' verdicts on 3,000 predictions over the released easy-validation gol
 The official normaliser runs Python's ``eval`` on the answer text. Model text is never
 evaluated here: :func:`_python_value` parses it with :mod:`ast` (the parser ``eval`` uses) and
 computes only what such an answer can be: number, string, ``True``/``False``/``None``
-literals, tuples, lists, sets and dicts of them, the operators + - * / // % ** (unary + - ~
-``not`` too), comparisons, ``and``/``or``, ``x if c else y``, and calls of the pure builtins
-abs, round, min, max, pow, sum, int, float. Anything else (a name, an attribute, another call)
-counts as an expression ``eval`` could not evaluate. The official script would look such names
+literals, tuples, lists, sets and dicts of them, the arithmetic and bitwise operators (``^``
+is XOR to Python: ``10^3`` is 9; unary + - ~ ``not`` too), comparisons, ``and``/``or``,
+``x if c else y``, and calls of the pure builtins abs, round, min, max, pow, sum, int, float.
+Anything else (a name, an attribute, another call) counts as an expression ``eval`` could not
+evaluate. The official script would look such names
 up in its module and run such calls; for an answer string they give no number, or a number
 only in contrived cases (``ord('a')``). An integer power with an exponent above 10,000 or a
-sequence repeated more than 10**6 times is refused as well (``eval`` would spend minutes or
-all memory on it).
+sequence repeated more than 10**6 times, or a left shift by more than 10**6 bits, is refused
+as well (``eval`` would spend minutes or all memory on it).
 
 Verdict of an answer string ``a`` against a gold ``g`` (an int or float; a bool compares with
 ``==``):
@@ -52,6 +53,7 @@ __all__ = ["RELATIVE_EPS", "finmmr_normalize", "finmmr_get_acc", "finmmr_acc"]
 RELATIVE_EPS = 0.002
 
 _MAX_EXPONENT = 10_000
+_MAX_SHIFT = 1_000_000
 _MAX_REPEAT = 10**6
 _REMOVED_WORDS = ("£", "€", "¥", "million", "billion", "thousand", "us", "usd", "rmb")
 _NUM = r"[-+]?(?:[\d,]*\.*\d+)"
@@ -75,6 +77,12 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
+    ast.MatMult: operator.matmul,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,  # "10^3" is 10 XOR 3 = 9 to Python, and so to the official rule
+    ast.BitAnd: operator.and_,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
@@ -115,6 +123,8 @@ def _binary(op: ast.operator, left: Any, right: Any) -> Any:
     )
     if isinstance(op, ast.Pow) and big_power:
         raise _NotEvaluable("integer power too large")
+    if isinstance(op, ast.LShift) and isinstance(right, int) and right > _MAX_SHIFT and left:
+        raise _NotEvaluable("shift too large")
     if isinstance(op, ast.Mult):
         for seq, count in ((left, right), (right, left)):
             if isinstance(seq, (str, bytes, tuple, list)) and isinstance(count, int) and count > _MAX_REPEAT:

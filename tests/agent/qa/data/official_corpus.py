@@ -211,6 +211,9 @@ def _finmmr_forms(gt: float | int, rng: random.Random) -> list[str]:
         "yes",
         "N/A",
         f"{v}, {v}",
+        f"{_plain(gt / 1000)} * 10^3",
+        f"{_plain(gt / 1000)} x 10^3",
+        f"{v}, 10^3",
     ]
     if abs(gt) >= 1e5:
         mantissa = gt / 10 ** (len(str(int(abs(gt)))) - 1)
