@@ -11,11 +11,12 @@ evaluated here: :func:`_python_value` parses it with :mod:`ast` (the parser ``ev
 computes only what such an answer can be: number, string, ``True``/``False``/``None``
 literals, tuples, lists, sets and dicts of them, the arithmetic and bitwise operators (``^``
 is XOR to Python: ``10^3`` is 9; unary + - ~ ``not`` too), comparisons, ``and``/``or``,
-``x if c else y``, and calls of the pure builtins abs, round, min, max, pow, sum, int, float.
-Anything else (a name, an attribute, another call) counts as an expression ``eval`` could not
-evaluate. The official script would look such names
-up in its module and run such calls; for an answer string they give no number, or a number
-only in contrived cases (``ord('a')``). An integer power with an exponent above 10,000 or a
+``x if c else y``, indexing and slicing, ``__debug__``, and calls of the pure builtins abs,
+round, min, max, pow, sum, int, float, bool, complex, divmod, len, ord. Anything else (a name,
+an attribute, another call) counts as an expression ``eval`` could not evaluate. The official
+script would look such names up in its module and run such calls; for an answer string they
+give no number (a function, a module, a string), or a number only in contrived cases
+(``id(0)``, ``hash('a')``). An integer power with an exponent above 10,000 or a
 sequence repeated more than 10**6 times, or a left shift by more than 10**6 bits, is refused
 as well (``eval`` would spend minutes or all memory on it).
 
@@ -111,6 +112,11 @@ _CALLS: dict[str, Callable[..., Any]] = {
     "sum": sum,
     "int": int,
     "float": float,
+    "bool": bool,
+    "complex": complex,
+    "divmod": divmod,
+    "len": len,
+    "ord": ord,
 }
 
 
@@ -172,7 +178,19 @@ def _value_of(node: ast.AST) -> Any:
             raise _NotEvaluable("starred call arguments")
         args = [_value_of(a) for a in node.args]
         kwargs = {str(k.arg): _value_of(k.value) for k in node.keywords}
+        if node.func.id == "pow" and len(args) == 2 and not kwargs:
+            return _binary(ast.Pow(), *args)  # the same size guard as **
         return _CALLS[node.func.id](*args, **kwargs)
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        if isinstance(index, ast.Slice):
+            parts = (index.lower, index.upper, index.step)
+            key: Any = slice(*(None if p is None else _value_of(p) for p in parts))
+        else:
+            key = _value_of(index)
+        return _value_of(node.value)[key]
+    if isinstance(node, ast.Name) and node.id == "__debug__":
+        return True  # a compile-time constant of the interpreter (no -O)
     raise _NotEvaluable(type(node).__name__)
 
 

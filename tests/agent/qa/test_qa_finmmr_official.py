@@ -66,6 +66,8 @@ def test_score_answer_equals_the_official_evaluation_on_every_row():
         ("1779, 10^3", 1779, 1, "Python: the tuple (1779, 10 XOR 3), read as 1779"),
         ("1.779 * 10^3", 1779, 0, "Python: 17.79 XOR 3 fails; cleaned, math.pow is missing"),
         ("10^3", 9, 1, "10 XOR 3"),
+        ("round(45.251, 2)", 45.25, 1, "a pure builtin is computed"),
+        ("[45.25, 1][0]", 45.25, 1, "indexing is computed"),
         ("90.5 / 2", 45.25, 1, "arithmetic is evaluated"),
         ("yes", 1, 1, "yes is True, and True == 1"),
         ("None", 45.25, 0, "no answer"),
