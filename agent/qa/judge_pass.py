@@ -58,7 +58,8 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
     """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves judged benchmarks to
     :func:`judge_run` (not correct, with a pointer to ``judge_scores.json``) and scores every
     other dataset with ``inner`` (default: the benchmarks' scorer)."""
-    from agent.qa.scoring import ItemScore, score_answer
+    from agent.qa.item_score import ItemScore
+    from agent.qa.scoring import score_answer
 
     score = inner or score_answer
 

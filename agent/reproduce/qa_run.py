@@ -106,7 +106,8 @@ def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
     dimensions from the items' golds (``extra['dimensions']``). Returns the Avg, the accuracy
     and item count per dimension (fractions), the empty dimensions and the plain item accuracy."""
     from agent.qa import runs
-    from agent.qa.scoring import ItemScore, finmme_avg
+    from agent.qa.item_score import ItemScore
+    from agent.qa.scoring import finmme_avg
 
     correct = {str(r["item_id"]): bool(r["correct"]) for r in runs.read_jsonl(run_dir / runs.TRACE)}
     missing = [it.item_id for it in items if it.item_id not in correct]
