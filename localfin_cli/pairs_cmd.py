@@ -26,24 +26,49 @@ def screen(
         None, "--pool", help="Comma-separated tickers (default: all in the store)."
     ),
     lookback: int = typer.Option(2520, "--lookback", help="Sessions ending at the date."),
+    min_sessions: int = typer.Option(
+        252, "--min-sessions", help="Least common sessions a pair needs (capped at --lookback)."
+    ),
+    price_field: str = typer.Option(
+        "adj_close", "--price-field", help="Store column screened: adj_close (default) or close."
+    ),
+    max_pvalue: float | None = typer.Option(
+        None, "--max-pvalue", help="Optional p-value cut (default: none, rank only)."
+    ),
+    half_life_min: float | None = typer.Option(
+        None, "--half-life-min", help="Optional half-life band, lower bound in sessions (default: none)."
+    ),
+    half_life_max: float | None = typer.Option(
+        None, "--half-life-max", help="Optional half-life band, upper bound in sessions (default: none)."
+    ),
     show_all: bool = typer.Option(False, "--all", help="Also list every non-candidate pair with the reason."),
 ) -> None:
-    """Rank all pairs of the pool by Engle-Granger p-value (half-life in band) at DATE."""
+    """Rank all pairs of the pool by Engle-Granger p-value at DATE; pairs that cannot be traded
+    as a spread are excluded with their reason (--all)."""
     from rich.console import Console
     from rich.table import Table
 
     from agent.pairs.screen.causal import ScreenConfig, screen_store
     from localfin import env
 
-    cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback))
+    cfg = ScreenConfig(
+        top_k=top,
+        lookback=lookback,
+        min_sessions=min(min_sessions, lookback),
+        price_field=price_field,
+        max_pvalue=max_pvalue,
+        half_life_min=half_life_min,
+        half_life_max=half_life_max,
+    )
     tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
     res = screen_store(store or env.default_store_path(), date, pool=tickers, config=cfg)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
+    n_ok = sum(p.eligible for p in res.pairs)
     con.print(
-        f"screen at {res.date} (last session {res.session}), pool of {len(res.pool)}: "
-        f"{len(res.pairs)} pairs, {sum(p.eligible for p in res.pairs)} in the half-life band",
+        f"screen at {res.date} (last session {res.session}, {price_field}), pool of {len(res.pool)}: "
+        f"{len(res.pairs)} pairs, {n_ok} ranked, {len(res.pairs) - n_ok} excluded",
         highlight=False,
     )
     table = Table(
@@ -261,6 +286,46 @@ def _years(text: str) -> list[int]:
     if not 1900 <= lo <= hi <= 2100:
         raise typer.BadParameter(f"--years {text!r}: allowed FIRST <= LAST within 1900..2100")
     return list(range(lo, hi + 1))
+
+
+@app.command("screen-sweep")
+def screen_sweep(
+    ctx: typer.Context,
+    pool: list[str] = typer.Option(..., "--pool", help="NAME=T1,T2,... (repeat for several pools)."),
+    years: str = typer.Option(..., "--years", help="Years of monthly selection dates, e.g. 2005-2023."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
+    ),
+    top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
+    lookback: int = typer.Option(2520, "--lookback", help="Sessions ending at each date."),
+    price_field: str = typer.Option("adj_close", "--price-field", help="adj_close (default) or close."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the per-date counts here (JSON)."),
+) -> None:
+    """Candidates per monthly selection date (last session of each month) of each pool: min /
+    median / max, the dates below --top, and every exclusion by reason (JSON lines)."""
+    import json
+
+    from agent.pairs.screen.causal import ScreenConfig
+    from agent.pairs.screen.evaluate import sweep_store
+    from localfin import env
+
+    pools, span = _pools(pool), _years(years)
+    cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback), price_field=price_field)
+    with quiet_run(ctx, "pairs-screen-sweep", announce=False) as rl:
+        sweeps = sweep_store(store or env.default_store_path(), pools, span, cfg, progress_for(rl))
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            per_date = {
+                sw.name: [
+                    {"date": str(c.date), "candidates": c.n_candidates, "excluded": dict(c.excluded)}
+                    for c in sw.counts
+                ]
+                for sw in sweeps
+            }
+            out.write_text(json.dumps(per_date, indent=1) + "\n", encoding="utf-8")
+        result(rl, "\n".join(json.dumps(sw.summary()) for sw in sweeps))
 
 
 @app.command("baselines")

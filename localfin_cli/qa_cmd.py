@@ -23,7 +23,14 @@ app = typer.Typer(help="Financial QA (FinAcumen): build-bank, eval, analyze, dem
 
 _DATASET = typer.Option(..., "--dataset", help="tatqa, finmmr, bizbench, fintmmbench, finmme or demo.")
 _DATA = typer.Option(..., "--data", help="Local file or folder of the dataset (nothing is downloaded).")
-_SPLIT = typer.Option(None, "--split", help="Keep only this split (train, validation, dev, test).")
+_SPLIT = typer.Option(
+    None,
+    "--split",
+    help="Keep only this split, as the data names it (train, validation, dev, test, test_gold).",
+)
+_SUBSET = typer.Option(
+    None, "--subset", help="Keep only this part: FinMMR easy/medium/hard, BizBench task (default SEC-NUM)."
+)
 _OFFSET = typer.Option(0, "--offset", help="Skip this many items (file order) before taking --limit.")
 _LIMIT = typer.Option(None, "--limit", help="Items to use (default: all after --offset).")
 _MODEL = typer.Option("smollm2-135m", "--model", help="Registry key of the model.")
@@ -49,7 +56,15 @@ _SANDBOX = typer.Option(
 )
 
 
-def _items(dataset: str, data: Path, split: str | None, offset: int, limit: int | None, exclude: Path | None):
+def _items(
+    dataset: str,
+    data: Path,
+    split: str | None,
+    offset: int,
+    limit: int | None,
+    exclude: Path | None,
+    subset: str | None = None,
+):
     from agent.qa import runs
     from agent.qa.datasets import load_items
     from localfin.errors import ConfigError
@@ -58,7 +73,7 @@ def _items(dataset: str, data: Path, split: str | None, offset: int, limit: int 
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit={limit}; allowed: >= 1")
-    loaded = load_items(dataset, data, split=split)
+    loaded = load_items(dataset, data, split=split, subset=subset)
     items = list(loaded.items)
     if exclude is not None:
         ids = set(runs.read_json(exclude / runs.MANIFEST).get("items", []))
@@ -67,7 +82,8 @@ def _items(dataset: str, data: Path, split: str | None, offset: int, limit: int 
     items = items[offset : offset + limit if limit else None]
     if not items:
         raise ConfigError(
-            f"no {dataset} items selected from {data} (split={split}, offset={offset}, limit={limit})"
+            f"no {dataset} items selected from {data} "
+            f"(split={split}, subset={subset}, offset={offset}, limit={limit})"
         )
     return items, loaded.skipped
 
@@ -125,11 +141,18 @@ def _transcriber(names: tuple[str, ...], items) -> Any:
 
 
 def _default_run(
-    kind: str, dataset: str, model: str, split: str | None, offset: int, limit: int | None
+    kind: str,
+    dataset: str,
+    model: str,
+    split: str | None,
+    offset: int,
+    limit: int | None,
+    subset: str | None = None,
 ) -> Path:
     from localfin import env
 
-    return env.runs_dir() / "qa" / f"{kind}-{dataset}-{split or 'all'}-{model}-o{offset}-n{limit or 'all'}"
+    part = f"{split or 'all'}-{subset}" if subset else split or "all"
+    return env.runs_dir() / "qa" / f"{kind}-{dataset}-{part}-{model}-o{offset}-n{limit or 'all'}"
 
 
 @app.command("build-bank")
@@ -138,6 +161,7 @@ def build_bank_cmd(
     dataset: str = _DATASET,
     data: Path = _DATA,
     split: str = _SPLIT,
+    subset: str = _SUBSET,
     offset: int = _OFFSET,
     limit: int = _LIMIT,
     exclude_run: Path = _EXCLUDE,
@@ -163,8 +187,8 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run)
-    run = run_dir or _default_run("bank", dataset, model, split, offset, limit)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
         try:
@@ -210,6 +234,7 @@ def eval_cmd(
     dataset: str = _DATASET,
     data: Path = _DATA,
     split: str = _SPLIT,
+    subset: str = _SUBSET,
     offset: int = _OFFSET,
     limit: int = _LIMIT,
     exclude_run: Path = _EXCLUDE,
@@ -246,8 +271,8 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run)
-    root = run_dir or _default_run(variant, dataset, model, split, offset, limit)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-eval", root) as log:
         be, reg = _backend(backend, model, base_url)
         try:
@@ -287,6 +312,7 @@ def analyze_cmd(
     dataset: str = typer.Option(None, "--dataset", help="With --bank: the questions' dataset."),
     data: Path = typer.Option(None, "--data", help="With --bank: the questions' file."),
     split: str = _SPLIT,
+    subset: str = _SUBSET,
     offset: int = _OFFSET,
     limit: int = _LIMIT,
     embedder: str = _EMB,
@@ -308,7 +334,7 @@ def analyze_cmd(
     else:
         if not (dataset and data):
             raise ConfigError("--bank needs --dataset and --data (the questions to retrieve for)")
-        items, _ = _items(dataset, data, split, offset, limit, None)
+        items, _ = _items(dataset, data, split, offset, limit, None, subset)
         with ExperienceBank.open(bank) as b:
             md = analyze(
                 dirs, target, bank=b, embedder=_embedder(embedder), questions=[i.question for i in items]

@@ -15,7 +15,6 @@ import importlib.util
 import json
 import logging
 import os
-import random
 import shutil
 import tempfile
 import time
@@ -34,6 +33,7 @@ __all__ = [
     "SMOLLM2_PACKAGE",
     "SMOLLM2_PACKAGE_VERSION",
     "build_tiny_model",
+    "token_id",
     "find_smollm2_gguf",
     "prepare_smollm2",
     "verify_prepared",
@@ -52,7 +52,6 @@ SMOLLM2_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # base64 "sXnJUj0Oag-YozDHVitoJ1Cm-MjBXlvHDqNzcoEQ21M").
 SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
-_TINY_ARCHS = ("qwen3", "llama")
 _DTYPES = ("bfloat16", "float32")
 _CHUNK = 1 << 20
 
@@ -153,186 +152,99 @@ def _check_replaceable(out_dir: Path) -> None:
 
 # --------------------------------------------------------------------------- tiny models
 
-# Chat templates written for the tiny models. The Qwen3-style one mirrors Qwen3's behaviour:
-# earlier assistant turns lose their reasoning, and enable_thinking=False pre-fills an empty
-# think block in the generation prompt.
-# Sets `content` to a message's text whether it is a string or a list of OpenAI content parts.
-_CONTENT_TEXT = (
-    "{%- if message.content is string -%}{%- set content = message.content -%}"
-    "{%- else -%}{%- set content = namespace(text='') -%}"
-    "{%- for part in message.content -%}{%- if part.type == 'text' -%}"
-    "{%- set content.text = content.text ~ part.text -%}{%- endif -%}{%- endfor -%}"
-    "{%- set content = content.text -%}{%- endif -%}"
-)
-
-_QWEN3_TEMPLATE = (
-    "{%- for message in messages -%}"
-    + _CONTENT_TEXT
-    + "{%- if message.role == 'assistant' and '</think>' in content -%}"
-    "{%- set content = content.split('</think>')[-1].lstrip('\\n') -%}{%- endif -%}"
-    "{{- '<|im_start|>' ~ message.role ~ '\\n' ~ content ~ '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}"
-    "{%- if enable_thinking is defined and enable_thinking is false -%}"
-    "{{- '<think>\\n\\n</think>\\n\\n' -}}{%- endif -%}{%- endif -%}"
-)
-
-_LLAMA_TEMPLATE = (
-    "{{- bos_token -}}"
-    "{%- for message in messages -%}"
-    + _CONTENT_TEXT
-    + "{{- '<|start_header_id|>' ~ message.role ~ '<|end_header_id|>\\n\\n' ~ content | trim"
-    " ~ '<|eot_id|>' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}"
-    "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}{%- endif -%}"
-)
-
-# special tokens (trained first, so they get the lowest ids), then plain added tokens.
-_ARCH_TOKENS: dict[str, dict[str, Any]] = {
-    "qwen3": {
-        "special": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        "bos": None,
-        "eos": "<|im_end|>",
-        "pad": "<|endoftext|>",
-        "template": _QWEN3_TEMPLATE,
-    },
-    "llama": {
-        "special": [
-            "<|begin_of_text|>",
-            "<|end_of_text|>",
-            "<|start_header_id|>",
-            "<|end_header_id|>",
-            "<|eot_id|>",
-        ],
-        "bos": "<|begin_of_text|>",
-        "eos": "<|eot_id|>",
-        "pad": "<|end_of_text|>",
-        "template": _LLAMA_TEMPLATE,
-    },
-}
-_THINK_TOKENS = ("<think>", "</think>")
-
-_WORDS = [
-    "pair",
-    "trade",
-    "spread",
-    "hedge",
-    "ratio",
-    "beta",
-    "long",
-    "short",
-    "flat",
-    "direction",
-    "confidence",
-    "reason",
-    "step",
-    "return",
-    "price",
-    "close",
-    "volume",
-    "news",
-    "merger",
-    "halt",
-    "risk",
-    "cointegration",
-    "half",
-    "life",
-    "z",
-    "score",
-    "mean",
-    "revert",
-    "LONG_SHORT",
-    "SHORT_LONG",
-    "FLAT",
-    "HEALTHY",
-    "WARNING",
-    "BREAK",
-    "answer",
-    "true",
-    "false",
-    "null",
-    "the",
-    "of",
-    "and",
-    "to",
-    "in",
-    "is",
-    "for",
-    "on",
-    "with",
-    "revenue",
-    "net",
-    "income",
-    "million",
-    "billion",
-    "percent",
-    "ratio",
-    "year",
-]
+# Qwen3-VL's vision tower and processor facts (Qwen3-VL-8B-Instruct's config and preprocessor
+# config): 16-pixel patches, 2x2 patches merged into one token, 2 frames per temporal patch,
+# images resized to between 256x256 and 4096x4096 pixels, mean/std 0.5. Kept at their real
+# values so an image costs the tiny model as many prompt tokens as it costs the real one.
+_VL_PATCH, _VL_MERGE, _VL_TEMPORAL = 16, 2, 2
+_VL_MIN_PIXELS, _VL_MAX_PIXELS = 256 * 256, 4096 * 4096
+_VL_MEAN = _VL_STD = [0.5, 0.5, 0.5]
+# rope_theta of Qwen3-VL's text model; its mrope_section [24, 20, 20] (t, h, w) splits half of
+# a 128-wide head, scaled here to the tiny head.
+_VL_ROPE_THETA = 5_000_000.0
 
 
-def _tokenizer_corpus() -> list[str]:
-    """A fixed corpus covering JSON punctuation, digits, letters, case and whitespace."""
-    rng = random.Random(0)
-    lines: list[str] = []
-    for _ in range(400):
-        words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 12)))
-        number = f"{rng.uniform(-1000, 1000):.{rng.randint(0, 4)}f}"
-        record = {
-            rng.choice(_WORDS): words,
-            "value": float(number),
-            "items": [rng.randint(0, 99) for _ in range(rng.randint(0, 4))],
-            "ok": rng.random() < 0.5,
-            "note": None,
-        }
-        lines.append(json.dumps(record, indent=rng.choice([None, 2])))
-        lines.append(words.capitalize() + rng.choice([".", "?", "!", ":", ";"]) + "\n\t")
-    lines.append("".join(chr(c) for c in range(32, 127)))
-    lines.append("0123456789 " * 10 + '{}[]":,.-+eE\\/ \n\t\r')
-    return lines
+def _mrope_section(head_dim: int) -> list[int]:
+    half = head_dim // 2
+    t = round(half * 24 / 64)
+    h = (half - t) // 2
+    return [t, h, half - t - h]
 
 
-def _train_tokenizer(arch: str, vocab_size: int) -> Any:
-    """Byte-level BPE (every byte string is encodable) wrapped as a fast HF tokenizer."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-    from tokenizers.trainers import BpeTrainer
-    from transformers import PreTrainedTokenizerFast
+def _text_model(arch: str, common: dict[str, Any]) -> tuple[Any, Any]:
+    """Config and class of a text-only tiny model."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-    spec = _ARCH_TOKENS[arch]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    trainer = BpeTrainer(
-        vocab_size=vocab_size - len(_THINK_TOKENS),
-        special_tokens=list(spec["special"]),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+    if arch == "qwen3":
+        return Qwen3Config(**common), Qwen3ForCausalLM
+    return LlamaConfig(**common), LlamaForCausalLM
+
+
+def _vl_model(common: dict[str, Any], tokenizer: Any) -> tuple[Any, Any]:
+    """Config and class of a tiny Qwen3-VL (``Qwen3VLForConditionalGeneration``): the text model
+    of ``common``, a vision tower of two 64-wide layers with deepstack features taken from the
+    last one, and the vision token ids of ``tokenizer``."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+    text = dict(common)
+    text.pop("tie_word_embeddings")
+    text["rope_parameters"] = {
+        "rope_type": "default",
+        "rope_theta": _VL_ROPE_THETA,
+        "mrope_section": _mrope_section(common["head_dim"]),
+        "mrope_interleaved": True,
+    }
+    depth = 2
+    vision = dict(
+        depth=depth,
+        hidden_size=64,
+        intermediate_size=128,
+        num_heads=2,
+        patch_size=_VL_PATCH,
+        spatial_merge_size=_VL_MERGE,
+        temporal_patch_size=_VL_TEMPORAL,
+        out_hidden_size=common["hidden_size"],
+        deepstack_visual_indexes=[depth - 1],
     )
-    tok.train_from_iterator(_tokenizer_corpus(), trainer=trainer)
-    # Qwen3 keeps <think>/</think> as added but not special tokens, so they survive
-    # skip_special_tokens and a reasoning parser can find them.
-    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in _THINK_TOKENS])
-    if spec["bos"] is not None:
-        bos_id = tok.token_to_id(spec["bos"])
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{spec['bos']} $A",
-            pair=f"{spec['bos']} $A {spec['bos']} $B",
-            special_tokens=[(spec["bos"], bos_id)],
+    ids = {
+        name: tokenizer.convert_tokens_to_ids(token)
+        for name, token in (
+            ("image_token_id", "<|image_pad|>"),
+            ("video_token_id", "<|video_pad|>"),
+            ("vision_start_token_id", "<|vision_start|>"),
+            ("vision_end_token_id", "<|vision_end|>"),
         )
-    else:
-        tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    if tok.get_vocab_size() > vocab_size:
-        raise ConfigError(f"tokenizer grew to {tok.get_vocab_size()} > vocab_size={vocab_size}")
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=spec["bos"],
-        eos_token=spec["eos"],
-        pad_token=spec["pad"],
-        chat_template=spec["template"],
-        model_max_length=4096,
-        clean_up_tokenization_spaces=False,
+    }
+    config = Qwen3VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True, **ids)
+    return config, Qwen3VLForConditionalGeneration
+
+
+def _save_vl_processor(tmp_dir: Path, tokenizer: Any) -> None:
+    """Save the real Qwen3-VL processor classes (image processor, video processor, tokenizer,
+    chat template) with Qwen3-VL's patch and pixel settings. Needs torchvision (README,
+    "Qwen3-VL on the CPU")."""
+    from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
+    from transformers.models.qwen2_vl import Qwen2VLImageProcessor
+
+    size = {"shortest_edge": _VL_MIN_PIXELS, "longest_edge": _VL_MAX_PIXELS}
+    image = Qwen2VLImageProcessor(
+        patch_size=_VL_PATCH,
+        temporal_patch_size=_VL_TEMPORAL,
+        merge_size=_VL_MERGE,
+        image_mean=_VL_MEAN,
+        image_std=_VL_STD,
+        size=size,
     )
+    video = Qwen3VLVideoProcessor(
+        patch_size=_VL_PATCH, temporal_patch_size=_VL_TEMPORAL, merge_size=_VL_MERGE
+    )
+    processor = Qwen3VLProcessor(
+        image_processor=image,
+        tokenizer=tokenizer,
+        video_processor=video,
+        chat_template=tokenizer.chat_template,
+    )
+    processor.save_pretrained(tmp_dir)
 
 
 def build_tiny_model(
@@ -352,16 +264,28 @@ def build_tiny_model(
 ) -> Path:
     """Build a tiny random-weight model of a real architecture, loadable by transformers and vLLM.
 
-    ``arch`` is ``"qwen3"`` (``Qwen3ForCausalLM``, Qwen3-style chat template honouring
-    ``enable_thinking``) or ``"llama"`` (``LlamaForCausalLM``, Llama-3-style headers). Sizes are
-    counts (tokens, channels, layers, heads); vLLM on CPU needs ``head_dim >= 32``. The
-    tokenizer is a byte-level BPE trained on a fixed corpus (independent of ``seed``); the
-    weights are drawn from ``torch.manual_seed(seed)``, so the same arguments give the same
-    file bytes. Saved as ``dtype`` safetensors (``"bfloat16"``, as the CPU engine runs it, or
-    ``"float32"``) with a generation config and a manifest.
+    ``arch`` is one of :data:`serving.tiny_tokenizer.ARCHS`:
+
+    - ``"qwen3"``: ``Qwen3ForCausalLM``, Qwen3-style chat template honouring ``enable_thinking``;
+    - ``"llama"``: ``LlamaForCausalLM``, Llama-3.1-style template (headers, system preamble,
+      ``ipython`` tool turns; ``<|python_tag|>`` for vLLM's ``llama3_json`` tool parser);
+    - ``"qwen3-vl"``: ``Qwen3VLForConditionalGeneration`` (a two-layer vision tower with
+      deepstack, interleaved M-RoPE) with the real processor classes and Qwen3-VL's patch and
+      pixel settings, so an image costs as many prompt tokens as on the real model; needs
+      torchvision.
+
+    Sizes are counts (tokens, channels, layers, heads) of the text model; vLLM on CPU needs
+    ``head_dim >= 32``. ``max_position_embeddings`` (tokens) bounds the context an engine may
+    give the model (also the tokenizer's ``model_max_length``). The tokenizer is a byte-level BPE
+    trained on a fixed corpus (independent of ``seed``, :mod:`serving.tiny_tokenizer`); the
+    weights are drawn from ``torch.manual_seed(seed)``, so the same arguments give the same file
+    bytes. Saved as ``dtype`` safetensors (``"bfloat16"``, as the CPU engine runs it, or
+    ``"float32"``) with a generation config and a manifest. No file is fetched.
     """
-    if arch not in _TINY_ARCHS:
-        raise ConfigError(f"arch={arch!r} is not supported; allowed: {list(_TINY_ARCHS)}")
+    from serving.tiny_tokenizer import ARCHS, train_tokenizer
+
+    if arch not in ARCHS:
+        raise ConfigError(f"arch={arch!r} is not supported; allowed: {list(ARCHS)}")
     if dtype not in _DTYPES:
         raise ConfigError(f"dtype={dtype!r} is not supported; allowed: {list(_DTYPES)}")
     if head_dim < 32:
@@ -371,12 +295,12 @@ def build_tiny_model(
     if vocab_size < 300:
         raise ConfigError(f"vocab_size={vocab_size} must be >= 300 (256 bytes + specials)")
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+    from transformers import GenerationConfig
 
     out_dir = Path(out_dir)
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tokenizer = _train_tokenizer(arch, vocab_size)
+    tokenizer = train_tokenizer(arch, vocab_size, model_max_length=max_position_embeddings)
     ids = {
         name: tokenizer.convert_tokens_to_ids(tokenizer_attr)
         for name, tokenizer_attr in (("eos", tokenizer.eos_token), ("pad", tokenizer.pad_token))
@@ -396,12 +320,10 @@ def build_tiny_model(
         eos_token_id=ids["eos"],
         pad_token_id=ids["pad"],
     )
-    if arch == "qwen3":
-        config: Any = Qwen3Config(**common)
-        model_cls: Any = Qwen3ForCausalLM
+    if arch == "qwen3-vl":
+        config, model_cls = _vl_model(common, tokenizer)
     else:
-        config = LlamaConfig(**common)
-        model_cls = LlamaForCausalLM
+        config, model_cls = _text_model(arch, common)
     with torch.random.fork_rng(devices=[]):  # leave the caller's global RNG untouched
         torch.manual_seed(seed)
         # drawn in float32 then cast, so a seed gives the same values whatever the dtype
@@ -413,6 +335,8 @@ def build_tiny_model(
     try:
         model.save_pretrained(tmp_dir)
         tokenizer.save_pretrained(tmp_dir)
+        if arch == "qwen3-vl":
+            _save_vl_processor(tmp_dir, tokenizer)
         write_manifest(
             tmp_dir,
             source={
@@ -428,6 +352,21 @@ def build_tiny_model(
         shutil.rmtree(tmp_dir, ignore_errors=True)
     log.info("built tiny %s model in %s", arch, out_dir)
     return out_dir
+
+
+def token_id(model_dir: Path, token: str) -> int:
+    """The id of ``token`` (a single token of the vocabulary, e.g. ``"</think>"``) in the
+    tokenizer of ``model_dir``; raises :class:`ConfigError` when it is not one token there.
+    Used to build a logit bias (:class:`serving.vllm_engine.EngineOptions`)."""
+    from tokenizers import Tokenizer
+
+    path = Path(model_dir) / "tokenizer.json"
+    if not path.is_file():
+        raise ConfigError(f"model_dir={str(model_dir)!r} has no tokenizer.json")
+    found = Tokenizer.from_file(str(path)).token_to_id(token)
+    if found is None:
+        raise ConfigError(f"token {token!r} is not a single token of {str(path)!r}")
+    return int(found)
 
 
 # --------------------------------------------------------------------------- SmolLM2

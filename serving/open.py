@@ -55,7 +55,8 @@ class BackendSpec:
         api_key: the server's bearer token (``openai``; None: none).
         model_path: a weights folder overriding the registry's (a ``built`` test model without
             one is built into ``<model cache>/<key>`` on first use).
-        engine: settings of the in-process engine (``vllm``).
+        engine: settings of the in-process engine (``vllm``); its ``logit_bias`` also goes with
+            every request of the HTTP client (``openai``).
         max_concurrency, max_retries, served_model_name: the HTTP client's requests in flight,
             retries after a first failed attempt, and the name the server knows the model by
             (``openai``; empty: the registry key).
@@ -198,4 +199,5 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
         max_concurrency=spec.max_concurrency,
         max_retries=spec.max_retries,
         served_model_name=spec.served_model_name or None,
+        logit_bias=spec.engine.logit_bias,
     )

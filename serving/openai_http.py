@@ -2,16 +2,17 @@
 
 Structured outputs travel as ``structured_outputs: {"json": schema}`` in the request body (what
 the OpenAI SDK's ``extra_body`` would add), Qwen3 thinking as ``chat_template_kwargs``; the server
-separates reasoning when started with ``--reasoning-parser qwen3``. Requests run with bounded
-concurrency, a per-request timeout, and retries with exponential backoff on connection errors,
-timeouts, 429 and 5xx.
+separates reasoning when started with ``--reasoning-parser qwen3`` and returns it as
+``message.reasoning`` (vLLM 0.32; ``reasoning_content``, its older name, is read too). Requests
+run with bounded concurrency, a per-request timeout, and retries with exponential backoff on
+connection errors, timeouts, 429 and 5xx.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,6 +20,7 @@ from serving.errors import ConfigError
 from serving.registry import ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
+from serving.vllm_engine import check_logit_bias
 
 __all__ = ["OpenAIBackend"]
 
@@ -39,6 +41,8 @@ class OpenAIBackend:
         max_retries: retries after the first attempt.
         backoff_s: first retry delay in seconds; doubles each retry.
         served_model_name: name the server knows the model by (default: the registry key).
+        logit_bias: token id -> bias (-100..100) sent with every request (``logit_bias`` of the
+            OpenAI API); see :class:`serving.vllm_engine.EngineOptions`.
     """
 
     name = "openai"
@@ -54,6 +58,7 @@ class OpenAIBackend:
         max_retries: int = 3,
         backoff_s: float = 1.0,
         served_model_name: str | None = None,
+        logit_bias: Mapping[int, float] | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url={base_url!r}; allowed: an http(s):// URL")
@@ -69,6 +74,7 @@ class OpenAIBackend:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.served_model_name = served_model_name
+        self.logit_bias = check_logit_bias(logit_bias)
         self._client: Any = None
 
     def _http(self) -> Any:
@@ -104,6 +110,8 @@ class OpenAIBackend:
             body["chat_template_kwargs"] = {"enable_thinking": thinking}
         if req.json_schema is not None:
             body["structured_outputs"] = {"json": dict(req.json_schema)}
+        if self.logit_bias:
+            body["logit_bias"] = {str(k): v for k, v in self.logit_bias.items()}
         return body
 
     def _post(self, req: ChatRequest) -> ChatResult:

@@ -8,6 +8,7 @@ directory built at test time (tiny random models). Nothing is fetched at run tim
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,9 +16,26 @@ from pathlib import Path
 from localfin import env
 from serving.errors import ConfigError, ModelNotPreparedError
 
-__all__ = ["ModelSpec", "Registry", "default_registry", "SOURCES"]
+__all__ = [
+    "ModelSpec",
+    "Registry",
+    "default_registry",
+    "cpu_stand_in",
+    "SOURCES",
+    "ARCHS",
+    "MAX_IMAGES",
+    "TINY_KEYS",
+]
 
 SOURCES = ("local_dir", "pip_package", "built")
+
+#: Architecture families (the tiny random model of each is built by
+#: :func:`serving.models.build_tiny_model` with the same ``arch``).
+ARCHS = ("qwen3", "llama", "qwen3-vl")
+
+#: Most images one prompt may carry (FinAcumen sends at most 4; the engine reserves memory for
+#: this many at start).
+MAX_IMAGES = 4
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,8 @@ class ModelSpec:
         device: ``gpu`` or ``cpu``: which engine build it is meant for.
         revision: weights tag; empty means "hash of config.json at load time".
         extra_serve_args: more `vllm serve` flags.
+        arch: architecture family (one of :data:`ARCHS`, ``""``: not said): which tiny random
+            model stands in for it on the CPU (:func:`cpu_stand_in`).
     """
 
     key: str
@@ -74,8 +94,11 @@ class ModelSpec:
     device: str = "gpu"
     revision: str = ""
     extra_serve_args: tuple[str, ...] = field(default=())
+    arch: str = ""
 
     def __post_init__(self) -> None:
+        if self.arch and self.arch not in ARCHS:
+            raise ConfigError(f"ModelSpec.arch={self.arch!r}; allowed: {', '.join(ARCHS)} or ''")
         if self.source not in SOURCES:
             raise ConfigError(f"ModelSpec.source={self.source!r}; allowed: {', '.join(SOURCES)}")
         if self.device not in ("gpu", "cpu"):
@@ -174,13 +197,17 @@ class ModelSpec:
         if self.chat_template:
             args += ["--chat-template", self.chat_template]
         if self.accepts_images:
-            args += ["--limit-mm-per-prompt", '{"image": 4}']
+            args += ["--limit-mm-per-prompt", json.dumps({"image": MAX_IMAGES})]
         return args + list(self.extra_serve_args)
 
 
+# What the Qwen3-VL entry and its tiny twin share (serving facts, not sizes).
+_VL_FACTS = dict(tool_call_parser="hermes", max_model_len=32_768, accepts_images=True)
+
+
 def _gpu_specs() -> list[ModelSpec]:
-    llama = dict(tool_call_parser="llama3_json", max_model_len=32_768)
-    qwen = dict(reasoning_parser="qwen3", tool_call_parser="hermes", max_model_len=32_768)
+    llama = dict(tool_call_parser="llama3_json", max_model_len=32_768, arch="llama")
+    qwen = dict(reasoning_parser="qwen3", tool_call_parser="hermes", max_model_len=32_768, arch="qwen3")
     return [
         ModelSpec(
             "llama-3.1-8b",
@@ -243,9 +270,8 @@ def _gpu_specs() -> list[ModelSpec]:
             "local_dir",
             dirname="Qwen3-VL-8B-Instruct",
             hf_reference="Qwen/Qwen3-VL-8B-Instruct",
-            tool_call_parser="hermes",
-            max_model_len=32_768,
-            accepts_images=True,
+            arch="qwen3-vl",
+            **_VL_FACTS,
         ),
     ]
 
@@ -268,6 +294,7 @@ def _cpu_specs() -> list[ModelSpec]:
             dtype="float32",
             device="cpu",
             timeout_s=600.0,
+            arch="llama",
         ),
         ModelSpec(
             "tiny-qwen3",
@@ -280,7 +307,10 @@ def _cpu_specs() -> list[ModelSpec]:
             reasoning_parser="qwen3",
             thinking_default=False,
             repetition_penalty=1.0,
+            arch="qwen3",
         ),
+        # the parser facts of llama-3.1-8b and qwen3-vl-8b (the tiny Qwen3 keeps the reasoning
+        # parser of qwen3-4b but no tool parser: the session server of the tests runs without)
         ModelSpec(
             "tiny-llama",
             "tiny random Llama (tests)",
@@ -289,8 +319,49 @@ def _cpu_specs() -> list[ModelSpec]:
             default_max_tokens=256,
             dtype="auto",
             device="cpu",
+            tool_call_parser="llama3_json",
+            arch="llama",
+        ),
+        ModelSpec(
+            "tiny-qwen3-vl",
+            "tiny random Qwen3-VL (tests)",
+            "built",
+            default_max_tokens=256,
+            dtype="auto",
+            device="cpu",
+            arch="qwen3-vl",
+            **{**_VL_FACTS, "max_model_len": 2_048},
         ),
     ]
+
+
+#: The tiny registry entry of each architecture.
+TINY_KEYS = {"qwen3": "tiny-qwen3", "llama": "tiny-llama", "qwen3-vl": "tiny-qwen3-vl"}
+
+
+def cpu_stand_in(spec: ModelSpec, path: str | Path) -> ModelSpec:
+    """``spec`` served on the CPU from the tiny random model in ``path`` (a GPU rehearsal).
+
+    The key and every serving fact stay: reasoning and tool parsers, chat template, thinking
+    default, images, context length, completion budget, timeout, repetition penalty, extra
+    flags. What changes is what the CPU cannot or need not copy: the weights (``path``, built
+    with ``build_tiny_model(path, arch=spec.arch, max_position_embeddings=spec.max_model_len)``
+    so the engine accepts the real context length), the device, one engine per model
+    (no tensor parallelism), the dtype the tiny model was saved in and its revision.
+    """
+    if not spec.arch:
+        raise ConfigError(f"model {spec.key!r} has no arch; allowed: one of {', '.join(ARCHS)}")
+    return replace(
+        spec,
+        display_name=f"{spec.display_name} (tiny random {spec.arch} stand-in)",
+        source="built",
+        dirname="",
+        path=Path(path),
+        device="cpu",
+        tensor_parallel_size=1,
+        dtype="auto",
+        revision="",
+    )
 
 
 class Registry:

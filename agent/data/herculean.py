@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from agent.data.errors import FileFormatError
-from agent.data.loaders import Loaded, load_prices, read_table, resolve_columns
-from agent.data.validate import ImportConfig, check_unique, parse_dates, parse_text, parse_tickers
+from agent.data.loaders import Loaded, check_alias_clash, load_prices, pool_rows, read_table, resolve_columns
+from agent.data.validate import ImportConfig, check_unique, parse_dates, parse_text
 
 __all__ = ["herculean_files", "load_herculean", "HEADLINE_CHARS"]
 
@@ -48,15 +48,17 @@ def _headline(text: str) -> str:
     return first if len(first) <= HEADLINE_CHARS else first[: HEADLINE_CHARS - 3].rstrip() + "..."
 
 
-def _load_highlights(path: Path) -> Loaded:
+def _load_highlights(path: Path, cfg: ImportConfig) -> Loaded:
     raw = read_table(path)
     cols = resolve_columns(raw, _NEWS_ALIASES, ("date", "ticker", "highlights"))
+    kept = pool_rows(raw, cols["ticker"], cfg, "news")
+    raw = kept.raw
     where = raw.where
     text = parse_text(raw.frame[cols["highlights"][0]], where, cols["highlights"][0], required=True)
     frame = pd.DataFrame(
         {
             "date": parse_dates(raw.frame[cols["date"][0]], where, cols["date"][0]),
-            "ticker": parse_tickers(raw.frame[cols["ticker"][0]], where, cols["ticker"][0]),
+            "ticker": kept.ticker,
             "headline": [_headline(t) for t in text],
             "summary": text,
             "source": "herculean highlights",
@@ -64,19 +66,22 @@ def _load_highlights(path: Path) -> Loaded:
         }
     )
     frame["row"] = raw.rows
+    check_alias_clash(frame, kept.read, ["date", "ticker"], where, "one day's highlights")
     check_unique(frame[["date", "ticker"]], where, cols["date"][0], "(date, ticker) highlights")
-    return Loaded("news", raw.path, raw.row_kind, frame)
+    return Loaded("news", raw.path, raw.row_kind, frame, (), kept.skipped, kept.renamed)
 
 
-def _load_filings(path: Path) -> Loaded:
+def _load_filings(path: Path, cfg: ImportConfig) -> Loaded:
     raw = read_table(path)
     cols = resolve_columns(raw, _FILINGS_ALIASES, ("date", "ticker", "document_type"))
+    kept = pool_rows(raw, cols["ticker"], cfg, "filings")
+    raw = kept.raw
     where = raw.where
     n = len(raw.frame)
     frame = pd.DataFrame(
         {
             "date": parse_dates(raw.frame[cols["date"][0]], where, cols["date"][0]),
-            "ticker": parse_tickers(raw.frame[cols["ticker"][0]], where, cols["ticker"][0]),
+            "ticker": kept.ticker,
             "document_type": parse_text(
                 raw.frame[cols["document_type"][0]], where, cols["document_type"][0], required=True
             ),
@@ -89,18 +94,20 @@ def _load_filings(path: Path) -> Loaded:
         }
     )
     frame["row"] = raw.rows
-    check_unique(
-        frame[["date", "ticker", "document_type"]], where, cols["date"][0], "(date, ticker, document_type)"
-    )
-    return Loaded("filings", raw.path, raw.row_kind, frame)
+    keys = ["date", "ticker", "document_type"]
+    check_alias_clash(frame, kept.read, keys, where, "(date, ticker, document_type)")
+    check_unique(frame[keys], where, cols["date"][0], "(date, ticker, document_type)")
+    return Loaded("filings", raw.path, raw.row_kind, frame, (), kept.skipped, kept.renamed)
 
 
 def load_herculean(root: str | Path, *, config: ImportConfig | None = None) -> list[Loaded]:
-    """Validated tables of a Herculean directory (prices; highlights as news; filings), unwritten."""
+    """Validated tables of a Herculean directory (prices; highlights as news; filings), unwritten;
+    the config's aliases and pool apply to all three."""
+    cfg = config or ImportConfig()
     files = herculean_files(root)
-    out = [load_prices(files["prices"], column_map={"ticker": "symbol"}, config=config)]
+    out = [load_prices(files["prices"], column_map={"ticker": "symbol"}, config=cfg)]
     if "news" in files:
-        out.append(_load_highlights(files["news"]))
+        out.append(_load_highlights(files["news"], cfg))
     if "filings" in files:
-        out.append(_load_filings(files["filings"]))
+        out.append(_load_filings(files["filings"], cfg))
     return out

@@ -45,9 +45,9 @@ def import_files(
             elif kind == "herculean":
                 tables.extend(load_herculean(path, config=cfg))
             elif kind == "companies":
-                tables.append(load_companies(path, column_map=maps.get("companies")))
+                tables.append(load_companies(path, column_map=maps.get("companies"), config=cfg))
             else:
-                tables.append(load_news(path, column_map=maps.get("news")))
+                tables.append(load_news(path, column_map=maps.get("news"), config=cfg))
             task.advance()
     with progress.task(f"writing {sum(len(t) for t in tables)} rows to {store.path.name}"):
         return store.import_loaded(tables, cfg)

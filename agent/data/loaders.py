@@ -14,14 +14,16 @@ import io
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from agent.data.aliases import apply_aliases
 from agent.data.errors import (
     BadValueError,
+    DuplicateRowError,
     EmptyInputError,
     FileFormatError,
     MissingColumnError,
@@ -107,7 +109,8 @@ class Loaded:
     """A validated table in canonical columns, plus a ``row`` column pointing back into the file.
 
     ``jumps``: close moves beyond the import's ``max_daily_factor`` (prices only; listed in the
-    import report).
+    import report). ``skipped``: rows of the file left out, by reason (``outside_pool``,
+    ``repeated``, ``alias_duplicate``); ``renamed``: rows renamed, by alias (``GOOG=GOOGL``).
     """
 
     kind: str
@@ -115,6 +118,8 @@ class Loaded:
     row_kind: str
     frame: pd.DataFrame
     jumps: tuple[PriceJump, ...] = ()
+    skipped: dict[str, int] = field(default_factory=dict)
+    renamed: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -278,6 +283,69 @@ def _coalesce(raw: RawTable, names: list[str]) -> pd.Series:
     return ser
 
 
+@dataclass(frozen=True, eq=False)
+class PoolRows:
+    """A file's rows kept by the import's aliases and pool: the table, each kept row's ticker as
+    stored (``ticker``) and as read (``read``), rows skipped by reason, rows renamed by alias."""
+
+    raw: RawTable
+    ticker: np.ndarray
+    read: np.ndarray
+    skipped: dict[str, int]
+    renamed: dict[str, int]
+
+
+def pool_rows(raw: RawTable, column: list[str], cfg: ImportConfig, kind: str) -> PoolRows:
+    """Read the ticker cells (``column``: the source names), apply the aliases of ``kind``, keep
+    the rows of ``cfg.pool`` (all rows without one)."""
+    read = parse_tickers(_coalesce(raw, column), raw.where, column[0])
+    ticker, renamed = apply_aliases(read, cfg.aliases, kind)
+    skipped: dict[str, int] = {}
+    if cfg.pool is not None:
+        keep = np.isin(ticker, np.asarray(cfg.pool, dtype=object))
+        if not keep.all():
+            skipped["outside_pool"] = int((~keep).sum())
+            log.info(
+                "%s: skipped %d %s rows of tickers outside the pool", raw.path, skipped["outside_pool"], kind
+            )
+            raw = RawTable(raw.path, raw.frame.loc[keep].reset_index(drop=True), raw.rows[keep], raw.row_kind)
+            read, ticker = read[keep], ticker[keep]
+    return PoolRows(raw, ticker, read, skipped, renamed)
+
+
+def check_alias_clash(
+    frame: pd.DataFrame, read: np.ndarray, keys: list[str], where: Where, what: str
+) -> None:
+    """No two rows whose tickers were read differently may share a key after renaming (two
+    share classes are two series); the error names both rows and the way out."""
+    if (frame["ticker"].to_numpy() == read).all():
+        return
+    first = (
+        pd.Series(np.arange(len(frame)))
+        .groupby([frame[k] for k in keys], sort=False)
+        .transform("first")
+        .to_numpy()
+    )
+    clash = (first != np.arange(len(frame))) & (read[first] != read)
+    if not clash.any():
+        return
+    i = int(np.argmax(clash))
+    j = int(first[i])
+    tgt = str(frame["ticker"].iloc[i])
+    src = str(read[i] if read[i] != tgt else read[j])
+    shown = ", ".join(str(frame[k].iloc[i])[:10] for k in keys)
+    raise DuplicateRowError(
+        f"alias {src}={tgt} puts two rows on {what} ({shown}): {read[j]} on {where.row_kind} "
+        f"{where.at(j)} and {read[i]} on {where.row_kind} {where.at(i)}; two share classes are two "
+        f"series: drop one from the file, or scope the alias to the files that hold only one "
+        f"(e.g. news:{src}={tgt})",
+        path=where.path,
+        row=where.at(i),
+        column="ticker",
+        row_kind=where.row_kind,
+    )
+
+
 def load_prices(
     path: str | Path, *, column_map: ColumnMap | None = None, config: ImportConfig | None = None
 ) -> Loaded:
@@ -286,21 +354,16 @@ def load_prices(
     cfg = config or ImportConfig()
     raw = read_table(path)
     cols = resolve_columns(raw, PRICE_ALIASES, ("date", "ticker", "close"), column_map)
-    if cfg.pool is not None:
-        tick_all = parse_tickers(_coalesce(raw, cols["ticker"]), raw.where, cols["ticker"][0])
-        keep = np.isin(tick_all, np.asarray(cfg.pool, dtype=object))
-        skipped = int((~keep).sum())
-        if skipped:
-            log.info("%s: skipped %d price rows of tickers outside the pool", raw.path, skipped)
-        raw = RawTable(raw.path, raw.frame.loc[keep].reset_index(drop=True), raw.rows[keep], raw.row_kind)
-        if len(raw.frame) == 0:
-            raise EmptyInputError(
-                f"no rows for pool tickers {list(cfg.pool)}", path=raw.path, column=cols["ticker"][0]
-            )
+    kept = pool_rows(raw, cols["ticker"], cfg, "prices")
+    raw = kept.raw
+    if len(raw.frame) == 0:
+        raise EmptyInputError(
+            f"no rows for pool tickers {list(cfg.pool or ())}", path=raw.path, column=cols["ticker"][0]
+        )
     where = raw.where
     out: dict[str, object] = {
         "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
-        "ticker": parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0]),
+        "ticker": kept.ticker,
     }
     for name in _PRICE_COLS:
         if name in cols:
@@ -335,29 +398,40 @@ def load_prices(
     check_ohlc(out, names, where, cfg.ohlc_tolerance)  # type: ignore[arg-type]
     frame = pd.DataFrame(out)
     frame["row"] = raw.rows
+    check_alias_clash(frame, kept.read, ["date", "ticker"], where, "(date, ticker)")
     check_unique(frame[["date", "ticker"]], where, cols["date"][0], "(date, ticker)")
     dates, ticks = frame["date"].to_numpy(dtype="datetime64[D]"), frame["ticker"].to_numpy()
-    check_sorted_per_ticker(dates, ticks, where)
+    check_sorted_per_ticker(dates, kept.read, where)  # each ticker as the file names it
+    if kept.renamed:  # a renamed ticker's rows join the target's (FB before META): date order
+        frame = frame.sort_values(["ticker", "date"], kind="stable").reset_index(drop=True)
+        where = Where(where.path, frame["row"].to_numpy(), where.row_kind)
+        dates, ticks = frame["date"].to_numpy(dtype="datetime64[D]"), frame["ticker"].to_numpy()
     check_gaps(dates, ticks, where, cfg.max_gap_days)
     jumps = find_jumps(dates, ticks, frame["close"].to_numpy(), where, cfg, cols["close"][0])
     if jumps:
         log.info("%s: %d close moves beyond max_daily_factor=%g", raw.path, len(jumps), cfg.max_daily_factor)
-    return Loaded("prices", raw.path, raw.row_kind, frame, tuple(jumps))
+    return Loaded("prices", raw.path, raw.row_kind, frame, tuple(jumps), kept.skipped, kept.renamed)
 
 
-def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loaded:
-    """News items (``date,ticker,headline`` required; ``summary,source`` optional).
+def load_news(
+    path: str | Path, *, column_map: ColumnMap | None = None, config: ImportConfig | None = None
+) -> Loaded:
+    """News items (``date,ticker,headline`` required; ``summary,source`` optional), renamed by
+    the import's aliases and kept to its pool (rows outside it are skipped and counted).
 
     Exact repeats of (date, ticker, headline) are common in real feeds (one story, several
-    publishers): the first is kept and the count is logged.
+    publishers, or two share classes after an alias): the first is kept and the rest counted.
     """
+    cfg = config or ImportConfig()
     raw = read_table(path)
     cols = resolve_columns(raw, NEWS_ALIASES, ("date", "ticker", "headline"), column_map)
+    kept = pool_rows(raw, cols["ticker"], cfg, "news")
+    raw = kept.raw
     where = raw.where
     frame = pd.DataFrame(
         {
             "date": parse_dates(_coalesce(raw, cols["date"]), where, cols["date"][0]),
-            "ticker": parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0]),
+            "ticker": kept.ticker,
             "headline": parse_text(
                 _coalesce(raw, cols["headline"]), where, cols["headline"][0], required=True
             ),
@@ -371,21 +445,29 @@ def load_news(path: str | Path, *, column_map: ColumnMap | None = None) -> Loade
         }
     )
     frame["row"] = raw.rows
+    skipped = dict(kept.skipped)
     rep = frame.duplicated(["date", "ticker", "headline"]).to_numpy()
     if rep.any():
+        skipped["repeated"] = int(rep.sum())
         log.info("%s: dropped %d repeated (date, ticker, headline) news rows", raw.path, int(rep.sum()))
         frame = frame.loc[~rep].reset_index(drop=True)
-    return Loaded("news", raw.path, raw.row_kind, frame)
+    return Loaded("news", raw.path, raw.row_kind, frame, (), skipped, kept.renamed)
 
 
-def load_companies(path: str | Path, *, column_map: ColumnMap | None = None) -> Loaded:
+def load_companies(
+    path: str | Path, *, column_map: ColumnMap | None = None, config: ImportConfig | None = None
+) -> Loaded:
     """Company context (``ticker,name,sector,description``; names mappable, e.g. S&P constituent
     files with ``symbol,security,gics_sector,...,business_description``). An empty name falls
-    back to the ticker; empty sector/description stay empty."""
+    back to the ticker; empty sector/description stay empty. Renamed by the import's aliases
+    (a renamed row beside the target's own row is skipped) and kept to its pool."""
+    cfg = config or ImportConfig()
     raw = read_table(path)
     cols = resolve_columns(raw, COMPANY_ALIASES, ("ticker", "name", "sector", "description"), column_map)
+    kept = pool_rows(raw, cols["ticker"], cfg, "companies")
+    raw = kept.raw
     where = raw.where
-    ticker = parse_tickers(_coalesce(raw, cols["ticker"]), where, cols["ticker"][0])
+    ticker = kept.ticker
     name = parse_text(_coalesce(raw, cols["name"]), where, cols["name"][0], required=False)
     name = np.where(name == "", ticker, name)
     frame = pd.DataFrame(
@@ -399,5 +481,16 @@ def load_companies(path: str | Path, *, column_map: ColumnMap | None = None) -> 
         }
     )
     frame["row"] = raw.rows
+    skipped = dict(kept.skipped)
+    renamed = ticker != kept.read
+    shadowed = renamed & np.isin(ticker, ticker[~renamed])  # the target's own row wins
+    if shadowed.any():
+        skipped["alias_duplicate"] = int(shadowed.sum())
+        frame = frame.loc[~shadowed].reset_index(drop=True)
+        kept_read = kept.read[~shadowed]
+        where = Where(where.path, where.rows[~shadowed], where.row_kind)
+    else:
+        kept_read = kept.read
+    check_alias_clash(frame, kept_read, ["ticker"], where, "one company")
     check_unique(frame[["ticker"]], where, cols["ticker"][0], "ticker")
-    return Loaded("companies", raw.path, raw.row_kind, frame)
+    return Loaded("companies", raw.path, raw.row_kind, frame, (), skipped, kept.renamed)

@@ -83,12 +83,29 @@ _TABLES = ("prices", "news", "companies", "filings")
 class ImportReport:
     """What one import wrote: rows per kind, rows skipped (and why), missing sessions per ticker,
     and close moves beyond ``max_daily_factor`` (imported, but worth a look: see
-    :class:`~agent.data.validate.ImportConfig`)."""
+    :class:`~agent.data.validate.ImportConfig`).
+
+    skipped: totals by ``<kind>_<reason>``; skipped_by_file: file -> reason -> rows, reasons
+    ``outside_pool`` (a ticker outside ``--pool``, or for company rows one without prices),
+    ``repeated`` (news repeats), ``already_stored`` (news), ``alias_duplicate`` (a renamed
+    company row beside the target's own); renamed_by_file: file -> alias -> rows renamed.
+    """
 
     written: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     missing_sessions: dict[str, int] = field(default_factory=dict)
     jumps: list[PriceJump] = field(default_factory=list)
+    skipped_by_file: dict[str, dict[str, int]] = field(default_factory=dict)
+    renamed_by_file: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def skip(self, kind: str, path: str, reason: str, n: int) -> None:
+        """Count ``n`` rows of ``path`` (a file of ``kind``) skipped for ``reason``."""
+        if n <= 0:
+            return
+        key = f"{kind}_{reason}"
+        self.skipped[key] = self.skipped.get(key, 0) + n
+        per = self.skipped_by_file.setdefault(path, {})
+        per[reason] = per.get(reason, 0) + n
 
 
 def _iso(d: np.ndarray) -> list[str]:
@@ -148,13 +165,19 @@ class MarketStore:
     def import_loaded(self, tables: Sequence[Loaded], config: ImportConfig | None = None) -> ImportReport:
         """Write validated tables in one transaction; any error rolls everything back.
 
-        Prices go first (they define the pool); news and filings must name pool tickers;
-        company rows outside the pool are skipped or rejected per ``config``.
+        Prices go first (they define the pool); news and filings must name pool tickers (rows
+        outside ``config.pool`` were skipped as the files were read); company rows outside the
+        pool are skipped or rejected per ``config``.
         """
         cfg = config or ImportConfig()
         order = {"prices": 0, "companies": 1, "news": 2, "filings": 3}
         tables = sorted(tables, key=lambda t: order[t.kind])
         report = ImportReport()
+        for t in tables:
+            for reason, n in t.skipped.items():
+                report.skip(t.kind, t.path, reason, n)
+            if t.renamed:
+                report.renamed_by_file.setdefault(t.path, {}).update(t.renamed)
         cur = self._conn.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
@@ -292,7 +315,7 @@ class MarketStore:
         if not inside.all():
             if cfg.companies_outside_pool == "error":
                 self._check_pool(t, pool)
-            report.skipped["companies_outside_pool"] = int((~inside).sum())
+            report.skip("companies", t.path, "outside_pool", int((~inside).sum()))
         rows = [(r.ticker, r.name, r.sector, r.description) for r in f.loc[inside].itertuples(index=False)]
         cur.executemany(
             "INSERT OR REPLACE INTO companies (ticker, name, sector, description) VALUES (?, ?, ?, ?)", rows
@@ -318,8 +341,7 @@ class MarketStore:
         )
         n = self._conn.total_changes - before
         report.written["news"] = report.written.get("news", 0) + n
-        if n < len(f):
-            report.skipped["news_already_stored"] = report.skipped.get("news_already_stored", 0) + len(f) - n
+        report.skip("news", t.path, "already_stored", len(f) - n)
 
     def _write_filings(self, cur: sqlite3.Cursor, t: Loaded, report: ImportReport) -> None:
         f = t.frame
@@ -405,6 +427,24 @@ class MarketStore:
             v = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=np.float64)
             values[np.searchsorted(dates, d), k] = v
         return PriceHistory(dates, tickers, values, field)
+
+    def field_coverage(
+        self, tickers: Sequence[str], field: str, *, end: str | dt.date | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """(price rows, rows with a value of ``field``) per ticker, up to ``end`` if given."""
+        if field not in PRICE_FIELDS:
+            raise StoreError(f"field={field!r}; allowed: {list(PRICE_FIELDS)}")
+        tickers = tuple(tickers)
+        self._require(tickers)
+        sql, args = _date_range(
+            f"SELECT ticker, COUNT(*), COUNT({field}) FROM prices WHERE ticker IN "
+            f"({','.join('?' * len(tickers))})",
+            list(tickers),
+            None,
+            end,
+        )
+        got = {r[0]: (int(r[1]), int(r[2])) for r in self._conn.execute(sql + " GROUP BY ticker", args)}
+        return {t: got.get(t, (0, 0)) for t in tickers}
 
     def bars(
         self, ticker: str, start: str | dt.date | None = None, end: str | dt.date | None = None

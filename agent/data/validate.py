@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from agent.data.aliases import TickerAlias, check_aliases
 from agent.data.errors import (
     BadValueError,
     CalendarGapError,
@@ -57,9 +58,10 @@ class ImportConfig:
         store, or ``"replace"`` to overwrite it.
     companies_outside_pool: company rows whose ticker has no prices: ``"skip"`` (reference files
         such as index constituent lists cover far more tickers than a pool) or ``"error"``.
-    pool: optional tickers to import (upper-cased like every ticker); price rows of other
-        tickers are skipped, and a pool ticker without any price row (in the file or the store)
-        is an error.
+    pool: optional tickers to import (upper-cased like every ticker, named after ``aliases``);
+        rows of other tickers in every file (prices, news, companies, filings) are skipped and
+        counted per file, and a pool ticker without any price row (in the file or the store) is
+        an error.
     ohlc_tolerance: how far open and close may lie outside the row's [low, high], as a fraction
         of the bound (0.001 = 0.1 %: the rounding of a two-decimal quote above $5). Beyond it the
         row is an error.
@@ -70,6 +72,8 @@ class ImportConfig:
         an unadjusted split of 4:1 or more, or a price in the wrong unit, lands outside.
     on_jump: ``"report"`` lists jumps in the import report (the rows are imported), ``"error"``
         (strict mode) rejects the file at the first jump.
+    aliases: tickers renamed as files are read, before the ``pool`` filter (see
+        :mod:`agent.data.aliases` for the scope and the rule when two rows then share a key).
     """
 
     max_gap_days: int = 10
@@ -80,6 +84,7 @@ class ImportConfig:
     ohlc_tolerance: float = 0.001
     max_daily_factor: float = 3.0
     on_jump: str = "report"
+    aliases: tuple[TickerAlias, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_gap_days < 1:
@@ -100,6 +105,7 @@ class ImportConfig:
             raise DataConfigError(f"on_jump={self.on_jump!r}; allowed: 'report', 'error'")
         if self.pool is not None:
             object.__setattr__(self, "pool", tuple(str(t).strip().upper() for t in self.pool))
+        object.__setattr__(self, "aliases", check_aliases(self.aliases))
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,37 @@
 """Benchmark loaders: one entry point, :func:`load_items`, for every QA set FinAcumen runs on.
 
 ``load_items(dataset, path)`` reads a local file or folder (nothing is downloaded, ever) and
-returns :class:`LoadedItems`: the items it could build and, for every record it could not, a
+returns :class:`LoadedItems`: the items it could build; for every record it could not, a
 :class:`SkippedItem` with the file, the line (1-based line of a JSONL file, or 1-based
-position in a JSON array or a parquet table), the item id when known and the reason. A file
-that cannot be read at all (missing, not JSON, not parquet) raises
-:class:`localfin.errors.InputError` naming it.
+position in a JSON array or a parquet table), the item id when known and the reason; and for
+every item that loaded with a part missing (an image file absent from this copy, kept because
+``require_images=False``), an :class:`IncompleteItem` saying what. A file that cannot be read
+at all (missing, not JSON, not parquet), or of which every record was skipped, raises
+:class:`localfin.errors.InputError` naming it (and, for the latter, the commonest reason with
+its count).
 
-Datasets (the layout each loader reads is documented in its module under
+Datasets (the layouts each loader reads are documented in its module under
 :mod:`agent.qa.loaders`):
 
-========== ================================================================================
-tatqa      TAT-QA in the shared JSONL layout (one question per line)
-finmmr     FinMMR: the shared JSONL layout, or the released repository layout
-           (``data/{validation,test}/{easy,medium,hard}_*.json`` + ``images/``)
-bizbench   BizBench SEC-NUM: the released parquet files (``data/{train,test}-*.parquet``)
-           or a JSON/JSONL export with the same columns
+=========== ===============================================================================
+tatqa       TAT-QA: the released ``dataset_raw/tatqa_dataset_<split>.json`` (documents with
+            their table, paragraphs and questions) or the shared JSONL (one question a line)
+finmmr      FinMMR: the released repository layout (``data/{validation,test}/
+            {easy,medium,hard}_<split>.json`` + ``images/``), one of its files, or the
+            shared JSONL
+bizbench    BizBench: the released parquet files (``data/{train,test}-*.parquet``) or a
+            JSON/JSONL export with the same columns
 fintmmbench FinTMMBench: the released repository layout (``QA.json`` + ``data/``)
-finmme     FinMME: the released parquet files (``data/*.parquet``) or a JSON export
-demo       the project's own demo set (:mod:`agent.qa.demo_set`)
-========== ================================================================================
+finmme      FinMME: the released parquet files (inline image bytes) or a JSON export
+demo        the project's own demo set (:mod:`agent.qa.demo_set`)
+=========== ===============================================================================
+
+Splits are taken as the data names them (a record's ``split`` field, else the file name, else
+the ``split`` asked for; see :mod:`agent.qa.loaders.common`), so ``test_gold`` is a split like
+any other; ``split=`` keeps the items of that split. ``subset=`` keeps one part of a benchmark
+in every layout: FinMMR's difficulty (:data:`SUBSETS`) and BizBench's task (default
+``SEC-NUM``; the allowed ones are the tasks its files hold). The other benchmarks have no
+subsets. A split or subset that no item of the data has is an InputError naming those present.
 
 ``Question.answer_format`` always comes from the question text (and per-item fields the
 benchmark shows every solver), never from the gold: see :mod:`agent.qa.answer_format`.
@@ -27,114 +39,119 @@ benchmark shows every solver), never from the gold: see :mod:`agent.qa.answer_fo
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from agent.qa.items import SPLITS, QAItem
+from agent.qa.items import QAItem, check_split_name
+from agent.qa.loaders.finmmr import FINMMR_SUBSETS
+from agent.qa.loaders.records import IncompleteItem, Produced, SkippedItem
 from localfin.errors import ConfigError, InputError
 
-__all__ = ["DATASETS", "SkippedItem", "LoadedItems", "load_items", "Row", "iter_json_rows"]
+__all__ = ["DATASETS", "SUBSETS", "SkippedItem", "IncompleteItem", "LoadedItems", "load_items"]
+
+log = logging.getLogger(__name__)
 
 DATASETS = ("tatqa", "finmmr", "bizbench", "fintmmbench", "finmme", "demo")
-
-
-@dataclass(frozen=True)
-class SkippedItem:
-    """A record that could not become an item.
-
-    Attributes:
-        path: the file it is in.
-        line: 1-based line (JSONL) or 1-based position (JSON array, parquet table).
-        item_id: its id when one could be read, else "".
-        reason: what was wrong, in words.
-    """
-
-    path: str
-    line: int
-    item_id: str
-    reason: str
+#: Datasets with a fixed set of subsets. BizBench's subsets are its tasks, read from its files;
+#: the datasets not named here and not BizBench have none.
+SUBSETS: Mapping[str, tuple[str, ...]] = {"finmmr": FINMMR_SUBSETS}
+_DEFAULT_SUBSET = {"bizbench": "SEC-NUM"}
 
 
 @dataclass(frozen=True)
 class LoadedItems:
-    """What :func:`load_items` read: the items, and every record it had to skip."""
+    """What :func:`load_items` read: the items, every record it had to skip, and a note for
+    every item it loaded with a part missing."""
 
     items: tuple[QAItem, ...]
     skipped: tuple[SkippedItem, ...]
+    incomplete: tuple[IncompleteItem, ...] = ()
 
     def __len__(self) -> int:
         return len(self.items)
 
 
-@dataclass(frozen=True)
-class Row:
-    """One raw record of a benchmark file, with where it came from."""
-
-    path: Path
-    line: int
-    data: Any
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _read_text(path: Path) -> str:
-    if not path.exists():
-        raise InputError(f"benchmark file not found: {path}")
-    if not path.is_file():
-        raise InputError(f"benchmark path {path} is not a file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read benchmark file {path}: {exc}") from exc
-
-
-def iter_json_rows(path: Path) -> Iterator[Row | tuple[Path, int, str]]:
-    """Records of a JSONL file (one per non-blank line) or of a JSON file holding an array
-    (or an object whose ``data`` is one). A line that is not valid JSON comes out as a
-    ``(path, line, reason)`` tuple so the caller can list it as skipped."""
-    text = _read_text(path)
-    if path.suffix.lower() == ".jsonl":
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                yield Row(path, n, json.loads(line))
-            except json.JSONDecodeError as exc:
-                yield (path, n, f"invalid JSON: {exc.msg} at column {exc.colno}")
+def _check_subset(dataset: str, subset: str | None) -> None:
+    if subset is None:
         return
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"benchmark file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") from exc
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
-    if not isinstance(data, list):
-        raise InputError(
-            f"benchmark file {path} holds a JSON {type(data).__name__}; expected an array of items"
-        )
-    for n, rec in enumerate(data, start=1):
-        yield Row(path, n, rec)
+    if dataset in SUBSETS:
+        if subset not in SUBSETS[dataset]:
+            raise ConfigError(
+                f"subset={subset!r} for {dataset}; allowed: {', '.join(SUBSETS[dataset])} or None"
+            )
+    elif dataset == "bizbench":
+        if not _norm(str(subset)):
+            raise ConfigError(f"subset={subset!r} for bizbench must name a task, e.g. SEC-NUM")
+    else:
+        raise ConfigError(f"subset={subset!r}: {dataset} has no subsets; allowed: None")
 
 
-def _collect(produced: Iterable[QAItem | SkippedItem], split: str | None, limit: int | None) -> LoadedItems:
+def _present(counts: Counter[str]) -> str:
+    return ", ".join(f"{name or '(none)'} ({n})" for name, n in counts.most_common())
+
+
+def _collect(
+    produced: Iterable[Produced],
+    *,
+    dataset: str,
+    source: Path,
+    split: str | None,
+    subset: str | None,
+    limit: int | None,
+) -> LoadedItems:
     items: list[QAItem] = []
     skipped: list[SkippedItem] = []
+    notes: list[IncompleteItem] = []
+    splits: Counter[str] = Counter()
+    subsets: Counter[str] = Counter()
     for obj in produced:
         if isinstance(obj, SkippedItem):
             skipped.append(obj)
             continue
+        if isinstance(obj, IncompleteItem):
+            notes.append(obj)
+            continue
+        splits[obj.split] += 1
+        subsets[obj.subset] += 1
         if split is not None and obj.split != split:
+            continue
+        if subset is not None and _norm(obj.subset) != _norm(subset):
             continue
         items.append(obj)
         if limit is not None and len(items) >= limit:
             break
+    if not items and splits:
+        if split is not None and split not in splits:
+            raise InputError(
+                f"no {dataset} item of split {split!r} in {source}; splits there: {_present(splits)}"
+            )
+        raise InputError(
+            f"no {dataset} item of subset {subset!r} (split {split or 'any'}) in {source}; "
+            f"subsets there: {_present(subsets)}"
+        )
     seen: set[str] = set()
     for it in items:
         if it.item_id in seen:
             raise InputError(f"item id {it.item_id!r} occurs twice; item ids must be unique within a dataset")
         seen.add(it.item_id)
-    return LoadedItems(tuple(items), tuple(skipped))
+    kept = tuple(n for n in notes if n.item_id in seen)
+    log.info(
+        "%s: %d items from %s (%d records skipped, %d items incomplete)",
+        dataset,
+        len(items),
+        source,
+        len(skipped),
+        len(kept),
+    )
+    return LoadedItems(tuple(items), tuple(skipped), kept)
 
 
 def load_items(
@@ -153,12 +170,16 @@ def load_items(
     Args:
         dataset: one of :data:`DATASETS`.
         path: a file or folder in the dataset's layout (see its loader module).
-        split: keep only items of this split (one of :data:`agent.qa.items.SPLITS`).
+        split: keep only items of this split, as the data names it (e.g. ``train``,
+            ``validation``, ``dev``, ``test``, ``test_gold``); records that name no split of
+            their own and whose file name names none are taken to be of this split.
         limit: stop after this many items (>= 1); skipped records seen so far are reported.
-        subset: dataset-specific part: FinMMR difficulty (``easy``/``medium``/``hard``) in the
-            released layout; BizBench task (default ``SEC-NUM``).
-        require_images: skip (and list) items whose image files are missing; False keeps them
-            with the missing paths dropped (for scoring-only uses such as gold-vs-gold checks).
+        subset: keep only this part of the benchmark: FinMMR difficulty (``easy``,
+            ``medium``, ``hard``), BizBench task (default ``SEC-NUM``). Other datasets have
+            none.
+        require_images: True (default) skips (and lists) items whose image files are missing
+            from this copy; False keeps them without the missing files and lists each in
+            :attr:`LoadedItems.incomplete`. Items that list no image at all always load.
         oracle_context: FinTMMBench only: put the rows the gold annotation cites into the
             context (oracle retrieval; not the benchmark's protocol, off by default).
         image_cache: FinMME only: folder for the images its files carry inline (default
@@ -166,17 +187,19 @@ def load_items(
     """
     if dataset not in DATASETS:
         raise ConfigError(f"dataset={dataset!r}; allowed: {', '.join(DATASETS)}")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"split={split!r}; allowed: {', '.join(SPLITS)} or None")
+    if split is not None:
+        check_split_name(split)
+    _check_subset(dataset, subset)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"limit={limit!r}; allowed: a whole number >= 1 or None")
+    subset = subset if subset is not None else _DEFAULT_SUBSET.get(dataset)
     p = Path(path).expanduser()
     if not p.exists():
         raise InputError(f"{dataset} data not found at {p}")
     if dataset == "tatqa":
         from agent.qa.loaders.tatqa import iter_tatqa
 
-        produced = iter_tatqa(p)
+        produced = iter_tatqa(p, split=split)
     elif dataset == "finmmr":
         from agent.qa.loaders.finmmr import iter_finmmr
 
@@ -184,11 +207,11 @@ def load_items(
     elif dataset == "bizbench":
         from agent.qa.loaders.bizbench import iter_bizbench
 
-        produced = iter_bizbench(p, task=subset or "SEC-NUM", split=split)
+        produced = iter_bizbench(p, task=str(subset), split=split)
     elif dataset == "fintmmbench":
         from agent.qa.loaders.fintmm import iter_fintmm
 
-        produced = iter_fintmm(p, oracle_context=oracle_context, require_images=require_images)
+        produced = iter_fintmm(p, split=split, oracle_context=oracle_context)
     elif dataset == "finmme":
         from agent.qa.loaders.finmme import iter_finmme
 
@@ -196,5 +219,5 @@ def load_items(
     else:
         from agent.qa.loaders.demo import iter_demo
 
-        produced = iter_demo(p, require_images=require_images)
-    return _collect(produced, split, limit)
+        produced = iter_demo(p, split=split, require_images=require_images)
+    return _collect(produced, dataset=dataset, source=p, split=split, subset=subset, limit=limit)

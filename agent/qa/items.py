@@ -8,19 +8,34 @@ the agent and ``item.gold`` to the scorer, never the other way round.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from localfin.errors import ConfigError
 
-__all__ = ["SPLITS", "ANSWER_TYPES", "SCALES", "Question", "Gold", "QAItem"]
+__all__ = ["SPLITS", "ANSWER_TYPES", "SCALES", "Question", "Gold", "QAItem", "check_split_name"]
 
+#: The usual split names. A split is taken as the data names it (e.g. TAT-QA's ``test_gold``),
+#: so any name of the form :data:`_SPLIT_NAME` is allowed; these are only the common ones.
 SPLITS = ("train", "validation", "dev", "test")
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 #: number: one numeric value; span / multi-span: text; count: an integer; choice: an option label;
 #: free: free text judged by a model (FinTMMBench-style).
 ANSWER_TYPES = ("number", "span", "multi-span", "count", "choice", "free")
 SCALES = ("", "thousand", "million", "billion", "percent")
+
+
+def check_split_name(value: str, what: str = "split") -> str:
+    """``value`` if it can name a split (letters, digits, ``_``, ``.``, ``-``; at most 64
+    characters, starting with a letter or digit); ConfigError naming ``what`` otherwise."""
+    if not isinstance(value, str) or not _SPLIT_NAME.fullmatch(value):
+        raise ConfigError(
+            f"{what}={value!r}; allowed: a split name of letters, digits, '_', '.' or '-' "
+            f"(e.g. {', '.join(SPLITS)}, test_gold)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -79,15 +94,17 @@ class Gold:
 
 @dataclass(frozen=True)
 class QAItem:
-    """One benchmark item: the question the agent sees, the gold it never sees, its split."""
+    """One benchmark item: the question the agent sees, the gold it never sees, its split (as
+    the data names it) and its subset (the benchmark's own part, e.g. FinMMR ``easy``; "" where
+    the benchmark has none)."""
 
     question: Question
     gold: Gold
     split: str = "test"
+    subset: str = ""
 
     def __post_init__(self) -> None:
-        if self.split not in SPLITS:
-            raise ConfigError(f"QAItem.split={self.split!r}; allowed: {', '.join(SPLITS)}")
+        check_split_name(self.split, "QAItem.split")
 
     @property
     def item_id(self) -> str:

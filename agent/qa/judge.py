@@ -7,7 +7,7 @@ call: :func:`judge_requests` builds the requests (``call_type='judge'``, tempera
 schema-constrained verdict: ``verdict`` in {correct, incorrect}, ``reason`` at most 160
 characters), the caller runs them through its (journaled) backend (for a finished run folder
 :func:`agent.qa.judge_pass.judge_run` does it), and :func:`judge_scores`
-turns the results into :class:`agent.qa.scoring.ItemScore` values. A reply that is cut or
+turns the results into :class:`agent.qa.item_score.ItemScore` values. A reply that is cut or
 does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
 fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
 are scoring, never part of a solver's run.
@@ -16,15 +16,12 @@ are scoring, never part of a solver's run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from agent.prompting import load_prompt
+from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
-
-if TYPE_CHECKING:
-    from agent.qa.scoring import ItemScore
 
 __all__ = ["JUDGE_PROMPT", "judge_requests", "judge_scores"]
 
@@ -75,8 +72,6 @@ def judge_requests(
 
 def judge_scores(results: Sequence[ChatResult]) -> list[ItemScore]:
     """Scores from judge replies, in order; an unusable reply counts as incorrect."""
-    from agent.qa.scoring import ItemScore
-
     scores = []
     for r in results:
         parsed = r.parsed if isinstance(r.parsed, dict) else None

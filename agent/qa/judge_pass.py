@@ -24,9 +24,10 @@ from typing import Any
 
 from agent.qa import runs
 from agent.qa.bank_build import Scorer
+from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold, QAItem
 from agent.qa.judge import judge_requests, judge_scores
-from agent.qa.scoring import ItemScore, score_answer
+from agent.qa.scoring import score_answer
 from localfin.errors import InputError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend

@@ -2,12 +2,17 @@
 
 =========== =========================================================================
 bizbench    SEC-NUM: the number the prediction states (currency marks, percent signs,
-            commas and spaces ignored) within 1% relative of the gold (inclusive)
-finmmr      within 0.2% relative of the gold (inclusive), after the same normalisation;
-            the benchmark's own check also ignores magnitude words ("1,779 million"
-            for a gold of 1779 asked "in million" is right)
-tatqa       exact match and numeracy-aware F1 with scale (:mod:`agent.qa.tatqa_metric`);
-            ``correct`` is EM, ``score`` is F1
+            commas and spaces ignored, and its magnitude word too) within 1% relative of
+            the gold, inclusive. No official scoring script is published (the
+            kensho/bizbench dataset card has none); the rule is the one BizBench's paper
+            and FinAcumen's Appendix G state
+finmmr      the authors' ``get_acc`` rule for rule (:mod:`agent.qa.finmmr_metric`): 0.2%
+            relative, inclusive, after the official normalisation (which ignores magnitude
+            words: "0.04525 thousand" is 0.04525); equal to the authors' function on every
+            row of ``tests/agent/qa/data/finmmr_official_scores.jsonl``
+tatqa       the official evaluator's exact match and F1 (:mod:`agent.qa.tatqa_metric`);
+            ``correct`` is EM, ``score`` is F1; equal to the official script on every row
+            of ``tests/agent/qa/data/tatqa_official_scores.jsonl``
 finmme      choice items: the set of option letters equals the gold set; numerical
             items: absolute error within the item's published ``tolerance``; the
             benchmark's Avg over six dimensions is :func:`finmme_avg`
@@ -17,27 +22,27 @@ demo        within the item's ``abs_tol`` (half a unit of the decimals the quest
             for); counts exactly
 =========== =========================================================================
 
-Numbers are read with :func:`agent.qa.numbers.parse_number`. Where a prediction and the
-gold disagree on a scale word ("4.5 million" against "4,500,000") both the values as written
-and the scaled values are compared, and either match counts; an answer string that holds
-several numbers is not guessed at (only a string holding exactly one number is read).
-:func:`gold_as_prediction` writes a gold answer the way a solver should, for gold-vs-gold
-checks.
+BizBench, FinMME and demo numbers are read with :func:`agent.qa.numbers.parse_number`; an
+answer string that holds several numbers is not guessed at (only a string holding exactly one
+number is read). A magnitude word is never applied: the number as written is compared with the
+gold as written, so a wrong magnitude cannot pass by rescaling. :func:`gold_as_prediction`
+writes a gold answer the way a solver should, for gold-vs-gold checks.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.qa.finmmr_metric import finmmr_acc
+from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold
 from agent.qa.judge import judge_requests, judge_scores
 from agent.qa.loaders.finmme import FINMME_DIMENSIONS
 from agent.qa.numbers import ParsedNumber, find_numbers, format_number, parse_number
-from agent.qa.tatqa_metric import tatqa_em_f1
+from agent.qa.tatqa_metric import answer_string, tatqa_em_f1
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -54,28 +59,6 @@ __all__ = [
 #: Relative tolerance of the numeric benchmarks (fractions: 0.01 = 1%).
 RELATIVE_TOLERANCE = {"bizbench": 0.01, "finmmr": 0.002}
 _SLACK = 1e-9  # float noise allowance, relative to max(1, |gold|)
-_MAX_DETAIL = 240
-
-
-@dataclass(frozen=True)
-class ItemScore:
-    """The score of one prediction.
-
-    Attributes:
-        correct: the benchmark's right/wrong verdict (TAT-QA: exact match).
-        score: in [0, 1]; 1.0/0.0 for right/wrong benchmarks, F1 for TAT-QA.
-        detail: a short explanation (what was compared, the error, the tolerance).
-    """
-
-    correct: bool
-    score: float
-    detail: str
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= float(self.score) <= 1.0:
-            raise ConfigError(f"ItemScore.score={self.score}; allowed: 0..1")
-        if len(self.detail) > _MAX_DETAIL:
-            object.__setattr__(self, "detail", self.detail[: _MAX_DETAIL - 3] + "...")
 
 
 def _read_prediction(prediction: str) -> tuple[ParsedNumber | None, str]:
@@ -99,18 +82,18 @@ def _numeric(gold_value: Any, prediction: str, tol: float, *, absolute: bool = F
     p, note = _read_prediction(prediction)
     if p is None:
         return ItemScore(False, 0.0, f"no single number in prediction{note}")
-    pairs = [(p.value, g.value)]
-    if p.scale != g.scale:
-        pairs.append((p.scaled, g.scaled))
-    for pv, gv in pairs:
-        ok = abs(pv - gv) <= tol + 1e-9 if absolute else _within(pv, gv, tol)
-        if ok:
-            err = abs(pv - gv) if absolute else abs(pv - gv) / max(abs(gv), 1e-300)
-            return ItemScore(True, 1.0, f"{p.text} vs gold {gold_value}: err {err:.3g} within {tol:g}{note}")
-    pv, gv = pairs[0]
+    pv, gv = p.value, g.value
+    ok = abs(pv - gv) <= tol + 1e-9 if absolute else _within(pv, gv, tol)
     err = abs(pv - gv) if absolute else abs(pv - gv) / max(abs(gv), 1e-300)
+    if ok:
+        return ItemScore(True, 1.0, f"{p.text} vs gold {gold_value}: err {err:.3g} within {tol:g}{note}")
     kind = "abs" if absolute else "rel"
     return ItemScore(False, 0.0, f"{p.text} vs gold {gold_value}: {kind} err {err:.3g} > {tol:g}{note}")
+
+
+def _finmmr(gold: Gold, prediction: str) -> ItemScore:
+    ok = bool(finmmr_acc(prediction, gold.answer))
+    return ItemScore(ok, float(ok), f"{prediction.strip()[:80]!r} vs gold {gold.answer!r}: get_acc={int(ok)}")
 
 
 _YES = {"yes", "true", "y"}
@@ -152,7 +135,14 @@ def _finmme(gold: Gold, prediction: str) -> ItemScore:
 
 
 def _tatqa(gold: Gold, prediction: str) -> ItemScore:
-    em, f1 = tatqa_em_f1(gold.answer, gold.scale, gold.answer_type, prediction)
+    kind = str(gold.extra.get("tatqa_answer_type") or gold.answer_type)
+    dropped = int(gold.extra.get("dropped_empty_spans") or 0)
+    try:
+        em, f1 = tatqa_em_f1(gold.answer, gold.scale, kind, prediction, dropped_empty_spans=dropped)
+    except OverflowError:  # a number too large for a float: the official script crashes on it
+        return ItemScore(False, 0.0, "a number in the prediction is too large to score")
+    except ValueError as exc:
+        raise ConfigError(f"TAT-QA gold {gold.answer!r} ({kind}): {exc}") from None
     return ItemScore(em == 1.0, f1, f"EM={em:.0f} F1={f1:.2f}")
 
 
@@ -175,7 +165,9 @@ def score_answer(dataset: str, gold: Gold, prediction: str) -> ItemScore:
         )
     if not prediction.strip():
         return ItemScore(False, 0.0, "empty prediction")
-    if dataset in RELATIVE_TOLERANCE:
+    if dataset == "finmmr":
+        return _finmmr(gold, prediction)
+    if dataset == "bizbench":
         if isinstance(gold.answer, bool):
             return _yes_no(gold.answer, prediction)
         return _numeric(gold.answer, prediction, RELATIVE_TOLERANCE[dataset])
@@ -189,28 +181,22 @@ def score_answer(dataset: str, gold: Gold, prediction: str) -> ItemScore:
 
 
 def gold_as_prediction(dataset: str, gold: Gold) -> str:
-    """The gold answer written as a solver should write it (for gold-vs-gold checks)."""
+    """The gold answer written as a solver should write it (for gold-vs-gold checks).
+
+    TAT-QA: the gold in the official evaluator's own form (:func:`agent.qa.tatqa_metric.
+    answer_string`: numbers in plain units with 4 decimals, a multi-span answer as one string
+    of its sorted spans), the one form that scores 1.0 for every released gold, including its
+    quirks (an accounting negative before a scale word, a span carrying its own scale word).
+    """
     if dataset == "tatqa":
-        scale = gold.scale
-        word = {
-            "": "",
-            "percent": "%",
-            "thousand": " thousand",
-            "million": " million",
-            "billion": " billion",
-        }[scale]
-
-        def with_scale(span: str) -> str:
-            lowered = span.strip().lower()
-            if not word or lowered.endswith(word.strip()) or (scale == "percent" and lowered.endswith("%")):
-                return span
-            return span + word
-
+        kind = str(gold.extra.get("tatqa_answer_type") or gold.answer_type)
         if isinstance(gold.answer, (list, tuple)):
-            spans = [with_scale(str(a)) for a in gold.answer]
-            return spans[0] if len(spans) == 1 else json.dumps(spans, ensure_ascii=False)
-        value = gold.answer if isinstance(gold.answer, str) else format_number(float(gold.answer))
-        return with_scale(str(value))
+            spans: list[Any] = [*gold.answer, *([""] * int(gold.extra.get("dropped_empty_spans") or 0))]
+        elif kind == "count":
+            spans = [str(int(gold.answer))]
+        else:
+            spans = [str(gold.answer)]
+        return answer_string(spans, gold.scale)
     if dataset == "finmme" and gold.answer_type == "choice":
         return ", ".join(str(gold.answer))
     if isinstance(gold.answer, bool):

@@ -1,169 +1,230 @@
-"""TAT-QA's exact match and numeracy-aware F1, written from the published metric's rules.
+"""TAT-QA's exact match and F1, scored rule for rule as the benchmark's official evaluator.
 
-Rules (Zhu et al., 2021, and the benchmark's evaluation script, re-implemented):
+The rules are those of ``tatqa_metric.py`` with ``tatqa_utils.py`` of NExTplusplus/TAT-QA at
+870accc4, read and written anew here. ``tests/agent/qa/data/tatqa_official_scores.jsonl`` holds
+the official evaluator's EM and F1 on 6,672 predictions over the released dev gold, and
+``tests/agent/qa/test_qa_tatqa_official.py`` asserts that this module gives the same two numbers
+on every row (and passes the authors' own metric tests).
 
-1. An answer is a bag of spans (one span for span/arithmetic/count answers, several for
-   multi-span) plus a scale ("", thousand, million, billion, percent). A prediction states
-   its scale by a trailing scale word or "%" on its spans ("-12.6 million", "22.2%"); a gold
-   span may carry its own trailing scale word too, which counts when the gold scale is empty.
-2. A span normalises to: a number (with "$", ",", "%", parentheses for negatives) becomes its
-   value rounded to 2 decimals, printed with 2 decimals; any other span is lower-cased,
-   punctuation and the articles a/an/the removed, numbers inside it normalised the same way,
-   whitespace collapsed.
-3. Exact match: the multisets of normalised spans are equal and the scales are equal.
-4. F1: each span becomes a bag of tokens (its normalised words plus the scale word); gold
-   and predicted bags are paired to maximise total F1 (exhaustively for up to 7 spans, else
-   greedily); a pair whose gold bag holds numbers and whose predicted bag holds none of them
-   scores 0; the F1 is the mean over max(#gold, #predicted) bags (unpaired bags score 0).
-5. For arithmetic and count answers F1 equals exact match (a number is right or wrong).
+Reading a number (rule N)
+* *marks* are the characters ``' " \\ $ € £ ¥ % ( ) , [ ]``;
+* a text *reads as a number* when, marks removed, its first whitespace-separated word is
+  accepted by Python's ``float`` (and is not NaN), and its second word, if any, is a scale
+  word: one containing hundred, thousand, million, billion or percent (so "12.5 million" and
+  "$1,234" read as numbers, "12 months" and "2019 revenue" do not);
+* its *value* is the first ``[+-]?digits[.digits]`` of the text with marks removed (an int
+  unless it has a decimal point; a first number written ``.5`` gives no value), times the scale
+  word of the first ``digits-or-dots, optional space, ASCII letters`` run of the text (hundred
+  100, thousand 1e3, million 1e6, billion 1e9, percent 0.01, any other word 1), times -1 when
+  the text holds ``(digits)`` (digits, dots and spaces only: so ``(1,234)`` stays *positive*,
+  a quirk we follow), times 0.01 when it holds digits followed by ``%``; rounded to 4 decimals.
 
-A multi-span prediction is a JSON list of strings, or spans separated by newlines or ";".
+An answer as one string (rule S)
+* the spans (a span or multi-span gold: its list; other golds: ``str`` of the answer, a count
+  as ``str(int(answer))``; a prediction: its list, else the one string) are sorted as strings;
+* a span that reads as a number becomes its value printed with 4 decimals: as it is when the
+  span holds "%", else rounded to 2 decimals and multiplied by the answer's scale (gold: the
+  item's scale; a prediction written as text: none). A span that does not, or whose value is
+  missing, keeps its text with the scale word appended when there is a scale;
+* the spans are joined by single spaces: a multi-span answer is one string, one bag of words.
+* A one-span prediction that reads as a number and has no "%" is also tried as its bare
+  value with 4 decimals (so ``0.1319`` matches a gold of 13.19 percent); the better (EM, F1)
+  pair of the two tries counts.
+
+Normalising and scoring (rule M)
+* the string is cut at single spaces; each piece is lower-cased, stripped of ASCII
+  punctuation unless it reads as a number, replaced by ``str(value)`` when it reads as a
+  number (``"None"`` when it has no value), stripped of the articles a/an/the and of extra
+  whitespace; empty pieces are dropped and the rest joined by spaces;
+* EM is 1 when the two normalised strings are equal;
+* F1 is the F1 of the two sets of words (precision 1 for an empty prediction, recall 1 for an
+  empty gold; 0 when both are 0), rounded to 2 places as numpy rounds (half to even on the
+  float times 100);
+* for arithmetic and count golds F1 is set to EM; an empty prediction scores (0, 0).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import string
 from collections.abc import Sequence
 from typing import Any
 
-from agent.qa.numbers import parse_number
+__all__ = [
+    "OUR_TYPES",
+    "reads_as_number",
+    "number_value",
+    "normalize_answer",
+    "answer_string",
+    "official_em_f1",
+    "prediction_spans",
+    "tatqa_em_f1",
+]
 
-__all__ = ["normalize_span", "split_scale", "prediction_spans", "tatqa_em_f1"]
+#: TAT-QA's answer types by our name (``agent.qa.items.ANSWER_TYPES``).
+OUR_TYPES = {"number": "arithmetic", "count": "count", "span": "span", "multi-span": "multi-span"}
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
-_PUNCT = str.maketrans("", "", string.punctuation)
-_TRAILING_SCALE = re.compile(
-    r"^(?P<body>.*?)(?:\s*(?P<word>thousands?|millions?|billions?|percent|per\s+cent)|\s*(?P<pct>%))\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-_MAX_EXHAUSTIVE = 7
-
-
-def _canon_number(value: float) -> str:
-    return f"{round(value, 2) + 0.0:.2f}"
-
-
-def split_scale(span: str) -> tuple[str, str]:
-    """``(span without its trailing scale word, scale)``; scale is "" when none is written."""
-    s = str(span).strip()
-    m = _TRAILING_SCALE.match(s)
-    if m is None or not m.group("body").strip():
-        return s, ""
-    word = (m.group("word") or "").lower().replace(" ", "")
-    if m.group("pct") or word == "percent":
-        return m.group("body").strip(), "percent"
-    return m.group("body").strip(), word.rstrip("s")
+_MARKS = str.maketrans("", "", "'\"\\$€£¥%(),[]")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_SCALE_WORDS = (("hundred", 100), ("thousand", 1000), ("million", 1000000), ("billion", 1000000000))
+_FIRST_NUMBER = re.compile(r"([+-]?\d+(?:\.\d+)?)|[+-]?\.\d+")
+_SCALED_RUN = re.compile(r"[\d.]+\s?[a-zA-Z]+")
+_PARENTHESISED = re.compile(r"\([\d.\s]+\)")
+_PERCENT = re.compile(r"[\d.\s]+%")
+_ARTICLE = re.compile(r"\b(?:a|an|the)\b")
 
 
-def normalize_span(span: str) -> str:
-    """The normalised form of one span (rule 2 of the module docstring)."""
-    s = str(span).strip()
-    n = parse_number(s)
-    if n is not None and not n.scale:
-        return _canon_number(n.value)
+def _scale_factor(word: str) -> int | float:
+    """The multiplier a word names (the first of hundred..billion it contains; percent 0.01)."""
+    word = word.lower()
+    for name, factor in _SCALE_WORDS:
+        if name in word:
+            return factor
+    return 0.01 if "percent" in word else 1
+
+
+def reads_as_number(text: str) -> bool:
+    """Rule N: a number, possibly followed by a scale word (module docstring)."""
+    words = text.translate(_MARKS).split()
+    if not words:
+        return False
+    try:
+        first = float(words[0])
+    except ValueError:
+        return False
+    if first != first:  # NaN
+        return False
+    return len(words) < 2 or _scale_factor(words[1]) != 1
+
+
+def _first_number(text: str) -> int | float | None:
+    m = _FIRST_NUMBER.search(text.translate(_MARKS))
+    if m is None or m.group(1) is None:
+        return None
+    digits = m.group(1)
+    return float(digits) if "." in digits else int(digits)
+
+
+def number_value(text: str) -> int | float | None:
+    """Rule N's value of ``text``: its first number with scale word, sign and percent applied."""
+    number = _first_number(text)
+    if number is None:
+        return None
+    run = _SCALED_RUN.search(text)
+    scale = _scale_factor(run.group(0)) if run else 1
+    sign = -1 if _PARENTHESISED.search(text.strip()) else 1
+    percent = 0.01 if _PERCENT.search(text.strip()) else 1
+    return round(number * scale * sign * percent, 4)
+
+
+def _normalize_piece(piece: str) -> str:
+    piece = piece.lower()
+    if not reads_as_number(piece):
+        piece = piece.translate(_PUNCTUATION)
+    if reads_as_number(piece):
+        piece = str(number_value(piece))
+    return " ".join(_ARTICLE.sub(" ", piece).split())
+
+
+def normalize_answer(text: str) -> str:
+    """Rule M's normal form of one answer string."""
+    pieces = (_normalize_piece(p) for p in text.split(" "))
+    return " ".join(p for p in pieces if p.strip()).strip()
+
+
+def answer_string(spans: Sequence[Any], scale: str) -> str:
+    """Rule S: the spans of one answer as one string (numbers in plain units, 4 decimals)."""
     out = []
-    for token in s.lower().split():
-        num = parse_number(token.strip(string.punctuation.replace("(", "").replace(")", "").replace("-", "")))
-        if num is not None and not num.scale and any(ch.isdigit() for ch in token):
-            out.append(_canon_number(num.value))
-            continue
-        token = _ARTICLES.sub(" ", token.translate(_PUNCT))
-        out.extend(token.split())
+    for span in sorted(spans):
+        text = str(span)
+        value = number_value(text) if reads_as_number(text) else None
+        if value is None:
+            out.append(f"{text} {scale}" if scale else text)
+        elif "%" in text:
+            out.append(f"{value:.4f}")
+        else:
+            out.append(f"{round(value, 2) * _scale_factor(scale):.4f}")
     return " ".join(out)
 
 
-def prediction_spans(prediction: str, *, multi: bool) -> list[str]:
-    """The spans of a prediction string: a JSON list; else, when ``multi``, newline- or
-    semicolon-separated parts; else the whole string."""
-    text = str(prediction).strip()
-    if text.startswith("["):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, list):
-            return [str(v) for v in value if str(v).strip()]
-    if multi:
-        parts = [p.strip() for p in re.split(r"[\n;]", text)]
-        return [p for p in parts if p]
-    return [text] if text else []
+def _round2(x: float) -> float:
+    """``round(numpy.float64(x), 2)``: half to even on ``x * 100`` as a float, then / 100."""
+    return round(x * 100.0) / 100.0
 
 
-def _bags(spans: Sequence[str], scale: str) -> list[set[str]]:
-    return [set(normalize_span(s).split()) | ({scale} if scale else set()) for s in spans]
+def _em_f1(predicted: str, gold: str) -> tuple[float, float]:
+    p_norm, g_norm = normalize_answer(predicted), normalize_answer(gold)
+    em = 1.0 if p_norm == g_norm else 0.0
+    p_bag, g_bag = set(p_norm.split()), set(g_norm.split())
+    common = len(g_bag & p_bag)
+    precision = common / float(len(p_bag)) if p_bag else 1.0
+    recall = common / float(len(g_bag)) if g_bag else 1.0
+    if precision == 0.0 and recall == 0.0:
+        return em, 0.0
+    return em, _round2((2 * precision * recall) / (precision + recall))
 
 
-def _is_num(token: str) -> bool:
-    return re.fullmatch(r"-?\d+\.\d\d", token) is not None
+def _gold_spans(answer_type: str, answer: Any) -> list[Any]:
+    if answer_type in ("span", "multi-span"):
+        if not isinstance(answer, (list, tuple)):
+            raise ValueError(f"a TAT-QA {answer_type} answer must be a list of spans, got {answer!r}")
+        return list(answer)
+    if answer_type == "count":
+        return [str(int(answer))]
+    return [str(answer)]
 
 
-def _bag_f1(gold: set[str], pred: set[str]) -> float:
-    gold_nums = {t for t in gold if _is_num(t)}
-    if gold_nums and not (gold_nums & pred):
-        return 0.0
-    common = len(gold & pred)
-    if common == 0 or not gold or not pred:
-        return 0.0
-    p, r = common / len(pred), common / len(gold)
-    return 2 * p * r / (p + r)
-
-
-def _aligned_f1(gold: list[set[str]], pred: list[set[str]]) -> float:
-    n = max(len(gold), len(pred))
-    if n == 0:
-        return 1.0
-    scores = [[_bag_f1(g, p) for p in pred] for g in gold]
-    small, large = (gold, pred) if len(gold) <= len(pred) else (pred, gold)
-    best = 0.0
-    if len(small) <= _MAX_EXHAUSTIVE and len(large) <= _MAX_EXHAUSTIVE + 2:
-        for perm in itertools.permutations(range(len(large)), len(small)):
-            total = sum(
-                scores[i][j] if small is gold else scores[j][i] for i, j in zip(range(len(small)), perm)
-            )
-            best = max(best, total)
-    else:
-        used: set[int] = set()
-        for i in range(len(small)):
-            row = [
-                (scores[i][j] if small is gold else scores[j][i], j)
-                for j in range(len(large))
-                if j not in used
-            ]
-            s, j = max(row)
-            used.add(j)
-            best += s
-    return best / n
-
-
-def tatqa_em_f1(gold_answer: Any, gold_scale: str, gold_type: str, prediction: str) -> tuple[float, float]:
-    """``(exact match, F1)`` of ``prediction`` against a TAT-QA gold answer.
-
-    ``gold_type`` is ours (number, count, span, multi-span); ``gold_scale`` one of
-    :data:`agent.qa.items.SCALES`.
-    """
-    gold_list = (
-        [str(a) for a in gold_answer] if isinstance(gold_answer, (list, tuple)) else [str(gold_answer)]
-    )
-    g_split = [split_scale(s) for s in gold_list]
-    g_scale = gold_scale or next((sc for _, sc in g_split if sc), "")
-    g_spans = [
-        body if (sc and (not gold_scale or sc == gold_scale)) else s
-        for (body, sc), s in zip(g_split, gold_list)
-    ]
-    p_raw = prediction_spans(prediction, multi=len(gold_list) > 1 or gold_type == "multi-span")
-    p_split = [split_scale(s) for s in p_raw]
-    p_scale = next((sc for _, sc in p_split if sc), "")
-    p_spans = [body for body, _ in p_split]
-    if not p_spans:
+def official_em_f1(
+    answer_type: str, gold_answer: Any, gold_scale: str, prediction: Any, pred_scale: str = ""
+) -> tuple[float, float]:
+    """``(EM, F1)`` as the official ``TaTQAEmAndF1`` scores ``prediction`` (a string, a number or
+    a list of spans, with the scale ``pred_scale``) against a gold question's ``answer_type``
+    (TAT-QA's: span, multi-span, arithmetic, count), ``answer`` and ``scale``."""
+    if not prediction:
         return 0.0, 0.0
-    em = float(
-        sorted(normalize_span(s) for s in g_spans) == sorted(normalize_span(s) for s in p_spans)
-        and g_scale == p_scale
-    )
-    if gold_type in ("number", "count"):
-        return em, em
-    f1 = _aligned_f1(_bags(g_spans, g_scale), _bags(p_spans, p_scale))
+    gold = _gold_spans(answer_type, gold_answer)
+    if not gold:
+        return 0.0, 0.0
+    gold_text = answer_string(gold, gold_scale)
+    pred = list(prediction) if isinstance(prediction, list) else [prediction]
+    tries = [answer_string(pred, pred_scale)]
+    only = str(pred[0])
+    if len(pred) == 1 and not pred_scale and "%" not in only and reads_as_number(only):
+        value = number_value(only)
+        if value is not None:
+            tries.append(f"{value:.4f}")
+    em, f1 = max(_em_f1(t, gold_text) for t in tries)
+    if answer_type in ("arithmetic", "count"):
+        f1 = em
     return em, f1
+
+
+def prediction_spans(prediction: str) -> str | list[str]:
+    """What a model's answer string hands the official evaluator: the list of a JSON list (each
+    element as ``str``; our answer format for multi-span questions), else the string itself
+    (a one-string answer is one span: no splitting on newlines, commas or "and")."""
+    if prediction.strip().startswith("["):
+        try:
+            value = json.loads(prediction)
+        except ValueError:
+            return prediction
+        if isinstance(value, list):
+            return [str(v) for v in value]
+    return prediction
+
+
+def tatqa_em_f1(
+    gold_answer: Any, gold_scale: str, gold_type: str, prediction: str, *, dropped_empty_spans: int = 0
+) -> tuple[float, float]:
+    """``(EM, F1)`` of a model's answer string against a TAT-QA gold answer, as the official
+    evaluator scores it with the answer as the prediction and no separate predicted scale.
+
+    ``gold_type`` is ours (number, count, span, multi-span) or TAT-QA's own; a loader that
+    dropped empty spans of the gold says how many (they are put back: the official string
+    keeps them, and with a scale they add the scale word).
+    """
+    answer_type = OUR_TYPES.get(gold_type, gold_type)
+    if answer_type in ("span", "multi-span"):
+        gold_answer = [*gold_answer, *([""] * dropped_empty_spans)]
+    return official_em_f1(answer_type, gold_answer, gold_scale, prediction_spans(prediction), "")

@@ -30,7 +30,8 @@ from typing import Any
 
 from agent.qa import runs
 from agent.qa.datasets import load_items
-from agent.qa.scoring import ItemScore, finmme_avg
+from agent.qa.item_score import ItemScore
+from agent.qa.scoring import finmme_avg
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import InputError

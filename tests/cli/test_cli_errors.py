@@ -43,6 +43,8 @@ CASES = [
     (["data", "synth", "--sessions", "10"], "n_sessions=10 must be >= 300"),
     (["pairs", "screen", "--date", "2021-01-04", "--top", "0"], "top_k"),
     (["pairs", "screen", "--date", "2021-01-04", "--store", "absent.sqlite"], "no market store"),
+    (["pairs", "screen", "--date", "2021-01-04", "--price-field", "open"], "price_field='open'; allowed"),
+    (["pairs", "screen-sweep", "--pool", "x=AAA,BBB", "--years", "2020-2019"], "--years '2020-2019'"),
     (["pairs", "screen-eval", "--truth", "absent.json"], "truth file absent.json: cannot read it"),
     (["pairs", "screen-eval", "--truth", "bad.json"], "truth file bad.json: not valid JSON"),
     (["pairs", "run", "--config", "absent.toml"], "cannot read config absent.toml"),

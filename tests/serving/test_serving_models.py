@@ -126,30 +126,55 @@ def test_qwen3_template_honours_enable_thinking(tiny_dirs: dict[str, Path]) -> N
     assert tok.decode(think_ids, skip_special_tokens=True) == "<think></think>"
 
 
-def test_llama_template_uses_header_tokens(tiny_dirs: dict[str, Path]) -> None:
+def test_llama_template_follows_llama_3_1(tiny_dirs: dict[str, Path]) -> None:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_dirs["llama"])
-    text = tok.apply_chat_template(
-        [
-            {"role": "system", "content": "S"},
-            {"role": "user", "content": [{"type": "text", "text": "part one"}]},
-        ],
-        tokenize=False,
-        add_generation_prompt=True,
-    )
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": [{"type": "text", "text": "part one"}]},
+    ]
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert text == (
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nS<|eot_id|>"
         "<|start_header_id|>user<|end_header_id|>\n\npart one<|eot_id|>"
         "<|start_header_id|>assistant<|end_header_id|>\n\n"
     )
     assert tok.eos_token == "<|eot_id|>"
-    for token in ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"):
+    for token in ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>"):
         assert len(tok.encode(token, add_special_tokens=False)) == 1
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    call = {"type": "function", "function": {"name": "lookup", "arguments": {"q": "revenue"}}}
+    turns = messages + [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "content": "42"},
+    ]
+    with_tools = tok.apply_chat_template(turns, tools=tools, tokenize=False, add_generation_prompt=True)
+    assert "<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date" in with_tools
+    assert '"name": "lookup"' in with_tools.split("<|eot_id|>")[0]  # tools listed in the system turn
+    # the call as the JSON object vLLM's llama3_json parser reads, the result as an ipython turn
+    assert '<|end_header_id|>\n\n{"name": "lookup", "parameters": {"q": "revenue"}}<|eot_id|>' in with_tools
+    assert "<|start_header_id|>ipython<|end_header_id|>\n\n42<|eot_id|>" in with_tools
+
+
+def test_token_id_finds_single_tokens_only(tiny_dirs: dict[str, Path], tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from serving.models import token_id
+
+    tok = AutoTokenizer.from_pretrained(tiny_dirs["qwen3"])
+    assert token_id(tiny_dirs["qwen3"], "</think>") == tok.convert_tokens_to_ids("</think>")
+    with pytest.raises(ConfigError, match="not a single token"):
+        token_id(tiny_dirs["llama"], "</think>")  # Llama has no thinking tokens
+    with pytest.raises(ConfigError, match=r"no tokenizer\.json"):
+        token_id(tmp_path, "</think>")
 
 
 def test_build_tiny_model_rejects_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="arch='gpt2'"):
+    with pytest.raises(
+        ConfigError, match=r"arch='gpt2' is not supported; allowed: \['qwen3', 'llama', 'qwen3-vl'\]"
+    ):
         build_tiny_model(tmp_path / "m", arch="gpt2")
     with pytest.raises(ConfigError, match="dtype='float16'"):
         build_tiny_model(tmp_path / "m", dtype="float16")

@@ -3,8 +3,10 @@
 One experiment = one store, one pool, one training window and one test window, run for every
 seed x exposure x variant (each such run is one lockstep program). Every field below has a
 default; a TOML file only names what it changes. Validation happens in ``__post_init__`` and
-every error names the TOML key and the allowed values. TOML is read with ``tomllib`` and
-checked by hand (unknown keys are errors, so a typo never silently falls back to a default).
+every error names the file and the TOML key and the allowed values. Files go through the one
+config layer (:mod:`localfin.configfile`): each table is validated by pydantic in strict mode
+against its dataclass (unknown keys are errors, so a typo never silently falls back to a
+default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.data.schema import Company, NewsItem, to_date
-from agent.pairs.screen.causal import ScreenConfig, ScreenResult, screen_pairs
+from agent.pairs.screen.causal import ScreenConfig, ScreenResult, read_prices, screen_pairs
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["PairState", "MarketView", "spread_state_label"]
@@ -79,7 +79,7 @@ class MarketView:
             raise ConfigError(f"experiment.pool has {len(tickers)} tickers in the store; allowed: >= 2")
         self.screen_config = screen
         self.pool = tickers
-        self.history = store.prices(tickers, end=end, field=screen.price_field)  # type: ignore[attr-defined]
+        self.history = read_prices(store, tickers, end=end, config=screen)
         self.dates = [d.item() for d in self.history.dates]
         self._pos = {d: i for i, d in enumerate(self.dates)}
         self._col = {t: k for k, t in enumerate(self.history.tickers)}

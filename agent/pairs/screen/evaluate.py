@@ -1,10 +1,12 @@
-"""Scoring the screen against the synthetic market's ground truth (truth.json)."""
+"""Evaluating the screen: against the synthetic market's ground truth (truth.json), and the
+candidate counts of a real pool over monthly selection dates (``localfin pairs screen-sweep``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
-from agent.pairs.screen.causal import ScreenConfig, pair_key, screen_store
+from agent.pairs.screen.causal import ScreenConfig, pair_key, read_prices, screen_pairs, screen_store
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 
@@ -24,6 +26,11 @@ __all__ = [
     "evaluation_dates",
     "read_truth",
     "evaluate_screen_files",
+    "month_end_sessions",
+    "DateCount",
+    "PoolSweep",
+    "sweep_pool",
+    "sweep_store",
 ]
 
 
@@ -168,3 +175,118 @@ def evaluate_screen_files(
             raise InputError(f"first_session={first_session}; allowed: 0..{n_cal - 1} (the store's sessions)")
         days = evaluation_dates(db, n_dates, first_session=first_session)
         return evaluate_screen(db, truth, days, config, progress)
+
+
+# -- candidate counts over selection dates -------------------------------------------------------
+
+
+def month_end_sessions(calendar: np.ndarray, years: Sequence[int]) -> list[dt.date]:
+    """The last session of each calendar month of ``years`` found in ``calendar``
+    (datetime64[D], sorted): the monthly selection dates."""
+    cal = np.asarray(calendar, dtype="datetime64[D]")
+    months = cal.astype("datetime64[M]")
+    last = np.flatnonzero(np.append(months[1:] != months[:-1], True))
+    wanted = set(years)
+    return [cal[i].item() for i in last if cal[i].item().year in wanted]
+
+
+@dataclass(frozen=True)
+class DateCount:
+    """One selection date: the session screened, pairs tested, candidates kept, and every
+    excluded pair with its reason (``"A/B"``, reason)."""
+
+    date: dt.date
+    session: dt.date
+    n_pairs: int
+    n_candidates: int
+    excluded: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class PoolSweep:
+    """The screen of one pool on each of ``counts``' dates."""
+
+    name: str
+    pool: tuple[str, ...]
+    config: ScreenConfig
+    counts: tuple[DateCount, ...]
+
+    def summary(self) -> dict[str, object]:
+        """min / median / max candidates, the dates below ``top_k`` and the exclusions by reason
+        (the reason's leading words; each with its (date, pair) count, pairs and first/last date)."""
+        n = np.array([c.n_candidates for c in self.counts])
+        by_reason: dict[str, list[tuple[dt.date, str]]] = {}
+        for c in self.counts:
+            for pair, reason in c.excluded:
+                by_reason.setdefault(reason.split(":")[0], []).append((c.date, pair))
+        return {
+            "pool": self.name,
+            "tickers": list(self.pool),
+            "dates": len(self.counts),
+            "first": str(self.counts[0].date) if self.counts else None,
+            "last": str(self.counts[-1].date) if self.counts else None,
+            "pairs": max((c.n_pairs for c in self.counts), default=0),
+            "candidates_min": int(n.min()) if n.size else 0,
+            "candidates_median": float(np.median(n)) if n.size else 0.0,
+            "candidates_max": int(n.max()) if n.size else 0,
+            "dates_below_top_k": [str(c.date) for c in self.counts if c.n_candidates < self.config.top_k],
+            "excluded": {
+                reason: {
+                    "date_pairs": len(hits),
+                    "pairs": dict(sorted(Counter(p for _, p in hits).items())),
+                    "first": str(min(d for d, _ in hits)),
+                    "last": str(max(d for d, _ in hits)),
+                }
+                for reason, hits in sorted(by_reason.items())
+            },
+        }
+
+
+def sweep_pool(
+    store: MarketStore,
+    name: str,
+    pool: Sequence[str],
+    dates: Sequence[dt.date],
+    config: ScreenConfig | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> PoolSweep:
+    """Screen ``pool`` at each of ``dates`` (each screen sees data up to its date only: the
+    history is read once and cut at every date by :func:`screen_pairs`)."""
+    cfg = config or ScreenConfig()
+    tickers = tuple(sorted({t.strip().upper() for t in pool}))
+    if not dates:
+        return PoolSweep(name, tickers, cfg, ())
+    history = read_prices(store, tickers, end=max(dates), config=cfg)
+    first = history.dates[0].item() if history.n_sessions else None
+    out = []
+    with progress.task(f"screening {name} ({len(tickers)} tickers)", total=len(dates)) as task:
+        for day in dates:
+            if first is None or day < first:
+                raise InputError(f"pool {name}: no price on or before {day} (history starts {first})")
+            res = screen_pairs(history, day, config=cfg)
+            excluded = tuple(
+                (f"{p.ticker_a}/{p.ticker_b}", p.reason) for p in res.pairs if not p.eligible and p.reason
+            )
+            out.append(DateCount(day, res.session, len(res.pairs), len(res.candidates), excluded))
+            task.advance()
+    return PoolSweep(name, tickers, cfg, tuple(out))
+
+
+def sweep_store(
+    store_path: str | Path,
+    pools: Mapping[str, Sequence[str]],
+    years: Sequence[int],
+    config: ScreenConfig | None = None,
+    progress: Progress = NULL_PROGRESS,
+) -> list[PoolSweep]:
+    """:func:`sweep_pool` of every pool on the month-end sessions of ``years`` (of that pool's
+    own calendar) in an existing store."""
+    out = []
+    with MarketStore(store_path, create=False) as db:
+        for name, tickers in pools.items():
+            cal = db.calendar(tickers=[t.strip().upper() for t in tickers])
+            days = month_end_sessions(cal, years)
+            if not days:
+                raise InputError(f"pool {name}: no session in the years {min(years)}-{max(years)}")
+            out.append(sweep_pool(db, name, tickers, days, config, progress))
+    return out

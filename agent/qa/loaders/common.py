@@ -1,28 +1,51 @@
-"""Helpers shared by the benchmark loaders: typed field access, skip records, image lists."""
+"""Helpers shared by the benchmark loaders: typed field access, image lists, tables, and the
+split an item belongs to.
+
+Splits are taken as the data names them, never checked against a fixed list: a record's own
+``split`` field first, else a split word in the file's name (``tatqa_dataset_test_gold.json``
+-> ``test_gold``, ``easy_validation.json`` -> ``validation``, ``train-00000-of-00001.parquet``
+-> ``train``) or a folder named exactly as one (Hugging Face's ``default/train/0000.parquet``),
+else the ``split`` the caller asked for, else the loader's default.
+"""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.qa.datasets import Row, SkippedItem
-from localfin.errors import ConfigError, InputError
+from agent.qa.items import check_split_name
+from agent.qa.loaders.records import BadRecord
+from localfin.errors import ConfigError
 
-__all__ = ["BadRecord", "skip_of", "text_field", "parse_path_list", "render_table", "parquet_rows"]
+__all__ = ["text_field", "parse_path_list", "render_table", "NAMED_SPLITS", "split_from_name", "item_split"]
+
+#: Split words recognised in file and folder names (the names the benchmarks release).
+NAMED_SPLITS = ("test_gold", "train", "validation", "dev", "test")
+_SPLIT_IN_NAME = re.compile(r"(?:^|[_\-.\s])(" + "|".join(NAMED_SPLITS) + r")(?=$|[_\-.\s])")
 
 
-class BadRecord(ValueError):
-    """A record that cannot become an item; the message is the reason listed in the report."""
+def split_from_name(f: Path) -> str | None:
+    """The split a file's name states (first split word of its stem), else its folder's name
+    when that is exactly a split word, else None."""
+    m = _SPLIT_IN_NAME.search(f.stem.lower())
+    if m:
+        return m.group(1)
+    return f.parent.name.lower() if f.parent.name.lower() in NAMED_SPLITS else None
 
 
-def skip_of(row: Row | tuple[Path, int, str], item_id: str = "", reason: str = "") -> SkippedItem:
-    """The :class:`SkippedItem` of a row (or of an unparsable line from ``iter_json_rows``)."""
-    if isinstance(row, tuple):
-        path, line, why = row
-        return SkippedItem(str(path), line, "", why)
-    return SkippedItem(str(row.path), row.line, item_id, reason)
+def item_split(own: Any, f: Path, asked: str | None, default: str) -> str:
+    """The split of a record: its own ``split`` value as given, else the file name's, else the
+    split asked for, else ``default`` (see the module docstring). A malformed own value is a
+    bad record."""
+    if own not in (None, ""):
+        try:
+            return check_split_name(str(own), "split")
+        except ConfigError as exc:
+            raise BadRecord(str(exc)) from None
+    return split_from_name(f) or asked or default
 
 
 def text_field(rec: Mapping[str, Any], key: str, *, required: bool = True) -> str:
@@ -68,18 +91,3 @@ def render_table(rows: Sequence[Sequence[Any]]) -> str:
         cells += [""] * (width - len(cells))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def parquet_rows(f: Path, columns: Sequence[str] | None = None) -> Iterator[Row]:
-    """Rows of a parquet file as dicts (only ``columns`` that exist, when given)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        names = pq.read_schema(f).names
-        cols = None if columns is None else [c for c in columns if c in names]
-        table = pq.read_table(f, columns=cols)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot read parquet file {f}: {exc}") from exc
-    for n, rec in enumerate(table.to_pylist(), start=1):
-        yield Row(f, n, rec)

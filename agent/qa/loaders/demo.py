@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from agent.qa.answer_format import numeric_format
-from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
-from agent.qa.loaders.common import BadRecord, parse_path_list, skip_of, text_field
-from localfin.errors import ConfigError
+from agent.qa.loaders.common import item_split, parse_path_list, text_field
+from agent.qa.loaders.records import BadRecord, Produced, Row, each_record, iter_json_rows, whole_file
 
 __all__ = ["iter_demo"]
 
 
-def _item(rec: dict, root: Path, require_images: bool) -> QAItem:
+def _item(rec: dict[str, Any], root: Path, split: str, require_images: bool) -> QAItem:
     item_id = text_field(rec, "id")
     question = text_field(rec, "question")
     answer = rec.get("answer")
@@ -51,21 +51,14 @@ def _item(rec: dict, root: Path, require_images: bool) -> QAItem:
         answer_type="count" if rec.get("answer_type") == "count" else "number",
         extra={"kind": rec.get("kind", ""), "decimals": decimals, "abs_tol": 0.5 * 10.0**-decimals},
     )
-    return QAItem(q, gold, str(rec.get("split") or "test"))
+    return QAItem(q, gold, split)
 
 
-def iter_demo(path: Path, *, require_images: bool) -> Iterator[QAItem | SkippedItem]:
+def iter_demo(path: Path, *, split: str | None, require_images: bool) -> Iterator[Produced]:
     """Items of a demo set folder (or of its ``items.jsonl``)."""
     f = path / "items.jsonl" if path.is_dir() else path
-    for row in iter_json_rows(f):
-        if not isinstance(row, Row):
-            yield skip_of(row)
-            continue
-        rec = row.data
-        if not isinstance(rec, dict):
-            yield skip_of(row, "", f"record is a JSON {type(rec).__name__}, expected an object")
-            continue
-        try:
-            yield _item(rec, f.parent, require_images)
-        except (BadRecord, ConfigError) as exc:
-            yield skip_of(row, str(rec.get("id") or ""), str(exc))
+
+    def make(row: Row, rec: dict[str, Any]) -> Iterator[Produced]:
+        yield _item(rec, f.parent, item_split(rec.get("split"), f, split, "test"), require_images)
+
+    yield from whole_file(f, each_record(iter_json_rows(f), make, lambda rec: str(rec.get("id") or "")))

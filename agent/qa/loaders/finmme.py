@@ -1,13 +1,19 @@
 """FinMME (huggingface.co/datasets/luojunyu/FinMME; evaluation code github.com/luo-junyu/FinMME).
 
-Released layout: parquet files of one ``train`` split (about 11,099 rows) under ``data/``,
-read here from a local folder, a single parquet file, or a JSON/JSONL export of the same
-rows. Fields (as the benchmark's own ``eval.py`` reads them): ``question_text``,
-``question_type`` (``single_choice``, ``multiple_choice``, ``numerical``), ``answer`` (option
-letters, or a number), ``options``, ``unit``, ``tolerance`` (absolute tolerance of a numerical
-answer), ``verified_caption``, ``related_sentences``, ``knowledge_domain``, ``image`` (the
-datasets ``Image`` feature: a ``{bytes, path}`` struct in parquet; ``bytes`` base64 text in a
-JSON export) and optionally ``id``.
+Released layout: one ``train`` split (the authors' ``eval.py`` @ 702cb3a loads
+``load_dataset("luojunyu/FinMME", split="train")`` and counts 11,099 rows) stored as parquet
+with the image bytes inline. The dataset card and file list were not in any stored copy we
+could read, so the file names are not verified: the loader reads every ``*.parquet`` under
+``data/`` (the hub's ``data/train-00000-of-0000N*.parquet``) or under the folder given (the
+hub's converted ``default/train/0000.parquet``, whose folder names the split), a single
+parquet file, or a JSON/JSONL export of the same rows. Fields, as ``eval.py`` reads them:
+``question_text``, ``question_type`` (``single_choice``, ``multiple_choice``, ``numerical``),
+``answer`` (option letters, or a number), ``options``, ``unit``, ``tolerance`` (absolute
+tolerance of a numerical answer), ``verified_caption``, ``related_sentences``,
+``knowledge_domain`` and ``image`` (the datasets ``Image`` feature: a ``{bytes, path}`` struct
+in parquet; ``bytes`` base64 text in a JSON export); optionally ``id`` (which code built on
+the release reads). Split: a ``split`` field, else the file or folder name's, else the split
+asked for, else ``test``. FinMME has no subsets (its dimensions are scored, not selected).
 
 Question: the text; context = the caption and related sentences (the official prompt shows
 both); options as ``"A. ..."`` strings; ``answer_format`` includes the published ``unit``. The
@@ -41,11 +47,19 @@ from pathlib import Path
 from typing import Any
 
 from agent.qa.answer_format import answer_format_from_question, numeric_format
-from agent.qa.datasets import Row, SkippedItem, iter_json_rows
-from agent.qa.items import SPLITS, Gold, QAItem, Question
-from agent.qa.loaders.common import BadRecord, parquet_rows, skip_of, text_field
+from agent.qa.items import Gold, QAItem, Question
+from agent.qa.loaders.common import item_split, text_field
+from agent.qa.loaders.records import (
+    BadRecord,
+    Produced,
+    Row,
+    each_record,
+    iter_json_rows,
+    parquet_rows,
+    whole_file,
+)
 from agent.qa.numbers import parse_number
-from localfin.errors import ConfigError, InputError
+from localfin.errors import InputError
 
 __all__ = ["iter_finmme", "FINMME_DIMENSIONS", "finmme_cognitive_dimension"]
 
@@ -171,14 +185,7 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
     return QAItem(q, Gold(answer=answer, answer_type=answer_type, extra=extra), split)
 
 
-def _split_of(f: Path, rec: dict[str, Any]) -> str:
-    raw = str(rec.get("split") or f.name.split("-")[0].split(".")[0]).lower()
-    return raw if raw in SPLITS else "test"
-
-
-def iter_finmme(
-    path: Path, *, split: str | None, image_cache: str | Path | None
-) -> Iterator[QAItem | SkippedItem]:
+def iter_finmme(path: Path, *, split: str | None, image_cache: str | Path | None) -> Iterator[Produced]:
     """Items of the FinMME parquet (or JSON/JSONL) files under ``path``, or of one file."""
     from localfin.env import localfin_home
 
@@ -187,21 +194,20 @@ def iter_finmme(
         files = [path]
     else:
         data = path / "data" if (path / "data").is_dir() else path
-        files = sorted(data.glob("*.parquet")) or sorted([*data.glob("*.jsonl"), *data.glob("*.json")])
+        files = (
+            sorted(data.glob("*.parquet"))
+            or sorted(data.glob("*/*.parquet"))
+            or sorted([*data.glob("*.jsonl"), *data.glob("*.json")])
+        )
         if not files:
             raise InputError(f"no FinMME files under {data} (expected data/*.parquet)")
-    del split  # filtered by load_items
     for f in files:
-        rows = parquet_rows(f) if f.suffix == ".parquet" else iter_json_rows(f)
-        for row in rows:
-            if not isinstance(row, Row):
-                yield skip_of(row)
-                continue
-            rec = row.data
-            if not isinstance(rec, dict):
-                yield skip_of(row, "", f"record is a JSON {type(rec).__name__}, expected an object")
-                continue
+
+        def make(row: Row, rec: dict[str, Any], f: Path = f) -> Iterator[Produced]:
             try:
-                yield _item(rec, row.line, _split_of(f, rec), cache)
-            except (BadRecord, ConfigError, OSError) as exc:
-                yield skip_of(row, str(rec.get("id") or ""), str(exc))
+                yield _item(rec, row.line, item_split(rec.get("split"), f, split, "test"), cache)
+            except OSError as exc:  # the image cache could not be written
+                raise BadRecord(f"image not cached: {exc}") from None
+
+        rows = parquet_rows(f) if f.suffix == ".parquet" else iter_json_rows(f)
+        yield from whole_file(f, each_record(rows, make, lambda rec: str(rec.get("id") or "")))

@@ -1,50 +1,59 @@
-"""FinMMR, in two layouts.
+"""FinMMR (github.com/addictedLL/FinMMR, read at commit d8b12cc), in two layouts.
 
-**Shared JSONL** (``qa/finmmr_easy_validation.jsonl``, see shared/data/README.md): one item per
-line with ``id``, ``split`` (``easy_validation``), ``question``, ``context`` (with ``<image N>``
-markers where the benchmark puts them), ``answer`` (a number), ``python_solution``,
-``language``, ``grade``, ``orig_source``, ``images`` (a list of paths relative to the folder of
-the JSONL file, as a JSON list or as the text of a Python list) and ``images_available``.
-
-**Released repository** (github.com/addictedLL/FinMMR, read at commit d8b12cc): a folder with
-``data/validation/{easy,medium,hard}_validation.json`` and ``data/test/{easy,medium,hard}_test.json``
-(JSON arrays) and ``images/`` holding every image. Fields used: ``question_id``,
-``question``, ``context``, ``ground_truth`` (a number), ``images`` (paths such as
-``./MultiFinance/images/1334-1.png``, resolved by file name inside ``images/``),
+**Released repository**: a folder with ``data/validation/{easy,medium,hard}_validation.json``
+and ``data/test/{easy,medium,hard}_test.json`` (JSON arrays) and ``images/`` holding every
+image. Fields used: ``question_id``, ``question``, ``context`` (``<image N>`` where an image
+belongs), ``ground_truth`` (a number), ``images`` (a list, or the text of a Python list, of
+paths such as ``./MultiFinance/images/1334-1.png``: the file of that name under ``images/``),
 ``ground_images``, ``language``, ``grade``, ``source``, and the solution under
 ``python_solution`` or ``program``. ``*_cot_prompt.json``/``*_pot_prompt.json`` (remote image
 URLs) are not read. The path may be the repository folder (``subset`` picks the difficulty,
-``split`` picks ``validation`` or ``test``; default: both) or one of its JSON files.
+``split`` picks ``validation`` or ``test``; default: all six files) or one of its JSON files
+(``images/`` is looked for beside it and up to two folders above).
 
-Splits: ``*_validation`` -> ``validation``, ``*_test`` -> ``test``. Gold: the number, type
-``number``; language, grade, source and the solution go to ``extra``. An item whose image
-files are missing is skipped (its reason names the first missing file) unless
-``require_images=False``. The shared copy has no images for its 33 Chinese items.
+**Shared JSONL** (``qa/finmmr_easy_validation.jsonl``, see shared/data/README.md): one item per
+line with ``id``, ``split`` (``easy_validation``), ``question``, ``context``, ``answer``,
+``python_solution``, ``language``, ``grade``, ``orig_source``, ``images`` (paths relative to the
+folder of the JSONL file) and ``images_available``.
+
+Split and subset: a record's ``split`` may hold the split, the difficulty or both
+(``easy_validation``, ``medium``, ``test``): the difficulty word is the subset and the rest the
+split. Missing parts come from the file name (``medium_test.json``), then (subset only) the
+``grade`` field, then the split asked for; default split ``test``.
+
+Images: an item that lists no image loads without one. An item whose listed image files are
+missing from this copy (the shared copies hold no images for their Chinese items) is skipped,
+the reason naming the first missing file, unless ``require_images=False``: then it loads with
+the files that exist, and an :class:`~agent.qa.loaders.records.IncompleteItem` says which are
+missing. (Skipping is the default because a question about an image nobody can see is not the
+benchmark's question; keeping is for scoring-only uses such as gold-vs-gold checks.)
+
+Gold: the number, type ``number``; language, grade, source and the solution go to ``extra``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from agent.qa.answer_format import numeric_format
-from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
-from agent.qa.loaders.common import BadRecord, parse_path_list, skip_of, text_field
-from localfin.errors import ConfigError, InputError
+from agent.qa.loaders.common import item_split, parse_path_list, text_field
+from agent.qa.loaders.records import (
+    BadRecord,
+    IncompleteItem,
+    Produced,
+    Row,
+    each_record,
+    iter_json_rows,
+    whole_file,
+)
+from localfin.errors import InputError
 
 __all__ = ["iter_finmmr", "FINMMR_SUBSETS"]
 
 FINMMR_SUBSETS = ("easy", "medium", "hard")
-
-
-def _split_of(raw: str) -> str:
-    raw = raw.lower()
-    if raw.endswith("validation"):
-        return "validation"
-    if raw.endswith("test"):
-        return "test"
-    raise BadRecord(f"split {raw!r}; expected a name ending in 'validation' or 'test'")
 
 
 def _gold_number(value: object) -> float | int:
@@ -61,25 +70,44 @@ def _gold_number(value: object) -> float | int:
     raise BadRecord(f"answer is {type(value).__name__}; expected a number")
 
 
-def _images(paths: list[str], base: Path, *, by_name: bool, require: bool) -> tuple[str, ...]:
-    out: list[str] = []
+def _difficulty(text: str) -> str | None:
+    words = text.lower().replace("-", "_").split("_")
+    return next((w for w in words if w in FINMMR_SUBSETS), None)
+
+
+def _split_and_subset(rec: dict[str, Any], f: Path, asked: str | None) -> tuple[str, str]:
+    own = str(rec.get("split") or "").strip()
+    subset = _difficulty(own) or _difficulty(f.stem) or _difficulty(str(rec.get("grade") or "")) or ""
+    rest = "_".join(w for w in own.replace("-", "_").split("_") if w and w.lower() not in FINMMR_SUBSETS)
+    return item_split(rest, f, asked, "test"), subset
+
+
+def _images(
+    paths: list[str], base: Path | None, *, by_name: bool, require: bool
+) -> tuple[tuple[str, ...], list[str]]:
+    found: list[str] = []
+    missing: list[str] = []
     for p in paths:
-        local = base / Path(p).name if by_name else base / p
-        if local.is_file():
-            out.append(str(local))
-        elif require:
-            raise BadRecord(f"image file missing: {local}")
-    return tuple(out)
+        local = None if base is None else (base / Path(p).name if by_name else base / p)
+        if local is not None and local.is_file():
+            found.append(str(local))
+            continue
+        missing.append(str(local) if local is not None else p)
+        if require:
+            raise BadRecord(f"image file missing: {missing[0]}")
+    return tuple(found), missing
 
 
-def _item(rec: dict, *, released: bool, base: Path, split_name: str, require_images: bool) -> QAItem:
+def _item(
+    row: Row, rec: dict[str, Any], *, released: bool, base: Path | None, asked: str | None, require: bool
+) -> Iterator[Produced]:
     item_id = text_field(rec, "question_id" if released else "id")
     question = text_field(rec, "question")
-    answer = _gold_number(rec.get("ground_truth", rec.get("answer")) if released else rec.get("answer"))
+    raw = rec.get("ground_truth", rec.get("answer")) if released else rec.get("answer")
+    answer = _gold_number(raw)
     image_paths = parse_path_list(rec.get("images"), "images")
-    if require_images and rec.get("images_available") is False:
-        raise BadRecord("images not available in this copy (images_available=false)")
-    images = _images(image_paths, base, by_name=released, require=require_images)
+    images, missing = _images(image_paths, base, by_name=released, require=require)
+    split, subset = _split_and_subset(rec, row.path, asked)
     q = Question(
         item_id=item_id,
         dataset="finmmr",
@@ -88,7 +116,6 @@ def _item(rec: dict, *, released: bool, base: Path, split_name: str, require_ima
         images=images,
         answer_format=numeric_format(question).describe(),
     )
-    solution = rec.get("python_solution") or rec.get("program") or ""
     gold = Gold(
         answer=answer,
         answer_type="number",
@@ -96,58 +123,56 @@ def _item(rec: dict, *, released: bool, base: Path, split_name: str, require_ima
             "language": rec.get("language", ""),
             "grade": rec.get("grade", ""),
             "source": rec.get("orig_source", rec.get("source", "")),
-            "solution": solution,
+            "solution": rec.get("python_solution") or rec.get("program") or "",
             "ground_images": parse_path_list(rec.get("ground_images"), "ground_images"),
             "n_images_listed": len(image_paths),
         },
     )
-    return QAItem(q, gold, _split_of(split_name))
+    if missing:
+        yield IncompleteItem(
+            str(row.path),
+            row.line,
+            item_id,
+            f"image file missing: {missing[0]} ({len(missing)} of {len(image_paths)})",
+        )
+    yield QAItem(q, gold, split, subset)
 
 
 def _released_files(root: Path, subset: str | None, split: str | None) -> list[Path]:
-    if subset is not None and subset not in FINMMR_SUBSETS:
-        raise ConfigError(f"subset={subset!r} for finmmr; allowed: {', '.join(FINMMR_SUBSETS)} or None")
-    if split not in (None, "validation", "test"):
-        raise ConfigError(f"split={split!r} for finmmr; allowed: validation, test or None")
-    files = []
-    for sp in ("validation", "test") if split is None else (split,):
-        for sub in FINMMR_SUBSETS if subset is None else (subset,):
-            f = root / "data" / sp / f"{sub}_{sp}.json"
-            if f.is_file():
-                files.append(f)
+    data = root / "data"
+    splits = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
+    files = [
+        data / sp / f"{sub}_{sp}.json"
+        for sp in (splits if split is None else [split])
+        for sub in (FINMMR_SUBSETS if subset is None else (subset,))
+        if (data / sp / f"{sub}_{sp}.json").is_file()
+    ]
     if not files:
         raise InputError(
-            f"no FinMMR files under {root / 'data'} for subset={subset or 'any'}, split={split or 'any'} "
-            "(expected data/<validation|test>/<easy|medium|hard>_<split>.json)"
+            f"no FinMMR files under {data} for subset={subset or 'any'}, split={split or 'any'} "
+            "(expected data/<split>/<easy|medium|hard>_<split>.json; "
+            f"splits there: {', '.join(splits) or 'none'})"
         )
     return files
 
 
+def _images_dir(f: Path) -> Path | None:
+    return next((d / "images" for d in f.parents[:3] if (d / "images").is_dir()), None)
+
+
 def iter_finmmr(
     path: Path, *, subset: str | None, split: str | None, require_images: bool
-) -> Iterator[QAItem | SkippedItem]:
+) -> Iterator[Produced]:
     """Items of a shared JSONL file, a released JSON file, or a released repository folder."""
-    if path.is_dir():
-        files = _released_files(path, subset, split)
-        root = path
-    else:
-        files = [path]
-        root = path.parents[2] if path.suffix.lower() == ".json" else path.parent
+    files = _released_files(path, subset, split) if path.is_dir() else [path]
     for f in files:
         released = f.suffix.lower() == ".json"
-        base = root / "images" if released else f.parent
-        for row in iter_json_rows(f):
-            if not isinstance(row, Row):
-                yield skip_of(row)
-                continue
-            rec = row.data
-            if not isinstance(rec, dict):
-                yield skip_of(row, "", f"record is a JSON {type(rec).__name__}, expected an object")
-                continue
-            split_name = f.stem if released else str(rec.get("split") or "")
-            try:
-                yield _item(
-                    rec, released=released, base=base, split_name=split_name, require_images=require_images
-                )
-            except (BadRecord, ConfigError) as exc:
-                yield skip_of(row, str(rec.get("question_id" if released else "id") or ""), str(exc))
+        base = _images_dir(f) if released else f.parent
+
+        def make(row: Row, rec: dict[str, Any], released: bool = released, base: Path | None = base):
+            return _item(row, rec, released=released, base=base, asked=split, require=require_images)
+
+        key = "question_id" if released else "id"
+        yield from whole_file(
+            f, each_record(iter_json_rows(f), make, lambda rec, key=key: str(rec.get(key) or ""))
+        )

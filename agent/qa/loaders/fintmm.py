@@ -1,18 +1,22 @@
 """FinTMMBench (github.com/lijunfeng99/FinTMMBench, read at commit 6d01685).
 
-Released layout: a folder with ``QA.json`` (a JSON array of question records) and ``data/``
-holding the corpus: ``StockPrice.json``, ``FinancialTable.json``, ``News.json`` (JSON arrays of
-rows, each with a ``uuid``) and ``Chart/<TICKER>_<PERIOD>_Kline.png`` candlestick charts.
-A question record has ``question``, ``answers`` (a list of ``{answer, explanation,
-confidence, source}``, ``source`` a list of corpus ``uuid`` strings or ``Chart_<TICKER>_
-<PERIOD>_Kline`` chart references), and optionally ``uuid`` and ``type`` (e.g. ``Chart``).
-The large JSON files were not readable in the snapshot we inspected (over 4 MiB), so the
-field names above come from the repository's README and generation prompts and from code
-that reads these files; the loader needs only ``question`` and ``answers[0].answer``.
+Released layout (its README's file tree): a folder with ``QA.json`` (all 5,676 questions with
+their answers and the corpus rows they rest on) and ``data/`` holding the corpus:
+``StockPrice.json``, ``FinancialTable.json``, ``News.json`` (JSON arrays of rows, each with a
+``uuid``), ``Chart/<TICKER>_<PERIOD>_Kline.png`` candlestick charts (6,267 of them, e.g.
+``AAPL_2022-W10_Kline.png``, ``AAPL_2022-M10_Kline.png``), ``schema.xlsx`` and ``Prompt/``.
+The four JSON files are over 4 MiB and were absent from every snapshot we could read, so their
+record format comes from the generation prompts' ``#Return`` block (``data/Prompt/*.txt``):
+``{"questions": [{"question", "answers": [{"answer", "explanation", "confidence",
+"source": [uuid, ...]}]}]}``. The loader therefore accepts each shape that format allows: an
+array of question records, an object whose ``questions`` (or ``data``) is one, or an array of
+such ``{"questions": [...]}`` groups; a question record may also carry ``uuid``, ``type`` and
+``split``. A chart source is a chart's file stem, with or without a ``Chart_`` prefix or a
+``.png`` suffix. Only ``question`` and ``answers[0].answer`` are required.
 
-The repository ships no train/test split: every record of ``QA.json`` is a ``test`` item
-unless it carries a ``split`` field; a folder may instead hold ``train.json``/``test.json`` in
-the same record format (split from the file name).
+The repository ships no train/test split: a record's ``split``, else the file name's
+(``train.json``/``test.json`` in the same record format), else the split asked for, else
+``test``. FinTMMBench has no subsets.
 
 FinTMMBench is a retrieval benchmark: the solver is meant to find the evidence in the corpus.
 By default the Question has no context. ``oracle_context=True`` puts the rows cited by the
@@ -20,7 +24,8 @@ gold annotation's ``source`` into the context and the cited charts into the imag
 retrieval, useful for debugging the reader but not the benchmark's protocol (a run using it
 must say so). Gold: the first answer's text, type ``free`` (scored by a judge model, see
 :func:`agent.qa.scoring.judge_requests`); explanation, sources and type go to ``extra``.
-Item ids: ``uuid`` when present, else ``fintmm-<position>``.
+Item ids: ``uuid`` when present, else ``fintmm-<position>`` (``fintmm-<group>-<position>``
+inside a group).
 """
 
 from __future__ import annotations
@@ -32,9 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from agent.qa.answer_format import answer_format_from_question
-from agent.qa.datasets import Row, SkippedItem, iter_json_rows
 from agent.qa.items import Gold, QAItem, Question
-from agent.qa.loaders.common import BadRecord, skip_of, text_field
+from agent.qa.loaders.common import item_split, text_field
+from agent.qa.loaders.records import (
+    BadRecord,
+    Produced,
+    Row,
+    each_record,
+    iter_json_rows,
+    skip_of,
+    whole_file,
+)
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["iter_fintmm"]
@@ -56,13 +69,14 @@ def _corpus_index(data_dir: Path) -> dict[str, dict[str, Any]]:
         except (OSError, json.JSONDecodeError) as exc:
             raise InputError(f"cannot read FinTMMBench corpus file {f}: {exc}") from exc
         for r in rows if isinstance(rows, list) else []:
-            if isinstance(r, dict) and r.get("uuid"):
-                index[str(r["uuid"])] = r
+            key = r.get("uuid") or r.get("UUID") if isinstance(r, dict) else None
+            if key:
+                index[str(key)] = r
     return index
 
 
 def _render_row(row: dict[str, Any]) -> str:
-    text = "; ".join(f"{k}: {v}" for k, v in row.items() if k != "uuid" and v not in (None, ""))
+    text = "; ".join(f"{k}: {v}" for k, v in row.items() if k.lower() != "uuid" and v not in (None, ""))
     return text[:_MAX_ROW_CHARS]
 
 
@@ -74,10 +88,15 @@ def _sources(answers: list[Any]) -> list[str]:
     return out
 
 
+def _chart(charts: Path, source: str) -> Path | None:
+    stem = source.removeprefix("Chart_").removesuffix(".png")
+    f = charts / f"{stem}.png"
+    return f if f.is_file() else None
+
+
 def _item(
-    rec: dict[str, Any], pos: int, split: str, index: dict[str, dict[str, Any]] | None, charts: Path
+    rec: dict[str, Any], item_id: str, split: str, index: dict[str, dict[str, Any]] | None, charts: Path
 ) -> QAItem:
-    item_id = str(rec.get("uuid") or f"fintmm-{pos}")
     question = text_field(rec, "question")
     answers = rec.get("answers")
     if not isinstance(answers, list) or not answers or not isinstance(answers[0], dict):
@@ -86,13 +105,8 @@ def _item(
     sources = _sources(answers)
     context, images = "", ()
     if index is not None:
-        rows = [_render_row(index[s]) for s in sources if s in index]
-        context = "\n".join(rows)
-        images = tuple(
-            str(charts / f"{s[len('Chart_') :]}.png")
-            for s in sources
-            if s.startswith("Chart_") and (charts / f"{s[len('Chart_') :]}.png").is_file()
-        )
+        context = "\n".join(_render_row(index[s]) for s in sources if s in index)
+        images = tuple(str(c) for s in sources if s not in index and (c := _chart(charts, s)) is not None)
     q = Question(
         item_id=item_id,
         dataset="fintmmbench",
@@ -110,37 +124,45 @@ def _item(
             "type": rec.get("type", ""),
         },
     )
-    row_split = str(rec.get("split") or split)
-    return QAItem(q, gold, row_split if row_split in ("train", "test", "dev", "validation") else split)
+    return QAItem(q, gold, split)
 
 
-def iter_fintmm(path: Path, *, oracle_context: bool, require_images: bool) -> Iterator[QAItem | SkippedItem]:
-    """Items of ``QA.json`` (or ``train.json``/``test.json``) under ``path``, or of one file."""
-    del require_images  # charts are only attached in oracle mode, where missing ones are dropped
+def _files(path: Path) -> tuple[list[Path], Path]:
     if path.is_file():
-        files, root = [path], path.parent
-    else:
-        files = [f for f in (path / "train.json", path / "test.json") if f.is_file()] or [path / "QA.json"]
-        root = path
-        if not files[0].is_file():
-            raise InputError(f"no FinTMMBench questions under {path} (expected QA.json)")
+        return [path], path.parent
+    files = [f for f in (path / "train.json", path / "test.json") if f.is_file()] or [path / "QA.json"]
+    if not files[0].is_file():
+        raise InputError(f"no FinTMMBench questions under {path} (expected QA.json)")
+    return files, path
+
+
+def iter_fintmm(path: Path, *, split: str | None, oracle_context: bool) -> Iterator[Produced]:
+    """Items of ``QA.json`` (or ``train.json``/``test.json``) under ``path``, or of one file."""
+    files, root = _files(path)
     index = None
     if oracle_context:
         log.warning(
             "FinTMMBench oracle_context: contexts come from the gold sources (not the benchmark protocol)"
         )
         index = _corpus_index(root / "data")
+    charts = root / "data" / "Chart"
     for f in files:
-        split = "train" if f.stem.lower().startswith("train") else "test"
-        for row in iter_json_rows(f):
-            if not isinstance(row, Row):
-                yield skip_of(row)
-                continue
-            rec = row.data
-            if not isinstance(rec, dict):
-                yield skip_of(row, "", f"record is a JSON {type(rec).__name__}, expected an object")
-                continue
-            try:
-                yield _item(rec, row.line, split, index, root / "data" / "Chart")
-            except (BadRecord, ConfigError) as exc:
-                yield skip_of(row, str(rec.get("uuid") or ""), str(exc))
+
+        def make(row: Row, rec: dict[str, Any], f: Path = f) -> Iterator[Produced]:
+            group = rec.get("questions") if "question" not in rec else None
+            members = list(enumerate(group, 1)) if isinstance(group, list) else [(0, rec)]
+            for k, q in members:
+                if not isinstance(q, dict):
+                    yield skip_of(
+                        row, "", f"question {k} of the group is a JSON {type(q).__name__}, expected an object"
+                    )
+                    continue
+                item_id = str(q.get("uuid") or (f"fintmm-{row.line}-{k}" if k else f"fintmm-{row.line}"))
+                try:
+                    own = item_split(q.get("split", rec.get("split")), f, split, "test")
+                    yield _item(q, item_id, own, index, charts)
+                except (BadRecord, ConfigError) as exc:
+                    yield skip_of(row, str(q.get("uuid") or ""), str(exc))
+
+        rows = iter_json_rows(f, list_keys=("questions", "data"))
+        yield from whole_file(f, each_record(rows, make, lambda rec: str(rec.get("uuid") or "")))

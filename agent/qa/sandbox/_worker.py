@@ -15,8 +15,12 @@ Start-up, before any model code runs:
    no_new_privs, network interfaces, whether ``/`` is writable, whether host paths exist); the
    parent refuses a sandbox whose report is wrong.
 
-Each request ``{"code": str, "cpu_seconds": float}`` runs in one namespace kept across calls. The
-code is parsed; if its last statement is an expression, that expression's value is returned as
+Each request ``{"code": str, "cpu_seconds": float, "nonce": str}`` runs in one namespace kept
+across calls; its reply carries the request's nonce back. A request ``{"sync": token}`` is answered
+``{"sync": token}`` at once: the host sends one after every reply, so a reply the model's code
+forged into the reply pipe is found out (the real reply arrives where the host waits for the
+sync answer) and never shifts the replies of later calls. The code is parsed; if its last
+statement is an expression, that expression's value is returned as
 its ``repr`` (like the interactive prompt) and bound to ``_``. Printed output (stdout and stderr)
 is captured up to ``max_output_chars``; beyond that the call stops with ``output_limit``. The
 per-call CPU limit is a profiling timer (``ITIMER_PROF``, CPU time of the process, microsecond
@@ -24,14 +28,21 @@ resolution) armed for the call; its ``SIGPROF`` interrupts the code with a ``tim
 the namespace survives. ``RLIMIT_CPU`` bounds the worker's whole life (the kernel ends it with
 ``SIGXCPU``, then ``SIGKILL`` a second later, whatever the code does with the timer). Errors come
 back as a short traceback of the model's own cells (frames of the standard library, numpy or
-this file are dropped).
+this file are dropped): at most ``_MAX_FRAMES`` frames and ``max_error_chars`` characters,
+formatted under the same CPU timer (at most ``_FORMAT_CPU_SECONDS``), so an exception whose
+``__str__`` never returns, or a traceback a million frames deep, stops with the worker's state
+kept. Text the code hands over as a ``str`` subclass is copied to a plain ``str`` first (its
+``__len__`` cannot hide output from the limit).
 
-Frames: a 4-byte big-endian length, then that many bytes of UTF-8 JSON.
+Frames: a 4-byte big-endian length, then that many bytes of UTF-8 JSON, non-ASCII characters
+written as they are: at most 6 bytes a character (``\\u00XX`` for control characters), so a
+reply stays within the host's cap for any output within ``max_output_chars``.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import io
 import json
 import linecache
@@ -45,8 +56,10 @@ import traceback
 
 _HEADER = struct.Struct(">I")
 _CELL_PREFIX = "<cell-"
-_MAX_ERROR_CHARS = 3000
 _MAX_FRAMES = 6
+_MAX_TRACEBACK_WALK = 1_000_000  # traceback entries looked at (the cell frames are kept)
+_FORMAT_CPU_SECONDS = 1.0  # CPU time allowed to format one error (a bounded traceback: ms)
+_REARM_SECONDS = 0.1  # CPU time between further interrupts once the limit is reached
 _HOST_PATHS = ("/etc/passwd", "/etc/shadow", "/root", "/home", "/work", "/var", "/usr/bin", "/sys")
 
 
@@ -93,6 +106,7 @@ class _Capture(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        text = _plain(text)
         if self.exceeded:
             raise OutputLimitExceeded()
         room = self.limit - self.size
@@ -128,15 +142,20 @@ def _recv(fd: int) -> dict | None:
 
 
 def _send(fd: int, message: dict) -> None:
-    body = json.dumps(message).encode("utf-8")
+    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
     view = memoryview(_HEADER.pack(len(body)) + body)
     while view:
         view = view[os.write(fd, view) :]
 
 
+def _plain(text: str) -> str:
+    """An exact ``str`` copy of ``text`` (a subclass may redefine ``__len__``, slicing, ``encode``)."""
+    return text if type(text) is str else "".join([text])
+
+
 def _clean(text: str) -> str:
     # Lone surrogates (possible in printed str) would break the UTF-8 JSON reply.
-    return text.encode("utf-8", "replace").decode("utf-8")
+    return _plain(text).encode("utf-8", "replace").decode("utf-8")
 
 
 def _count_tasks() -> int:
@@ -213,17 +232,60 @@ def _cpu_used() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _format_error(exc: BaseException) -> str:
+def _interruptible(seconds: float, step: object) -> object:
+    """``step()`` under the per-call CPU timer: SIGPROF after ``seconds`` of CPU time raises
+    :class:`CpuLimitExceeded` inside it, and again every ``_REARM_SECONDS`` after that (code
+    that swallows one interrupt, as ``traceback`` does around ``__str__``, meets the next). The
+    timer is off again when this returns or raises."""
     try:
-        te = traceback.TracebackException.from_exception(exc)
-        frames = [f for f in te.stack if f.filename.startswith(_CELL_PREFIX)]
-        te.stack = traceback.StackSummary.from_list(frames[-_MAX_FRAMES:])
-        text = "".join(te.format(chain=False))
+        _State.in_user_code = True
+        signal.setitimer(signal.ITIMER_PROF, seconds, _REARM_SECONDS)
+        return step()  # type: ignore[operator]
+    finally:
+        _State.in_user_code = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _type_name(cls: type) -> str:
+    # type's own __name__ slot: a metaclass property of that name is not consulted
+    return type.__dict__["__name__"].__get__(cls, type)  # type: ignore[no-any-return]
+
+
+def _format_error(exc: BaseException, max_chars: int) -> str:
+    """The last cell frames of ``exc``'s traceback and its message (runs the model's
+    ``__str__``: call under :func:`_interruptible`)."""
+    kept: collections.deque = collections.deque(maxlen=_MAX_FRAMES)
+    tb = exc.__traceback__
+    for _ in range(_MAX_TRACEBACK_WALK):
+        if tb is None:
+            break
+        if tb.tb_frame.f_code.co_filename.startswith(_CELL_PREFIX):
+            kept.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    summary = traceback.StackSummary.extract(iter(kept), limit=None, lookup_lines=True)
+    lines = ["Traceback (most recent call last):\n"] if kept else []
+    lines += summary.format()
+    lines += traceback.format_exception_only(type(exc), exc)
+    text = _plain("".join(lines))
+    if len(text) > max_chars:
+        text = "... (traceback cut)\n" + text[-max_chars:]
+    return text
+
+
+def _describe(exc: BaseException, cpu_seconds: float, max_chars: int) -> str:
+    """:func:`_format_error` under the CPU timer; a short fixed text when even that fails."""
+    name = _type_name(type(exc))
+    try:
+        text = _interruptible(min(cpu_seconds, _FORMAT_CPU_SECONDS), lambda: _format_error(exc, max_chars))
+    except CpuLimitExceeded:
+        text = f"{name} (its message could not be formatted within the CPU limit)"
+    except OutputLimitExceeded:
+        text = f"{name} (formatting its message printed past the output limit)"
     except MemoryError:
-        text = f"{type(exc).__name__}: {exc}"
-    if len(text) > _MAX_ERROR_CHARS:
-        text = "... (traceback cut)\n" + text[-_MAX_ERROR_CHARS:]
-    return _clean(text)
+        text = f"{name} (formatting its message ran out of memory)"
+    except BaseException as inner:  # noqa: BLE001 - the model's __str__ may raise anything
+        text = f"{name} (formatting its message raised {_type_name(type(inner))})"
+    return _clean(str(text))
 
 
 def _exec_cell(code: str, filename: str, namespace: dict) -> object:
@@ -240,31 +302,32 @@ def _exec_cell(code: str, filename: str, namespace: dict) -> object:
 
 def _run(request: dict, namespace: dict, number: int, cfg: dict) -> dict:
     code = request["code"]
+    cpu_seconds = float(request["cpu_seconds"])
     limit = int(cfg["max_output_chars"])
+    max_error = int(cfg["max_error_chars"])
     capture = _Capture(limit)
     start = _cpu_used()
     value_text: str | None = None
     error: dict | None = None
+
+    def cell() -> str | None:
+        value = _exec_cell(code, f"{_CELL_PREFIX}{number}>", namespace)
+        if value is None:
+            return None
+        namespace["_"] = value
+        return _plain(repr(value))
+
     sys.stdout = sys.stderr = capture
     try:
-        try:
-            _State.in_user_code = True
-            signal.setitimer(signal.ITIMER_PROF, float(request["cpu_seconds"]))
-            value = _exec_cell(code, f"{_CELL_PREFIX}{number}>", namespace)
-            if value is not None:
-                namespace["_"] = value
-                value_text = repr(value)
-        finally:
-            _State.in_user_code = False
-            signal.setitimer(signal.ITIMER_PROF, 0)
+        value_text = _interruptible(cpu_seconds, cell)  # type: ignore[assignment]
     except CpuLimitExceeded:
         error = {"kind": "timeout", "text": ""}
     except OutputLimitExceeded:
         error = {"kind": "output_limit", "text": ""}
     except MemoryError as exc:
-        error = {"kind": "memory", "text": _format_error(exc)}
+        error = {"kind": "memory", "text": _describe(exc, cpu_seconds, max_error)}
     except BaseException as exc:  # noqa: BLE001 - the model's code may raise anything (SystemExit too)
-        error = {"kind": "exception", "text": _format_error(exc)}
+        error = {"kind": "exception", "text": _describe(exc, cpu_seconds, max_error)}
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     if capture.exceeded and error is None:  # the code caught OutputLimitExceeded itself
@@ -276,6 +339,7 @@ def _run(request: dict, namespace: dict, number: int, cfg: dict) -> dict:
         "value": None if value_text is None else _clean(value_text),
         "error": error,
         "cpu_seconds": round(_cpu_used() - start, 4),
+        "nonce": request.get("nonce"),
     }
 
 
@@ -297,6 +361,9 @@ def main() -> None:
         request = _recv(in_fd)
         if request is None:
             return
+        if "sync" in request:
+            _send(out_fd, {"sync": request["sync"]})
+            continue
         number += 1
         _send(out_fd, _run(request, namespace, number, cfg))
 

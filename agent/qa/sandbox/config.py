@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 from localfin.errors import ConfigError, LocalfinError
 
-__all__ = ["SandboxConfig", "SandboxUnavailable", "SANDBOX_PACKAGES"]
+__all__ = ["SandboxConfig", "SandboxUnavailable", "SANDBOX_PACKAGES", "MAX_ERROR_CHARS", "reply_bytes"]
+
+#: Longest error text (traceback) one reply carries, in characters.
+MAX_ERROR_CHARS = 3000
+#: Bytes of UTF-8 JSON one character of a reply's text can take at most (``\u00XX`` for a
+#: control character; the worker writes every other character as itself: 1 to 4 bytes).
+_JSON_BYTES_PER_CHAR = 6
 
 #: Import packages bound read-only into the sandbox by default: numpy and pandas for financial
 #: arithmetic, and what ``import pandas`` needs (dateutil, tzdata). Only these directories of
@@ -87,6 +93,14 @@ class SandboxConfig:
             raise ConfigError(
                 f"SandboxConfig.packages must be a tuple of import names (identifiers), got {self.packages!r}"
             )
+
+
+def reply_bytes(config: SandboxConfig) -> int:
+    """The most bytes a well-formed reply of one call can have: printed output and the value's
+    ``repr`` (each at most ``max_output_chars``, the value plus a short "chars cut" note), the
+    error text, the nonce and the fixed fields. The host refuses a longer announced reply."""
+    chars = 2 * config.max_output_chars + MAX_ERROR_CHARS + 256
+    return _JSON_BYTES_PER_CHAR * chars + 4096
 
 
 def _check_int(name: str, value: object, lo: int, hi: int) -> None:

@@ -65,7 +65,7 @@ from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 
-from agent.qa.sandbox.config import SandboxConfig, SandboxUnavailable
+from agent.qa.sandbox.config import MAX_ERROR_CHARS, SandboxConfig, SandboxUnavailable
 
 __all__ = ["HostLayout", "Launcher", "host_layout", "find_programs", "INSIDE_PREFIX", "INSIDE_SITE"]
 
@@ -284,6 +284,7 @@ class Launcher:
             "worker_cpu_seconds": cfg.worker_cpu_seconds,
             "memory_bytes": cfg.memory_mb << 20,
             "max_output_chars": cfg.max_output_chars,
+            "max_error_chars": MAX_ERROR_CHARS,
         }
         source = resources.files("agent.qa.sandbox").joinpath("_worker.py").read_text(encoding="utf-8")
         return [f"{INSIDE_PREFIX}/bin/python3", "-S", "-s", "-P", "-B", "-c", source, json.dumps(worker_cfg)]

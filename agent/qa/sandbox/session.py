@@ -5,6 +5,14 @@ calls. A call that breaks a limit either stops inside the worker (CPU time, memo
 the namespace survives) or kills the worker (wall time, a crash, a garbled reply); the next call
 then starts a fresh worker and its result says that the earlier state was lost.
 
+Replies are matched to calls, whatever the model's code writes into the reply pipe (it can: the
+pipe's number is in the worker's ``sys.argv``). Each request carries a fresh random nonce that
+its reply must return, and after each reply the host sends a sync token, which the worker's
+loop answers only after the call's real reply. A reply that is forged (a wrong nonce), extra
+(the real reply arrives where the sync answer was due) or left over from an earlier call (a
+wrong nonce again) ends the worker, and the call returns a ``crashed`` error saying so: a
+forged reply can never be taken for a later call's reply.
+
 The worker's report at start-up (uid, capabilities, no_new_privs, network interfaces, writable
 ``/``, visible host paths, environment) is checked before any code is sent; a sandbox that fails
 the check is closed and :class:`SandboxUnavailable` is raised. Nothing here ever runs model code
@@ -17,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import select
 import signal
 import struct
@@ -27,7 +36,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.qa.sandbox.config import SandboxConfig, SandboxUnavailable
+from agent.qa.sandbox.config import SandboxConfig, SandboxUnavailable, reply_bytes
 from agent.qa.sandbox.launch import Launcher, find_programs, host_layout
 from agent.qa.sandbox.seccomp import machine_arch, seccomp_program
 
@@ -71,7 +80,8 @@ class ExecResult:
 
 
 class _NoReply(Exception):
-    """The worker did not answer: ``reason`` is ``timeout``, ``eof`` or ``garbled``."""
+    """The worker did not answer: ``reason`` is ``timeout``, ``eof``, ``garbled`` or ``forged``
+    (a reply that does not answer the call: wrong nonce, or a second reply)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(reason, detail)
@@ -334,12 +344,18 @@ class SandboxSession:
             worker = self._worker
             assert worker is not None
         self._lost = False
-        # stdout and value, each up to max_output_chars, at most 6 JSON bytes a character (\uXXXX)
-        max_reply = 12 * self.config.max_output_chars + (1 << 16)
         started = time.monotonic()
+        deadline = started + self.config.wall_seconds
+        nonce = secrets.token_hex(16)
         try:
-            worker.send({"code": code, "cpu_seconds": self.config.cpu_seconds})
-            reply = worker.receive(started + self.config.wall_seconds, max_reply)
+            worker.send({"code": code, "cpu_seconds": self.config.cpu_seconds, "nonce": nonce})
+            reply = worker.receive(deadline, reply_bytes(self.config))
+            if reply.get("nonce") != nonce:
+                raise _NoReply("forged", "a reply that does not answer this call")
+            token = secrets.token_hex(16)
+            worker.send({"sync": token})
+            if worker.receive(deadline, 1 << 12) != {"sync": token}:
+                raise _NoReply("forged", "a second reply to this call")
             return self._result(reply, restarted, time.monotonic() - started)
         except (_NoReply, BrokenPipeError) as exc:
             wall = time.monotonic() - started
@@ -376,6 +392,11 @@ class SandboxSession:
             return "timeout", f"no reply within {cfg.wall_seconds:g} s of wall time: the worker was stopped"
         if reason == "garbled":
             return "crashed", f"the worker's reply was unreadable ({detail})"
+        if reason == "forged":
+            return "crashed", (
+                f"the worker's reply pipe held {detail} (the code wrote into the reply pipe): "
+                "the worker was stopped"
+            )
         if not ended:
             return "crashed", "the worker stopped replying and was killed"
         if rc == 128 + signal.SIGXCPU:

@@ -9,7 +9,9 @@ the answer gate; numbers of a traceback do not.
 
 Failures are results, never exceptions (the ReAct loop continues): ``bad_args`` (no code,
 unknown keys), ``exception`` (the code raised), ``timeout`` (CPU or wall limit), ``memory``,
-``output_limit``, ``crashed`` (the worker died or garbled its reply) and ``refused`` (no
+``output_limit``, ``crashed`` (the worker died or garbled its reply, or its reply pipe held a
+reply that did not answer the call: a reply forged by the code never passes for a later call's
+reply, see :mod:`agent.qa.sandbox.session`) and ``refused`` (no
 isolation here: the code is not run at all). When a worker is lost, the result says the
 variables are gone, and so does the next call's, which runs in a fresh worker.
 

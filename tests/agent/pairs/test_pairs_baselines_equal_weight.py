@@ -14,8 +14,9 @@ from agent.data.store import MarketStore
 from agent.data.validate import ImportConfig
 from agent.pairs.baselines.equal_weight import HOLD, EqualWeightConfig, equal_weight_ledger
 from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG
-from agent.pairs.baselines.runner import run_all
+from agent.pairs.baselines.runner import RunSettings, run_all
 from agent.pairs.market.records import read_json, read_steps
+from agent.pairs.screen.causal import ScreenConfig
 
 PRICES = """date,ticker,close
 2021-06-01,AAA,10
@@ -63,7 +64,8 @@ def test_buy_and_hold_by_hand(tiny_store: MarketStore) -> None:
 
 def test_run_folder_and_no_candidate_pair(tiny_store: MarketStore, tmp_path: Path) -> None:
     """Four sessions are far too few for the screen: the pair baseline holds nothing, flagged;
-    Equal-Weight (all three tickers trade on step 001 here) is the same under both exposures."""
+    Equal-Weight (all three tickers trade on step 001 here) is the same under both exposures.
+    The file has closes only, so the screen is told to use them (its default is adj_close)."""
     res = run_all(
         tiny_store,
         pool=["AAA", "BBB", "CCC"],
@@ -71,6 +73,7 @@ def test_run_folder_and_no_candidate_pair(tiny_store: MarketStore, tmp_path: Pat
         test=("2021-06-02", "2021-06-30"),
         out_dir=tmp_path / "exp",
         configs=(EqualWeightConfig(), LONG_SHORT_CONFIG),
+        settings=RunSettings(screen=ScreenConfig(price_field="close")),
     )
     assert [r.run_id for r in res] == [
         "equal_weight-no_beta-seed0",

@@ -183,9 +183,13 @@ def test_rolling_on_real_staples_and_energy(shared_data: Path, tmp_path: Path) -
         )
         pools = {"energy": ["XOM", "CVX", "COP", "APA"], "staples": STAPLES}
         res = run_rolling(store, pools, years=[2005, 2015], out_dir=tmp_path / "roll")
-    assert res.no_candidate_years["energy"] == [2015]  # every energy half-life exceeds 60 sessions
-    assert res.no_candidate_years["staples"] == []
+        top = screen_store(store, "2015-01-02", pool=pools["energy"]).candidates[0]
+    # the screen ranks every tradeable pair (energy's ten-year half-lives all exceed 60 sessions,
+    # which the former default band [1, 60] turned into a year without a pair)
+    assert res.no_candidate_years == {"energy": [], "staples": []}
     rows = {(r.pool, r.year, r.exposure, r.method): r for r in res.rows}
     assert rows["staples", 2005, "no_beta", "eg_ddqn"].n_transitions == 251
-    assert rows["energy", 2015, "no_beta", "eg_z"].cumulative_return == 0.0
+    energy = rows["energy", 2015, "no_beta", "eg_z"]
+    assert energy.pair == f"{top.ticker_a}/{top.ticker_b}" and top.half_life > 60
+    assert not energy.no_candidate and energy.n_transitions == 251
     assert dataclasses.asdict(rows["energy", 2015, "beta", "equal_weight"])["cumulative_return"] < 0

@@ -1,6 +1,6 @@
 """The causal pair screen: statsmodels oracle, per-pair calendar alignment, candidates,
-precision against the synthetic truth, causality (perturbing the future changes nothing), and
-real shared data."""
+precision against the synthetic truth, causality (perturbing the future changes nothing), the
+exclusion reasons and the optional cuts. Real shared data: test_pairs_screen_real.py."""
 
 from __future__ import annotations
 
@@ -14,14 +14,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from statsmodels.tsa.stattools import coint
-from typer.testing import CliRunner
 
 from agent.data.errors import DataConfigError
 from agent.data.importer import import_files
+from agent.data.schema import PriceHistory
 from agent.data.store import MarketStore
-from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_pairs, screen_store
+from agent.pairs.screen.causal import (
+    DEGENERATE,
+    EXCLUDED,
+    NO_PRICE_TODAY,
+    NOT_REVERTING,
+    TOO_FEW,
+    PairCandidate,
+    ScreenConfig,
+    screen_pairs,
+    screen_store,
+)
 from agent.pairs.screen.evaluate import evaluate_screen, evaluation_dates, planted_pairs
-from localfin_cli.main import app
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +76,21 @@ def test_matches_statsmodels_and_numpy(store: MarketStore) -> None:
         assert p.n_obs == 1000 and p.ticker_a < p.ticker_b
 
 
-def test_ranking_band_and_candidates(store: MarketStore) -> None:
+TRADEABILITY = (NO_PRICE_TODAY, TOO_FEW, DEGENERATE, NOT_REVERTING)
+
+
+def test_ranking_and_candidates(store: MarketStore) -> None:
+    """By default every tradeable pair is ranked by p-value, whatever its half-life."""
     res = screen_store(store, "2021-01-04")
     assert len(res.pairs) == 66 and len(res.candidates) == 5
     eligible = [p for p in res.pairs if p.eligible]
     assert [p.pvalue for p in eligible] == sorted(p.pvalue for p in eligible)
-    assert all(1.0 <= p.half_life <= 60.0 for p in eligible)
-    assert all(
-        "half-life" in p.reason
-        for p in res.pairs
-        if not p.eligible and np.isfinite(p.half_life) and not 1.0 <= p.half_life <= 60.0
-    )
+    assert all(p.reason.startswith(TRADEABILITY) for p in res.pairs if not p.eligible)
+    assert all(not p.reason for p in eligible)
+    assert any(p.half_life > 60.0 for p in eligible)  # the old band's pairs are ranked too
+    assert [(c.ticker_a, c.ticker_b) for c in res.candidates] == [
+        (p.ticker_a, p.ticker_b) for p in eligible[:5]
+    ]
     top = res.candidates[0]
     assert (top.rank, top.ticker_a, top.name_a) == (
         1,
@@ -107,6 +120,9 @@ def test_ranking_band_and_candidates(store: MarketStore) -> None:
     )  # masking-safe: no dates
     again = screen_store(store, "2021-01-04", exclude=[(top.ticker_b, top.ticker_a)])
     assert (top.ticker_a, top.ticker_b) not in {(c.ticker_a, c.ticker_b) for c in again.candidates}
+    assert next(
+        p for p in again.pairs if (p.ticker_a, p.ticker_b) == (top.ticker_a, top.ticker_b)
+    ).reason == (EXCLUDED)
     assert (
         again.candidates[0].ticker_a == res.candidates[1].ticker_a
         and again.candidates[0].pvalue == res.candidates[1].pvalue
@@ -119,18 +135,14 @@ def test_per_pair_alignment(store: MarketStore, synthetic_truth: dict) -> None:
     first = int(np.searchsorted(cal, np.datetime64(info["VTRX"]["first_date"])))
     early = screen_store(store, cal[first + 100].item())  # VTRX has 101 sessions: too few
     vt = [p for p in early.pairs if "VTRX" in (p.ticker_a, p.ticker_b)]
-    assert all(not p.eligible and "min_sessions" in p.reason and p.n_obs == 101 for p in vt)
+    assert all(not p.eligible and p.reason.startswith(TOO_FEW) and p.n_obs == 101 for p in vt)
     later = screen_store(store, cal[first + 400].item())
     other = next(p for p in later.pairs if {p.ticker_a, p.ticker_b} == {"CIRQ", "VTRX"})
     full = next(p for p in later.pairs if {p.ticker_a, p.ticker_b} == {"CIRQ", "LMNS"})
     assert other.n_obs == 401 and full.n_obs == first + 401 and np.isfinite(other.pvalue)
     halt = info["PNDR"]["halts"][0]
     on_halt = screen_store(store, halt)
-    assert all(
-        "no close on the selection session" in p.reason
-        for p in on_halt.pairs
-        if "PNDR" in (p.ticker_a, p.ticker_b)
-    )
+    assert all(p.reason == NO_PRICE_TODAY for p in on_halt.pairs if "PNDR" in (p.ticker_a, p.ticker_b))
 
 
 def test_ffill_limit_bridges_the_halt(store: MarketStore, synthetic_truth: dict) -> None:
@@ -205,7 +217,9 @@ def test_future_perturbation_leaves_result_bit_identical(synthetic_store_path: P
             _bits(screen_store(s, day, config=ScreenConfig(lookback=300, min_sessions=252))) == before_short
         )
         # the sessions up to the date are the same objects: changing one of them does change the result
-        s._conn.execute("UPDATE prices SET close = close * 1.5 WHERE ticker = 'HRBK' AND date = ?", (day,))
+        s._conn.execute(
+            "UPDATE prices SET adj_close = adj_close * 1.5 WHERE ticker = 'HRBK' AND date = ?", (day,)
+        )
         assert _bits(screen_store(s, day)) != before
 
 
@@ -215,31 +229,114 @@ def test_history_with_future_rows_is_cut(store: MarketStore) -> None:
     assert _bits(screen_pairs(full, day)) == _bits(screen_pairs(full.until(day), day))
 
 
+def test_the_demo_selection_sees_its_planted_pairs(store: MarketStore, synthetic_truth: dict) -> None:
+    """The demo's selection dates (training and test step 001 of agent/pairs/configs/demo.toml)
+    on the same market: the five candidates are the five planted pairs, as under the old band."""
+    planted = planted_pairs(synthetic_truth)
+    for day in ("2022-07-22", "2022-08-12"):
+        res = screen_store(store, day)
+        assert {(c.ticker_a, c.ticker_b) for c in res.candidates} == planted
+        band = screen_store(store, day, config=ScreenConfig(half_life_min=1, half_life_max=60))
+        assert band.candidates == res.candidates
+
+
+def test_optional_band_and_pvalue_cut(store: MarketStore) -> None:
+    """The half-life band and the p-value cut are off by default; set, they exclude with a reason."""
+    free = screen_store(store, "2021-01-04")
+    band = screen_store(store, "2021-01-04", config=ScreenConfig(half_life_min=1.0, half_life_max=60.0))
+    assert all(1.0 <= p.half_life <= 60.0 for p in band.pairs if p.eligible)
+    outside = [p for p in free.pairs if p.eligible and p.half_life > 60.0]
+    again = {(p.ticker_a, p.ticker_b): p for p in band.pairs}
+    assert outside and all(
+        "outside the band [1, 60]" in again[p.ticker_a, p.ticker_b].reason for p in outside
+    )
+    upper = screen_store(store, "2021-01-04", config=ScreenConfig(half_life_max=60.0))
+    assert {p.reason.split(" ")[2] for p in upper.pairs if "half_life_max" in p.reason} == {">"}
+    cut = screen_store(store, "2021-01-04", config=ScreenConfig(max_pvalue=0.01))
+    assert all(p.pvalue <= 0.01 for p in cut.pairs if p.eligible)
+    assert any("> max_pvalue 0.01" in p.reason for p in cut.pairs)
+
+
+def _two_legs(y: np.ndarray, x: np.ndarray) -> PriceHistory:
+    dates = np.arange(np.datetime64("2010-01-04"), np.datetime64("2010-01-04") + len(y)).astype(
+        "datetime64[D]"
+    )
+    return PriceHistory(dates, ("AAA", "BBB"), np.exp(np.column_stack([y, x])), "adj_close")
+
+
+def test_untradeable_spreads_are_excluded_with_their_reason() -> None:
+    rng = np.random.default_rng(3)
+    x = np.cumsum(rng.normal(0, 0.01, 600))
+    explosive = 1e-3 * 1.01 ** np.arange(600)  # the spread runs away: slope of its change > 0
+    res = screen_pairs(_two_legs(x + explosive, x), "2012-01-01", config=ScreenConfig(lookback=600))
+    (p,) = res.pairs
+    assert p.half_life == math.inf and p.reason.startswith(NOT_REVERTING) and not res.candidates
+    flat = screen_pairs(_two_legs(x, np.zeros(600)), "2012-01-01", config=ScreenConfig(lookback=600))
+    assert flat.pairs[0].reason.startswith(DEGENERATE) and not flat.candidates
+    reverting = x + 0.02 * rng.normal(size=600)
+    ok = screen_pairs(_two_legs(reverting, x), "2012-01-01", config=ScreenConfig(lookback=600))
+    assert ok.pairs[0].eligible and ok.pairs[0].half_life < 5 and len(ok.candidates) == 1
+
+
+def test_a_constant_rescaling_of_a_leg_changes_only_alpha(store: MarketStore) -> None:
+    """Why the adjusted close is causal: a later dividend back-adjusts a leg's whole window by
+    one factor, which the regression's intercept absorbs; every statistic shown is unchanged."""
+    day = "2021-01-04"
+    h = store.prices(store.tickers(until=day), end=day, field="adj_close")
+    k = h.tickers.index("HRBK")
+    scaled = h.values.copy()
+    scaled[:, k] *= 0.93
+    a = screen_pairs(h, day)
+    b = screen_pairs(PriceHistory(h.dates, h.tickers, scaled, h.field), day)
+    for p, q in zip(a.pairs, b.pairs, strict=True):
+        assert (p.ticker_a, p.ticker_b, p.n_obs, p.lag) == (q.ticker_a, q.ticker_b, q.n_obs, q.lag)
+        for f in ("pvalue", "adf_stat", "hedge_ratio", "half_life", "z_long", "z_trade", "correlation"):
+            assert getattr(q, f) == pytest.approx(getattr(p, f), rel=1e-7, abs=1e-12), f
+        if not np.isfinite(p.alpha):
+            continue
+        shift = math.log(0.93) * (
+            1.0 if p.ticker_a == "HRBK" else -p.hedge_ratio if p.ticker_b == "HRBK" else 0.0
+        )
+        assert q.alpha == pytest.approx(p.alpha + shift, rel=1e-9, abs=1e-9)
+
+
+def test_adjusted_close_required_or_the_close_named(tmp_path: Path) -> None:
+    days = [d for d in np.arange(np.datetime64("2020-01-01"), np.datetime64("2021-06-01")) if np.is_busday(d)]
+
+    def write(path: Path, rows: list[int], adj: bool) -> Path:
+        head = "date,ticker,close" + (",adj_close" if adj else "")
+        cells = [
+            f"{days[i]},{t},{c:.2f}" + (f",{c:.2f}" if adj else "")
+            for i in rows
+            for j, t in enumerate(("AAA", "BBB"))
+            for c in [10 + i * 0.01 + j + 0.3 * np.sin(i)]
+        ]
+        path.write_text("\n".join([head, *cells]) + "\n")
+        return path
+
+    close_only = write(tmp_path / "old.csv", list(range(300)), adj=False)
+    adjusted = write(tmp_path / "new.csv", list(range(300, len(days))), adj=True)
+    with MarketStore(tmp_path / "m.sqlite") as s:
+        import_files(s, prices=[close_only])
+        with pytest.raises(DataConfigError, match=r"price_field='adj_close'.*AAA 300 of 300, BBB 300 of 300"):
+            screen_store(s, days[299].item())
+        import_files(s, prices=[adjusted])  # adjusted closes for the later sessions only
+        with pytest.raises(DataConfigError, match=r"AAA 300 of \d+.*price_field = \"close\""):
+            screen_store(s, days[-1].item())  # never a silently shorter window
+        assert screen_store(s, days[-1].item(), config=ScreenConfig(price_field="close")).pairs[
+            0
+        ].n_obs == len(days)
+
+
 def test_config_validation() -> None:
     with pytest.raises(DataConfigError, match="lookback"):
         ScreenConfig(lookback=100, min_sessions=252)
     with pytest.raises(DataConfigError, match="half-life band"):
         ScreenConfig(half_life_min=10, half_life_max=5)
+    with pytest.raises(DataConfigError, match="half-life band"):
+        ScreenConfig(half_life_max=0)
+    with pytest.raises(DataConfigError, match="max_pvalue"):
+        ScreenConfig(max_pvalue=0)
     with pytest.raises(DataConfigError, match="autolag"):
         ScreenConfig(autolag="hqic")
-
-
-def test_real_data_screen(shared_data: Path, tmp_path: Path) -> None:
-    prices = shared_data / "prices" / "staples_energy_daily_2003_2023.csv"
-    if not prices.is_file():
-        pytest.skip(f"{prices} absent")
-    db = tmp_path / "real.sqlite"
-    with MarketStore(db) as s:
-        import_files(s, prices=[prices], companies=[shared_data / "companies.csv"])
-        res = screen_store(s, "2023-10-27")
-    assert len(res.pairs) == 91 and res.candidates
-    assert all(c.pvalue <= res.candidates[-1].pvalue for c in res.candidates)
-    assert {c.name_a for c in res.candidates} <= {s for s in map(str, _names(db))}
-    r = CliRunner().invoke(app, ["pairs", "screen", "--date", "2023-10-27", "--store", str(db)])
-    assert r.exit_code == 0 and res.candidates[0].ticker_a in r.output and "top" in r.output
-    print("\n" + r.output)
-
-
-def _names(db: Path) -> list[str]:
-    with MarketStore(db) as s:
-        return [c.name for c in s.companies().values()]
+    assert ScreenConfig().half_life_min is ScreenConfig().max_pvalue is None

@@ -3,7 +3,6 @@ reason, unreadable files refused by name, and nothing of the gold in what the ag
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 from pathlib import Path
@@ -106,26 +105,30 @@ def test_finmmr_shared_layout_parses_python_list_text_safely(tmp_path):
             FINMMR_OK | {"id": "e1", "images": ["finmmr_images/1-1.png"]},
             FINMMR_OK | {"id": "e2", "images": f"__import__('os').system('touch {marker}')"},
             FINMMR_OK | {"id": "e3", "images": "['finmmr_images/9-1.png']"},
-            FINMMR_OK | {"id": "e4", "images_available": False, "language": "Chinese"},
+            FINMMR_OK | {"id": "e4", "images": "[]", "images_available": False, "language": "Chinese"},
             FINMMR_OK | {"id": "e5", "answer": "n/a"},
         ],
     )
     out = load_items("finmmr", f)
-    assert [i.item_id for i in out.items] == ["easy-validation-0", "e1"]
+    # e4 lists no image at all: it loads (without one); e3's listed image is not in this copy
+    assert [i.item_id for i in out.items] == ["easy-validation-0", "e1", "e4"]
     item = out.items[0]
-    assert item.split == "validation"
+    assert (item.split, item.subset) == ("validation", "easy")
     assert item.question.images == (str(tmp_path / "finmmr_images" / "1-1.png"),)
+    assert out.items[2].question.images == ()
     assert item.question.answer_format.endswith("as an integer")
     assert item.gold.answer == -10 and "solution" in item.gold.extra
     reasons = {s.item_id: s.reason for s in out.skipped}
+    assert set(reasons) == {"e2", "e3", "e5"} and out.incomplete == ()
     assert "not a list literal" in reasons["e2"]
     assert not marker.exists()  # the text was never executed
     assert "image file missing" in reasons["e3"] and "9-1.png" in reasons["e3"]
-    assert "images_available=false" in reasons["e4"]
     assert "not a number" in reasons["e5"]
     loose = load_items("finmmr", f, require_images=False)
     assert {i.item_id for i in loose.items} == {"easy-validation-0", "e1", "e3", "e4"}
     assert next(i for i in loose.items if i.item_id == "e3").question.images == ()
+    assert [(n.item_id, n.line) for n in loose.incomplete] == [("e3", 4)]
+    assert "9-1.png" in loose.incomplete[0].reason and "(1 of 1)" in loose.incomplete[0].reason
 
 
 def _finmmr_repo(root: Path) -> Path:
@@ -165,153 +168,6 @@ def test_finmmr_released_repository_layout(tmp_path):
         load_items("finmmr", root, subset="extreme")
 
 
-def test_bizbench_parquet_sec_num_only(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    data = tmp_path / "bizbench" / "data"
-    data.mkdir(parents=True)
-    rows = {
-        "question": ["Total revenue", "Write a function", "Net income", "Operating income"],
-        "answer": ["1,234", "def f(): pass", "(12.3)", "about half"],
-        "task": ["SEC-Num", "FinCode", "SEC-NUM", "SEC-Num"],
-        "context": ["Revenue was $1,234 thousand ...", None, "Net loss of $(12.3) million", "..."],
-        "context_type": ["text", None, "text", "text"],
-        "options": [None, None, None, None],
-        "program": [None, "...", None, None],
-    }
-    pq.write_table(pa.table(rows), data / "test-00000-of-00001-abc.parquet")
-    pq.write_table(pa.table({k: v[:1] for k, v in rows.items()}), data / "train-00000-of-00001-def.parquet")
-    out = load_items("bizbench", tmp_path / "bizbench")
-    ids = [i.item_id for i in out.items]
-    assert ids == ["bizbench-test-0-1", "bizbench-test-0-3", "bizbench-train-0-1"]
-    first = out.items[0]
-    assert first.question.text == "Total revenue" and "1,234 thousand" in first.question.context
-    assert first.gold.answer == "1,234" and first.split == "test"
-    assert [s.line for s in out.skipped] == [4] and "does not read as a number" in out.skipped[0].reason
-    assert [i.item_id for i in load_items("bizbench", tmp_path / "bizbench", split="train").items] == [
-        "bizbench-train-0-1"
-    ]
-    bad = data / "test-broken.parquet"
-    bad.write_bytes(b"not parquet")
-    with pytest.raises(InputError, match=r"test-broken\.parquet"):
-        load_items("bizbench", tmp_path / "bizbench")
-
-
-def _fintmm_repo(root: Path) -> Path:
-    (root / "data" / "Chart").mkdir(parents=True)
-    (root / "data" / "Chart" / "AAPL_2022-W10_Kline.png").write_bytes(_png())
-    (root / "data" / "StockPrice.json").write_text(
-        json.dumps(
-            [
-                {
-                    "uuid": "sp-1",
-                    "Company": "Apple Inc.",
-                    "Symbol": "AAPL",
-                    "Date": "2022-03-04",
-                    "close": 163.17,
-                }
-            ]
-        )
-    )
-    qa = [
-        {
-            "uuid": "q-1",
-            "question": "What was Apple's closing price on 2022-03-04?",
-            "answers": [
-                {"answer": "163.17 USD", "explanation": "...", "confidence": 0.9, "source": ["sp-1"]}
-            ],
-            "type": "StockPrice",
-        },
-        {
-            "question": "Was AAPL's week of 2022-W10 bullish?",
-            "answers": [{"answer": "No", "source": ["Chart_AAPL_2022-W10_Kline"]}],
-            "type": "Chart",
-        },
-        {"question": "broken", "answers": []},
-    ]
-    (root / "QA.json").write_text(json.dumps(qa))
-    return root
-
-
-def test_fintmmbench_no_context_unless_oracle(tmp_path):
-    root = _fintmm_repo(tmp_path / "FinTMMBench")
-    out = load_items("fintmmbench", root)
-    assert [i.item_id for i in out.items] == ["q-1", "fintmm-2"]
-    assert all(i.split == "test" and i.question.context == "" and not i.question.images for i in out.items)
-    assert out.items[0].gold.answer == "163.17 USD" and out.items[0].gold.answer_type == "free"
-    assert out.skipped[0].line == 3 and "answers" in out.skipped[0].reason
-    oracle = load_items("fintmmbench", root, oracle_context=True)
-    assert "163.17" in oracle.items[0].question.context
-    assert oracle.items[1].question.images == (str(root / "data" / "Chart" / "AAPL_2022-W10_Kline.png"),)
-
-
-def test_finmme_parquet_and_json_export(tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    png = _png()
-    data = tmp_path / "FinMME" / "data"
-    data.mkdir(parents=True)
-    rows = [
-        {
-            "question_text": "What is the trend of the index over the period?",
-            "question_type": "single_choice",
-            "answer": "B",
-            "options": "A. up B. down C. flat",
-            "unit": "",
-            "tolerance": None,
-            "verified_caption": "Index level 2020-2023",
-            "related_sentences": "The index fell.",
-            "knowledge_domain": "Equity",
-            "image": {"bytes": png, "path": "x.png"},
-        },
-        {
-            "question_text": "What was revenue in 2023?",
-            "question_type": "numerical",
-            "answer": "12.5",
-            "options": None,
-            "unit": "billion USD",
-            "tolerance": 0.1,
-            "verified_caption": "",
-            "related_sentences": "",
-            "knowledge_domain": "TMT",
-            "image": {"bytes": png, "path": "y.png"},
-        },
-        {
-            "question_text": "Why did margins fall?",
-            "question_type": "essay",
-            "answer": "A",
-            "options": None,
-            "unit": "",
-            "tolerance": None,
-            "verified_caption": "",
-            "related_sentences": "",
-            "knowledge_domain": "",
-            "image": {"bytes": png, "path": "z.png"},
-        },
-    ]
-    pq.write_table(pa.Table.from_pylist(rows), data / "train-00000-of-00001.parquet")
-    cache = tmp_path / "cache"
-    out = load_items("finmme", tmp_path / "FinMME", image_cache=cache)
-    assert len(out.items) == 2 and out.skipped[0].line == 3 and "question_type" in out.skipped[0].reason
-    choice, num = out.items
-    assert choice.split == "train"
-    assert choice.question.options == ("A. up", "B. down", "C. flat")
-    assert choice.gold.answer == "B" and choice.gold.extra["dimensions"] == ("compre", "single")
-    assert "Caption: Index level" in choice.question.context
-    assert num.gold.answer == 12.5 and num.gold.extra["tolerance"] == 0.1
-    assert num.gold.extra["dimensions"] == ("fg", "cal")
-    assert "billion USD" in num.question.answer_format
-    assert Path(choice.question.images[0]).read_bytes() == png
-    assert str(cache) in choice.question.images[0]
-    export = tmp_path / "finmme_test.json"
-    export.write_text(json.dumps([rows[0] | {"id": 7, "image": {"bytes": base64.b64encode(png).decode()}}]))
-    again = load_items("finmme", export, image_cache=cache)
-    assert again.items[0].item_id == "finmme-7" and again.items[0].split == "test"
-    assert again.items[0].question.images == choice.question.images  # same bytes, same cached file
-
-
 def test_unreadable_inputs_raise_naming_the_file(tmp_path):
     with pytest.raises(InputError, match="nothere"):
         load_items("tatqa", tmp_path / "nothere.jsonl")
@@ -334,7 +190,9 @@ def test_arguments_are_validated():
     with pytest.raises(ConfigError, match="limit"):
         load_items("tatqa", ".", limit=0)
     with pytest.raises(ConfigError, match="split"):
-        load_items("tatqa", ".", split="holdout")
+        load_items("tatqa", ".", split="not a name!")
+    with pytest.raises(ConfigError, match="tatqa has no subsets"):
+        load_items("tatqa", ".", subset="easy")
 
 
 def test_split_and_limit(tmp_path):

@@ -12,6 +12,11 @@ on the host side, after the call returned:
 * the next call ``1 + 1`` returns 2 (the session is still usable, restarted where the attack
   killed the worker).
 
+Cases aimed at the reply channel and at error formatting (forged replies, a forged reply that
+also answers the host's sync, astral output at the limit, an exception whose ``__str__`` or
+type name never returns, a traceback 100,000 frames deep) are also run as sequences: the calls
+after them get their own correct replies (state kept where the attack only stopped a call).
+
 Attacks written as real code would be: where the operating system only returns an error code
 (``system()``, ``setuid``...), the attack checks it and raises, as any script would, so that
 the errno shows in the tool's error.
@@ -53,6 +58,35 @@ CHECK = (
     "if rc != 0:\n"
     "    raise OSError(ctypes.get_errno(), f'{{what}} returned {{rc}}: ' + os.strerror(ctypes.get_errno()))"
 )
+
+
+# Forging a reply: the reply pipe's number is in sys.argv[1]; a well-formed frame claims a value.
+FORGE = (
+    "import json, os, struct, sys\n"
+    "cfg = json.loads(sys.argv[1])\n"
+    "body = json.dumps({{'stdout': '', 'value': \"'FORGED'\", 'error': None, 'cpu_seconds': 0.0,"
+    " 'nonce': {nonce}}}).encode()\n"
+    "os.write(cfg['out_fd'], struct.pack('>I', len(body)) + body)\n"
+)
+# ... with the call's own nonce, read from the worker's frames (the code can see all of its process)
+STEAL_NONCE = (
+    "import sys\nf = sys._getframe()\n"
+    "while f is not None and not isinstance(f.f_locals.get('request'), dict):\n    f = f.f_back\n"
+    "nonce = f.f_locals['request']['nonce']\n"
+)
+# ... and answering the host's sync itself, read from the request pipe: the forged reply is taken,
+# the real one stays behind, and the next call finds it
+ANSWER_SYNC = (
+    "head = os.read(cfg['in_fd'], 4)\n"
+    "sync = json.loads(os.read(cfg['in_fd'], struct.unpack('>I', head)[0]))\n"
+    "body = json.dumps(sync).encode()\n"
+    "os.write(cfg['out_fd'], struct.pack('>I', len(body)) + body)\n"
+)
+
+
+def _literal(code: str) -> str:
+    """``code`` as a Case template (braces doubled: the cases are formatted with host values)."""
+    return code.replace("{", "{{").replace("}", "}}")
 
 
 @dataclass(frozen=True)
@@ -337,6 +371,48 @@ CASES: list[Case] = [
         r"reply was unreadable",
     ),
     Case("tamper_worker_json", "import json\njson.dumps = None", "crashed", r"worker (died|exited)"),
+    Case(
+        "forge_reply_without_nonce",
+        _literal(FORGE.format(nonce="'guessed'")),
+        "crashed",
+        r"reply pipe held a reply that does not answer this call.*variables are gone",
+    ),
+    Case(
+        "forge_reply_with_stolen_nonce",
+        _literal(STEAL_NONCE + FORGE.format(nonce="nonce")),
+        "crashed",
+        r"reply pipe held a second reply to this call.*variables are gone",
+    ),
+    Case(
+        "forge_two_replies_ahead",
+        _literal(STEAL_NONCE + FORGE.format(nonce="nonce") + FORGE.format(nonce="'next'")),
+        "crashed",
+        r"reply pipe held a second reply to this call",
+    ),
+    # --- error formatting runs under the CPU limit, the state survives ---------------------
+    Case(
+        "looping_exception_str",
+        "class Endless(Exception):\n    def __str__(self):\n        while True:\n            pass\n"
+        "raise Endless()",
+        "exception",
+        r"Endless.*(str\(\) failed|could not be formatted within the CPU limit)",
+        config=SandboxConfig(cpu_seconds=0.5, tmp_mb=8),
+    ),
+    Case(
+        "looping_exception_type_name",
+        "def endless(cls):\n    while True:\n        pass\n"
+        "class Meta(type):\n    pass\nMeta.__module__ = property(endless)\n"
+        "class Endless(Exception, metaclass=Meta):\n    pass\nraise Endless()",
+        "exception",
+        r"Endless \(its message could not be formatted within the CPU limit\)",
+        config=SandboxConfig(cpu_seconds=0.5, tmp_mb=8),
+    ),
+    Case(
+        "deep_recursion_traceback",
+        "import sys\nsys.setrecursionlimit(100_000)\ndef dive(n):\n    return dive(n + 1)\ndive(0)",
+        "exception",
+        r"\A(?!.*traceback cut).*line 4, in dive.*RecursionError: maximum recursion depth",
+    ),
 ]
 
 
@@ -466,3 +542,99 @@ def test_attack_is_contained(case: Case, host: Host, isolation: dict) -> None:
         host.assert_untouched()
         after = tool({"code": "1 + 1"})
         assert after.ok and after.text.endswith("=> 2") and after.numbers[-1] == 2.0, after
+
+
+def _replies(tool: PythonTool, calls: list[tuple[str, str]]) -> None:
+    for code, want in calls:
+        got = tool({"code": code})
+        assert got.ok and got.text.endswith(want), (code, got.text)
+
+
+FRESH_CALLS = [
+    ("x = 7\nx * 3", "=> 21"),
+    ("'abc'.upper()", "=> 'ABC'"),
+    ("sum(range(10))", "=> 45"),
+    ("x + 1", "=> 8"),
+]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        FORGE.format(nonce="'guessed'"),
+        STEAL_NONCE + FORGE.format(nonce="nonce"),
+        STEAL_NONCE + FORGE.format(nonce="nonce") + FORGE.format(nonce="'next'"),
+    ],
+    ids=["without_nonce", "stolen_nonce", "two_ahead"],
+)
+def test_a_forged_reply_never_shifts_later_replies(code: str, isolation: dict) -> None:
+    with PythonTool(CORPUS) as tool:
+        _replies(tool, [("kept = 5\nkept", "=> 5")])
+        attack = tool({"code": code})
+        assert attack.error == "crashed" and "reply pipe held" in attack.text, attack.text
+        assert "FORGED" not in attack.text
+        first = tool({"code": "41 + 1"})
+        assert first.ok and first.text.endswith("=> 42") and "restarted" in first.text, first.text
+        _replies(tool, FRESH_CALLS)
+        assert tool.session is not None and tool.session.starts == 2
+
+
+def test_a_forged_reply_that_also_answers_the_sync_is_found_by_the_next_call(isolation: dict) -> None:
+    """The code takes the host's sync token from the request pipe and answers it: the host
+    takes its forged reply for this call (a claim about its own output, as a print would be),
+    and the real reply, left in the pipe, carries this call's nonce, not the next call's."""
+    with PythonTool(CORPUS) as tool:
+        _replies(tool, [("kept = 5\nkept", "=> 5")])
+        forged = tool({"code": STEAL_NONCE + FORGE.format(nonce="nonce") + ANSWER_SYNC})
+        assert forged.ok and forged.text == "=> 'FORGED'", forged.text
+        found = tool({"code": "kept * 2"})
+        assert found.error == "crashed", found.text
+        assert "reply that does not answer this call" in found.text and "variables are gone" in found.text
+        assert "=> 10" not in found.text  # never the reply of another call
+        first = tool({"code": "41 + 1"})
+        assert first.ok and first.text.endswith("=> 42") and "restarted" in first.text, first.text
+        _replies(tool, FRESH_CALLS)
+
+
+KEPT_CALLS = [
+    ("kept * 2", "=> 10"),
+    ("kept = kept + 1\nkept", "=> 6"),
+    ("str(kept) * 2", "=> '66'"),
+]
+
+
+def test_astral_output_at_the_limit_replies_and_keeps_the_state(isolation: dict) -> None:
+    """Printed output and a value of max_output_chars astral characters each (4 bytes of UTF-8,
+    12 of ASCII-escaped JSON): the reply fits the host's cap, the worker keeps its state."""
+    with PythonTool(SandboxConfig(tmp_mb=8)) as tool:
+        n = tool.config.max_output_chars
+        _replies(tool, [("kept = 5\nkept", "=> 5")])
+        code = f"s = '\\U0001F600' * {n - 2}\nprint(s + 'x')\ns"
+        assert tool.session is not None
+        result = tool.session.execute(code)
+        astral = "\U0001f600" * (n - 2)
+        assert result.ok and not result.worker_lost, result.error_text
+        assert result.stdout == astral + "x\n" and len(result.stdout) == n
+        assert result.value == repr(astral) and len(result.value) == n
+        shown = tool({"code": "s[:3] + '!'"})
+        assert shown.ok and shown.text == "=> '\U0001f600\U0001f600\U0001f600!'", shown.text
+        assert tool.session.starts == 1
+        _replies(tool, KEPT_CALLS)
+
+
+FORMATTING_CASES = ("looping_exception_str", "looping_exception_type_name", "deep_recursion_traceback")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.name in FORMATTING_CASES],
+    ids=lambda c: c.name,
+)
+def test_error_formatting_stops_under_the_cpu_limit_and_keeps_the_state(case: Case, isolation: dict) -> None:
+    with PythonTool(case.config) as tool:
+        _replies(tool, [("kept = 5\nkept", "=> 5")])
+        result = tool({"code": case.code})
+        assert result.error == "exception" and re.search(case.blocked_by, result.text, re.DOTALL), result.text
+        assert "variables are gone" not in result.text
+        _replies(tool, KEPT_CALLS)
+        assert tool.session is not None and tool.session.starts == 1

@@ -1,0 +1,188 @@
+"""Our TAT-QA scorer equals the official evaluator (NExTplusplus/TAT-QA @ 870accc4).
+
+* on every row of the committed table (6,672 predictions over the released dev gold, scored by
+  the official ``TaTQAEmAndF1``; tests/agent/qa/data/README.md says how it was made);
+* on the authors' own published metric and utility tests (``tatqa_metric_test.py``,
+  ``tatqa_utils_test.py``), re-stated here as data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agent.qa.items import Gold
+from agent.qa.scoring import score_answer
+from agent.qa.tatqa_metric import (
+    OUR_TYPES,
+    normalize_answer,
+    number_value,
+    official_em_f1,
+    reads_as_number,
+    tatqa_em_f1,
+)
+
+TABLE = Path(__file__).parent / "data" / "tatqa_official_scores.jsonl"
+_TATQA_TO_OURS = {v: k for k, v in OUR_TYPES.items()}
+
+
+def _rows() -> list[dict]:
+    return [json.loads(line) for line in TABLE.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_table_is_large_and_covers_every_answer_type_and_scale():
+    rows = _rows()
+    assert len(rows) >= 2000
+    assert set(Counter(r["answer_type"] for r in rows)) == {"span", "multi-span", "arithmetic", "count"}
+    assert set(Counter(r["scale"] for r in rows)) == {"", "thousand", "million", "billion", "percent"}
+    verdicts = Counter((r["official_em"], r["official_f1"] > 0) for r in rows)
+    assert verdicts[(1.0, True)] > 1000 and verdicts[(0.0, False)] > 1000 and verdicts[(0.0, True)] > 300
+
+
+def test_equal_to_the_official_evaluator_on_every_row():
+    differ = []
+    for r in _rows():
+        got = tatqa_em_f1(r["answer"], r["scale"], r["answer_type"], r["prediction"])
+        if got != (r["official_em"], r["official_f1"]):
+            differ.append((r["uid"], r["prediction"], got, r["official_em"], r["official_f1"]))
+    assert differ == []
+
+
+def test_score_answer_equals_the_official_evaluator_on_every_row():
+    """Through the public interface, with the gold as the loader builds it (our answer types,
+    empty spans of a multi-span gold dropped and counted)."""
+    differ = []
+    for r in _rows():
+        answer = r["answer"]
+        dropped = 0
+        if isinstance(answer, list):
+            kept = [str(a) for a in answer if str(a).strip()]
+            dropped, answer = len(answer) - len(kept), kept
+        gold = Gold(
+            answer,
+            _TATQA_TO_OURS[r["answer_type"]],
+            r["scale"],
+            extra={"tatqa_answer_type": r["answer_type"], "dropped_empty_spans": dropped},
+        )
+        s = score_answer("tatqa", gold, r["prediction"])
+        if (float(s.correct), s.score) != (r["official_em"], r["official_f1"]):
+            differ.append((r["uid"], r["prediction"], s.detail, r["official_em"], r["official_f1"]))
+    assert differ == []
+
+
+# The authors' tatqa_metric_test.py cases: (gold, prediction, pred_scale, EM, F1).
+AUTHORS_METRIC_CASES = [
+    (("span", ["here is, a test"], ""), "here is, a test", "", 1, 1),
+    (("span", ["1234.1"], "million"), "1234.1", "thousand", 0, 0),
+    (("span", ["1234.1"], "million"), "123", "thousand", 0, 0),
+    (("span", ["12314.1"], "million"), "12314.1", "million", 1, 1),
+    (("multi-span", ["singapore", "china", "usa"], ""), ["singapore", "china", "usa"], "", 1, 1),
+    (("multi-span", ["singapore", "china", "usa"], ""), ["china", "singapore", "usa"], "", 1, 1),
+    (("multi-span", ["singapore", "china", "usa"], ""), ["china", "singapore"], "", 0, 0.8),
+    (("arithmetic", 123.2, "million"), 123.2, "", 0, 0),
+    (("arithmetic", 123.2, "million"), 123200000, "", 1, 1),
+    (("arithmetic", 123.2, "million"), 123.2, "thousand", 0, 0),
+    (("arithmetic", 123.2, ""), 123.2, "", 1, 1),
+    (("arithmetic", 123.22, ""), 123.2, "", 0, 0),
+    (("arithmetic", 123.2, ""), 123.2010, "", 1, 1),
+    (("count", 5, ""), 5, "", 1, 1),
+    (("arithmetic", 22.12, "percent"), 0.2212, "", 1, 1),
+    (("arithmetic", 22.12, "percent"), 0.22121, "percent", 0, 0),
+    (("arithmetic", 22.12, "percent"), 22.1231, "", 0, 0),
+    (("arithmetic", 22.12, "percent"), 22.1231, "percent", 1, 1),
+    (("span", [22.12], "million"), "22.12", "million", 1, 1),
+    (("span", [22.12], "million"), "22.12", "", 0, 0),
+    (("arithmetic", 22.12, "million"), "test", "", 0, 0),
+    (("arithmetic", 22.12, "million"), ["1", "2"], "", 0, 0),
+    (("span", [22.12], "percent"), "-22.12", "", 0, 0),
+    (("span", [22.12], "percent"), "22.12%", "", 1, 1),
+    (("span", [22.12], ""), "22.12%", "", 0, 0),
+    (("span", [22.12], "million"), "$22.12", "", 0, 0),
+    (("arithmetic", 22.12, "million"), "$22.12", "", 0, 0),
+    (("span", ["22.12"], "percent"), ["-22.12"], "", 0, 0),
+    (("span", ["$1.0 million"], ""), ["['$1.0 million']"], "", 1, 1),
+    (("span", [22.12], ""), "$22.12", "", 1, 1),
+    (("span", [22.12], "percent"), "22.12%", "percent", 1, 1),
+    (("count", 5, ""), "abcd 5", "1", 0, 0),
+    (("multi-span", ["$23,234", "$234.12"], ""), ["234.12", "23,234"], "", 1, 1),
+    (("multi-span", ["$35,120", "$24,159"], ""), ["$24,159", "$35,120"], "", 1, 1),
+    (("arithmetic", ["34.12"], "percent"), ["0.3412"], "", 1, 1),
+    (
+        (
+            "span",
+            [
+                "wages and salaries, social security costs, pension and other costs and share-based "
+                "payments, see note 10 of the Financial Statements"
+            ],
+            "",
+        ),
+        ["wages and salaries, social security costs, pension and other costs and share - based payments,"],
+        "",
+        0,
+        0.67,
+    ),
+]
+# and its test_one (F1 only)
+AUTHORS_F1_ONLY = [
+    (("arithmetic", ["34.12%"], "percent"), ["0.3412"], "", 1),
+    (("arithmetic", ["34.12%"], ""), ["0.3412"], "", 1),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "pred_scale", "em", "f1"), AUTHORS_METRIC_CASES)
+def test_the_authors_metric_cases(gold, pred, pred_scale, em, f1):
+    assert official_em_f1(*gold, pred, pred_scale) == (em, f1)
+
+
+@pytest.mark.parametrize(("gold", "pred", "pred_scale", "f1"), AUTHORS_F1_ONLY)
+def test_the_authors_f1_only_cases(gold, pred, pred_scale, f1):
+    assert official_em_f1(*gold, pred, pred_scale)[1] == f1
+
+
+def test_the_authors_utility_cases():
+    for text, value in [("2.3 million", 2300000), ("-2.3 thousand", -2300), ("205 billion", 205000000000)]:
+        assert number_value(text) == value
+    assert number_value("-1,210 million") == -1210000000
+    assert normalize_answer("-134.12") == "-134.12"
+    assert normalize_answer("134.12") == "134.12"
+    assert normalize_answer("(134.12)") == "-134.12"
+    assert normalize_answer("18.3%") == "0.183"
+    assert reads_as_number("$124")
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "em", "f1", "why"),
+    [
+        (("arithmetic", 283.8, "million"), "283.8 thousand", 0, 0, "a scale word multiplies the value"),
+        (("span", ["283.8"], "million"), "283.8 thousand", 0, 0, "no F1 credit for the scale word"),
+        (("arithmetic", 234, "million"), "234,000,000", 1, 1, "equal after scaling"),
+        (("arithmetic", 13.19, "percent"), "0.1319", 1, 1, "a percent written as a fraction"),
+        (("arithmetic", 13.19, "percent"), "13.19", 0, 0, "a bare number is not a percent"),
+        (("arithmetic", 145, "million"), "145 million.", 1, 1, "text after the scale word"),
+        (("span", ["(1,234)"], ""), "1,234", 1, 1, "(1,234) reads as positive: the official quirk"),
+        (("span", ["(134)"], ""), "-134", 1, 1, "(134) without a comma is negative"),
+        (("multi-span", ["u v", "x y"], ""), "x y\nu v", 0, 1, "one string is one bag of words"),
+        (("span", ["one two three"], ""), "one two", 0, 0.8, "F1 rounded to two places"),
+    ],
+)
+def test_the_rules_the_issue_names(gold, pred, em, f1, why):
+    assert official_em_f1(*gold, pred) == (em, f1), why
+
+
+def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
+    """End to end: the released dev file through ``load_items``, then ``score_answer``."""
+    from agent.qa.datasets import load_items
+
+    path = shared_data / "qa" / "released" / "tatqa" / "dataset_raw" / "tatqa_dataset_dev.json"
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    gold = {it.item_id: it.gold for it in load_items("tatqa", path).items}
+    differ = []
+    for r in _rows():
+        s = score_answer("tatqa", gold[r["uid"]], r["prediction"])
+        if (float(s.correct), s.score) != (r["official_em"], r["official_f1"]):
+            differ.append((r["uid"], r["prediction"], s.detail))
+    assert differ == []
