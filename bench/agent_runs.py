@@ -25,7 +25,7 @@ from agent.qa.toolset import ToolsetConfig, tool_factory
 from localfin import configfile as cf
 from localfin.errors import ConfigError
 from serving.backend import Backend
-from serving.open import BackendSpec, model_facts, open_backend
+from serving.open import BackendSpec, model_facts, open_backend, opened
 from serving.registry import Registry
 
 __all__ = ["MODES", "QA_MAX_SIZE", "BenchRun", "moira_run", "finacumen_run"]
@@ -98,8 +98,7 @@ def moira_run(
     synthetic_store(out)
     doc = moira_document(model, size)
     cfg = parse_config(doc, base_dir=out)
-    engine = backend or open_backend(cfg.model.backend_spec(), registry)
-    try:
+    with opened(cfg.model.backend_spec(), registry, backend=backend) as engine:
         res = run_experiment(
             cfg,
             out / "experiment",
@@ -108,9 +107,6 @@ def moira_run(
             model=model_facts(model, registry),
             sequential=mode == "sequential",
         )
-    finally:
-        if backend is None:
-            engine.close()
     units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
     return BenchRun(out / "experiment" / "journal.sqlite", units, res.wall_s, res)
 

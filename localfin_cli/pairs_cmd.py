@@ -171,7 +171,7 @@ def run(
     from agent.pairs.experiment.run import run_experiment
     from localfin import env
     from localfin.errors import ConfigError
-    from serving.open import model_facts, open_backend
+    from serving.open import model_facts, opened
 
     cfg = load_config(config)
     text = config.read_text(encoding="utf-8")
@@ -181,8 +181,7 @@ def run(
     except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
         facts = None
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        backend = open_backend(cfg.model.backend_spec())
-        try:
+        with opened(cfg.model.backend_spec()) as backend:
             res = run_experiment(
                 cfg,
                 folder,
@@ -193,8 +192,6 @@ def run(
                 sequential=sequential,
                 progress=progress_for(rl),
             )
-        finally:
-            backend.close()
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,7 @@ __all__ = [
     "BackendSpec",
     "ModelFacts",
     "open_backend",
+    "opened",
     "registry_with",
     "model_facts",
     "check_weights",
@@ -181,6 +184,22 @@ def weights_status(model: str, registry: Registry | None = None) -> WeightsStatu
             else f"copy {spec.hf_reference or spec.display_name} into {where} (or set LOCALFIN_MODELS_DIR)"
         )
         return WeightsStatus(spec.key, where, None, fix)
+
+
+@contextmanager
+def opened(
+    spec: BackendSpec, registry: Registry | None = None, *, backend: Backend | None = None
+) -> Iterator[Backend]:
+    """``backend`` when the caller gives one (theirs: not closed here), else the backend ``spec``
+    names, opened here and closed when the block ends."""
+    if backend is not None:
+        yield backend
+        return
+    own = open_backend(spec, registry)
+    try:
+        yield own
+    finally:
+        own.close()
 
 
 def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend:

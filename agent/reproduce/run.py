@@ -33,7 +33,7 @@ from bank.embedder import Embedder
 from localfin import env
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
-from serving.open import BackendSpec, open_backend
+from serving.open import BackendSpec, opened
 from serving.registry import Registry
 
 __all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
@@ -146,10 +146,8 @@ def reproduce(
         if smoke:
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
-        be = backend
-        if be is None:
-            be = open_backend(BackendSpec(plan.backend, plan.model, base_url=plan.base_url), reg)
-        try:
+        spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
+        with opened(spec, reg, backend=backend) as be:
             qo = run_qa(
                 cfg,
                 out,
@@ -160,9 +158,6 @@ def reproduce(
                 embedder=embedder,
                 progress=progress,
             )
-        finally:
-            if backend is None:
-                be.close()
         rows = list(qo.rows)
         notes += list(qo.notes)
         if qo.details:

@@ -26,7 +26,7 @@ from bank.embedder import Embedder
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
-from serving.open import check_weights, model_facts, open_backend
+from serving.open import check_weights, model_facts, opened
 from serving.registry import Registry
 
 __all__ = ["DemoResult", "demo_document", "demo_config_text", "synthetic_store", "run_moira_demo"]
@@ -100,8 +100,7 @@ def run_moira_demo(
     text = demo_config_text(model)
     cfg: ExperimentConfig = parse_config(demo_document(model), base_dir=out)
     resume = (out / "journal.sqlite").exists()
-    engine = backend or open_backend(cfg.model.backend_spec(), registry)
-    try:
+    with opened(cfg.model.backend_spec(), registry, backend=backend) as engine:
         res = run_experiment(
             cfg,
             out,
@@ -113,9 +112,6 @@ def run_moira_demo(
             progress=progress,
             embedder=embedder,
         )
-    finally:
-        if backend is None:
-            engine.close()
     wall = time.perf_counter() - t0
     report = out / "report.md"
     report.write_text(_report(cfg, res, wall, store_s), encoding="utf-8")
