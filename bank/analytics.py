@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bank.errors import BankConfigError, BankInputError
+from bank.plots import plot_sweep
 from bank.retrieval import select_hits
+from bank.schema import SnapshotRow, query_text
 from localfin.progress import NULL_PROGRESS, Progress
 
 if TYPE_CHECKING:
@@ -41,18 +43,6 @@ __all__ = [
 ]
 
 RSets = list[frozenset[int]]
-
-
-@dataclass(frozen=True)
-class SnapshotRow:
-    """Metrics at one (tau, n); J and C compare with the previous snapshot (None for the first)."""
-
-    tau: float
-    n: int  # entries in the snapshot
-    hit_rate: float  # fraction of queries with >= 1 entry
-    mean_entries: float  # mean entries per query
-    jaccard_prev: float | None
-    change_prev: float | None  # fraction of queries whose set changed
 
 
 def similarity_matrix(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -217,7 +207,6 @@ def analyze_bank(
     import dataclasses
     import json
 
-    from bank.schema import query_text
     from bank.workflows import open_existing, read_jsonl
 
     if order not in ("stratified", "insertion"):
@@ -259,7 +248,5 @@ def analyze_bank(
     (out / "sweep.json").write_text(json.dumps(dicts, indent=1), encoding="utf-8")
     written = ["sweep.csv", "sweep.json"]
     if plots:
-        from bank.plots import plot_sweep
-
         written += [p.name for p in plot_sweep(rows, out)]
     return AnalysisOutput(out, tuple(written), len(texts), tuple(sizes), tuple(rows))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bank.analytics import SnapshotRow
+from bank.schema import SnapshotRow
 
 __all__ = ["plot_sweep"]
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bank.errors import BankConfigError
 
 __all__ = [
+    "SnapshotRow",
     "CONTEXT_CHARS",
     "DEFAULT_TAU",
     "DEFAULT_K_MAX",
@@ -132,3 +133,15 @@ class EntryRecord(BaseModel):
             findings=tuple(self.findings),
             cautions=tuple(self.cautions),
         )
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """Metrics at one (tau, n); J and C compare with the previous snapshot (None for the first)."""
+
+    tau: float
+    n: int  # entries in the snapshot
+    hit_rate: float  # fraction of queries with >= 1 entry
+    mean_entries: float  # mean entries per query
+    jaccard_prev: float | None
+    change_prev: float | None  # fraction of queries whose set changed

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bank.embedder import Embedder
+from bank.embedder import Embedder, HashingEmbedder, MiniLMEmbedder
 from bank.errors import BankConfigError, BankInputError
-from bank.schema import NewEntry, RetrievalConfig
+from bank.schema import EntryRecord, NewEntry, RetrievalConfig
 from bank.store import DB_NAME, ExperienceBank
 from localfin.progress import NULL_PROGRESS, Progress
 
@@ -33,7 +33,6 @@ EMBEDDERS = ("minilm", "hashing")
 
 def make_embedder(name: str, threads: int = 1) -> Embedder:
     """``minilm`` (the real default; ``threads`` torch threads) or ``hashing`` (tests only)."""
-    from bank.embedder import HashingEmbedder, MiniLMEmbedder
 
     if threads < 1:
         raise BankConfigError(f"threads={threads}; allowed: >= 1")
@@ -69,8 +68,6 @@ def read_entries(path: str | Path) -> list[NewEntry]:
     """Entries of a JSONL file (``source_id, dataset, question, context, findings, cautions``);
     a bad line is an error naming the file and line."""
     from pydantic import ValidationError
-
-    from bank.schema import EntryRecord
 
     out = []
     for lineno, obj in read_jsonl(path):

@@ -9,12 +9,12 @@ agents and both modes, so neither start-up nor warm-up is in a mode's time. Its 
 emptied before each mode: greedy runs send identical prompts in both modes, and the mode run
 second would otherwise skip their prefill. Each mode writes a fresh journal (nothing replays).
 
-An agent whose entry point is missing prints
+An agent that cannot run here (``--tiny`` needs an entry that takes a registry) prints
 ``skipped: ...`` on stderr and a status record (``value: "skipped"``); one that raises gets a
 ``value: "failed"`` record with the error, the other agent still runs and the exit code is 1.
 No figure is ever made up.
 
-The contract the agents are wired to (see :data:`ENTRIES`): a callable that takes
+The agents' timed runs are :mod:`bench.agent_runs` (see :data:`ENTRIES`), each a callable that takes
 ``(backend_kind, model, mode, size, out_dir)`` and optionally the keywords ``backend`` (an
 already started engine) and ``registry``, with ``mode`` in ``("lockstep", "sequential")``, and
 returns an object with ``journal_path`` (the run's call journal), ``units`` (finalized trading
@@ -28,7 +28,6 @@ excluded; otherwise the whole call is timed). Token figures come from the journa
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import sys
@@ -39,14 +38,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench._args import BenchParser
+from bench.agent_runs import finacumen_run, moira_run
 from bench.records import RecordWriter
+from serving.backend import Backend
+from serving.open import BackendSpec, open_backend
 
 __all__ = ["ENTRIES", "AgentRun", "main", "measure_modes", "resolve_entry", "token_records", "warm_up"]
 
-#: agent -> (module, callable, unit of work)
-ENTRIES: dict[str, tuple[str, str, str]] = {
-    "moira": ("agent.pairs.experiment", "bench_run", "finalized trading step"),
-    "finacumen": ("agent.qa.evaluate", "bench_run", "question"),
+#: agent -> (its timed run, unit of work)
+ENTRIES: dict[str, tuple[Callable[..., AgentRun], str]] = {
+    "moira": (moira_run, "finalized trading step"),
+    "finacumen": (finacumen_run, "question"),
 }
 
 
@@ -56,16 +58,9 @@ class AgentRun(Protocol):
 
 
 def resolve_entry(agent: str) -> tuple[Callable[..., AgentRun] | None, str]:
-    """The agent's benchmark entry point, or ``None`` and why it is not there."""
-    module, attr, _ = ENTRIES[agent]
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        return None, f"{module} is not importable yet ({exc})"
-    fn = getattr(mod, attr, None)
-    if not callable(fn):
-        return None, f"{module}.{attr} does not exist yet"
-    return fn, ""
+    """The agent's benchmark entry point (:mod:`bench.agent_runs`), or ``None`` and why it cannot
+    run here."""
+    return ENTRIES[agent][0], ""
 
 
 def token_records(
@@ -146,7 +141,7 @@ def measure_modes(
     """Both modes of one agent, lock-step first, each on a cold prefix cache of the shared
     engine (``shared["backend"]``); records wall times, tokens and the speed-up. False when a
     mode failed (its record says so). ``bench moira-lockstep`` measures through here too."""
-    _, _, unit = ENTRIES[agent]
+    _, unit = ENTRIES[agent]
     kw = {k: v for k, v in shared.items() if _accepts(fn, k)}
     walls: dict[str, float] = {}
     totals: dict[str, dict[str, int]] = {}
@@ -206,7 +201,7 @@ def measure_modes(
     return True
 
 
-def _cold_cache(backend: Any) -> bool:
+def _cold_cache(backend: Backend | None) -> bool:
     """Empty the engine's prefix cache (True when it was)."""
     reset = getattr(backend, "reset_prefix_cache", None)
     return bool(reset()) if callable(reset) else False
@@ -221,7 +216,7 @@ _WARM_SCHEMA = {
 }
 
 
-def warm_up(backend: Any, model: str) -> float:
+def warm_up(backend: Backend, model: str) -> float:
     """Untimed requests before the timed modes: plain and JSON-schema replies, alone and in a
     batch (the first requests of an engine pay one-off set-up); returns the seconds it took."""
     from serving.types import ChatRequest
@@ -252,7 +247,9 @@ def _tiny_registry() -> Any:
     return reg.with_spec(reg.get("tiny-qwen3").with_path(path))
 
 
-def main(argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Any = None) -> int:
+def main(
+    argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Backend | None = None
+) -> int:
     """Run the agent benchmark; ``backend``: an already started engine serving ``--model``
     (tests pass their session engine; None: one is started here)."""
     ap = BenchParser(prog="localfin bench agent", description=__doc__.split("\n\n")[0])
@@ -292,11 +289,10 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None, back
     if backend is None and args.backend == "vllm":
         os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # stdout is for the records
         from localfin import env
-        from serving.vllm_engine import VLLMBackend
 
         env.apply_offline_env()
         try:
-            own = VLLMBackend(args.model, registry=shared.get("registry"))
+            own = open_backend(BackendSpec("vllm", args.model), shared.get("registry"))
             w.metric("engine", "start_time", own.start(), "s", model=args.model, backend=args.backend)
         except Exception as exc:  # noqa: BLE001 - reported as a failed part, not a traceback
             for agent in entries:

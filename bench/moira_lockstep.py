@@ -40,40 +40,42 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     import os
 
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
-    import dataclasses
-    import re
-    import tomllib
 
-    from agent.pairs.baseline_config import BaselinesConfig
-    from agent.pairs.config import parse_config
-    from agent.pairs.demo import demo_config_text, synthetic_store
-    from agent.pairs.experiment import BenchRun, run_experiment
+    from agent.pairs.experiment.config import parse_config
+    from agent.pairs.experiment.demo import demo_document, synthetic_store
+    from agent.pairs.experiment.run import run_experiment
     from bench.agent import measure_modes, warm_up
+    from bench.agent_runs import BenchRun
     from bench.records import RecordWriter
+    from localfin import configfile as cf
     from localfin import env
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.open import model_facts, open_backend
 
     env.apply_offline_env()
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="moira-lockstep-"))
     root.mkdir(parents=True, exist_ok=True)
     synthetic_store(root)
-    text = demo_config_text(args.model)
+    over: dict[str, object] = {"baselines": {"methods": []}}  # the agent's runs only
     if args.test_end:
-        text = re.sub(r'(?m)^test_end = "[^"]*"', f'test_end = "{args.test_end}"', text)
+        over["windows"] = {"test_end": args.test_end}
     if args.max_cycles is not None:
-        text = re.sub(r"(?m)^max_cycles = \d+", f"max_cycles = {args.max_cycles}", text)
-    cfg = parse_config(tomllib.loads(text), base_dir=root)
-    cfg = dataclasses.replace(cfg, baselines=BaselinesConfig(methods=()))  # the agent's runs only
+        over["policy"] = {"max_cycles": args.max_cycles}
+    doc = cf.merge(demo_document(args.model), over)
+    text = cf.dumps(doc)
+    cfg = parse_config(doc, base_dir=root)
     n_runs = len(list(cfg.run_ids()))
+    facts = model_facts(args.model)
 
     def entry(kind: str, model: str, mode: str, size: int, out_dir: Path, *, backend: object) -> BenchRun:
         out = root / mode  # kept: the two experiment folders
-        res = run_experiment(cfg, out, config_text=text, backend=backend, sequential=mode == "sequential")
+        res = run_experiment(
+            cfg, out, config_text=text, backend=backend, model=facts, sequential=mode == "sequential"
+        )
         units = sum(int(r["metrics"]["n_transitions"]) for r in res.runs)
-        return BenchRun(out / "journal.sqlite", units, res)
+        return BenchRun(out / "journal.sqlite", units, res.wall_s, res)
 
     w = writer or RecordWriter("agent")
-    engine = VLLMBackend(args.model, options=EngineOptions(max_num_seqs=cfg.model.max_num_seqs))
+    engine = open_backend(cfg.model.backend_spec())
     try:
         w.metric("engine", "start_time", engine.start(), "s", model=args.model, backend="vllm")
         w.metric("engine", "warm_up_time", warm_up(engine, args.model), "s", model=args.model)

@@ -145,10 +145,13 @@ def _model(args: argparse.Namespace) -> tuple[Any, Any, str]:
 
 def _driver(name: str, args: argparse.Namespace, reg: Any, spec: Any, model_dir: str) -> Any:
     if name == "vllm":
-        from serving.vllm_engine import EngineOptions, VLLMBackend
+        from serving.open import BackendSpec, open_backend
+        from serving.vllm_engine import EngineOptions
 
         seqs = args.max_num_seqs or max(64, max(_levels(args)))
-        return InProcessDriver(VLLMBackend(spec.key, registry=reg, options=EngineOptions(max_num_seqs=seqs)))
+        return InProcessDriver(
+            open_backend(BackendSpec("vllm", spec.key, engine=EngineOptions(max_num_seqs=seqs)), reg)
+        )
     if name == "openai":
         return ServerDriver(spec, reg, base_url=args.base_url, api_key=args.api_key)
     return TransformersDriver(model_dir, spec, dtype=args.dtype, device=args.hf_device)

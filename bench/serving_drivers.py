@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from serving.backend import Backend
+from serving.open import BackendSpec, open_backend
+from serving.openai_http import OpenAIBackend
 from serving.registry import ModelSpec, Registry
 from serving.replies import build_result, parse_reply
 from serving.types import ChatRequest, ChatResult, Usage
@@ -106,7 +109,7 @@ class InProcessDriver:
 
     name = "vllm"
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
     def start(self) -> float:
@@ -162,17 +165,17 @@ class ServerDriver:
         return time.perf_counter() - t0
 
     def _backend(self, concurrency: int) -> Any:
-        from serving.openai_http import OpenAIBackend
-
         assert self.base_url, "start() first"
-        return OpenAIBackend(
-            self.base_url,
-            registry=self.registry,
+        spec = BackendSpec(
+            "openai",
+            self.spec.key,
+            base_url=self.base_url,
             api_key=self.api_key,
             max_concurrency=concurrency,
             max_retries=0,
-            served_model_name=self.served_model_name,
+            served_model_name=self.served_model_name or "",
         )
+        return open_backend(spec, self.registry)
 
     def run_backend(self, reqs: Sequence[ChatRequest], concurrency: int) -> tuple[float, list[Sample]]:
         """Through ``OpenAIBackend.chat`` (no streaming): the path the agents use."""
@@ -202,7 +205,7 @@ class ServerDriver:
             client.close()
             backend.close()
 
-    def _stream(self, client: Any, backend: Any, req: ChatRequest) -> Sample:
+    def _stream(self, client: Any, backend: OpenAIBackend, req: ChatRequest) -> Sample:
         # the body OpenAIBackend would send, plus streaming with a final usage chunk
         body = backend._body(req, self.registry.get(req.model))
         body["stream"] = True

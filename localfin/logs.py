@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TextIO
 
+from localfin import env
+
 __all__ = ["RunLog", "LOG_FORMAT", "is_terminal_worthy", "log_path", "stdio_is_fds"]
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -84,8 +86,6 @@ def log_path(name: str, folder: str | Path | None = None) -> Path:
     if folder is not None:
         return Path(folder) / f"{name}.log"
     import datetime as dt
-
-    from localfin import env
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = env.localfin_home() / "logs" / f"{name}-{stamp}-{os.getpid()}"

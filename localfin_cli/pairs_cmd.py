@@ -48,7 +48,7 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.pairs.screen import ScreenConfig, screen_store
+    from agent.pairs.screen.causal import ScreenConfig, screen_store
     from localfin import env
 
     cfg = ScreenConfig(
@@ -126,7 +126,7 @@ def screen_eval(
     """Precision@k of the screen against the synthetic market's planted pairs (JSON line)."""
     import json
 
-    from agent.pairs.screen_eval import evaluate_screen_files
+    from agent.pairs.screen.evaluate import evaluate_screen_files
     from localfin import env
 
     with quiet_run(ctx, "pairs-screen-eval", announce=False) as rl:
@@ -167,17 +167,31 @@ def run(
     ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
-    from agent.pairs.config import load_config
-    from agent.pairs.experiment import run_experiment
+    from agent.pairs.experiment.config import load_config
+    from agent.pairs.experiment.run import run_experiment
     from localfin import env
+    from localfin.errors import ConfigError
+    from serving.open import model_facts, opened
 
     cfg = load_config(config)
     text = config.read_text(encoding="utf-8")
     folder = out or env.runs_dir() / cfg.name
+    try:
+        facts = model_facts(cfg.model.backbone)
+    except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
+        facts = None
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        res = run_experiment(
-            cfg, folder, config_text=text, resume=resume, sequential=sequential, progress=progress_for(rl)
-        )
+        with opened(cfg.model.backend_spec()) as backend:
+            res = run_experiment(
+                cfg,
+                folder,
+                config_text=text,
+                backend=backend,
+                model=facts,
+                resume=resume,
+                sequential=sequential,
+                progress=progress_for(rl),
+            )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )
@@ -191,7 +205,7 @@ def demo(
     sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
 ) -> None:
     """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
-    from agent.pairs.demo import run_moira_demo
+    from agent.pairs.experiment.demo import run_moira_demo
     from localfin import env
 
     folder = out or env.runs_dir() / "moira-demo"
@@ -204,7 +218,9 @@ def demo(
 def matrix(
     ctx: typer.Context,
     config: Path = typer.Option(
-        ..., "--config", help="Matrix TOML (see agent/pairs/configs/matrix_cpu.toml, agent/pairs/matrix.py)."
+        ...,
+        "--config",
+        help="Matrix TOML (see agent/pairs/configs/matrix_cpu.toml, agent/pairs/experiment/matrix.py).",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="Matrix folder (default: $LOCALFIN_RUNS_DIR/<matrix.name>)."
@@ -219,8 +235,10 @@ def matrix(
 ) -> None:
     """Run an experiment matrix: backbones x windows x seeds x exposures x variants, one engine per
     backbone, every call journaled; a matrix summary per setting (median-return run, spread, Sharpe ± SE)."""
-    from agent.pairs.matrix import plan_matrix, run_matrix
-    from agent.pairs.matrix_config import load_matrix
+    from agent.pairs.experiment.matrix import run_matrix
+    from agent.pairs.experiment.matrix_config import load_matrix
+    from agent.pairs.experiment.plan import plan_matrix
+    from agent.report.matrix_summary import write_matrix_summary
     from localfin import env
     from localfin.errors import InputError
 
@@ -234,7 +252,13 @@ def matrix(
         return
     with quiet_run(ctx, "matrix", folder) as rl:  # folder/matrix.log
         res = run_matrix(
-            cfg, folder, config_text=text, resume=resume, ray_address=ray, progress=progress_for(rl)
+            cfg,
+            folder,
+            config_text=text,
+            resume=resume,
+            ray_address=ray,
+            summary=write_matrix_summary,
+            progress=progress_for(rl),
         )
         result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")
 
@@ -280,8 +304,8 @@ def screen_sweep(
     median / max, the dates below --top, and every exclusion by reason (JSON lines)."""
     import json
 
-    from agent.pairs.screen import ScreenConfig
-    from agent.pairs.screen_eval import sweep_store
+    from agent.pairs.screen.causal import ScreenConfig
+    from agent.pairs.screen.evaluate import sweep_store
     from localfin import env
 
     pools, span = _pools(pool), _years(years)

@@ -96,15 +96,14 @@ def _start(be, log) -> None:
 
 
 def _backend(kind: str, model: str, base_url: str | None):
-    from serving.backend import get_backend
+    """The backend the options name, and the registry that holds the model."""
+    from serving.open import BackendSpec, open_backend
     from serving.registry import default_registry
 
+    if kind == "openai" and not base_url:
+        raise typer.BadParameter("--base-url is required with --backend openai")
     reg = default_registry()
-    if kind == "openai":
-        if not base_url:
-            raise typer.BadParameter("--base-url is required with --backend openai")
-        return get_backend("openai", registry=reg, base_url=base_url), reg
-    return get_backend(kind, registry=reg, model=model), reg
+    return open_backend(BackendSpec(kind, model, base_url=base_url or ""), reg), reg
 
 
 def _embedder(name: str):
@@ -120,9 +119,10 @@ def _embedder(name: str):
 
 def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
     from agent.qa.react import solver_config_for
+    from serving.open import model_facts
 
     over = {"max_steps": max_steps} if max_steps else {}
-    return solver_config_for(reg.get(model), **over, **extra)
+    return solver_config_for(model_facts(model, reg), **over, **extra)
 
 
 def _tools(tools: str, store: Path | None, sandbox: str):
@@ -256,9 +256,9 @@ def eval_cmd(
     sandbox_missing: str = _SANDBOX,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
-    from agent.qa.evaluate import VARIANTS, EvalConfig, evaluate
-    from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
-    from agent.qa.memory import ExperienceMemory, MemoryConfig
+    from agent.qa.evaluate import VARIANTS, EvalConfig
+    from agent.qa.judge_pass import deferred_scorer
+    from agent.qa.sweep import MemoryGrid, evaluate_variant
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
     from localfin import env
@@ -279,32 +279,25 @@ def eval_cmd(
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
             factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
-            common: dict[str, Any] = dict(
+            run = dict(
                 tools=factory,
-                scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run (below)
+                scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
                 transcriber=_transcriber(names, items),
                 data_files=[data],
                 progress=progress_for(log),
+                judge_model=model,  # the solver's model judges (it reads the gold: scoring only)
             )
             if variant != "ft_fm":
-                summaries = [evaluate(items, be, root, cfg, **common)]
+                res = evaluate_variant(items, be, root, cfg, **run)
             else:
-                emb = _embedder(embedder)
-                summaries = []
                 with ExperienceBank.open(bank or env.default_bank_dir()) as b:
-                    retriever = Retriever(b, emb)
-                    for size in sizes:
-                        for k in ks:
-                            mem = ExperienceMemory(retriever, MemoryConfig(tau=tau, k_max=k, bank_limit=size))
-                            sub = root if len(sizes) * len(ks) == 1 else root / f"n{size or 'all'}-k{k}"
-                            summaries.append(evaluate(items, be, sub, cfg, memory=mem, **common))
-            # the judge model (the solver's model) reads the gold: scoring only, its own journal
-            judged = [judge_run(s.run_dir, items, be, model) for s in summaries if dataset in JUDGED_DATASETS]
+                    grid = MemoryGrid(Retriever(b, _embedder(embedder)), tau, tuple(sizes), tuple(ks))
+                    res = evaluate_variant(items, be, root, cfg, grid=grid, **run)
         finally:
             be.close()
-        for summary in summaries:
+        for summary in res.summaries:
             result(log, json.dumps(summary.__dict__))
-        for j in judged:
+        for j in res.judged:
             result(log, json.dumps({"judge": j.__dict__}))
 
 
@@ -358,17 +351,15 @@ def demo_cmd(
     """The QA part of the CPU demo: demo set, small bank, three variants, report."""
     from agent.qa.demo import run_qa_demo
     from localfin import env
-    from serving.registry import default_registry
-    from serving.vllm_engine import VLLMBackend
+    from serving.open import BackendSpec, model_facts, open_backend
 
-    reg = default_registry()
-    reg.get(model)  # an unknown key fails here, before any run starts
+    model_facts(model)  # an unknown key fails here, before any run starts
     target = out or env.reports_dir() / "qa_demo"
     with quiet_run(ctx, "qa-demo", target) as log:
-        engine = VLLMBackend(model, registry=reg)
+        engine = open_backend(BackendSpec("vllm", model))
         try:
             note(log, f"engine for {model} started in {engine.start():.0f} s")
-            res = run_qa_demo(target, backend=engine, model=model, registry=reg, progress=progress_for(log))
+            res = run_qa_demo(target, backend=engine, model=model, progress=progress_for(log))
         finally:
             engine.close()
         result(log, res.report.read_text(encoding="utf-8"))

@@ -95,11 +95,10 @@ def reproduce(
     with quiet_run(ctx, "reproduce", base) as rl:
         backend = None
         if smoke:
-            from serving.registry import default_registry
-            from serving.vllm_engine import VLLMBackend
+            from serving.open import BackendSpec, model_facts, open_backend
 
-            default_registry().get(model)  # an unknown key fails before the engine starts
-            backend = VLLMBackend(model)
+            model_facts(model)  # an unknown key fails before the engine starts
+            backend = open_backend(BackendSpec("vllm", model))
             note(rl, f"engine for {model} started in {backend.start():.0f} s")
         try:
             for c in cfgs:

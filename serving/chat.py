@@ -10,6 +10,8 @@ from typing import Any
 
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.journal import Journal, JournaledBackend
+from serving.open import BackendSpec, open_backend
 from serving.registry import Registry, default_registry
 from serving.types import ChatRequest, ChatResult
 
@@ -61,8 +63,6 @@ def chat_once(
     starts in this process. ``schema_path``: a JSON schema the reply must satisfy.
     ``journal_path``: record the call in (and replay it from) this SQLite journal.
     """
-    from serving.backend import get_backend
-    from serving.journal import Journal, JournaledBackend
 
     reg = registry or default_registry()
     spec = reg.get(model)
@@ -80,11 +80,12 @@ def chat_once(
         call_type="chat",
     )
     journal = Journal(journal_path, run_id="chat") if journal_path else None
-    inner = (
-        get_backend("openai", registry=reg, base_url=base_url, api_key=api_key)
+    which = (
+        BackendSpec("openai", model, base_url=base_url, api_key=api_key)
         if base_url
-        else get_backend("vllm", registry=reg, model=model)
+        else BackendSpec("vllm", model)
     )
+    inner = open_backend(which, reg)
     try:
         backend = JournaledBackend(inner, journal) if journal is not None else inner
         replay = journal is not None and bool(journal.get_many([req.key()]))

@@ -22,6 +22,7 @@ from pathlib import Path
 from localfin import env
 from serving.errors import BackendError, ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec
+from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
 
 __all__ = [
     "ServerHandle",
@@ -76,8 +77,6 @@ def server_env(spec: ModelSpec) -> dict[str, str]:
     the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
     child_env = dict(os.environ, **env.offline_env())
     if spec.device == "cpu":
-        from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
-
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
         child_env.update(cpu_engine_env())
     return child_env

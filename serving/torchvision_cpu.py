@@ -33,8 +33,23 @@ from typing import Any
 __all__ = ["PTH_LINE", "PTH_NAME", "install", "define_missing_op_schemas", "write_pth"]
 
 #: The venv's ``.pth`` file and its one line (``site`` runs lines that start with ``import``).
+#: It installs a stand-in finder that imports nothing of ours until torchvision's meta
+#: registrations are imported; only then does it load this module and :func:`install` the real
+#: hook, so an interpreter that never imports torchvision (``import kernels`` alone) loads no
+#: package of ours. The stand-in is also named ``_Finder``, so removing every ``_Finder`` from
+#: ``sys.meta_path`` unhooks both, and it is added once (``site`` may read the venv's
+#: site-packages twice, through ``lib`` and ``lib64``).
 PTH_NAME = "localfin-torchvision-cpu.pth"
-PTH_LINE = "import serving.torchvision_cpu as _tv; _tv.install()"
+PTH_LINE = (
+    'import sys; exec("class _Finder:\\n'
+    " def find_spec(self, name, path=None, target=None):\\n"
+    "  if name != 'torchvision._meta_registrations': return None\\n"
+    "  sys.meta_path.remove(self)\\n"
+    "  import serving.torchvision_cpu as tv\\n"
+    "  tv.install()\\n"
+    "  return tv._Finder().find_spec(name, path, target)\\n"
+    "any(type(f).__name__ == '_Finder' for f in sys.meta_path) or sys.meta_path.insert(0, _Finder())\")"
+)
 
 _TARGET = "torchvision._meta_registrations"
 # The schemas torchvision's C++ extension defines (csrc/ops/nms.cpp and its quantized twin).

@@ -15,13 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from serving.errors import ConfigError
 
 __all__ = [
-    "CALL_TYPES",
     "ROLES",
+    "Sampling",
     "Message",
     "ChatRequest",
     "Usage",
@@ -33,28 +33,8 @@ __all__ = [
 #: Roles a message may have.
 ROLES = ("system", "user", "assistant", "tool")
 
-#: Call-type labels used by the agents (token accounting is grouped by these). A custom label
-#: is allowed if it is a lower-case identifier; these are the known ones.
-CALL_TYPES = (
-    "pair_selection",
-    "direction",
-    "reflection",
-    "policy_reflection",
-    "break_check",
-    "news_verify",
-    "news_assess",
-    "qa_solve",
-    "qa_annotate",
-    "qa_ocr",
-    "bank_summarize",
-    "judge",
-    "baseline",
-    "chat",
-    "demo",
-    "bench",
-    "test",
-)
-
+#: A call-type label: a lower-case identifier. Serving accepts any; each agent declares its own
+#: (``agent.pairs.moira.config.CALL_KINDS``, ``agent.qa.CALL_TYPES``, FinMem's ``CALL_TYPES``).
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -67,6 +47,61 @@ def image_data_url(path: str | Path) -> str:
     if not mime.startswith("image/"):
         raise ConfigError(f"image {p} has MIME type {mime!r}; allowed: image/*")
     return f"data:{mime};base64,{base64.b64encode(p.read_bytes()).decode('ascii')}"
+
+
+class SamplingTable(Protocol):
+    """A config table that names the sampling of its calls (``[model]``, ``[baselines.finmem]``)."""
+
+    temperature: float
+    repetition_penalty: float | None
+    thinking: bool | None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the model samples: the one value every agent's call settings share.
+
+    Fields as on :class:`ChatRequest`: ``temperature`` (0: greedy), ``top_p``, ``seed``,
+    ``repetition_penalty``, ``thinking``. A field left ``None`` is *unset*: it is not written
+    onto the request (:meth:`request_fields`), which keeps :class:`ChatRequest`'s own default
+    (today temperature 0, top_p 1, seed 0; repetition penalty and thinking: the model's registry
+    default). Unset is the value that will leave a setting to the engine once requests can carry
+    "no value" (server-default sampling).
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    repetition_penalty: float | None = None
+    thinking: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= float(self.temperature) <= 5.0:
+            raise ConfigError(f"Sampling.temperature={self.temperature}; allowed: 0..5 or unset")
+        if self.top_p is not None and not 0.0 < float(self.top_p) <= 1.0:
+            raise ConfigError(f"Sampling.top_p={self.top_p}; allowed: (0, 1] or unset")
+        if self.repetition_penalty is not None and not 0.5 <= self.repetition_penalty <= 3.0:
+            raise ConfigError(
+                f"Sampling.repetition_penalty={self.repetition_penalty}; allowed: 0.5..3 or unset"
+            )
+        if self.thinking not in (None, True, False):
+            raise ConfigError(f"Sampling.thinking={self.thinking!r}; allowed: True, False or unset")
+
+    @classmethod
+    def of(cls, table: SamplingTable, seed: int | None) -> Sampling:
+        """The sampling a config table names (its ``temperature``, ``repetition_penalty`` and
+        ``thinking``), with ``seed``."""
+        return cls(
+            temperature=table.temperature,
+            seed=seed,
+            repetition_penalty=table.repetition_penalty,
+            thinking=table.thinking,
+        )
+
+    def request_fields(self) -> dict[str, Any]:
+        """The fields that are set, as :class:`ChatRequest` keyword arguments."""
+        names = ("temperature", "top_p", "seed", "repetition_penalty", "thinking")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
 
 @dataclass(frozen=True)
@@ -115,7 +150,8 @@ class ChatRequest:
         thinking: Qwen3-style thinking on/off; ``None`` keeps the model's default.
         json_schema: JSON schema the final reply must satisfy (structured decoding where the
             backend supports it; always checked after parsing).
-        call_type: label used for journaling and token accounting (see :data:`CALL_TYPES`).
+        call_type: label used for journaling and token accounting (any lower-case identifier;
+            the agents declare theirs).
         top_p: nucleus sampling mass in (0, 1].
         repetition_penalty: ``None`` uses the registry default of the model.
         stop: extra stop strings.
@@ -159,7 +195,7 @@ class ChatRequest:
         if not _LABEL.match(self.call_type):
             raise ConfigError(
                 f"ChatRequest.call_type={self.call_type!r}; allowed: a lower-case identifier "
-                f"such as {', '.join(CALL_TYPES[:6])}, ..."
+                "(a-z first, then a-z, 0-9, '_'; at most 64 characters)"
             )
         if self.json_schema is not None:
             if not isinstance(self.json_schema, Mapping):

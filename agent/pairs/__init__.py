@@ -1,25 +1,19 @@
-"""Moira pair trading: the causal pair screen (more modules join as the agent lands).
+"""Moira pair trading (the Moira paper), one subpackage per part:
 
-Names are re-exported lazily so that ``import agent.pairs`` stays cheap.
+* :mod:`agent.pairs.screen`: the causal pair screen and its evaluation on the synthetic market;
+* :mod:`agent.pairs.market`: what every trader of an experiment shares: the market view, the
+  t+1 settlement, the metrics, the run-folder records and the date masking;
+* :mod:`agent.pairs.lifecycle`: lifecycle monitoring of the held pair (factors, news, the two
+  model calls, the state machine, the monitor a run holds);
+* :mod:`agent.pairs.moira`: the agent itself (its calls and payloads, counterfactual and
+  pair-quality memory, principles, replay-gated policy memory, one window pass);
+* :mod:`agent.pairs.baselines`: the non-LLM baselines and FinMem (:mod:`agent.pairs.baselines.finmem`);
+* :mod:`agent.pairs.experiment`: configs, one experiment (agent and baselines in lockstep), the
+  matrix and its executors, the manifest, summaries and the CPU demo.
+
+Imports run down this list, never up (a test checks it); nothing here imports ``agent.report``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-__all__ = [
-    "ScreenConfig",
-    "PairStats",
-    "PairCandidate",
-    "ScreenResult",
-    "screen_pairs",
-    "screen_store",
-    "pair_key",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module("agent.pairs.screen"), name)
-    raise AttributeError(f"module 'agent.pairs' has no attribute {name!r}")
+__all__: list[str] = []

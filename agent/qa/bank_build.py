@@ -29,6 +29,7 @@ from agent.qa.items import Gold, QAItem
 from agent.qa.programs import merged, run_waves
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
+from agent.qa.scoring import score_answer
 from agent.qa.trajectory import Trajectory
 from bank.embedder import Embedder
 from bank.schema import CONTEXT_CHARS, NewEntry
@@ -51,7 +52,6 @@ Scorer = Callable[[str, Gold, str], Any]
 
 def default_scorer() -> Scorer:
     """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`)."""
-    from agent.qa.scoring import score_answer
 
     return score_answer
 

@@ -17,14 +17,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agent.qa.bank_build import BankBuildConfig, BankBuildReport, build_bank
+from agent.qa.datasets import load_items
+from agent.qa.demo_set import build_demo_set
 from agent.qa.evaluate import EvalConfig, EvalSummary, evaluate
+from agent.qa.items import Question
 from agent.qa.memory import ExperienceMemory, MemoryConfig
 from agent.qa.react import QASolver, solver_config_for
 from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
-from bank.embedder import Embedder
+from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import model_facts
 from serving.registry import Registry
 
 __all__ = ["QADemoConfig", "QADemoResult", "run_qa_demo"]
@@ -88,7 +92,6 @@ def _cached(fn: Callable[[str], str]) -> Callable[[str], str]:
 
 
 def _sandbox_state(factory: Callable) -> str:
-    from agent.qa.items import Question
 
     tools = factory(Question("probe", "demo", "probe?"))
     try:
@@ -106,7 +109,7 @@ def run_qa_demo(
     *,
     backend: Backend,
     model: str,
-    registry: Registry,
+    registry: Registry | None = None,
     embedder: Embedder | None = None,
     config: QADemoConfig | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -118,14 +121,11 @@ def run_qa_demo(
         backend: a backend serving ``model`` (the demo's engine; start it first, or its
             start-up is counted in the bank build's time).
         model: registry key of the model.
-        registry: the registry holding ``model``.
+        registry: the registry holding ``model`` (default: the packaged one).
         embedder: bank embedder (default: the real MiniLM).
         config: demo sizes.
         progress: progress display.
     """
-    from agent.qa.datasets import load_items
-    from agent.qa.demo_set import build_demo_set
-    from bank.embedder import MiniLMEmbedder
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
@@ -142,7 +142,7 @@ def run_qa_demo(
     test = [it for it in items if it.split == "test"]
     walls["demo_set"] = time.perf_counter() - t0
 
-    spec = registry.get(model)
+    spec = model_facts(model, registry)
     solver_cfg = solver_config_for(spec, max_steps=cfg.max_steps)
     factory = tool_factory(ToolsetConfig(names=cfg.tools, python_unavailable="refuse"))
     sandbox = _sandbox_state(factory)

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from agent.data.synthetic import SyntheticConfig, generate_market
 from localfin.errors import ConfigError
 
 __all__ = ["DEMO_KINDS", "build_demo_set", "DEMO_SESSIONS"]
@@ -75,7 +76,6 @@ class _Company:
 
 
 def _companies(seed: int) -> list[_Company]:
-    from agent.data.synthetic import SyntheticConfig, generate_market
 
     market = generate_market(SyntheticConfig(seed=seed, n_sessions=DEMO_SESSIONS, breaks=()))
     out = []

@@ -46,12 +46,9 @@ from serving.types import ChatRequest, ChatResult
 
 __all__ = [
     "VARIANTS",
-    "BenchRun",
     "EvalConfig",
     "EvalSummary",
-    "bench_run",
     "evaluate",
-    "sweep_memory",
     "Transcriber",
 ]
 
@@ -271,7 +268,7 @@ def evaluate(
             revision=runs.journal_revision(run_dir / runs.JOURNAL),
             config=config,
             data_files=data_files,
-            seed=config.solver.seed,
+            seed=config.solver.sampling.seed,
             extra={"variant": v, "items": ids, "tools": _tool_names(tools, questions), **bank_info},
         ),
     )
@@ -353,114 +350,3 @@ def _summary(
         bank_rows=len(memory.retriever.bank) if memory is not None else None,
         run_dir=str(run_dir),
     )
-
-
-def sweep_memory(
-    items: Sequence[QAItem],
-    backend: Backend,
-    root: str | Path,
-    config: EvalConfig,
-    make_memory: Callable[[int | None, int], ExperienceMemory],
-    *,
-    bank_sizes: Sequence[int | None] = (None,),
-    k_maxes: Sequence[int] = (5,),
-    **kwargs: Any,
-) -> list[EvalSummary]:
-    """Base+FT+FM over bank-size snapshots and k_max values, one run folder each
-    (``root/ft_fm-n<size>-k<k>``); ``make_memory(bank_limit, k_max)`` builds the memory."""
-    if config.variant != "ft_fm":
-        raise ConfigError("sweep_memory evaluates variant ft_fm")
-    out = []
-    for size in bank_sizes:
-        for k in k_maxes:
-            name = f"ft_fm-n{'all' if size is None else size}-k{k}"
-            out.append(
-                evaluate(items, backend, Path(root) / name, config, memory=make_memory(size, k), **kwargs)
-            )
-    return out
-
-
-#: Largest ``size`` of :func:`bench_run` (text questions of the demo set's test split).
-BENCH_MAX_SIZE = 40
-
-
-@dataclass(frozen=True)
-class BenchRun:
-    """What :func:`bench_run` hands to ``bench.agent``: the evaluation's journal, its units of
-    work (questions) and ``wall_s``, the time of the questions' model loop alone (demo set,
-    tools and engine start-up excluded; the summary's ``run_wall_s``)."""
-
-    journal_path: Path
-    units: int
-    wall_s: float
-    summary: EvalSummary
-
-
-def bench_run(
-    backend_kind: str,
-    model: str,
-    mode: str,
-    size: int,
-    out_dir: Path,
-    *,
-    backend: Backend | None = None,
-    registry: Any = None,
-) -> BenchRun:
-    """The ``localfin bench agent`` entry: the ``ft`` variant (ReAct loop with the Python tool
-    and the answer gate, no memory) on the first ``size`` text questions of the demo set's test
-    split (seed 0; statement and table questions, so no OCR runs), at most 3 tool steps each as
-    in the CPU demo, in ``mode``: ``lockstep`` (every question's pending call in one engine
-    batch per round) or ``sequential`` (one question after another: waves of one).
-
-    Args:
-        backend_kind: ``vllm`` (an OpenAI server is benchmarked with ``bench serving``).
-        model: registry key.
-        mode: ``lockstep`` or ``sequential``.
-        size: questions, 1..:data:`BENCH_MAX_SIZE`.
-        out_dir: folder of the demo set and the run folder (a fresh folder: nothing replays).
-        backend: an already started engine serving ``model`` (``bench agent`` shares one between
-            both modes and both agents); None: an in-process engine is started here and closed.
-        registry: the registry holding ``model`` (default: the packaged one).
-    """
-    from agent.qa.datasets import load_items
-    from agent.qa.demo_set import build_demo_set
-    from agent.qa.react import solver_config_for
-    from agent.qa.toolset import ToolsetConfig, tool_factory
-
-    if backend_kind != "vllm":
-        raise ConfigError(f"backend_kind={backend_kind!r}; allowed: vllm (the in-process engine)")
-    if mode not in ("lockstep", "sequential"):
-        raise ConfigError(f"mode={mode!r}; allowed: lockstep, sequential")
-    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= BENCH_MAX_SIZE:
-        raise ConfigError(f"size={size!r}; allowed: 1..{BENCH_MAX_SIZE} questions")
-    if registry is None:
-        from serving.registry import default_registry
-
-        registry = default_registry()
-    spec = registry.get(model)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # text kinds are 4 of every 6 dealt questions: 2 * size + 2 test items hold size of them
-    set_dir = build_demo_set(out / "qa_set", seed=0, n_train=1, n_test=min(71, 2 * size + 2))
-    test = [it for it in load_items("demo", set_dir).items if it.split == "test"]
-    items = [it for it in test if not it.question.images][:size]
-    if len(items) < size:  # pragma: no cover - the dealing above guarantees enough
-        raise ConfigError(f"size={size}: the demo set has only {len(items)} text test questions")
-    factory = tool_factory(ToolsetConfig(names=("python",), python_unavailable="refuse"))
-    config = EvalConfig(
-        "ft", solver_config_for(spec, max_steps=3), max_active=None if mode == "lockstep" else 1
-    )
-    own = backend is None
-    if backend is None:
-        from serving.vllm_engine import VLLMBackend
-
-        backend = VLLMBackend(model, registry=registry)
-        backend.start()
-    try:
-        summary = evaluate(
-            items, backend, out / "runs" / mode, config, tools=factory, data_files=[set_dir / "items.jsonl"]
-        )
-    finally:
-        if own:
-            backend.close()
-    return BenchRun(out / "runs" / mode / runs.JOURNAL, summary.n, summary.run_wall_s, summary)

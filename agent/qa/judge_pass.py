@@ -24,8 +24,10 @@ from typing import Any
 
 from agent.qa import runs
 from agent.qa.bank_build import Scorer
+from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold, QAItem
 from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.scoring import score_answer
 from localfin.errors import InputError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
@@ -58,8 +60,6 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
     """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves judged benchmarks to
     :func:`judge_run` (not correct, with a pointer to ``judge_scores.json``) and scores every
     other dataset with ``inner`` (default: the benchmarks' scorer)."""
-    from agent.qa.item_score import ItemScore
-    from agent.qa.scoring import score_answer
 
     score = inner or score_answer
 

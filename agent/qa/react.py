@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agent.prompting import load_prompt
@@ -104,12 +105,9 @@ class QASolver:
             model=c.model,
             messages=tuple(messages),
             max_tokens=c.max_tokens or char_bound(schema) + 16,
-            temperature=temperature,
-            seed=seed,
-            thinking=c.thinking,
             json_schema=schema,
             call_type="qa_solve",
-            repetition_penalty=c.repetition_penalty,
+            **replace(c.sampling, seed=seed, temperature=temperature).request_fields(),
         )
 
     def _data(self, question: Question, transcriptions: Sequence[str]) -> dict[str, Any]:
@@ -156,7 +154,12 @@ class QASolver:
         schema = dict(self._base_schema, properties=dict(self._base_schema["properties"]))
         schema["properties"]["answer"] = answer_property(c.answer_chars, self._pattern(question))
         (res,) = yield [
-            self._request(msgs, schema, seed=c.seed if seed is None else seed, temperature=c.temperature)
+            self._request(
+                msgs,
+                schema,
+                seed=c.sampling.seed if seed is None else seed,
+                temperature=c.sampling.temperature,
+            )
         ]
         ok = not res.is_fallback and isinstance(res.parsed, dict)
         answer = str(res.parsed.get("answer", "")).strip() if ok else ""
@@ -166,8 +169,8 @@ class QASolver:
             item_id=question.item_id,
             dataset=question.dataset,
             variant="base",
-            seed=seed if seed is not None else c.seed,
-            temperature=c.temperature,
+            seed=seed if seed is not None else c.sampling.seed,
+            temperature=c.sampling.temperature,
             steps=(step,),
             answer=answer,
             gate_ok=None,
@@ -189,8 +192,8 @@ class QASolver:
         """Base+FT (no ``retrieval``) or Base+FT+FM (``retrieval`` given) run of ``question``."""
         t0 = time.perf_counter()
         c = self.config
-        seed = c.seed if seed is None else seed
-        temp = c.temperature if temperature is None else temperature
+        seed = c.sampling.seed if seed is None else seed
+        temp = c.sampling.temperature if temperature is None else temperature
         tools = list(self.tools(question)) if self.tools is not None else []
         try:
             return (

@@ -8,7 +8,8 @@ from typing import Any
 
 from agent.qa.gate import GateConfig
 from localfin.errors import ConfigError
-from serving.registry import ModelSpec
+from serving.open import ModelFacts
+from serving.types import Sampling
 
 __all__ = ["SolverConfig", "solver_config_for"]
 
@@ -20,10 +21,9 @@ class SolverConfig:
     Attributes:
         model: registry key of the model.
         max_steps: most action calls after the plan (16 in the paper).
-        temperature: sampling temperature (0 at test; the bank builder raises it).
-        seed: sampling seed of every call.
-        thinking: Qwen3 thinking switch (None: the model's default).
-        repetition_penalty: None uses the registry default (1.15 for the CPU model).
+        sampling: of every call (greedy, seed 0 at test; the bank builder raises the
+            temperature and varies the seed per trajectory); its thinking switch unset: the
+            model's default; its repetition penalty unset: the registry's (1.15 for the CPU model).
         max_tokens: completion budget of every call; None derives it from the reply schema's
             worst case (right for non-thinking models; thinking models need a large budget).
         thought_chars / plan_chars / answer_chars / base_reasoning_chars: reply field bounds.
@@ -42,10 +42,7 @@ class SolverConfig:
 
     model: str
     max_steps: int = 16
-    temperature: float = 0.0
-    seed: int = 0
-    thinking: bool | None = None
-    repetition_penalty: float | None = None
+    sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, seed=0))
     max_tokens: int | None = None
     thought_chars: int = 400
     plan_chars: int = 600
@@ -66,8 +63,12 @@ class SolverConfig:
             raise ConfigError("SolverConfig.model must be a registry key")
         if not 1 <= self.max_steps <= 64:
             raise ConfigError(f"SolverConfig.max_steps={self.max_steps}; allowed: 1..64")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"SolverConfig.temperature={self.temperature}; allowed: 0..2")
+        if self.sampling.temperature is None or not 0.0 <= self.sampling.temperature <= 2.0:
+            raise ConfigError(f"SolverConfig.sampling.temperature={self.sampling.temperature}; allowed: 0..2")
+        if self.sampling.seed is None:
+            raise ConfigError(
+                "SolverConfig.sampling.seed is unset; allowed: an integer (every call is seeded)"
+            )
         if self.max_tokens is not None and not 16 <= self.max_tokens <= 131_072:
             raise ConfigError(f"SolverConfig.max_tokens={self.max_tokens}; allowed: 16..131072 or None")
         for name in ("thought_chars", "plan_chars", "answer_chars", "base_reasoning_chars", "arg_chars"):
@@ -87,7 +88,7 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.max_bad_replies={self.max_bad_replies}; allowed: 1..16")
 
 
-def solver_config_for(spec: ModelSpec, **overrides: Any) -> SolverConfig:
+def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
     """Settings for a registry model: paper scale on a GPU (16,384-token budget for thinking
     models), short bounds for the CPU model (small models loop on long replies; SPEC §1)."""
     if spec.device == "cpu":

@@ -21,9 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.data.store import MarketStore
 from agent.qa.items import Question
 from agent.qa.react import ToolFactory
+from agent.qa.sandbox import SandboxConfig
 from agent.qa.tools.base import Tool, ToolResult
+from agent.qa.tools.lookup import LookupTool
+from agent.qa.tools.ocr import OcrEngine, ReparseImageTool, transcribe
+from agent.qa.tools.python_tool import PythonTool
 from localfin.errors import ConfigError
 
 __all__ = ["TOOL_NAMES", "ToolsetConfig", "tool_factory", "ocr_transcriber"]
@@ -85,16 +90,10 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
     cfg = config or ToolsetConfig()
     makers: list[Callable[[Question], Tool | None]] = []
     if "python" in cfg.names:
-        from agent.qa.sandbox import SandboxConfig
-        from agent.qa.tools.python_tool import PythonTool
-
         sandbox = SandboxConfig(max_code_chars=cfg.max_code_chars)
         PythonTool(sandbox, on_unavailable=cfg.python_unavailable).close()  # type: ignore[arg-type]
         makers.append(lambda q: PythonTool(sandbox, on_unavailable=cfg.python_unavailable))  # type: ignore[arg-type]
     if "lookup" in cfg.names and cfg.store_path is not None:
-        from agent.data.store import MarketStore
-        from agent.qa.tools.lookup import LookupTool
-
         path = Path(cfg.store_path)
         MarketStore(path, create=False).close()
 
@@ -111,7 +110,6 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
         def reparse(q: Question) -> Tool | None:
             if not q.images:
                 return None
-            from agent.qa.tools.ocr import ReparseImageTool
 
             if not engines:
                 engines.append(_shared_engine())
@@ -127,14 +125,12 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
 
 def _shared_engine() -> Any:
     """One OCR engine (its models loaded once) shared by every question of a run."""
-    from agent.qa.tools.ocr import OcrEngine
 
     return OcrEngine()
 
 
 def ocr_transcriber(engine: Any | None = None) -> Callable[[str], str]:
     """OCR of one image into structured text (the transcription put before the loop)."""
-    from agent.qa.tools.ocr import transcribe
 
     eng = engine if engine is not None else _shared_engine()
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from agent.report import figures as fg
 from agent.report import series as sr
-from agent.report.html import GENERATOR, Cell, esc, fmt_int, fmt_pct, fmt_pm, note, page, table
+from agent.report.html import GENERATOR, Cell, esc, figure, fmt_int, fmt_pct, fmt_pm, note, page, table
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
 from agent.report.qa import qa_section
@@ -83,7 +83,6 @@ def _window_comparison(sections: list[Section], ctx: PanelContext, prefix: str) 
         labels, [exposure_name(e) for e in exposures], ret, shp, se, ctx.path(f"{prefix}-compare.png")
     )
     ctx.written.append(p)
-    from agent.report.html import figure
 
     return figure(
         ctx.rel(p),

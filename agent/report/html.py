@@ -1,4 +1,4 @@
-"""HTML of the report: number formatting, escaped tables and the page around them.
+"""HTML of the report: escaped tables and the page around them (numbers through :mod:`localfin.fmt`).
 
 The page is one static file with its style inline and figures as relative ``figures/*.png``
 paths: it opens offline, from any folder it is copied to with its figures. Undefined numbers
@@ -10,10 +10,11 @@ read the page back.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from localfin.fmt import NA, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, is_number
 
 __all__ = [
     "NA",
@@ -31,43 +32,8 @@ __all__ = [
     "page",
 ]
 
-NA = "n/a"
 #: The generator named in the page's head (a folder holding such a page may be replaced).
 GENERATOR = "localfin report"
-
-
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt_pct(x: Any, digits: int = 2, signed: bool = True) -> str:
-    """A fraction as a percentage (``+12.34%``); ``n/a`` when undefined."""
-    if not _ok(x):
-        return NA
-    return f"{100 * x:+.{digits}f}%" if signed else f"{100 * x:.{digits}f}%"
-
-
-def fmt_num(x: Any, digits: int = 2) -> str:
-    return f"{x:.{digits}f}" if _ok(x) else NA
-
-
-def fmt_int(x: Any) -> str:
-    return f"{int(x):,}" if _ok(x) else NA
-
-
-def fmt_pm(x: Any, se: Any, digits: int = 2) -> str:
-    """``1.23 ± 0.45``; the value alone when the error is undefined; ``n/a`` without a value."""
-    if not _ok(x):
-        return NA
-    return f"{x:.{digits}f} ± {se:.{digits}f}" if _ok(se) else f"{x:.{digits}f}"
-
-
-def fmt_range(lo: Any, hi: Any, pct: bool = True) -> str:
-    """``lo .. hi`` (percentages or 2-decimal numbers); ``n/a`` when undefined."""
-    f = fmt_pct if pct else fmt_num
-    if not (_ok(lo) and _ok(hi)):
-        return NA
-    return f"{f(lo)} .. {f(hi)}"
 
 
 def esc(text: Any) -> str:
@@ -95,7 +61,7 @@ def _cell(c: Cell | str, tag: str = "td") -> str:
     if c.metric:
         attrs.append(f'data-metric="{esc(c.metric)}"')
     if c.value is not None:
-        v = repr(float(c.value)) if _ok(c.value) else "nan"
+        v = repr(float(c.value)) if is_number(c.value) else "nan"
         attrs.append(f'data-value="{esc(v)}"')
     a = (" " + " ".join(attrs)) if attrs else ""
     sub = f'<br><span class="small">{esc(c.sub)}</span>' if c.sub else ""

@@ -9,7 +9,7 @@ input itself; groups keep runs of different experiments apart.
 
 What is read, all of it written by :mod:`agent.pairs` (nothing is imported from the agents):
 
-* ``steps.parquet`` through :func:`agent.pairs.records.read_steps` (required);
+* ``steps.parquet`` through :func:`agent.pairs.market.records.read_steps` (required);
 * ``metrics.json`` (required): identity (kind, method, exposure, seed), metrics, ``extra``;
 * ``training.json`` (Moira's replay cycles, EG-DDQN's episodes) and ``trace.parquet`` (Moira's
   state transitions), when present;
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.records import StepRecord, read_steps
+from agent.pairs.market.records import StepRecord, read_steps
 from localfin.errors import InputError, LocalfinError
 
 __all__ = ["RunData", "ExperimentInfo", "ReportInput", "find_run_dirs", "load_run", "load_input"]

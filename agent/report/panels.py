@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent.report import figures as fg
 from agent.report import series as sr
-from agent.report.html import Cell, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
+from agent.report.html import Cell, figure, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
 from agent.report.tables import Section, Setting, results_row
 from agent.report.usage import VALIDATION_PERIOD, FallbackRow, fallback_rows, token_rows, tokens_per_cycle
 
@@ -227,7 +227,6 @@ def _is_agent(s: Setting) -> bool:
 
 
 def _fig(ctx: PanelContext, name: str, draw: Callable[[Path], Path], alt: str, caption: str) -> str:
-    from agent.report.html import figure
 
     p = draw(ctx.path(name))
     ctx.written.append(p)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.pairs.metrics import drawdown_curve, equity_curve
-from agent.pairs.settlement import ACTIONS
+from agent.pairs.market.metrics import drawdown_curve, equity_curve
+from agent.pairs.market.settlement import ACTIONS
 
 __all__ = [
     "ROLLING_WINDOW",
@@ -42,12 +42,12 @@ ROLLING_WINDOW = 10
 
 def equity_points(returns: Sequence[float]) -> np.ndarray:
     """Equity at x = 0..N: 1, then after each settled transition
-    (:func:`agent.pairs.metrics.equity_curve`)."""
+    (:func:`agent.pairs.market.metrics.equity_curve`)."""
     return np.concatenate([[1.0], equity_curve(returns)])
 
 
 def drawdown_points(returns: Sequence[float]) -> np.ndarray:
-    """Drawdown at x = 0..N (0 at the start; :func:`agent.pairs.metrics.drawdown_curve`)."""
+    """Drawdown at x = 0..N (0 at the start; :func:`agent.pairs.market.metrics.drawdown_curve`)."""
     return np.concatenate([[0.0], drawdown_curve(returns)])
 
 
@@ -73,9 +73,10 @@ def rolling_accuracy(matched: Sequence[bool], window: int = ROLLING_WINDOW) -> n
 
 
 def cumulative_switches(pairs: Sequence[str | None]) -> np.ndarray:
-    """Pair switches up to and including each step, counted as :func:`agent.pairs.metrics.pair_switches`
-    counts them (a change from one held pair to another; holding none in between counts once,
-    when the new pair is first held), so the last value equals the run's pair switches."""
+    """Pair switches up to and including each step, counted as
+    :func:`agent.pairs.market.metrics.pair_switches` counts them (a change from one held pair to
+    another; holding none in between counts once, when the new pair is first held), so the last
+    value equals the run's pair switches."""
     out = np.zeros(len(pairs), dtype=np.int64)
     last: str | None = None
     n = 0

@@ -1,8 +1,9 @@
 """The numbers of the report's tables, as pure functions of the loaded runs.
 
-Metrics are recomputed from each run's ``steps.parquet`` with :func:`agent.pairs.metrics.compute_metrics`
-under the rules the writers use (so the page shows what the settled transitions say, and
-:func:`metric_mismatches` flags a ``metrics.json`` that disagrees):
+Metrics are recomputed from each run's ``steps.parquet`` with
+:func:`agent.pairs.market.metrics.compute_metrics` under the rules the writers use (so the page
+shows what the settled transitions say, and :func:`metric_mismatches` flags a ``metrics.json``
+that disagrees):
 
 * rows whose action is not a pair action (Equal-Weight's ``HOLD``) make the run a pool position:
   no action counts, no action accuracy, every transition counts in the win rate;
@@ -31,8 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.pairs.metrics import Metrics, compute_metrics
-from agent.pairs.settlement import ACTIONS
+from agent.pairs.market.metrics import Metrics, compute_metrics
+from agent.pairs.market.settlement import ACTIONS
 from agent.report.load import RunData
 
 __all__ = [

@@ -17,7 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.data.store import MarketStore
 from agent.reproduce.spec import ReproConfig
+from localfin import env
+from serving.open import weights_status
+from serving.registry import Registry
 
 __all__ = ["STATUSES", "CheckItem", "check_config", "format_items", "store_path_of"]
 
@@ -52,39 +56,27 @@ class CheckItem:
 
 def store_path_of(cfg: ReproConfig) -> Path:
     """The market store a Moira config uses (``experiment.store``, else ``$LOCALFIN_STORE``)."""
-    from localfin import env
 
     raw = cfg.document.get("experiment", {}).get("store")
     return Path(raw).expanduser() if raw else env.default_store_path()
 
 
-def _models(cfg: ReproConfig, registry) -> list[CheckItem]:
-    from serving.errors import ModelNotPreparedError
-
+def _models(cfg: ReproConfig, registry: Registry | None) -> list[CheckItem]:
     out = []
     seen: set[Path | None] = set()
     for key in cfg.model_keys:
-        spec = registry.get(key)
-        where = spec.expected_path()
-        if where in seen:
+        w = weights_status(key, registry)
+        if w.where in seen:
             continue
-        seen.add(where)
-        try:
-            p = spec.resolve_path()
-            out.append(CheckItem(cfg.name, "ok", f"model {key}", f"weights at {p}"))
-        except ModelNotPreparedError:
-            fix = (
-                f"localfin models prepare {key}"
-                if spec.source == "pip_package"
-                else f"copy {spec.hf_reference or spec.display_name} into {where} "
-                "(or set LOCALFIN_MODELS_DIR)"
-            )
-            out.append(CheckItem(cfg.name, "missing", f"model {key}", f"no config.json in {where}", fix))
+        seen.add(w.where)
+        if w.path is not None:
+            out.append(CheckItem(cfg.name, "ok", f"model {key}", f"weights at {w.path}"))
+        else:
+            out.append(CheckItem(cfg.name, "missing", f"model {key}", f"no config.json in {w.where}", w.fix))
     return out
 
 
 def _moira(cfg: ReproConfig) -> list[CheckItem]:
-    from agent.data.store import MarketStore
 
     path = store_path_of(cfg)
     imp = f"localfin data import --herculean <Herculean folder> --store {path}"
@@ -200,15 +192,15 @@ def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
     return out
 
 
-def check_config(cfg: ReproConfig, *, data_root: Path | None = None, registry=None) -> list[CheckItem]:
-    """Every item ``cfg`` needs, present or not (data first, then model weights)."""
-    from localfin import env
-    from serving.registry import default_registry
+def check_config(
+    cfg: ReproConfig, *, data_root: Path | None = None, registry: Registry | None = None
+) -> list[CheckItem]:
+    """Every item ``cfg`` needs, present or not (data first, then model weights; ``registry``:
+    default the packaged one)."""
 
-    reg = registry or default_registry()
     root = data_root or env.data_dir()
     items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root)
-    return items + _models(cfg, reg)
+    return items + _models(cfg, registry)
 
 
 def format_items(items: Sequence[CheckItem]) -> str:

@@ -28,10 +28,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agent.qa import runs
+from agent.qa.datasets import load_items
+from agent.qa.item_score import ItemScore
+from agent.qa.scoring import finmme_avg
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
+from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import model_facts
+from serving.registry import Registry
 
 __all__ = ["QAOutcome", "finmme_run_avg", "run_qa", "shrink_plan", "slug"]
 
@@ -56,7 +63,6 @@ def slug(text: str) -> str:
 
 
 def _load(src: QASource, root: Path):
-    from agent.qa.datasets import load_items
 
     loaded = load_items(src.dataset, src.resolve(root), split=src.split, subset=src.subset, limit=src.limit)
     if loaded.skipped:
@@ -105,9 +111,6 @@ def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
     """FinMME's Avg of a finished evaluation: per-item correctness from the run's trace, the
     dimensions from the items' golds (``extra['dimensions']``). Returns the Avg, the accuracy
     and item count per dimension (fractions), the empty dimensions and the plain item accuracy."""
-    from agent.qa import runs
-    from agent.qa.item_score import ItemScore
-    from agent.qa.scoring import finmme_avg
 
     correct = {str(r["item_id"]): bool(r["correct"]) for r in runs.read_jsonl(run_dir / runs.TRACE)}
     missing = [it.item_id for it in items if it.item_id not in correct]
@@ -129,31 +132,29 @@ def run_qa(
     out_dir: Path,
     *,
     backend: Backend,
-    registry: Any,
+    registry: Registry | None,
     data_root: Path,
     plan: QAPlan | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; judge passes use
     ``judge_backend`` (default ``backend``) with the plan's ``judge`` model."""
-    from agent.qa import runs
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank
     from agent.qa.evaluate import EvalConfig, evaluate
     from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
-    from agent.qa.memory import ExperienceMemory, MemoryConfig
     from agent.qa.react import QASolver, solver_config_for
+    from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
-    from bank.embedder import MiniLMEmbedder
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
     p = plan or cfg.qa
     assert p is not None
     out_dir.mkdir(parents=True, exist_ok=True)
-    solver_cfg = solver_config_for(registry.get(p.model), max_steps=p.max_steps)
+    solver_cfg = solver_config_for(model_facts(p.model, registry), max_steps=p.max_steps)
     tools = tuple(t for t in p.tools if t != "lookup")  # lookup needs a market store: none given here
     notes = [] if tools == p.tools else ["the lookup tool is off (no market store is given to QA runs)"]
     factory = tool_factory(ToolsetConfig(names=tools, python_unavailable="refuse"))
@@ -215,16 +216,21 @@ def run_qa(
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
                     rows.append(finish(src, items, run, _row(src.label, v, s, None, None, n_bank)))
                     continue
-                for size in p.bank_sizes or (None,):
-                    for k in p.k_max:
-                        mem = ExperienceMemory(retriever, MemoryConfig(tau=p.tau, k_max=k, bank_limit=size))
-                        run = (
-                            out_dir
-                            / "runs"
-                            / f"{slug(src.label)}-ft_fm-n{size if size is not None else 'all'}-k{k}"
-                        )
-                        s = evaluate(items, backend, run, ecfg, tools=factory, memory=mem, **common)
-                        rows.append(finish(src, items, run, _row(src.label, v, s, k, size, n_bank)))
+                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max))
+                for s in sweep_memory(
+                    items,
+                    backend,
+                    out_dir / "runs",
+                    ecfg,
+                    grid.memory,
+                    bank_sizes=grid.bank_sizes,
+                    k_maxes=grid.k_maxes,
+                    prefix=f"{slug(src.label)}-ft_fm-",
+                    tools=factory,
+                    **common,
+                ):
+                    row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank)
+                    rows.append(finish(src, items, Path(s.run_dir), row))
         rows += _macro(rows)
         if p.taus:
             questions = [it.question for _, items in sets for it in items]

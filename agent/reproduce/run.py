@@ -23,9 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.data.store import MarketStore
+from agent.qa.demo_set import build_demo_set
+from agent.report.build import build_report
+from agent.reproduce.qa_run import run_qa, shrink_plan
+from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
+from bank.embedder import Embedder
+from localfin import env
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import BackendSpec, opened
+from serving.registry import Registry
 
 __all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
 
@@ -61,8 +70,6 @@ def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
     """The config's matrix document shrunk onto the synthetic market in ``store`` (see the
     module docstring)."""
     import numpy as np
-
-    from agent.data.store import MarketStore
 
     with MarketStore(store, create=False) as s:
         cal = s.calendar()
@@ -101,10 +108,10 @@ def reproduce(
     *,
     smoke: bool = False,
     backend: Backend | None = None,
-    registry: Any = None,
+    registry: Registry | None = None,
     data_root: Path | None = None,
     model: str = "smollm2-135m",
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     html_report: bool = True,
     progress: Progress = NULL_PROGRESS,
 ) -> ReproResult:
@@ -112,12 +119,10 @@ def reproduce(
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
     closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
     for the run) and closed at the end."""
-    from localfin import env
-    from serving.registry import default_registry
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    reg = registry or default_registry()
+    reg = registry
     notes: list[str] = []
     extra: dict[str, Any] = {}
     if cfg.kind == "moira":
@@ -125,37 +130,24 @@ def reproduce(
 
         document: Mapping[str, Any] | None = None
         if smoke:
-            from agent.pairs.demo import synthetic_store
+            from agent.pairs.experiment.demo import synthetic_store
 
             document = smoke_document(cfg, synthetic_store(out), model)
         outcome = run_moira(cfg, out, document=document, backend=backend, registry=reg, progress=progress)
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
         if html_report:
-            from agent.report.build import build_report
-
             res = build_report(outcome.matrix_dir, out / "report", progress=progress)
             notes.append(f"HTML report of every run: {res.html}")
     else:
-        from agent.reproduce.qa_run import run_qa, shrink_plan
-
         assert cfg.qa is not None
         plan = cfg.qa
         root = data_root or env.data_dir()
         if smoke:
-            from agent.qa.demo_set import build_demo_set
-
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
-        be = backend
-        if be is None:
-            from serving.backend import get_backend
-
-            if plan.backend == "openai":
-                be = get_backend("openai", registry=reg, base_url=plan.base_url)
-            else:
-                be = get_backend("vllm", registry=reg, model=plan.model)
-        try:
+        spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
+        with opened(spec, reg, backend=backend) as be:
             qo = run_qa(
                 cfg,
                 out,
@@ -166,14 +158,10 @@ def reproduce(
                 embedder=embedder,
                 progress=progress,
             )
-        finally:
-            if backend is None:
-                be.close()
         rows = list(qo.rows)
         notes += list(qo.notes)
         if qo.details:
             extra["qa_details"] = qo.details
-    from agent.reproduce.report import write_report
 
     md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes, extra=extra)
     return ReproResult(md, tuple(rows), tuple(notes))

@@ -7,7 +7,7 @@ the paper, labelled as the paper's). The rest of the file is what runs:
 
 - Moira tables (``kind = "moira"``): an experiment-matrix document (the ``localfin pairs
   matrix`` format: ``[matrix]``, ``backbones``, ``[[windows]]`` and the experiment tables of
-  :mod:`agent.pairs.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
+  :mod:`agent.pairs.experiment.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
   the document is handed on.
 - FinAcumen tables (``kind = "qa"``): a ``[qa]`` table (model, tools, variants, retrieval
   settings), ``[[qa.bank]]`` sources (training/validation splits only) and ``[[qa.sets]]``
@@ -25,13 +25,14 @@ import copy
 import datetime as dt
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agent.qa.datasets import DATASETS
+from localfin import configfile as cf
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -51,7 +52,6 @@ KINDS = ("moira", "qa")
 PAPERS = ("moira", "finacumen")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _QA_VARIANTS = ("base", "ft", "ft_fm")
-_META_KEYS = ("name", "paper", "table", "title", "kind", "differs", "baselines", "paper_sessions")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,13 @@ class WindowSpec:
     paper_train_sessions: int
     paper_test_sessions: int
 
+    def __post_init__(self) -> None:
+        if not self.train_start <= self.train_end < self.test_start <= self.test_end:
+            raise ConfigError(
+                f"windows {self.name!r}: {self.train_start}..{self.train_end} then {self.test_start}.."
+                f"{self.test_end}; allowed: train_start <= train_end < test_start <= test_end"
+            )
+
 
 @dataclass(frozen=True)
 class QASource:
@@ -92,6 +99,10 @@ class QASource:
     split: str | None = None
     subset: str | None = None
     limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"qa source {self.label!r}: limit={self.limit!r}; allowed: a whole number >= 1")
 
     def resolve(self, data_root: Path) -> Path:
         p = Path(self.path).expanduser()
@@ -201,155 +212,101 @@ def config_names() -> list[str]:
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
-def _req(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    if key not in table:
-        raise ConfigError(f"{where}.{key} is required")
-    v = table[key]
-    if kind is float and isinstance(v, int) and not isinstance(v, bool):
-        v = float(v)
-    if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
-        raise ConfigError(f"{where}.{key}={v!r}; allowed: a {kind.__name__}")
-    return v
+@dataclass(frozen=True)
+class _Meta:
+    """The ``[reproduce]`` table: what is reproduced and what differs from the paper."""
+
+    name: str
+    paper: str
+    table: str
+    title: str
+    kind: str
+    differs: tuple[str, ...]
+    baselines: tuple[str, ...] = ()
+    #: per windows set name: [training sessions, test sessions] as the paper states them
+    paper_sessions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ConfigError(f"reproduce.name={self.name!r}; allowed: lower-case letters, digits, '-', '_'")
+        if self.paper not in PAPERS or self.kind not in KINDS:
+            raise ConfigError(
+                f"reproduce.paper={self.paper!r} / kind={self.kind!r}; allowed: {PAPERS} / {KINDS}"
+            )
+        if not self.differs:
+            raise ConfigError("reproduce.differs must list, in words, what differs from the paper")
 
 
-def _date(v: Any, key: str) -> dt.date:
-    if isinstance(v, dt.date):
-        return v
-    try:
-        return dt.date.fromisoformat(str(v))
-    except ValueError:
-        raise ConfigError(f"{key}={v!r}; allowed: a date YYYY-MM-DD") from None
-
-
-def _figures(raw: Any) -> tuple[PaperFigure, ...]:
+def _figures(raw: Any, file: Any) -> tuple[PaperFigure, ...]:
     if not isinstance(raw, list):
-        raise ConfigError("[[paper]] must be an array of tables")
+        raise cf.key_error("paper", "allowed: [[paper]] tables (an array of tables)", file=file)
     out = []
     for i, f in enumerate(raw):
-        where = f"paper[{i}]"
-        match = f.get("match", {})
-        if not isinstance(match, Mapping):
-            raise ConfigError(f"{where}.match must be a table")
-        out.append(
-            PaperFigure(
-                _req(f, "row", str, where),
-                _req(f, "column", str, where),
-                _req(f, "value", float, where),
-                _req(f, "unit", str, where),
-                tuple((str(k), str(v)) for k, v in match.items()),
-            )
-        )
+        row = dict(f) if isinstance(f, Mapping) else f
+        if isinstance(row, dict) and isinstance(row.get("match"), Mapping):
+            row["match"] = [[k, v] for k, v in row["match"].items()]
+        out.append(cf.load(PaperFigure, row, key=f"paper[{i}]", file=file))
     return tuple(out)
 
 
-def _windows(doc: Mapping[str, Any], expected: Mapping[str, Any]) -> tuple[WindowSpec, ...]:
+def _windows(doc: Mapping[str, Any], meta: _Meta, file: Any) -> tuple[WindowSpec, ...]:
     raw = doc.get("windows")
     sets = raw if isinstance(raw, list) else [{"name": "main", **raw}] if isinstance(raw, Mapping) else []
     if not sets:
         raise ConfigError("a moira config needs [[windows]] sets")
     out = []
     for i, w in enumerate(sets):
-        name = _req(w, "name", str, f"windows[{i}]")
-        counts = expected.get(name)
-        if not (isinstance(counts, list) and len(counts) == 2 and all(isinstance(c, int) for c in counts)):
-            raise ConfigError(
-                f"reproduce.paper_sessions.{name} must be [train sessions, test sessions] as the paper states"
+        name = w.get("name") if isinstance(w, Mapping) else None
+        counts = meta.paper_sessions.get(name) if isinstance(name, str) else None
+        if counts is None:
+            raise cf.key_error(
+                f"reproduce.paper_sessions.{name}",
+                "must be [train sessions, test sessions] as the paper states",
+                file=file,
             )
-        dates = [
-            _date(w.get(k), f"windows[{i}].{k}")
-            for k in ("train_start", "train_end", "test_start", "test_end")
-        ]
-        out.append(WindowSpec(name, *dates, counts[0], counts[1]))
+        row = {**w, "paper_train_sessions": counts[0], "paper_test_sessions": counts[1]}
+        out.append(cf.load(WindowSpec, row, key=f"windows[{i}]", file=file))
     return tuple(out)
 
 
-def _sources(raw: Any, where: str) -> tuple[QASource, ...]:
-    if not isinstance(raw, list):
-        raise ConfigError(f"[[{where}]] must be an array of tables")
-    out = []
-    for i, s in enumerate(raw):
-        w = f"{where}[{i}]"
-        limit = s.get("limit")
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise ConfigError(f"{w}.limit={limit!r}; allowed: a whole number >= 1")
-        out.append(
-            QASource(
-                _req(s, "label", str, w),
-                _req(s, "dataset", str, w),
-                _req(s, "path", str, w),
-                s.get("split"),
-                s.get("subset"),
-                limit,
-            )
-        )
-    return tuple(out)
+def _qa(raw: Any, file: Any) -> QAPlan:
 
-
-def _qa(raw: Mapping[str, Any]) -> QAPlan:
-    from agent.qa.datasets import DATASETS
-
-    t = dict(raw)
-    bank = _sources(t.pop("bank", []), "qa.bank")
-    sets = _sources(t.pop("sets", []), "qa.sets")
-    for s in (*bank, *sets):
+    plan = cf.load(QAPlan, raw, key="qa", file=file)
+    for s in (*plan.bank, *plan.sets):
         if s.dataset not in DATASETS:
             raise ConfigError(f"qa source {s.label!r}: dataset={s.dataset!r}; allowed: {', '.join(DATASETS)}")
-    allowed = {f for f in QAPlan.__dataclass_fields__ if f not in ("bank", "sets")}
-    unknown = sorted(set(t) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join('qa.' + k for k in unknown)}; allowed: {', '.join(sorted(allowed))}"
-        )
-    for k in ("tools", "variants", "k_max", "bank_sizes", "taus"):
-        if k in t:
-            t[k] = tuple(t[k])
-    return QAPlan(**t, bank=bank, sets=sets)
+    return plan
 
 
 def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
-    """A :class:`ReproConfig` from a parsed TOML document."""
+    """A :class:`ReproConfig` from a parsed TOML document (errors name ``source`` and the key)."""
     doc = copy.deepcopy(dict(data))
-    meta = doc.pop("reproduce", None)
-    if not isinstance(meta, Mapping):
+    meta_t = doc.pop("reproduce", None)
+    if not isinstance(meta_t, Mapping):
         raise ConfigError(f"{source}: the [reproduce] table is required")
-    figures = _figures(doc.pop("paper", []))
-    unknown = sorted(set(meta) - set(_META_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join('reproduce.' + k for k in unknown)}; allowed: {', '.join(_META_KEYS)}"
-        )
-    name = _req(meta, "name", str, "reproduce")
-    if not _NAME.match(name):
-        raise ConfigError(f"reproduce.name={name!r}; allowed: lower-case letters, digits, '-', '_'")
-    paper = _req(meta, "paper", str, "reproduce")
-    kind = _req(meta, "kind", str, "reproduce")
-    if paper not in PAPERS or kind not in KINDS:
-        raise ConfigError(f"reproduce.paper={paper!r} / kind={kind!r}; allowed: {PAPERS} / {KINDS}")
-    differs = meta.get("differs", [])
-    if not isinstance(differs, list) or not differs or not all(isinstance(d, str) for d in differs):
-        raise ConfigError("reproduce.differs must list, in words, what differs from the paper")
-    baselines = tuple(meta.get("baselines", []))
+    figures = _figures(doc.pop("paper", []), source)
+    meta = cf.load(_Meta, meta_t, key="reproduce", file=source)
     windows: tuple[WindowSpec, ...] = ()
     qa = None
-    if kind == "moira":
-        windows = _windows(doc, meta.get("paper_sessions", {}))
+    if meta.kind == "moira":
+        windows = _windows(doc, meta, source)
         if "matrix" not in doc or "backbones" not in doc:
             raise ConfigError(f"{source}: a moira config is a matrix document ([matrix] and backbones)")
     else:
-        qa = _qa(doc.get("qa", {}))
+        qa = _qa(doc.get("qa", {}), source)
     return ReproConfig(
-        name=name,
-        paper=paper,
-        table=_req(meta, "table", str, "reproduce"),
-        title=_req(meta, "title", str, "reproduce"),
-        kind=kind,
-        differs=tuple(differs),
+        name=meta.name,
+        paper=meta.paper,
+        table=meta.table,
+        title=meta.title,
+        kind=meta.kind,
+        differs=meta.differs,
         figures=figures,
         document=doc,
         source=source,
         windows=windows,
         qa=qa,
-        baselines=baselines,
+        baselines=meta.baselines,
     )
 
 
@@ -367,11 +324,7 @@ def load_repro(name_or_path: str | Path) -> ReproConfig:
             )
         res = resources.files("agent.reproduce").joinpath("configs", f"{name_or_path}.toml")
         text, source = res.read_text(encoding="utf-8"), Path(str(res))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config {source} is not valid TOML: {exc}") from exc
-    return parse_repro(data, source)
+    return parse_repro(cf.loads_toml(text, f"config {source}"), source)
 
 
 def load_all() -> list[ReproConfig]:

@@ -88,7 +88,7 @@ def test_summary_lists_headlines_and_skips_in_order() -> None:
     )
     w.metric("rescreen", "time_1thread", 0.9, "s")  # not a headline
     a = RecordWriter("agent", stream=io.StringIO())
-    a.metric("moira", "status", "skipped", "", reason="agent.pairs.experiment is not importable yet")
+    a.metric("moira", "status", "skipped", "", reason="agent.pairs.experiment.run is not importable yet")
     md = summary_markdown(w.records + a.records, command="localfin bench all")
     rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| bench")]
     assert len(rows) == 2

@@ -6,7 +6,7 @@ settlement, metrics and run-folder code as the agent:
 * :mod:`~agent.pairs.baselines.eg_z`: Engle-Granger spread with z-score entry / exit thresholds;
 * :mod:`~agent.pairs.baselines.eg_ddqn`: a Double DQN on z-score lags, position and half-life;
 * :mod:`~agent.pairs.baselines.runner`: run one baseline or all of them on a window;
-* :mod:`~agent.pairs.baselines.finmem`: the FinMem-style LLM trader (lockstep programs);
+* :mod:`~agent.pairs.baselines.finmem.run`: the FinMem-style LLM trader (lockstep programs);
 * :mod:`~agent.pairs.baselines.rolling`: rolling yearly windows over a long history.
 
 Names are re-exported lazily so that importing the package imports neither torch nor numba.
@@ -52,11 +52,11 @@ _HOME = {
     "run_baseline": "runner",
     "run_all": "runner",
     "run_planned": "runner",
-    "FinMemConfig": "finmem",
-    "prepare_finmem": "finmem",
-    "finmem_program": "finmem",
-    "write_finmem_run": "finmem",
-    "run_finmem": "finmem",
+    "FinMemConfig": "finmem.run",
+    "prepare_finmem": "finmem.run",
+    "finmem_program": "finmem.run",
+    "write_finmem_run": "finmem.run",
+    "run_finmem": "finmem.run",
     "RollingResult": "rolling",
     "run_rolling": "rolling",
 }

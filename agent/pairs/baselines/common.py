@@ -3,7 +3,7 @@ the pool calendar, the tradable mask, the rolling betas and the spread signals.
 
 Timing follows SPEC §2 exactly as the Moira agent does: the test window's sessions are the pool's
 union calendar in [start, end]; its first session is step 001; the pair is the screen's top
-candidate at step 001 (data up to its close, :func:`agent.pairs.screen.screen_store`); the action
+candidate at step 001 (data up to its close, :func:`agent.pairs.screen.causal.screen_store`); the action
 decided at session t is held to close t+1 and settled there, so N sessions give N-1 transitions.
 
 A :class:`PairSeries` holds the pair's closes on the pool calendar from the calendar's first
@@ -30,8 +30,8 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
-from agent.pairs.screen import PairCandidate, ScreenConfig, screen_store
-from agent.pairs.settlement import EXPOSURES, causal_betas
+from agent.pairs.market.settlement import EXPOSURES, causal_betas
+from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_store
 from localfin.errors import ConfigError, InputError
 
 __all__ = [
@@ -230,7 +230,7 @@ def _on_common(series: PairSeries, values: np.ndarray) -> np.ndarray:
 
 def pair_betas(series: PairSeries, window: int = 20) -> np.ndarray:
     """Rolling OLS slope of log A on log B over the last ``window`` common sessions up to t
-    (:func:`agent.pairs.settlement.causal_betas`), NaN where t is not a common session."""
+    (:func:`agent.pairs.market.settlement.causal_betas`), NaN where t is not a common session."""
     ok = priced(series)
     if int(ok.sum()) < window:
         return np.full(len(series.dates), np.nan)

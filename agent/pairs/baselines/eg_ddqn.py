@@ -7,7 +7,7 @@ log A - beta log B, beta the screen's hedge ratio, trailing ``z_window`` common 
 sessions as a fraction of ``half_life_cap`` (1 when it exceeds the cap or does not revert), and the
 position held into t (one-hot LONG_SHORT / SHORT_LONG / FLAT: the previous action).
 Actions: LONG_SHORT, SHORT_LONG, FLAT. Reward of the action at t: its settled return from close t
-to close t+1 (:func:`agent.pairs.settlement.settle`, the run's exposure and cost), times
+to close t+1 (:func:`agent.pairs.market.settlement.settle`, the run's exposure and cost), times
 ``reward_scale`` for the network (the curve reports unscaled returns).
 
 Training data: the pair's sessions from ``history_sessions`` before the training window's first
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, priced, rolling_half_life, spread_zscores
-from agent.pairs.settlement import ACTIONS, FLAT, LegWeights, leg_weights, settle, signed_position
+from agent.pairs.market.settlement import ACTIONS, FLAT, LegWeights, leg_weights, settle, signed_position
 from localfin.errors import ConfigError
 
 __all__ = ["DDQNConfig", "DDQNResult", "ddqn_features", "train_and_act"]

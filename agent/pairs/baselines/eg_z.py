@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, spread_zscores
-from agent.pairs.settlement import FLAT, LONG_SHORT, SHORT_LONG
+from agent.pairs.market.settlement import FLAT, LONG_SHORT, SHORT_LONG
 from localfin.errors import ConfigError
 
 __all__ = ["EGZConfig", "egz_step", "egz_actions"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from agent.data.store import MarketStore
 from agent.pairs.baselines.ledger import Ledger
-from agent.pairs.records import StepRecord
+from agent.pairs.market.records import StepRecord
 from localfin.errors import InputError
 
 __all__ = ["HOLD", "EqualWeightConfig", "equal_weight_ledger"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries
-from agent.pairs.settlement import FLAT, LONG_SHORT, SHORT_LONG
+from agent.pairs.market.settlement import FLAT, LONG_SHORT, SHORT_LONG
 from localfin.errors import ConfigError
 
 __all__ = ["FixedDirectionConfig", "LONG_SHORT_CONFIG", "SHORT_LONG_CONFIG", "fixed_actions"]

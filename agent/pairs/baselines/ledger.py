@@ -3,7 +3,7 @@ settlement, metrics and records code (so agent and baselines are scored by the s
 
 Gap rule (documented in :mod:`agent.pairs.baselines.common`): a policy must return FLAT on a
 session that is not tradable; the transition from it is settled by
-:func:`agent.pairs.settlement.settle`, which earns 0 for every action when a leg lacks a close at t
+:func:`agent.pairs.market.settlement.settle`, which earns 0 for every action when a leg lacks a close at t
 or t+1 and flags it missing (note ``missing price``). Under the ``beta`` exposure a session
 without a rolling beta earns 0 for every action (note ``no beta``): there is no hedge to size.
 """
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, check_exposure, tradable
-from agent.pairs.metrics import Metrics, compute_metrics
-from agent.pairs.records import StepRecord, run_summary, write_json, write_steps
-from agent.pairs.settlement import (
+from agent.pairs.market.metrics import Metrics, compute_metrics
+from agent.pairs.market.records import StepRecord, run_summary, write_json, write_steps
+from agent.pairs.market.settlement import (
     ACTIONS,
     FLAT,
     LONG_SHORT,

@@ -26,8 +26,8 @@ import numpy as np
 from agent.data.store import MarketStore
 from agent.pairs.baselines.common import Window
 from agent.pairs.baselines.runner import DEFAULT_BASELINES, BaselineConfig, RunSettings, run_all
-from agent.pairs.records import write_json
-from agent.pairs.settlement import EXPOSURES
+from agent.pairs.market.records import write_json
+from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 

@@ -3,7 +3,7 @@
 :func:`run_baseline` runs one baseline for (store, pool, training window, test window, exposure,
 seed) and writes ``<out_dir>/runs/<run_id>/steps.parquet`` and ``metrics.json`` (kind
 ``baseline``, the method name; EG-DDQN also ``training.json``, its training curve) through
-:mod:`agent.pairs.records`. :func:`run_all` runs every configured baseline under every exposure,
+:mod:`agent.pairs.market.records`. :func:`run_all` runs every configured baseline under every exposure,
 selecting the pair once. The training window only matters to EG-DDQN (the others have nothing to
 train); it must end before step 001.
 
@@ -44,10 +44,10 @@ from agent.pairs.baselines.fixed_direction import (
     fixed_actions,
 )
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
-from agent.pairs.metrics import Metrics
-from agent.pairs.records import write_json
-from agent.pairs.screen import ScreenConfig
-from agent.pairs.settlement import EXPOSURES
+from agent.pairs.market.metrics import Metrics
+from agent.pairs.market.records import write_json
+from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.screen.causal import ScreenConfig
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 
@@ -299,7 +299,7 @@ def run_planned(
     progress: Progress = NULL_PROGRESS,
 ) -> list[BaselineResult]:
     """Run ``plan`` (config, exposure, seed, run id) on one window, the pair selected once (what a
-    Moira experiment runs beside the agent: :mod:`agent.pairs.experiment_baselines`)."""
+    Moira experiment runs beside the agent: :mod:`agent.pairs.experiment.baselines`)."""
     cfg = settings or RunSettings()
     if not plan:
         return []

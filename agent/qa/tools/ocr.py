@@ -37,6 +37,7 @@ from typing import Any
 
 from agent.qa.numbers import find_numbers
 from agent.qa.tools.base import ToolResult
+from localfin.env import apply_offline_env
 from localfin.errors import ConfigError, InputError
 
 __all__ = [
@@ -211,7 +212,6 @@ class OcrEngine:
             raise ConfigError(f"cache_size={cache_size}; allowed: 0..100000")
         self._cache: dict[tuple[Any, ...], Transcription] = {}
         self._cache_size = cache_size
-        from localfin.env import apply_offline_env
 
         apply_offline_env()  # ORT_DISABLE_TELEMETRY=1 must be set before onnxruntime initialises
         from rapidocr_onnxruntime import RapidOCR

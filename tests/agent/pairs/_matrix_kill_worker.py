@@ -10,15 +10,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from matrix_support import GatedFactory
 
-from agent.pairs.matrix import run_matrix
-from agent.pairs.matrix_config import load_matrix
+from agent.pairs.experiment.matrix import run_matrix
+from agent.pairs.experiment.matrix_config import load_matrix
+from agent.report.matrix_summary import write_matrix_summary
 
 
 def main(config: str, out: str, gate: int, marker: str, sent_log: str, base_url: str = "") -> None:
     cfg = load_matrix(config)
     text = Path(config).read_text(encoding="utf-8")
     factory = GatedFactory(gate, Path(marker), Path(sent_log), base_url)
-    run_matrix(cfg, out, config_text=text, resume=True, backend_factory=factory)
+    run_matrix(cfg, out, config_text=text, resume=True, backend_factory=factory, summary=write_matrix_summary)
 
 
 if __name__ == "__main__":

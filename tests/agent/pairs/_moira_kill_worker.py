@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from moira_support import scripted
 
-from agent.pairs.config import load_config
-from agent.pairs.experiment import run_experiment
+from agent.pairs.experiment.config import load_config
+from agent.pairs.experiment.run import run_experiment
 
 
 class _Gate:

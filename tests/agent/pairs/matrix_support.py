@@ -52,9 +52,11 @@ def scripted_factory(cell: Any, registry: Any) -> Any:
 
 def openai_factory(cell: Any, registry: Any, *, base_url: str, api_key: str) -> Any:
     """The OpenAI client for the test server (it needs an API key)."""
-    from serving.openai_http import OpenAIBackend
+    from serving.open import BackendSpec, open_backend
 
-    return OpenAIBackend(base_url, registry=registry, api_key=api_key)
+    return open_backend(
+        BackendSpec("openai", cell.backbone.key, base_url=base_url, api_key=api_key), registry
+    )
 
 
 class GatedFactory:
@@ -78,9 +80,10 @@ class _Gated:
     def __init__(self, owner: GatedFactory, registry: Any) -> None:
         self.owner, self.name = owner, "gated"
         if owner.base_url:
-            from serving.openai_http import OpenAIBackend
+            from serving.open import BackendSpec, open_backend
 
-            self.inner = OpenAIBackend(owner.base_url, registry=registry, api_key="test-key")
+            spec = BackendSpec("openai", "tiny-qwen3", base_url=owner.base_url, api_key="test-key")
+            self.inner = open_backend(spec, registry)
         else:
             self.inner = scripted()
 

@@ -20,7 +20,7 @@ from typing import Any
 from agent.data.importer import import_files
 from agent.data.store import MarketStore
 from agent.data.synthetic import BreakSpec, SyntheticConfig, generate_market, write_market
-from agent.pairs.config import ExperimentConfig, parse_config
+from agent.pairs.experiment.config import ExperimentConfig, parse_config
 from serving.scripted import Rule, ScriptedBackend
 from serving.types import ChatRequest
 
@@ -180,7 +180,7 @@ def scripted(
 
 def with_finmem(base: ScriptedBackend) -> ScriptedBackend:
     """``base`` plus a FinMem script: decisions follow the trading z shown, one fixed reflection."""
-    from agent.pairs.baselines.finmem_calls import DECISION_CALL, REFLECTION_CALL
+    from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL
 
     def decide(req: ChatRequest) -> str:
         p = json.loads(req.messages[-1].content)

@@ -15,8 +15,8 @@ from agent.data.validate import ImportConfig
 from agent.pairs.baselines.equal_weight import HOLD, EqualWeightConfig, equal_weight_ledger
 from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG
 from agent.pairs.baselines.runner import RunSettings, run_all
-from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.market.records import read_json, read_steps
+from agent.pairs.screen.causal import ScreenConfig
 
 PRICES = """date,ticker,close
 2021-06-01,AAA,10

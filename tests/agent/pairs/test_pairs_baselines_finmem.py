@@ -17,15 +17,8 @@ import numpy as np
 import pytest
 
 from agent.data.store import MarketStore
-from agent.pairs.baselines.finmem import (
-    FinMemConfig,
-    finmem_program,
-    prepare_finmem,
-    run_finmem,
-    write_finmem_run,
-)
-from agent.pairs.baselines.finmem_calls import DECISION_CALL, REFLECTION_CALL, reply_char_bound
-from agent.pairs.baselines.finmem_memory import (
+from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL, reply_char_bound
+from agent.pairs.baselines.finmem.memory import (
     CharacterConfig,
     EmbeddingCache,
     LayerConfig,
@@ -33,9 +26,16 @@ from agent.pairs.baselines.finmem_memory import (
     MemoryConfig,
     risk_character,
 )
+from agent.pairs.baselines.finmem.run import (
+    FinMemConfig,
+    finmem_program,
+    prepare_finmem,
+    run_finmem,
+    write_finmem_run,
+)
 from agent.pairs.baselines.runner import RunSettings
-from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.market.records import read_json, read_steps
+from agent.pairs.screen.causal import ScreenConfig
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
 from serving.journal import Journal, JournaledBackend
@@ -352,7 +352,7 @@ def test_finmem_scripted_run_end_to_end(finmem_store: MarketStore, finmem_market
     assert len(trace) == (n_train - 1) + (n_test - 1)
     assert sum(ex["characters"]["test"].values()) == n_test - 1
     # no calendar date reaches the model
-    from agent.pairs.masking import contains_calendar_leak
+    from agent.pairs.market.masking import contains_calendar_leak
 
     assert not [leak for c in calls for msg in c.messages for leak in contains_calendar_leak(msg.content)]
     assert any("on step" in msg.content for c in calls for msg in c.messages)  # the reflection's date, masked
@@ -512,9 +512,7 @@ def test_finmem_import_loads_no_numba() -> None:
     import subprocess
     import sys
 
-    mods = ", ".join(
-        f"agent.pairs.baselines.{m}" for m in ("finmem", "finmem_agent", "finmem_calls", "finmem_memory")
-    )
+    mods = ", ".join(f"agent.pairs.baselines.finmem.{m}" for m in ("run", "trader", "calls", "memory"))
     code = f"import sys, {mods}; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -528,7 +526,7 @@ def test_finmem_without_news_runs_on_prices_and_reflections(
     with sqlite3.connect(path) as con:
         con.execute("DELETE FROM news")
     be = _scripted()
-    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem"):
+    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem.run"):
         (r,) = run_finmem(
             s,
             be,

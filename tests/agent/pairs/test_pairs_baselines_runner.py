@@ -20,8 +20,8 @@ from agent.pairs.baselines.equal_weight import EqualWeightConfig
 from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG, SHORT_LONG_CONFIG
 from agent.pairs.baselines.rolling import run_rolling, yearly_windows
 from agent.pairs.baselines.runner import RunSettings, run_all, run_baseline
-from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig, screen_store
+from agent.pairs.market.records import read_json, read_steps
+from agent.pairs.screen.causal import ScreenConfig, screen_store
 from localfin.errors import ConfigError
 
 POOL = ["GRNF", "HRBK", "KSTR", "MLWD", "NRGX", "OKSN", "PTRV", "SLTN"]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent.pairs.lifecycle import (
+from agent.pairs.lifecycle.machine import (
     BREAK,
     FACTOR_NAMES,
     HEALTHY,
@@ -28,7 +28,7 @@ from agent.pairs.lifecycle import (
     assess,
     pair_factors,
 )
-from agent.pairs.masking import StepCalendar, contains_calendar_leak
+from agent.pairs.market.masking import StepCalendar, contains_calendar_leak
 from kernels import ols_hedge
 from localfin.errors import ConfigError, InputError
 from serving.lockstep import run_one
@@ -402,7 +402,7 @@ def test_news_path_fallbacks_keep_the_state_and_are_flagged(market: dict) -> Non
 
 
 def test_monitor_budgets_cover_the_longest_reply() -> None:
-    from agent.pairs.lifecycle import reply_char_bound
+    from agent.pairs.lifecycle.machine import reply_char_bound
     from agent.prompting import load_prompt
 
     m = LifecycleMonitor("tiny-qwen3")
@@ -420,6 +420,8 @@ def test_importing_the_lifecycle_does_not_load_numba() -> None:
     import subprocess
     import sys
 
-    code = "import sys, agent.pairs.lifecycle, agent.pairs.masking; print('numba' in sys.modules)"
+    code = (
+        "import sys, agent.pairs.lifecycle.machine, agent.pairs.market.masking; print('numba' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

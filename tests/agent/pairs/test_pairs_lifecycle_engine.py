@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.pairs.lifecycle import (
+from agent.pairs.lifecycle.machine import (
     CandidateEvent,
     CycleEvidence,
     LifecycleMonitor,
@@ -18,7 +18,7 @@ from agent.pairs.lifecycle import (
     parse_break_check,
     parse_news_verify,
 )
-from agent.pairs.masking import StepCalendar
+from agent.pairs.market.masking import StepCalendar
 
 pytest.importorskip("vllm")
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.pairs.lifecycle import (
+from agent.pairs.lifecycle.calls import BREAK_PAYLOAD_KEYS
+from agent.pairs.lifecycle.machine import (
     BREAK,
     CandidateEvent,
     CycleEvidence,
@@ -25,8 +26,7 @@ from agent.pairs.lifecycle import (
     scan_news_keywords,
     summarize_news,
 )
-from agent.pairs.lifecycle_calls import BREAK_PAYLOAD_KEYS
-from agent.pairs.masking import StepCalendar, contains_calendar_leak
+from agent.pairs.market.masking import StepCalendar, contains_calendar_leak
 from agent.prompting import load_prompt
 from localfin.errors import InputError
 from serving.scripted import Rule, ScriptedBackend

@@ -1,4 +1,4 @@
-"""Date masking (agent.pairs.masking): step labels, every rule, and the leak scan both ways:
+"""Date masking (agent.pairs.market.masking): step labels, every rule, and the leak scan both ways:
 it fires on dates and finds nothing in masked text or in ordinary financial prose."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from agent.data.calendar import business_sessions
-from agent.pairs.masking import MISSING_LABEL, StepCalendar, contains_calendar_leak, mask_text
+from agent.pairs.market.masking import MISSING_LABEL, StepCalendar, contains_calendar_leak, mask_text
 from localfin.errors import ConfigError
 
 # 2025-05-01 (Thu) .. : step 001 = May 1, step 002 = May 2, step 003 = May 5, ..., step 012 = May 16

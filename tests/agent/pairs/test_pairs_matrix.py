@@ -13,11 +13,13 @@ import pytest
 from matrix_support import matrix_text, scripted_factory
 from moira_support import small_store
 
-from agent.pairs.config import load_config
-from agent.pairs.matrix import cell_done, plan_matrix, run_matrix
-from agent.pairs.matrix_config import DEFAULT_SEEDS, load_matrix, parse_matrix
-from agent.pairs.records import read_json
-from agent.pairs.toml_text import dumps
+from agent.pairs.experiment.config import load_config
+from agent.pairs.experiment.matrix import run_matrix
+from agent.pairs.experiment.matrix_config import DEFAULT_SEEDS, load_matrix, parse_matrix
+from agent.pairs.experiment.plan import cell_done, plan_matrix
+from agent.pairs.market.records import read_json
+from agent.report.matrix_summary import write_matrix_summary
+from localfin.configfile import dumps
 from localfin.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[3] / "agent" / "pairs" / "configs"
@@ -169,7 +171,9 @@ def test_scripted_matrix_runs_one_engine_per_backbone_and_resumes_without_calls(
         return scripted_factory(cell, registry)
 
     out = tmp_path / "out"
-    res = run_matrix(cfg, out, config_text=config.read_text(), backend_factory=factory)
+    res = run_matrix(
+        cfg, out, config_text=config.read_text(), backend_factory=factory, summary=write_matrix_summary
+    )
     # two backbones: two engines, each serving both windows sets
     assert opened == ["smol/main", "tiny/main"]
     assert [c.folder for c in res.cells] == ["smol/main", "smol/later", "tiny/main", "tiny/later"]
@@ -185,7 +189,7 @@ def test_scripted_matrix_runs_one_engine_per_backbone_and_resumes_without_calls(
     assert {r["setting"] for r in agent} == {"Moira · smollm2-135m", "Moira · tiny-qwen3"}
     # the two non-LLM baselines, per windows set x exposure (the same runs in each backbone's folder)
     assert len(rows) - len(agent) == 2 * 2 * 2
-    from agent.pairs.matrix_summary import matrix_settings
+    from agent.report.matrix_summary import matrix_settings
 
     assert rows == _plain(matrix_settings(out)) == _plain(res.settings)
     assert "Sharpe ± SE" in (out / "summary.md").read_text()
@@ -195,14 +199,30 @@ def test_scripted_matrix_runs_one_engine_per_backbone_and_resumes_without_calls(
 
     # a second invocation needs --resume; a resumed complete matrix starts no engine
     with pytest.raises(ConfigError, match="pass --resume"):
-        run_matrix(cfg, out, config_text=config.read_text(), backend_factory=factory)
+        run_matrix(
+            cfg, out, config_text=config.read_text(), backend_factory=factory, summary=write_matrix_summary
+        )
     opened.clear()
-    again = run_matrix(cfg, out, config_text=config.read_text(), backend_factory=factory, resume=True)
+    again = run_matrix(
+        cfg,
+        out,
+        config_text=config.read_text(),
+        backend_factory=factory,
+        summary=write_matrix_summary,
+        resume=True,
+    )
     assert opened == [] and all(c.status == "done before" for c in again.cells)
     assert _plain(again.settings) == rows
     # a cell without its manifest reruns from its journal: no model call
     (out / "tiny" / "later" / "manifest.json").unlink()
-    third = run_matrix(cfg, out, config_text=config.read_text(), backend_factory=factory, resume=True)
+    third = run_matrix(
+        cfg,
+        out,
+        config_text=config.read_text(),
+        backend_factory=factory,
+        summary=write_matrix_summary,
+        resume=True,
+    )
     assert opened == ["tiny/later"]  # the engine of the tiny backbone only
     redo = [c for c in third.cells if c.status == "ran"]
     assert [c.folder for c in redo] == ["tiny/later"] and redo[0].model_calls == 0 and redo[0].replayed > 0
@@ -219,7 +239,7 @@ def _plain(rows):
     """Rows as JSON would give them back (tuples as lists, NaN as None)."""
     import json
 
-    from agent.pairs.records import _clean  # the writer's own cleaning
+    from agent.pairs.market.records import _clean  # the writer's own cleaning
 
     return json.loads(json.dumps(_clean({"r": rows})))["r"]
 
@@ -235,7 +255,7 @@ def test_cli_dry_run_lists_engines_and_runs_and_writes_nothing(cli, tmp_path):
 
 
 def test_registry_for_applies_model_path_and_builds_a_missing_tiny_model_once(tmp_path, monkeypatch):
-    from agent.pairs.matrix import registry_for
+    from agent.pairs.experiment.plan import registry_for
 
     monkeypatch.setenv("LOCALFIN_MODEL_CACHE", str(tmp_path / "cache"))
     text = (

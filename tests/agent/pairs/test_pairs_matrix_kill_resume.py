@@ -17,7 +17,7 @@ import pytest
 from matrix_support import matrix_text
 from moira_support import kill_at_gate, small_store
 
-from agent.pairs.records import read_json
+from agent.pairs.market.records import read_json
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_matrix_kill_worker.py"

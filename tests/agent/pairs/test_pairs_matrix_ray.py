@@ -14,10 +14,11 @@ import pytest
 from matrix_support import matrix_text, openai_factory, scripted_factory
 from moira_support import small_store
 
-from agent.pairs.matrix import run_matrix
-from agent.pairs.matrix_config import load_matrix
-from agent.pairs.matrix_ray import TASKS_DIR, merge_journal
-from agent.pairs.records import read_json
+from agent.pairs.experiment.matrix import run_matrix
+from agent.pairs.experiment.matrix_config import load_matrix
+from agent.pairs.experiment.matrix_ray import TASKS_DIR, merge_journal
+from agent.pairs.market.records import read_json
+from agent.report.matrix_summary import write_matrix_summary
 from localfin.errors import ConfigError
 
 ray = pytest.importorskip("ray")
@@ -73,9 +74,20 @@ def test_ray_path_equals_the_local_path_on_the_scripted_model(tmp_path, local_ra
     config = tmp_path / "m.toml"
     config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
     cfg, text = load_matrix(config), config.read_text()
-    run_matrix(cfg, tmp_path / "local", config_text=text, backend_factory=scripted_factory)
+    run_matrix(
+        cfg,
+        tmp_path / "local",
+        config_text=text,
+        backend_factory=scripted_factory,
+        summary=write_matrix_summary,
+    )
     res = run_matrix(
-        cfg, tmp_path / "ray", config_text=text, backend_factory=scripted_factory, ray_address="local"
+        cfg,
+        tmp_path / "ray",
+        config_text=text,
+        backend_factory=scripted_factory,
+        summary=write_matrix_summary,
+        ray_address="local",
     )
     assert res.mode == "ray" and all(c.status == "ran on ray" for c in res.cells)
     _assert_same(tmp_path / "local", tmp_path / "ray")
@@ -93,6 +105,7 @@ def test_ray_path_equals_the_local_path_on_the_scripted_model(tmp_path, local_ra
         tmp_path / "ray",
         config_text=text,
         backend_factory=scripted_factory,
+        summary=write_matrix_summary,
         ray_address="local",
         resume=True,
     )
@@ -163,8 +176,17 @@ def test_ray_path_on_a_real_vllm_server_equals_the_local_path(
     config.write_text(text)
     cfg = load_matrix(config)
     factory = functools.partial(openai_factory, base_url=openai_server.base_url, api_key="test-key")
-    local = run_matrix(cfg, tmp_path / "local", config_text=text, backend_factory=factory)
+    local = run_matrix(
+        cfg, tmp_path / "local", config_text=text, backend_factory=factory, summary=write_matrix_summary
+    )
     assert sum(c.model_calls for c in local.cells) > 0
-    res = run_matrix(cfg, tmp_path / "ray", config_text=text, backend_factory=factory, ray_address="local")
+    res = run_matrix(
+        cfg,
+        tmp_path / "ray",
+        config_text=text,
+        backend_factory=factory,
+        summary=write_matrix_summary,
+        ray_address="local",
+    )
     assert sum(c.model_calls for c in res.cells) > 0
     _assert_same(tmp_path / "local", tmp_path / "ray")

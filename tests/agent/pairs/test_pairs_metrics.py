@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from agent.pairs.metrics import (
+from agent.pairs.market.metrics import (
     compute_metrics,
     cumulative_return,
     drawdown_curve,

@@ -13,14 +13,14 @@ import pytest
 from moira_support import scripted, small_config, small_store, toml_text, with_finmem
 
 from agent.data.store import MarketStore
-from agent.pairs.baseline_config import BASELINE_METHODS, BaselinesConfig
+from agent.pairs.baselines.config import BASELINE_METHODS, BaselinesConfig
 from agent.pairs.baselines.eg_ddqn import DDQNConfig
 from agent.pairs.baselines.eg_z import EGZConfig
-from agent.pairs.baselines.finmem_calls import DECISION_CALL, REFLECTION_CALL
+from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL
 from agent.pairs.baselines.runner import RunSettings, run_baseline
-from agent.pairs.config import parse_config
-from agent.pairs.experiment import run_experiment
-from agent.pairs.records import read_json
+from agent.pairs.experiment.config import parse_config
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.records import read_json
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
 from serving.scripted import ScriptedBackend

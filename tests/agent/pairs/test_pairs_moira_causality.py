@@ -13,9 +13,10 @@ import pytest
 from moira_support import scripted, small_config, small_store
 
 from agent.data.store import MarketStore
-from agent.pairs.experiment import run_experiment
-from agent.pairs.market import MarketView
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.view import MarketView
+from agent.pairs.screen.causal import ScreenConfig
+from serving.open import model_facts
 
 COLS = [
     "phase",
@@ -127,10 +128,9 @@ def test_causality_on_the_real_engine(vllm_backend, tiny_registry, tmp_path):
     day = _test_days(cfg)[t - 1].isoformat()
     perturbed = tmp_path / "perturbed.sqlite"
     _perturbed_copy(small_store(), perturbed, day)
-    base = run_experiment(cfg, tmp_path / "a", config_text=text, backend=vllm_backend, registry=tiny_registry)
+    facts = model_facts("tiny-qwen3", tiny_registry)
+    base = run_experiment(cfg, tmp_path / "a", config_text=text, backend=vllm_backend, model=facts)
     cfg2, text2 = small_config(perturbed, **shape)
-    other = run_experiment(
-        cfg2, tmp_path / "b", config_text=text2, backend=vllm_backend, registry=tiny_registry
-    )
+    other = run_experiment(cfg2, tmp_path / "b", config_text=text2, backend=vllm_backend, model=facts)
     assert base.model_calls > 8 and other.model_calls > 8  # both asked the engine (separate journals)
     _compare(_traces(base.out_dir), _traces(other.out_dir), t)

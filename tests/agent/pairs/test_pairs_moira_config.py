@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.pairs.calls import budget
-from agent.pairs.config import load_config, parse_config
-from agent.pairs.demo import demo_config_text
+from agent.pairs.experiment.config import load_config, parse_config
+from agent.pairs.experiment.demo import demo_config_text
+from agent.pairs.lifecycle.calls import budget
 from agent.prompting import load_prompt
 from localfin.errors import ConfigError
 

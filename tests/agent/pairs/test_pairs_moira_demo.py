@@ -34,8 +34,8 @@ def test_cli_refuses_to_restart_a_folder_without_resume(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_moira_demo_on_the_cpu_model(tmp_path):
-    from agent.pairs.demo import run_moira_demo
-    from agent.pairs.masking import contains_calendar_leak
+    from agent.pairs.experiment.demo import run_moira_demo
+    from agent.pairs.market.masking import contains_calendar_leak
     from serving.registry import default_registry
     from serving.types import ChatRequest
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from moira_support import scripted, small_config, small_store
 
-from agent.pairs.experiment import run_experiment
-from agent.pairs.records import read_json
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.records import read_json
 from localfin.errors import ConfigError
 
 SHAPE = {

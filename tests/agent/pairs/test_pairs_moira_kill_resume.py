@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from moira_support import kill_at_gate, small_config, small_store
 
-from agent.pairs.records import read_json
+from agent.pairs.market.records import read_json
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_moira_kill_worker.py"

@@ -10,10 +10,10 @@ import tomllib
 
 from moira_support import scripted, with_finmem
 
-from agent.pairs.config import parse_config
-from agent.pairs.demo import demo_config_text
-from agent.pairs.experiment import run_experiment
-from agent.pairs.masking import contains_calendar_leak
+from agent.pairs.experiment.config import parse_config
+from agent.pairs.experiment.demo import demo_config_text
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.masking import contains_calendar_leak
 from bank.embedder import HashingEmbedder
 
 

@@ -3,8 +3,8 @@ pair-quality memory, by hand."""
 
 from __future__ import annotations
 
-from agent.pairs.memory import CounterfactualRecord, PairMemory, lesson_for, reflection_summary
-from agent.pairs.settlement import FLAT, LONG_SHORT, SHORT_LONG, best_action
+from agent.pairs.market.settlement import FLAT, LONG_SHORT, SHORT_LONG, best_action
+from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, lesson_for, reflection_summary
 
 
 def _rets(ls: float) -> dict[str, float]:

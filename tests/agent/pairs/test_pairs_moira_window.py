@@ -13,11 +13,11 @@ import pytest
 from moira_support import BREAK_DATE, payload, scripted, small_config, small_store
 
 from agent.data.store import MarketStore
-from agent.pairs.experiment import run_experiment
-from agent.pairs.market import MarketView
-from agent.pairs.records import read_json, read_steps
-from agent.pairs.screen import ScreenConfig
-from agent.pairs.settlement import FLAT, causal_betas, leg_weights
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.records import read_json, read_steps
+from agent.pairs.market.settlement import FLAT, causal_betas, leg_weights
+from agent.pairs.market.view import MarketView
+from agent.pairs.screen.causal import ScreenConfig
 
 
 def _run(tmp_path, backend, name="exp", **overrides):
@@ -120,7 +120,7 @@ class _EmptyUntil(MarketView):
 
 
 def test_no_candidate_means_flat_until_a_boundary_retry_finds_one(tmp_path, monkeypatch):
-    import agent.pairs.experiment as experiment
+    import agent.pairs.experiment.run as experiment
 
     cfg, _ = small_config(small_store())
     _EmptyUntil.until = _view(cfg).sessions(cfg.windows.test_start, cfg.windows.test_end)[40]

@@ -11,10 +11,10 @@ import pytest
 from moira_support import payload, principles_reply, scripted, small_config, small_store
 
 from agent.data.store import MarketStore
-from agent.pairs.experiment import run_experiment
-from agent.pairs.market import MarketView
-from agent.pairs.records import read_json
-from agent.pairs.screen import ScreenConfig
+from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.records import read_json
+from agent.pairs.market.view import MarketView
+from agent.pairs.screen.causal import ScreenConfig
 
 GOOD = "When the spread signal is clear, follow the oracle rule and trade toward reversion."
 BAD = "When the spread signal is clear, take the contrarian view against reversion."

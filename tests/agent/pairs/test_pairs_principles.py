@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pairs.principles import RULES, PrincipleValidator
+from agent.pairs.moira.principles import RULES, PrincipleValidator
 
 V = PrincipleValidator(
     ["KO", "PEP", "K", "CAG"],

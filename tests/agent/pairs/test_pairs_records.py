@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from agent.pairs.metrics import compute_metrics
-from agent.pairs.records import StepRecord, read_json, read_steps, run_summary, write_json, write_steps
+from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.records import StepRecord, read_json, read_steps, run_summary, write_json, write_steps
 
 
 def test_steps_and_summary_round_trip(tmp_path):

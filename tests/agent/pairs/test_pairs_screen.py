@@ -19,7 +19,7 @@ from agent.data.errors import DataConfigError
 from agent.data.importer import import_files
 from agent.data.schema import PriceHistory
 from agent.data.store import MarketStore
-from agent.pairs.screen import (
+from agent.pairs.screen.causal import (
     DEGENERATE,
     EXCLUDED,
     NO_PRICE_TODAY,
@@ -30,7 +30,7 @@ from agent.pairs.screen import (
     screen_pairs,
     screen_store,
 )
-from agent.pairs.screen_eval import evaluate_screen, evaluation_dates, planted_pairs
+from agent.pairs.screen.evaluate import evaluate_screen, evaluation_dates, planted_pairs
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,15 @@ import pytest
 from agent.data.importer import import_files
 from agent.data.store import MarketStore
 from agent.data.validate import ImportConfig
-from agent.pairs.screen import DEGENERATE, NO_PRICE_TODAY, NOT_REVERTING, TOO_FEW, ScreenConfig, screen_store
-from agent.pairs.screen_eval import PoolSweep, month_end_sessions, sweep_pool
+from agent.pairs.screen.causal import (
+    DEGENERATE,
+    NO_PRICE_TODAY,
+    NOT_REVERTING,
+    TOO_FEW,
+    ScreenConfig,
+    screen_store,
+)
+from agent.pairs.screen.evaluate import PoolSweep, month_end_sessions, sweep_pool
 
 STAPLES = ("KO", "PEP", "PG", "MDLZ", "CPB", "CAG", "K", "HRL", "SJM", "TSN")
 # ten of the file's 23 with history from 2003 (GOOG/GOOGL start 2004-08-19, CRM 2004-06-23,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from agent.pairs.settlement import (
+from agent.pairs.market.settlement import (
     FLAT,
     LONG_SHORT,
     SHORT_LONG,

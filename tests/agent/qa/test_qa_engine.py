@@ -13,6 +13,7 @@ from agent.qa.evaluate import EvalConfig, evaluate
 from agent.qa.react import SolverConfig
 from agent.qa.schemas import ANSWER_PATTERNS
 from agent.qa.trajectory import FALLBACKS
+from serving.types import Sampling
 
 
 def test_loop_runs_end_to_end_on_the_real_engine(vllm_backend, tmp_path):
@@ -27,7 +28,7 @@ def test_loop_runs_end_to_end_on_the_real_engine(vllm_backend, tmp_path):
             answer_chars=20,
             arg_chars=30,
             context_chars=300,
-            thinking=False,
+            sampling=Sampling(temperature=0.0, seed=0, thinking=False),
         ),
     )
     s = evaluate(

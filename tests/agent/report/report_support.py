@@ -1,7 +1,8 @@
 """Tiny run folders shaped as the writers produce them (not a conftest): ``steps.parquet`` through
-:func:`agent.pairs.records.write_steps`, ``metrics.json`` through :func:`agent.pairs.records.run_summary`
-with the metrics the writers compute, Moira's ``training.json`` / ``trace.parquet`` and EG-DDQN's
-``training.json`` with the fields their writers use."""
+:func:`agent.pairs.market.records.write_steps`, ``metrics.json`` through
+:func:`agent.pairs.market.records.run_summary` with the metrics the writers compute, Moira's
+``training.json`` / ``trace.parquet`` and EG-DDQN's ``training.json`` with the fields their
+writers use."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.pairs.metrics import compute_metrics
-from agent.pairs.records import StepRecord, run_summary, write_json, write_steps
-from agent.pairs.settlement import ACTIONS
+from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.records import StepRecord, run_summary, write_json, write_steps
+from agent.pairs.market.settlement import ACTIONS
 
 NAN = float("nan")
 #: decision dates of the fixture window (6 transitions)
 DATES = ("2021-03-01", "2021-03-02", "2021-03-03", "2021-03-04", "2021-03-05", "2021-03-08")
-#: columns of Moira's trace.parquet (agent.pairs.trace.TraceEvent)
+#: columns of Moira's trace.parquet (agent.pairs.moira.trace.TraceEvent)
 TRACE_COLUMNS = (
     "run_id",
     "seq",

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import report_support as rs
 
-from agent.pairs.metrics import compute_metrics
-from agent.pairs.records import read_json, read_steps, write_json
+from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.records import read_json, read_steps, write_json
 from agent.report import figures as fg
 from agent.report.build import build_report
 from agent.report.html import fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range

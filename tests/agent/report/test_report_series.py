@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import report_support as rs
 
-from agent.pairs.metrics import pair_switches
+from agent.pairs.market.metrics import pair_switches
 from agent.report.load import load_run
 from agent.report.series import (
     action_counts,

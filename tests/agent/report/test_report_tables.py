@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import report_support as rs
 
-from agent.pairs.records import read_json, write_json
+from agent.pairs.market.records import read_json, write_json
 from agent.report.load import load_input, load_run
 from agent.report.tables import (
     build_sections,

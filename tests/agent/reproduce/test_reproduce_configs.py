@@ -3,13 +3,14 @@ differs from the paper, and its windows hold the paper's session counts on the N
 
 from __future__ import annotations
 
+import re
 import tomllib
 
 import pytest
 
 from agent.reproduce.nyse import count_sessions
 from agent.reproduce.spec import config_names, load_all, load_repro
-from agent.reproduce.tomlw import dumps, strip_tables
+from localfin.configfile import dumps
 from localfin.errors import ConfigError
 
 NAMES = config_names()
@@ -27,6 +28,24 @@ REQUIRED = {
     "finacumen_tau_sweep": "tau sweep",
     "finacumen_kmax_sweep": "k_max sweep",
 }
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")
+
+
+def strip_tables(text: str, names: tuple[str, ...]) -> str:
+    """``text`` without the tables (and arrays of tables) whose header names one of ``names`` or
+    a sub-table of one, comments and layout of everything else kept."""
+    keep: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            head = m.group(1)
+            skipping = any(head == n or head.startswith(n + ".") for n in names)
+        if not skipping:
+            keep.append(line)
+    return "\n".join(keep).rstrip("\n") + "\n"
 
 
 def test_every_table_has_a_config() -> None:

@@ -14,7 +14,7 @@ from agent.reproduce.spec import config_names, load_repro
 
 
 def test_smoke_windows_map_onto_the_synthetic_market(tmp_path: Path) -> None:
-    from agent.pairs.demo import synthetic_store
+    from agent.pairs.experiment.demo import synthetic_store
 
     cfg = load_repro("moira_table4_a1")
     doc = smoke_document(cfg, synthetic_store(tmp_path), "smollm2-135m")

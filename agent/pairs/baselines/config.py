@@ -1,0 +1,122 @@
+"""The ``[baselines]`` table of a Moira experiment: which baselines run beside the agent, and
+their settings.
+
+Layout (every key optional)::
+
+    [baselines]
+    methods = ["long_short", "short_long", "equal_weight", "eg_z", "eg_ddqn", "finmem"]
+    #   default: all six; [] = none
+    [baselines.eg_z]              entry_z, exit_z, z_window   (agent.pairs.baselines.eg_z.EGZConfig)
+    [baselines.eg_ddqn]           any field of agent.pairs.baselines.eg_ddqn.DDQNConfig
+    [baselines.finmem]            any field of agent.pairs.baselines.finmem.run.FinMemConfig except
+                                  model / repetition_penalty / thinking (taken from [model], the
+                                  one engine answers both); temperature defaults to [model]'s
+    [baselines.finmem.character]  mode, lookback, threshold
+    [baselines.finmem.memory]     access_boost, cleanup_*, w_* and the layer tables
+    [baselines.finmem.memory.short] (mid, long, reflection): any field of LayerConfig
+
+A table of a method that is not listed in ``methods`` is still validated (so a typo is an error
+either way) but not used. Unknown keys are errors that name the allowed keys.
+
+Seeds (decision recorded here): the deterministic baselines (Long-Short, Short-Long,
+Equal-Weight, EG+Z) run once per exposure with the experiment's first seed (a seed changes
+nothing in them); EG-DDQN and FinMem run for every seed x exposure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.pairs.baselines.eg_ddqn import DDQNConfig
+from agent.pairs.baselines.eg_z import EGZConfig
+from agent.pairs.baselines.equal_weight import EqualWeightConfig
+from agent.pairs.baselines.finmem.run import FinMemConfig
+from agent.pairs.baselines.fixed_direction import LONG_SHORT_CONFIG, SHORT_LONG_CONFIG
+from localfin import configfile as cf
+from localfin.errors import ConfigError
+
+__all__ = [
+    "BASELINE_METHODS",
+    "SEEDED_METHODS",
+    "BaselinesConfig",
+    "parse_baselines",
+    "baseline_run_id",
+]
+
+#: Every baseline an experiment can run (SPEC §2), in display order.
+BASELINE_METHODS = ("long_short", "short_long", "equal_weight", "eg_z", "eg_ddqn", "finmem")
+#: Baselines whose result depends on the seed (run for every seed); the others run once per exposure.
+SEEDED_METHODS = ("eg_ddqn", "finmem")
+#: FinMem fields that follow the experiment's ``[model]`` (one engine answers the agent and FinMem).
+FINMEM_FROM_MODEL = ("model", "repetition_penalty", "thinking")
+
+
+@dataclass(frozen=True)
+class BaselinesConfig:
+    """Which baselines run and with what settings.
+
+    methods: names from :data:`BASELINE_METHODS` (distinct); empty = no baseline.
+    eg_z: :class:`~agent.pairs.baselines.eg_z.EGZConfig`.
+    eg_ddqn: :class:`~agent.pairs.baselines.eg_ddqn.DDQNConfig`.
+    finmem: :class:`~agent.pairs.baselines.finmem.run.FinMemConfig` (its model fields follow ``[model]``).
+    """
+
+    methods: tuple[str, ...] = BASELINE_METHODS
+    eg_z: EGZConfig = field(default_factory=EGZConfig)
+    eg_ddqn: DDQNConfig = field(default_factory=DDQNConfig)
+    finmem: FinMemConfig = field(default_factory=FinMemConfig)
+
+    def __post_init__(self) -> None:
+        bad = [m for m in self.methods if m not in BASELINE_METHODS]
+        if bad:
+            raise ConfigError(f"baselines.methods has {bad}; allowed: {', '.join(BASELINE_METHODS)}")
+        if len(set(self.methods)) != len(self.methods):
+            raise ConfigError(f"baselines.methods={list(self.methods)} repeats an entry")
+
+    def ordered(self) -> tuple[str, ...]:
+        """The configured methods in :data:`BASELINE_METHODS` order."""
+        return tuple(m for m in BASELINE_METHODS if m in self.methods)
+
+    def rule_configs(self) -> list[Any]:
+        """The runner configs of the configured non-LLM methods (in display order)."""
+        by_name = {
+            "long_short": LONG_SHORT_CONFIG,
+            "short_long": SHORT_LONG_CONFIG,
+            "equal_weight": EqualWeightConfig(),
+            "eg_z": self.eg_z,
+            "eg_ddqn": self.eg_ddqn,
+        }
+        return [by_name[m] for m in self.ordered() if m in by_name]
+
+
+def baseline_run_id(method: str, exposure: str, seed: int) -> str:
+    """Run folder name of a baseline inside an experiment (the agent's are
+    ``<variant>-<exposure>-s<seed>``); deterministic methods carry no seed."""
+    if method in SEEDED_METHODS:
+        return f"{method}-{exposure}-s{seed}"
+    return f"{method}-{exposure}"
+
+
+def parse_baselines(table: Any, model: Any, *, file: str | Path | None = None) -> BaselinesConfig:
+    """A :class:`BaselinesConfig` from the ``[baselines]`` TOML table (``{}`` when absent: every
+    baseline at its defaults); ``model`` is the experiment's ``ModelConfig``, whose backbone and
+    sampling FinMem's settings start from (a table never sets the model fields)."""
+    fm_table = table.get("finmem", {}) if isinstance(table, Mapping) else {}
+    if isinstance(fm_table, Mapping) and any(k in fm_table for k in FINMEM_FROM_MODEL):
+        raise cf.key_error(
+            "baselines.finmem",
+            f"sets {[k for k in FINMEM_FROM_MODEL if k in fm_table]}; these follow [model] (one engine "
+            "answers the agent and FinMem); allowed: the other FinMemConfig fields",
+            file=file,
+        )
+    fm_base = FinMemConfig(
+        model=model.backbone,
+        temperature=model.temperature,
+        repetition_penalty=model.repetition_penalty,
+        thinking=model.thinking,
+    )
+    base = BaselinesConfig(finmem=fm_base)
+    return cf.load(BaselinesConfig, table, key="baselines", file=file, base=base)

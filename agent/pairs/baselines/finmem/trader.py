@@ -1,0 +1,375 @@
+"""The FinMem baseline's daily loop (training then test) as a generator of model calls.
+
+Per session t of a phase, in this order (everything uses data up to t; the decision made at
+t - 1 has settled at t's close):
+
+1. settle the previous decision (shared :func:`agent.pairs.market.settlement.settle` arithmetic, the
+   phase's exposure); its cited memory items get feedback by the sign of its realized return;
+2. age the memory by the sessions that passed (decay, clean-up, promotion);
+3. store today's items: news of both legs (short), the price observation (short), a digest every
+   ``digest_every`` sessions (mid), the screen's pair statistics on the phase's first session
+   (long);
+4. write the settled decision into the reflection layer: in training with the reflection
+   call's lesson (its cited items get +1 feedback), otherwise as an outcome note;
+5. decide (not on the phase's last session): character from the settled returns, retrieval
+   (top-k per layer), the decision call; FLAT without a call when the pair is not tradable.
+
+:class:`AgentState` collects the test actions, notes and fallbacks, the tokens of every result
+by call type and phase, and a per-session trace of the memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.pairs.baselines.finmem.calls import (
+    CallSettings,
+    Observation,
+    company_lines,
+    decision_request,
+    digest_text,
+    memory_payload,
+    news_text,
+    observations,
+    parse_decision,
+    parse_reflection,
+    price_text,
+    query_text,
+    reflection_request,
+    screen_text,
+)
+from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
+from agent.pairs.market.masking import mask_text
+from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
+from serving.types import ChatRequest, ChatResult
+
+__all__ = ["AgentState", "run_agent"]
+
+Gen = Generator[list[ChatRequest], list[ChatResult], Any]
+_NAN = float("nan")
+
+
+@dataclass
+class _Decision:
+    index: int
+    action: str
+    reason: str = ""
+    cited: list[int] = field(default_factory=list)
+    shown: list[int] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    called: bool = False
+
+
+def _counter() -> dict[str, int]:
+    return {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_tokens": 0,
+        "fallbacks": 0,
+        "replayed": 0,
+    }
+
+
+@dataclass
+class AgentState:
+    """What a run's loop produced (the test phase's actions are one per transition)."""
+
+    actions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fallback_steps: list[bool] = field(default_factory=list)
+    settled_returns: list[float] = field(default_factory=list)
+    tokens: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    fallback_reasons: Counter = field(default_factory=Counter)
+    characters: dict[str, Counter] = field(default_factory=dict)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    cited_decisions: int = 0
+    decisions: int = 0
+    memory_max: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LAYERS, 0))
+    memory_final: dict[str, int] = field(default_factory=dict)
+    moves: dict[str, int] = field(default_factory=dict)
+
+    def count(self, result: ChatResult, phase: str, fallback: bool) -> None:
+        c = self.tokens.setdefault(phase, {}).setdefault(result.call_type, _counter())
+        u = result.usage
+        c["calls"] += 1
+        c["prompt_tokens"] += u.prompt_tokens
+        c["completion_tokens"] += u.completion_tokens
+        c["cached_tokens"] += u.cached_tokens
+        c["fallbacks"] += int(fallback)
+        c["replayed"] += int(result.from_journal)
+
+    def summary(self, n_transitions: int) -> dict[str, Any]:
+        by_type: dict[str, dict[str, int]] = {}
+        for phase in self.tokens.values():
+            for k, v in phase.items():
+                t = by_type.setdefault(k, _counter())
+                for key in t:
+                    t[key] += v[key]
+        test = self.tokens.get("test", {})
+        per_step = {
+            k: (v["prompt_tokens"] + v["completion_tokens"]) / n_transitions if n_transitions else None
+            for k, v in test.items()
+        }
+        fb = {phase: {k: v["fallbacks"] for k, v in d.items()} for phase, d in self.tokens.items()}
+        return {
+            "tokens_by_call_type": by_type,
+            "tokens_by_phase": self.tokens,
+            "test_tokens_per_step": per_step,
+            "fallbacks": {
+                "total": sum(v["fallbacks"] for v in by_type.values()),
+                "by_phase": fb,
+                "test_steps": sum(self.fallback_steps),
+                "reasons": dict(self.fallback_reasons),
+            },
+            "memory_sizes": self.memory_final,
+            "memory_sizes_max": self.memory_max,
+            "memory_moves": self.moves,
+            "characters": {k: dict(v) for k, v in self.characters.items()},
+            "decisions_citing_memory": self.cited_decisions,
+            "decisions_called": self.decisions,
+        }
+
+
+def _sign(x: float) -> int:
+    return 1 if x > 0 else -1 if x < 0 else 0
+
+
+def _pct(x: float) -> float:
+    return round(100.0 * x, 3)
+
+
+def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: TextEmbedder) -> Gen:
+    """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
+    from agent.pairs.baselines.common import tradable
+
+    cfg, s = config, market.series
+    a, b = s.ticker_a, s.ticker_b
+    obs = observations(
+        s,
+        market.train_idx + market.test_idx,
+        hedge_window=cfg.hedge_window,
+        z_window=cfg.z_window,
+        min_sessions=cfg.hedge_min_sessions,
+    )
+    mem = LayeredMemory(cfg.memory, embedder, seed)
+    st = AgentState()
+    calls = CallSettings(
+        cfg.model,
+        cfg.sampling(seed),
+        cfg.max_tokens_decision,
+        cfg.max_tokens_reflection,
+        cfg.reason_max_chars,
+        cfg.reflection_max_chars,
+        cfg.cite_max,
+    )
+    company = company_lines((a, b), market.companies, market.calendar, cfg.description_max_chars)
+    label = market.label
+    cost = market.settings.cost_bps
+    prev_g: int | None = None
+
+    def masked(text: str) -> str:
+        return " ".join(mask_text(text, market.calendar).split())
+
+    for phase, idx, expo in (
+        ("train", market.train_idx, cfg.train_exposure),
+        ("test", market.test_idx, exposure),
+    ):
+        ok = tradable(s, expo, market.betas)
+        position = (0.0, 0.0)
+        pending: _Decision | None = None
+        chars = st.characters.setdefault(phase, Counter())
+        for k, g in enumerate(idx):
+            # 1. settle the decision of the previous session
+            settled = None
+            if pending is not None:
+                beta = float(market.betas[pending.index]) if expo == "beta" else _NAN
+                w = (
+                    leg_weights("no_beta")
+                    if expo == "no_beta"
+                    else leg_weights("beta", beta)
+                    if beta == beta
+                    else None
+                )
+                p0 = pending.index
+                if w is None:
+                    settled = settle(
+                        FLAT,
+                        (_NAN, _NAN),
+                        (_NAN, _NAN),
+                        leg_weights("no_beta"),
+                        previous=position,
+                        cost_bps=cost,
+                    )
+                    position = (0.0, 0.0)
+                else:
+                    settled = settle(
+                        pending.action,
+                        (s.price_a[p0], s.price_a[g]),
+                        (s.price_b[p0], s.price_b[g]),
+                        w,
+                        previous=position,
+                        cost_bps=cost,
+                    )
+                    position = signed_position(pending.action, w)
+                st.settled_returns.append(settled.realized)
+                mem.feedback(pending.cited, _sign(settled.realized))
+            # 2. time passes
+            if prev_g is not None:
+                mem.advance(g - prev_g)
+            prev_g = g
+            # 3. today's items
+            _ingest(mem, market, cfg, obs, phase, k, idx)
+            # 4. the settled decision goes to the reflection layer
+            if pending is not None and settled is not None and pending.called:
+                head = (
+                    f"{label(pending.index)}: held {pending.action}; next session LONG_SHORT "
+                    f"{settled.returns[LONG_SHORT] * 100:+.2f}%, best {settled.best}"
+                )
+                lesson = ""
+                reflect = cfg.train_reflection if phase == "train" else cfg.test_reflection
+                if reflect:
+                    payload = {
+                        "current_step": label(g),
+                        "decision_step": label(pending.index),
+                        "pair": {"A": a, "B": b},
+                        "action": pending.action,
+                        "pnl_pct": {x: _pct(settled.returns[x]) for x in ACTIONS},
+                        "best_action": settled.best,
+                        "observation_then": obs[pending.index].to_payload(),
+                        "memory_then": pending.memory,
+                    }
+                    (res,) = yield [reflection_request(calls, payload, pending.shown)]
+                    parsed = parse_reflection(res, pending.shown)
+                    st.count(res, phase, parsed.fallback is not None)
+                    if parsed.fallback:
+                        st.fallback_reasons[f"reflection: {parsed.fallback.split(':')[0]}"] += 1
+                    else:
+                        lesson = masked(parsed.value["reflection"])
+                        mem.feedback(parsed.value["cited"], +1)
+                elif pending.reason:
+                    lesson = masked(pending.reason)
+                text = f"{head}. {'Lesson' if reflect else 'Reason then'}: {lesson}" if lesson else head
+                mem.add("reflection", [("reflection" if reflect and lesson else "outcome", text)], g)
+            pending = None
+            sizes = mem.sizes()
+            for layer, n in sizes.items():
+                st.memory_max[layer] = max(st.memory_max[layer], n)
+            if k == len(idx) - 1:
+                continue
+            # 5. decide
+            character = risk_character(cfg.character, st.settled_returns)
+            chars[character] += 1
+            dec = _Decision(g, FLAT)
+            note, fallback = "", ""
+            if not ok[g]:
+                note = "not tradable"
+            else:
+                o = obs[g]
+                recalled = mem.retrieve(query_text(a, b, o, character))
+                dec.shown = [r.uid for layer in LAYERS for r in recalled[layer]]
+                dec.memory = memory_payload(recalled, label)
+                payload = {
+                    "current_step": label(g),
+                    "pair": {"A": a, "B": b},
+                    "today": o.to_payload(),
+                    "recent_returns_pct": [_pct(r) for r in st.settled_returns[-cfg.character.lookback :]],
+                    "memory": dec.memory,
+                }
+                req = decision_request(
+                    calls,
+                    payload,
+                    character=character,
+                    adaptive=cfg.character.mode == "self_adaptive",
+                    company=company,
+                    shown=dec.shown,
+                )
+                (res,) = yield [req]
+                parsed = parse_decision(res, dec.shown)
+                st.count(res, phase, parsed.fallback is not None)
+                st.decisions += 1
+                dec.called = True
+                dec.action, dec.reason, dec.cited = (
+                    parsed.value["action"],
+                    parsed.value["reason"],
+                    parsed.value["cited"],
+                )
+                st.cited_decisions += int(bool(dec.cited))
+                if parsed.fallback:
+                    fallback = parsed.fallback
+                    st.fallback_reasons[f"decision: {fallback.split(':')[0]}"] += 1
+                    note = f"fallback FLAT ({fallback[:80]})"
+            pending = dec
+            if phase == "test":
+                st.actions.append(dec.action)
+                st.notes.append(note)
+                st.fallback_steps.append(bool(fallback))
+            st.trace.append(
+                {
+                    "phase": phase,
+                    "index": g,
+                    "date": str(s.dates[g]),
+                    "step": label(g),
+                    "character": character,
+                    "sizes": sizes,
+                    "recalled": dec.shown,
+                    "cited": dec.cited,
+                    "action": dec.action,
+                    "fallback": fallback,
+                    "promotions": mem.promotions,
+                    "forgotten": mem.forgotten,
+                }
+            )
+    st.memory_final = mem.sizes()
+    st.moves = {"promotions": mem.promotions, "demotions": mem.demotions, "forgotten": mem.forgotten}
+    return st
+
+
+def _ingest(
+    mem: LayeredMemory,
+    market: Any,
+    cfg: Any,
+    obs: dict[int, Observation],
+    phase: str,
+    k: int,
+    idx: tuple[int, ...],
+) -> None:
+    """Store session ``idx[k]``'s items (see the module docstring, step 3)."""
+    s = market.series
+    a, b = s.ticker_a, s.ticker_b
+    g = idx[k]
+    label = market.label
+    if k == 0:
+        if phase == "train" and market.train_screen is not None:
+            ps = market.train_screen
+            text = screen_text(label(g), ps.pvalue, ps.half_life, ps.hedge_ratio, ps.correlation, ps.z_long)
+            mem.add("long", [("screen", text)], g)
+        elif phase == "test" and market.selection.candidate is not None:
+            c = market.selection.candidate
+            mem.add(
+                "long",
+                [
+                    (
+                        "screen",
+                        screen_text(label(g), c.pvalue, c.half_life, c.hedge_ratio, c.correlation, c.z_long),
+                    )
+                ],
+                g,
+            )
+    short: list[tuple[str, str]] = []
+    if cfg.news_per_leg:
+        for leg in (a, b):
+            items = [n for n in market.news.get(g, ()) if n.ticker == leg][::-1][: cfg.news_per_leg]
+            short += [("news", news_text(n, market.calendar, cfg.news_max_chars)) for n in items[::-1]]
+    o = obs[g]
+    if o.price_a == o.price_a and o.price_b == o.price_b:
+        short.append(("price", price_text(label(g), a, b, o)))
+    mem.add("short", short, g)
+    n = cfg.digest_every
+    if k >= n and k % n == 0:
+        start, end = obs[idx[k - n]], o
+        if all(x == x for x in (start.price_a, start.price_b, end.price_a, end.price_b)):
+            mem.add("mid", [("digest", digest_text(label(idx[k - n + 1]), label(g), a, b, start, end))], g)

@@ -1,0 +1,168 @@
+"""One Moira run (training + test) as a lockstep program, and the run folder it writes.
+
+A run = (variant, exposure, seed). Its program trains the policy memory on the training window
+(No-Beta sizing), freezes the accepted principles, and runs the test window under its own
+exposure with daily counterfactual records and lifecycle monitoring on. Metrics are those of
+the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, computed by
+:mod:`agent.pairs.market.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
+``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet`` and
+``training.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.records import run_summary, write_json, write_steps
+from agent.pairs.market.view import MarketView
+from agent.pairs.moira.calls import CallSettings
+from agent.pairs.moira.config import Variant
+from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, run_window
+from agent.pairs.moira.memory import PairMemory
+from agent.pairs.moira.policy import PolicyOutcome, train_policy
+from agent.pairs.moira.principles import PrincipleValidator
+from agent.pairs.moira.trace import TraceLog
+from localfin.errors import ConfigError
+from serving.types import ChatRequest, ChatResult
+
+__all__ = ["RunSpec", "RunOutcome", "moira_program", "write_run"]
+
+Gen = Generator[list[ChatRequest], list[ChatResult], Any]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Identity of one run of an experiment."""
+
+    run_id: str
+    variant: Variant
+    exposure: str
+    seed: int
+
+
+@dataclass
+class RunOutcome:
+    """Everything a finished run produced."""
+
+    spec: RunSpec
+    policy: PolicyOutcome
+    test: WindowResult
+    trace: TraceLog
+
+    def metrics(self) -> Any:
+        steps = self.test.steps
+        return compute_metrics(
+            [s.realized for s in steps],
+            actions=[s.action for s in steps],
+            matched=[s.matched for s in steps],
+            pairs=[s.pair or None for s in steps],
+        )
+
+    def extra(self) -> dict[str, Any]:
+        test = self.test.stats.to_dict()
+        train = self.policy.stats.to_dict()
+        tokens: dict[str, dict[str, int]] = {}
+        for part in (train["tokens_by_call_type"], test["tokens_by_call_type"]):
+            for k, v in part.items():
+                t = tokens.setdefault(k, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+                for key in t:
+                    t[key] += v[key]
+        return {
+            "variant": self.spec.variant.name,
+            "initial_pair": self.test.initial_pair,
+            "pairs_held": sorted({p for p in self.test.pairs_held if p}),
+            "principles": list(self.policy.principles),
+            "accepted_policy_updates": self.policy.accepted_updates,
+            "training_cycles": len(self.policy.cycles) - 1,
+            "training_stop": self.policy.stop_reason,
+            "training_best_return": self.policy.best_return,
+            "test": test,
+            "train": train,
+            "tokens_by_call_type": tokens,
+            "fallbacks_total": test["invalid_replies"] + train["invalid_replies"],
+            "screens_short": test["screens_short"] + train["screens_short"],
+            "screens_empty": test["screens_empty"] + train["screens_empty"],
+        }
+
+
+def moira_program(
+    spec: RunSpec,
+    cfg: ExperimentConfig,
+    view: MarketView,
+    *,
+    on_session: Callable[[], None] = lambda: None,
+) -> Gen:
+    """The generator of one run; returns a :class:`RunOutcome`."""
+    w = cfg.windows
+    train = tuple(view.sessions(w.train_start, w.train_end))
+    test = tuple(view.sessions(w.test_start, w.test_end))
+    for name, sessions in (("training", train), ("test", test)):
+        if len(sessions) < 2:
+            raise ConfigError(
+                f"the {name} window has {len(sessions)} session(s) of the pool calendar; allowed: >= 2 "
+                "(check windows.* against the store's dates)"
+            )
+    settings = CallSettings(
+        model=cfg.model.backbone,
+        sampling=cfg.model.sampling(spec.seed),
+        max_tokens=cfg.model.max_tokens,
+        prompt=cfg.prompt,
+    )
+    trace = TraceLog(spec.run_id)
+    ctx = RunContext(
+        run_id=spec.run_id,
+        view=view,
+        settings=settings,
+        prompt=cfg.prompt,
+        selection=spec.variant.selection,
+        lifecycle=cfg.lifecycle,
+        cost_bps=cfg.cost_bps,
+        trace=trace,
+        on_session=on_session,
+    )
+    validator = PrincipleValidator(
+        view.pool, {t: c.name for t, c in view.companies.items()}, max_chars=cfg.prompt.principle_max_chars
+    )
+    policy = yield from train_policy(ctx, train, spec.variant.policy, validator)
+    memory = policy.pair_memory if spec.variant.policy.carry_pair_memory else PairMemory()
+    result = yield from run_window(
+        ctx,
+        WindowSpec(
+            "test", 0, test, spec.exposure, policy.principles, memory, spec.variant.selection.fixed_pair
+        ),
+    )
+    return RunOutcome(spec, policy, result, trace)
+
+
+def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
+    """Write the run folder; returns the ``metrics.json`` document."""
+    d = Path(run_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    write_steps(d / "steps.parquet", outcome.test.steps)
+    outcome.trace.write(d / "trace.parquet")
+    write_json(
+        d / "training.json",
+        {
+            "run_id": outcome.spec.run_id,
+            "principles": list(outcome.policy.principles),
+            "stop_reason": outcome.policy.stop_reason,
+            "best_return": outcome.policy.best_return,
+            "cycles": [c.to_dict() for c in outcome.policy.cycles],
+        },
+    )
+    doc = run_summary(
+        run_id=outcome.spec.run_id,
+        kind="moira",
+        method="moira",
+        exposure=outcome.spec.exposure,
+        seed=outcome.spec.seed,
+        metrics=outcome.metrics(),
+        extra=outcome.extra(),
+    )
+    write_json(d / "metrics.json", doc)
+    return doc

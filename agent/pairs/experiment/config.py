@@ -1,0 +1,306 @@
+"""Moira experiment configuration: frozen dataclasses, loaded from TOML.
+
+One experiment = one store, one pool, one training window and one test window, run for every
+seed x exposure x variant (each such run is one lockstep program). Every field below has a
+default; a TOML file only names what it changes. Validation happens in ``__post_init__`` and
+every error names the file and the TOML key and the allowed values. Files go through the one
+config layer (:mod:`localfin.configfile`): each table is validated by pydantic in strict mode
+against its dataclass (unknown keys are errors, so a typo never silently falls back to a
+default; element and nested types are checked).
+
+Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
+
+    [experiment]   name, store, pool, seeds, exposures, cost_bps
+    [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
+    [model]        backbone, backend, base_url, temperature, repetition_penalty, thinking,
+                   max_num_seqs, kv_cache_gib, chunk_size
+    [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
+    [prompt]       reason_max_chars, principle_max_chars, news_per_leg, news_lookback_sessions,
+                   headline_max_chars, description_max_chars, memory_records,
+                   reflection_max_records
+    [policy]       max_cycles, stop_after_rejections, max_principles, consolidation,
+                   carry_pair_memory
+    [selection]    fallback, reselection, fixed_pair
+    [screen]       any field of agent.pairs.screen.causal.ScreenConfig
+    [lifecycle]    any field of agent.pairs.lifecycle.machine.LifecycleConfig
+    [[variants]]   name, and any of consolidation / reselection / fixed_pair (per-variant
+                   overrides of [policy] / [selection]; default: one variant "full")
+    [baselines]    methods (default: all six; [] = none) and per-method tables
+                   [baselines.eg_z], [baselines.eg_ddqn], [baselines.finmem] (see
+                   agent.pairs.baselines.config): the baselines run on the same store, pool, screen,
+                   windows, exposures, seeds and cost, in the same experiment folder
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
+from agent.pairs.lifecycle.config import LifecycleConfig
+from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.moira.config import (
+    MaxTokens,
+    PolicyConfig,
+    PromptConfig,
+    SelectionConfig,
+    Variant,
+)
+from agent.pairs.screen.causal import ScreenConfig
+from localfin import configfile as cf
+from localfin import env
+from localfin.errors import ConfigError
+from serving.open import BackendSpec
+from serving.types import Sampling
+from serving.vllm_engine import EngineOptions
+
+__all__ = [
+    "ModelConfig",
+    "WindowConfig",
+    "ExperimentConfig",
+    "load_config",
+    "parse_config",
+    "config_to_dict",
+]
+
+BACKENDS = ("vllm", "openai")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which model answers, and how it samples.
+
+    backbone: registry key (``localfin models list``).
+    backend: ``vllm`` (in-process engine) or ``openai`` (a running ``vllm serve`` at base_url).
+    base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
+    temperature: sampling temperature of every call (0: greedy; seeds then change nothing).
+    repetition_penalty: None = the registry default of the backbone (1.15 for the CPU model).
+    thinking: Qwen3 thinking switch (None = the registry default).
+    max_num_seqs, kv_cache_gib: engine settings of the in-process backend.
+    chunk_size: requests per engine call and per journal transaction (large enough that each
+        lockstep round is one engine call).
+    """
+
+    backbone: str = "smollm2-135m"
+    backend: str = "vllm"
+    base_url: str = ""
+    temperature: float = 0.0
+    repetition_penalty: float | None = None
+    thinking: bool | None = None
+    max_num_seqs: int = 64
+    kv_cache_gib: int | None = None
+    chunk_size: int = 256
+    max_tokens: MaxTokens = field(default_factory=MaxTokens)
+
+    def __post_init__(self) -> None:
+        if not self.backbone:
+            raise ConfigError("model.backbone is empty; allowed: a registry key such as smollm2-135m")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"model.backend={self.backend!r}; allowed: {', '.join(BACKENDS)}")
+        if self.backend == "openai" and not self.base_url:
+            raise ConfigError("model.base_url is required when model.backend = 'openai'")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ConfigError(f"model.temperature={self.temperature}; allowed: 0..2")
+        if self.repetition_penalty is not None and not 1.0 <= self.repetition_penalty <= 2.0:
+            raise ConfigError(f"model.repetition_penalty={self.repetition_penalty}; allowed: 1..2 or unset")
+        if self.max_num_seqs < 1:
+            raise ConfigError(f"model.max_num_seqs={self.max_num_seqs}; allowed: >= 1")
+        if self.kv_cache_gib is not None and self.kv_cache_gib < 1:
+            raise ConfigError(f"model.kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or unset")
+        if self.chunk_size < 1:
+            raise ConfigError(f"model.chunk_size={self.chunk_size}; allowed: >= 1")
+
+    def sampling(self, seed: int) -> Sampling:
+        """The sampling of every call of a run with ``seed``."""
+        return Sampling.of(self, seed)
+
+    def backend_spec(self, model_path: str = "") -> BackendSpec:
+        """The backend this table names (``model_path``: a weights folder for the backbone)."""
+        engine = EngineOptions(max_num_seqs=self.max_num_seqs, kv_cache_gib=self.kv_cache_gib)
+        if self.backend == "vllm":
+            return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
+        return BackendSpec("openai", self.backbone, base_url=self.base_url)
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """Training and test windows (inclusive calendar dates; sessions come from the store)."""
+
+    train_start: dt.date
+    train_end: dt.date
+    test_start: dt.date
+    test_end: dt.date
+
+    def __post_init__(self) -> None:
+        if self.train_start > self.train_end:
+            raise ConfigError(f"windows.train_start={self.train_start} is after train_end={self.train_end}")
+        if self.test_start > self.test_end:
+            raise ConfigError(f"windows.test_start={self.test_start} is after test_end={self.test_end}")
+        if self.test_start <= self.train_end:
+            raise ConfigError(
+                f"windows.test_start={self.test_start} must come after train_end={self.train_end}"
+            )
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A whole experiment. ``store`` is resolved against the config file's folder when relative."""
+
+    name: str
+    store: Path
+    windows: WindowConfig
+    pool: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+    exposures: tuple[str, ...] = EXPOSURES
+    cost_bps: float = 0.0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    screen: ScreenConfig = field(default_factory=ScreenConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    variants: tuple[Variant, ...] = (Variant(),)
+    #: the baselines run beside the agent (none when built in code; every one by default in a file)
+    baselines: BaselinesConfig = field(default_factory=lambda: BaselinesConfig(methods=()))
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ConfigError(f"experiment.name={self.name!r}; allowed: letters, digits, '_', '-', '.'")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(
+                f"experiment.seeds={list(self.seeds)}; allowed: distinct integers, at least one"
+            )
+        for s in self.seeds:
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31:
+                raise ConfigError(f"experiment.seeds entry {s!r}; allowed: integers in 0..2^31-1")
+        if not self.exposures or any(e not in EXPOSURES for e in self.exposures):
+            raise ConfigError(f"experiment.exposures={list(self.exposures)}; allowed: {', '.join(EXPOSURES)}")
+        if len(set(self.exposures)) != len(self.exposures):
+            raise ConfigError(f"experiment.exposures={list(self.exposures)} repeats an entry")
+        if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
+            raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
+        if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):
+            raise ConfigError(
+                f"experiment.pool={list(self.pool)}; allowed: empty (all) or >= 2 distinct tickers"
+            )
+        names = [v.name for v in self.variants]
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
+
+    def run_ids(self) -> list[tuple[str, Variant, str, int]]:
+        """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""
+        return [
+            (f"{v.name}-{e}-s{s}", v, e, s) for v in self.variants for e in self.exposures for s in self.seeds
+        ]
+
+
+# -- TOML --------------------------------------------------------------------------------------
+
+#: The tables of an experiment file (``variants`` is an array of tables).
+TABLES = (
+    "experiment",
+    "windows",
+    "model",
+    "prompt",
+    "policy",
+    "selection",
+    "screen",
+    "lifecycle",
+    "variants",
+    "baselines",
+)
+#: ExperimentConfig fields that come from other tables than ``[experiment]``.
+_FROM_TABLES = ("windows", "model", "prompt", "screen", "lifecycle", "variants", "baselines")
+
+
+def _variant(raw: Any, k: int, policy: dict[str, Any], selection: dict[str, Any], file: Any) -> Variant:
+    """One ``[[variants]]`` entry: a name plus overrides of ``[policy]`` / ``[selection]``."""
+    key = f"variants[{k}]"
+    if not isinstance(raw, Mapping):
+        raise cf.key_error(key, f"{raw!r}; allowed: a table", file=file)
+    pol_keys = [f.name for f in fields(PolicyConfig)]
+    sel_keys = [f.name for f in fields(SelectionConfig)]
+    cf.check_keys(raw, ["name", *pol_keys, *sel_keys], key=key, file=file)
+    own = cf.load(Variant, {"name": raw["name"]} if "name" in raw else {}, key=key, file=file)
+    if "name" not in raw:
+        raise ConfigError(
+            f"{'file ' + str(file) + ', ' if file is not None else ''}key {key}.name is required"
+        )
+    pol = {**policy, **{n: raw[n] for n in pol_keys if n in raw}}
+    sel = {**selection, **{n: raw[n] for n in sel_keys if n in raw}}
+    return replace(
+        own,
+        policy=cf.load(PolicyConfig, pol, key=key, file=file),
+        selection=cf.load(SelectionConfig, sel, key=key, file=file),
+    )
+
+
+def parse_config(
+    data: Mapping[str, Any], *, base_dir: Path | None = None, file: str | Path | None = None
+) -> ExperimentConfig:
+    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
+    resolved against ``base_dir``; ``file`` names the document in errors)."""
+    cf.check_keys(data, TABLES, file=file)
+    tables = {k: data.get(k, [] if k == "variants" else {}) for k in TABLES}
+    for k, v in tables.items():
+        if not isinstance(v, list if k == "variants" else Mapping):
+            kind = "an array of tables" if k == "variants" else "a table"
+            raise cf.key_error(k, f"{v!r}; allowed: {kind}", file=file)
+    exp = dict(tables["experiment"])
+    cf.check_keys(
+        exp,
+        [f.name for f in fields(ExperimentConfig) if f.name not in _FROM_TABLES],
+        key="experiment",
+        file=file,
+    )
+    store = exp.get("store")
+    if store is None:
+        exp["store"] = str(env.default_store_path())
+    elif isinstance(store, str):
+        p = Path(store).expanduser()
+        exp["store"] = str(base_dir / p if not p.is_absolute() and base_dir is not None else p)
+    windows = cf.load(WindowConfig, tables["windows"], key="windows", file=file)
+    model = cf.load(ModelConfig, tables["model"], key="model", file=file)
+    policy = cf.load(PolicyConfig, tables["policy"], key="policy", file=file)
+    selection = cf.load(SelectionConfig, tables["selection"], key="selection", file=file)
+    variants = tuple(
+        _variant(raw, k, dict(tables["policy"]), dict(tables["selection"]), file)
+        for k, raw in enumerate(tables["variants"])
+    ) or (Variant("full", policy, selection),)
+    head = cf.load(ExperimentConfig, {**exp, "windows": tables["windows"]}, key="experiment", file=file)
+    return replace(
+        head,
+        windows=windows,
+        model=model,
+        prompt=cf.load(PromptConfig, tables["prompt"], key="prompt", file=file),
+        screen=cf.load(ScreenConfig, tables["screen"], key="screen", file=file),
+        lifecycle=cf.load(LifecycleConfig, tables["lifecycle"], key="lifecycle", file=file),
+        variants=variants,
+        baselines=parse_baselines(tables["baselines"], model, file=file),
+    )
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment TOML file (errors name the file and the key)."""
+    p = Path(path)
+    return parse_config(cf.read_toml(p, "config"), base_dir=p.resolve().parent, file=p)
+
+
+def config_to_dict(cfg: ExperimentConfig) -> dict[str, Any]:
+    """A JSON-ready dict of the resolved config (for the manifest and the run records)."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, (dt.date, Path)):
+            return str(value)
+        return value
+
+    return plain(cfg)

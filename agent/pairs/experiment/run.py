@@ -1,0 +1,234 @@
+"""A Moira experiment: every seed x exposure x variant run in lockstep on one journaled backend.
+
+The experiment folder holds ``config.toml`` (the file the experiment was started with),
+``journal.sqlite`` (every model call; one per experiment), ``runs/<run_id>/`` (see
+:mod:`agent.pairs.experiment.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
+token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
+each round, the pending calls of all runs go to the engine as one batch, which the
+:class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
+records in one transaction. Identical requests of different runs (the training rounds of the
+two exposures of a seed are identical, since training always uses No-Beta sizing) are
+answered once. Resuming is rerunning: journaled calls replay, so a killed experiment continues
+to the identical result and the model only sees the calls it never answered.
+
+The ``[baselines]`` of the config run in the same folder (:mod:`agent.pairs.experiment.baselines`):
+the non-LLM ones before the lockstep rounds, FinMem's runs as lockstep programs inside them,
+next to the agent's runs on the same journal. ``summary.json`` lists them under ``baselines``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent.data.store import MarketStore
+from agent.pairs.experiment import baselines as eb
+from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
+from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
+from agent.pairs.experiment.manifest import build_manifest
+from agent.pairs.experiment.summary import ExperimentResult, write_summary
+from agent.pairs.market.records import write_json
+from agent.pairs.market.view import MarketView
+from bank.embedder import Embedder
+from localfin.errors import ConfigError
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+from serving.journal import Journal, JournaledBackend
+from serving.lockstep import RoundInfo, run_lockstep, run_sequential
+from serving.open import ModelFacts
+
+__all__ = ["ExperimentResult", "run_experiment"]
+
+log = logging.getLogger(__name__)
+
+
+def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
+    journal = out / "journal.sqlite"
+    copy = out / "config.toml"
+    if journal.exists() and not resume:
+        raise ConfigError(
+            f"experiment folder {out} already holds a journal; pass --resume to continue it (journaled "
+            "calls replay) or choose another folder"
+        )
+    if resume and copy.exists() and copy.read_text(encoding="utf-8") != config_text:
+        raise ConfigError(
+            f"--resume: {copy} differs from the config given now; a resumed experiment must use the same "
+            "config (start a new folder instead)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+    copy.write_text(config_text, encoding="utf-8")
+
+
+class _Tally:
+    """Live counts for the progress display."""
+
+    def __init__(self, progress: Progress, total_sessions: int, n_runs: int) -> None:
+        self.progress = progress
+        self.total_sessions = total_sessions
+        self.n_runs = n_runs
+        self.sessions = 0
+        self.calls = 0
+        self.tokens = 0
+        self.task: Any = None
+
+    def info(self) -> str:
+        return f"{self.calls} calls, {self.tokens} tokens"
+
+    def on_session(self) -> None:
+        self.sessions += 1
+        if self.task is not None:
+            self.task.update(completed=self.sessions, info=self.info())
+
+
+class _Counting:
+    """Passes calls through and counts results and tokens for the progress display."""
+
+    def __init__(self, inner: Backend, tally: _Tally) -> None:
+        self.inner, self.tally, self.name = inner, tally, inner.name
+
+    def chat(self, requests: Any) -> Any:
+        results = self.inner.chat(requests)
+        self.tally.calls += len(results)
+        self.tally.tokens += sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in results)
+        return results
+
+    def close(self) -> None:
+        return None
+
+
+def run_experiment(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    config_text: str,
+    backend: Backend,
+    model: ModelFacts | None = None,
+    sequential: bool = False,
+    resume: bool = False,
+    progress: Progress = NULL_PROGRESS,
+    on_round: Callable[[RoundInfo], None] | None = None,
+    embedder: Embedder | None = None,
+) -> ExperimentResult:
+    """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
+
+    Args:
+        config_text: the TOML text of ``cfg`` (copied into the folder; a resume must match it).
+        backend: the model backend serving ``[model].backbone`` (opened and closed by the
+            caller: :func:`serving.open.open_backend` of ``cfg.model.backend_spec()``); it is
+            always wrapped in a JournaledBackend on the folder's journal.
+        model: the backbone's facts for the manifest (weights revision and digests; None:
+            recorded as unknown).
+        sequential: run the runs one after another (the reference of the lockstep speed-up)
+            instead of in lockstep. Results are identical; only the batching differs.
+        resume: continue an existing folder (replaying its journal; complete non-LLM baseline
+            runs are not redone).
+        embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
+    """
+
+    out = Path(out_dir)
+    _prepare_folder(out, config_text, resume)
+    if not cfg.store.is_file():
+        raise ConfigError(
+            f"experiment.store={cfg.store} does not exist; import data first (localfin data import)"
+        )
+    with MarketStore(cfg.store, create=False) as store:
+        view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
+        digest = store.digest()
+        rule_ids, rule_skipped = eb.run_rule_baselines(
+            store, cfg, view.pool, out, resume=resume, progress=progress
+        )
+        fm = eb.finmem_programs(store, cfg, view.pool, embedder)
+    specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
+    n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
+    n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
+    per_run = [
+        n_train * (1 + (s.variant.policy.max_cycles if s.variant.policy.consolidation else 0)) + n_test
+        for s in specs
+    ]
+    tally = _Tally(progress, sum(per_run), len(specs))
+
+    inner = backend
+    journal = Journal(out / "journal.sqlite", run_id=cfg.name)
+    jb = JournaledBackend(inner, journal, chunk_size=cfg.model.chunk_size)
+    counted = _Counting(jb, tally)
+    rounds = 0
+    try:
+        with (
+            progress.task("runs", total=len(specs)) as runs_task,
+            progress.task("sessions", total=tally.total_sessions) as sess_task,
+        ):
+            tally.task = sess_task
+            runs_task.update(total=len(specs) + len(fm))
+            done_before = [0]
+
+            def round_hook(info: RoundInfo) -> None:
+                nonlocal rounds
+                rounds += 1
+                runs_task.update(completed=done_before[0] + info.finished)
+                sess_task.update(info=tally.info())
+                if on_round is not None:
+                    on_round(info)
+
+            programs = [moira_program(s, cfg, view, on_session=tally.on_session) for s in specs]
+            programs += [p for _, p in fm]
+            t0 = time.perf_counter()
+            if sequential:
+                outcomes = []
+                for p in programs:
+                    outcomes += run_sequential([p], counted, on_round=round_hook)
+                    done_before[0] += 1
+            else:
+                outcomes = run_lockstep(programs, counted, on_round=round_hook)
+            wall = time.perf_counter() - t0
+            sess_task.update(completed=tally.total_sessions, info=tally.info())
+            runs_task.update(completed=len(programs))
+        tokens = journal.token_summary()
+    finally:
+        journal.close()
+        engine_start = getattr(inner, "engine_start_s", None)
+    fm_outcomes = outcomes[len(specs) :]
+    outcomes = outcomes[: len(specs)]
+    summaries = []
+    for o in outcomes:
+        summaries.append(write_run(out / "runs" / o.spec.run_id, o))
+    fm_ids = eb.write_finmem_outcomes(out, fm_outcomes)
+    baseline_ids = rule_ids + fm_ids
+    result = ExperimentResult(
+        out,
+        "sequential" if sequential else "lockstep",
+        summaries,
+        wall,
+        rounds,
+        jb.called,
+        jb.replayed,
+        engine_start,
+        outcomes,
+        eb.baseline_docs(out, baseline_ids),
+    )
+    write_summary(out, cfg, result, tokens)
+    manifest = build_manifest(
+        config=config_to_dict(cfg),
+        store_digest=digest,
+        model_key=cfg.model.backbone,
+        weights_revision=model.weights_revision if model is not None else "unknown",
+        weights_sha256=dict(model.weights_sha256) if model is not None else {},
+        journal_path=out / "journal.sqlite",
+        seeds=list(cfg.seeds),
+        extra={
+            "mode": result.mode,
+            "runs": [s.run_id for s in specs],
+            "baseline_runs": baseline_ids,
+            "baseline_runs_reused_on_resume": rule_skipped,
+            "wall_s": round(wall, 3),
+            "engine_start_s": engine_start,
+            "lockstep_rounds": rounds,
+            "model_calls": jb.called,
+            "replayed_from_journal": jb.replayed,
+        },
+    )
+    write_json(out / "manifest.json", manifest)
+    return result

@@ -1,0 +1,133 @@
+"""What an experiment did (:class:`ExperimentResult`) and the experiment folder's summary
+(``summary.json`` + ``summary.md``): the metrics of every run of the agent, the baselines' table
+and the tokens by call type. Numbers go through the one formatter (:mod:`localfin.fmt`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.pairs.experiment.backtest import RunOutcome
+from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.records import write_json
+from localfin.fmt import fmt_num, fmt_pct
+
+__all__ = ["ExperimentResult", "write_summary", "baseline_lines"]
+
+
+@dataclass
+class ExperimentResult:
+    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls."""
+
+    out_dir: Path
+    mode: str
+    runs: list[dict[str, Any]]
+    wall_s: float
+    rounds: int
+    model_calls: int
+    replayed: int
+    engine_start_s: float | None = None
+    outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
+    baselines: list[dict[str, Any]] = field(default_factory=list)
+
+
+def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: Sequence[Any]) -> None:
+    """The experiment folder's ``summary.json`` and ``summary.md``: every run's metrics, the
+    baselines' table and the tokens by call type (of the runs' results and of the journal)."""
+    runs = res.runs
+    by_type: dict[str, dict[str, int]] = {}
+    for r in [*runs, *res.baselines]:
+        for k, v in r["extra"].get("tokens_by_call_type", {}).items():
+            t = by_type.setdefault(k, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for key in t:
+                t[key] += v[key]
+    doc = {
+        "experiment": cfg.name,
+        "mode": res.mode,
+        "wall_s": round(res.wall_s, 3),
+        "engine_start_s": res.engine_start_s,
+        "lockstep_rounds": res.rounds,
+        "model_calls": res.model_calls,
+        "replayed_from_journal": res.replayed,
+        "runs": runs,
+        "baselines": res.baselines,
+        "tokens_by_call_type_runs": by_type,
+        "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
+    }
+    write_json(out / "summary.json", doc)
+    lines = [
+        f"# Moira experiment `{cfg.name}`",
+        "",
+        f"Model `{cfg.model.backbone}` ({cfg.model.backend}); {len(runs)} runs ({res.mode}); "
+        f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
+        f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
+        f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
+        "",
+        "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
+        "| switches | updates | fallbacks (test/train) | short/empty screens |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for r in runs:
+        m, e = r["metrics"], r["extra"]
+        ac = m["action_counts"]
+        lines.append(
+            f"| {r['run_id']} | {e['initial_pair'] or '-'} | {fmt_pct(m['cumulative_return'])} | "
+            f"{fmt_num(m['sharpe'])} ({fmt_num(m['sharpe_se'])}) | {fmt_pct(m['max_drawdown'])} | "
+            f"{fmt_num(m['win_rate'])} | {fmt_num(m['action_accuracy'])} | "
+            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
+            f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
+            f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
+            f"{e['screens_short']}/{e['screens_empty']} |"
+        )
+    lines += baseline_lines(res.baselines)
+    lines += [
+        "",
+        "Tokens by call type (summed over the results each run received, agent and FinMem; journal "
+        "replays included):",
+        "",
+        "| call type | calls | prompt tokens | completion tokens |",
+        "|---|---:|---:|---:|",
+    ]
+    for k, v in sorted(by_type.items()):
+        lines.append(f"| {k} | {v['calls']} | {v['prompt_tokens']} | {v['completion_tokens']} |")
+    lines += [
+        "",
+        "Engine calls by call type (what reached the model, from the journal):",
+        "",
+        "| call type | calls | prompt tokens | completion tokens | invalid |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in tokens:
+        lines.append(
+            f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
+        )
+    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
+    """The baselines' table of ``summary.md``."""
+    if not docs:
+        return []
+    lines = [
+        "",
+        "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
+        "",
+        "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
+        "| fallbacks |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for d in docs:
+        m, e = d["metrics"], d.get("extra", {})
+        ac = m.get("action_counts", {})
+        calls = sum(v.get("calls", 0) for v in e.get("tokens_by_call_type", {}).values())
+        fb = e.get("fallbacks", {}).get("total", 0) if isinstance(e.get("fallbacks"), dict) else 0
+        lines.append(
+            f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
+            f"{fmt_pct(m.get('cumulative_return'))} | "
+            f"{fmt_num(m.get('sharpe'))} ({fmt_num(m.get('sharpe_se'))}) | "
+            f"{fmt_pct(m.get('max_drawdown'))} | {fmt_num(m.get('win_rate'))} | "
+            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | {calls} | {fb} |"
+        )
+    return lines

@@ -1,0 +1,196 @@
+"""Lifecycle monitoring of the held pair inside a window pass: the glue between the window runner
+(:mod:`agent.pairs.moira.episode`) and :mod:`agent.pairs.lifecycle.machine`.
+
+A :class:`PairMonitor` is opened when a pair is selected (session index ``g0`` of the market
+calendar; the spread uses the screen's alpha and beta of that session) and runs
+:meth:`LifecycleMonitor.session` at every later held session: the six statistical factors from
+data up to that session, keyword-matched news of the day to ``news_verify``, and, once the
+cycle holds ``validation_period`` sessions, the ``break_check`` call and the boundary decision
+(``state.replace``). News of a session is what is dated after the previous session and up to
+it (weekend items count on the next session); the past-week news is the last ``news_window``
+sessions of both legs. Every step is a trace row; fallbacks of the two calls are counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Generator
+from typing import Any
+
+from agent.pairs.lifecycle.calls import budget
+from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor, pair_factors
+from agent.prompting import load_prompt
+from serving.types import ChatRequest, ChatResult
+
+__all__ = ["PairMonitor"]
+
+Gen = Generator[list[ChatRequest], list[ChatResult], Any]
+
+
+def _budget(configured: int, prompt: str) -> int:
+    """``configured`` tokens, or for 0 (auto) the prompt schema's longest reply + 8."""
+
+    return budget(configured, load_prompt(prompt).schema or {})
+
+
+def _recording(gen: Gen, sink: list[ChatResult]) -> Gen:
+    """``yield from gen``, keeping every result it received (in order) in ``sink``."""
+    try:
+        reqs = next(gen)
+    except StopIteration as stop:
+        return stop.value
+    while True:
+        results = yield reqs
+        sink.extend(results)
+        try:
+            reqs = gen.send(results)
+        except StopIteration as stop:
+            return stop.value
+
+
+class PairMonitor:
+    """Lifecycle state of one held pair, from the session it was selected.
+
+    Args:
+        ctx: the run context (market view, call settings, lifecycle config, trace).
+        stats: the phase counters.
+        calendar: the window's :class:`StepCalendar` (labels and masking).
+        phase, round_: trace identity of the window pass.
+        pair: (A, B) as the screen orients it (alphabetical).
+        i0, g0: window index and market index of the selection session.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        stats: Any,
+        calendar: Any,
+        phase: str,
+        round_: int,
+        pair: tuple[str, str],
+        i0: int,
+        g0: int,
+    ) -> None:
+
+        self.ctx, self.stats, self.calendar = ctx, stats, calendar
+        self.phase, self.round = phase, round_
+        self.pair, self.i0, self.g0 = pair, i0, g0
+        view = ctx.view
+        stats_row = self._screen_stats(view.dates[g0])
+        self.alpha, self.beta = stats_row
+        s = ctx.settings
+        self.lifecycle = LifecycleMonitor(
+            model=s.model,
+            config=ctx.lifecycle,
+            verify_max_tokens=_budget(s.max_tokens.news_verify, "pairs_news_verify"),
+            break_max_tokens=_budget(s.max_tokens.break_check, "pairs_break"),
+            sampling=s.sampling,
+        )
+        self.names = {t: c.name for t, c in view.companies.items() if t in pair}
+        report = self._factors(g0) if self.usable else None
+        self.evidence = self.lifecycle.open(pair, g0, report) if self.usable else None
+        self.state = HEALTHY
+        self.last: Any = None
+
+    # -- data ------------------------------------------------------------------------------
+    def _screen_stats(self, day: dt.date) -> tuple[float, float]:
+        """(alpha, beta) of the pair in the screen of ``day`` (all pairs are tested there)."""
+        res = self.ctx.view.screen(day)
+        for p in res.pairs:
+            if (p.ticker_a, p.ticker_b) == self.pair:
+                return float(p.alpha), float(p.hedge_ratio)
+        return math.nan, math.nan
+
+    @property
+    def usable(self) -> bool:
+        return math.isfinite(self.alpha) and math.isfinite(self.beta)
+
+    def _factors(self, g: int) -> Any:
+
+        view = self.ctx.view
+        a, b = self.pair
+        return pair_factors(
+            view.log_prices(a, g), view.log_prices(b, g), g, self.beta, self.alpha, self.ctx.lifecycle
+        )
+
+    def _news(self, first: dt.date, g: int) -> list[Any]:
+        view = self.ctx.view
+        items = [n for t in self.pair for n in view.news_until(t, first, g)]
+        return sorted(items, key=lambda n: (n.date, n.ticker, n.headline))
+
+    # -- sessions --------------------------------------------------------------------------
+    def session(self, i: int, g: int, day: dt.date) -> Gen:
+        """One held session; returns the :class:`LifecycleState` (``None`` without factors)."""
+        if not self.usable:
+            return None
+        view, cfg = self.ctx.view, self.ctx.lifecycle
+        report = self._factors(g)
+        today = self._news(view.dates[g - 1] + dt.timedelta(days=1), g) if g > 0 else self._news(day, g)
+        past = self._news(view.dates[max(0, g - cfg.news_window + 1)], g)
+        label = self.calendar.label_at(i)
+        results: list[ChatResult] = []
+        out = yield from _recording(
+            self.lifecycle.session(
+                self.evidence,
+                report,
+                current_step=label,
+                calendar=self.calendar,
+                news_today=today,
+                past_news=past,
+                names=self.names,
+            ),
+            results,
+        )
+        verify_results = [r for r in results if r.call_type == "news_verify"]
+        break_results = [r for r in results if r.call_type == "break_check"]
+        self.evidence = out.evidence
+        st = out.state
+        before, self.state, self.last = self.state, st.level, st
+        self.stats.warning_days += st.level == "WARNING"
+        self.stats.break_days += st.level == "BREAK"
+        for cand, ver, res in zip(out.candidates, out.verifications, verify_results):
+            self.stats.news_verifications += 1
+            self.stats.count_call(res, ver.fallback_reason if ver.fallback else None)
+            self._trace(
+                i,
+                "news_verify",
+                result=res,
+                decision=ver.to_dict(),
+                fallback=ver.fallback_reason if ver.fallback else None,
+                detail={"candidate": cand.to_payload(self.calendar)},
+            )
+        if out.assessment is not None:
+            a, res = out.assessment, break_results[0]
+            self.stats.count_call(res, a.fallback_reason if a.fallback else None)
+            self._trace(
+                i,
+                "break_check",
+                result=res,
+                decision=a.to_dict(),
+                fallback=a.fallback_reason if a.fallback else None,
+            )
+        self._trace(
+            i,
+            "lifecycle",
+            decision={"level": st.level, "break_score": st.break_score, "replace": st.replace},
+            state_before=before,
+            state_after=st.level,
+            detail={
+                "breached": list(st.breached),
+                "reasons": list(st.reasons),
+                "at_boundary": st.at_boundary,
+            },
+        )
+        return st
+
+    def _trace(self, i: int, kind: str, **kw: Any) -> None:
+        self.ctx.trace.add(
+            phase=self.phase,
+            round=self.round,
+            step=i + 1,
+            date=self.calendar.sessions[i].isoformat(),
+            kind=kind,
+            pair=f"{self.pair[0]}/{self.pair[1]}",
+            **kw,
+        )

@@ -1,0 +1,178 @@
+"""Performance metrics of a backtest (SPEC §2 "Metrics"), shared by Moira, the baselines and
+the report.
+
+Inputs are the settled daily returns (fractions, one per finalized transition) and, where
+known, the actions held and whether each matched the counterfactual best action. Conventions:
+* cumulative return = prod(1 + r) - 1; equity starts at 1 before the first settlement;
+* annualised Sharpe = sqrt(252) mean(r) / std(r, ddof=1), NaN when std is 0 or fewer than 2
+  returns; its standard error follows Lo (2002) under IID returns:
+  SE(SR_period) = sqrt((1 + SR_period^2 / 2) / T), annualised by sqrt(252);
+* maximum drawdown = min over t of equity_t / max_{s<=t} equity_s - 1 (<= 0; the starting
+  equity of 1 counts as a peak);
+* annualised volatility = sqrt(252) std(r, ddof=1);
+* Sortino = sqrt(252) mean(r) / sqrt(mean(min(r, 0)^2)) (target 0; NaN without a losing day);
+* win rate = share of positive returns among the transitions with a position (not FLAT; all
+  transitions when actions are not given); NaN when there is none;
+* counterfactual action accuracy = share of transitions whose action matched the best one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agent.pairs.market.settlement import ACTIONS, FLAT
+from localfin.errors import ConfigError
+
+__all__ = [
+    "TRADING_DAYS",
+    "Metrics",
+    "equity_curve",
+    "drawdown_curve",
+    "cumulative_return",
+    "sharpe",
+    "sharpe_se",
+    "max_drawdown",
+    "annual_volatility",
+    "sortino",
+    "win_rate",
+    "pair_switches",
+    "compute_metrics",
+]
+
+TRADING_DAYS = 252
+
+
+def _r(returns: Sequence[float] | np.ndarray) -> np.ndarray:
+    r = np.asarray(returns, dtype=np.float64)
+    if r.ndim != 1:
+        raise ConfigError(f"returns must be 1-D, got shape {r.shape}")
+    if not np.all(np.isfinite(r)):
+        raise ConfigError("returns must be finite (settlements with missing prices earn 0, not NaN)")
+    return r
+
+
+def equity_curve(returns: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Equity after each settlement, starting from 1 (length = number of returns)."""
+    return np.cumprod(1.0 + _r(returns))
+
+
+def drawdown_curve(returns: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Drawdown after each settlement (<= 0), against the running peak including the start."""
+    eq = equity_curve(returns)
+    peak = np.maximum.accumulate(np.concatenate([[1.0], eq]))[1:]
+    return eq / peak - 1.0
+
+
+def cumulative_return(returns: Sequence[float] | np.ndarray) -> float:
+    r = _r(returns)
+    return float(np.prod(1.0 + r) - 1.0) if len(r) else 0.0
+
+
+def _period_sharpe(r: np.ndarray) -> float:
+    if len(r) < 2:
+        return math.nan
+    sd = float(np.std(r, ddof=1))
+    return float(np.mean(r)) / sd if sd > 0 else math.nan
+
+
+def sharpe(returns: Sequence[float] | np.ndarray) -> float:
+    return math.sqrt(TRADING_DAYS) * _period_sharpe(_r(returns))
+
+
+def sharpe_se(returns: Sequence[float] | np.ndarray) -> float:
+    """Standard error of the annualised Sharpe ratio (Lo 2002, IID returns)."""
+    r = _r(returns)
+    sr = _period_sharpe(r)
+    if not math.isfinite(sr):
+        return math.nan
+    return math.sqrt(TRADING_DAYS) * math.sqrt((1.0 + 0.5 * sr * sr) / len(r))
+
+
+def max_drawdown(returns: Sequence[float] | np.ndarray) -> float:
+    r = _r(returns)
+    return float(drawdown_curve(r).min()) if len(r) else 0.0
+
+
+def annual_volatility(returns: Sequence[float] | np.ndarray) -> float:
+    r = _r(returns)
+    return math.sqrt(TRADING_DAYS) * float(np.std(r, ddof=1)) if len(r) >= 2 else math.nan
+
+
+def sortino(returns: Sequence[float] | np.ndarray) -> float:
+    r = _r(returns)
+    if not len(r):
+        return math.nan
+    down = math.sqrt(float(np.mean(np.minimum(r, 0.0) ** 2)))
+    return math.sqrt(TRADING_DAYS) * float(np.mean(r)) / down if down > 0 else math.nan
+
+
+def win_rate(returns: Sequence[float] | np.ndarray, actions: Sequence[str] | None = None) -> float:
+    r = _r(returns)
+    if actions is not None:
+        if len(actions) != len(r):
+            raise ConfigError(f"actions has {len(actions)} entries for {len(r)} returns")
+        r = r[np.array([a != FLAT for a in actions], dtype=bool)] if len(r) else r
+    return float(np.mean(r > 0)) if len(r) else math.nan
+
+
+def pair_switches(pairs: Sequence[str | None]) -> int:
+    """Times the held pair changed from one pair to another (holding none in between counts
+    the change once, when the new pair is first held; the first pair is not a switch)."""
+    held = [p for p in pairs if p]
+    return sum(1 for a, b in zip(held, held[1:]) if a != b)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Every metric of one run (fractions, not percent; counts as ints; NaN where undefined)."""
+
+    n_transitions: int
+    cumulative_return: float
+    sharpe: float
+    sharpe_se: float
+    max_drawdown: float
+    annual_volatility: float
+    sortino: float
+    win_rate: float
+    action_accuracy: float
+    action_counts: dict[str, int] = field(default_factory=dict)
+    pair_switches: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compute_metrics(
+    returns: Sequence[float] | np.ndarray,
+    *,
+    actions: Sequence[str] | None = None,
+    matched: Sequence[bool] | None = None,
+    pairs: Sequence[str | None] | None = None,
+) -> Metrics:
+    """All metrics of a run from its settled returns (and actions, matches, held pairs)."""
+    r = _r(returns)
+    if matched is not None and len(matched) != len(r):
+        raise ConfigError(f"matched has {len(matched)} entries for {len(r)} returns")
+    counts = Counter(actions or ())
+    unknown = set(counts) - set(ACTIONS)
+    if unknown:
+        raise ConfigError(f"unknown actions {sorted(unknown)}; allowed: {', '.join(ACTIONS)}")
+    return Metrics(
+        n_transitions=len(r),
+        cumulative_return=cumulative_return(r),
+        sharpe=sharpe(r),
+        sharpe_se=sharpe_se(r),
+        max_drawdown=max_drawdown(r),
+        annual_volatility=annual_volatility(r),
+        sortino=sortino(r),
+        win_rate=win_rate(r, actions),
+        action_accuracy=float(np.mean(matched)) if matched is not None and len(r) else math.nan,
+        action_counts={a: counts.get(a, 0) for a in ACTIONS},
+        pair_switches=pair_switches(pairs) if pairs is not None else 0,
+    )
