@@ -179,6 +179,24 @@ class _Window:
         if pair and not self.initial_pair:
             self.initial_pair = self.pair_label
 
+    # -- what the calls see ------------------------------------------------------------------
+    def recent_news(self, tickers: list[str], i: int) -> dict[str, list[dict[str, str]]]:
+        """Each ticker's news of the last ``news_lookback_sessions`` sessions up to session
+        ``i`` (masked, newest first; one token budget for all of them)."""
+        g = self.gidx[i]
+        first = self.view.dates[max(0, g - self.ctx.prompt.news_lookback_sessions + 1)]
+        items = [self.view.news_until(t, first, g) for t in tickers]
+        return dict(zip(tickers, payloads.news_payloads(items, self.ctx.prompt, self.cal)))
+
+    def known_states(self) -> dict[str, str]:
+        """The lifecycle state the agent has for a pair: the held pair's current one, else the
+        last one its pair-quality memory holds (pairs held before, this window or an earlier
+        one whose memory it carries; BREAK for a pair that broke)."""
+        out = self.memory.states()
+        if self.monitor is not None:
+            out[self.pair_label] = self.monitor.state
+        return out
+
     # -- pair selection ------------------------------------------------------------------------
     def select(self, i: int, reason: str) -> Gen:
         """Screen at session ``i`` (without broken pairs) and let the model pick; returns the
@@ -214,10 +232,16 @@ class _Window:
         tickers = [t for c in cands for t in (c.ticker_a, c.ticker_b)]
         req = calls.selection_request(
             ctx.settings,
-            payloads.selection_payload(self.label(i + 1), cands),
+            payloads.selection_payload(
+                self.label(i + 1),
+                cands,
+                self.recent_news(list(dict.fromkeys(tickers)), i),
+                self.known_states(),
+            ),
             labels,
             payloads.company_lines(tickers, self.view.companies, ctx.prompt, self.cal),
             self.memory.lines(),
+            block_order=ctx.prompt.block_order,
         )
         res = yield from call(req)
         parsed = calls.parse_selection(res, labels)
@@ -344,16 +368,13 @@ class _Window:
         a, b = self.pair
         g = self.gidx[i]
         state = self.view.pair_state(a, b, g)
-        first = self.view.dates[max(0, g - ctx.prompt.news_lookback_sessions + 1)]
-        news = [
-            payloads.news_payload(self.view.news_until(t, first, g), ctx.prompt, self.cal) for t in (a, b)
-        ]
+        news = self.recent_news([a, b], i)
         payload = payloads.direction_payload(
             self.label(step),
             (a, b),
             state,
-            news[0],
-            news[1],
+            news[a],
+            news[b],
             lifecycle,
             payloads.memory_payload(
                 self.records[-ctx.prompt.memory_records :] if ctx.prompt.memory_records else [], self.label
@@ -365,6 +386,7 @@ class _Window:
             payloads.company_lines([a, b], self.view.companies, ctx.prompt, self.cal),
             self.memory.lines(),
             self.spec.principles,
+            block_order=ctx.prompt.block_order,
         )
         res = yield from call(req)
         parsed = calls.parse_direction(res)
@@ -411,6 +433,7 @@ class _Window:
                 self.settle_pending(i)
                 if self.monitor is not None:
                     state = yield from self.monitor.session(i, self.gidx[i], self.sessions[i])
+                    self.memory.set_state(self.pair_label, self.monitor.state)
                     if state is not None and state.at_boundary:
                         yield from self.boundary(i, state)
                 elif i % period == 0:
