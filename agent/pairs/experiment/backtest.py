@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig
-from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
 from agent.pairs.market.records import run_summary, write_json, write_steps
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira.calls import CallSettings
@@ -87,6 +87,20 @@ class RunOutcome:
             "fallbacks_total": test["invalid_replies"] + train["invalid_replies"],
             "screens_short": test["screens_short"] + train["screens_short"],
             "screens_empty": test["screens_empty"] + train["screens_empty"],
+            "lifecycle": self.lifecycle(),
+        }
+
+    def lifecycle(self) -> dict[str, Any]:
+        """The test window's lifecycle figures (the paper's Table 7): the share of transitions
+        per lifecycle state of the held pair, the validation boundaries, the boundaries that
+        decided BREAK, the boundary re-screens and the replacements."""
+        t = self.test.stats
+        return {
+            "state_shares": lifecycle_shares([s.lifecycle for s in self.test.steps]),
+            "boundaries": t.boundaries,
+            "boundary_breaks": t.boundary_breaks,
+            "rescreens": t.rescreens,
+            "replacements": t.replacements,
         }
 
 

@@ -438,6 +438,7 @@ class _Window:
                         yield from self.boundary(i, state)
                 elif i % period == 0:
                     self.stats.boundaries += 1
+                    self.stats.rescreens += 1
                     new = yield from self.select(i, "retry: no pair held")
                     self._set_pair(i, new)
             if i < n - 1:
@@ -471,6 +472,7 @@ class _Window:
         old = self.pair
         self.broken.add(tuple(sorted(old)))
         self.trace(i, "boundary", decision={"keep": False}, detail=detail)
+        self.stats.rescreens += 1
         new = yield from self.select(i, "replacement after BREAK")
         if new == old:  # an unusable reply with fallback "keep": the broken pair stays
             return
