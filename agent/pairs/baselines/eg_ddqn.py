@@ -43,7 +43,15 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, priced, rolling_half_life, spread_zscores
-from agent.pairs.market.settlement import ACTIONS, FLAT, LegWeights, leg_weights, settle, signed_position
+from agent.pairs.market.settlement import (
+    ACTIONS,
+    FLAT,
+    LegWeights,
+    leg_weights,
+    no_beta_weights,
+    settle,
+    signed_position,
+)
 from localfin.errors import ConfigError
 
 __all__ = ["DDQNConfig", "DDQNResult", "ddqn_features", "train_and_act"]
@@ -175,8 +183,12 @@ def ddqn_features(series: PairSeries, config: DDQNConfig, start: int) -> tuple[n
     return feats, valid
 
 
-def _weights(exposure: str, betas: np.ndarray | None, t: int) -> LegWeights:
-    if exposure == "no_beta" or betas is None:
+def _weights(
+    exposure: str, betas: np.ndarray | None, t: int, series: PairSeries, legs: str = "dollar_neutral"
+) -> LegWeights:
+    if exposure == "no_beta":
+        return no_beta_weights(legs, series.price_a[t], series.price_b[t])
+    if betas is None:
         return leg_weights(exposure)  # 'beta' without betas raises there, naming the field
     return leg_weights("beta", float(betas[t]))
 
@@ -222,13 +234,14 @@ def _settle_path(
     exposure: str,
     betas: np.ndarray | None,
     cost_bps: float,
+    legs: str = "dollar_neutral",
 ) -> float:
     """Sum of settled returns of actions decided at lo, lo+1, ... (the training score)."""
     pa, pb = series.price_a, series.price_b
     prev, total = (0.0, 0.0), 0.0
     for i, a in enumerate(actions):
         t = lo + i
-        w = _weights(exposure, betas, t) if a != _FLAT_INDEX else leg_weights("no_beta")
+        w = _weights(exposure, betas, t, series, legs) if a != _FLAT_INDEX else leg_weights("no_beta")
         s = settle(ACTIONS[a], (pa[t], pa[t + 1]), (pb[t], pb[t + 1]), w, previous=prev, cost_bps=cost_bps)
         total += s.realized
         prev = signed_position(ACTIONS[a], w)
@@ -246,6 +259,7 @@ def train_and_act(
     betas: np.ndarray | None,
     seed: int,
     cost_bps: float = 0.0,
+    no_beta_legs: str = "dollar_neutral",
 ) -> DDQNResult:
     """Train on transitions decided at sessions ``train_first - history_sessions`` ..
     ``train_last - 1`` (indices into ``series.dates``; rewards settle by ``train_last`` <
@@ -312,7 +326,7 @@ def train_and_act(
                     with torch.no_grad():
                         q = online(state(torch.tensor([t]), torch.tensor([pos])))
                     a = int(torch.argmax(q[0]))
-                w = _weights(exposure, betas, t)
+                w = _weights(exposure, betas, t, series, no_beta_legs)
                 s = settle(
                     ACTIONS[a], (pa[t], pa[t + 1]), (pb[t], pb[t + 1]), w, previous=prev, cost_bps=cost_bps
                 )
@@ -348,7 +362,9 @@ def train_and_act(
                     "episode": episode + 1,
                     "epsilon": eps,
                     "return": ep_return,
-                    "greedy_return": _settle_path(series, greedy, lo, exposure, betas, cost_bps),
+                    "greedy_return": _settle_path(
+                        series, greedy, lo, exposure, betas, cost_bps, no_beta_legs
+                    ),
                     "loss": float(np.mean(losses)) if losses else None,
                     "updates": updates,
                     "transitions": len(steps),

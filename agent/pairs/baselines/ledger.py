@@ -28,6 +28,7 @@ from agent.pairs.market.settlement import (
     SHORT_LONG,
     LegWeights,
     leg_weights,
+    no_beta_weights,
     settle,
     signed_position,
 )
@@ -75,10 +76,12 @@ def settle_actions(
     betas: np.ndarray | None = None,
     cost_bps: float = 0.0,
     notes: Sequence[str] | None = None,
+    no_beta_legs: str = "dollar_neutral",
 ) -> Ledger:
     """Settle ``actions`` (one per transition: decided at step 001 .. the second-to-last session).
 
     ``betas`` (from :func:`agent.pairs.baselines.common.pair_betas`) size the legs under ``beta``;
+    ``no_beta_legs`` the reading of No-Beta (:func:`agent.pairs.market.settlement.no_beta_weights`);
     ``notes`` (one per transition, e.g. the signal) go into each record's note.
     Raises if a policy holds a position on a session that is not tradable (a policy bug).
     """
@@ -102,7 +105,7 @@ def settle_actions(
             raise LocalfinError(f"policy held {action} at step {i + 1} ({series.dates[t]}), not tradable")
         weights: LegWeights | None
         if exposure == "no_beta":
-            weights = leg_weights("no_beta")
+            weights = no_beta_weights(no_beta_legs, pa[t], pb[t])
         else:
             beta = float(betas[t]) if betas is not None else _NAN
             weights = leg_weights("beta", beta) if math.isfinite(beta) else None

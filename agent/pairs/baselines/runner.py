@@ -46,7 +46,7 @@ from agent.pairs.baselines.fixed_direction import (
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.records import write_json
-from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.screen.causal import ScreenConfig
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -77,13 +77,17 @@ DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
 @dataclass(frozen=True)
 class RunSettings:
     """What the baselines share with the agent: the screen, the Beta exposure's rolling window
-    (sessions, SPEC §2: 20) and the cost in basis points per unit of turnover (default 0)."""
+    (sessions, SPEC §2: 20), the cost in basis points per unit of turnover (default 0) and the
+    reading of the No-Beta legs (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`)."""
 
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     beta_window: int = 20
     cost_bps: float = 0.0
+    no_beta_legs: str = "dollar_neutral"
 
     def __post_init__(self) -> None:
+        if self.no_beta_legs not in NO_BETA_LEGS:
+            raise ConfigError(f"no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}")
         if self.beta_window < 3:
             raise ConfigError(f"beta_window={self.beta_window}; allowed: >= 3 sessions")
         if not (math.isfinite(self.cost_bps) and self.cost_bps >= 0):
@@ -166,6 +170,7 @@ def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) 
         "settings": {
             "beta_window": settings.beta_window,
             "cost_bps": settings.cost_bps,
+            "no_beta_legs": settings.no_beta_legs,
             "price_field": settings.screen.price_field,
             "screen_lookback": settings.screen.lookback,
         },
@@ -217,6 +222,7 @@ def _run_prepared(
                 betas=betas,
                 seed=seed,
                 cost_bps=settings.cost_bps,
+                no_beta_legs=settings.no_beta_legs,
             )
             actions, notes = list(res.actions), list(res.notes)
             training = {"method": method, "seed": seed, "exposure": exposure, "episodes": list(res.curve)}
@@ -228,7 +234,15 @@ def _run_prepared(
             raise ConfigError(
                 f"config {config!r}; allowed: one of {[type(c).__name__ for c in DEFAULT_BASELINES]}"
             )
-        ledger = settle_actions(s, actions, exposure, betas=betas, cost_bps=settings.cost_bps, notes=notes)
+        ledger = settle_actions(
+            s,
+            actions,
+            exposure,
+            betas=betas,
+            cost_bps=settings.cost_bps,
+            notes=notes,
+            no_beta_legs=settings.no_beta_legs,
+        )
     extra |= {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
     metrics = ledger.metrics()
     run_dir = write_run(

@@ -138,6 +138,7 @@ def moira_program(
         cost_bps=cfg.cost_bps,
         trace=trace,
         on_session=on_session,
+        no_beta_legs=cfg.no_beta_legs,
     )
     validator = PrincipleValidator(
         view.pool, {t: c.name for t, c in view.companies.items()}, max_chars=cfg.prompt.principle_max_chars

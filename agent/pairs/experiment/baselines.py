@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 def _settings(cfg: ExperimentConfig) -> Any:
     from agent.pairs.baselines.runner import RunSettings
 
-    return RunSettings(screen=cfg.screen, cost_bps=cfg.cost_bps)
+    return RunSettings(screen=cfg.screen, cost_bps=cfg.cost_bps, no_beta_legs=cfg.no_beta_legs)
 
 
 def _windows(cfg: ExperimentConfig) -> tuple[tuple[Any, Any], tuple[Any, Any]]:

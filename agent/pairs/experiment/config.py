@@ -10,7 +10,7 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps
+    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, temperature, repetition_penalty, thinking,
                    max_num_seqs, kv_cache_gib, chunk_size
@@ -44,7 +44,7 @@ from typing import Any
 
 from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
 from agent.pairs.lifecycle.config import LifecycleConfig
-from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.moira.config import (
     MaxTokens,
     PolicyConfig,
@@ -151,7 +151,13 @@ class WindowConfig:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """A whole experiment. ``store`` is resolved against the config file's folder when relative."""
+    """A whole experiment. ``store`` is resolved against the config file's folder when relative.
+
+    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (SPEC §2, the
+    default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
+    reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
+    """
 
     name: str
     store: Path
@@ -160,6 +166,7 @@ class ExperimentConfig:
     seeds: tuple[int, ...] = (0,)
     exposures: tuple[str, ...] = EXPOSURES
     cost_bps: float = 0.0
+    no_beta_legs: str = "dollar_neutral"
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
@@ -182,6 +189,10 @@ class ExperimentConfig:
             raise ConfigError(f"experiment.exposures={list(self.exposures)}; allowed: {', '.join(EXPOSURES)}")
         if len(set(self.exposures)) != len(self.exposures):
             raise ConfigError(f"experiment.exposures={list(self.exposures)} repeats an entry")
+        if self.no_beta_legs not in NO_BETA_LEGS:
+            raise ConfigError(
+                f"experiment.no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}"
+            )
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
         if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):

@@ -33,7 +33,15 @@ from typing import Any
 from agent.pairs.lifecycle.monitor import PairMonitor
 from agent.pairs.market.masking import StepCalendar
 from agent.pairs.market.records import StepRecord
-from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, settle, signed_position
+from agent.pairs.market.settlement import (
+    FLAT,
+    LegWeights,
+    causal_betas,
+    leg_weights,
+    no_beta_weights,
+    settle,
+    signed_position,
+)
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PromptConfig, SelectionConfig
@@ -61,6 +69,7 @@ class RunContext:
     cost_bps: float
     trace: TraceLog
     on_session: Callable[[], None] = lambda: None
+    no_beta_legs: str = "dollar_neutral"
 
 
 @dataclass(frozen=True)
@@ -336,14 +345,17 @@ class _Window:
 
     # -- direction -----------------------------------------------------------------------------
     def weights(self, i: int) -> tuple[LegWeights, str]:
-        if self.spec.exposure == "no_beta" or self.pair is None:
+        if self.pair is None:
             return leg_weights("no_beta"), ""
         a, b = self.pair
         g = self.gidx[i]
+        no_beta = no_beta_weights(self.ctx.no_beta_legs, self.view.price(a, g), self.view.price(b, g))
+        if self.spec.exposure == "no_beta":
+            return no_beta, ""
         beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g))[-1]
         if not math.isfinite(beta):
             self.stats.beta_fallbacks += 1
-            return leg_weights("no_beta"), "no 20-session hedge ratio: No-Beta sizing"
+            return no_beta, "no 20-session hedge ratio: No-Beta sizing"
         return leg_weights("beta", float(beta)), ""
 
     def decide(self, i: int) -> Gen:

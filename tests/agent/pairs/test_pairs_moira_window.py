@@ -70,6 +70,25 @@ def test_settlement_at_t_plus_1_under_both_exposures(both_exposures):
         assert doc["metrics"]["n_transitions"] == len(days) - 1
 
 
+def test_equal_share_legs_size_no_beta_and_the_training_too(tmp_path):
+    cfg, res, out = _run(
+        tmp_path, scripted(), experiment={"no_beta_legs": "equal_shares"}, policy={"max_cycles": 0}
+    )
+    view = _view(cfg)
+    days = view.sessions(cfg.windows.test_start, cfg.windows.test_end)
+    steps = read_steps(out / "runs" / "full-no_beta-s0" / "steps.parquet")
+    for k, s in enumerate(steps[:30]):
+        a, b = s.pair.split("/")
+        g = view.index(days[k])
+        pa, pb = view.price(a, g), view.price(b, g)
+        ls = (view.price(a, g + 1) - pa - (view.price(b, g + 1) - pb)) / (pa + pb)  # one share each
+        assert s.ret_long_short == pytest.approx(ls, abs=1e-12)
+    trace = pd.read_parquet(out / "runs" / "full-no_beta-s0" / "trace.parquet")
+    rows = trace[(trace.phase == "train") & (trace.kind == "direction") & (trace.pair != "")]
+    w = json.loads(rows.decision.iloc[0])
+    assert w["w_a"] != 0.5 and w["w_a"] + w["w_b"] == pytest.approx(1.0)
+
+
 def test_planted_break_is_replaced_at_the_next_boundary_and_not_before(both_exposures):
     _, res, out = both_exposures
     trace = pd.read_parquet(out / "runs" / "full-no_beta-s0" / "trace.parquet")

@@ -311,6 +311,7 @@ def finmem_program(
         betas=market.betas,
         cost_bps=market.settings.cost_bps,
         notes=state.notes,
+        no_beta_legs=market.settings.no_beta_legs,
     )
     recs = tuple(replace(r, fallback=f) for r, f in zip(ledger.records, state.fallback_steps))
     ledger = replace(ledger, records=recs)
@@ -333,6 +334,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
         "settings": {
             "beta_window": s.beta_window,
             "cost_bps": s.cost_bps,
+            "no_beta_legs": s.no_beta_legs,
             "price_field": s.screen.price_field,
             "screen_lookback": s.screen.lookback,
         },

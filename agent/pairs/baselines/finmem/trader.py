@@ -43,7 +43,15 @@ from agent.pairs.baselines.finmem.calls import (
 )
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
 from agent.pairs.market.masking import mask_text
-from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, settle, signed_position
+from agent.pairs.market.settlement import (
+    ACTIONS,
+    FLAT,
+    LONG_SHORT,
+    leg_weights,
+    no_beta_weights,
+    settle,
+    signed_position,
+)
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["AgentState", "run_agent"]
@@ -187,14 +195,14 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
             settled = None
             if pending is not None:
                 beta = float(market.betas[pending.index]) if expo == "beta" else _NAN
+                p0 = pending.index
                 w = (
-                    leg_weights("no_beta")
+                    no_beta_weights(market.settings.no_beta_legs, s.price_a[p0], s.price_b[p0])
                     if expo == "no_beta"
                     else leg_weights("beta", beta)
                     if beta == beta
                     else None
                 )
-                p0 = pending.index
                 if w is None:
                     settled = settle(
                         FLAT,
