@@ -71,7 +71,7 @@ def test_settlement_at_t_plus_1_under_both_exposures(both_exposures):
 
 
 def test_equal_share_legs_size_no_beta_and_the_training_too(tmp_path):
-    cfg, res, out = _run(
+    cfg, _res, out = _run(
         tmp_path, scripted(), experiment={"no_beta_legs": "equal_shares"}, policy={"max_cycles": 0}
     )
     view = _view(cfg)
