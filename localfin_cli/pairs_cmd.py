@@ -166,7 +166,10 @@ def run(
         False, "--sequential", help="Run the runs one after another instead of in lockstep (for comparison)."
     ),
 ) -> None:
-    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
+    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
+    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
+    from contextlib import nullcontext
+
     from agent.pairs.experiment.config import load_config
     from agent.pairs.experiment.run import run_experiment
     from localfin import env
@@ -180,8 +183,9 @@ def run(
         facts = model_facts(cfg.model.backbone)
     except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
         facts = None
+    fm_spec = cfg.finmem_backend_spec()
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        with opened(cfg.model.backend_spec()) as backend:
+        with opened(cfg.model.backend_spec()) as backend, opened(fm_spec) if fm_spec else nullcontext() as fm:
             res = run_experiment(
                 cfg,
                 folder,
@@ -191,6 +195,7 @@ def run(
                 resume=resume,
                 sequential=sequential,
                 progress=progress_for(rl),
+                finmem_backend=fm,
             )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"

@@ -12,8 +12,8 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
 
     [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
-    [model]        backbone, backend, base_url, temperature, repetition_penalty, thinking,
-                   max_num_seqs, kv_cache_gib, chunk_size
+    [model]        backbone, backend, base_url, server_default, temperature, top_p,
+                   repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       reason_max_chars, principle_max_chars, news_per_leg, news_lookback_sessions,
                    headline_max_chars, description_max_chars, memory_records,
@@ -80,8 +80,16 @@ class ModelConfig:
     backbone: registry key (``localfin models list``).
     backend: ``vllm`` (in-process engine) or ``openai`` (a running ``vllm serve`` at base_url).
     base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
-    temperature: sampling temperature of every call (0: greedy; seeds then change nothing).
-    repetition_penalty: None = the registry default of the backbone (1.15 for the CPU model).
+    server_default: the papers' "server-default sampling" (Moira Appendix C): every sampling
+        field this table leaves unset (temperature, top_p, repetition_penalty) is left to the
+        engine, which applies the model's own generation config (vLLM ``generation_config=
+        "auto"``, ``vllm serve --generation-config auto``); the run seed still goes in every
+        request. False: our explicit settings (unset temperature = 0, top_p = 1).
+    temperature: sampling temperature of every call (0: greedy; seeds then change nothing;
+        unset: 0, or the model's with server_default).
+    top_p: nucleus mass (unset: 1, or the model's with server_default).
+    repetition_penalty: None = the registry default of the backbone (1.15 for the CPU model;
+        1.0 = none for the GPU entries, so with server_default the model's own).
     thinking: Qwen3 thinking switch (None = the registry default).
     max_num_seqs, kv_cache_gib: engine settings of the in-process backend.
     chunk_size: requests per engine call and per journal transaction (large enough that each
@@ -91,7 +99,9 @@ class ModelConfig:
     backbone: str = "smollm2-135m"
     backend: str = "vllm"
     base_url: str = ""
-    temperature: float = 0.0
+    server_default: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
     repetition_penalty: float | None = None
     thinking: bool | None = None
     max_num_seqs: int = 64
@@ -106,8 +116,10 @@ class ModelConfig:
             raise ConfigError(f"model.backend={self.backend!r}; allowed: {', '.join(BACKENDS)}")
         if self.backend == "openai" and not self.base_url:
             raise ConfigError("model.base_url is required when model.backend = 'openai'")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"model.temperature={self.temperature}; allowed: 0..2")
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise ConfigError(f"model.temperature={self.temperature}; allowed: 0..2 or unset")
+        if self.top_p is not None and not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"model.top_p={self.top_p}; allowed: (0, 1] or unset")
         if self.repetition_penalty is not None and not 1.0 <= self.repetition_penalty <= 2.0:
             raise ConfigError(f"model.repetition_penalty={self.repetition_penalty}; allowed: 1..2 or unset")
         if self.max_num_seqs < 1:
@@ -202,6 +214,29 @@ class ExperimentConfig:
         names = [v.name for v in self.variants]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
+        fm = self.baselines.finmem
+        if (
+            "finmem" in self.baselines.methods
+            and fm.model != self.model.backbone
+            and self.model.backend == "openai"
+            and not fm.base_url
+        ):
+            raise ConfigError(
+                f"baselines.finmem.model={fm.model!r} differs from model.backbone={self.model.backbone!r} "
+                "with model.backend = 'openai': set baselines.finmem.base_url (the server of that model)"
+            )
+
+    def finmem_backend_spec(self, model_path: str = "") -> BackendSpec | None:
+        """The backend FinMem needs besides the backbone's: None unless FinMem runs with a fixed
+        ``[baselines.finmem] model`` other than the backbone (same backend kind as ``[model]``;
+        ``openai`` at ``[baselines.finmem] base_url``)."""
+        fm = self.baselines.finmem
+        if "finmem" not in self.baselines.methods or fm.model == self.model.backbone:
+            return None
+        if self.model.backend == "vllm":
+            engine = EngineOptions(max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib)
+            return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
+        return BackendSpec("openai", fm.model, base_url=fm.base_url)
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""

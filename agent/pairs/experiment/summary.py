@@ -126,19 +126,21 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
         "",
         "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
-        "| fallbacks |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|---:|",
+        "| fallbacks | cut at max_tokens |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for d in docs:
         m, e = d["metrics"], d.get("extra", {})
         ac = m.get("action_counts", {})
         calls = sum(v.get("calls", 0) for v in e.get("tokens_by_call_type", {}).values())
-        fb = e.get("fallbacks", {}).get("total", 0) if isinstance(e.get("fallbacks"), dict) else 0
+        fbs = e.get("fallbacks") if isinstance(e.get("fallbacks"), dict) else {}
+        fb, cut = fbs.get("total", 0), fbs.get("cut_at_max_tokens", 0 if calls else "-")
         lines.append(
             f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
             f"{fmt_pct(m.get('cumulative_return'))} | "
             f"{fmt_num(m.get('sharpe'))} ({fmt_num(m.get('sharpe_se'))}) | "
             f"{fmt_pct(m.get('max_drawdown'))} | {fmt_num(m.get('win_rate'))} | "
-            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | {calls} | {fb} |"
+            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
+            f"{calls} | {fb} | {cut} |"
         )
     return lines

@@ -78,6 +78,7 @@ def _counter() -> dict[str, int]:
         "completion_tokens": 0,
         "cached_tokens": 0,
         "fallbacks": 0,
+        "cut": 0,
         "replayed": 0,
     }
 
@@ -108,6 +109,7 @@ class AgentState:
         c["completion_tokens"] += u.completion_tokens
         c["cached_tokens"] += u.cached_tokens
         c["fallbacks"] += int(fallback)
+        c["cut"] += int(result.finish_reason == "length")
         c["replayed"] += int(result.from_journal)
 
     def summary(self, n_transitions: int) -> dict[str, Any]:
@@ -129,6 +131,8 @@ class AgentState:
             "test_tokens_per_step": per_step,
             "fallbacks": {
                 "total": sum(v["fallbacks"] for v in by_type.values()),
+                # replies cut at max_tokens (a thinking model's reasoning overrunning the budget)
+                "cut_at_max_tokens": sum(v["cut"] for v in by_type.values()),
                 "by_phase": fb,
                 "test_steps": sum(self.fallback_steps),
                 "reasons": dict(self.fallback_reasons),
@@ -168,8 +172,8 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
     calls = CallSettings(
         cfg.model,
         cfg.sampling(seed),
-        cfg.max_tokens_decision,
-        cfg.max_tokens_reflection,
+        cfg.max_tokens_decision or 0,
+        cfg.max_tokens_reflection or 0,
         cfg.reason_max_chars,
         cfg.reflection_max_chars,
         cfg.cite_max,
