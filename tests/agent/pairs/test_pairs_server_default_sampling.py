@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from moira_support import small_config, small_store
+from moira_support import TINY_PROMPT, small_config, small_store
 
 from agent.pairs.experiment.matrix_config import parse_matrix
 from agent.pairs.experiment.run import run_experiment
@@ -133,14 +133,7 @@ def test_the_manifest_lists_the_effective_sampling_per_call_type(auto_backend, g
         "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-23"},
         "model": {"backbone": "tiny-qwen3", "server_default": True},
         "policy": {"max_cycles": 0},
-        "prompt": {
-            "reason_max_chars": 40,
-            "reflection_max_chars": 60,
-            "principle_max_chars": 60,
-            "description_max_chars": 0,
-            "news_per_leg": 1,
-            "reflection_max_records": 6,
-        },
+        "prompt": TINY_PROMPT,
         "screen": {"top_k": 3},
     }
     cfg, text = small_config(small_store(), **shape)
