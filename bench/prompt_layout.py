@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     ap.add_argument("--model", default="smollm2-135m", help="registry key")
     ap.add_argument("--out", default=None, help="folder for the experiment folders (default: temp)")
     ap.add_argument("--test-end", default=None, help="override windows.test_end (YYYY-MM-DD)")
+    ap.add_argument(
+        "--block-size",
+        type=int,
+        default=None,
+        help="KV-cache block (tokens), the prefix cache's granularity (default: vLLM's; 128 on the CPU)",
+    )
     args = ap.parse_args(argv)
 
     import os
@@ -99,7 +105,10 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     with MarketStore(cfg.store, create=False) as store:
         view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
     sessions = tuple(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
-    engine = open_backend(cfg.model.backend_spec())
+    spec = cfg.model.backend_spec()
+    if args.block_size:
+        spec = dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, block_size=args.block_size))
+    engine = open_backend(spec)
     try:
         engine.start()
         for order in BLOCK_ORDERS:
@@ -129,7 +138,14 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
             figures[order] = f
             for metric in ("prompt_tokens", "cached_tokens", "uncached_tokens"):
                 w.metric(order, metric, f[metric], "tokens", model=args.model, calls=f["calls"])
-            w.metric(order, "prefix_cache_hit_rate", f["hit_rate"], "fraction", principles=len(PRINCIPLES))
+            w.metric(
+                order,
+                "prefix_cache_hit_rate",
+                f["hit_rate"],
+                "fraction",
+                principles=len(PRINCIPLES),
+                block_size=args.block_size or "default",
+            )
     finally:
         engine.close()
     paper, last = figures["paper"], figures["memory_last"]

