@@ -40,7 +40,11 @@ _URL = typer.Option(
 )
 _BANK = typer.Option(None, "--bank", help="Experience bank folder (default: $LOCALFIN_BANK).")
 _EMB = typer.Option("minilm", "--embedder", help="minilm (real) or hashing (tests only).")
-_TOOLS = typer.Option("python,lookup,reparse", "--tools", help="Comma-separated tools for ft / ft_fm.")
+_TOOLS = typer.Option(
+    "python,lookup,reparse,retrieve",
+    "--tools",
+    help="Comma-separated tools for ft / ft_fm (lookup needs --store; retrieve serves FinTMMBench's corpus).",
+)
 _STORE = typer.Option(None, "--store", help="Market store for the lookup tool (default: none).")
 _STEPS = typer.Option(None, "--max-steps", help="Tool steps per question (default 16).")
 _RUN = typer.Option(None, "--run-dir", help="Run folder (default: named from the arguments under runs/qa).")
@@ -85,7 +89,19 @@ def _items(
             f"no {dataset} items selected from {data} "
             f"(split={split}, subset={subset}, offset={offset}, limit={limit})"
         )
-    return items, loaded.skipped
+    note(None, _data_line(dataset, data, len(items), loaded))
+    return items, loaded
+
+
+def _data_line(dataset: str, data: Path, n: int, loaded) -> str:
+    """What loading left out: records skipped and items loaded incomplete, each with the first
+    reason (both lists are in ``loaded``)."""
+    line = f"{dataset} {data}: {n} items selected"
+    if loaded.skipped:
+        line += f"; {len(loaded.skipped)} records skipped (first: {loaded.skipped[0].reason})"
+    if loaded.incomplete:
+        line += f"; {len(loaded.incomplete)} items loaded incomplete (first: {loaded.incomplete[0].reason})"
+    return line
 
 
 def _start(be, log) -> None:
@@ -125,11 +141,13 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
     return solver_config_for(model_facts(model, reg), **over, **extra)
 
 
-def _tools(tools: str, store: Path | None, sandbox: str):
-    from agent.qa.toolset import ToolsetConfig, tool_factory
+def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
+    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
     names = tuple(t.strip() for t in tools.split(",") if t.strip())
-    return tool_factory(ToolsetConfig(names=names, store_path=store, python_unavailable=sandbox)), names
+    corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
+    cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
+    return tool_factory(cfg), names
 
 
 def _transcriber(names: tuple[str, ...], items) -> Any:
@@ -193,7 +211,7 @@ def build_bank_cmd(
         be, reg = _backend(backend, model, base_url)
         try:
             _start(be, log)
-            factory, names = _tools(tools, store, sandbox_missing)
+            factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
@@ -278,7 +296,9 @@ def eval_cmd(
         try:
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
+            factory, names = (
+                _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+            )
             run = dict(
                 tools=factory,
                 scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
