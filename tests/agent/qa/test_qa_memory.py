@@ -121,7 +121,8 @@ def test_a_bank_size_snapshot_draws_evenly_from_the_source_sets(tmp_path):
         (ret,) = mem.retrieve_many([q])
         vecs = bank.vectors()[list(ids)].astype(np.float64)
         sims = vecs @ EMB.embed([mem.query_text(q)])[0].astype(np.float64)
-        want = [ids[j] for j in sorted(range(len(ids)), key=lambda j: (-sims[j], ids[j])) if sims[j] >= 0.65][:3]
+        ranked = sorted(range(len(ids)), key=lambda j: (-sims[j], ids[j]))
+        want = [ids[j] for j in ranked if sims[j] >= 0.65][:3]
         assert [h.entry_id for h in ret.hits] == want and want
 
 
@@ -155,5 +156,5 @@ def test_memory_config_validates():
         MemoryConfig(tau=1.5)
     with pytest.raises(ConfigError, match="bank_limit"):
         MemoryConfig(bank_limit=-1)
-    with pytest.raises(ConfigError, match="snapshot_order.*allowed: stratified, insertion"):
+    with pytest.raises(ConfigError, match=r"snapshot_order.*allowed: stratified, insertion"):
         MemoryConfig(snapshot_order="random")
