@@ -80,6 +80,7 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
         split=None if derived else src.split,
         subset=src.subset,
         limit=None if derived else src.limit,
+        require_images=src.require_images,
     )
     items = list(loaded.items)
     if derived:  # the benchmark ships no split: a fixed share is its test part

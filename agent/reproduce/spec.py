@@ -97,7 +97,9 @@ class QASource:
     ``test_share`` (> 0) is for a benchmark that ships no train/test split (FinTMMBench, FinMME):
     that share of its items is its test part and the rest its train part, drawn by a seeded hash
     of the item ids (:func:`agent.qa.holdout.hold_out`); ``split`` (``train`` or ``test``) then
-    picks the part, and ``limit`` applies after the draw.
+    picks the part, and ``limit`` applies after the draw. ``require_images = false`` keeps an
+    item whose image files this copy lacks (loaded incomplete and reported) instead of skipping
+    it (reported too).
     """
 
     label: str
@@ -107,6 +109,7 @@ class QASource:
     subset: str | None = None
     limit: int | None = None
     test_share: float = 0.0
+    require_images: bool = True
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:

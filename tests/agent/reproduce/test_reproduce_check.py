@@ -54,9 +54,9 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         f"MISSING finacumen_table2: tool lookup (market store): no store at {t}/data/market.sqlite; fix: "
         f"localfin data import --prices <daily prices CSV> --store {t}/data/market.sqlite",
         "OK      finacumen_table2: tool reparse (OCR): rapidocr_onnxruntime installed",
-        f"MISSING finacumen_table2: tool retrieve (FinTMMBench corpus): no corpus at {b}/fintmmbench; fix: put "
-        "the released FinTMMBench data/ folder (StockPrice.json, FinancialTable.json, News.json, Chart/) "
-        "beside QA.json",
+        f"MISSING finacumen_table2: tool retrieve (FinTMMBench corpus): no corpus at {b}/fintmmbench; "
+        "fix: put the released FinTMMBench data/ folder (StockPrice.json, FinancialTable.json, News.json, "
+        "Chart/) beside QA.json",
         f"MISSING finacumen_table2: model qwen3-vl-8b: no config.json in {t}/models/Qwen3-VL-8B-Instruct; "
         f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct "
         "(or set LOCALFIN_MODELS_DIR)",
@@ -89,12 +89,18 @@ def test_check_names_a_missing_sandbox(cli, bare_machine: Path, monkeypatch: pyt
     run = cli("reproduce", "--check", "finacumen_table2")
     assert run.code == 1
     (line,) = [x for x in run.out.splitlines() if "tool python (sandbox)" in x]
-    assert line.startswith("MISSING finacumen_table2: tool python (sandbox): the sandbox cannot start, so the "
-                           "Python tool would refuse every call: sandbox: no OS isolation available, bwrap")  # fmt: skip
-    assert "not found on PATH; fix: install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`" in line
+    assert line.startswith(
+        "MISSING finacumen_table2: tool python (sandbox): the sandbox cannot start, so the Python tool "
+        "would refuse every call: sandbox: no OS isolation available, bwrap"
+    )
+    assert (
+        "not found on PATH; fix: install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`" in line
+    )
     assert "allow unprivileged user namespaces" in line and line.endswith("; then rerun --check")
-    base_only = load_repro("finacumen_table2").source.read_text(encoding="utf-8").replace(
-        'variants = ["base", "ft", "ft_fm"]', 'variants = ["base"]'
+    base_only = (
+        load_repro("finacumen_table2")
+        .source.read_text(encoding="utf-8")
+        .replace('variants = ["base", "ft", "ft_fm"]', 'variants = ["base"]')
     )
     path = bare_machine / "base_only.toml"
     path.write_text(base_only, encoding="utf-8")

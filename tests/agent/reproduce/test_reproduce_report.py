@@ -43,7 +43,9 @@ def test_tau_figures_match_sweep_rows() -> None:
         {"set": "BizBench SEC-NUM", "tau": "0.65", "bank_n": "1200", "hit_rate_pct": 60.0, "hit_rate": 0.6,
          "mean_entries": 4.5, "jaccard_prev": 0.9},
     ]  # fmt: skip
-    got = [(m["row"], m["column"], m["ours"]) for m in match_figures(cfg.figures, rows) if m["ours"] is not None]
+    got = [
+        (m["row"], m["column"], m["ours"]) for m in match_figures(cfg.figures, rows) if m["ours"] is not None
+    ]
     # Fig. 3a's global hit rate, and Table 5's BizBench row (H, E, J at n = 1200, tau 0.65)
     assert got == [
         ("tau = 0.65, bank n = 120", "hit rate (all queries)", 40.0),
