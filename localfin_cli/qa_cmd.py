@@ -53,6 +53,11 @@ _EXCLUDE = typer.Option(
     "--exclude-run",
     help="Leave out the items of this run folder and every item sharing a context with them.",
 )
+_KEEP = typer.Option(
+    False,
+    "--keep-missing-images",
+    help="Keep items whose image files this copy lacks (listed as loaded incomplete); default: skip them.",
+)
 _SANDBOX = typer.Option(
     "raise",
     "--sandbox-missing",
@@ -68,6 +73,7 @@ def _items(
     limit: int | None,
     exclude: Path | None,
     subset: str | None = None,
+    keep_missing_images: bool = False,
 ):
     from agent.qa import runs
     from agent.qa.datasets import load_items
@@ -77,7 +83,7 @@ def _items(
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit={limit}; allowed: >= 1")
-    loaded = load_items(dataset, data, split=split, subset=subset)
+    loaded = load_items(dataset, data, split=split, subset=subset, require_images=not keep_missing_images)
     items = list(loaded.items)
     if exclude is not None:
         ids = set(runs.read_json(exclude / runs.MANIFEST).get("items", []))
@@ -198,6 +204,7 @@ def build_bank_cmd(
     ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
+    keep_missing_images: bool = _KEEP,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
@@ -205,7 +212,7 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
@@ -272,6 +279,7 @@ def eval_cmd(
     ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
+    keep_missing_images: bool = _KEEP,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
@@ -289,7 +297,7 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-eval", root) as log:
         be, reg = _backend(backend, model, base_url)
