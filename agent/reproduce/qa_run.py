@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
+from agent.qa import runs, sandbox
 from agent.qa.datasets import load_items
 from agent.qa.holdout import hold_out
 from agent.qa.intervals import EvalRun, run_intervals
@@ -208,6 +208,8 @@ def _tools(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> tuple[Any
     from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
     notes = []
+    if "python" in p.tools:
+        sandbox.probe()  # a worker starts and answers, or SandboxUnavailable says why and what to do
     store = p.store_path(data_root)
     if store is not None and not store.exists():
         raise ConfigError(

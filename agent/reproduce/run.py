@@ -45,7 +45,7 @@ SMOKE_TRAIN = 6  # sessions
 SMOKE_TEST = 8  # sessions
 SMOKE_ANCHOR = 2525  # first synthetic session of the first windows set (after 2,520 of history)
 SMOKE_QA_ITEMS = 2
-SMOKE_QA_SESSIONS = 260  # sessions of the smoke run's small market store (lookup tool)
+SMOKE_QA_SESSIONS = 300  # sessions of the smoke run's small market store (lookup tool)
 _SMOKE_PROMPT = {
     "reason_max_chars": 40,
     "principle_max_chars": 60,

@@ -148,3 +148,31 @@ def test_sweep_bank_and_analytics_as_the_paper(tmp_path: Path) -> None:
     }
     # the paper's figure finds our macro row at the nominal snapshot
     assert [f["ours"] for f in doc["paper_vs_ours"]] == [100.0]
+
+
+def test_a_tools_run_stops_where_the_sandbox_cannot_start(tmp_path: Path, monkeypatch) -> None:
+    """The run probes the sandbox before anything is called (the Python tool would otherwise
+    refuse every call); a Base-only plan does not need it."""
+    import pytest
+
+    from agent.qa import sandbox
+    from agent.qa.sandbox import SandboxUnavailable
+
+    def no_sandbox(config=None):
+        raise SandboxUnavailable("sandbox: no OS isolation available, bwrap not found on PATH")
+
+    monkeypatch.setattr(sandbox, "probe", no_sandbox)
+    root = tmp_path / "data"
+    _demo_file(root / "benchmarks" / "setb", 4, 0)
+    sets = [{"label": "Set B", "dataset": "demo", "path": "setb"}]
+    qa = {"model": "smollm2-135m", "variants": ["ft"], "tools": ["python"], "sets": sets}
+    doc = {**_CONFIG, "qa": qa, "paper": []}
+    backend = _backend()
+    with pytest.raises(SandboxUnavailable, match="bwrap not found"):
+        reproduce(parse_repro(doc, tmp_path / "t.toml"), tmp_path / "out", backend=backend,
+                  registry=default_registry(), data_root=root, embedder=HashingEmbedder())  # fmt: skip
+    assert backend.calls == []
+    doc["qa"] = {**doc["qa"], "variants": ["base"]}
+    res = reproduce(parse_repro(doc, tmp_path / "t.toml"), tmp_path / "out2", backend=backend,
+                    registry=default_registry(), data_root=root, embedder=HashingEmbedder())  # fmt: skip
+    assert [r["variant"] for r in res.rows] == ["base"]
