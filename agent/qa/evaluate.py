@@ -334,14 +334,20 @@ def _record_timings(
 
 
 def _tool_names(tools: ToolFactory | None, questions: Sequence[Question]) -> list[str]:
+    """The tools offered, in order, over one question of each kind (dataset, with or without
+    images): the kinds a tool suite tells apart (``reparse_image``, ``retrieve``)."""
     if tools is None or not questions:
         return []
-    made = list(tools(questions[0]))
-    try:
-        return [t.name for t in made]
-    finally:
-        for t in made:
-            t.close()
+    kinds = {(q.dataset, bool(q.images)): q for q in questions}
+    names: list[str] = []
+    for q in kinds.values():
+        made = list(tools(q))
+        try:
+            names += [t.name for t in made if t.name not in names]
+        finally:
+            for t in made:
+                t.close()
+    return names
 
 
 def _summary(
