@@ -67,7 +67,15 @@ from pathlib import Path
 
 from agent.qa.sandbox.config import MAX_ERROR_CHARS, SandboxConfig, SandboxUnavailable
 
-__all__ = ["HostLayout", "Launcher", "host_layout", "find_programs", "INSIDE_PREFIX", "INSIDE_SITE", "INSTALL_HINT"]
+__all__ = [
+    "HostLayout",
+    "Launcher",
+    "host_layout",
+    "find_programs",
+    "INSIDE_PREFIX",
+    "INSIDE_SITE",
+    "INSTALL_HINT",
+]
 
 INSIDE_PREFIX = "/opt/py"
 INSIDE_SITE = "/opt/site"
