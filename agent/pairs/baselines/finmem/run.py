@@ -309,7 +309,7 @@ def finmem_program(
         state.actions,
         exposure,
         betas=market.betas,
-        cost_bps=market.settings.cost_bps,
+        execution=market.settings.execution_settings(),
         notes=state.notes,
     )
     recs = tuple(replace(r, fallback=f) for r, f in zip(ledger.records, state.fallback_steps))
@@ -336,6 +336,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
             "price_field": s.screen.price_field,
             "screen_lookback": s.screen.lookback,
         },
+        "execution": s.execution_settings().to_dict(),
     }
 
 
