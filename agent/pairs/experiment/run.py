@@ -31,6 +31,7 @@ from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.experiment.manifest import build_manifest
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.execution import FRICTIONS
+from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import write_json
 from agent.pairs.market.view import MarketView
 from bank.embedder import Embedder
@@ -251,4 +252,7 @@ def run_experiment(
         },
     )
     write_json(out / "manifest.json", manifest)
+    tables = write_tables(out)  # equity_curve, trades, llm_usage per run; runs.csv
+    for rel, why in tables.skipped:
+        log.warning("no tables for run %s: %s", rel, why)
     return result

@@ -84,6 +84,10 @@ class AgentState:
     actions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fallback_steps: list[bool] = field(default_factory=list)
+    #: the request key of each test step's decision call ("" where no call was made)
+    test_keys: list[str] = field(default_factory=list)
+    #: every model call of the run: phase, call type, request key (the journal's key)
+    calls: list[dict[str, str]] = field(default_factory=list)
     settled_returns: list[float] = field(default_factory=list)
     tokens: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     fallback_reasons: Counter = field(default_factory=Counter)
@@ -104,6 +108,7 @@ class AgentState:
         c["cached_tokens"] += u.cached_tokens
         c["fallbacks"] += int(fallback)
         c["replayed"] += int(result.from_journal)
+        self.calls.append({"phase": phase, "call_type": result.call_type, "request_key": result.request_key})
 
     def summary(self, n_transitions: int) -> dict[str, Any]:
         by_type: dict[str, dict[str, int]] = {}
@@ -251,7 +256,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
             character = risk_character(cfg.character, st.settled_returns)
             chars[character] += 1
             dec = _Decision(g, FLAT)
-            note, fallback = "", ""
+            note, fallback, key = "", "", ""
             if not ok[g]:
                 note = "not tradable"
             else:
@@ -275,6 +280,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                     shown=dec.shown,
                 )
                 (res,) = yield [req]
+                key = res.request_key
                 parsed = parse_decision(res, dec.shown)
                 st.count(res, phase, parsed.fallback is not None)
                 st.decisions += 1
@@ -294,6 +300,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                 st.actions.append(dec.action)
                 st.notes.append(note)
                 st.fallback_steps.append(bool(fallback))
+                st.test_keys.append(key)
             st.trace.append(
                 {
                     "phase": phase,
