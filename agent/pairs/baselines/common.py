@@ -43,6 +43,7 @@ __all__ = [
     "window_sessions",
     "select_pair",
     "load_pair",
+    "load_legs",
     "priced",
     "pair_betas",
     "tradable",
@@ -234,19 +235,42 @@ def load_pair(
     c = selection.candidate
     if c is None:
         raise ConfigError(f"no pair was selected on {selection.session}: {selection.reason}")
-    end = selection.sessions[-1].item()
+    return load_legs(
+        store,
+        pool,
+        (c.ticker_a, c.ticker_b),
+        selection.sessions[0].item(),
+        selection.sessions[-1].item(),
+        field,
+        hedge_ratio=float(c.hedge_ratio),
+        half_life=float(c.half_life),
+    )
+
+
+def load_legs(
+    store: MarketStore,
+    pool: tuple[str, ...],
+    legs: tuple[str, str],
+    first: dt.date,
+    end: dt.date,
+    field: str = "close",
+    *,
+    hedge_ratio: float = 0.0,
+    half_life: float = math.nan,
+) -> PairSeries:
+    """The legs' ``field`` prices and opens on the pool calendar up to ``end``, step 001 at
+    ``first`` (what :func:`load_pair` loads for a selected pair)."""
+    a, b = legs
     cal = store.calendar(end=end, tickers=list(pool))
-    h = store.prices([c.ticker_a, c.ticker_b], end=end, field=field)
-    o = open_on_field(store, [c.ticker_a, c.ticker_b], end=end, field=field)
+    h = store.prices([a, b], end=end, field=field)
+    o = open_on_field(store, [a, b], end=end, field=field)
     pos = np.searchsorted(cal, h.dates)
     pa, pb = np.full(len(cal), np.nan), np.full(len(cal), np.nan)
     pa[pos], pb[pos] = h.values[:, 0], h.values[:, 1]
     oa, ob = np.full(len(cal), np.nan), np.full(len(cal), np.nan)
     oa[pos], ob[pos] = o.values[:, 0], o.values[:, 1]
-    first = int(np.searchsorted(cal, selection.sessions[0]))
-    return PairSeries(
-        c.ticker_a, c.ticker_b, cal, pa, pb, first, float(c.hedge_ratio), float(c.half_life), oa, ob
-    )
+    f = int(np.searchsorted(cal, np.datetime64(first, "D")))
+    return PairSeries(a, b, cal, pa, pb, f, hedge_ratio, half_life, oa, ob)
 
 
 def priced(series: PairSeries) -> np.ndarray:
