@@ -5,7 +5,8 @@ Inputs are the settled daily returns (fractions, one per finalized transition) a
 known, the actions held and whether each matched the counterfactual best action. Conventions:
 * cumulative return = prod(1 + r) - 1; equity starts at 1 before the first settlement;
 * annualised Sharpe = sqrt(252) mean(r) / std(r, ddof=1), NaN when std is 0 (or rounding noise
-  of constant returns, below 1e-12 of the mean) or fewer than 2 returns; its standard error follows Lo (2002) under IID returns:
+  of constant returns, below 1e-12 of the mean) or fewer than 2 returns; its standard error
+  follows Lo (2002) under IID returns:
   SE(SR_period) = sqrt((1 + SR_period^2 / 2) / T), annualised by sqrt(252);
 * maximum drawdown = min over t of equity_t / max_{s<=t} equity_s - 1 (<= 0; the starting
   equity of 1 counts as a peak);
