@@ -52,7 +52,9 @@ class Resettled:
 
 
 @lru_cache(maxsize=4096)
-def _resettle(path: str, settings: ExecutionSettings, counterfactual: bool) -> Resettled:
+def _resettle(
+    path: str, stamp: tuple[int, int], settings: ExecutionSettings, counterfactual: bool
+) -> Resettled:
     from pathlib import Path
 
     d = Path(path)
@@ -69,8 +71,10 @@ def resettled(run: RunData, settings: ExecutionSettings | None = None) -> Resett
     if not has_tape(run.path):
         return None
     s = settings if settings is not None else run_execution(run.doc)
+    # the files' modification times are part of the key: a tape written again is read again
+    stamp = ((run.path / DECISIONS_FILE).stat().st_mtime_ns, (run.path / PRICES_FILE).stat().st_mtime_ns)
     try:
-        return _resettle(str(run.path), s, not bool(run.extra.get("no_candidate", False)))
+        return _resettle(str(run.path), stamp, s, not bool(run.extra.get("no_candidate", False)))
     except LocalfinError:
         return None
 
