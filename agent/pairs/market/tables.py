@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -377,18 +377,8 @@ def usage_rows(run_dir: str | Path, doc: Mapping[str, Any]) -> list[dict[str, An
     return out
 
 
-_METRICS = (
-    "n_transitions",
-    "cumulative_return",
-    "sharpe",
-    "sharpe_se",
-    "max_drawdown",
-    "annual_volatility",
-    "sortino",
-    "win_rate",
-    "action_accuracy",
-    "pair_switches",
-)
+#: the scalar metrics of a run (the fields of Metrics that are numbers, not tables of counts)
+_METRICS = tuple(f.name for f in fields(Metrics) if "dict" not in str(f.type))
 
 
 def run_row(
