@@ -44,6 +44,7 @@ from agent.pairs.baselines.fixed_direction import (
     fixed_actions,
 )
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
+from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES
@@ -77,17 +78,26 @@ DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
 @dataclass(frozen=True)
 class RunSettings:
     """What the baselines share with the agent: the screen, the Beta exposure's rolling window
-    (sessions, SPEC §2: 20) and the cost in basis points per unit of turnover (default 0)."""
+    (sessions, SPEC §2: 20) and the execution settings (:mod:`agent.pairs.market.execution`:
+    ``execution`` close or next_open, ``cost_bps`` and ``slippage_bps`` per unit of turnover,
+    ``borrow_bps_per_year`` for the short leg; default the papers': close, no costs)."""
 
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     beta_window: int = 20
     cost_bps: float = 0.0
+    execution: str = "close"
+    slippage_bps: float = 0.0
+    borrow_bps_per_year: float = 0.0
 
     def __post_init__(self) -> None:
         if self.beta_window < 3:
             raise ConfigError(f"beta_window={self.beta_window}; allowed: >= 3 sessions")
         if not (math.isfinite(self.cost_bps) and self.cost_bps >= 0):
             raise ConfigError(f"cost_bps={self.cost_bps}; allowed: a finite number >= 0 basis points")
+        self.execution_settings()
+
+    def execution_settings(self) -> ExecutionSettings:
+        return ExecutionSettings(self.execution, self.cost_bps, self.slippage_bps, self.borrow_bps_per_year)
 
 
 @dataclass(frozen=True)
@@ -169,6 +179,7 @@ def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) 
             "price_field": settings.screen.price_field,
             "screen_lookback": settings.screen.lookback,
         },
+        "execution": settings.execution_settings().to_dict(),
     }
 
 
@@ -191,7 +202,11 @@ def _run_prepared(
     ledger: Ledger
     if isinstance(config, EqualWeightConfig):
         ledger, facts = equal_weight_ledger(
-            store, prep.pool, prep.selection.sessions, settings.screen.price_field
+            store,
+            prep.pool,
+            prep.selection.sessions,
+            settings.screen.price_field,
+            settings.execution_settings(),
         )
         extra |= {"equal_weight": facts, "exposure_applies": False}
         extra["pair"] = ""
@@ -216,7 +231,7 @@ def _run_prepared(
                 exposure=exposure,
                 betas=betas,
                 seed=seed,
-                cost_bps=settings.cost_bps,
+                execution=settings.execution_settings(),
             )
             actions, notes = list(res.actions), list(res.notes)
             training = {"method": method, "seed": seed, "exposure": exposure, "episodes": list(res.curve)}
@@ -228,7 +243,9 @@ def _run_prepared(
             raise ConfigError(
                 f"config {config!r}; allowed: one of {[type(c).__name__ for c in DEFAULT_BASELINES]}"
             )
-        ledger = settle_actions(s, actions, exposure, betas=betas, cost_bps=settings.cost_bps, notes=notes)
+        ledger = settle_actions(
+            s, actions, exposure, betas=betas, execution=settings.execution_settings(), notes=notes
+        )
     extra |= {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
     metrics = ledger.metrics()
     run_dir = write_run(

@@ -10,7 +10,9 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps
+    [experiment]   name, store, pool, seeds, exposures, cost_bps, execution, slippage_bps,
+                   borrow_bps_per_year (agent.pairs.market.execution: how decisions are filled
+                   and what fills cost; defaults: the papers' close-to-close at no cost)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, temperature, repetition_penalty, thinking,
                    max_num_seqs, kv_cache_gib, chunk_size
@@ -44,6 +46,7 @@ from typing import Any
 
 from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
 from agent.pairs.lifecycle.config import LifecycleConfig
+from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.settlement import EXPOSURES
 from agent.pairs.moira.config import (
     MaxTokens,
@@ -167,6 +170,10 @@ class ExperimentConfig:
     variants: tuple[Variant, ...] = (Variant(),)
     #: the baselines run beside the agent (none when built in code; every one by default in a file)
     baselines: BaselinesConfig = field(default_factory=lambda: BaselinesConfig(methods=()))
+    #: ``close`` (the papers') or ``next_open``; with the costs below, every run's settlement
+    execution: str = "close"
+    slippage_bps: float = 0.0
+    borrow_bps_per_year: float = 0.0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -191,6 +198,11 @@ class ExperimentConfig:
         names = [v.name for v in self.variants]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
+        self.execution_settings()  # validates execution, slippage_bps, borrow_bps_per_year
+
+    def execution_settings(self) -> ExecutionSettings:
+        """How every run of the experiment (agent and baselines) is filled and charged."""
+        return ExecutionSettings(self.execution, self.cost_bps, self.slippage_bps, self.borrow_bps_per_year)
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""
