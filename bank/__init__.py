@@ -3,4 +3,15 @@ retrieval, snapshot analytics. Import the submodules; this package imports nothi
 
 from __future__ import annotations
 
-__all__ = ["analytics", "embedder", "errors", "exact", "index", "plots", "retrieval", "schema", "store"]
+__all__ = [
+    "analytics",
+    "embedder",
+    "errors",
+    "exact",
+    "index",
+    "plots",
+    "retrieval",
+    "schema",
+    "snapshots",
+    "store",
+]

@@ -2,15 +2,15 @@
 per query E_n, adjacent-snapshot Jaccard J (empty/empty = 1), change fraction C, tau sweeps,
 and the closed forms E[J] ~ n/(n+dn) and C = 1-(1-p)^dn they are checked against.
 
-Snapshot n holds the first n entries of an order (insertion order, or the paper's stratified
-order). Sets are computed from one float64 similarity matrix with the same selection rule as
-:func:`bank.retrieval.select_hits`.
+Snapshot n holds the first n entries of an order (:mod:`bank.snapshots`: the paper's stratified
+order, or insertion order). Sets are computed from one float64 similarity matrix with the same
+selection rule as :func:`bank.retrieval.select_hits`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from bank.errors import BankConfigError, BankInputError
 from bank.plots import plot_sweep
 from bank.retrieval import select_hits
 from bank.schema import SnapshotRow, query_text
+from bank.snapshots import SNAPSHOT_SEED, snapshot_order, stratified_order
 from localfin.progress import NULL_PROGRESS, Progress
 
 if TYPE_CHECKING:
@@ -143,20 +144,6 @@ def tau_sweep(
     return [row for tau in taus for row in snapshot_table(sims, sources, sizes, tau, k_max, order)]
 
 
-def stratified_order(datasets: Sequence[str], seed: int = 42) -> np.ndarray:
-    """The paper's snapshot order (E.1): entries grouped by dataset, each group shuffled with
-    ``seed``, then interleaved round-robin so every prefix draws evenly from all datasets."""
-    rng = np.random.default_rng(seed)
-    groups = {}
-    for i, d in enumerate(datasets):
-        groups.setdefault(d, []).append(i)
-    shuffled = [rng.permutation(np.asarray(groups[d])) for d in sorted(groups)]
-    out = []
-    for j in range(max((len(g) for g in shuffled), default=0)):
-        out.extend(int(g[j]) for g in shuffled if j < len(g))
-    return np.asarray(out, dtype=np.int64)
-
-
 def expected_jaccard(n: int, dn: int, p: float | None = None) -> float:
     """Paper's E[J_{n,n+dn}] ~ n/(n+dn). With ``p`` given, the exact value for independent
     entries under the empty/empty = 1 rule: (1-P0) n/(n+dn) + P0, P0 = (1-p)^(n+dn)."""
@@ -181,6 +168,10 @@ class AnalysisOutput:
     queries: int
     sizes: tuple[int, ...]
     rows: tuple[SnapshotRow, ...]
+    embedder: str = ""
+    dim: int = 0
+    #: per query set (the queries' ``set`` or ``dataset`` field), when they name two or more
+    by_set: dict[str, tuple[SnapshotRow, ...]] = field(default_factory=dict)
 
 
 def analyze_bank(
@@ -197,11 +188,15 @@ def analyze_bank(
     progress: Progress = NULL_PROGRESS,
 ) -> AnalysisOutput:
     """Snapshot metrics (H_n, E_n, Jaccard, change fraction) of an existing bank over a tau sweep,
-    for the queries of a JSONL file (``question``, optional ``context``).
+    for the queries of a JSONL file (``question``, optional ``context``, optional ``set`` or
+    ``dataset`` naming the query's benchmark).
 
     Snapshots are the first n entries of ``order`` (``stratified``: the paper's, or
     ``insertion``) for n = N/steps, 2N/steps, ..., N (and 0). Writes ``sweep.csv``,
-    ``sweep.json`` and, with ``plots``, three PNGs into ``out``.
+    ``sweep.json`` (all queries pooled), ``sweep_by_set.csv`` (one row block per query set, when
+    the queries name two or more), ``meta.json`` (the embedder and its dimension, the taus, the
+    order and its seed, the bank's entries per dataset, the queries per set) and, with
+    ``plots``, three PNGs into ``out``.
     """
     import csv
     import dataclasses
@@ -218,11 +213,12 @@ def analyze_bank(
     bad = [t for t in taus if not -1.0 <= t <= 1.0]
     if bad:
         raise BankConfigError(f"taus {bad} out of range; allowed: cosines in [-1, 1]")
-    texts = []
+    texts, groups = [], []
     for lineno, obj in read_jsonl(queries_path):
         if not isinstance(obj.get("question"), str):
             raise BankInputError(f"{queries_path}:{lineno}: needs a 'question' string")
         texts.append(query_text(obj["question"], str(obj.get("context", ""))))
+        groups.append(str(obj.get("set") or obj.get("dataset") or ""))
     if not texts:
         raise BankInputError(f"{queries_path}: no queries")
     with open_existing(folder) as bank:
@@ -231,13 +227,20 @@ def analyze_bank(
         with progress.task(f"embedding {len(texts)} queries"):
             sims = similarity_matrix(embedder.embed(texts), bank.vectors())
         n = len(bank)
-        perm = stratified_order(bank.datasets()) if order == "stratified" else np.arange(n)
+        datasets = bank.datasets()
+        perm = snapshot_order(datasets, order)
         sizes = sorted({0, *(round(n * i / steps) for i in range(1, steps + 1))})
         rows: list[SnapshotRow] = []
+        labels = list(dict.fromkeys(groups)) if len(set(groups)) > 1 else []
+        by_set: dict[str, list[SnapshotRow]] = {g: [] for g in labels}
         with progress.task("tau sweep", total=len(taus)) as task:
             for tau in taus:
                 rows += snapshot_table(sims, bank.sources, sizes, tau, k_max, perm)
+                for g in labels:
+                    sel = np.asarray([i for i, x in enumerate(groups) if x == g])
+                    by_set[g] += snapshot_table(sims[sel], bank.sources, sizes, tau, k_max, perm)
                 task.advance()
+        model_id, dim = bank.model_id or "", bank.dim or 0
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dicts = [dataclasses.asdict(r) for r in rows]
@@ -247,6 +250,36 @@ def analyze_bank(
         w.writerows(dicts)
     (out / "sweep.json").write_text(json.dumps(dicts, indent=1), encoding="utf-8")
     written = ["sweep.csv", "sweep.json"]
+    if by_set:
+        with open(out / "sweep_by_set.csv", "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=["set", *dicts[0]])
+            w.writeheader()
+            w.writerows({"set": g, **dataclasses.asdict(r)} for g, rs in by_set.items() for r in rs)
+        written.append("sweep_by_set.csv")
+    meta = {
+        "embedder": model_id,
+        "dim": dim,
+        "taus": list(taus),
+        "k_max": k_max,
+        "order": order,
+        "seed": SNAPSHOT_SEED if order == "stratified" else None,
+        "bank_rows": n,
+        "bank_by_dataset": {d: datasets.count(d) for d in sorted(set(datasets))},
+        "queries": len(texts),
+        "queries_by_set": {g: groups.count(g) for g in labels},
+        "sizes": sizes,
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    written.append("meta.json")
     if plots:
         written += [p.name for p in plot_sweep(rows, out)]
-    return AnalysisOutput(out, tuple(written), len(texts), tuple(sizes), tuple(rows))
+    return AnalysisOutput(
+        out,
+        tuple(written),
+        len(texts),
+        tuple(sizes),
+        tuple(rows),
+        model_id,
+        dim,
+        {g: tuple(rs) for g, rs in by_set.items()},
+    )

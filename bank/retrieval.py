@@ -93,9 +93,24 @@ def threshold_hits(
 
 
 def retrieve_vector(
-    bank: ExperienceBank, q: np.ndarray, config: RetrievalConfig, limit: int | None = None
+    bank: ExperienceBank,
+    q: np.ndarray,
+    config: RetrievalConfig,
+    limit: int | None = None,
+    *,
+    among: np.ndarray | None = None,
 ) -> tuple[Hit, ...]:
-    """Hits for unit query vector ``q`` over entries with id < ``limit`` (a snapshot; None = all)."""
+    """Hits for unit query vector ``q`` over entries with id < ``limit`` (an insertion-order
+    snapshot; None = all), or, with ``among``, over exactly those entry ids (a snapshot in any
+    order, :mod:`bank.snapshots`): the exact search at tau over the whole bank, the entries
+    outside ``among`` dropped, then the same selection rule (so the result equals the brute
+    force over ``among`` alone)."""
+    if among is not None:
+        if limit is not None:
+            raise BankConfigError("give either limit or among, not both")
+        labels, sims = bank.threshold_search(q, config.tau, None)
+        keep = np.isin(labels, np.asarray(among, dtype=np.int64))
+        return select_hits(labels[keep], sims[keep], bank.sources, config.k_max, config.dedupe_source)
     n = len(bank) if limit is None else min(limit, len(bank))
     return threshold_hits(
         q, config, n, search=bank.threshold_search, knn=bank.knn, vectors=bank.vectors(), sources=bank.sources

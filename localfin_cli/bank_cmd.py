@@ -123,7 +123,9 @@ def _taus(text: str) -> list[float]:
 @app.command("analyze")
 def analyze(
     ctx: typer.Context,
-    queries: Path = typer.Argument(..., help="JSONL with 'question' (and optional 'context')."),
+    queries: Path = typer.Argument(
+        ..., help="JSONL with 'question' (optional 'context'; 'set' or 'dataset' for per-set rows)."
+    ),
     bank: Path = _BANK,
     embedder: str = _EMB,
     threads: int = _THREADS,
@@ -163,6 +165,10 @@ def analyze(
                     "files": list(res.files),
                     "queries": res.queries,
                     "sizes": list(res.sizes),
+                    "embedder": res.embedder,
+                    "dim": res.dim,
+                    "order": order,
+                    "sets": list(res.by_set),
                 }
             ),
         )

@@ -22,6 +22,7 @@ from localfin_cli import (
     bank_cmd,
     bench_cmd,
     data_cmd,
+    export_cmd,
     models_cmd,
     pairs_cmd,
     qa_cmd,
@@ -61,6 +62,7 @@ app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(qa_cmd.app, name="qa")
 serve_cmd.register(app)
 report_cmd.register(app)
+export_cmd.register(app)
 reproduce_cmd.register(app)
 
 

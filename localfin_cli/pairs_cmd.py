@@ -400,15 +400,25 @@ def baselines(
     ),
     train_sessions: int = typer.Option(40, "--train-sessions", help="Sessions before each year (EG-DDQN)."),
     seed: int = typer.Option(0, "--seed"),
+    execution: str = typer.Option("close", "--execution", help="Fills: close (the papers') or next_open."),
+    cost_bps: float = typer.Option(0.0, "--cost-bps", help="Fees, basis points per unit of turnover."),
+    slippage_bps: float = typer.Option(0.0, "--slippage-bps", help="Slippage, bps per unit of turnover."),
+    borrow_bps: float = typer.Option(
+        0.0, "--borrow-bps-per-year", help="Short leg's lending fee, bps a year, accrued per session."
+    ),
 ) -> None:
     """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN) over rolling yearly windows."""
     from agent.data.store import MarketStore
     from agent.pairs.baselines.rolling import run_rolling
+    from agent.pairs.baselines.runner import RunSettings
     from localfin import env
 
     pools, span = _pools(pool), _years(years)
     if train_sessions < 1:
         raise typer.BadParameter(f"--train-sessions {train_sessions}: allowed >= 1")
+    settings = RunSettings(
+        cost_bps=cost_bps, execution=execution, slippage_bps=slippage_bps, borrow_bps_per_year=borrow_bps
+    )
     with (
         quiet_run(ctx, "baselines", out) as rl,
         MarketStore(store or env.default_store_path(), create=False) as st,
@@ -420,6 +430,7 @@ def baselines(
             out_dir=out,
             seed=seed,
             train_sessions=train_sessions,
+            settings=settings,
             progress=progress_for(rl),
         )
         result(rl, f"{len(res.rows)} runs; tables: {out / 'rolling.md'}")

@@ -40,7 +40,11 @@ _URL = typer.Option(
 )
 _BANK = typer.Option(None, "--bank", help="Experience bank folder (default: $LOCALFIN_BANK).")
 _EMB = typer.Option("minilm", "--embedder", help="minilm (real) or hashing (tests only).")
-_TOOLS = typer.Option("python,lookup,reparse", "--tools", help="Comma-separated tools for ft / ft_fm.")
+_TOOLS = typer.Option(
+    "python,lookup,reparse,retrieve",
+    "--tools",
+    help="Comma-separated tools for ft / ft_fm (lookup needs --store; retrieve serves FinTMMBench's corpus).",
+)
 _STORE = typer.Option(None, "--store", help="Market store for the lookup tool (default: none).")
 _STEPS = typer.Option(None, "--max-steps", help="Tool steps per question (default 16).")
 _RUN = typer.Option(None, "--run-dir", help="Run folder (default: named from the arguments under runs/qa).")
@@ -48,6 +52,11 @@ _EXCLUDE = typer.Option(
     None,
     "--exclude-run",
     help="Leave out the items of this run folder and every item sharing a context with them.",
+)
+_KEEP = typer.Option(
+    False,
+    "--keep-missing-images",
+    help="Keep items whose image files this copy lacks (listed as loaded incomplete); default: skip them.",
 )
 _SANDBOX = typer.Option(
     "raise",
@@ -64,6 +73,7 @@ def _items(
     limit: int | None,
     exclude: Path | None,
     subset: str | None = None,
+    keep_missing_images: bool = False,
 ):
     from agent.qa import runs
     from agent.qa.datasets import load_items
@@ -73,7 +83,7 @@ def _items(
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit={limit}; allowed: >= 1")
-    loaded = load_items(dataset, data, split=split, subset=subset)
+    loaded = load_items(dataset, data, split=split, subset=subset, require_images=not keep_missing_images)
     items = list(loaded.items)
     if exclude is not None:
         ids = set(runs.read_json(exclude / runs.MANIFEST).get("items", []))
@@ -85,7 +95,19 @@ def _items(
             f"no {dataset} items selected from {data} "
             f"(split={split}, subset={subset}, offset={offset}, limit={limit})"
         )
-    return items, loaded.skipped
+    note(None, _data_line(dataset, data, len(items), loaded))
+    return items, loaded
+
+
+def _data_line(dataset: str, data: Path, n: int, loaded) -> str:
+    """What loading left out: records skipped and items loaded incomplete, each with the first
+    reason (both lists are in ``loaded``)."""
+    line = f"{dataset} {data}: {n} items selected"
+    if loaded.skipped:
+        line += f"; {len(loaded.skipped)} records skipped (first: {loaded.skipped[0].reason})"
+    if loaded.incomplete:
+        line += f"; {len(loaded.incomplete)} items loaded incomplete (first: {loaded.incomplete[0].reason})"
+    return line
 
 
 def _start(be, log) -> None:
@@ -125,11 +147,13 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
     return solver_config_for(model_facts(model, reg), **over, **extra)
 
 
-def _tools(tools: str, store: Path | None, sandbox: str):
-    from agent.qa.toolset import ToolsetConfig, tool_factory
+def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
+    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
     names = tuple(t.strip() for t in tools.split(",") if t.strip())
-    return tool_factory(ToolsetConfig(names=names, store_path=store, python_unavailable=sandbox)), names
+    corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
+    cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
+    return tool_factory(cfg), names
 
 
 def _transcriber(names: tuple[str, ...], items) -> Any:
@@ -180,6 +204,7 @@ def build_bank_cmd(
     ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
+    keep_missing_images: bool = _KEEP,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
@@ -187,13 +212,13 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
         try:
             _start(be, log)
-            factory, names = _tools(tools, store, sandbox_missing)
+            factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
@@ -254,6 +279,7 @@ def eval_cmd(
     ),
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
+    keep_missing_images: bool = _KEEP,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
@@ -271,14 +297,16 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
-    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset)
+    items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
     with quiet_run(ctx, "qa-eval", root) as log:
         be, reg = _backend(backend, model, base_url)
         try:
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            factory, names = _tools(tools, store, sandbox_missing) if variant != "base" else (None, ())
+            factory, names = (
+                _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+            )
             run = dict(
                 tools=factory,
                 scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run

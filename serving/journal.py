@@ -23,7 +23,7 @@ from serving.backend import Backend
 from serving.errors import ConfigError, JournalError
 from serving.types import ChatRequest, ChatResult, ensure_requests
 
-__all__ = ["Journal", "JournaledBackend", "TokenSummary"]
+__all__ = ["Journal", "JournaledBackend", "TokenSummary", "CallUsage"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,20 @@ class TokenSummary:
     cached_tokens: int
     latency_s: float
     fallbacks: int
+
+
+@dataclass(frozen=True)
+class CallUsage:
+    """What one journaled call cost: its tokens and its share of engine seconds (the wall time of
+    the engine call that answered it divided by the number of requests that engine call answered:
+    the rows journaled in the same transaction with the same latency)."""
+
+    key: str
+    call_type: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    engine_s: float
 
 
 class Journal:
@@ -173,6 +187,21 @@ class Journal:
         with self._lock:
             rows = self._db.execute(q, args).fetchall()
         return [TokenSummary(r[0], r[1], r[2], r[3], r[4], float(r[5]), r[6]) for r in rows]
+
+    def call_usage(self, keys: Iterable[str]) -> dict[str, CallUsage]:
+        """:class:`CallUsage` of each journaled key among ``keys`` (absent keys are left out)."""
+        wanted = set(keys)
+        q = """SELECT c.key, c.call_type, c.prompt_tokens, c.completion_tokens, c.cached_tokens,
+                      c.latency_s / g.n
+               FROM calls c JOIN (SELECT created_at, latency_s, COUNT(*) AS n FROM calls
+                                  GROUP BY created_at, latency_s) g
+               ON c.created_at = g.created_at AND c.latency_s = g.latency_s"""
+        with self._lock:
+            try:
+                rows = self._db.execute(q).fetchall()
+            except sqlite3.Error as exc:
+                raise JournalError(f"cannot read journal {self.path}: {exc}") from exc
+        return {r[0]: CallUsage(r[0], r[1], r[2], r[3], r[4], float(r[5])) for r in rows if r[0] in wanted}
 
     def records(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
         """Every journaled (request, result) pair, oldest first, for audits."""

@@ -6,7 +6,10 @@ scored against the gold answer with the benchmark's scorer; then one summary cal
 ``bank_summarize``) that sees the gold answer and the scored trajectories and writes findings
 (only when some trajectory succeeded) and cautions (only when some failed). Each summary
 becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, findings,
-cautions), embedded with question + the first 600 context characters.
+cautions), embedded with question + the first 600 context characters; its ``dataset`` is the
+item's source set (``finmmr/easy``, :attr:`agent.qa.items.QAItem.source_set`), the group the
+paper's stratified snapshots draw from. The report counts items and entries per source set and
+for the whole bank, with the embedder and its dimension.
 
 Only items whose split is not ``test`` are accepted: a test item passed here is an error, and
 evaluation never writes to the bank. Items already in the bank (by source id) are skipped, so
@@ -127,6 +130,12 @@ class BankBuildReport:
     replayed: int = 0
     wall_s: float = 0.0
     run_dir: str = ""
+    #: per source set (:attr:`QAItem.source_set`): items given, already in the bank, entries added
+    by_source: dict[str, dict[str, int]] = field(default_factory=dict)
+    bank_rows: int = 0  # entries in the bank after the build
+    bank_by_source: dict[str, int] = field(default_factory=dict)  # entries per source set, whole bank
+    embedder: str = ""
+    embedder_dim: int = 0
 
 
 def describe(traj: Trajectory, chars: int) -> str:
@@ -213,7 +222,7 @@ class _Builder:
             return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_empty", res.text)
         entry = NewEntry(
             source_id=q.item_id,
-            dataset=q.dataset,
+            dataset=item.source_set,
             question=q.text,
             context_head=q.context[: c.context_chars],
             findings=findings,
@@ -295,6 +304,16 @@ def build_bank(
         if o.fallback:
             fallbacks[o.fallback] = fallbacks.get(o.fallback, 0) + 1
     flat = [ok for o in outcomes for ok in o.correct]
+    by_source: dict[str, dict[str, int]] = {}
+    for it in items:
+        row = by_source.setdefault(it.source_set, {"items": 0, "in_bank_before": 0, "added": 0})
+        row["items"] += 1
+        row["in_bank_before"] += it.item_id in have
+    for e in entries:
+        by_source[e.dataset]["added"] += 1
+    bank_by_source: dict[str, int] = {}
+    for d in bank.datasets():
+        bank_by_source[d] = bank_by_source.get(d, 0) + 1
     report = BankBuildReport(
         items=len(items),
         skipped_in_bank=len(items) - len(todo),
@@ -305,6 +324,11 @@ def build_bank(
         replayed=replayed,
         wall_s=time.perf_counter() - t0,
         run_dir=str(run_dir),
+        by_source=by_source,
+        bank_rows=len(bank),
+        bank_by_source=dict(sorted(bank_by_source.items())),
+        embedder=embedder.model_id,
+        embedder_dim=embedder.dim,
     )
     runs.write_jsonl(
         run_dir / runs.TRACE,
@@ -334,9 +358,16 @@ def build_bank(
                 "bank": str(bank.folder),
                 "bank_rows": len(bank),
                 "embedder": embedder.model_id,
+                "embedder_dim": embedder.dim,
                 "items": [it.item_id for it in items],
             },
         ),
     )
-    log.info("bank build: %d entries added from %d items", len(entries), len(todo))
+    log.info(
+        "bank build: %d entries added from %d items; the bank holds %d (%s)",
+        len(entries),
+        len(todo),
+        len(bank),
+        ", ".join(f"{k} {v}" for k, v in report.bank_by_source.items()),
+    )
     return report

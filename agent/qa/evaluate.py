@@ -1,7 +1,11 @@
 """Evaluating the three variants on the same backend and scorer, one run folder per evaluation.
 
-Variants: ``base`` (the model alone: no tools, no memory), ``ft`` (the ReAct solver with the
-tools and the answer gate), ``ft_fm`` (the same plus the experience memory). All questions of an
+Variants: ``base`` (the model alone: no tools, no memory, and so no OCR transcriptions; a model
+that takes images sees the images themselves, a text-only model only the question and its text
+context), ``ft`` (the ReAct solver with the tools, the OCR transcriptions put before the loop and
+the answer gate), ``ft_fm`` (the same plus the experience memory). A question whose images the
+model sees neither as images nor as transcriptions is still asked and scored; the summary counts
+them (``images_unseen``, and ``image_only_unseen`` for those with no text context at all). All questions of an
 evaluation run as lockstep programs (:func:`serving.lockstep.run_lockstep`): every round sends
 the pending calls of all questions (up to ``EvalConfig.max_active`` at a time) to the engine
 as one batch. Every call goes through a
@@ -24,6 +28,7 @@ start-up lands in the first batch's time.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +118,12 @@ class EvalSummary:
     k_max: int | None = None
     tau: float | None = None
     bank_rows: int | None = None
+    embedder: str | None = None  # the bank's embedding model (ft_fm)
+    embedder_dim: int | None = None
+    snapshot_order: str | None = None  # how a bank-size snapshot draws its entries (ft_fm)
+    with_images: int = 0  # questions that have images
+    images_unseen: int = 0  # of them, shown to the model neither as images nor as transcriptions
+    image_only_unseen: int = 0  # of those, with no text context (their data is only in the images)
     run_dir: str = ""
 
 
@@ -158,6 +169,24 @@ def _transcriptions(
     if new:
         runs.write_jsonl(path, ({"path": p, "text": t} for p, t in cache.items()))
     return out
+
+
+_IMAGE_MARK = re.compile(r"<image\s*\d+>", re.I)
+
+
+def image_only(question: Question) -> bool:
+    """Whether ``question`` has images and no text context besides its ``<image N>`` marks
+    (its data is only in the images)."""
+    return bool(question.images) and not _IMAGE_MARK.sub("", question.context).strip()
+
+
+def _images_unseen(
+    questions: Sequence[Question], trans: dict[str, tuple[str, ...]], send_images: bool
+) -> tuple[int, int]:
+    """Questions with images the model sees neither as images nor as transcriptions, and how
+    many of them are image-only (:func:`image_only`)."""
+    unseen = [q for q in questions if q.images and not send_images and not any(trans.get(q.item_id, ()))]
+    return len(unseen), sum(image_only(q) for q in unseen)
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -208,10 +237,21 @@ def evaluate(
     solver = QASolver(
         config.solver, tools=tools if v != "base" else None, memory=memory if v == "ft_fm" else None
     )
-    trans = _transcriptions(questions, transcriber, run_dir)
+    # Base is the model alone: OCR is a tool, so it gets no transcriptions (only the images
+    # themselves, for a model that takes them)
+    trans = _transcriptions(questions, transcriber if v != "base" else None, run_dir)
+    unseen = _images_unseen(questions, trans, config.solver.send_images)
+    if unseen[0]:
+        log.warning(
+            "eval %s: %d question(s) with images whose images this run shows the model neither as "
+            "images nor as transcriptions (%d of them have no text context: their data is only in "
+            "the images); they are asked without it and scored as usual",
+            v,
+            *unseen,
+        )
     retrievals = memory.retrieve_many(questions) if memory is not None else [None] * len(questions)
     if v == "base":
-        programs = [solver.solve_base(q, transcriptions=trans[q.item_id]) for q in questions]
+        programs = [solver.solve_base(q) for q in questions]
     else:
         programs = [
             solver.solve(q, retrieval=r, transcriptions=trans[q.item_id], variant=v)
@@ -247,7 +287,7 @@ def evaluate(
             engine_s=round(sum(timings["shares"].get(st.request_key, 0.0) for st in traj.steps), 6),
         )
         rows.append(row)
-    summary = _summary(config, rows, trajs, run_wall, jb, memory, run_dir)
+    summary = _summary(config, rows, trajs, run_wall, jb, memory, run_dir, questions, unseen)
     runs.write_jsonl(run_dir / runs.TRACE, rows)
     runs.write_json(run_dir / runs.SCORES, summary)
     bank_info: dict[str, Any] = {}
@@ -258,6 +298,7 @@ def evaluate(
             "bank_rows": len(bank),
             "bank_digest": runs.file_digest(bank.folder / "bank.sqlite"),
             "embedder": memory.retriever.embedder.model_id,
+            "embedder_dim": memory.retriever.embedder.dim,
             "memory": memory.config,
         }
     runs.write_json(
@@ -293,14 +334,20 @@ def _record_timings(
 
 
 def _tool_names(tools: ToolFactory | None, questions: Sequence[Question]) -> list[str]:
+    """The tools offered, in order, over one question of each kind (dataset, with or without
+    images): the kinds a tool suite tells apart (``reparse_image``, ``retrieve``)."""
     if tools is None or not questions:
         return []
-    made = list(tools(questions[0]))
-    try:
-        return [t.name for t in made]
-    finally:
-        for t in made:
-            t.close()
+    kinds = {(q.dataset, bool(q.images)): q for q in questions}
+    names: list[str] = []
+    for q in kinds.values():
+        made = list(tools(q))
+        try:
+            names += [t.name for t in made if t.name not in names]
+        finally:
+            for t in made:
+                t.close()
+    return names
 
 
 def _summary(
@@ -311,6 +358,8 @@ def _summary(
     jb: JournaledBackend,
     memory: ExperienceMemory | None,
     run_dir: Path,
+    questions: Sequence[Question],
+    unseen: tuple[int, int],
 ) -> EvalSummary:
     n = len(rows)
     fallbacks: dict[str, int] = {}
@@ -348,5 +397,11 @@ def _summary(
         k_max=mc.k_max if mc else None,
         tau=mc.tau if mc else None,
         bank_rows=len(memory.retriever.bank) if memory is not None else None,
+        embedder=memory.retriever.embedder.model_id if memory is not None else None,
+        embedder_dim=memory.retriever.embedder.dim if memory is not None else None,
+        snapshot_order=mc.snapshot_order if mc else None,
+        with_images=sum(bool(q.images) for q in questions),
+        images_unseen=unseen[0],
+        image_only_unseen=unseen[1],
         run_dir=str(run_dir),
     )

@@ -109,3 +109,11 @@ class QAItem:
     @property
     def item_id(self) -> str:
         return self.question.item_id
+
+    @property
+    def source_set(self) -> str:
+        """The benchmark and its part, e.g. ``finmmr/easy``, ``bizbench/SEC-NUM``, ``tatqa``: the
+        group a bank entry distilled from this item belongs to (the paper's snapshots draw
+        evenly from these groups, :mod:`bank.snapshots`)."""
+        d = self.question.dataset
+        return f"{d}/{self.subset}" if self.subset else d

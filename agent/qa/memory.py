@@ -2,7 +2,9 @@
 
 Retrieval goes through :class:`bank.retrieval.Retriever`'s rule (question + the first 600
 context characters embedded; cosine >= tau = 0.65; one entry per source item; at most
-k_max = 5). Retrieval only reads the bank: hit counters are not written at test time.
+k_max = 5). Retrieval only reads the bank: hit counters are not written at test time. A
+bank-size snapshot (``bank_limit``) takes its entries in the paper's stratified order by
+default (:mod:`bank.snapshots`), the same entries the retrieval analytics use.
 
 When at least one entry passes tau, one annotator call (call type ``qa_annotate``) rewrites
 the entries into directives for this question, and the solver's prompt starts with a memory
@@ -18,12 +20,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from agent.prompting import load_prompt
 from agent.qa.items import Question
 from agent.qa.schemas import char_bound, with_lengths
 from agent.qa.trajectory import Step
 from bank.retrieval import RetrievalResult, Retriever, format_memory_block, retrieve_vector
 from bank.schema import BankEntry, RetrievalConfig, query_text
+from bank.snapshots import ORDERS, SNAPSHOT_SEED, snapshot_order
 from localfin.errors import ConfigError
 from serving.lockstep import Program
 from serving.types import ChatRequest, Message
@@ -43,7 +48,11 @@ class MemoryConfig:
         tau: cosine threshold (0.65 in the paper).
         k_max: most entries used (5 in the paper).
         context_chars: leading context characters embedded with the question (600).
-        bank_limit: use only the first ``bank_limit`` entries (a bank-size snapshot); None = all.
+        bank_limit: use only a snapshot of ``bank_limit`` entries (None = the whole bank): the
+            first ``bank_limit`` of ``snapshot_order`` (:mod:`bank.snapshots`).
+        snapshot_order: ``stratified`` (the paper's: entries by source benchmark, each shuffled
+            with ``snapshot_seed``, interleaved) or ``insertion`` (the first entries added).
+        snapshot_seed: seed of the stratified order (42 in the paper).
         directive_chars: longest directive the annotator may write (characters).
         max_directives: most directives kept.
         entry_chars: longest finding/caution shown to the annotator (characters).
@@ -54,6 +63,8 @@ class MemoryConfig:
     k_max: int = 5
     context_chars: int = 600
     bank_limit: int | None = None
+    snapshot_order: str = "stratified"
+    snapshot_seed: int = SNAPSHOT_SEED
     directive_chars: int = 200
     max_directives: int = 5
     entry_chars: int = 300
@@ -63,6 +74,10 @@ class MemoryConfig:
         RetrievalConfig(tau=self.tau, k_max=self.k_max, context_chars=self.context_chars)  # validates
         if self.bank_limit is not None and self.bank_limit < 0:
             raise ConfigError(f"MemoryConfig.bank_limit={self.bank_limit}; allowed: >= 0 or None")
+        if self.snapshot_order not in ORDERS:
+            raise ConfigError(
+                f"MemoryConfig.snapshot_order={self.snapshot_order!r}; allowed: {', '.join(ORDERS)}"
+            )
         if not 20 <= self.directive_chars <= 2000:
             raise ConfigError(f"MemoryConfig.directive_chars={self.directive_chars}; allowed: 20..2000")
         if not 1 <= self.max_directives <= 20:
@@ -90,6 +105,21 @@ class ExperienceMemory:
         self._prompt = load_prompt("qa_annotate")
         self._schema = with_lengths(self._prompt.schema, {"directives": self.config.directive_chars})
         self._schema["properties"]["directives"]["maxItems"] = self.config.max_directives
+        self._among = self._snapshot()
+
+    def _snapshot(self) -> np.ndarray | None:
+        """The entry ids of the bank-size snapshot (None: the whole bank, or a plain prefix)."""
+        c, bank = self.config, self.retriever.bank
+        if c.bank_limit is None or c.snapshot_order == "insertion" or c.bank_limit >= len(bank):
+            return None
+        return np.sort(snapshot_order(bank.datasets(), c.snapshot_order, c.snapshot_seed)[: c.bank_limit])
+
+    def snapshot_ids(self) -> tuple[int, ...]:
+        """The entry ids retrieval draws from (the snapshot, or every entry)."""
+        n = len(self.retriever.bank)
+        if self._among is not None:
+            return tuple(int(i) for i in self._among)
+        return tuple(range(n if self.config.bank_limit is None else min(n, self.config.bank_limit)))
 
     # ------------------------------------------------------------------ retrieval
     def query_text(self, question: Question) -> str:
@@ -105,7 +135,10 @@ class ExperienceMemory:
         vecs = self.retriever.embedder.embed(texts)
         out = []
         for text, vec in zip(texts, vecs):
-            hits = retrieve_vector(bank, vec, self.config.retrieval, self.config.bank_limit)
+            if self._among is not None:
+                hits = retrieve_vector(bank, vec, self.config.retrieval, among=self._among)
+            else:
+                hits = retrieve_vector(bank, vec, self.config.retrieval, self.config.bank_limit)
             entries = tuple(bank.get([h.entry_id for h in hits]))
             out.append(RetrievalResult(text, hits, entries))
         return out

@@ -128,6 +128,22 @@ class QASolver:
     def _images(self, question: Question) -> tuple[str, ...]:
         return tuple(image_data_url(p) for p in question.images) if self.config.send_images else ()
 
+    def _attach(self, images: Sequence[str], messages: Sequence[Message]) -> tuple[tuple[str, ...], str]:
+        """The images of a tool output that go with the next message (as ``data:`` URLs), and
+        a note saying which did not: only for a model that takes images, and at most
+        ``max_images`` in the whole conversation (the serving limit per prompt)."""
+        if not images:
+            return (), ""
+        if not self.config.send_images:
+            return (), f"\n({len(images)} image(s) not shown: this model takes no images)"
+        room = max(0, self.config.max_images - sum(len(m.images) for m in messages))
+        shown = tuple(image_data_url(p) for p in images[:room])
+        note = f"\n({len(shown)} image(s) attached in result order"
+        if len(shown) < len(images):
+            left = len(images) - len(shown)
+            note += f"; {left} not shown: at most {self.config.max_images} per conversation"
+        return shown, note + ")"
+
     def _fit(self, messages: list[Message], observed: list[int]) -> list[Message]:
         """Elide the oldest tool outputs until the conversation is under ``max_prompt_chars``."""
         total = sum(len(m.content) for m in messages)
@@ -143,13 +159,18 @@ class QASolver:
         return messages
 
     # ------------------------------------------------------------------ Base
-    def solve_base(
-        self, question: Question, *, transcriptions: Sequence[str] = (), seed: int | None = None
-    ) -> Program[Trajectory]:
-        """Base variant: one call, the model alone."""
+    def solve_base(self, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
+        """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory).
+
+        The request holds the question, its options and its text context; no OCR transcription
+        (OCR is one of the tools). A model that takes images (``send_images``) gets the
+        question's images themselves; a text-only model gets none, so an item whose data is
+        only in its images is asked without it (counted by the evaluation)."""
         t0 = time.perf_counter()
         c = self.config
-        system, user = self._base.render(**self._data(question, transcriptions))
+        data = self._data(question, ())
+        del data["transcriptions"]
+        system, user = self._base.render(**data)
         msgs = [Message("system", system), Message("user", user, self._images(question))]
         schema = dict(self._base_schema, properties=dict(self._base_schema["properties"]))
         schema["properties"]["answer"] = answer_property(c.answer_chars, self._pattern(question))
@@ -350,9 +371,13 @@ class QASolver:
                     out = ToolResult(False, f"{type(exc).__name__}: {exc}", error="crash")
                     fb = "tool_crash"
             shown = _clip(out.text, c.observation_chars)
+            attached: tuple[str, ...] = ()
             if out.ok:
                 tool_outputs.append((action, out))
-                note = self._step.render(kind="observation", tool=action, output=shown, steps_left=left)[1]
+                attached, said = self._attach(out.images, msgs)
+                note = self._step.render(
+                    kind="observation", tool=action, output=shown + said, steps_left=left
+                )[1]
             else:
                 note = self._step.render(
                     kind="tool_failed", tool=action, error=out.error or "error", output=shown, steps_left=left
@@ -371,7 +396,7 @@ class QASolver:
                 )
             )
             observed.append(len(msgs))
-            msgs.append(Message("user", note))
+            msgs.append(Message("user", note, attached))
 
         if not done:
             fallbacks.append(forced_reason)

@@ -9,6 +9,7 @@ from typing import Any
 from agent.qa.gate import GateConfig
 from localfin.errors import ConfigError
 from serving.open import ModelFacts
+from serving.registry import MAX_IMAGES
 from serving.types import Sampling
 
 __all__ = ["SolverConfig", "solver_config_for"]
@@ -34,7 +35,9 @@ class SolverConfig:
             elided (keeps prompts inside the model's context window).
         gate_rejections: failed answer checks sent back before an answer stands anyway.
         max_bad_replies: unusable replies in a row before the forced final call.
-        send_images: attach the question's images (models that accept images only).
+        send_images: attach the question's images, and images a tool returns (a retrieved
+            chart), to the requests (models that accept images only).
+        max_images: most images in one conversation (serving's limit per prompt).
         answer_patterns: constrain a numeric final answer (number, percent, count, read from the
             question text) to one number with its unit by a schema pattern, in every variant.
         gate: answer-gate settings.
@@ -55,6 +58,7 @@ class SolverConfig:
     gate_rejections: int = 1
     max_bad_replies: int = 3
     send_images: bool = False
+    max_images: int = MAX_IMAGES
     answer_patterns: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
 
@@ -84,6 +88,8 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.max_prompt_chars={self.max_prompt_chars}; allowed: >= 1000")
         if not 0 <= self.gate_rejections <= 8:
             raise ConfigError(f"SolverConfig.gate_rejections={self.gate_rejections}; allowed: 0..8")
+        if not 0 <= self.max_images <= MAX_IMAGES:
+            raise ConfigError(f"SolverConfig.max_images={self.max_images}; allowed: 0..{MAX_IMAGES}")
         if not 1 <= self.max_bad_replies <= 16:
             raise ConfigError(f"SolverConfig.max_bad_replies={self.max_bad_replies}; allowed: 1..16")
 

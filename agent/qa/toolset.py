@@ -1,11 +1,15 @@
 """The Financial Tools of one run: which tools each question gets, built per question.
 
-``python`` (sandboxed, stateful: :class:`agent.qa.tools.python_tool.PythonTool`) is always
-offered; ``lookup`` (market data: :class:`agent.qa.tools.lookup.LookupTool`) when a market
-store is given; ``reparse`` (OCR of the question's own images again:
-:class:`agent.qa.tools.ocr.ReparseImageTool`) for questions that have images. The same
-factory serves Base+FT and Base+FT+FM, so the tool suite and the calling protocol are
-identical in both (FinAcumen §4.4). :func:`ocr_transcriber` is the OCR run before the loop.
+FinAcumen's four tools (§4.4, G.2) are the Numerical Reasoning Engine (``python``: sandboxed,
+stateful, :class:`agent.qa.tools.python_tool.PythonTool`), Grounded Data Retrieval
+(``lookup``: market data, :class:`agent.qa.tools.lookup.LookupTool`, when a market store is
+given; and, for a benchmark that ships its own corpus, FinTMMBench, ``retrieve`` over that
+corpus, :class:`agent.qa.tools.corpus.RetrieveTool`, when its folder is given), the Visual
+Structure Decoder (the OCR transcriptions put before the loop, :func:`ocr_transcriber`, and
+``reparse``: OCR of the question's own images again, :class:`agent.qa.tools.ocr.ReparseImageTool`,
+for questions that have images) and the Answer Consolidation Gate (``final_answer`` through
+:mod:`agent.qa.gate`, always there). The same factory serves Base+FT and Base+FT+FM, so the tool
+suite and the calling protocol are identical in both.
 
 Where the Python sandbox cannot isolate code, ``python_unavailable="raise"`` (default) stops
 the run with the sandbox's error; ``"refuse"`` keeps the tool, which then refuses every call
@@ -26,16 +30,19 @@ from agent.qa.items import Question
 from agent.qa.react import ToolFactory
 from agent.qa.sandbox import SandboxConfig
 from agent.qa.tools.base import Tool, ToolResult
+from agent.qa.tools.corpus import Corpus, RetrieveTool
 from agent.qa.tools.lookup import LookupTool
 from agent.qa.tools.ocr import OcrEngine, ReparseImageTool, transcribe
 from agent.qa.tools.python_tool import PythonTool
 from localfin.errors import ConfigError
 
-__all__ = ["TOOL_NAMES", "ToolsetConfig", "tool_factory", "ocr_transcriber"]
+__all__ = ["TOOL_NAMES", "CORPUS_DATASETS", "ToolsetConfig", "tool_factory", "ocr_transcriber"]
 
 log = logging.getLogger(__name__)
 
-TOOL_NAMES = ("python", "lookup", "reparse")
+TOOL_NAMES = ("python", "lookup", "reparse", "retrieve")
+#: Benchmarks whose questions get the ``retrieve`` tool over the benchmark's own corpus.
+CORPUS_DATASETS = ("fintmmbench",)
 
 
 @dataclass(frozen=True)
@@ -43,15 +50,19 @@ class ToolsetConfig:
     """Which tools and how.
 
     Attributes:
-        names: tools to offer, from :data:`TOOL_NAMES` (``lookup`` also needs ``store_path``;
-            ``reparse`` is added only to questions with images).
+        names: tools to offer, from :data:`TOOL_NAMES` (``lookup`` also needs ``store_path``,
+            ``retrieve`` ``corpus_path``; ``reparse`` is added only to questions with images,
+            ``retrieve`` only to questions of :data:`CORPUS_DATASETS`).
         store_path: the market store the lookup tool reads.
+        corpus_path: the FinTMMBench folder (``QA.json`` + ``data/``) whose corpus ``retrieve``
+            searches.
         python_unavailable: ``raise`` or ``refuse`` (see the module docstring).
         max_code_chars: longest code the model may send to the Python tool (characters).
     """
 
-    names: tuple[str, ...] = ("python", "lookup", "reparse")
+    names: tuple[str, ...] = TOOL_NAMES
     store_path: Path | None = None
+    corpus_path: Path | None = None
     python_unavailable: str = "raise"
     max_code_chars: int = 2000
 
@@ -104,6 +115,16 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
         makers.append(lookup)
     elif "lookup" in cfg.names:
         log.info("lookup tool left out: no market store given")
+    if "retrieve" in cfg.names and cfg.corpus_path is not None:
+        corpus = Corpus.load(cfg.corpus_path)  # loaded and indexed once, shared read-only
+        log.info("retrieve tool over %s: %s", cfg.corpus_path, corpus.describe())
+
+        def retrieve(q: Question) -> Tool | None:
+            return RetrieveTool(corpus) if q.dataset in CORPUS_DATASETS else None
+
+        makers.append(retrieve)
+    elif "retrieve" in cfg.names:
+        log.info("retrieve tool left out: no benchmark corpus given")
     if "reparse" in cfg.names:
         engines: list[Any] = []  # the OCR engine is loaded at the first question with images
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.market.records import write_json
+from agent.report.frictions import frictions_rows
 from agent.report.load import load_input
 from agent.report.tables import build_settings, results_row, run_results
 from localfin.fmt import fmt_num, fmt_pct
@@ -38,8 +39,24 @@ def matrix_settings(out_dir: str | Path) -> list[dict[str, Any]]:
         row["folders"] = sorted({r.run.group for r in s.results})
         row["seeds"] = list(row["seeds"])
         row["mismatches"] = list(row["mismatches"])
+        row["frictions"] = _frictions(s)
         rows.append(row)
     return rows
+
+
+def _frictions(setting: Any) -> dict[str, Any]:
+    """The setting's with-frictions row (:mod:`agent.report.frictions`): the representative run's
+    decisions re-settled with frictions (None figures: the run has no tape)."""
+    fr = frictions_rows(setting)[1]
+    m = fr["metrics"]
+    names = ("cumulative_return", "sharpe", "sharpe_se", "max_drawdown")
+    return {
+        "settlement": fr["settlement"],
+        **{k: (getattr(m, k) if m is not None else None) for k in names},
+        "return_min": fr["return_min"],
+        "return_max": fr["return_max"],
+        "costs": fr["costs"],
+    }
 
 
 def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, Any]]) -> str:
@@ -57,7 +74,8 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
         )
     lines += [
         "",
-        "Settings (median-return run of the seeds; spread = min..max across seeds; Sharpe ± SE):",
+        "Settings (median-return run of the seeds; spread = min..max across seeds; Sharpe ± SE); under "
+        "each, the same decisions re-settled with frictions (no model call repeated):",
         "",
         "| setting | exposure | test window | seeds | median run | return | return spread | Sharpe ± SE "
         "| Sharpe spread | max DD | switches |",
@@ -73,6 +91,17 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
             f"{fmt_num(r['sharpe_min'])}..{fmt_num(r['sharpe_max'])} | {fmt_pct(r['max_drawdown'])} | "
             f"{r['pair_switches']} |"
         )
+        fr = r.get("frictions")
+        if fr:
+            seeds = ",".join(str(s) for s in r["seeds"])
+            lines.append(
+                f"| {r['setting']}, {fr['settlement']} | {r['exposure']} | "
+                f"{r['window'][0]}..{r['window'][1]} | {seeds} | {r['run_id']} | "
+                f"{fmt_pct(fr['cumulative_return'])} | "
+                f"{fmt_pct(fr['return_min'])}..{fmt_pct(fr['return_max'])} | "
+                f"{fmt_num(fr['sharpe'])} ± {fmt_num(fr['sharpe_se'])} | – | "
+                f"{fmt_pct(fr['max_drawdown'])} | – |"
+            )
     return "\n".join(lines) + "\n"
 
 

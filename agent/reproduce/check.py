@@ -5,19 +5,28 @@ before anything runs. Every item is one :class:`CheckItem`; a missing one carrie
 Moira: the market store, each pool ticker's prices over every window (training start to test
 end), the history the causal screen needs before the first selection date, the store's
 session counts against the paper's, news and company context of the pool, and the weights of
-every backbone. FinAcumen: every benchmark file or folder (bank sources and evaluation sets) and
-the model's weights. Nothing here writes data or starts an engine.
+every backbone. FinAcumen: every benchmark file or folder (bank sources and evaluation sets), and,
+where anything runs the tools (Base+FT, Base+FT+FM or the bank build), each tool's needs: the
+Python tool's sandbox (started once and run on ``1 + 1``; a tools variant without it fails, with
+the fix), the lookup tool's market store, OCR for reparse, FinTMMBench's corpus for retrieve;
+then the model's weights. Nothing here writes data or starts an engine (the sandbox probe starts
+one bubblewrap worker and ends it).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.data.store import MarketStore
+from agent.qa import sandbox
+from agent.qa.sandbox.launch import INSTALL_HINT
+from agent.qa.tools.corpus import CORPUS_FILES, corpus_root
+from agent.qa.toolset import CORPUS_DATASETS
 from agent.reproduce.spec import ReproConfig
 from localfin import env
 from serving.open import weights_status
@@ -166,6 +175,86 @@ def _moira(cfg: ReproConfig) -> list[CheckItem]:
     return out
 
 
+def _sandbox(name: str) -> CheckItem:
+    try:
+        facts = sandbox.probe()
+    except sandbox.SandboxUnavailable as exc:
+        detail = str(exc).split("; install bubblewrap")[0]
+        return CheckItem(
+            name,
+            "missing",
+            "tool python (sandbox)",
+            f"the sandbox cannot start, so the Python tool would refuse every call: {detail}",
+            f"{INSTALL_HINT}; then rerun --check",
+        )
+    return CheckItem(
+        name, "ok", "tool python (sandbox)", f"bubblewrap worker starts (uid {facts.get('uid', '?')})"
+    )
+
+
+def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
+    """What the plan's tools need, where anything runs them."""
+    p = cfg.qa
+    assert p is not None
+    if not p.needs_tools:
+        return []
+    out = []
+    if "python" in p.tools:
+        out.append(_sandbox(cfg.name))
+    store = p.store_path(data_root)
+    if store is not None:
+        if store.exists():
+            out.append(CheckItem(cfg.name, "ok", "tool lookup (market store)", str(store)))
+        else:
+            out.append(
+                CheckItem(
+                    cfg.name,
+                    "missing",
+                    "tool lookup (market store)",
+                    f"no store at {store}",
+                    f"localfin data import --prices <daily prices CSV> --store {store}",
+                )
+            )
+    if "reparse" in p.tools:
+        if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+            out.append(
+                CheckItem(
+                    cfg.name, "missing", "tool reparse (OCR)", "rapidocr_onnxruntime is not installed",
+                    "make install (installs rapidocr-onnxruntime 1.4.4 --no-deps)",
+                )
+            )  # fmt: skip
+        else:
+            out.append(CheckItem(cfg.name, "ok", "tool reparse (OCR)", "rapidocr_onnxruntime installed"))
+    srcs = [s for s in (*p.sets, *(p.bank if p.needs_bank else ())) if s.dataset in CORPUS_DATASETS]
+    if "retrieve" in p.tools and srcs:
+        root = corpus_root(srcs[0].resolve(data_root))
+        files = [n for n, _ in CORPUS_FILES if (root / n).is_file()] + (
+            ["Chart/"] if (root / "Chart").is_dir() else []
+        )
+        want = ", ".join([n for n, _ in CORPUS_FILES] + ["Chart/"])
+        if files:
+            status = "ok" if len(files) == len(CORPUS_FILES) + 1 else "warn"
+            out.append(
+                CheckItem(
+                    cfg.name,
+                    status,
+                    "tool retrieve (FinTMMBench corpus)",
+                    f"{root}: {', '.join(files)} (of {want})",
+                )
+            )
+        else:
+            out.append(
+                CheckItem(
+                    cfg.name,
+                    "missing",
+                    "tool retrieve (FinTMMBench corpus)",
+                    f"no corpus at {root}",
+                    f"put the released FinTMMBench data/ folder ({want}) beside QA.json",
+                )
+            )
+    return out
+
+
 def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
     assert cfg.qa is not None
     out = []
@@ -199,7 +288,7 @@ def check_config(
     default the packaged one)."""
 
     root = data_root or env.data_dir()
-    items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root)
+    items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root) + _tools(cfg, root)
     return items + _models(cfg, registry)
 
 

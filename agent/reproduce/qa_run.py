@@ -28,13 +28,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
+from agent.qa import runs, sandbox
 from agent.qa.datasets import load_items
+from agent.qa.holdout import hold_out
+from agent.qa.intervals import EvalRun, run_intervals
 from agent.qa.item_score import ItemScore
+from agent.qa.items import QAItem
 from agent.qa.scoring import finmme_avg
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
-from localfin.errors import InputError
+from bank.snapshots import SNAPSHOT_SEED
+from localfin.errors import ConfigError, InputError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.open import model_facts
@@ -48,13 +52,18 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class QAOutcome:
     """Rows for the report: one per evaluation (plus a ``macro`` row per grid point when there
-    are several sets) and, with a tau sweep, one per (tau, bank size)."""
+    are several sets) and, with a tau sweep, one per (set or Global, tau, bank size)."""
 
     rows: tuple[dict[str, Any], ...]
     bank_rows: int
     notes: tuple[str, ...]
-    #: per run folder name: the judge pass (``judge``) and FinMME's dimensions (``finmme``)
-    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per run folder name: the judge pass (``judge``) and FinMME's dimensions (``finmme``); the
+    #: bank (``bank``: size, entries per source set, embedder, dimension, tau, snapshot order),
+    #: the data (``data``: items, skipped and incomplete records per source) and the
+    #: bootstrap intervals (``intervals``)
+    details: dict[str, Any] = field(default_factory=dict)
+    #: extra report tables: (title, rows), e.g. the paired differences with their intervals
+    tables: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
 
 
 def slug(text: str) -> str:
@@ -62,28 +71,69 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _load(src: QASource, root: Path):
-
-    loaded = load_items(src.dataset, src.resolve(root), split=src.split, subset=src.subset, limit=src.limit)
+def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
+    """The source's items and what loading them left out (skipped records, incomplete items)."""
+    derived = src.test_share > 0
+    loaded = load_items(
+        src.dataset,
+        src.resolve(root),
+        split=None if derived else src.split,
+        subset=src.subset,
+        limit=None if derived else src.limit,
+        require_images=src.require_images,
+    )
+    items = list(loaded.items)
+    if derived:  # the benchmark ships no split: a fixed share is its test part
+        assert src.split is not None
+        items = hold_out(items, src.test_share, src.split)[: src.limit]
+    record: dict[str, Any] = {
+        "label": src.label,
+        "items": len(items),
+        "skipped": len(loaded.skipped),
+        "incomplete": len(loaded.incomplete),
+    }
     if loaded.skipped:
+        record["first_skipped"] = loaded.skipped[0].reason
+        n, first = len(loaded.skipped), record["first_skipped"]
+        log.warning("%s: %d records skipped (first: %s)", src.label, n, first)
+    if loaded.incomplete:
+        record["first_incomplete"] = loaded.incomplete[0].reason
         log.warning(
-            "%s: %d records skipped (first: %s)", src.label, len(loaded.skipped), loaded.skipped[0].reason
-        )
-    return list(loaded.items)
+            "%s: %d items loaded incomplete (first: %s)", src.label, len(loaded.incomplete),
+            record["first_incomplete"],
+        )  # fmt: skip
+    if derived:
+        record["test_share"] = src.test_share
+    return items, record
+
+
+def _data_note(rec: Mapping[str, Any]) -> str | None:
+    parts = []
+    if rec["skipped"]:
+        parts.append(f"{rec['skipped']} records skipped (first: {rec['first_skipped']})")
+    if rec["incomplete"]:
+        parts.append(f"{rec['incomplete']} items loaded incomplete (first: {rec['first_incomplete']})")
+    return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 
 def _row(label: str, variant: str, s: Any, k: int | None, size: int | None, n_bank: int) -> dict[str, Any]:
-    return {
+    row = {
         "set": label,
         "variant": variant,
         "k_max": "" if k is None else str(k),
         "bank_n": "" if variant != "ft_fm" else str(n_bank if size is None else min(size, n_bank)),
+        # the snapshot asked for ("all": the whole bank), for matching the paper's nominal sizes
+        "snapshot": "" if variant != "ft_fm" else ("all" if size is None else str(size)),
         "n": s.n,
         "metric": "accuracy",
         "accuracy_pct": round(100 * s.accuracy, 2),
         "memory_hit_rate": s.memory_hit_rate,
         "tokens_per_q": round(s.mean_total_tokens),
     }
+    if s.images_unseen:
+        row["images_unseen"] = s.images_unseen
+        row["image_only_unseen"] = s.image_only_unseen
+    return row
 
 
 def _headline(r: Mapping[str, Any]) -> float | None:
@@ -101,8 +151,9 @@ def _macro(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(rs) > 1:
             acc = sum(_headline(r) or 0.0 for r in rs) / len(rs)
             out.append(
-                {"set": "macro", "variant": variant, "k_max": k, "bank_n": n, "n": sum(r["n"] for r in rs),
-                 "metric": "mean of the sets' figures", "accuracy_pct": round(acc, 2)}
+                {"set": "macro", "variant": variant, "k_max": k, "bank_n": n, "snapshot": rs[0]["snapshot"],
+                 "n": sum(r["n"] for r in rs), "metric": "mean of the sets' figures",
+                 "accuracy_pct": round(acc, 2)}
             )  # fmt: skip
     return out
 
@@ -127,6 +178,58 @@ def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+def _add_intervals(
+    rows: list[dict[str, Any]], evals: Sequence[tuple[dict[str, Any], EvalRun]]
+) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
+    """Bootstrap 95 % intervals (percent) onto the evaluation and macro rows; returns the
+    intervals' record for the JSON and the paired differences."""
+    rep = run_intervals([e for _, e in evals])
+    point_of: dict[tuple[str, str, str], tuple[str, int | None, int | None]] = {}
+    for row, e in evals:
+        iv = rep.per_run[str(e.run_dir)].to_pct()
+        row.update(ci95_low=iv["low"], ci95_high=iv["high"])
+        point_of[(row["variant"], row["k_max"], row["bank_n"])] = e.point
+    for row in rows:
+        if row.get("set") == "macro":
+            point = point_of.get((row["variant"], row["k_max"], row["bank_n"]))
+            if point in rep.macro:
+                iv = rep.macro[point].to_pct()
+                row.update(ci95_low=iv["low"], ci95_high=iv["high"])
+    record = {
+        "method": f"percentile bootstrap over questions, {rep.resamples} resamples, seed {rep.seed}, "
+        "sets resampled independently, differences paired (the same draws for both runs)",
+        "differences": list(rep.differences),
+    }
+    return record, rep.differences
+
+
+def _tools(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> tuple[Any, list[str]]:
+    """The tool factory of the plan: the market store and, for FinTMMBench, its corpus."""
+    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
+
+    notes = []
+    if "python" in p.tools:
+        sandbox.probe()  # a worker starts and answers, or SandboxUnavailable says why and what to do
+    store = p.store_path(data_root)
+    if store is not None and not store.exists():
+        raise ConfigError(
+            f"qa.store: no market store at {store} (the lookup tool reads it); fix: localfin data import "
+            f"--prices <daily prices CSV> --store {store}, or drop lookup from qa.tools"
+        )
+    corpus = next((s.resolve(data_root) for s in sources if s.dataset in CORPUS_DATASETS), None)
+    if "retrieve" in p.tools and corpus is not None:
+        notes.append(f"FinTMMBench questions get the retrieve tool over the benchmark's corpus at {corpus}")
+    factory = tool_factory(
+        ToolsetConfig(
+            names=p.tools,
+            store_path=store,
+            corpus_path=corpus if "retrieve" in p.tools else None,
+            python_unavailable="raise",  # a tools variant without its Python tool is not the paper's
+        )
+    )
+    return factory, notes
+
+
 def run_qa(
     cfg: ReproConfig,
     out_dir: Path,
@@ -147,7 +250,7 @@ def run_qa(
     from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
     from agent.qa.react import QASolver, solver_config_for
     from agent.qa.sweep import MemoryGrid, sweep_memory
-    from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
+    from agent.qa.toolset import ocr_transcriber
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
@@ -155,11 +258,9 @@ def run_qa(
     assert p is not None
     out_dir.mkdir(parents=True, exist_ok=True)
     solver_cfg = solver_config_for(model_facts(p.model, registry), max_steps=p.max_steps)
-    tools = tuple(t for t in p.tools if t != "lookup")  # lookup needs a market store: none given here
-    notes = [] if tools == p.tools else ["the lookup tool is off (no market store is given to QA runs)"]
-    factory = tool_factory(ToolsetConfig(names=tools, python_unavailable="refuse"))
+    notes: list[str] = []
     emb = embedder or MiniLMEmbedder()
-    details: dict[str, dict[str, Any]] = {"judge": {}, "finmme": {}}
+    details: dict[str, Any] = {"judge": {}, "finmme": {}}
     if any(s.dataset in JUDGED_DATASETS for s in p.sets):
         notes.append(
             f"FinTMMBench answers judged by {p.judge} (local; the paper used GPT-4o-mini): "
@@ -179,16 +280,25 @@ def run_qa(
             details["finmme"][run.name] = fa
         return row
 
-    sets = [(s, _load(s, data_root)) for s in p.sets]
-    bank_items = [it for s in (p.bank if p.needs_bank else ()) for it in _load(s, data_root)]
+    bank_sources = p.bank if p.needs_bank else ()
+    loaded_sets = [(s, *_load(s, data_root)) for s in p.sets]
+    loaded_bank = [(s, *_load(s, data_root)) for s in bank_sources]
+    sets = [(s, items) for s, items, _ in loaded_sets]
+    bank_items = [it for _, items, _ in loaded_bank for it in items]
+    details["data"] = {"sets": [r for *_, r in loaded_sets], "bank": [r for *_, r in loaded_bank]}
+    notes += [n for *_, r in (*loaded_sets, *loaded_bank) if (n := _data_note(r))]
+    factory, tool_notes = (None, []) if not p.needs_tools else _tools(p, data_root, [*p.sets, *bank_sources])
+    notes += tool_notes
     with_images = any(it.question.images for _, items in sets for it in items) or any(
         it.question.images for it in bank_items
     )
-    transcriber = ocr_transcriber() if "reparse" in tools and with_images else None
+    transcriber = ocr_transcriber() if "reparse" in p.tools and with_images and p.needs_tools else None
     rows: list[dict[str, Any]] = []
+    evals: list[tuple[dict[str, Any], EvalRun]] = []
+    tables: list[tuple[str, tuple[dict[str, Any], ...]]] = []
     with ExperienceBank.open(out_dir / "bank") as bank:
         if p.needs_bank:
-            build_bank(
+            rep = build_bank(
                 bank_items,
                 QASolver(solver_cfg, tools=factory),
                 backend,
@@ -199,6 +309,26 @@ def run_qa(
                 data_files=[s.resolve(data_root) for s in p.bank],
                 transcriber=transcriber,
                 progress=progress,
+            )
+            details["bank"] = {
+                "items": rep.items,
+                "entries": rep.bank_rows,
+                "by_source": rep.by_source,
+                "entries_by_source": rep.bank_by_source,
+                "trajectories": rep.items * p.bank_k,
+                "success_rate": rep.success_rate,
+                "fallbacks": rep.fallbacks,
+                "embedder": rep.embedder,
+                "embedder_dim": rep.embedder_dim,
+                "tau": p.tau,
+                "snapshot_order": "stratified",
+                "snapshot_seed": SNAPSHOT_SEED,
+            }
+            mix = ", ".join(f"{k} {v}" for k, v in rep.bank_by_source.items())
+            notes.append(
+                f"bank: {rep.bank_rows} entries from {rep.items} training items x K = {p.bank_k} "
+                f"trajectories ({mix}); embedder {rep.embedder} ({rep.embedder_dim}-d), tau {p.tau}; "
+                f"bank-size snapshots in the paper's stratified order (seed {SNAPSHOT_SEED})"
             )
         n_bank = len(bank)
         retriever = Retriever(bank, emb)
@@ -214,7 +344,9 @@ def run_qa(
                 if v != "ft_fm":
                     run = out_dir / "runs" / f"{slug(src.label)}-{v}"
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
-                    rows.append(finish(src, items, run, _row(src.label, v, s, None, None, n_bank)))
+                    row = finish(src, items, run, _row(src.label, v, s, None, None, n_bank))
+                    rows.append(row)
+                    evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
                 grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max))
                 for s in sweep_memory(
@@ -230,34 +362,65 @@ def run_qa(
                     **common,
                 ):
                     row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank)
-                    rows.append(finish(src, items, Path(s.run_dir), row))
+                    row = finish(src, items, Path(s.run_dir), row)
+                    rows.append(row)
+                    evals.append((row, EvalRun(src.label, v, s.k_max, s.bank_limit, Path(s.run_dir), items)))
         rows += _macro(rows)
+        if evals:
+            details["intervals"], diffs = _add_intervals(rows, evals)
+            if diffs:
+                tables.append(("Paired differences with bootstrap 95 % intervals (points)", diffs))
+        unseen = [r for r in rows if r.get("images_unseen")]
+        if unseen:
+            said = [
+                f"{r['set']} {r['variant']}: {r['images_unseen']} questions' images unseen "
+                f"({r['image_only_unseen']} with no text context)"
+                for r in unseen
+            ]
+            notes.append(
+                "the model took no images: " + "; ".join(said) + " (asked without them and scored as usual)"
+            )
         if p.taus:
             questions = [it.question for _, items in sets for it in items]
+            groups = [src.label for src, items in sets for _ in items]
             sizes = sorted({min(n, n_bank) for n in p.bank_sizes} | {0}) if p.bank_sizes else None
-            ana = bank_analytics(bank, emb, questions, sizes=sizes, taus=p.taus, tau=p.tau)
-            for r in ana["tau_sweep"]:
-                rows.append(
-                    {
-                        "tau": f"{r['tau']:.2f}".rstrip("0").rstrip("."),
-                        "bank_n": str(r["n"]),
-                        "hit_rate_pct": round(100 * r["hit_rate"], 1),
-                        "mean_entries": round(r["mean_entries"], 2),
-                        "jaccard_prev": None if r["jaccard_prev"] is None else round(r["jaccard_prev"], 3),
-                        "change_prev": None if r["change_prev"] is None else round(r["change_prev"], 3),
-                    }
-                )
+            ana = bank_analytics(bank, emb, questions, sizes=sizes, taus=p.taus, tau=p.tau, groups=groups)
+            skip = ("snapshots", "by_set", "tau_sweep")
+            details["analytics"] = {k: v for k, v in ana.items() if k not in skip}
+            per_set = [r for label in ana["by_set"] for r in ana["by_set"][label]]
+            rows += [_analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
             if n_bank < max(p.bank_sizes or (0,)):
                 notes.append(f"the bank holds {n_bank} entries: snapshots above that equal the whole bank")
-    return QAOutcome(tuple(rows), n_bank, tuple(notes), {k: v for k, v in details.items() if v})
+    details = {k: v for k, v in details.items() if v}
+    return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables))
 
 
-def shrink_plan(plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int) -> QAPlan:
+def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    def r3(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
+
+    return {
+        "set": r["set"],
+        "tau": f"{r['tau']:.2f}".rstrip("0").rstrip("."),
+        "bank_n": str(r["n"]),
+        "hit_rate_pct": round(100 * r["hit_rate"], 1),
+        "hit_rate": round(r["hit_rate"], 3),
+        "mean_entries": round(r["mean_entries"], 2),
+        "jaccard_prev": r3(r["jaccard_prev"]),
+        "change_prev": r3(r["change_prev"]),
+    }
+
+
+def shrink_plan(
+    plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int, store: Path | None = None
+) -> QAPlan:
     """The plan on the bundled demo set: the first bank source reads 2 train items, the first two
     sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
-    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept."""
+    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept. The tools
+    are the paper's that the demo set can use: Python, OCR + reparse and, with ``store`` (a
+    small market store), lookup over it."""
     bank = tuple(
-        replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2)
+        replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2, test_share=0.0)
         for s in plan.bank[:1]
     )
     sets = tuple(
@@ -269,11 +432,13 @@ def shrink_plan(plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_s
             split="test",
             subset=None,
             limit=n_items,
+            test_share=0.0,
         )
         for s in plan.sets[:2]
     )
     sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
+    tools = ("python", "lookup", "reparse") if store is not None else ("python", "reparse")
     return replace(
-        plan, model=model, backend="vllm", max_steps=max_steps, tools=("python",), bank_k=2,
-        bank_sizes=sizes, bank=bank, sets=sets, judge_model="",
+        plan, model=model, backend="vllm", max_steps=max_steps, tools=tools, store=str(store or ""),
+        bank_k=2, bank_sizes=sizes, bank=bank, sets=sets, judge_model="",
     )  # fmt: skip

@@ -19,7 +19,14 @@ __all__ = ["OURS_METRIC", "match_figures", "write_report"]
 
 #: Which field of our rows a paper figure's unit compares with (FinTMMBench's judged accuracy is
 #: its rows' ``accuracy_pct``; FinMME's six-dimension Avg is ``finmme_avg_pct``).
-OURS_METRIC = {"accuracy %": "accuracy_pct", "FinMME Avg %": "finmme_avg_pct", "%": "hit_rate_pct"}
+OURS_METRIC = {
+    "accuracy %": "accuracy_pct",
+    "FinMME Avg %": "finmme_avg_pct",
+    "%": "hit_rate_pct",
+    "fraction": "hit_rate",  # Table 5's H_n
+    "entries per query": "mean_entries",  # Table 5's E_n
+    "Jaccard": "jaccard_prev",  # Table 5's J between adjacent snapshots
+}
 
 
 def _fmt(v: Any) -> str:
@@ -65,8 +72,10 @@ def write_report(
     mode: str,
     notes: Sequence[str] = (),
     extra: Mapping[str, Any] | None = None,
+    tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
 ) -> Path:
-    """Write the report; returns the Markdown path. ``mode``: ``full`` or ``smoke``."""
+    """Write the report; returns the Markdown path. ``mode``: ``full`` or ``smoke``; ``tables``:
+    further (title, rows) tables printed after ours (in the JSON under ``tables``)."""
     # a smoke run's figures come from the demo set / synthetic market: never beside the paper's
     figs = match_figures(cfg.figures, rows if mode == "full" else ())
     lines = [
@@ -93,6 +102,8 @@ def write_report(
     ]
     lines += _table(figs) if figs else ["The paper gives no figure for this table in the text we have."]
     lines += ["", "## Our figures", ""] + _table(rows)
+    for title, trows in tables:
+        lines += ["", f"## {title}", ""] + _table(trows)
     md = out_dir / "reproduction.md"
     out_dir.mkdir(parents=True, exist_ok=True)
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -105,6 +116,7 @@ def write_report(
         "notes": list(notes),
         "paper_vs_ours": figs,
         "rows": list(rows),
+        **({"tables": {title: list(trows) for title, trows in tables}} if tables else {}),
         **dict(extra or {}),
     }
     (out_dir / "reproduction.json").write_text(

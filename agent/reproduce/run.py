@@ -12,15 +12,16 @@ without a GPU or the papers' data:
   explicit sampling (temperature 0.3) instead of the server's default, and a FinMem fixed on one
   backbone fixed on the CPU model.
 - FinAcumen: the bundled demo QA set (train items feed the bank, a few test items per set), the
-  CPU model, 2 tool steps, the Python tool only, K = 2 trajectories; variants, tau and k_max
-  grids as the config has them.
+  CPU model, 2 tool steps, the tools the demo set can use (Python, OCR + reparse, lookup over a
+  small synthetic market store), K = 2 trajectories; variants, tau and k_max grids as the
+  config has them.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ SMOKE_TRAIN = 6  # sessions
 SMOKE_TEST = 8  # sessions
 SMOKE_ANCHOR = 2525  # first synthetic session of the first windows set (after 2,520 of history)
 SMOKE_QA_ITEMS = 2
+SMOKE_QA_SESSIONS = 300  # sessions of the smoke run's small market store (lookup tool)
 _SMOKE_PROMPT = {
     "reason_max_chars": 40,
     "principle_max_chars": 60,
@@ -107,6 +109,19 @@ def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
     return doc
 
 
+def _smoke_store(out: Path) -> Path:
+    """A small seeded synthetic market store for the smoke run's lookup tool (built once)."""
+    from agent.data.workflows import synth_market
+
+    path = out / "qa_market.sqlite"
+    if not path.exists():
+        tmp = out / "qa_market.sqlite.tmp"
+        tmp.unlink(missing_ok=True)
+        synth_market(out / "qa_market", n_sessions=SMOKE_QA_SESSIONS, store_path=tmp)
+        tmp.replace(path)
+    return path
+
+
 def reproduce(
     cfg: ReproConfig,
     out_dir: str | Path,
@@ -130,6 +145,7 @@ def reproduce(
     reg = registry
     notes: list[str] = []
     extra: dict[str, Any] = {}
+    tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = ()
     if cfg.kind == "moira":
         from agent.reproduce.moira_run import moira_rows, run_moira
 
@@ -150,7 +166,8 @@ def reproduce(
         root = data_root or env.data_dir()
         if smoke:
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
-            plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2)
+            store = _smoke_store(out) if "lookup" in plan.tools else None
+            plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
         spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
         with opened(spec, reg, backend=backend) as be:
             qo = run_qa(
@@ -165,8 +182,10 @@ def reproduce(
             )
         rows = list(qo.rows)
         notes += list(qo.notes)
+        tables = qo.tables
         if qo.details:
             extra["qa_details"] = qo.details
 
-    md = write_report(cfg, out, rows, mode="smoke" if smoke else "full", notes=notes, extra=extra)
+    mode = "smoke" if smoke else "full"
+    md = write_report(cfg, out, rows, mode=mode, notes=notes, extra=extra, tables=tables)
     return ReproResult(md, tuple(rows), tuple(notes))

@@ -52,6 +52,7 @@ KINDS = ("moira", "qa")
 PAPERS = ("moira", "finacumen")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _QA_VARIANTS = ("base", "ft", "ft_fm")
+_QA_TOOLS = ("python", "lookup", "reparse", "retrieve")  # = agent.qa.toolset.TOOL_NAMES (a test checks)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,15 @@ class WindowSpec:
 
 @dataclass(frozen=True)
 class QASource:
-    """A benchmark file or folder: bank source (``[[qa.bank]]``) or evaluation set (``[[qa.sets]]``)."""
+    """A benchmark file or folder: bank source (``[[qa.bank]]``) or evaluation set (``[[qa.sets]]``).
+
+    ``test_share`` (> 0) is for a benchmark that ships no train/test split (FinTMMBench, FinMME):
+    that share of its items is its test part and the rest its train part, drawn by a seeded hash
+    of the item ids (:func:`agent.qa.holdout.hold_out`); ``split`` (``train`` or ``test``) then
+    picks the part, and ``limit`` applies after the draw. ``require_images = false`` keeps an
+    item whose image files this copy lacks (loaded incomplete and reported) instead of skipping
+    it (reported too).
+    """
 
     label: str
     dataset: str
@@ -99,10 +108,19 @@ class QASource:
     split: str | None = None
     subset: str | None = None
     limit: int | None = None
+    test_share: float = 0.0
+    require_images: bool = True
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"qa source {self.label!r}: limit={self.limit!r}; allowed: a whole number >= 1")
+        if not 0.0 <= self.test_share < 1.0:
+            raise ConfigError(f"qa source {self.label!r}: test_share={self.test_share!r}; allowed: [0, 1)")
+        if self.test_share and self.split not in ("train", "test"):
+            raise ConfigError(
+                f"qa source {self.label!r}: test_share needs split 'train' or 'test' (the part to take); "
+                f"got split={self.split!r}"
+            )
 
     def resolve(self, data_root: Path) -> Path:
         p = Path(self.path).expanduser()
@@ -117,7 +135,10 @@ class QAPlan:
     backend: str = "vllm"
     base_url: str = ""
     max_steps: int = 16
-    tools: tuple[str, ...] = ("python", "lookup", "reparse")
+    tools: tuple[str, ...] = ("python", "lookup", "reparse", "retrieve")
+    #: the market store the ``lookup`` tool reads (relative: under the data root); required
+    #: when ``tools`` has ``lookup``
+    store: str = ""
     variants: tuple[str, ...] = ("base", "ft", "ft_fm")
     tau: float = 0.65
     k_max: tuple[int, ...] = (5,)
@@ -154,6 +175,14 @@ class QAPlan:
             raise ConfigError(f"qa.bank_sizes={list(self.bank_sizes)}; allowed: whole numbers >= 0")
         if not self.sets:
             raise ConfigError("[[qa.sets]] is empty; allowed: at least one evaluation set")
+        bad_tools = [t for t in self.tools if t not in _QA_TOOLS]
+        if bad_tools:
+            raise ConfigError(f"qa.tools has {bad_tools}; allowed: {', '.join(_QA_TOOLS)}")
+        if "lookup" in self.tools and not self.store:
+            raise ConfigError(
+                "qa.tools has lookup but qa.store is empty; allowed: the market store's path "
+                '(relative: under the data root, e.g. store = "market.sqlite"), or drop lookup'
+            )
         if ("ft_fm" in self.variants or self.taus) and not self.bank:
             raise ConfigError("ft_fm or a tau sweep needs [[qa.bank]] sources (training splits)")
         for s in self.bank:
@@ -165,6 +194,18 @@ class QAPlan:
     @property
     def needs_bank(self) -> bool:
         return "ft_fm" in self.variants or bool(self.taus)
+
+    @property
+    def needs_tools(self) -> bool:
+        """Whether anything runs the tools (Base+FT, Base+FT+FM, or the bank build's solver)."""
+        return bool({"ft", "ft_fm"} & set(self.variants)) or self.needs_bank
+
+    def store_path(self, data_root: Path) -> Path | None:
+        """The market store of the lookup tool (None: no lookup)."""
+        if "lookup" not in self.tools or not self.store:
+            return None
+        p = Path(self.store).expanduser()
+        return p if p.is_absolute() else data_root / p
 
     @property
     def judge(self) -> str:

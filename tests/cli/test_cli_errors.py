@@ -83,6 +83,12 @@ CASES = [
     (["qa", "analyze", "absent"], "no evaluation run folders"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
+    (["export", "absent", "--out", "o"], "PATH=absent is not a folder"),
+    (["export", ".", "--out", "o", "--format", "xlsx"], "--format='xlsx'; allowed: csv, parquet"),
+    (
+        ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--execution", "vwap"],
+        "execution='vwap'; allowed: close, next_open",
+    ),
     (["reproduce", "table99"], "unknown reproduction config 'table99'"),
 ]
 

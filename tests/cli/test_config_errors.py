@@ -73,6 +73,20 @@ CASES = [
     ("experiment", "run", EXPERIMENT, ("direction = 0", 'direction = "auto"'), "model.max_tokens.direction"),
     ("experiment", "run", EXPERIMENT, ('name = "x"', 'name = "x"\nsede = 1'), "experiment.sede"),
     ("experiment", "run", EXPERIMENT, ('test_start = "2020-01-02"', 'test_start = "2019-06-03"'), "windows"),
+    (
+        "experiment",
+        "run",
+        EXPERIMENT,
+        ('name = "x"', 'name = "x"\nexecution = "vwap"'),
+        "experiment.execution",
+    ),
+    (
+        "experiment",
+        "run",
+        EXPERIMENT,
+        ('name = "x"', 'name = "x"\nslippage_bps = "5"'),
+        "experiment.slippage_bps",
+    ),
     # lifecycle (a table of the experiment file)
     (
         "lifecycle",

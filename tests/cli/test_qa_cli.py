@@ -115,3 +115,74 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
     assert judged["correct"] == 1 and judged["n"] == 2
     assert '"judge"' in res.out
     assert {r.call_type for r in backend.calls} == {"qa_solve", "judge"}
+
+
+def _demo_items(path, *, missing_image: bool) -> None:
+    rows = [
+        {"id": f"d{i}", "split": "test", "question": "What is the total? Round to 0 decimals.",
+         "context": "Total 42", "images": ["images/absent.png"] if missing_image and i == 0 else [],
+         "answer": 42, "decimals": 0}
+        for i in range(2)
+    ]  # fmt: skip
+    lines = [json.dumps(r) for r in rows] + ['{"id": "bad", "question": "q", "answer": "x", "decimals": 0}']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch):
+    """The data line names both lists the loader keeps: records skipped and items loaded without a
+    part (here an image absent from this copy, kept with --keep-missing-images)."""
+    import localfin_cli.qa_cmd as qa_cmd
+    from serving.registry import default_registry
+
+    data = tmp_path / "items.jsonl"
+    _demo_items(data, missing_image=True)
+    backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "r", "answer": "42"})])
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    args = ("qa", "eval", "--variant", "base", "--dataset", "demo", "--data", data)
+    res = cli(*args, "--run-dir", tmp_path / "kept", "--keep-missing-images")
+    assert res.code == 0, res.err
+    assert (
+        f"demo {data}: 2 items selected; 1 records skipped (first: answer 'x' is not a number); "
+        f"1 items loaded incomplete (first: image file missing: {tmp_path}/images/absent.png (1 of 1))"
+    ) in res.err
+    res = cli(*args, "--run-dir", tmp_path / "skipped")
+    assert res.code == 0, res.err
+    assert f"demo {data}: 1 items selected; 2 records skipped (first: image file missing" in res.err
+    assert "loaded incomplete" not in res.err
+
+
+def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monkeypatch):
+    import localfin_cli.qa_cmd as qa_cmd
+    from serving.registry import default_registry
+
+    tmm = tmp_path / "fintmm"
+    (tmm / "data").mkdir(parents=True)
+    qa = [
+        {"uuid": "t1", "question": "What was AAPL's close on 2022-03-07?", "answers": [{"answer": "152.5"}]}
+    ]
+    (tmm / "QA.json").write_text(json.dumps(qa), encoding="utf-8")
+    rows = [{"Symbol": "AAPL", "Date": "2022-03-07", "indicator_name": "Close", "indicator_value": 152.5,
+             "UUID": "p1"}]  # fmt: skip
+    (tmm / "data" / "StockPrice.json").write_text(json.dumps(rows), encoding="utf-8")
+
+    def solve(req) -> str:
+        props = (req.json_schema or {}).get("properties", {})
+        if "plan" in props:
+            return json.dumps({"inputs": "a", "experience": "b", "plan": "c"})
+        if not any("Output of retrieve" in m.content for m in req.messages):
+            return json.dumps(
+                {"thought": "t", "action": "retrieve", "args": {"query": "AAPL close 2022-03-07"}}
+            )
+        return json.dumps({"thought": "t", "action": "final_answer", "args": {"answer": "152.5"}})
+
+    judge = json.dumps({"verdict": "correct", "reason": "same"})
+    backend = ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    run = tmp_path / "run"
+    args = ("--variant", "ft", "--dataset", "fintmmbench", "--data", tmm, "--tools", "retrieve")
+    res = cli("qa", "eval", *args, "--run-dir", run)
+    assert res.code == 0, res.err
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["tools"] == ["retrieve"]
+    trace = json.loads((run / "trace.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    step = next(s for s in trace["steps"] if s["action"] == "retrieve")
+    assert step["tool_ok"] and "(uuid p1)" in step["observation"] and trace["gate_ok"] is True

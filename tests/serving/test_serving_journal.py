@@ -123,3 +123,22 @@ def test_records_give_an_audit_of_prompts_and_replies(tmp_path):
         recs = j.records(run_id="audit")
     assert [r["request"]["messages"][-1]["content"] for r in recs] == ["q 0", "q 1"]
     assert recs[1]["result"]["text"] == '{"n": 1}'
+
+
+def test_call_usage_shares_each_engine_call_among_its_requests(tmp_path):
+    import dataclasses
+
+    from serving.journal import CallUsage
+
+    backend = ScriptedBackend(default=numbered)
+    journal = Journal(tmp_path / "j.sqlite")
+    first, second = make_requests(3, tag="a"), make_requests(1, tag="b")
+    for reqs, wall in ((first, 0.9), (second, 0.5)):
+        results = [dataclasses.replace(r, latency_s=wall) for r in backend.chat(reqs)]
+        journal.put_many(list(zip(reqs, results)))  # one engine call: one transaction, one latency
+    keys = [r.key() for r in first + second]
+    usage = journal.call_usage([*keys, "absent"])
+    journal.close()
+    assert set(usage) == set(keys)
+    assert [usage[k].engine_s for k in keys] == pytest.approx([0.3, 0.3, 0.3, 0.5])
+    assert all(isinstance(u, CallUsage) and u.call_type == "test" for u in usage.values())

@@ -31,6 +31,7 @@ import numpy as np
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
 from agent.pairs.market.settlement import EXPOSURES, causal_betas
+from agent.pairs.market.tape import PriceTape, Quote, open_on_field
 from agent.pairs.screen.causal import PairCandidate, ScreenConfig, screen_store
 from localfin.errors import ConfigError, InputError
 
@@ -42,6 +43,7 @@ __all__ = [
     "window_sessions",
     "select_pair",
     "load_pair",
+    "load_legs",
     "priced",
     "pair_betas",
     "tradable",
@@ -156,7 +158,9 @@ class PairSeries:
 
     ``dates`` run from the pool calendar's first session to the test window's last; ``first`` is
     the index of step 001; NaN marks a session a leg lacks. ``hedge_ratio`` and ``half_life`` are
-    the screen's at selection (log A = alpha + hedge_ratio log B over the screen window)."""
+    the screen's at selection (log A = alpha + hedge_ratio log B over the screen window).
+    ``open_a``/``open_b``: the legs' opens on the closes' scale (``execution = "next_open"``;
+    NaN where none, and all NaN when not given)."""
 
     ticker_a: str
     ticker_b: str
@@ -166,6 +170,8 @@ class PairSeries:
     first: int
     hedge_ratio: float
     half_life: float
+    open_a: np.ndarray | None = None
+    open_b: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.dates)
@@ -173,6 +179,10 @@ class PairSeries:
             raise ConfigError(
                 f"price_a {self.price_a.shape} and price_b {self.price_b.shape} must both have shape ({n},)"
             )
+        for name in ("open_a", "open_b"):
+            v = getattr(self, name)
+            if v is not None and v.shape != (n,):
+                raise ConfigError(f"{name} {v.shape} must have shape ({n},)")
         if not 0 <= self.first < n - 1:
             raise ConfigError(f"first={self.first}; allowed: 0 <= first < {n - 1} (at least one transition)")
         if not math.isfinite(self.hedge_ratio):
@@ -191,6 +201,31 @@ class PairSeries:
         """Index of the last session on or before ``day`` (-1 when none)."""
         return int(np.searchsorted(self.dates, np.datetime64(to_date(day), "D"), side="right")) - 1
 
+    def quote(self, ticker: str, i: int) -> Quote:
+        """A leg over the transition from session ``i`` to ``i + 1`` (close, next open, next close)."""
+        if ticker == self.ticker_a:
+            close, opens = self.price_a, self.open_a
+        elif ticker == self.ticker_b:
+            close, opens = self.price_b, self.open_b
+        else:
+            raise ConfigError(f"ticker {ticker!r} is not a leg of {self.pair}")
+        nxt = float(opens[i + 1]) if opens is not None else math.nan
+        return Quote(float(close[i]), nxt, float(close[i + 1]))
+
+    def price_tape(self, first: int | None = None) -> PriceTape:
+        """The legs' closes and opens from session ``first`` (default step 001) to the last."""
+        lo = self.first if first is None else first
+        none = np.full(len(self.dates), np.nan)
+        legs = (
+            (self.ticker_a, self.price_a, self.open_a if self.open_a is not None else none),
+            (self.ticker_b, self.price_b, self.open_b if self.open_b is not None else none),
+        )
+        return PriceTape.from_rows(
+            (str(self.dates[i]), t, float(c[i]), float(o[i]))
+            for t, c, o in legs
+            for i in range(lo, len(self.dates))
+        )
+
 
 def load_pair(
     store: MarketStore, pool: tuple[str, ...], selection: Selection, field: str = "close"
@@ -200,14 +235,42 @@ def load_pair(
     c = selection.candidate
     if c is None:
         raise ConfigError(f"no pair was selected on {selection.session}: {selection.reason}")
-    end = selection.sessions[-1].item()
+    return load_legs(
+        store,
+        pool,
+        (c.ticker_a, c.ticker_b),
+        selection.sessions[0].item(),
+        selection.sessions[-1].item(),
+        field,
+        hedge_ratio=float(c.hedge_ratio),
+        half_life=float(c.half_life),
+    )
+
+
+def load_legs(
+    store: MarketStore,
+    pool: tuple[str, ...],
+    legs: tuple[str, str],
+    first: dt.date,
+    end: dt.date,
+    field: str = "close",
+    *,
+    hedge_ratio: float = 0.0,
+    half_life: float = math.nan,
+) -> PairSeries:
+    """The legs' ``field`` prices and opens on the pool calendar up to ``end``, step 001 at
+    ``first`` (what :func:`load_pair` loads for a selected pair)."""
+    a, b = legs
     cal = store.calendar(end=end, tickers=list(pool))
-    h = store.prices([c.ticker_a, c.ticker_b], end=end, field=field)
+    h = store.prices([a, b], end=end, field=field)
+    o = open_on_field(store, [a, b], end=end, field=field)
     pos = np.searchsorted(cal, h.dates)
     pa, pb = np.full(len(cal), np.nan), np.full(len(cal), np.nan)
     pa[pos], pb[pos] = h.values[:, 0], h.values[:, 1]
-    first = int(np.searchsorted(cal, selection.sessions[0]))
-    return PairSeries(c.ticker_a, c.ticker_b, cal, pa, pb, first, float(c.hedge_ratio), float(c.half_life))
+    oa, ob = np.full(len(cal), np.nan), np.full(len(cal), np.nan)
+    oa[pos], ob[pos] = o.values[:, 0], o.values[:, 1]
+    f = int(np.searchsorted(cal, np.datetime64(first, "D")))
+    return PairSeries(a, b, cal, pa, pb, f, hedge_ratio, half_life, oa, ob)
 
 
 def priced(series: PairSeries) -> np.ndarray:

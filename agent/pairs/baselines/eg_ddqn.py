@@ -6,9 +6,10 @@ log A - beta log B, beta the screen's hedge ratio, trailing ``z_window`` common 
 +-``z_clip`` and divided by 2), the spread's rolling half-life over ``half_life_window`` common
 sessions as a fraction of ``half_life_cap`` (1 when it exceeds the cap or does not revert), and the
 position held into t (one-hot LONG_SHORT / SHORT_LONG / FLAT: the previous action).
-Actions: LONG_SHORT, SHORT_LONG, FLAT. Reward of the action at t: its settled return from close t
-to close t+1 (:func:`agent.pairs.market.settlement.settle`, the run's exposure and cost), times
-``reward_scale`` for the network (the curve reports unscaled returns).
+Actions: LONG_SHORT, SHORT_LONG, FLAT. Reward of the action at t: its settled return over the
+transition to t+1 (:class:`agent.pairs.market.execution.Book`, the run's exposure and execution
+settings: close to close at no cost by default), times ``reward_scale`` for the network (the
+curve reports unscaled returns).
 
 Training data: the pair's sessions from ``history_sessions`` before the training window's first
 session to the training window's last session, so every reward settles before step 001. The
@@ -43,15 +44,8 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, priced, rolling_half_life, spread_zscores
-from agent.pairs.market.settlement import (
-    ACTIONS,
-    FLAT,
-    LegWeights,
-    leg_weights,
-    no_beta_weights,
-    settle,
-    signed_position,
-)
+from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
+from agent.pairs.market.settlement import ACTIONS, FLAT, LegWeights, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
 
 __all__ = ["DDQNConfig", "DDQNResult", "ddqn_features", "train_and_act"]
@@ -233,18 +227,16 @@ def _settle_path(
     lo: int,
     exposure: str,
     betas: np.ndarray | None,
-    cost_bps: float,
-    legs: str = "dollar_neutral",
+    execution: ExecutionSettings,
+    no_beta_legs: str = "dollar_neutral",
 ) -> float:
     """Sum of settled returns of actions decided at lo, lo+1, ... (the training score)."""
-    pa, pb = series.price_a, series.price_b
-    prev, total = (0.0, 0.0), 0.0
+    book, legs = Book(execution, series.quote), (series.ticker_a, series.ticker_b)
+    total = 0.0
     for i, a in enumerate(actions):
         t = lo + i
-        w = _weights(exposure, betas, t, series, legs) if a != _FLAT_INDEX else leg_weights("no_beta")
-        s = settle(ACTIONS[a], (pa[t], pa[t + 1]), (pb[t], pb[t + 1]), w, previous=prev, cost_bps=cost_bps)
-        total += s.realized
-        prev = signed_position(ACTIONS[a], w)
+        w = _weights(exposure, betas, t, series, no_beta_legs) if a != _FLAT_INDEX else leg_weights("no_beta")
+        total += book.settle(t, legs, ACTIONS[a], w).realized
     return total
 
 
@@ -258,7 +250,7 @@ def train_and_act(
     exposure: str,
     betas: np.ndarray | None,
     seed: int,
-    cost_bps: float = 0.0,
+    execution: ExecutionSettings = PAPER,
     no_beta_legs: str = "dollar_neutral",
 ) -> DDQNResult:
     """Train on transitions decided at sessions ``train_first - history_sessions`` ..
@@ -284,7 +276,8 @@ def train_and_act(
             f"no training transition: none of sessions {series.dates[lo]}..{series.dates[hi]} has a state "
             f"(z_window={cfg.z_window}, z_lags={cfg.z_lags}, half_life_window={cfg.half_life_window})"
         )
-    pa, pb = series.price_a, series.price_b
+    legs = (series.ticker_a, series.ticker_b)
+    book = Book(execution, series.quote)
     py_rng = random.Random(seed)
     np_rng = np.random.default_rng(seed)
     old_threads = torch.get_num_threads()
@@ -314,11 +307,13 @@ def train_and_act(
 
         for episode in range(cfg.episodes):
             eps = cfg.epsilon(episode)
-            pos, prev = _FLAT_INDEX, (0.0, 0.0)
+            pos = _FLAT_INDEX
+            book.reset()
             ep_return, losses = 0.0, []
             for t in range(lo, hi):
                 if not usable[t]:
-                    pos, prev = _FLAT_INDEX, (0.0, 0.0)
+                    pos = _FLAT_INDEX
+                    book.reset()
                     continue
                 if py_rng.random() < eps:
                     a = py_rng.randrange(len(ACTIONS))
@@ -327,10 +322,7 @@ def train_and_act(
                         q = online(state(torch.tensor([t]), torch.tensor([pos])))
                     a = int(torch.argmax(q[0]))
                 w = _weights(exposure, betas, t, series, no_beta_legs)
-                s = settle(
-                    ACTIONS[a], (pa[t], pa[t + 1]), (pb[t], pb[t + 1]), w, previous=prev, cost_bps=cost_bps
-                )
-                prev = signed_position(ACTIONS[a], w)
+                s = book.settle(t, legs, ACTIONS[a], w)
                 ep_return += s.realized
                 done = t + 1 >= hi or not usable[t + 1]
                 b_t[head], b_pos[head], b_a[head] = t, pos, a
@@ -363,7 +355,7 @@ def train_and_act(
                     "epsilon": eps,
                     "return": ep_return,
                     "greedy_return": _settle_path(
-                        series, greedy, lo, exposure, betas, cost_bps, no_beta_legs
+                        series, greedy, lo, exposure, betas, execution, no_beta_legs
                     ),
                     "loss": float(np.mean(losses)) if losses else None,
                     "updates": updates,

@@ -10,6 +10,12 @@ Gaps: a held ticker without a close on a session is valued at its last close (a 
 until it trades again, and the move across the halt is then earned in full; a ticker that stops
 trading is held at its last close, like cash). The record's note names the tickers valued that way.
 
+Execution (:mod:`agent.pairs.market.execution`): under ``next_open`` the basket is bought at the
+open of step 002 (the decision is taken at the close of step 001); fees and slippage are charged
+on the entry (turnover 1); a long-only basket borrows nothing. The settlement is
+:func:`agent.pairs.market.execution.resettle` of the run's ``HOLD`` decisions, the same function
+that settles a recorded tape again.
+
 Rows in ``steps.parquet`` are pool returns, not pair actions: ``pair`` is empty, ``action`` is
 ``HOLD``, the per-action returns are NaN and ``best`` is empty; the metrics leave the action
 counts and the action accuracy empty and count every transition in the win rate.
@@ -23,13 +29,12 @@ import numpy as np
 
 from agent.data.store import MarketStore
 from agent.pairs.baselines.ledger import Ledger
+from agent.pairs.market.execution import PAPER, ExecutionSettings, resettle
 from agent.pairs.market.records import StepRecord
+from agent.pairs.market.tape import HOLD, Decision, PriceTape, open_on_field
 from localfin.errors import InputError
 
 __all__ = ["HOLD", "EqualWeightConfig", "equal_weight_ledger"]
-
-#: The action label of Equal-Weight rows (a long-only pool position, not a pair action).
-HOLD = "HOLD"
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,18 @@ class EqualWeightConfig:
 
 
 def equal_weight_ledger(
-    store: MarketStore, pool: tuple[str, ...], sessions: np.ndarray, field: str = "close"
+    store: MarketStore,
+    pool: tuple[str, ...],
+    sessions: np.ndarray,
+    field: str = "close",
+    execution: ExecutionSettings = PAPER,
 ) -> tuple[Ledger, dict]:
     """Settle the 1/N buy-and-hold portfolio over ``sessions`` (the test window's, step 001 first).
 
-    ``field``: the price column (the screen's ``price_field``). Returns the ledger and facts for
-    ``metrics.json`` (tickers held, tickers left out)."""
-    h = store.prices(list(pool), start=sessions[0].item(), end=sessions[-1].item(), field=field)
+    ``field``: the price column (the screen's ``price_field``); ``execution``: fills and costs.
+    Returns the ledger and facts for ``metrics.json`` (tickers held, tickers left out)."""
+    start, end = sessions[0].item(), sessions[-1].item()
+    h = store.prices(list(pool), start=start, end=end, field=field)
     if len(h.dates) != len(sessions) or not np.array_equal(h.dates, sessions):
         raise InputError(f"pool prices in {sessions[0]}..{sessions[-1]} do not lie on the window's sessions")
     p0 = h.values[0]
@@ -60,16 +70,19 @@ def equal_weight_ledger(
     prices = h.values[:, held]
     with np.errstate(invalid="ignore"):
         have = np.isfinite(prices) & (prices > 0)
-    carried = prices.copy()
-    for t in range(1, len(carried)):
-        gap = ~have[t]
-        carried[t, gap] = carried[t - 1, gap]
-    value = (carried / carried[0]).mean(axis=1)
+    days = [str(d) for d in sessions]
+    decisions = tuple(
+        Decision(i + 1, days[i], days[i + 1], "", HOLD, float("nan"), float("nan"), basket=",".join(tick))
+        for i in range(len(sessions) - 1)
+    )
+    opens = open_on_field(store, list(pool), start=start, end=end, field=field)
+    tape = PriceTape(tuple(days), tuple(h.tickers), h.values.astype(np.float64), opens.values)
+    fills = resettle(decisions, tape, execution)
     recs: list[StepRecord] = []
     equity = 1.0
     n_carried = 0
-    for i in range(len(sessions) - 1):
-        r = float(value[i + 1] / value[i] - 1.0)
+    for i, fill in enumerate(fills):
+        r = float(fill.realized)
         equity *= 1.0 + r
         stale = [tick[k] for k in np.flatnonzero(~have[i] | ~have[i + 1])]
         n_carried += bool(stale)
@@ -95,4 +108,7 @@ def equal_weight_ledger(
         "n_carried": n_carried,
         "rebalance": "none (buy-and-hold, drifting weights)",
     }
-    return Ledger(tuple(recs), n_carried, 0, pair_actions=False, counterfactual=False), facts
+    ledger = Ledger(
+        tuple(recs), n_carried, 0, pair_actions=False, counterfactual=False, decisions=decisions, prices=tape
+    )
+    return ledger, facts

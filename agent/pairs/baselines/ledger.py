@@ -1,5 +1,7 @@
 """Settling a baseline's actions on its pair and writing the run folder, through the shared
-settlement, metrics and records code (so agent and baselines are scored by the same arithmetic).
+settlement, metrics and records code (so agent and baselines are scored by the same arithmetic:
+:class:`agent.pairs.market.execution.Book` under the run's execution settings). The run folder
+also gets the tape (``decisions.parquet``, ``prices.parquet``: :mod:`agent.pairs.market.tape`).
 
 Gap rule (documented in :mod:`agent.pairs.baselines.common`): a policy must return FLAT on a
 session that is not tradable; the transition from it is settled by
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, check_exposure, tradable
+from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
 from agent.pairs.market.metrics import Metrics, compute_metrics
 from agent.pairs.market.records import StepRecord, run_summary, write_json, write_steps
 from agent.pairs.market.settlement import (
@@ -29,8 +32,14 @@ from agent.pairs.market.settlement import (
     LegWeights,
     leg_weights,
     no_beta_weights,
-    settle,
-    signed_position,
+)
+from agent.pairs.market.tape import (
+    DECISIONS_FILE,
+    PRICES_FILE,
+    Decision,
+    PriceTape,
+    write_decisions,
+    write_prices,
 )
 from localfin.errors import ConfigError, LocalfinError
 
@@ -53,6 +62,9 @@ class Ledger:
     n_no_beta: int
     pair_actions: bool = True
     counterfactual: bool = True
+    #: the tape: one recorded decision per record, and the prices they settle on
+    decisions: tuple[Decision, ...] = ()
+    prices: PriceTape | None = None
 
     @property
     def returns(self) -> np.ndarray:
@@ -74,7 +86,7 @@ def settle_actions(
     exposure: str,
     *,
     betas: np.ndarray | None = None,
-    cost_bps: float = 0.0,
+    execution: ExecutionSettings = PAPER,
     notes: Sequence[str] | None = None,
     no_beta_legs: str = "dollar_neutral",
 ) -> Ledger:
@@ -82,8 +94,9 @@ def settle_actions(
 
     ``betas`` (from :func:`agent.pairs.baselines.common.pair_betas`) size the legs under ``beta``;
     ``no_beta_legs`` the reading of No-Beta (:func:`agent.pairs.market.settlement.no_beta_weights`);
-    ``notes`` (one per transition, e.g. the signal) go into each record's note.
-    Raises if a policy holds a position on a session that is not tradable (a policy bug).
+    ``execution``: fills and costs; ``notes`` (one per transition, e.g. the signal) go into each
+    record's note. Raises if a policy holds a position on a session that is not tradable (a
+    policy bug).
     """
     check_exposure(exposure)
     n = series.n_sessions - 1
@@ -92,9 +105,11 @@ def settle_actions(
     if notes is not None and len(notes) != n:
         raise ConfigError(f"{len(notes)} notes for {n} transitions; allowed: exactly one per transition")
     ok = tradable(series, exposure, betas)
-    pa, pb, f = series.price_a, series.price_b, series.first
+    f = series.first
+    legs = (series.ticker_a, series.ticker_b)
+    book = Book(execution, series.quote)
     recs: list[StepRecord] = []
-    prev = (0.0, 0.0)
+    decisions: list[Decision] = []
     equity = 1.0
     n_missing = n_no_beta = 0
     for i, action in enumerate(actions):
@@ -105,26 +120,29 @@ def settle_actions(
             raise LocalfinError(f"policy held {action} at step {i + 1} ({series.dates[t]}), not tradable")
         weights: LegWeights | None
         if exposure == "no_beta":
-            weights = no_beta_weights(no_beta_legs, pa[t], pb[t])
+            weights = no_beta_weights(no_beta_legs, series.price_a[t], series.price_b[t])
         else:
             beta = float(betas[t]) if betas is not None else _NAN
             weights = leg_weights("beta", beta) if math.isfinite(beta) else None
         note = notes[i] if notes is not None else ""
+        s = book.settle(t, legs, action, weights)
         if weights is None:
-            s = settle(
-                FLAT, (_NAN, _NAN), (_NAN, _NAN), leg_weights("no_beta"), previous=prev, cost_bps=cost_bps
-            )
             note = "; ".join(x for x in (note, "no beta") if x)
             n_no_beta += 1
-            prev = (0.0, 0.0)
-        else:
-            s = settle(
-                action, (pa[t], pa[t + 1]), (pb[t], pb[t + 1]), weights, previous=prev, cost_bps=cost_bps
+        elif s.missing:
+            note = "; ".join(x for x in (note, "missing price") if x)
+            n_missing += 1
+        decisions.append(
+            Decision(
+                step=i + 1,
+                date=str(series.dates[t]),
+                settle_date=str(series.dates[t + 1]),
+                pair=series.pair,
+                action=action,
+                w_a=weights.w_a if weights is not None else _NAN,
+                w_b=weights.w_b if weights is not None else _NAN,
             )
-            prev = signed_position(action, weights)
-            if s.missing:
-                note = "; ".join(x for x in (note, "missing price") if x)
-                n_missing += 1
+        )
         equity *= 1.0 + s.realized
         recs.append(
             StepRecord(
@@ -141,7 +159,7 @@ def settle_actions(
                 note=note,
             )
         )
-    return Ledger(tuple(recs), n_missing, n_no_beta)
+    return Ledger(tuple(recs), n_missing, n_no_beta, decisions=tuple(decisions), prices=series.price_tape())
 
 
 def flat_records(sessions: np.ndarray, note: str) -> Ledger:
@@ -150,7 +168,13 @@ def flat_records(sessions: np.ndarray, note: str) -> Ledger:
         StepRecord(i + 1, str(sessions[i]), "", FLAT, 0.0, 0.0, 0.0, 1.0, FLAT, True, note=note)
         for i in range(len(sessions) - 1)
     )
-    return Ledger(recs, 0, 0, counterfactual=False)
+    decisions = tuple(
+        Decision(i + 1, str(sessions[i]), str(sessions[i + 1]), "", FLAT, _NAN, _NAN)
+        for i in range(len(sessions) - 1)
+    )
+    none = np.zeros((len(sessions), 0))
+    empty = PriceTape(tuple(str(d) for d in sessions), (), none, none)
+    return Ledger(recs, 0, 0, counterfactual=False, decisions=decisions, prices=empty)
 
 
 def write_run(
@@ -169,6 +193,9 @@ def write_run(
         raise ConfigError(f"run_id={run_id!r}; allowed: a non-empty folder name without slashes")
     run_dir = Path(out_dir) / "runs" / run_id
     write_steps(run_dir / "steps.parquet", ledger.records)
+    if ledger.decisions and ledger.prices is not None:
+        write_decisions(run_dir / DECISIONS_FILE, ledger.decisions)
+        write_prices(run_dir / PRICES_FILE, ledger.prices)
     doc = run_summary(
         run_id=run_id,
         kind="baseline",

@@ -26,6 +26,7 @@ import numpy as np
 from agent.data.store import MarketStore
 from agent.pairs.baselines.common import Window
 from agent.pairs.baselines.runner import DEFAULT_BASELINES, BaselineConfig, RunSettings, run_all
+from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
@@ -250,4 +251,5 @@ def run_rolling(
         },
     )
     (out / "rolling.md").write_text(markdown(result), encoding="utf-8")
+    write_tables(out)  # equity curves, trades and runs.csv (agent.pairs.market.tables)
     return result

@@ -44,6 +44,7 @@ from agent.pairs.baselines.fixed_direction import (
     fixed_actions,
 )
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
+from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
@@ -77,13 +78,19 @@ DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
 @dataclass(frozen=True)
 class RunSettings:
     """What the baselines share with the agent: the screen, the Beta exposure's rolling window
-    (sessions, SPEC §2: 20), the cost in basis points per unit of turnover (default 0) and the
-    reading of the No-Beta legs (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`)."""
+    (sessions, SPEC §2: 20), the reading of the No-Beta legs
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`) and the execution settings
+    (:mod:`agent.pairs.market.execution`: ``execution`` close or next_open, ``cost_bps`` and
+    ``slippage_bps`` per unit of turnover, ``borrow_bps_per_year`` for the short leg; default the
+    papers': close, no costs)."""
 
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     beta_window: int = 20
     cost_bps: float = 0.0
     no_beta_legs: str = "dollar_neutral"
+    execution: str = "close"
+    slippage_bps: float = 0.0
+    borrow_bps_per_year: float = 0.0
 
     def __post_init__(self) -> None:
         if self.no_beta_legs not in NO_BETA_LEGS:
@@ -92,6 +99,10 @@ class RunSettings:
             raise ConfigError(f"beta_window={self.beta_window}; allowed: >= 3 sessions")
         if not (math.isfinite(self.cost_bps) and self.cost_bps >= 0):
             raise ConfigError(f"cost_bps={self.cost_bps}; allowed: a finite number >= 0 basis points")
+        self.execution_settings()
+
+    def execution_settings(self) -> ExecutionSettings:
+        return ExecutionSettings(self.execution, self.cost_bps, self.slippage_bps, self.borrow_bps_per_year)
 
 
 @dataclass(frozen=True)
@@ -174,6 +185,7 @@ def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) 
             "price_field": settings.screen.price_field,
             "screen_lookback": settings.screen.lookback,
         },
+        "execution": settings.execution_settings().to_dict(),
     }
 
 
@@ -196,7 +208,11 @@ def _run_prepared(
     ledger: Ledger
     if isinstance(config, EqualWeightConfig):
         ledger, facts = equal_weight_ledger(
-            store, prep.pool, prep.selection.sessions, settings.screen.price_field
+            store,
+            prep.pool,
+            prep.selection.sessions,
+            settings.screen.price_field,
+            settings.execution_settings(),
         )
         extra |= {"equal_weight": facts, "exposure_applies": False}
         extra["pair"] = ""
@@ -221,7 +237,7 @@ def _run_prepared(
                 exposure=exposure,
                 betas=betas,
                 seed=seed,
-                cost_bps=settings.cost_bps,
+                execution=settings.execution_settings(),
                 no_beta_legs=settings.no_beta_legs,
             )
             actions, notes = list(res.actions), list(res.notes)
@@ -239,7 +255,7 @@ def _run_prepared(
             actions,
             exposure,
             betas=betas,
-            cost_bps=settings.cost_bps,
+            execution=settings.execution_settings(),
             notes=notes,
             no_beta_legs=settings.no_beta_legs,
         )

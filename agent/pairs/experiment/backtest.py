@@ -5,20 +5,24 @@ A run = (variant, exposure, seed). Its program trains the policy memory on the t
 exposure with daily counterfactual records and lifecycle monitoring on. Metrics are those of
 the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, computed by
 :mod:`agent.pairs.market.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
-``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet`` and
-``training.json``.
+``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet``,
+``training.json`` and the tape (``decisions.parquet`` + ``prices.parquet``,
+:mod:`agent.pairs.market.tape`): the test decisions and their prices, which settle the run again
+under other execution settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.execution import PAPER, ExecutionSettings
 from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
 from agent.pairs.market.records import run_summary, write_json, write_steps
+from agent.pairs.market.tape import DECISIONS_FILE, PRICES_FILE, PriceTape, write_decisions, write_prices
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira.calls import CallSettings
 from agent.pairs.moira.config import Variant
@@ -53,6 +57,9 @@ class RunOutcome:
     policy: PolicyOutcome
     test: WindowResult
     trace: TraceLog
+    execution: ExecutionSettings = PAPER
+    #: closes and opens of every ticker the test decisions name, on the test sessions
+    prices: PriceTape | None = field(default=None, repr=False)
 
     def metrics(self) -> Any:
         steps = self.test.steps
@@ -87,6 +94,7 @@ class RunOutcome:
             "fallbacks_total": test["invalid_replies"] + train["invalid_replies"],
             "screens_short": test["screens_short"] + train["screens_short"],
             "screens_empty": test["screens_empty"] + train["screens_empty"],
+            "execution": self.execution.to_dict(),
             "lifecycle": self.lifecycle(),
         }
 
@@ -135,10 +143,10 @@ def moira_program(
         prompt=cfg.prompt,
         selection=spec.variant.selection,
         lifecycle=cfg.lifecycle,
-        cost_bps=cfg.cost_bps,
         trace=trace,
         on_session=on_session,
         no_beta_legs=cfg.no_beta_legs,
+        execution=cfg.execution_settings(),
     )
     validator = PrincipleValidator(
         view.pool, {t: c.name for t, c in view.companies.items()}, max_chars=cfg.prompt.principle_max_chars
@@ -151,7 +159,8 @@ def moira_program(
             "test", 0, test, spec.exposure, policy.principles, memory, spec.variant.selection.fixed_pair
         ),
     )
-    return RunOutcome(spec, policy, result, trace)
+    tickers = {t for d in result.decisions for t in d.tickers()}
+    return RunOutcome(spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test))
 
 
 def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
@@ -159,6 +168,9 @@ def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     write_steps(d / "steps.parquet", outcome.test.steps)
+    write_decisions(d / DECISIONS_FILE, outcome.test.decisions)
+    if outcome.prices is not None:
+        write_prices(d / PRICES_FILE, outcome.prices)
     outcome.trace.write(d / "trace.parquet")
     write_json(
         d / "training.json",

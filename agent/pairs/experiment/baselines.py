@@ -45,7 +45,15 @@ log = logging.getLogger(__name__)
 def _settings(cfg: ExperimentConfig) -> Any:
     from agent.pairs.baselines.runner import RunSettings
 
-    return RunSettings(screen=cfg.screen, cost_bps=cfg.cost_bps, no_beta_legs=cfg.no_beta_legs)
+    ex = cfg.execution_settings()
+    return RunSettings(
+        screen=cfg.screen,
+        cost_bps=ex.cost_bps,
+        execution=ex.execution,
+        slippage_bps=ex.slippage_bps,
+        borrow_bps_per_year=ex.borrow_bps_per_year,
+        no_beta_legs=cfg.no_beta_legs,
+    )
 
 
 def _windows(cfg: ExperimentConfig) -> tuple[tuple[Any, Any], tuple[Any, Any]]:

@@ -10,7 +10,9 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs
+    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
+                   slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
+                   are filled and what fills cost; defaults: the papers' close-to-close at no cost)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size
@@ -44,6 +46,7 @@ from typing import Any
 
 from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
 from agent.pairs.lifecycle.config import LifecycleConfig
+from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.moira.config import (
     MaxTokens,
@@ -186,6 +189,10 @@ class ExperimentConfig:
     variants: tuple[Variant, ...] = (Variant(),)
     #: the baselines run beside the agent (none when built in code; every one by default in a file)
     baselines: BaselinesConfig = field(default_factory=lambda: BaselinesConfig(methods=()))
+    #: ``close`` (the papers') or ``next_open``; with the costs below, every run's settlement
+    execution: str = "close"
+    slippage_bps: float = 0.0
+    borrow_bps_per_year: float = 0.0
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -225,6 +232,11 @@ class ExperimentConfig:
                 f"baselines.finmem.model={fm.model!r} differs from model.backbone={self.model.backbone!r} "
                 "with model.backend = 'openai': set baselines.finmem.base_url (the server of that model)"
             )
+        self.execution_settings()  # validates execution, slippage_bps, borrow_bps_per_year
+
+    def execution_settings(self) -> ExecutionSettings:
+        """How every run of the experiment (agent and baselines) is filled and charged."""
+        return ExecutionSettings(self.execution, self.cost_bps, self.slippage_bps, self.borrow_bps_per_year)
 
     def finmem_backend_spec(self, model_path: str = "") -> BackendSpec | None:
         """The backend FinMem needs besides the backbone's: None unless FinMem runs with a fixed

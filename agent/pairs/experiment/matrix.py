@@ -75,6 +75,7 @@ from agent.pairs.experiment.local import run_cells_local
 from agent.pairs.experiment.matrix_config import MatrixConfig
 from agent.pairs.experiment.matrix_ray import run_cells_ray
 from agent.pairs.experiment.plan import BackendFactory, CellResult, MatrixPlan, plan_matrix
+from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import read_json, write_json
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -201,6 +202,7 @@ def _finish(
     out = plan.out_dir
     res = MatrixResult(out, mode, results, round(wall, 3), starts)
     res.settings = (summary or write_experiments_summary)(out, plan.config.name, results)
+    write_tables(out)  # every run's tables again and the matrix's runs.csv (all experiments)
     write_json(
         out / "manifest.json",
         {

@@ -30,6 +30,8 @@ from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
+from agent.pairs.market.execution import FRICTIONS
+from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import write_json
 from agent.pairs.market.view import MarketView
 from bank.embedder import Embedder
@@ -101,6 +103,22 @@ class _Counting:
         return None
 
 
+def _check_opens(cfg: ExperimentConfig, view: MarketView) -> None:
+    """``execution = "next_open"`` fills at opens: refuse a store without them before any call."""
+    if cfg.execution != "next_open":
+        return
+    w = cfg.windows
+    sessions = view.sessions(w.train_start, w.train_end) + view.sessions(w.test_start, w.test_end)
+    lacking = view.missing_opens(sessions)
+    if lacking:
+        shown = ", ".join(f"{t} {d}" for t, d in lacking[:5]) + (", ..." if len(lacking) > 5 else "")
+        raise ConfigError(
+            f"experiment.execution='next_open' needs open prices, and the store {cfg.store} has "
+            f"{len(lacking)} session(s) of the pool with a close but no open ({shown}); "
+            "re-import prices with their open column, or use execution = 'close'"
+        )
+
+
 def run_experiment(
     cfg: ExperimentConfig,
     out_dir: str | Path,
@@ -142,6 +160,7 @@ def run_experiment(
         )
     with MarketStore(cfg.store, create=False) as store:
         view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
+        _check_opens(cfg, view)
         digest = store.digest()
         rule_ids, rule_skipped = eb.run_rule_baselines(
             store, cfg, view.pool, out, resume=resume, progress=progress
@@ -243,7 +262,12 @@ def run_experiment(
             "model_calls": jb.called,
             "replayed_from_journal": jb.replayed,
             "sampling": sampling,
+            "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},
+            "frictions_row": FRICTIONS.to_dict() | {"label": FRICTIONS.label()},
         },
     )
     write_json(out / "manifest.json", manifest)
+    tables = write_tables(out)  # equity_curve, trades, llm_usage per run; runs.csv
+    for rel, why in tables.skipped:
+        log.warning("no tables for run %s: %s", rel, why)
     return result

@@ -4,8 +4,9 @@ the report.
 Inputs are the settled daily returns (fractions, one per finalized transition) and, where
 known, the actions held and whether each matched the counterfactual best action. Conventions:
 * cumulative return = prod(1 + r) - 1; equity starts at 1 before the first settlement;
-* annualised Sharpe = sqrt(252) mean(r) / std(r, ddof=1), NaN when std is 0 or fewer than 2
-  returns; its standard error follows Lo (2002) under IID returns:
+* annualised Sharpe = sqrt(252) mean(r) / std(r, ddof=1), NaN when std is 0 (or rounding noise
+  of constant returns, below 1e-12 of the mean) or fewer than 2 returns; its standard error
+  follows Lo (2002) under IID returns:
   SE(SR_period) = sqrt((1 + SR_period^2 / 2) / T), annualised by sqrt(252);
 * maximum drawdown = min over t of equity_t / max_{s<=t} equity_s - 1 (<= 0; the starting
   equity of 1 counts as a peak);
@@ -83,8 +84,9 @@ def cumulative_return(returns: Sequence[float] | np.ndarray) -> float:
 def _period_sharpe(r: np.ndarray) -> float:
     if len(r) < 2:
         return math.nan
-    sd = float(np.std(r, ddof=1))
-    return float(np.mean(r)) / sd if sd > 0 else math.nan
+    sd, mean = float(np.std(r, ddof=1)), float(np.mean(r))
+    # constant returns have a std of rounding noise (1e-16 of the mean), not a dispersion
+    return mean / sd if sd > 1e-12 * abs(mean) else math.nan
 
 
 def sharpe(returns: Sequence[float] | np.ndarray) -> float:

@@ -3,9 +3,9 @@ store, with accessors that take the decision session and never return anything a
 
 Causality is a property of the accessors: :meth:`MarketView.pair_state` and
 :meth:`MarketView.news_until` cut at the session index they are given, :meth:`MarketView.screen`
-calls the screen, which cuts the history at its date. Only the backtester asks for the price
-of t+1, to settle a decision made at t (:meth:`MarketView.price`). Results are cached per
-(pair, session) so that the runs of one experiment share the work.
+calls the screen, which cuts the history at its date. Only the backtester asks for the prices
+of t+1, to settle a decision made at t (:meth:`MarketView.price`, :meth:`MarketView.quote`).
+Results are cached per (pair, session) so that the runs of one experiment share the work.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent.data.schema import Company, NewsItem, to_date
+from agent.pairs.market.tape import PriceTape, Quote, open_on_field
 from agent.pairs.screen.causal import ScreenConfig, ScreenResult, read_prices, screen_pairs
 from localfin.errors import ConfigError, InputError
 
@@ -80,6 +81,11 @@ class MarketView:
         self.screen_config = screen
         self.pool = tickers
         self.history = read_prices(store, tickers, end=end, config=screen)
+        # opens on the settlement price's scale, for execution = "next_open" (NaN where none)
+        opens = open_on_field(store, tickers, end=end, field=screen.price_field)
+        if opens.values.shape != self.history.values.shape:
+            raise InputError(f"open prices of {list(tickers)} do not lie on the closes' calendar")
+        self._opens = opens.values
         self.dates = [d.item() for d in self.history.dates]
         self._pos = {d: i for i, d in enumerate(self.dates)}
         self._col = {t: k for k, t in enumerate(self.history.tickers)}
@@ -171,3 +177,33 @@ class MarketView:
     def price(self, ticker: str, i: int) -> float:
         """The settlement price of ``ticker`` at session ``i`` (NaN where it did not trade)."""
         return float(self.history.values[i, self._col[ticker]])
+
+    def open_price(self, ticker: str, i: int) -> float:
+        """The open of ``ticker`` at session ``i`` on the settlement price's scale (NaN: none)."""
+        return float(self._opens[i, self._col[ticker]])
+
+    def quote(self, ticker: str, i: int) -> Quote:
+        """``ticker`` over the transition from session ``i`` to ``i + 1`` (close, next open, next
+        close): what settling a decision taken at the close of ``i`` may read."""
+        return Quote(self.price(ticker, i), self.open_price(ticker, i + 1), self.price(ticker, i + 1))
+
+    def missing_opens(self, sessions: Sequence[dt.date]) -> list[tuple[str, str]]:
+        """(ticker, session) of every pool ticker with a close but no open on ``sessions``
+        (what ``execution = "next_open"`` cannot fill on)."""
+        rows = [self.index(d) for d in sessions]
+        close, opens = self.history.values[rows], self._opens[rows]
+        with np.errstate(invalid="ignore"):
+            bad = np.isfinite(close) & ~(np.isfinite(opens) & (opens > 0))
+        return [(self.history.tickers[k], sessions[i].isoformat()) for i, k in zip(*np.nonzero(bad))]
+
+    def price_tape(self, tickers: Collection[str], sessions: Sequence[dt.date]) -> PriceTape:
+        """Closes and opens of ``tickers`` on ``sessions`` (a run's ``prices.parquet``)."""
+        ticks = tuple(sorted(set(tickers)))
+        rows = [self.index(d) for d in sessions]
+        cols = [self._col[t] for t in ticks]
+        return PriceTape(
+            tuple(d.isoformat() for d in sessions),
+            ticks,
+            self.history.values[np.ix_(rows, cols)].astype(np.float64),
+            self._opens[np.ix_(rows, cols)].astype(np.float64),
+        )

@@ -31,17 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.pairs.lifecycle.monitor import PairMonitor
+from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
 from agent.pairs.market.masking import StepCalendar
 from agent.pairs.market.records import StepRecord
-from agent.pairs.market.settlement import (
-    FLAT,
-    LegWeights,
-    causal_betas,
-    leg_weights,
-    no_beta_weights,
-    settle,
-    signed_position,
-)
+from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, no_beta_weights
+from agent.pairs.market.tape import Decision
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PromptConfig, SelectionConfig
@@ -66,10 +60,11 @@ class RunContext:
     prompt: PromptConfig
     selection: SelectionConfig
     lifecycle: Any  # agent.pairs.lifecycle.machine.LifecycleConfig
-    cost_bps: float
     trace: TraceLog
     on_session: Callable[[], None] = lambda: None
     no_beta_legs: str = "dollar_neutral"
+    #: fills and costs of every settlement (agent.pairs.market.execution; default the papers')
+    execution: ExecutionSettings = PAPER
 
 
 @dataclass(frozen=True)
@@ -99,6 +94,8 @@ class WindowResult:
     stats: PhaseStats
     initial_pair: str
     pairs_held: list[str]
+    #: the window's recorded decisions (the tape of agent.pairs.market.tape), one per step
+    decisions: list[Decision] = field(default_factory=list)
 
     @property
     def total_return(self) -> float:
@@ -127,6 +124,7 @@ class _Pending:
     lifecycle: str
     fallback: bool
     note: str
+    request_key: str = ""
 
 
 class _Window:
@@ -141,13 +139,15 @@ class _Window:
         self.memory = spec.pair_memory.copy()
         self.records: list[CounterfactualRecord] = []
         self.steps: list[StepRecord] = []
+        self.decisions: list[Decision] = []
         self.returns: list[float] = []
         self.pairs_held: list[str] = []
         self.pair: tuple[str, str] | None = None
         self.monitor: Any = None
         self.broken: set[tuple[str, str]] = set()
-        self.position = (0.0, 0.0)
-        self.close_cost = 0.0
+        # the position carried between settlements; a pair change closes the old legs at the next
+        # fill (their turnover is charged there, and under next_open their overnight move earned)
+        self.book = Book(ctx.execution, self.view.quote)
         self.equity = 1.0
         self.pending: _Pending | None = None
         self.initial_pair = ""
@@ -172,11 +172,6 @@ class _Window:
         )
 
     def _set_pair(self, i: int, pair: tuple[str, str] | None) -> None:
-
-        if pair != self.pair and self.position != (0.0, 0.0):
-            # closing the old pair's legs is turnover too (charged on the next settlement)
-            self.close_cost += self.ctx.cost_bps * 1e-4 * (abs(self.position[0]) + abs(self.position[1]))
-            self.position = (0.0, 0.0)
         self.pair = pair
         self.monitor = (
             PairMonitor(
@@ -279,24 +274,13 @@ class _Window:
         p = self.pending
         assert p is not None
         g0, g1 = p.index, self.gidx[i]
-        view, cost = self.view, self.ctx.cost_bps
-        if p.pair is None:
-            rets = {"LONG_SHORT": 0.0, "SHORT_LONG": 0.0, "FLAT": 0.0}
-            realized, best, matched = 0.0 - self.close_cost, FLAT, True
-            self.position = (0.0, 0.0)
-        else:
+        view = self.view
+        if g1 != g0 + 1:
+            raise ConfigError(f"settling step {p.step}: sessions {g0} and {g1} are not consecutive")
+        fill = self.book.settle(g0, p.pair, p.action, p.weights if p.pair else None)
+        rets, best, matched, realized = dict(fill.returns), fill.best, fill.matched, fill.realized
+        if p.pair is not None:
             a, b = p.pair
-            s = settle(
-                p.action,
-                (view.price(a, g0), view.price(a, g1)),
-                (view.price(b, g0), view.price(b, g1)),
-                p.weights,
-                previous=self.position,
-                cost_bps=cost,
-            )
-            rets, best, matched = dict(s.returns), s.best, s.matched
-            realized = s.realized - self.close_cost
-            self.position = signed_position(p.action, p.weights)
             label = f"{a}/{b}"
             rec = CounterfactualRecord(
                 p.step,
@@ -314,10 +298,22 @@ class _Window:
             z_next = view.pair_state(a, b, g1).z_trade
             if math.isfinite(z_next) and math.isfinite(p.z_trade):
                 self.memory.observe(label, abs(z_next) < abs(p.z_trade))
-        self.close_cost = 0.0
         self.equity *= 1.0 + realized
         self.returns.append(realized)
         pair = "/".join(p.pair) if p.pair else ""
+        nan = math.nan
+        self.decisions.append(
+            Decision(
+                step=p.step,
+                date=self.sessions[p.step - 1].isoformat(),
+                settle_date=self.sessions[i].isoformat(),
+                pair=pair,
+                action=p.action,
+                w_a=p.weights.w_a if p.pair else nan,
+                w_b=p.weights.w_b if p.pair else nan,
+                request_key=p.request_key,
+            )
+        )
         self.steps.append(
             StepRecord(
                 step=p.step,
@@ -339,7 +335,7 @@ class _Window:
             i,
             "settle",
             decision={"action": p.action, "realized": realized, "best": best, "matched": bool(matched)},
-            detail={"returns": rets, "decided_at_step": p.step, "pair": pair},
+            detail={"returns": rets, "decided_at_step": p.step, "pair": pair, "cost": fill.cost},
         )
         self.pending = None
 
@@ -417,6 +413,7 @@ class _Window:
             lifecycle,
             bool(parsed.fallback),
             note or (f"fallback: {parsed.fallback}" if parsed.fallback else ""),
+            res.request_key,
         )
         self.trace(
             i,
@@ -466,6 +463,7 @@ class _Window:
             self.stats,
             self.initial_pair,
             self.pairs_held,
+            self.decisions,
         )
 
     def boundary(self, i: int, state: Any) -> Gen:

@@ -17,12 +17,20 @@ from typing import Any
 from agent.qa.answer_format import numeric_format
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, parse_path_list, text_field
-from agent.qa.loaders.records import BadRecord, Produced, Row, each_record, iter_json_rows, whole_file
+from agent.qa.loaders.records import (
+    BadRecord,
+    IncompleteItem,
+    Produced,
+    Row,
+    each_record,
+    iter_json_rows,
+    whole_file,
+)
 
 __all__ = ["iter_demo"]
 
 
-def _item(rec: dict[str, Any], root: Path, split: str, require_images: bool) -> QAItem:
+def _item(rec: dict[str, Any], root: Path, split: str, require_images: bool) -> tuple[QAItem, list[str]]:
     item_id = text_field(rec, "id")
     question = text_field(rec, "question")
     answer = rec.get("answer")
@@ -31,13 +39,15 @@ def _item(rec: dict[str, Any], root: Path, split: str, require_images: bool) -> 
     decimals = rec.get("decimals")
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
         raise BadRecord(f"decimals {decimals!r}; allowed: 0..6")
-    images = []
+    images, missing = [], []
     for rel in parse_path_list(rec.get("images"), "images"):
         p = root / rel
         if p.is_file():
             images.append(str(p))
         elif require_images:
             raise BadRecord(f"image file missing: {p}")
+        else:
+            missing.append(str(p))
     q = Question(
         item_id=item_id,
         dataset="demo",
@@ -51,7 +61,7 @@ def _item(rec: dict[str, Any], root: Path, split: str, require_images: bool) -> 
         answer_type="count" if rec.get("answer_type") == "count" else "number",
         extra={"kind": rec.get("kind", ""), "decimals": decimals, "abs_tol": 0.5 * 10.0**-decimals},
     )
-    return QAItem(q, gold, split)
+    return QAItem(q, gold, split), missing
 
 
 def iter_demo(path: Path, *, split: str | None, require_images: bool) -> Iterator[Produced]:
@@ -59,6 +69,11 @@ def iter_demo(path: Path, *, split: str | None, require_images: bool) -> Iterato
     f = path / "items.jsonl" if path.is_dir() else path
 
     def make(row: Row, rec: dict[str, Any]) -> Iterator[Produced]:
-        yield _item(rec, f.parent, item_split(rec.get("split"), f, split, "test"), require_images)
+        item, missing = _item(rec, f.parent, item_split(rec.get("split"), f, split, "test"), require_images)
+        if missing:  # kept without them (require_images=False), and listed
+            listed = len(missing) + len(item.question.images)
+            reason = f"image file missing: {missing[0]} ({len(missing)} of {listed})"
+            yield IncompleteItem(str(row.path), row.line, item.item_id, reason)
+        yield item
 
     yield from whole_file(f, each_record(iter_json_rows(f), make, lambda rec: str(rec.get("id") or "")))

@@ -67,14 +67,22 @@ from pathlib import Path
 
 from agent.qa.sandbox.config import MAX_ERROR_CHARS, SandboxConfig, SandboxUnavailable
 
-__all__ = ["HostLayout", "Launcher", "host_layout", "find_programs", "INSIDE_PREFIX", "INSIDE_SITE"]
+__all__ = [
+    "HostLayout",
+    "Launcher",
+    "host_layout",
+    "find_programs",
+    "INSIDE_PREFIX",
+    "INSIDE_SITE",
+    "INSTALL_HINT",
+]
 
 INSIDE_PREFIX = "/opt/py"
 INSIDE_SITE = "/opt/site"
 _SYSTEM_LIB_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64")
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-_INSTALL_HINT = (
+INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; `make install` does it when run "
     "as root) and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on "
     "Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
@@ -167,7 +175,7 @@ def find_programs(as_root: bool) -> dict[str, str]:
     missing = [name for name, path in found.items() if path is None]
     if missing:
         raise SandboxUnavailable(
-            f"sandbox: no OS isolation available, {', '.join(missing)} not found on PATH; {_INSTALL_HINT}. "
+            f"sandbox: no OS isolation available, {', '.join(missing)} not found on PATH; {INSTALL_HINT}. "
             "Model-written code is never run without isolation."
         )
     return {name: str(path) for name, path in found.items()}

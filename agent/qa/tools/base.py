@@ -31,12 +31,15 @@ class ToolResult:
         numbers: numeric values the output contains (for the answer gate's provenance check).
         error: short machine-readable reason when not ok (e.g. ``timeout``, ``memory``,
             ``bad_args``, ``exception``, ``refused``).
+        images: image files the output refers to (a retrieved chart); the solver attaches them
+            to the model's next message when the model takes images.
     """
 
     ok: bool
     text: str
     numbers: tuple[float, ...] = field(default=())
     error: str | None = None
+    images: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if len(self.text) > MAX_TOOL_TEXT:

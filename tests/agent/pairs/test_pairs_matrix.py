@@ -193,6 +193,13 @@ def test_scripted_matrix_runs_one_engine_per_backbone_and_resumes_without_calls(
 
     assert rows == _plain(matrix_settings(out)) == _plain(res.settings)
     assert "Sharpe ± SE" in (out / "summary.md").read_text()
+    assert all(r["frictions"]["settlement"].startswith("with frictions") for r in rows)
+    # runs.csv: every run of every experiment at the matrix level, each experiment's own beside it
+    import pandas as pd
+
+    table = pd.read_csv(out / "runs.csv")
+    assert len(table) == sum(len(pd.read_csv(out / c.folder / "runs.csv")) for c in res.cells) == 4 * (4 + 4)
+    assert set(table["group"]) == {c.folder for c in res.cells}
     manifest = read_json(out / "manifest.json")
     assert manifest["mode"] == "local" and manifest["model_calls"] == sum(c.model_calls for c in res.cells)
     before = _run_files(out)

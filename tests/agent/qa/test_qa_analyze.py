@@ -17,6 +17,7 @@ from agent.qa.sweep import sweep_memory
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry, query_text
+from bank.snapshots import stratified_order
 from bank.store import ExperienceBank
 from localfin.errors import InputError
 
@@ -69,12 +70,15 @@ def test_analysis_tables_and_bank_analytics(tmp_path):
             sizes=[0, 2, 4, 6],
         )
         ana = bank_analytics(bank, EMB, [i.question for i in items], sizes=[0, 2, 4, 6])
-        # direct count: entries with cosine >= 0.65 among the first n, one per source
+        # direct count: entries with cosine >= 0.65 among the snapshot's n (the first n of the
+        # stratified order), one per source
         q = EMB.embed([query_text(i.question.text, i.question.context) for i in items])
         sims = q @ bank.vectors().T
+        order = stratified_order(bank.datasets(), 42)
         for row in ana["snapshots"]:
             n = row["n"]
-            sets = [{bank.sources[j] for j in range(n) if sims[a, j] >= 0.65} for a in range(len(items))]
+            snap = order[:n].tolist()
+            sets = [{bank.sources[j] for j in snap if sims[a, j] >= 0.65} for a in range(len(items))]
             assert row["hit_rate"] == pytest.approx(np.mean([len(s) > 0 for s in sets]))
             assert row["mean_entries"] == pytest.approx(np.mean([len(s) for s in sets]))
     text = md.read_text()

@@ -15,6 +15,7 @@ from agent.qa.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry
+from bank.snapshots import stratified_order
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
 from serving.lockstep import run_one
@@ -90,8 +91,39 @@ def test_snapshot_limit_and_k_max(tmp_path):
         mk = lambda **kw: ExperienceMemory(Retriever(bank, EMB), MemoryConfig(**kw))  # noqa: E731
         assert len(mk().retrieve_many([q])[0].entries) == 4
         assert len(mk(k_max=2).retrieve_many([q])[0].entries) == 2
-        assert [h.entry_id for h in mk(bank_limit=1).retrieve_many([q])[0].hits] == [0]
+        first = mk(bank_limit=1, snapshot_order="insertion")
+        assert [h.entry_id for h in first.retrieve_many([q])[0].hits] == [0] and first.snapshot_ids() == (0,)
+        # the paper's order (default): the snapshot of 1 is the first entry of the stratified order
+        strat = mk(bank_limit=1)
+        (want,) = stratified_order(bank.datasets(), 42)[:1]
+        assert strat.snapshot_ids() == (int(want),)
+        assert [h.entry_id for h in strat.retrieve_many([q])[0].hits] == [int(want)]
         assert mk(bank_limit=0).retrieve_many([q])[0].entries == ()
+
+
+def test_a_bank_size_snapshot_draws_evenly_from_the_source_sets(tmp_path):
+    """Six BizBench entries were added before two FinMMR ones; the snapshot of 4 holds 2 of each
+    (the paper's stratified order, not the first 4 added), and retrieval over it equals the
+    brute force over exactly those entries."""
+    import numpy as np
+
+    q = change_items(1, "test")[0].question
+    entries = [
+        NewEntry(f"s-{i}", "bizbench/SEC-NUM" if i < 6 else "finmmr/easy", *_similar(i).text().split("\n", 1),
+                 ("Use calc for the change.",), ())
+        for i in range(8)
+    ]  # fmt: skip
+    with _bank(tmp_path / "bank", entries) as bank:
+        mem = ExperienceMemory(Retriever(bank, EMB), MemoryConfig(k_max=3, bank_limit=4))
+        ids = mem.snapshot_ids()
+        assert sorted(bank.datasets()[i] for i in ids) == ["bizbench/SEC-NUM"] * 2 + ["finmmr/easy"] * 2
+        assert set(ids) != {0, 1, 2, 3}  # insertion order would take BizBench only
+        (ret,) = mem.retrieve_many([q])
+        vecs = bank.vectors()[list(ids)].astype(np.float64)
+        sims = vecs @ EMB.embed([mem.query_text(q)])[0].astype(np.float64)
+        ranked = sorted(range(len(ids)), key=lambda j: (-sims[j], ids[j]))
+        want = [ids[j] for j in ranked if sims[j] >= 0.65][:3]
+        assert [h.entry_id for h in ret.hits] == want and want
 
 
 def test_unusable_annotator_reply_falls_back_to_the_stored_entries(tmp_path):
@@ -124,3 +156,5 @@ def test_memory_config_validates():
         MemoryConfig(tau=1.5)
     with pytest.raises(ConfigError, match="bank_limit"):
         MemoryConfig(bank_limit=-1)
+    with pytest.raises(ConfigError, match=r"snapshot_order.*allowed: stratified, insertion"):
+        MemoryConfig(snapshot_order="random")

@@ -43,14 +43,22 @@ def test_bad_input_gives_one_line_and_exit_code_2(cli, tmp_path: Path) -> None:
 
 
 def test_the_report_package_imports_no_agent_code_and_no_plotting_at_import() -> None:
-    """agent.report reads what the agents wrote: it imports only the shared records, metrics and
-    settlement constants of agent.pairs, never agent.qa; matplotlib loads only when drawing."""
+    """agent.report reads what the agents wrote: it imports only the shared records, metrics,
+    settlement and run-tape modules of agent.pairs (the tape and its re-settlement with
+    frictions), never agent.qa; matplotlib loads only when drawing."""
     import ast
     import subprocess
     import sys
 
     pkg = Path(__file__).resolve().parents[3] / "agent" / "report"
-    allowed = {"agent.pairs.market.records", "agent.pairs.market.metrics", "agent.pairs.market.settlement"}
+    allowed = {
+        "agent.pairs.market.records",
+        "agent.pairs.market.metrics",
+        "agent.pairs.market.settlement",
+        "agent.pairs.market.execution",
+        "agent.pairs.market.tape",
+        "agent.pairs.market.tables",
+    }
     for f in sorted(pkg.glob("*.py")):
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
             names = (

@@ -14,10 +14,14 @@ from agent.reproduce.spec import load_repro
 
 @pytest.fixture()
 def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No GPU weights, no store, no benchmarks: what this CPU machine has."""
+    """No GPU weights, no store, no benchmarks: what this CPU machine has (the sandbox probe
+    answers as on a machine where bubblewrap works, so the lines do not depend on this one)."""
+    from agent.qa import sandbox
+
     monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("LOCALFIN_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("LOCALFIN_STORE", raising=False)
+    monkeypatch.setattr(sandbox, "probe", lambda config=None: {"uid": 65534})
     return tmp_path
 
 
@@ -34,17 +38,29 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
     ]
     run = cli("reproduce", "--check", "finacumen_table2")
     assert run.code == 1
+    b = f"{t}/data/benchmarks"
     assert run.out.splitlines() == [
-        f"MISSING finacumen_table2: benchmark bizbench: nothing at {t}/data/benchmarks/bizbench; fix: put "
+        f"MISSING finacumen_table2: benchmark bizbench: nothing at {b}/bizbench; fix: put "
         "the released bizbench files there (layout: agent/qa/loaders/bizbench.py (data/train-*.parquet, "
         "data/test-*.parquet)) or pass --data-root",
-        f"MISSING finacumen_table2: benchmark finmmr: nothing at {t}/data/benchmarks/finmmr; fix: put the "
+        f"MISSING finacumen_table2: benchmark finmmr: nothing at {b}/finmmr; fix: put the "
         "released finmmr files there (layout: agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + "
         "images/)) or pass --data-root",
+        f"MISSING finacumen_table2: benchmark fintmmbench: nothing at {b}/fintmmbench; fix: put the released "
+        "fintmmbench files there (layout: agent/qa/loaders/fintmm.py (QA.json + data/)) or pass --data-root",
+        f"MISSING finacumen_table2: benchmark finmme: nothing at {b}/finmme; fix: put the released finmme "
+        "files there (layout: agent/qa/loaders/finmme.py (data/*.parquet)) or pass --data-root",
+        "OK      finacumen_table2: tool python (sandbox): bubblewrap worker starts (uid 65534)",
+        f"MISSING finacumen_table2: tool lookup (market store): no store at {t}/data/market.sqlite; fix: "
+        f"localfin data import --prices <daily prices CSV> --store {t}/data/market.sqlite",
+        "OK      finacumen_table2: tool reparse (OCR): rapidocr_onnxruntime installed",
+        f"MISSING finacumen_table2: tool retrieve (FinTMMBench corpus): no corpus at {b}/fintmmbench; "
+        "fix: put the released FinTMMBench data/ folder (StockPrice.json, FinancialTable.json, News.json, "
+        "Chart/) beside QA.json",
         f"MISSING finacumen_table2: model qwen3-vl-8b: no config.json in {t}/models/Qwen3-VL-8B-Instruct; "
         f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct "
         "(or set LOCALFIN_MODELS_DIR)",
-        "3 items checked, 3 missing",
+        "9 items checked, 7 missing",
     ]
 
 
@@ -52,13 +68,43 @@ def test_check_all_and_full_run_refusal(cli, bare_machine: Path) -> None:
     run = cli("reproduce", "--check", "all")
     assert run.code == 1
     lines = run.out.splitlines()
-    assert all(line.startswith("MISSING ") for line in lines[:-1])
-    assert lines[-1] == f"{len(lines) - 1} items checked, {len(lines) - 1} missing"
+    ok = [line for line in lines[:-1] if not line.startswith("MISSING ")]
+    assert ok and all(line.startswith("OK ") and ": tool " in line for line in ok)  # sandbox and OCR only
+    assert lines[-1] == f"{len(lines) - 1} items checked, {len(lines) - 1 - len(ok)} missing"
     # the Qwen3-4B thinking and no-think keys share one folder: one line, not two
     assert sum("moira_table3_main: model qwen3-4b" in x for x in lines) == 1
     run = cli("reproduce", "moira_table3_main")
     assert run.code == 2 and "missing, nothing started" in run.err and "Llama-3.1-70B" in run.err
     assert not (bare_machine / "data").exists() or not any((bare_machine / "data").iterdir())
+
+
+def test_check_names_a_missing_sandbox(cli, bare_machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no bubblewrap on PATH (the real probe, not a stub), a tools variant's check fails on
+    the sandbox line with the fix; a Base-only config does not need it."""
+    from agent.qa import sandbox
+    from agent.qa.sandbox.session import probe
+
+    monkeypatch.setattr(sandbox, "probe", probe)  # undo the fixture's stand-in
+    monkeypatch.setenv("PATH", str(bare_machine / "empty-bin"))
+    run = cli("reproduce", "--check", "finacumen_table2")
+    assert run.code == 1
+    (line,) = [x for x in run.out.splitlines() if "tool python (sandbox)" in x]
+    assert line.startswith(
+        "MISSING finacumen_table2: tool python (sandbox): the sandbox cannot start, so the Python tool "
+        "would refuse every call: sandbox: no OS isolation available, bwrap"
+    )
+    assert (
+        "not found on PATH; fix: install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`" in line
+    )
+    assert "allow unprivileged user namespaces" in line and line.endswith("; then rerun --check")
+    base_only = (
+        load_repro("finacumen_table2")
+        .source.read_text(encoding="utf-8")
+        .replace('variants = ["base", "ft", "ft_fm"]', 'variants = ["base"]')
+    )
+    path = bare_machine / "base_only.toml"
+    path.write_text(base_only, encoding="utf-8")
+    assert not [i for i in check_config(load_repro(path)) if i.what.startswith("tool ")]
 
 
 def test_check_present_items(bare_machine: Path, real_store: Path, tmp_path: Path) -> None:

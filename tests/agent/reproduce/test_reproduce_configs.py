@@ -27,6 +27,7 @@ REQUIRED = {
     "finacumen_table2": "Table 2",
     "finacumen_tau_sweep": "tau sweep",
     "finacumen_kmax_sweep": "k_max sweep",
+    "finacumen_fig2_accumulation": "Figure 2",
 }
 
 
@@ -110,6 +111,53 @@ def test_figures_are_the_papers() -> None:
     assert len(t1) == 49  # 60 cells less the 11 dashes
     a1 = {(f.row, f.column): f.value for f in load_repro("moira_table4_a1").figures}
     assert a1["Moira GPT-5.4-mini No-Beta", "cumulative return"] == 25.41
+
+
+def test_finacumen_configs_share_the_papers_bank_mix_and_tools() -> None:
+    """About 2,400 training items pooled from the six settings (FinMMR's validation split holds 300
+    a difficulty, the others give 500 each), the four tools with a named market store, and
+    FinTMMBench/FinMME tested on their fixed 20 % parts."""
+    from agent.qa.toolset import TOOL_NAMES
+    from agent.reproduce.spec import _QA_TOOLS
+
+    assert _QA_TOOLS == TOOL_NAMES
+    qa = [c for c in load_all() if c.kind == "qa"]
+    assert {c.name for c in qa} >= {"finacumen_fig2_accumulation", "finacumen_tau_sweep"}
+    banks = {c.name: [(s.dataset, s.subset, s.split, s.limit, s.test_share) for s in c.qa.bank] for c in qa}
+    first = next(iter(banks.values()))
+    assert all(b == first for b in banks.values())
+    assert first == [
+        ("bizbench", "SEC-NUM", "train", 500, 0.0),
+        ("finmmr", "easy", "validation", None, 0.0),
+        ("finmmr", "medium", "validation", None, 0.0),
+        ("finmmr", "hard", "validation", None, 0.0),
+        ("fintmmbench", None, "train", 500, 0.2),
+        ("finmme", None, "train", 500, 0.2),
+    ]
+    assert 500 + 3 * 300 + 500 + 500 == 2400
+    for c in qa:
+        assert c.qa.tools == ("python", "lookup", "reparse", "retrieve") and c.qa.store == "market.sqlite"
+        for s in c.qa.sets:
+            if s.dataset in ("fintmmbench", "finmme"):
+                assert (s.split, s.test_share) == ("test", 0.2), (c.name, s.label)
+    fig2 = load_repro("finacumen_fig2_accumulation").qa
+    assert fig2.bank_sizes == (0, 400, 800, 1200, 1600, 2000, 2400) and fig2.variants == ("ft_fm",)
+
+
+def test_qa_plan_needs_a_store_for_lookup_and_a_part_for_test_share(tmp_path) -> None:
+    good = load_repro("finacumen_table2").source.read_text(encoding="utf-8")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good.replace('store = "market.sqlite"', 'store = ""'), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"qa\.tools has lookup but qa\.store is empty"):
+        load_repro(bad)
+    bad.write_text(good.replace('split = "train"\ntest_share = 0.2', "test_share = 0.2", 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match="test_share needs split 'train' or 'test'"):
+        load_repro(bad)
+    bad.write_text(good.replace('"retrieve"]', '"web"]', 1), encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"qa.tools has \['web'\]; allowed: python, lookup, reparse, retrieve"
+    ):
+        load_repro(bad)
 
 
 def test_bad_configs_are_refused(tmp_path) -> None:

@@ -294,6 +294,8 @@ class FinMemOutcome:
     extra: dict[str, Any]
     trace: list[dict[str, Any]]
     settled_returns: list[float] = field(default_factory=list)
+    #: every model call (phase, call type, request key), written to memory_trace.json
+    calls: list[dict[str, str]] = field(default_factory=list)
 
 
 def finmem_program(
@@ -325,14 +327,15 @@ def finmem_program(
         state.actions,
         exposure,
         betas=market.betas,
-        cost_bps=market.settings.cost_bps,
+        execution=market.settings.execution_settings(),
         notes=state.notes,
         no_beta_legs=market.settings.no_beta_legs,
     )
     recs = tuple(replace(r, fallback=f) for r, f in zip(ledger.records, state.fallback_steps))
-    ledger = replace(ledger, records=recs)
+    decisions = tuple(replace(d, request_key=k) for d, k in zip(ledger.decisions, state.test_keys))
+    ledger = replace(ledger, records=recs, decisions=decisions)
     extra |= state.summary(len(recs)) | {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
-    return FinMemOutcome(rid, exposure, seed, ledger, extra, state.trace, state.settled_returns)
+    return FinMemOutcome(rid, exposure, seed, ledger, extra, state.trace, state.settled_returns, state.calls)
 
 
 def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
@@ -354,6 +357,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
             "price_field": s.screen.price_field,
             "screen_lookback": s.screen.lookback,
         },
+        "execution": s.execution_settings().to_dict(),
     }
 
 
@@ -371,7 +375,10 @@ def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
         metrics=outcome.ledger.metrics(),
         extra=outcome.extra,
     )
-    write_json(run_dir / "memory_trace.json", {"run_id": outcome.run_id, "sessions": outcome.trace})
+    write_json(
+        run_dir / "memory_trace.json",
+        {"run_id": outcome.run_id, "sessions": outcome.trace, "calls": outcome.calls},
+    )
     return run_dir
 
 

@@ -3,8 +3,9 @@
 Per session t of a phase, in this order (everything uses data up to t; the decision made at
 t - 1 has settled at t's close):
 
-1. settle the previous decision (shared :func:`agent.pairs.market.settlement.settle` arithmetic, the
-   phase's exposure); its cited memory items get feedback by the sign of its realized return;
+1. settle the previous decision (the shared :class:`agent.pairs.market.execution.Book`, the
+   phase's exposure and the run's execution settings); its cited memory items get feedback by
+   the sign of its realized return;
 2. age the memory by the sessions that passed (decay, clean-up, promotion);
 3. store today's items: news of both legs (short), the price observation (short), a digest every
    ``digest_every`` sessions (mid), the screen's pair statistics on the phase's first session
@@ -42,16 +43,10 @@ from agent.pairs.baselines.finmem.calls import (
     screen_text,
 )
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
+from agent.pairs.market.execution import Book
 from agent.pairs.market.masking import mask_text
-from agent.pairs.market.settlement import (
-    ACTIONS,
-    FLAT,
-    LONG_SHORT,
-    leg_weights,
-    no_beta_weights,
-    settle,
-    signed_position,
-)
+from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, no_beta_weights
+from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["AgentState", "run_agent"]
@@ -90,6 +85,10 @@ class AgentState:
     actions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fallback_steps: list[bool] = field(default_factory=list)
+    #: the request key of each test step's decision call ("" where no call was made)
+    test_keys: list[str] = field(default_factory=list)
+    #: every model call of the run: phase, call type, request key (the journal's key)
+    calls: list[dict[str, str]] = field(default_factory=list)
     settled_returns: list[float] = field(default_factory=list)
     tokens: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     fallback_reasons: Counter = field(default_factory=Counter)
@@ -111,6 +110,7 @@ class AgentState:
         c["fallbacks"] += int(fallback)
         c["cut"] += int(result.finish_reason == "length")
         c["replayed"] += int(result.from_journal)
+        self.calls.append({"phase": phase, "call_type": result.call_type, "request_key": result.request_key})
 
     def summary(self, n_transitions: int) -> dict[str, Any]:
         by_type: dict[str, dict[str, int]] = {}
@@ -180,7 +180,8 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
     )
     company = company_lines((a, b), market.companies, market.calendar, cfg.description_max_chars)
     label = market.label
-    cost = market.settings.cost_bps
+    execution = market.settings.execution_settings()
+    legs = (a, b)
     prev_g: int | None = None
 
     def masked(text: str) -> str:
@@ -191,7 +192,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
         ("test", market.test_idx, exposure),
     ):
         ok = tradable(s, expo, market.betas)
-        position = (0.0, 0.0)
+        book = Book(execution, s.quote)
         pending: _Decision | None = None
         chars = st.characters.setdefault(phase, Counter())
         for k, g in enumerate(idx):
@@ -207,26 +208,9 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                     if beta == beta
                     else None
                 )
-                if w is None:
-                    settled = settle(
-                        FLAT,
-                        (_NAN, _NAN),
-                        (_NAN, _NAN),
-                        leg_weights("no_beta"),
-                        previous=position,
-                        cost_bps=cost,
-                    )
-                    position = (0.0, 0.0)
-                else:
-                    settled = settle(
-                        pending.action,
-                        (s.price_a[p0], s.price_a[g]),
-                        (s.price_b[p0], s.price_b[g]),
-                        w,
-                        previous=position,
-                        cost_bps=cost,
-                    )
-                    position = signed_position(pending.action, w)
+                if g != p0 + 1:
+                    raise ConfigError(f"FinMem settles session {p0} at {g}: sessions must be consecutive")
+                settled = book.settle(p0, legs, pending.action if w is not None else FLAT, w)
                 st.settled_returns.append(settled.realized)
                 mem.feedback(pending.cited, _sign(settled.realized))
             # 2. time passes
@@ -276,7 +260,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
             character = risk_character(cfg.character, st.settled_returns)
             chars[character] += 1
             dec = _Decision(g, FLAT)
-            note, fallback = "", ""
+            note, fallback, key = "", "", ""
             if not ok[g]:
                 note = "not tradable"
             else:
@@ -300,6 +284,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                     shown=dec.shown,
                 )
                 (res,) = yield [req]
+                key = res.request_key
                 parsed = parse_decision(res, dec.shown)
                 st.count(res, phase, parsed.fallback is not None)
                 st.decisions += 1
@@ -319,6 +304,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                 st.actions.append(dec.action)
                 st.notes.append(note)
                 st.fallback_steps.append(bool(fallback))
+                st.test_keys.append(key)
             st.trace.append(
                 {
                     "phase": phase,
