@@ -166,7 +166,10 @@ def run(
         False, "--sequential", help="Run the runs one after another instead of in lockstep (for comparison)."
     ),
 ) -> None:
-    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine."""
+    """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
+    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
+    from contextlib import nullcontext
+
     from agent.pairs.experiment.config import load_config
     from agent.pairs.experiment.run import run_experiment
     from localfin import env
@@ -180,8 +183,9 @@ def run(
         facts = model_facts(cfg.model.backbone)
     except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
         facts = None
+    fm_spec = cfg.finmem_backend_spec()
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        with opened(cfg.model.backend_spec()) as backend:
+        with opened(cfg.model.backend_spec()) as backend, opened(fm_spec) if fm_spec else nullcontext() as fm:
             res = run_experiment(
                 cfg,
                 folder,
@@ -191,6 +195,7 @@ def run(
                 resume=resume,
                 sequential=sequential,
                 progress=progress_for(rl),
+                finmem_backend=fm,
             )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
@@ -323,6 +328,63 @@ def screen_sweep(
             }
             out.write_text(json.dumps(per_date, indent=1) + "\n", encoding="utf-8")
         result(rl, "\n".join(json.dumps(sw.summary()) for sw in sweeps))
+
+
+@app.command("lifecycle-sweep")
+def lifecycle_sweep(
+    ctx: typer.Context,
+    pool: list[str] = typer.Option(..., "--pool", help="NAME=T1,T2,... (repeat for several pools)."),
+    years: str = typer.Option(..., "--years", help="Years of monthly selection dates, e.g. 2005-2023."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
+    ),
+    top: int = typer.Option(5, "--top", help="Candidates of each date held (the selection call's choices)."),
+    hold: int = typer.Option(75, "--hold", help="Sessions each pair is held (75: the paper's test window)."),
+    vary: list[str] = typer.Option(
+        [],
+        "--vary",
+        help="NAME=V1,V2,... a threshold and its values (repeatable; default: the built-in grid).",
+    ),
+    price_field: str = typer.Option("adj_close", "--price-field", help="adj_close (default) or close."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the rows here (JSON)."),
+) -> None:
+    """How often held pairs reach WARNING / BREAK / replacement under each lifecycle threshold,
+    from the statistical factors alone (no model call, news off): one threshold at a time around
+    the defaults, over the screen's top candidates of every month-end, each held --hold sessions."""
+    import json
+
+    from agent.pairs.lifecycle.sweep import sweep_store, sweep_table
+    from agent.pairs.screen.causal import ScreenConfig
+    from localfin import env
+
+    grid: dict[str, list[float]] = {}
+    for spec in vary:
+        name, sep, values = spec.partition("=")
+        try:
+            grid[name.strip()] = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise typer.BadParameter(f"--vary {spec!r}: allowed NAME=V1,V2 with numbers") from None
+        if not sep or not grid[name.strip()]:
+            raise typer.BadParameter(f"--vary {spec!r}: allowed NAME=V1,V2 (at least one value)")
+    cfg = ScreenConfig(price_field=price_field)
+    with quiet_run(ctx, "pairs-lifecycle-sweep", announce=False) as rl:
+        rows = sweep_store(
+            store or env.default_store_path(),
+            _pools(pool),
+            _years(years),
+            top=top,
+            hold=hold,
+            screen=cfg,
+            grid=grid or None,
+            progress=progress_for(rl),
+        )
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            doc = [{"pool": p, **r.to_dict()} for p, r in rows]
+            out.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+        result(rl, sweep_table(rows))
 
 
 @app.command("baselines")

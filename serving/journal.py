@@ -262,5 +262,11 @@ class JournaledBackend:
                 done[k] = res
         return [done[k] for k in keys]
 
+    def effective_sampling(self, req: ChatRequest) -> dict[str, Any] | None:
+        """The sampling values the wrapped backend applies to ``req`` (None where it cannot
+        say, e.g. the scripted backend)."""
+        fn = getattr(self.inner, "effective_sampling", None)
+        return fn(req) if callable(fn) else None
+
     def close(self) -> None:
         self.inner.close()

@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from serving.errors import ConfigError
+from serving.errors import ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result
+from serving.sampling import effective_sampling, generation_defaults
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 from serving.vllm_engine import check_logit_bias
 
@@ -94,10 +95,14 @@ class OpenAIBackend:
             "model": self.served_model_name or req.model,
             "messages": [m.to_openai() for m in req.messages],
             "max_tokens": req.max_tokens,
-            "temperature": req.temperature,
-            "top_p": req.top_p,
             "stream": False,
         }
+        # a field left None is not sent: the server applies the model's generation config
+        # (`vllm serve --generation-config auto`, serving.sampling)
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.top_p is not None:
+            body["top_p"] = req.top_p
         if req.seed is not None:
             body["seed"] = req.seed
         if req.stop:
@@ -113,6 +118,20 @@ class OpenAIBackend:
         if self.logit_bias:
             body["logit_bias"] = {str(k): v for k, v in self.logit_bias.items()}
         return body
+
+    def effective_sampling(self, req: ChatRequest) -> dict[str, Any]:
+        """What the server samples ``req`` with, as far as this client can know it
+        (:func:`serving.sampling.effective_sampling`): the defaults are the fields of the model
+        folder's ``generation_config.json`` where the registry's folder is on this machine
+        (``vllm serve --generation-config auto`` applies them); ``source`` says which."""
+        spec = self.registry.get(req.model)
+        try:
+            defaults = generation_defaults(spec.resolve_path())
+            source = "model folder generation_config.json (vllm serve --generation-config auto)"
+        except (ConfigError, ModelNotPreparedError):
+            defaults, source = {}, "server default (model folder not on this machine)"
+        out = effective_sampling(req, defaults, registry_penalty=spec.repetition_penalty)
+        return {**out, "source": source}
 
     def _post(self, req: ChatRequest) -> ChatResult:
         import httpx

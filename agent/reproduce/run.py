@@ -8,7 +8,9 @@ without a GPU or the papers' data:
   windows set mapped onto the bundled synthetic market (the paper's session counts capped at
   :data:`SMOKE_TRAIN` / :data:`SMOKE_TEST`, consecutive sets 40 sessions apart, after ten years
   of synthetic history so the causal screen has its full lookback), compact prompts, one replay
-  cycle and a 4-session validation period (so a boundary falls inside the test window).
+  cycle and a 4-session validation period (so a boundary falls inside the test window); our
+  explicit sampling (temperature 0.3) instead of the server's default, and a FinMem fixed on one
+  backbone fixed on the CPU model.
 - FinAcumen: the bundled demo QA set (train items feed the bank, a few test items per set), the
   CPU model, 2 tool steps, the tools the demo set can use (Python, OCR + reparse, lookup over a
   small synthetic market store), K = 2 trajectories; variants, tau and k_max grids as the
@@ -101,6 +103,9 @@ def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
     doc["policy"] = {"max_cycles": 1, "stop_after_rejections": 2, "max_principles": 3}
     doc["screen"] = {"lookback": 2520, "top_k": 3}
     doc["lifecycle"] = {"validation_period": 4}
+    fm = (doc.get("baselines") or {}).get("finmem")
+    if isinstance(fm, Mapping) and "model" in fm:  # the single FinMem row runs on the CPU model too
+        doc["baselines"] = {**doc["baselines"], "finmem": {**fm, "model": model}}
     return doc
 
 

@@ -45,6 +45,7 @@ CASES = [
     (["pairs", "screen", "--date", "2021-01-04", "--store", "absent.sqlite"], "no market store"),
     (["pairs", "screen", "--date", "2021-01-04", "--price-field", "open"], "price_field='open'; allowed"),
     (["pairs", "screen-sweep", "--pool", "x=AAA,BBB", "--years", "2020-2019"], "--years '2020-2019'"),
+    (["pairs", "lifecycle-sweep", "--pool", "x=A,B", "--years", "2020", "--vary", "corr_min=a"], "--vary"),
     (["pairs", "screen-eval", "--truth", "absent.json"], "truth file absent.json: cannot read it"),
     (["pairs", "screen-eval", "--truth", "bad.json"], "truth file bad.json: not valid JSON"),
     (["pairs", "run", "--config", "absent.toml"], "cannot read config absent.toml"),

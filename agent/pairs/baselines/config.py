@@ -8,9 +8,12 @@ Layout (every key optional)::
     #   default: all six; [] = none
     [baselines.eg_z]              entry_z, exit_z, z_window   (agent.pairs.baselines.eg_z.EGZConfig)
     [baselines.eg_ddqn]           any field of agent.pairs.baselines.eg_ddqn.DDQNConfig
-    [baselines.finmem]            any field of agent.pairs.baselines.finmem.run.FinMemConfig except
-                                  model / repetition_penalty / thinking (taken from [model], the
-                                  one engine answers both); temperature defaults to [model]'s
+    [baselines.finmem]            any field of agent.pairs.baselines.finmem.run.FinMemConfig; the
+                                  model and sampling fields (model, temperature, top_p,
+                                  repetition_penalty, thinking, server_default) default to
+                                  [model]'s, the budgets max_tokens_decision / _reflection to
+                                  [model.max_tokens]' direction / reflection; `model = KEY` fixes
+                                  FinMem's backbone (the paper's single FinMem row)
     [baselines.finmem.character]  mode, lookback, threshold
     [baselines.finmem.memory]     access_boost, cleanup_*, w_* and the layer tables
     [baselines.finmem.memory.short] (mid, long, reflection): any field of LayerConfig
@@ -25,7 +28,6 @@ nothing in them); EG-DDQN and FinMem run for every seed x exposure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +52,8 @@ __all__ = [
 BASELINE_METHODS = ("long_short", "short_long", "equal_weight", "eg_z", "eg_ddqn", "finmem")
 #: Baselines whose result depends on the seed (run for every seed); the others run once per exposure.
 SEEDED_METHODS = ("eg_ddqn", "finmem")
-#: FinMem fields that follow the experiment's ``[model]`` (one engine answers the agent and FinMem).
-FINMEM_FROM_MODEL = ("model", "repetition_penalty", "thinking")
+#: FinMem fields that default to the experiment's ``[model]`` (the table may set them).
+FINMEM_FROM_MODEL = ("model", "temperature", "top_p", "repetition_penalty", "thinking", "server_default")
 
 
 @dataclass(frozen=True)
@@ -102,21 +104,18 @@ def baseline_run_id(method: str, exposure: str, seed: int) -> str:
 
 def parse_baselines(table: Any, model: Any, *, file: str | Path | None = None) -> BaselinesConfig:
     """A :class:`BaselinesConfig` from the ``[baselines]`` TOML table (``{}`` when absent: every
-    baseline at its defaults); ``model`` is the experiment's ``ModelConfig``, whose backbone and
-    sampling FinMem's settings start from (a table never sets the model fields)."""
-    fm_table = table.get("finmem", {}) if isinstance(table, Mapping) else {}
-    if isinstance(fm_table, Mapping) and any(k in fm_table for k in FINMEM_FROM_MODEL):
-        raise cf.key_error(
-            "baselines.finmem",
-            f"sets {[k for k in FINMEM_FROM_MODEL if k in fm_table]}; these follow [model] (one engine "
-            "answers the agent and FinMem); allowed: the other FinMemConfig fields",
-            file=file,
-        )
+    baseline at its defaults); ``model`` is the experiment's ``ModelConfig``: FinMem's backbone,
+    sampling and completion budgets start from it (``[model.max_tokens]``' ``direction`` for the
+    decision, ``reflection`` for the reflection), and the table may set any of them."""
     fm_base = FinMemConfig(
         model=model.backbone,
         temperature=model.temperature,
+        top_p=model.top_p,
         repetition_penalty=model.repetition_penalty,
         thinking=model.thinking,
+        server_default=model.server_default,
+        max_tokens_decision=model.max_tokens.direction,
+        max_tokens_reflection=model.max_tokens.reflection,
     )
     base = BaselinesConfig(finmem=fm_base)
     return cf.load(BaselinesConfig, table, key="baselines", file=file, base=base)

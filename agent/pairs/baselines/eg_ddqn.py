@@ -45,7 +45,7 @@ import numpy as np
 
 from agent.pairs.baselines.common import PairSeries, priced, rolling_half_life, spread_zscores
 from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
-from agent.pairs.market.settlement import ACTIONS, FLAT, LegWeights, leg_weights
+from agent.pairs.market.settlement import ACTIONS, FLAT, LegWeights, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
 
 __all__ = ["DDQNConfig", "DDQNResult", "ddqn_features", "train_and_act"]
@@ -177,8 +177,12 @@ def ddqn_features(series: PairSeries, config: DDQNConfig, start: int) -> tuple[n
     return feats, valid
 
 
-def _weights(exposure: str, betas: np.ndarray | None, t: int) -> LegWeights:
-    if exposure == "no_beta" or betas is None:
+def _weights(
+    exposure: str, betas: np.ndarray | None, t: int, series: PairSeries, legs: str = "dollar_neutral"
+) -> LegWeights:
+    if exposure == "no_beta":
+        return no_beta_weights(legs, series.price_a[t], series.price_b[t])
+    if betas is None:
         return leg_weights(exposure)  # 'beta' without betas raises there, naming the field
     return leg_weights("beta", float(betas[t]))
 
@@ -224,13 +228,14 @@ def _settle_path(
     exposure: str,
     betas: np.ndarray | None,
     execution: ExecutionSettings,
+    no_beta_legs: str = "dollar_neutral",
 ) -> float:
     """Sum of settled returns of actions decided at lo, lo+1, ... (the training score)."""
     book, legs = Book(execution, series.quote), (series.ticker_a, series.ticker_b)
     total = 0.0
     for i, a in enumerate(actions):
         t = lo + i
-        w = _weights(exposure, betas, t) if a != _FLAT_INDEX else leg_weights("no_beta")
+        w = _weights(exposure, betas, t, series, no_beta_legs) if a != _FLAT_INDEX else leg_weights("no_beta")
         total += book.settle(t, legs, ACTIONS[a], w).realized
     return total
 
@@ -246,6 +251,7 @@ def train_and_act(
     betas: np.ndarray | None,
     seed: int,
     execution: ExecutionSettings = PAPER,
+    no_beta_legs: str = "dollar_neutral",
 ) -> DDQNResult:
     """Train on transitions decided at sessions ``train_first - history_sessions`` ..
     ``train_last - 1`` (indices into ``series.dates``; rewards settle by ``train_last`` <
@@ -315,7 +321,7 @@ def train_and_act(
                     with torch.no_grad():
                         q = online(state(torch.tensor([t]), torch.tensor([pos])))
                     a = int(torch.argmax(q[0]))
-                w = _weights(exposure, betas, t)
+                w = _weights(exposure, betas, t, series, no_beta_legs)
                 s = book.settle(t, legs, ACTIONS[a], w)
                 ep_return += s.realized
                 done = t + 1 >= hi or not usable[t + 1]
@@ -348,7 +354,9 @@ def train_and_act(
                     "episode": episode + 1,
                     "epsilon": eps,
                     "return": ep_return,
-                    "greedy_return": _settle_path(series, greedy, lo, exposure, betas, execution),
+                    "greedy_return": _settle_path(
+                        series, greedy, lo, exposure, betas, execution, no_beta_legs
+                    ),
                     "loss": float(np.mean(losses)) if losses else None,
                     "updates": updates,
                     "transitions": len(steps),

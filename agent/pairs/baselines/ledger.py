@@ -24,7 +24,15 @@ from agent.pairs.baselines.common import PairSeries, check_exposure, tradable
 from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
 from agent.pairs.market.metrics import Metrics, compute_metrics
 from agent.pairs.market.records import StepRecord, run_summary, write_json, write_steps
-from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, SHORT_LONG, LegWeights, leg_weights
+from agent.pairs.market.settlement import (
+    ACTIONS,
+    FLAT,
+    LONG_SHORT,
+    SHORT_LONG,
+    LegWeights,
+    leg_weights,
+    no_beta_weights,
+)
 from agent.pairs.market.tape import (
     DECISIONS_FILE,
     PRICES_FILE,
@@ -80,10 +88,12 @@ def settle_actions(
     betas: np.ndarray | None = None,
     execution: ExecutionSettings = PAPER,
     notes: Sequence[str] | None = None,
+    no_beta_legs: str = "dollar_neutral",
 ) -> Ledger:
     """Settle ``actions`` (one per transition: decided at step 001 .. the second-to-last session).
 
     ``betas`` (from :func:`agent.pairs.baselines.common.pair_betas`) size the legs under ``beta``;
+    ``no_beta_legs`` the reading of No-Beta (:func:`agent.pairs.market.settlement.no_beta_weights`);
     ``execution``: fills and costs; ``notes`` (one per transition, e.g. the signal) go into each
     record's note. Raises if a policy holds a position on a session that is not tradable (a
     policy bug).
@@ -110,7 +120,7 @@ def settle_actions(
             raise LocalfinError(f"policy held {action} at step {i + 1} ({series.dates[t]}), not tradable")
         weights: LegWeights | None
         if exposure == "no_beta":
-            weights = leg_weights("no_beta")
+            weights = no_beta_weights(no_beta_legs, series.price_a[t], series.price_b[t])
         else:
             beta = float(betas[t]) if betas is not None else _NAN
             weights = leg_weights("beta", beta) if math.isfinite(beta) else None

@@ -47,7 +47,7 @@ from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, w
 from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.records import write_json
-from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.screen.causal import ScreenConfig
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -78,18 +78,23 @@ DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
 @dataclass(frozen=True)
 class RunSettings:
     """What the baselines share with the agent: the screen, the Beta exposure's rolling window
-    (sessions, SPEC §2: 20) and the execution settings (:mod:`agent.pairs.market.execution`:
-    ``execution`` close or next_open, ``cost_bps`` and ``slippage_bps`` per unit of turnover,
-    ``borrow_bps_per_year`` for the short leg; default the papers': close, no costs)."""
+    (sessions, SPEC §2: 20), the reading of the No-Beta legs
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`) and the execution settings
+    (:mod:`agent.pairs.market.execution`: ``execution`` close or next_open, ``cost_bps`` and
+    ``slippage_bps`` per unit of turnover, ``borrow_bps_per_year`` for the short leg; default the
+    papers': close, no costs)."""
 
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     beta_window: int = 20
     cost_bps: float = 0.0
+    no_beta_legs: str = "dollar_neutral"
     execution: str = "close"
     slippage_bps: float = 0.0
     borrow_bps_per_year: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.no_beta_legs not in NO_BETA_LEGS:
+            raise ConfigError(f"no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}")
         if self.beta_window < 3:
             raise ConfigError(f"beta_window={self.beta_window}; allowed: >= 3 sessions")
         if not (math.isfinite(self.cost_bps) and self.cost_bps >= 0):
@@ -176,6 +181,7 @@ def _base_extra(prep: _Prepared, config: BaselineConfig, settings: RunSettings) 
         "settings": {
             "beta_window": settings.beta_window,
             "cost_bps": settings.cost_bps,
+            "no_beta_legs": settings.no_beta_legs,
             "price_field": settings.screen.price_field,
             "screen_lookback": settings.screen.lookback,
         },
@@ -232,6 +238,7 @@ def _run_prepared(
                 betas=betas,
                 seed=seed,
                 execution=settings.execution_settings(),
+                no_beta_legs=settings.no_beta_legs,
             )
             actions, notes = list(res.actions), list(res.notes)
             training = {"method": method, "seed": seed, "exposure": exposure, "episodes": list(res.curve)}
@@ -244,7 +251,13 @@ def _run_prepared(
                 f"config {config!r}; allowed: one of {[type(c).__name__ for c in DEFAULT_BASELINES]}"
             )
         ledger = settle_actions(
-            s, actions, exposure, betas=betas, execution=settings.execution_settings(), notes=notes
+            s,
+            actions,
+            exposure,
+            betas=betas,
+            execution=settings.execution_settings(),
+            notes=notes,
+            no_beta_legs=settings.no_beta_legs,
         )
     extra |= {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
     metrics = ledger.metrics()

@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.execution import PAPER, ExecutionSettings
-from agent.pairs.market.metrics import compute_metrics
+from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
 from agent.pairs.market.records import run_summary, write_json, write_steps
 from agent.pairs.market.tape import DECISIONS_FILE, PRICES_FILE, PriceTape, write_decisions, write_prices
 from agent.pairs.market.view import MarketView
@@ -95,6 +95,20 @@ class RunOutcome:
             "screens_short": test["screens_short"] + train["screens_short"],
             "screens_empty": test["screens_empty"] + train["screens_empty"],
             "execution": self.execution.to_dict(),
+            "lifecycle": self.lifecycle(),
+        }
+
+    def lifecycle(self) -> dict[str, Any]:
+        """The test window's lifecycle figures (the paper's Table 7): the share of transitions
+        per lifecycle state of the held pair, the validation boundaries, the boundaries that
+        decided BREAK, the boundary re-screens and the replacements."""
+        t = self.test.stats
+        return {
+            "state_shares": lifecycle_shares([s.lifecycle for s in self.test.steps]),
+            "boundaries": t.boundaries,
+            "boundary_breaks": t.boundary_breaks,
+            "rescreens": t.rescreens,
+            "replacements": t.replacements,
         }
 
 
@@ -131,6 +145,7 @@ def moira_program(
         lifecycle=cfg.lifecycle,
         trace=trace,
         on_session=on_session,
+        no_beta_legs=cfg.no_beta_legs,
         execution=cfg.execution_settings(),
     )
     validator = PrincipleValidator(

@@ -52,6 +52,7 @@ def _settings(cfg: ExperimentConfig) -> Any:
         execution=ex.execution,
         slippage_bps=ex.slippage_bps,
         borrow_bps_per_year=ex.borrow_bps_per_year,
+        no_beta_legs=cfg.no_beta_legs,
     )
 
 

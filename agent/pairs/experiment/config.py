@@ -10,12 +10,12 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps, execution, slippage_bps,
-                   borrow_bps_per_year (agent.pairs.market.execution: how decisions are filled
-                   and what fills cost; defaults: the papers' close-to-close at no cost)
+    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
+                   slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
+                   are filled and what fills cost; defaults: the papers' close-to-close at no cost)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
-    [model]        backbone, backend, base_url, temperature, repetition_penalty, thinking,
-                   max_num_seqs, kv_cache_gib, chunk_size
+    [model]        backbone, backend, base_url, server_default, temperature, top_p,
+                   repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       reason_max_chars, principle_max_chars, news_per_leg, news_lookback_sessions,
                    headline_max_chars, description_max_chars, memory_records,
@@ -47,7 +47,7 @@ from typing import Any
 from agent.pairs.baselines.config import BaselinesConfig, parse_baselines
 from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.market.execution import ExecutionSettings
-from agent.pairs.market.settlement import EXPOSURES
+from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.moira.config import (
     MaxTokens,
     PolicyConfig,
@@ -83,8 +83,16 @@ class ModelConfig:
     backbone: registry key (``localfin models list``).
     backend: ``vllm`` (in-process engine) or ``openai`` (a running ``vllm serve`` at base_url).
     base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
-    temperature: sampling temperature of every call (0: greedy; seeds then change nothing).
-    repetition_penalty: None = the registry default of the backbone (1.15 for the CPU model).
+    server_default: the papers' "server-default sampling" (Moira Appendix C): every sampling
+        field this table leaves unset (temperature, top_p, repetition_penalty) is left to the
+        engine, which applies the model's own generation config (vLLM ``generation_config=
+        "auto"``, ``vllm serve --generation-config auto``); the run seed still goes in every
+        request. False: our explicit settings (unset temperature = 0, top_p = 1).
+    temperature: sampling temperature of every call (0: greedy; seeds then change nothing;
+        unset: 0, or the model's with server_default).
+    top_p: nucleus mass (unset: 1, or the model's with server_default).
+    repetition_penalty: None = the registry default of the backbone (1.15 for the CPU model;
+        1.0 = none for the GPU entries, so with server_default the model's own).
     thinking: Qwen3 thinking switch (None = the registry default).
     max_num_seqs, kv_cache_gib: engine settings of the in-process backend.
     chunk_size: requests per engine call and per journal transaction (large enough that each
@@ -94,7 +102,9 @@ class ModelConfig:
     backbone: str = "smollm2-135m"
     backend: str = "vllm"
     base_url: str = ""
-    temperature: float = 0.0
+    server_default: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
     repetition_penalty: float | None = None
     thinking: bool | None = None
     max_num_seqs: int = 64
@@ -109,8 +119,10 @@ class ModelConfig:
             raise ConfigError(f"model.backend={self.backend!r}; allowed: {', '.join(BACKENDS)}")
         if self.backend == "openai" and not self.base_url:
             raise ConfigError("model.base_url is required when model.backend = 'openai'")
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ConfigError(f"model.temperature={self.temperature}; allowed: 0..2")
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise ConfigError(f"model.temperature={self.temperature}; allowed: 0..2 or unset")
+        if self.top_p is not None and not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"model.top_p={self.top_p}; allowed: (0, 1] or unset")
         if self.repetition_penalty is not None and not 1.0 <= self.repetition_penalty <= 2.0:
             raise ConfigError(f"model.repetition_penalty={self.repetition_penalty}; allowed: 1..2 or unset")
         if self.max_num_seqs < 1:
@@ -154,7 +166,13 @@ class WindowConfig:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """A whole experiment. ``store`` is resolved against the config file's folder when relative."""
+    """A whole experiment. ``store`` is resolved against the config file's folder when relative.
+
+    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (SPEC §2, the
+    default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
+    reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
+    """
 
     name: str
     store: Path
@@ -163,6 +181,7 @@ class ExperimentConfig:
     seeds: tuple[int, ...] = (0,)
     exposures: tuple[str, ...] = EXPOSURES
     cost_bps: float = 0.0
+    no_beta_legs: str = "dollar_neutral"
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
@@ -189,6 +208,10 @@ class ExperimentConfig:
             raise ConfigError(f"experiment.exposures={list(self.exposures)}; allowed: {', '.join(EXPOSURES)}")
         if len(set(self.exposures)) != len(self.exposures):
             raise ConfigError(f"experiment.exposures={list(self.exposures)} repeats an entry")
+        if self.no_beta_legs not in NO_BETA_LEGS:
+            raise ConfigError(
+                f"experiment.no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}"
+            )
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
         if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):
@@ -198,11 +221,34 @@ class ExperimentConfig:
         names = [v.name for v in self.variants]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"variants names {names}; allowed: at least one, all distinct")
+        fm = self.baselines.finmem
+        if (
+            "finmem" in self.baselines.methods
+            and fm.model != self.model.backbone
+            and self.model.backend == "openai"
+            and not fm.base_url
+        ):
+            raise ConfigError(
+                f"baselines.finmem.model={fm.model!r} differs from model.backbone={self.model.backbone!r} "
+                "with model.backend = 'openai': set baselines.finmem.base_url (the server of that model)"
+            )
         self.execution_settings()  # validates execution, slippage_bps, borrow_bps_per_year
 
     def execution_settings(self) -> ExecutionSettings:
         """How every run of the experiment (agent and baselines) is filled and charged."""
         return ExecutionSettings(self.execution, self.cost_bps, self.slippage_bps, self.borrow_bps_per_year)
+
+    def finmem_backend_spec(self, model_path: str = "") -> BackendSpec | None:
+        """The backend FinMem needs besides the backbone's: None unless FinMem runs with a fixed
+        ``[baselines.finmem] model`` other than the backbone (same backend kind as ``[model]``;
+        ``openai`` at ``[baselines.finmem] base_url``)."""
+        fm = self.baselines.finmem
+        if "finmem" not in self.baselines.methods or fm.model == self.model.backbone:
+            return None
+        if self.model.backend == "vllm":
+            engine = EngineOptions(max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib)
+            return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
+        return BackendSpec("openai", fm.model, base_url=fm.base_url)
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""

@@ -11,6 +11,7 @@ import hashlib
 import platform
 import sqlite3
 import sys
+from collections.abc import Sequence
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "package_versions",
     "prompt_versions",
     "journal_models",
+    "sampling_by_call_type",
     "build_manifest",
 ]
 
@@ -80,6 +82,45 @@ def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
     finally:
         con.close()
     return [{"backend": b, "model": m, "revision": r, "calls": n} for b, m, r, n in rows]
+
+
+def sampling_by_call_type(records: Sequence[dict[str, Any]], backend: Any) -> dict[str, dict[str, Any]]:
+    """Per call type (and model, where several answer): the sampling its requests asked for
+    (``requested``: temperature, top_p, repetition_penalty as sent, ``None`` = left to the engine;
+    the seeds seen) and what the engine applied (``effective``: the backend's
+    ``effective_sampling`` of the first such request, e.g. the model's generation config merged
+    with the request's fields; ``None`` where the backend cannot say)."""
+    from serving.types import ChatRequest
+
+    models: dict[str, set[str]] = {}
+    for rec in records:
+        req = rec["request"]
+        models.setdefault(str(req.get("call_type", "chat")), set()).add(str(req.get("model")))
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        req = rec["request"]
+        ct = str(req.get("call_type", "chat"))
+        key = ct if len(models[ct]) == 1 else f"{ct}:{req.get('model')}"
+        if key in out:
+            seeds = out[key]["requested"]["seeds"]
+            if req.get("seed") not in seeds:
+                seeds.append(req.get("seed"))
+            continue
+        fn = getattr(backend, "effective_sampling", None)
+        effective = fn(ChatRequest.from_dict(req)) if callable(fn) else None
+        out[key] = {
+            "model": req.get("model"),
+            "requested": {
+                "temperature": req.get("temperature"),
+                "top_p": req.get("top_p"),
+                "repetition_penalty": req.get("repetition_penalty"),
+                "seeds": [req.get("seed")],
+            },
+            "effective": effective,
+        }
+    for v in out.values():
+        v["requested"]["seeds"] = sorted(v["requested"]["seeds"], key=lambda s: (s is None, s))
+    return dict(sorted(out.items()))
 
 
 def build_manifest(

@@ -157,7 +157,18 @@ class MatrixConfig:
 
         ``store``: the market store to use instead of the document's (the synthetic market the
         runner wrote). Each cell's config is parsed and validated here, so a bad table fails
-        before any engine starts."""
+        before any engine starts.
+
+        A FinMem baseline with a fixed ``[baselines.finmem] model`` (the paper's single FinMem
+        row) runs only in the experiments of the backbone with that registry key; the others
+        run every other baseline. A fixed key that no backbone has is an error."""
+        fixed = _finmem_model(self.document)
+        if fixed and fixed not in {b.key for b in self.backbones}:
+            raise ConfigError(
+                f"baselines.finmem.model={fixed!r} is not the key of a backbone of this matrix "
+                f"({', '.join(b.key for b in self.backbones)}); add it as a [[backbones]] entry (FinMem's "
+                "row runs in its experiments)"
+            )
         out = []
         for b in self.backbones:
             for w in self.windows:
@@ -174,6 +185,8 @@ class MatrixConfig:
                 doc["experiment"] = exp
                 doc["windows"] = w.table()
                 doc["model"] = {**dict(doc.get("model", {})), **dict(b.model), "backbone": b.key}
+                if fixed and fixed != b.key:
+                    _drop_finmem(doc)
                 text = cf.dumps(_ordered(doc))
                 try:
                     cfg = parse_config(cf.loads_toml(text, "the expanded experiment"))
@@ -184,6 +197,21 @@ class MatrixConfig:
                     raise ConfigError(f"{where}: {exc}") from exc
                 out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, text))
         return out
+
+
+def _finmem_model(doc: Mapping[str, Any]) -> str:
+    """``[baselines.finmem] model`` of a document ("" when FinMem follows each backbone)."""
+    fm = (doc.get("baselines") or {}).get("finmem") if isinstance(doc.get("baselines"), Mapping) else None
+    return str(fm.get("model", "")) if isinstance(fm, Mapping) else ""
+
+
+def _drop_finmem(doc: dict[str, Any]) -> None:
+    """Remove FinMem from the document's baselines (an absent ``methods`` means all six)."""
+    from agent.pairs.baselines.config import BASELINE_METHODS
+
+    base = dict(doc.get("baselines") or {})
+    base["methods"] = [m for m in base.get("methods", BASELINE_METHODS) if m != "finmem"]
+    doc["baselines"] = base
 
 
 def _ordered(doc: Mapping[str, Any]) -> dict[str, Any]:

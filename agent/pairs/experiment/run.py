@@ -28,7 +28,7 @@ from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
 from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
-from agent.pairs.experiment.manifest import build_manifest
+from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.execution import FRICTIONS
 from agent.pairs.market.folders import write_tables
@@ -41,6 +41,7 @@ from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 from serving.lockstep import RoundInfo, run_lockstep, run_sequential
 from serving.open import ModelFacts
+from serving.routing import ModelRouter
 
 __all__ = ["ExperimentResult", "run_experiment"]
 
@@ -130,6 +131,7 @@ def run_experiment(
     progress: Progress = NULL_PROGRESS,
     on_round: Callable[[RoundInfo], None] | None = None,
     embedder: Embedder | None = None,
+    finmem_backend: Backend | None = None,
 ) -> ExperimentResult:
     """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
 
@@ -145,6 +147,9 @@ def run_experiment(
         resume: continue an existing folder (replaying its journal; complete non-LLM baseline
             runs are not redone).
         embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
+        finmem_backend: the backend serving FinMem's fixed model (``[baselines.finmem] model``
+            other than the backbone; opened and closed by the caller); requests are routed by
+            model key (:class:`serving.routing.ModelRouter`), one journal for both.
     """
 
     out = Path(out_dir)
@@ -170,7 +175,15 @@ def run_experiment(
     ]
     tally = _Tally(progress, sum(per_run), len(specs))
 
-    inner = backend
+    inner: Backend = backend
+    fm_model = cfg.baselines.finmem.model
+    if fm and fm_model != cfg.model.backbone:
+        if finmem_backend is None:
+            raise ConfigError(
+                f"baselines.finmem.model={fm_model!r} differs from model.backbone="
+                f"{cfg.model.backbone!r}: pass a backend serving it (localfin pairs run opens one)"
+            )
+        inner = ModelRouter({cfg.model.backbone: backend, fm_model: finmem_backend})
     journal = Journal(out / "journal.sqlite", run_id=cfg.name)
     jb = JournaledBackend(inner, journal, chunk_size=cfg.model.chunk_size)
     counted = _Counting(jb, tally)
@@ -206,6 +219,7 @@ def run_experiment(
             sess_task.update(completed=tally.total_sessions, info=tally.info())
             runs_task.update(completed=len(programs))
         tokens = journal.token_summary()
+        sampling = sampling_by_call_type(journal.records(), jb)
     finally:
         journal.close()
         engine_start = getattr(inner, "engine_start_s", None)
@@ -247,6 +261,7 @@ def run_experiment(
             "lockstep_rounds": rounds,
             "model_calls": jb.called,
             "replayed_from_journal": jb.replayed,
+            "sampling": sampling,
             "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},
             "frictions_row": FRICTIONS.to_dict() | {"label": FRICTIONS.label()},
         },

@@ -11,10 +11,11 @@ from typing import Any
 
 from agent.pairs.experiment.backtest import RunOutcome
 from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.metrics import LIFECYCLE_STATES
 from agent.pairs.market.records import write_json
 from localfin.fmt import fmt_num, fmt_pct
 
-__all__ = ["ExperimentResult", "write_summary", "baseline_lines"]
+__all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell"]
 
 
 @dataclass
@@ -66,8 +67,9 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
         "",
         "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
-        "| switches | updates | fallbacks (test/train) | short/empty screens |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
+        "| switches | updates | fallbacks (test/train) | short/empty screens "
+        "| lifecycle H/W/B/none | re-screens/replacements |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---|",
     ]
     for r in runs:
         m, e = r["metrics"], r["extra"]
@@ -79,7 +81,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
             f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
-            f"{e['screens_short']}/{e['screens_empty']} |"
+            f"{e['screens_short']}/{e['screens_empty']} | {lifecycle_cell(e)} |"
         )
     lines += baseline_lines(res.baselines)
     lines += [
@@ -106,6 +108,15 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def lifecycle_cell(extra: dict[str, Any]) -> str:
+    """``H/W/B/none % | re-screens/replacements`` of a run's ``extra.lifecycle`` (n/a without)."""
+    life = extra.get("lifecycle") or {}
+    shares = life.get("state_shares") or {}
+    cell = "/".join(fmt_pct(shares.get(k), 0, signed=False) for k in LIFECYCLE_STATES) if shares else "n/a"
+    counts = f"{life['rescreens']}/{life['replacements']}" if "rescreens" in life else "n/a"
+    return f"{cell} | {counts}"
+
+
 def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
     """The baselines' table of ``summary.md``."""
     if not docs:
@@ -115,19 +126,21 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
         "",
         "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
-        "| fallbacks |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|---:|",
+        "| fallbacks | cut at max_tokens |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for d in docs:
         m, e = d["metrics"], d.get("extra", {})
         ac = m.get("action_counts", {})
         calls = sum(v.get("calls", 0) for v in e.get("tokens_by_call_type", {}).values())
-        fb = e.get("fallbacks", {}).get("total", 0) if isinstance(e.get("fallbacks"), dict) else 0
+        fbs = e.get("fallbacks") if isinstance(e.get("fallbacks"), dict) else {}
+        fb, cut = fbs.get("total", 0), fbs.get("cut_at_max_tokens", 0 if calls else "-")
         lines.append(
             f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
             f"{fmt_pct(m.get('cumulative_return'))} | "
             f"{fmt_num(m.get('sharpe'))} ({fmt_num(m.get('sharpe_se'))}) | "
             f"{fmt_pct(m.get('max_drawdown'))} | {fmt_num(m.get('win_rate'))} | "
-            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | {calls} | {fb} |"
+            f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
+            f"{calls} | {fb} | {cut} |"
         )
     return lines

@@ -14,7 +14,11 @@ known, the actions held and whether each matched the counterfactual best action.
 * Sortino = sqrt(252) mean(r) / sqrt(mean(min(r, 0)^2)) (target 0; NaN without a losing day);
 * win rate = share of positive returns among the transitions with a position (not FLAT; all
   transitions when actions are not given); NaN when there is none;
-* counterfactual action accuracy = share of transitions whose action matched the best one.
+* counterfactual action accuracy = share of transitions whose action matched the best one,
+  counted over the transitions with a held pair when the held pairs are given (a step without a
+  pair is FLAT by construction, not a decision; NaN when no pair was ever held);
+* lifecycle shares (:func:`lifecycle_shares`) = share of transitions per lifecycle state of the
+  held pair at the decision (HEALTHY / WARNING / BREAK, ``none`` without a pair).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ __all__ = [
     "sortino",
     "win_rate",
     "pair_switches",
+    "LIFECYCLE_STATES",
+    "lifecycle_shares",
     "compute_metrics",
 ]
 
@@ -130,6 +136,23 @@ def pair_switches(pairs: Sequence[str | None]) -> int:
     return sum(1 for a, b in zip(held, held[1:]) if a != b)
 
 
+#: Lifecycle states of a step, in the order of :func:`lifecycle_shares` (``none``: no pair held).
+LIFECYCLE_STATES = ("HEALTHY", "WARNING", "BREAK", "none")
+
+
+def lifecycle_shares(states: Sequence[str | None]) -> dict[str, float]:
+    """Share of transitions per lifecycle state of the held pair at the decision (an empty or
+    None state counts as ``none``; NaN for every state when there is no transition)."""
+    keys = [s if s else "none" for s in states]
+    unknown = set(keys) - set(LIFECYCLE_STATES)
+    if unknown:
+        allowed = ", ".join(LIFECYCLE_STATES)
+        raise ConfigError(f"unknown lifecycle states {sorted(unknown)}; allowed: {allowed} (or empty)")
+    n = len(keys)
+    counts = Counter(keys)
+    return {k: counts.get(k, 0) / n if n else math.nan for k in LIFECYCLE_STATES}
+
+
 @dataclass(frozen=True)
 class Metrics:
     """Every metric of one run (fractions, not percent; counts as ints; NaN where undefined)."""
@@ -157,10 +180,17 @@ def compute_metrics(
     matched: Sequence[bool] | None = None,
     pairs: Sequence[str | None] | None = None,
 ) -> Metrics:
-    """All metrics of a run from its settled returns (and actions, matches, held pairs)."""
+    """All metrics of a run from its settled returns (and actions, matches, held pairs; with the
+    pairs, the counterfactual accuracy counts only the transitions with a pair held)."""
     r = _r(returns)
     if matched is not None and len(matched) != len(r):
         raise ConfigError(f"matched has {len(matched)} entries for {len(r)} returns")
+    if pairs is not None and len(pairs) != len(r):
+        raise ConfigError(f"pairs has {len(pairs)} entries for {len(r)} returns")
+    accuracy = math.nan
+    if matched is not None:
+        counted = [m for k, m in enumerate(matched) if pairs is None or pairs[k]]
+        accuracy = float(np.mean(counted)) if counted else math.nan
     counts = Counter(actions or ())
     unknown = set(counts) - set(ACTIONS)
     if unknown:
@@ -174,7 +204,7 @@ def compute_metrics(
         annual_volatility=annual_volatility(r),
         sortino=sortino(r),
         win_rate=win_rate(r, actions),
-        action_accuracy=float(np.mean(matched)) if matched is not None and len(r) else math.nan,
+        action_accuracy=accuracy,
         action_counts={a: counts.get(a, 0) for a in ACTIONS},
         pair_switches=pair_switches(pairs) if pairs is not None else 0,
     )

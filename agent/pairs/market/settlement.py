@@ -5,7 +5,11 @@ Timing: the action decided at session t (data up to and including close t) is he
 to close t+1 and settled at close t+1. A window of N sessions has N-1 settlements.
 
 Exposures (gross exposure 1 in both):
-* ``no_beta``: dollar-neutral legs, +0.5 of capital in A and -0.5 in B for LONG_SHORT.
+* ``no_beta``: legs of equal magnitude, read one of two ways (:data:`NO_BETA_LEGS`, the
+  experiment's ``no_beta_legs``; :func:`no_beta_weights`): ``dollar_neutral`` (SPEC §2), +0.5 of
+  capital in A and -0.5 in B for LONG_SHORT; ``equal_shares`` (the paper's words, "equal-magnitude
+  share legs"), one share of A against one share of B at the close of t, scaled to gross 1:
+  w_A = P_A / (P_A + P_B), w_B = P_B / (P_A + P_B).
 * ``beta``: long 1 unit of A against ``beta`` units of B, scaled to gross 1:
   w_A = 1 / (1 + |beta|), w_B = beta / (1 + |beta|), with beta from a rolling OLS of log A on
   log B over the sessions up to t (20 by default; see :func:`causal_betas`). A negative or
@@ -41,6 +45,8 @@ __all__ = [
     "LegWeights",
     "Settlement",
     "leg_weights",
+    "NO_BETA_LEGS",
+    "no_beta_weights",
     "signed_position",
     "action_returns",
     "best_action",
@@ -103,6 +109,25 @@ def leg_weights(exposure: str, beta: float | None = None) -> LegWeights:
         gross = 1.0 + abs(beta)
         return LegWeights(1.0 / gross, beta / gross)
     raise ConfigError(f"exposure={exposure!r}; allowed: {', '.join(EXPOSURES)}")
+
+
+#: Readings of the No-Beta exposure's "equal-magnitude share legs" (:func:`no_beta_weights`).
+NO_BETA_LEGS = ("dollar_neutral", "equal_shares")
+
+
+def no_beta_weights(
+    legs: str = "dollar_neutral", price_a: float = math.nan, price_b: float = math.nan
+) -> LegWeights:
+    """No-Beta leg weights under the reading ``legs`` (:data:`NO_BETA_LEGS`): ``dollar_neutral``
+    0.5 / 0.5; ``equal_shares`` one share each at the decision's closes ``price_a``, ``price_b``
+    (weights P_A / (P_A + P_B) and P_B / (P_A + P_B)). Without two positive prices the legs are
+    0.5 / 0.5 (such a transition settles as missing anyway)."""
+    if legs not in NO_BETA_LEGS:
+        raise ConfigError(f"no_beta_legs={legs!r}; allowed: {', '.join(NO_BETA_LEGS)}")
+    if legs == "equal_shares" and all(math.isfinite(p) and p > 0 for p in (price_a, price_b)):
+        gross = price_a + price_b
+        return LegWeights(price_a / gross, price_b / gross)
+    return LegWeights(0.5, 0.5)
 
 
 def signed_position(action: str, weights: LegWeights) -> tuple[float, float]:

@@ -22,8 +22,9 @@ from typing import Any
 
 from agent.pairs.lifecycle.calls import budget
 from agent.pairs.market.settlement import ACTIONS, FLAT
-from agent.pairs.moira.config import MaxTokens, PromptConfig
+from agent.pairs.moira.config import BLOCK_ORDERS, MaxTokens, PromptConfig
 from agent.prompting import Prompt, load_prompt
+from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
@@ -89,6 +90,11 @@ def _request(
     )
 
 
+def _check_order(block_order: str) -> None:
+    if block_order not in BLOCK_ORDERS:
+        raise ConfigError(f"prompt.block_order={block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
+
+
 def _usable(result: ChatResult) -> str | None:
     if result.finish_reason == "length":
         return "cut at max_tokens"
@@ -108,8 +114,14 @@ def selection_request(
     labels: Sequence[str],
     company_lines: Sequence[str],
     memory_lines: Sequence[str],
+    *,
+    block_order: str = "paper",
 ) -> ChatRequest:
-    """Pick one of ``labels`` (the candidates, ``"A/B"``) given the masked ``payload``."""
+    """Pick one of ``labels`` (the candidates, ``"A/B"``) given the masked ``payload``
+    (its candidates' statistics, known lifecycle states and legs' recent news). Pair
+    selection has no principles, so ``block_order`` does not change its blocks (A.6: company
+    context, then pair-quality memory); it is taken for one signature with the direction."""
+    _check_order(block_order)
     p = _prompt("pairs_select")
     system, user = p.render(
         step_note=STEP_NOTE,
@@ -144,13 +156,20 @@ def direction_request(
     company_lines: Sequence[str],
     memory_lines: Sequence[str],
     principles: Sequence[str],
+    *,
+    block_order: str = "paper",
 ) -> ChatRequest:
+    """Trade the held pair today. The system prompt appends, for ``block_order`` ``paper``
+    (A.6), COMPANY CONTEXT, then PAIR QUALITY MEMORY, then the learned principles;
+    ``memory_last`` puts the memory (which changes every step) after the principles."""
+    _check_order(block_order)
     p = _prompt("pairs_direction")
     system, user = p.render(
         step_note=STEP_NOTE,
         company_lines=list(company_lines),
         memory_lines=list(memory_lines),
         principles=list(principles),
+        memory_last=block_order == "memory_last",
         payload=render_payload(payload),
     )
     schema = copy.deepcopy(p.schema)

@@ -10,11 +10,23 @@ from dataclasses import dataclass, field, fields
 
 from localfin.errors import ConfigError
 
-__all__ = ["CALL_KINDS", "MaxTokens", "PromptConfig", "PolicyConfig", "SelectionConfig", "Variant"]
+__all__ = [
+    "CALL_KINDS",
+    "BLOCK_ORDERS",
+    "MaxTokens",
+    "PromptConfig",
+    "PolicyConfig",
+    "SelectionConfig",
+    "Variant",
+]
 
 #: The model calls of Moira (their ``call_type`` labels): the agent owns these names.
 CALL_KINDS = ("pair_selection", "direction", "reflection", "break_check", "news_verify")
 SELECTION_FALLBACKS = ("keep", "top_candidate")
+#: Orders of the system prompt's appended blocks: ``paper`` = A.6 (company context, pair-quality
+#: memory, learned principles); ``memory_last`` = company context, principles, memory (the
+#: memory changes every step, so the engine's prefix cache covers the principles too).
+BLOCK_ORDERS = ("paper", "memory_last")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PAIR = re.compile(r"^[A-Z0-9.\-]{1,10}/[A-Z0-9.\-]{1,10}$")
 
@@ -55,9 +67,18 @@ class PromptConfig:
     reason_max_chars: maxLength of the reason fields of the selection and direction replies.
     principle_max_chars: maxLength of one training principle.
     reflection_max_chars: maxLength of the reflection text of the training reflection.
-    news_per_leg: latest news items shown per leg in the direction prompt.
+    news_per_leg: latest news items shown per leg (direction prompt; per ticker in the
+        selection prompt), newest first.
     news_lookback_sessions: sessions back (including today) from which news is shown.
-    headline_max_chars: a news text is cut to this many characters.
+    headline_max_chars: with ``news_token_budget`` 0, each news item is its headline (a
+        highlights text: the first sentence) cut to this many characters (the CPU size).
+    news_token_budget: 0 = the headline cut above; > 0 = full texts (a highlights summary
+        whole, a news item's headline and summary) of the latest items, both legs (every
+        candidate's legs in the selection prompt) taken in turn, newest first, until their
+        estimated tokens (:func:`agent.pairs.moira.payloads.estimate_tokens`) reach this
+        budget per prompt; the item that crosses it is cut to the rest (paper-scale news).
+    block_order: order of the blocks appended to the system prompt (:data:`BLOCK_ORDERS`;
+        ``paper`` = A.6).
     description_max_chars: a company's business description is cut to this many characters.
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
     reflection_max_records: most recent decisions shown to the training reflection.
@@ -69,6 +90,8 @@ class PromptConfig:
     news_per_leg: int = 3
     news_lookback_sessions: int = 3
     headline_max_chars: int = 140
+    news_token_budget: int = 0
+    block_order: str = "paper"
     description_max_chars: int = 240
     memory_records: int = 3
     reflection_max_records: int = 30
@@ -81,6 +104,7 @@ class PromptConfig:
             "news_per_leg": (0, 50),
             "news_lookback_sessions": (1, 60),
             "headline_max_chars": (20, 2000),
+            "news_token_budget": (0, 100_000),
             "description_max_chars": (0, 5000),
             "memory_records": (0, 20),
             "reflection_max_records": (1, 500),
@@ -89,6 +113,8 @@ class PromptConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise ConfigError(f"prompt.{name}={v!r}; allowed: an integer in {lo}..{hi}")
+        if self.block_order not in BLOCK_ORDERS:
+            raise ConfigError(f"prompt.block_order={self.block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from agent.pairs.lifecycle.monitor import PairMonitor
 from agent.pairs.market.execution import PAPER, Book, ExecutionSettings
 from agent.pairs.market.masking import StepCalendar
 from agent.pairs.market.records import StepRecord
-from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights
+from agent.pairs.market.settlement import FLAT, LegWeights, causal_betas, leg_weights, no_beta_weights
 from agent.pairs.market.tape import Decision
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira import calls, payloads
@@ -62,6 +62,7 @@ class RunContext:
     lifecycle: Any  # agent.pairs.lifecycle.machine.LifecycleConfig
     trace: TraceLog
     on_session: Callable[[], None] = lambda: None
+    no_beta_legs: str = "dollar_neutral"
     #: fills and costs of every settlement (agent.pairs.market.execution; default the papers')
     execution: ExecutionSettings = PAPER
 
@@ -182,6 +183,24 @@ class _Window:
         if pair and not self.initial_pair:
             self.initial_pair = self.pair_label
 
+    # -- what the calls see ------------------------------------------------------------------
+    def recent_news(self, tickers: list[str], i: int) -> dict[str, list[dict[str, str]]]:
+        """Each ticker's news of the last ``news_lookback_sessions`` sessions up to session
+        ``i`` (masked, newest first; one token budget for all of them)."""
+        g = self.gidx[i]
+        first = self.view.dates[max(0, g - self.ctx.prompt.news_lookback_sessions + 1)]
+        items = [self.view.news_until(t, first, g) for t in tickers]
+        return dict(zip(tickers, payloads.news_payloads(items, self.ctx.prompt, self.cal)))
+
+    def known_states(self) -> dict[str, str]:
+        """The lifecycle state the agent has for a pair: the held pair's current one, else the
+        last one its pair-quality memory holds (pairs held before, this window or an earlier
+        one whose memory it carries; BREAK for a pair that broke)."""
+        out = self.memory.states()
+        if self.monitor is not None:
+            out[self.pair_label] = self.monitor.state
+        return out
+
     # -- pair selection ------------------------------------------------------------------------
     def select(self, i: int, reason: str) -> Gen:
         """Screen at session ``i`` (without broken pairs) and let the model pick; returns the
@@ -217,10 +236,16 @@ class _Window:
         tickers = [t for c in cands for t in (c.ticker_a, c.ticker_b)]
         req = calls.selection_request(
             ctx.settings,
-            payloads.selection_payload(self.label(i + 1), cands),
+            payloads.selection_payload(
+                self.label(i + 1),
+                cands,
+                self.recent_news(list(dict.fromkeys(tickers)), i),
+                self.known_states(),
+            ),
             labels,
             payloads.company_lines(tickers, self.view.companies, ctx.prompt, self.cal),
             self.memory.lines(),
+            block_order=ctx.prompt.block_order,
         )
         res = yield from call(req)
         parsed = calls.parse_selection(res, labels)
@@ -316,14 +341,17 @@ class _Window:
 
     # -- direction -----------------------------------------------------------------------------
     def weights(self, i: int) -> tuple[LegWeights, str]:
-        if self.spec.exposure == "no_beta" or self.pair is None:
+        if self.pair is None:
             return leg_weights("no_beta"), ""
         a, b = self.pair
         g = self.gidx[i]
+        no_beta = no_beta_weights(self.ctx.no_beta_legs, self.view.price(a, g), self.view.price(b, g))
+        if self.spec.exposure == "no_beta":
+            return no_beta, ""
         beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g))[-1]
         if not math.isfinite(beta):
             self.stats.beta_fallbacks += 1
-            return leg_weights("no_beta"), "no 20-session hedge ratio: No-Beta sizing"
+            return no_beta, "no 20-session hedge ratio: No-Beta sizing"
         return leg_weights("beta", float(beta)), ""
 
     def decide(self, i: int) -> Gen:
@@ -348,16 +376,13 @@ class _Window:
         a, b = self.pair
         g = self.gidx[i]
         state = self.view.pair_state(a, b, g)
-        first = self.view.dates[max(0, g - ctx.prompt.news_lookback_sessions + 1)]
-        news = [
-            payloads.news_payload(self.view.news_until(t, first, g), ctx.prompt, self.cal) for t in (a, b)
-        ]
+        news = self.recent_news([a, b], i)
         payload = payloads.direction_payload(
             self.label(step),
             (a, b),
             state,
-            news[0],
-            news[1],
+            news[a],
+            news[b],
             lifecycle,
             payloads.memory_payload(
                 self.records[-ctx.prompt.memory_records :] if ctx.prompt.memory_records else [], self.label
@@ -369,6 +394,7 @@ class _Window:
             payloads.company_lines([a, b], self.view.companies, ctx.prompt, self.cal),
             self.memory.lines(),
             self.spec.principles,
+            block_order=ctx.prompt.block_order,
         )
         res = yield from call(req)
         parsed = calls.parse_direction(res)
@@ -416,10 +442,12 @@ class _Window:
                 self.settle_pending(i)
                 if self.monitor is not None:
                     state = yield from self.monitor.session(i, self.gidx[i], self.sessions[i])
+                    self.memory.set_state(self.pair_label, self.monitor.state)
                     if state is not None and state.at_boundary:
                         yield from self.boundary(i, state)
                 elif i % period == 0:
                     self.stats.boundaries += 1
+                    self.stats.rescreens += 1
                     new = yield from self.select(i, "retry: no pair held")
                     self._set_pair(i, new)
             if i < n - 1:
@@ -454,6 +482,7 @@ class _Window:
         old = self.pair
         self.broken.add(tuple(sorted(old)))
         self.trace(i, "boundary", decision={"keep": False}, detail=detail)
+        self.stats.rescreens += 1
         new = yield from self.select(i, "replacement after BREAK")
         if new == old:  # an unusable reply with fallback "keep": the broken pair stays
             return

@@ -68,12 +68,14 @@ class CounterfactualRecord:
 @dataclass(frozen=True)
 class PairQuality:
     """What one held pair did: sessions held, settled steps whose spread moved toward its mean
-    (|z| fell), and whether the holding ended in a BREAK."""
+    (|z| fell), whether the holding ended in a BREAK, and the last lifecycle level seen while
+    it was held (``state``; empty before its first monitored session)."""
 
     pair: str
     held: int = 0
     reverted: int = 0
     broke: bool = False
+    state: str = ""
 
     @property
     def quality(self) -> str:
@@ -108,7 +110,16 @@ class PairMemory:
 
     def mark_break(self, pair: str) -> None:
         q = self._items.get(pair, PairQuality(pair))
-        self._items[pair] = replace(q, broke=True)
+        self._items[pair] = replace(q, broke=True, state="BREAK")
+
+    def set_state(self, pair: str, level: str) -> None:
+        """The lifecycle level of held ``pair`` at its latest monitored session."""
+        q = self._items.get(pair, PairQuality(pair))
+        self._items[pair] = replace(q, state=level)
+
+    def states(self) -> dict[str, str]:
+        """``pair -> lifecycle level`` of every pair with one (what pair selection is shown)."""
+        return {q.pair: q.state for q in self._items.values() if q.state}
 
     def lines(self) -> list[str]:
         return [q.line() for q in self._items.values()]

@@ -25,7 +25,9 @@ __all__ = [
     "company_lines",
     "candidate_payload",
     "selection_payload",
+    "estimate_tokens",
     "news_payload",
+    "news_payloads",
     "direction_payload",
     "memory_payload",
     "reflection_payload",
@@ -72,8 +74,9 @@ def company_lines(
     return out
 
 
-def candidate_payload(c: PairCandidate) -> dict[str, Any]:
-    return {
+def candidate_payload(c: PairCandidate, lifecycle_state: str = "") -> dict[str, Any]:
+    """One candidate's statistics; ``lifecycle_state`` only where the agent has one (A.1)."""
+    out: dict[str, Any] = {
         "pair": f"{c.ticker_a}/{c.ticker_b}",
         "rank": c.rank,
         "coint_pvalue": sig(c.pvalue, 2),
@@ -83,22 +86,89 @@ def candidate_payload(c: PairCandidate) -> dict[str, Any]:
         "z_trade": num(c.z_trade, 2),
         "return_correlation": num(c.correlation, 2),
     }
+    if lifecycle_state:
+        out["lifecycle_state"] = lifecycle_state
+    return out
 
 
-def selection_payload(step_label: str, candidates: Sequence[PairCandidate]) -> dict[str, Any]:
-    return {"current_step": step_label, "top5_candidates": [candidate_payload(c) for c in candidates]}
+def selection_payload(
+    step_label: str,
+    candidates: Sequence[PairCandidate],
+    news: Mapping[str, list[dict[str, str]]] | None = None,
+    lifecycle: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The A.6 selection observation: the candidates (with the lifecycle state of those the
+    agent knows, ``lifecycle``: ``"A/B"`` -> level) and, when ``news`` is given, every
+    candidate leg's recent news (ticker -> :func:`news_payloads` items), once per ticker."""
+    states = lifecycle or {}
+    out: dict[str, Any] = {
+        "current_step": step_label,
+        "top5_candidates": [
+            candidate_payload(c, states.get(f"{c.ticker_a}/{c.ticker_b}", "")) for c in candidates
+        ],
+    }
+    if news is not None:
+        out["recent_news_by_ticker"] = {t: list(items) for t, items in news.items()}
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a text costs, estimated from its length: one per 3 characters, rounded up.
+    English BPE text runs about 4 characters a token in the Llama-3 and Qwen3 tokenizers, so
+    the estimate errs on the long side and a budget holds (the prompt builders have no
+    tokenizer; a budget is a bound on size, not an exact count)."""
+    return -(-len(text) // 3)
+
+
+def _news_text(n: NewsItem, full: bool) -> str:
+    if not full:
+        return n.headline if n.headline else n.summary
+    if n.headline and n.summary and not n.summary.startswith(n.headline.rstrip(".")):
+        return f"{n.headline} -- {n.summary}"
+    return n.summary or n.headline
+
+
+def news_payloads(
+    groups: Sequence[Sequence[NewsItem]], cfg: PromptConfig, calendar: Any
+) -> list[list[dict[str, str]]]:
+    """The news shown for each group of items (one group per leg; oldest first as the view
+    returns them), each newest first as ``{"step", "text"}`` with the text masked.
+
+    At most ``news_per_leg`` items a group. With ``news_token_budget`` 0 each text is its
+    headline cut to ``headline_max_chars``; otherwise full texts, taken from the groups in turn
+    (the newest item of each group, then the next ones), until the estimated tokens of all the
+    texts reach the budget; the item that crosses it is cut to the rest, and nothing follows it.
+    """
+    latest = [list(items)[::-1][: cfg.news_per_leg] for items in groups]
+    out: list[list[dict[str, str]]] = [[] for _ in groups]
+    if not cfg.news_token_budget:
+        for k, items in enumerate(latest):
+            for n in items:
+                text = _cut(mask_text(_news_text(n, False), calendar), cfg.headline_max_chars)
+                out[k].append({"step": calendar.label(n.date), "text": text})
+        return out
+    left = cfg.news_token_budget
+    for depth in range(max((len(x) for x in latest), default=0)):
+        for k, items in enumerate(latest):
+            if depth >= len(items) or left <= 0:
+                continue
+            n = items[depth]
+            text = " ".join(mask_text(_news_text(n, True), calendar).split())
+            cost = estimate_tokens(text)
+            if cost > left:
+                if left < 16:  # too little room for a useful fragment: stop here
+                    left = 0
+                    continue
+                text, left = _cut(text, 3 * left), 0
+            else:
+                left -= cost
+            out[k].append({"step": calendar.label(n.date), "text": text})
+    return out
 
 
 def news_payload(items: Sequence[NewsItem], cfg: PromptConfig, calendar: Any) -> list[dict[str, str]]:
-    """The latest ``news_per_leg`` items, newest first, each with its step label and masked text."""
-
-    out = []
-    for n in list(items)[::-1][: cfg.news_per_leg]:
-        text = n.headline if n.headline else n.summary
-        out.append(
-            {"step": calendar.label(n.date), "text": _cut(mask_text(text, calendar), cfg.headline_max_chars)}
-        )
-    return out
+    """The news of one leg alone (:func:`news_payloads` of one group)."""
+    return news_payloads([items], cfg, calendar)[0]
 
 
 def memory_payload(records: Sequence[CounterfactualRecord], step_label: Any) -> list[dict[str, Any]]:

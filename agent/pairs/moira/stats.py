@@ -38,6 +38,7 @@ class PhaseStats:
     break_days: int = 0
     boundaries: int = 0
     boundary_breaks: int = 0
+    rescreens: int = 0
     replacements: int = 0
     news_verifications: int = 0
     beta_fallbacks: int = 0
@@ -60,6 +61,7 @@ class PhaseStats:
             "break_days",
             "boundaries",
             "boundary_breaks",
+            "rescreens",
             "replacements",
             "news_verifications",
             "beta_fallbacks",
@@ -94,6 +96,7 @@ class PhaseStats:
             "break_days": self.break_days,
             "boundaries": self.boundaries,
             "boundary_breaks": self.boundary_breaks,
+            "rescreens": self.rescreens,
             "replacements": self.replacements,
             "news_verifications": self.news_verifications,
             "beta_fallbacks": self.beta_fallbacks,

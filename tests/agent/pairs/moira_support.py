@@ -36,6 +36,16 @@ WINDOWS = {
     "test_end": "2015-05-15",
 }
 
+#: Prompt sizes for the tiny random Qwen3 (a 2,048-token context) on the small market.
+TINY_PROMPT = {
+    "reason_max_chars": 40,
+    "reflection_max_chars": 60,
+    "principle_max_chars": 60,
+    "description_max_chars": 0,
+    "news_per_leg": 1,
+    "reflection_max_records": 6,
+}
+
 _CACHE: dict[str, Path] = {}
 
 

@@ -117,3 +117,12 @@ def test_config_validation() -> None:
     assert LONG_SHORT_CONFIG.method == "long_short" and SHORT_LONG_CONFIG.method == "short_long"
     with pytest.raises(ConfigError, match="direction='FLAT'; allowed: LONG_SHORT, SHORT_LONG"):
         FixedDirectionConfig("FLAT")
+
+
+def test_long_short_with_equal_share_legs_by_hand() -> None:
+    s = _series()
+    ok = tradable(s, "no_beta", None)
+    led = settle_actions(s, fixed_actions(s, ok, LONG_SHORT_CONFIG), "no_beta", no_beta_legs="equal_shares")
+    # one share of each leg: (dP_A - dP_B) / (P_A + P_B) at the decision's closes
+    want = [(10 - 2.5) / 150, (-11 - 0) / 162.5, (9.9 - (-2.625)) / 151.5]
+    assert [r.realized for r in led.records] == pytest.approx(want, abs=1e-15)

@@ -11,6 +11,7 @@ from agent.pairs.market.metrics import (
     compute_metrics,
     cumulative_return,
     drawdown_curve,
+    lifecycle_shares,
     max_drawdown,
     pair_switches,
     sharpe,
@@ -18,6 +19,7 @@ from agent.pairs.market.metrics import (
     sortino,
     win_rate,
 )
+from localfin.errors import ConfigError
 
 
 def test_cumulative_return_and_drawdown_by_hand():
@@ -56,3 +58,29 @@ def test_compute_metrics_collects_everything():
     assert m.n_transitions == 3 and m.action_accuracy == pytest.approx(2 / 3)
     assert m.action_counts == {"LONG_SHORT": 1, "SHORT_LONG": 1, "FLAT": 1} and m.pair_switches == 1
     assert m.to_dict()["max_drawdown"] == pytest.approx(1.01 * 0.98 / 1.01 - 1)
+
+
+def test_action_accuracy_counts_only_transitions_with_a_held_pair():
+    # two held transitions (one matched), two without a pair: FLAT "matches" there by construction
+    m = compute_metrics(
+        [0.01, 0.0, 0.0, -0.01],
+        actions=["LONG_SHORT", "FLAT", "FLAT", "SHORT_LONG"],
+        matched=[True, True, True, False],
+        pairs=["A/B", None, "", "A/B"],
+    )
+    assert m.action_accuracy == pytest.approx(1 / 2)
+    # a run that never held a pair has no accuracy (it printed 1.00 before)
+    never = compute_metrics([0.0] * 4, actions=["FLAT"] * 4, matched=[True] * 4, pairs=[None] * 4)
+    assert math.isnan(never.action_accuracy)
+    # without the pairs every transition counts, as before
+    assert compute_metrics([0.0, 0.0], actions=["FLAT"] * 2, matched=[True, False]).action_accuracy == 0.5
+    with pytest.raises(ConfigError, match="pairs has 1 entries for 2 returns"):
+        compute_metrics([0.0, 0.0], pairs=["A/B"])
+
+
+def test_lifecycle_shares():
+    s = lifecycle_shares(["HEALTHY", "HEALTHY", "WARNING", "BREAK", "", None, "HEALTHY", "WARNING"])
+    assert s == {"HEALTHY": 3 / 8, "WARNING": 2 / 8, "BREAK": 1 / 8, "none": 2 / 8}
+    assert all(math.isnan(v) for v in lifecycle_shares([]).values())
+    with pytest.raises(ConfigError, match="unknown lifecycle states"):
+        lifecycle_shares(["OK"])

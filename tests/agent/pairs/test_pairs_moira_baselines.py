@@ -5,6 +5,7 @@ replayed on resume, and an interrupted experiment resuming to the identical resu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 
@@ -17,6 +18,7 @@ from agent.pairs.baselines.config import BASELINE_METHODS, BaselinesConfig
 from agent.pairs.baselines.eg_ddqn import DDQNConfig
 from agent.pairs.baselines.eg_z import EGZConfig
 from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL
+from agent.pairs.baselines.finmem.run import FinMemConfig
 from agent.pairs.baselines.runner import RunSettings, run_baseline
 from agent.pairs.experiment.config import parse_config
 from agent.pairs.experiment.run import run_experiment
@@ -91,7 +93,7 @@ def test_baselines_per_method_settings_reach_their_configs():
         ("baselines.eg_z", {"entry": 2.0}, "baselines.eg_z.entry; allowed: entry_z"),
         ("baselines.eg_z", {"entry_z": 0.1}, "entry_z=0.1; allowed"),
         ("baselines.eg_ddqn", {"episodes": "many"}, "baselines.eg_ddqn.episodes='many'"),
-        ("baselines.finmem", {"model": "qwen3-4b"}, "follow [model]"),
+        ("baselines.finmem", {"max_tokens_decision": 5}, "max_tokens_decision=5; allowed: 0"),
         ("baselines.finmem.character", {"mode": "bold"}, "allowed: risk_seeking"),
     ],
 )
@@ -280,7 +282,15 @@ def test_an_interrupted_experiment_resumes_to_the_identical_result(experiment, t
 def test_no_baselines_leaves_the_agent_alone(tmp_path):
     _, text = small_config(small_store(), **SHAPE)
     cfg = _cfg(text)
-    assert cfg.baselines == BaselinesConfig(methods=())
+    # no method; FinMem's (unused) settings start from [model]: backbone, sampling, budgets
+    fm = dataclasses.replace(
+        FinMemConfig(),
+        model=cfg.model.backbone,
+        temperature=0.0,
+        max_tokens_decision=0,
+        max_tokens_reflection=0,
+    )
+    assert cfg.baselines == BaselinesConfig(methods=(), finmem=fm)
     res = run_experiment(cfg, tmp_path / "o", config_text=text, backend=scripted())
     assert res.baselines == [] and all(
         p.name.startswith("full-") for p in (tmp_path / "o" / "runs").iterdir()

@@ -10,7 +10,7 @@ import sqlite3
 
 import pandas as pd
 import pytest
-from moira_support import scripted, small_config, small_store
+from moira_support import TINY_PROMPT, scripted, small_config, small_store
 
 from agent.data.store import MarketStore
 from agent.pairs.experiment.run import run_experiment
@@ -112,15 +112,7 @@ def test_causality_on_the_real_engine(vllm_backend, tiny_registry, tmp_path):
         "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-28"},
         "model": {"backbone": "tiny-qwen3"},
         "policy": {"max_cycles": 1},
-        # the tiny model has a 2,048-token context
-        "prompt": {
-            "reason_max_chars": 40,
-            "reflection_max_chars": 60,
-            "principle_max_chars": 60,
-            "description_max_chars": 0,
-            "news_per_leg": 1,
-            "reflection_max_records": 6,
-        },
+        "prompt": TINY_PROMPT,  # the tiny model has a 2,048-token context
         "screen": {"top_k": 3},
     }
     t = 4

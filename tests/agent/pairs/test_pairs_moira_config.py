@@ -120,3 +120,24 @@ def test_packaged_demo_config_is_valid_and_cannot_cut_a_reply():
         schema = load_prompt(name).schema
         assert budget(0, schema) > 50
     assert budget(300, {}) == 300
+
+
+def test_every_packaged_config_loads():
+    """The shipped experiment and matrix files parse and validate (their stores need not exist)."""
+    from importlib import resources
+
+    from agent.pairs.experiment.config import load_config
+    from agent.pairs.experiment.matrix_config import load_matrix
+
+    root = resources.files("agent.pairs").joinpath("configs")
+    files = sorted(p for p in root.iterdir() if p.name.endswith(".toml"))
+    assert {"demo.toml", "staples_gpu.toml", "tech2023_cpu.toml"} <= {p.name for p in files}
+    for p in files:
+        text = p.read_text(encoding="utf-8")
+        if "[matrix]" in text:
+            assert load_matrix(p).cells(), p.name
+        else:
+            cfg = load_config(p)
+            if p.name.endswith("_gpu.toml"):  # the paper's settings at scale
+                assert cfg.model.server_default and cfg.no_beta_legs == "equal_shares", p.name
+                assert cfg.prompt.news_token_budget > 0 and cfg.baselines.finmem.max_tokens_decision == 16384

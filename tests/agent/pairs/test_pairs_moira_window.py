@@ -5,7 +5,9 @@ screens with no candidate, and invalid replies falling back to FLAT and being co
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -68,6 +70,25 @@ def test_settlement_at_t_plus_1_under_both_exposures(both_exposures):
         assert doc["metrics"]["n_transitions"] == len(days) - 1
 
 
+def test_equal_share_legs_size_no_beta_and_the_training_too(tmp_path):
+    cfg, _res, out = _run(
+        tmp_path, scripted(), experiment={"no_beta_legs": "equal_shares"}, policy={"max_cycles": 0}
+    )
+    view = _view(cfg)
+    days = view.sessions(cfg.windows.test_start, cfg.windows.test_end)
+    steps = read_steps(out / "runs" / "full-no_beta-s0" / "steps.parquet")
+    for k, s in enumerate(steps[:30]):
+        a, b = s.pair.split("/")
+        g = view.index(days[k])
+        pa, pb = view.price(a, g), view.price(b, g)
+        ls = (view.price(a, g + 1) - pa - (view.price(b, g + 1) - pb)) / (pa + pb)  # one share each
+        assert s.ret_long_short == pytest.approx(ls, abs=1e-12)
+    trace = pd.read_parquet(out / "runs" / "full-no_beta-s0" / "trace.parquet")
+    rows = trace[(trace.phase == "train") & (trace.kind == "direction") & (trace.pair != "")]
+    w = json.loads(rows.decision.iloc[0])
+    assert w["w_a"] != 0.5 and w["w_a"] + w["w_b"] == pytest.approx(1.0)
+
+
 def test_planted_break_is_replaced_at_the_next_boundary_and_not_before(both_exposures):
     _, res, out = both_exposures
     trace = pd.read_parquet(out / "runs" / "full-no_beta-s0" / "trace.parquet")
@@ -87,6 +108,19 @@ def test_planted_break_is_replaced_at_the_next_boundary_and_not_before(both_expo
     assert held[70] != "CIRQ/LMNS" and "LMNS" not in held[70]  # re-screened without the broken pair
     extra = res.runs[0]["extra"]["test"]
     assert extra["boundary_breaks"] == 1 and extra["replacements"] == 1
+    # Table 7's figures: boundaries, re-screens, replacements, the share of steps per state
+    life = res.runs[0]["extra"]["lifecycle"]
+    assert (life["boundaries"], life["boundary_breaks"], life["rescreens"], life["replacements"]) == (
+        3,
+        1,
+        1,
+        1,
+    )
+    shares = life["state_shares"]
+    assert shares == pytest.approx(
+        {k: sum((s.lifecycle or "none") == k for s in steps) / len(steps) for k in shares}
+    )
+    assert shares["BREAK"] > 0 and shares["none"] == 0 and sum(shares.values()) == pytest.approx(1)
     # the lifecycle state was context: the direction prompts after the event said BREAK
     states = {s.step: s.lifecycle for s in steps}
     assert states[first_critical + 1] == "BREAK" and states[first_critical - 1] in ("HEALTHY", "WARNING")
@@ -140,6 +174,31 @@ def test_no_candidate_means_flat_until_a_boundary_retry_finds_one(tmp_path, monk
     assert extra["train"]["screens_empty"] == 1
     assert extra["screens_empty"] == 3 and extra["test"]["no_pair_steps"] == 46
     assert len(extra["test"]["empty_screen_dates"]) == 2
+    # re-screens: the retries at 24 and 47 (no pair held) and the replacement at 70
+    assert (extra["lifecycle"]["rescreens"], extra["lifecycle"]["replacements"]) == (3, 1)
+    assert extra["lifecycle"]["state_shares"]["none"] == pytest.approx(46 / len(steps))
+    # the counterfactual accuracy counts the held transitions only
+    held = [s for s in steps if s.pair]
+    assert res.runs[0]["metrics"]["action_accuracy"] == pytest.approx(
+        sum(s.matched for s in held) / len(held)
+    )
+
+
+def test_a_run_that_never_holds_a_pair_has_no_accuracy(tmp_path, monkeypatch):
+    import agent.pairs.experiment.run as experiment
+
+    cfg, _ = small_config(small_store())
+    _EmptyUntil.until = cfg.windows.test_end + dt.timedelta(days=1)
+    monkeypatch.setattr(experiment, "MarketView", _EmptyUntil)
+    _, res, out = _run(tmp_path, scripted(), policy={"max_cycles": 0})
+    m = res.runs[0]["metrics"]
+    assert m["action_counts"]["FLAT"] == m["n_transitions"]
+    assert m["action_accuracy"] is None or math.isnan(m["action_accuracy"])
+    summary = (out / "summary.md").read_text()
+    row = next(line for line in summary.splitlines() if line.startswith("| full-no_beta-s0"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[7] == "n/a"  # CF accuracy column, not 1.00
+    assert cells[13] == "0%/0%/0%/100%"  # every step without a pair
 
 
 def test_invalid_replies_fall_back_to_flat_and_are_counted(tmp_path):

@@ -14,6 +14,7 @@ from agent.pairs.market.settlement import (
     best_action,
     causal_betas,
     leg_weights,
+    no_beta_weights,
     settle,
     signed_position,
 )
@@ -27,6 +28,19 @@ def test_no_beta_settlement_by_hand():
     assert s.returns[SHORT_LONG] == pytest.approx(-0.015)
     assert s.returns[FLAT] == 0.0
     assert s.realized == pytest.approx(-0.015) and s.best == LONG_SHORT and not s.matched
+
+
+def test_equal_share_legs_by_hand():
+    # one share of A (100) against one of B (50), gross 1: w_A = 100/150, w_B = 50/150;
+    # LONG_SHORT = (2/3)(+2%) - (1/3)(-1%) = 0.01667 = (dP_A - dP_B) / (P_A + P_B) = (2 + 0.5) / 150
+    w = no_beta_weights("equal_shares", 100.0, 50.0)
+    assert (w.w_a, w.w_b) == pytest.approx((2 / 3, 1 / 3))
+    s = settle(LONG_SHORT, (100.0, 102.0), (50.0, 49.5), w)
+    assert s.returns[LONG_SHORT] == pytest.approx(2.5 / 150)
+    assert no_beta_weights("dollar_neutral", 100.0, 50.0) == leg_weights("no_beta")
+    assert no_beta_weights("equal_shares", math.nan, 50.0) == leg_weights("no_beta")  # no price: even legs
+    with pytest.raises(ConfigError, match="no_beta_legs='dollar'; allowed: dollar_neutral, equal_shares"):
+        no_beta_weights("dollar", 1.0, 1.0)
 
 
 def test_beta_settlement_by_hand():

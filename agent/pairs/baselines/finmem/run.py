@@ -84,11 +84,18 @@ class FinMemConfig:
 
     memory: layered memory (:class:`~agent.pairs.baselines.finmem.memory.MemoryConfig`).
     character: risk character (:class:`~agent.pairs.baselines.finmem.memory.CharacterConfig`).
-    model: registry key of the backbone (the backend must serve it).
-    temperature: sampling temperature (0: greedy); repetition_penalty: None = the registry's;
-    thinking: Qwen3-style thinking switch (None: the model's default).
+    model: registry key of the backbone (the backend must serve it). In an experiment it is the
+        run's backbone unless ``[baselines.finmem] model`` fixes one (the paper's single FinMem
+        row on one model, whatever the agent's backbone).
+    base_url: the server of a fixed FinMem model when ``[model] backend`` is ``openai``.
+    temperature: sampling temperature (0: greedy; None: unset, greedy unless server_default);
+    top_p: None = unset; repetition_penalty: None = the registry's; thinking: Qwen3-style
+    thinking switch (None: the model's default); server_default: leave the unset sampling fields
+    to the engine (the model's generation config; :class:`serving.types.Sampling`).
     max_tokens_decision, max_tokens_reflection: completion budgets in tokens (0: the longest
-        compact reply the schema allows, + 8).
+        compact reply the schema allows, + 8, which a thinking model's reasoning overruns;
+        None: in an experiment, ``[model.max_tokens]``'s ``direction`` and ``reflection``, so a
+        GPU config's 16,384 reaches FinMem too; on its own, 0).
     reason_max_chars, reflection_max_chars: maxLength of the decision's reason and the lesson.
     cite_max: most memory ids a reply may cite.
     news_per_leg: news items per leg and session stored (newest first; 0: no news).
@@ -107,11 +114,14 @@ class FinMemConfig:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     character: CharacterConfig = field(default_factory=CharacterConfig)
     model: str = "smollm2-135m"
-    temperature: float = 0.0
+    base_url: str = ""
+    temperature: float | None = 0.0
+    top_p: float | None = None
     repetition_penalty: float | None = None
     thinking: bool | None = None
-    max_tokens_decision: int = 0
-    max_tokens_reflection: int = 0
+    server_default: bool = False
+    max_tokens_decision: int | None = None
+    max_tokens_reflection: int | None = None
     reason_max_chars: int = 120
     reflection_max_chars: int = 200
     cite_max: int = 3
@@ -133,11 +143,17 @@ class FinMemConfig:
             raise ConfigError(f"character must be a CharacterConfig, got {type(self.character).__name__}")
         if not self.model:
             raise ConfigError("model must be a registry key (e.g. 'smollm2-135m'), got an empty string")
-        if not (math.isfinite(self.temperature) and 0.0 <= self.temperature <= 5.0):
-            raise ConfigError(f"temperature={self.temperature}; allowed: 0..5")
+        if self.temperature is not None and not (
+            math.isfinite(self.temperature) and 0.0 <= self.temperature <= 5.0
+        ):
+            raise ConfigError(f"temperature={self.temperature}; allowed: 0..5 or unset")
+        for name in ("max_tokens_decision", "max_tokens_reflection"):
+            v = getattr(self, name)
+            if v is not None and (
+                isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or 16 <= v <= 131_072)
+            ):
+                raise ConfigError(f"{name}={v!r}; allowed: 0 (the schema's size), 16..131072, or unset")
         for name, lo, hi in (
-            ("max_tokens_decision", 0, 131_072),
-            ("max_tokens_reflection", 0, 131_072),
             ("reason_max_chars", 10, 2000),
             ("reflection_max_chars", 10, 4000),
             ("cite_max", 0, 20),
@@ -313,6 +329,7 @@ def finmem_program(
         betas=market.betas,
         execution=market.settings.execution_settings(),
         notes=state.notes,
+        no_beta_legs=market.settings.no_beta_legs,
     )
     recs = tuple(replace(r, fallback=f) for r, f in zip(ledger.records, state.fallback_steps))
     decisions = tuple(replace(d, request_key=k) for d, k in zip(ledger.decisions, state.test_keys))
@@ -336,6 +353,7 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
         "settings": {
             "beta_window": s.beta_window,
             "cost_bps": s.cost_bps,
+            "no_beta_legs": s.no_beta_legs,
             "price_field": s.screen.price_field,
             "screen_lookback": s.screen.lookback,
         },

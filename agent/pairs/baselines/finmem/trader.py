@@ -45,7 +45,7 @@ from agent.pairs.baselines.finmem.calls import (
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
 from agent.pairs.market.execution import Book
 from agent.pairs.market.masking import mask_text
-from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights
+from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
 
@@ -73,6 +73,7 @@ def _counter() -> dict[str, int]:
         "completion_tokens": 0,
         "cached_tokens": 0,
         "fallbacks": 0,
+        "cut": 0,
         "replayed": 0,
     }
 
@@ -107,6 +108,7 @@ class AgentState:
         c["completion_tokens"] += u.completion_tokens
         c["cached_tokens"] += u.cached_tokens
         c["fallbacks"] += int(fallback)
+        c["cut"] += int(result.finish_reason == "length")
         c["replayed"] += int(result.from_journal)
         self.calls.append({"phase": phase, "call_type": result.call_type, "request_key": result.request_key})
 
@@ -129,6 +131,8 @@ class AgentState:
             "test_tokens_per_step": per_step,
             "fallbacks": {
                 "total": sum(v["fallbacks"] for v in by_type.values()),
+                # replies cut at max_tokens (a thinking model's reasoning overrunning the budget)
+                "cut_at_max_tokens": sum(v["cut"] for v in by_type.values()),
                 "by_phase": fb,
                 "test_steps": sum(self.fallback_steps),
                 "reasons": dict(self.fallback_reasons),
@@ -168,8 +172,8 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
     calls = CallSettings(
         cfg.model,
         cfg.sampling(seed),
-        cfg.max_tokens_decision,
-        cfg.max_tokens_reflection,
+        cfg.max_tokens_decision or 0,
+        cfg.max_tokens_reflection or 0,
         cfg.reason_max_chars,
         cfg.reflection_max_chars,
         cfg.cite_max,
@@ -196,14 +200,14 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
             settled = None
             if pending is not None:
                 beta = float(market.betas[pending.index]) if expo == "beta" else _NAN
+                p0 = pending.index
                 w = (
-                    leg_weights("no_beta")
+                    no_beta_weights(market.settings.no_beta_legs, s.price_a[p0], s.price_b[p0])
                     if expo == "no_beta"
                     else leg_weights("beta", beta)
                     if beta == beta
                     else None
                 )
-                p0 = pending.index
                 if g != p0 + 1:
                     raise ConfigError(f"FinMem settles session {p0} at {g}: sessions must be consecutive")
                 settled = book.settle(p0, legs, pending.action if w is not None else FLAT, w)
