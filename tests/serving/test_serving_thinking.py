@@ -174,3 +174,17 @@ def test_the_server_returns_the_reasoning_of_a_cut_reply_apart(openai_server, ti
     assert res.finish_reason == "length" and res.is_fallback and res.parsed is None
     assert res.text == "" and res.reasoning
     assert res.usage.completion_tokens == 8
+
+
+def test_the_engine_reads_a_cut_thinking_reply_as_the_server_does(vllm_backend, raw_replies) -> None:
+    """The same request as the server test above, in process: the raw text has no think tags
+    (the tiny model never writes ``<think>``), and it is reasoning, not answer text."""
+    from agent.pairs.moira.calls import _usable
+
+    [res] = vllm_backend.chat(_requests(max_tokens=8)[:1])
+    [raw] = raw_replies
+    assert "think>" not in raw and raw.strip()
+    assert res.finish_reason == "length" and res.is_fallback and res.parsed is None
+    assert res.text == "" and res.reasoning == raw.strip()
+    assert res.usage.completion_tokens == 8
+    assert _usable(res) == "cut at max_tokens"  # the agent records it as a fallback
