@@ -9,8 +9,8 @@ sessions, so a lifecycle boundary falls inside the test window); of the baseline
 runs (the others make no model call).
 
 FinAcumen: the config's plan with its model, variants, tau, k_max and bank-size grid; shrunk
-are the items (the bundled demo set: 2 bank items, 1 test item for each of the first two sets;
-the demo set carries chart images, so the vision model gets them), the trajectories per bank
+are the items (the bundled demo set: 2 bank items, 2 test items for each of the first two sets,
+one of them with a chart image, so the vision model gets it), the trajectories per bank
 item (2) and the tool steps (2); the tools are those the demo set can use. A config that
 grades FinTMMBench with a judge also sends one judge call (a demo answer graded by its judge
 model), since the demo set itself is not judged.
@@ -28,7 +28,9 @@ from agent.reproduce.spec import QAPlan, ReproConfig
 
 __all__ = ["REHEARSAL_QA_ITEMS", "REHEARSAL_QA_STEPS", "rehearsal_document", "rehearsal_plan", "run_config"]
 
-REHEARSAL_QA_ITEMS = 1
+#: test items per set: the demo set's second test item carries a chart image (the first none), so
+#: two make the vision model get an image in Base
+REHEARSAL_QA_ITEMS = 2
 REHEARSAL_QA_STEPS = 2
 
 
