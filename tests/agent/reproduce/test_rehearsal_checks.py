@@ -90,3 +90,18 @@ def test_image_tokens_follow_qwen3_vls_resize() -> None:
     assert image_tokens(100, 100) == 64  # raised to the minimum pixel count
     assert image_tokens(1024, 768) == 32 * 24
     assert image_tokens(8192, 8192) == 128 * 128  # capped at 4096 x 4096 pixels
+
+
+def test_a_stand_in_is_sized_as_its_gpu_entry(tmp_path: Path) -> None:
+    """The QA solver picks CPU bounds for a CPU model; a stand-in must get the GPU entry's
+    (image sending, paper-scale budgets), else the rehearsal would not run the GPU settings."""
+    from agent.qa.solver_config import solver_config_for
+    from serving.open import model_facts
+    from serving.registry import cpu_stand_in
+
+    reg = default_registry()
+    twin = cpu_stand_in(reg.get("qwen3-vl-8b"), tmp_path)
+    facts = model_facts("qwen3-vl-8b", reg.with_spec(twin))
+    assert twin.device == "cpu" and facts.device == "gpu"
+    assert solver_config_for(facts) == solver_config_for(model_facts("qwen3-vl-8b", reg))
+    assert solver_config_for(facts).send_images
