@@ -21,8 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,51 +54,6 @@ class DemoSummary:
     lines: tuple[str, ...] = ()
 
 
-class _DoneTask:
-    def __init__(self) -> None:
-        self.completed, self.total, self.info = 0, None, ""
-
-    def advance(self, n: int = 1) -> None:
-        self.completed += n
-
-    def update(
-        self, *, completed: int | None = None, total: int | None = None, info: str | None = None
-    ) -> None:
-        if completed is not None:
-            self.completed = completed
-        if total is not None:
-            self.total = total
-        if info is not None:
-            self.info = info
-
-
-class _DoneLines:
-    """Plain-line progress that writes only when a top-level task ends (a log-friendly demo that
-    stays short); nested tasks are silent."""
-
-    def __init__(self, inner: LineProgress) -> None:
-        self.inner = inner
-        self.depth = 0
-
-    @contextmanager
-    def task(self, description: str, total: int | None = None) -> Iterator[_DoneTask]:
-        t = _DoneTask()
-        t.total = total
-        t0 = time.monotonic()
-        self.depth += 1
-        try:
-            yield t
-        finally:
-            self.depth -= 1
-        if self.depth == 0:
-            count = f" {t.completed}/{t.total}" if t.total else ""
-            info = f", {t.info}" if t.info else ""
-            self.inner.emit(f"  {description}:{count}{info} ({time.monotonic() - t0:.0f} s)")
-
-    def note(self, message: str) -> None:
-        self.inner.note(message)
-
-
 class _LazyEngine:
     """Starts the engine on the first call that reaches it, so that a rerun whose every call
     replays from the journals never starts one; the start-up is timed and announced apart."""
@@ -122,7 +76,11 @@ class _LazyEngine:
 
 
 def _short(progress: Progress) -> Progress:
-    return _DoneLines(progress) if isinstance(progress, LineProgress) else progress
+    """Plain lines (a pipe, a log): one line per finished stage and a heartbeat line at least
+    every ``every_s`` seconds while one works; a live display stays as it is."""
+    if isinstance(progress, LineProgress) and not progress.stages_only:
+        return LineProgress(progress.stream, every_s=progress.every_s, stages_only=True, clock=progress.clock)
+    return progress
 
 
 def _moira_lines(res: Any) -> list[str]:
