@@ -20,8 +20,8 @@ import numpy as np
 
 from agent.report import figures as fg
 from agent.report import series as sr
-from agent.report.html import GENERATOR, Cell, esc, figure, fmt_int, fmt_pct, fmt_pm, note, page, table
 from agent.report.happened import happened_section
+from agent.report.html import GENERATOR, Cell, esc, figure, fmt_int, fmt_pct, fmt_pm, note, page, table
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
 from agent.report.qa import qa_section

@@ -13,12 +13,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pairs"))
 
-from moira_support import mean_reversion, principles_reply, scripted, small_config, small_store  # noqa: E402
+from moira_support import mean_reversion, principles_reply, scripted, small_config, small_store
 
-from agent.qa import runs  # noqa: E402
-from agent.qa.trajectory import Step, Trajectory  # noqa: E402
-from agent.report.happened import MECHANISMS, find_mechanisms, happened_section, missing  # noqa: E402
-from serving.types import ChatRequest  # noqa: E402
+from agent.qa import runs
+from agent.qa.trajectory import Step, Trajectory
+from agent.report.happened import MECHANISMS, find_mechanisms, happened_section, missing
+from serving.types import ChatRequest
 
 PRINCIPLE = "When the trading-window z-score is stretched, trade toward the mean."
 #: the second cycle's new principle changes no decision: the same return, rolled back
@@ -49,7 +49,7 @@ def _qa_traces(root: Path) -> None:
     )
     ft = Trajectory("demo-0-001", "demo", "ft", 0, 0.0, (Step(0, "plan"), py, rejected), "6", True, ())
     hit = Trajectory(
-        "demo-0-002", "demo", "ft_fm", 0, 0.0, (), "1", True, (), memory_hits=(3,), memory_similarities=(0.71,)
+        "demo-0-002", "demo", "ft_fm", 0, 0.0, (), "1", True, (), memory_hits=(3,), memory_similarities=(0.7,)
     )
     miss = Trajectory("demo-0-003", "demo", "ft_fm", 0, 0.0, (), "2", True, ())
     for name, trajs in (("ft", [ft]), ("ft_fm", [hit, miss])):
