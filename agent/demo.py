@@ -171,20 +171,25 @@ def run_demo(
         lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
     try:
+        # each part is one top-level task: plain-line progress names it in its heartbeat lines
         t0 = time.perf_counter()
-        moira = run_moira_demo(out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder)
+        with prog.task("Moira"):
+            moira = run_moira_demo(
+                out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder
+            )
         walls["moira"] = time.perf_counter() - t0
         tell(_moira_lines(moira))
         t0 = time.perf_counter()
-        qa = run_qa_demo(
-            out / "qa",
-            backend=backend,
-            model=model,
-            registry=reg,
-            embedder=embedder,
-            config=qa_config,
-            progress=prog,
-        )
+        with prog.task("QA"):
+            qa = run_qa_demo(
+                out / "qa",
+                backend=backend,
+                model=model,
+                registry=reg,
+                embedder=embedder,
+                config=qa_config,
+                progress=prog,
+            )
         walls["qa"] = time.perf_counter() - t0
         tell(_qa_lines(qa))
     finally:

@@ -81,6 +81,9 @@ class _LineTask:
         self.info = ""
         self.t0 = owner.clock()
         self._last_decile = 0
+        #: (time, count) when the count first moved: the pace is measured from there, so a slow
+        #: first unit (an engine starting) does not inflate the estimate
+        self._first: tuple[float, int] | None = None
 
     def advance(self, n: int = 1) -> None:
         self.update(completed=self.completed + n)
@@ -90,6 +93,8 @@ class _LineTask:
     ) -> None:
         with self.owner.lock:
             if completed is not None:
+                if self._first is None and completed > self.completed:
+                    self._first = (self.owner.clock(), completed)
                 self.completed = completed
             if total is not None:
                 self.total = total
@@ -112,11 +117,16 @@ class _LineTask:
         return f", {self.info}" if self.info else ""
 
     def eta(self, now: float) -> str:
-        """``, ~1m20s left`` from the pace so far (empty before the first unit or without a total)."""
+        """``, ~1m20s left`` from the pace since the count first moved (from the start while it
+        moved only once; empty before that or without a total)."""
         if not self.total or self.completed <= 0 or self.completed >= self.total:
             return ""
-        left = (now - self.t0) * (self.total - self.completed) / self.completed
-        return f", ~{_clock_text(left)} left"
+        t1, c1 = self._first if self._first is not None else (self.t0, 0)
+        if self.completed > c1:
+            pace = (now - t1) / (self.completed - c1)
+        else:
+            pace = (now - self.t0) / self.completed
+        return f", ~{_clock_text(pace * (self.total - self.completed))} left"
 
     def status(self) -> str:
         """One plain status line: count, info, elapsed time and the estimate of the time left."""

@@ -130,7 +130,7 @@ def test_stage_lines_stay_short_but_the_heartbeat_names_the_stage():
         clock.now += 30.0
         s.update(completed=4)  # an update past 30 s is a heartbeat too
     lines = buf.getvalue().splitlines()
-    assert lines[0] == "  ... runs / sessions: 4/10, 35s elapsed, ~52s left"
+    assert lines[0] == "  ... runs / sessions: 4/10, 35s elapsed, ~1m10s left"  # 3 units in 35 s
     assert lines[1] == "  runs: 0/2 (35 s)" and len(lines) == 2
 
 
