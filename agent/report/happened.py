@@ -98,13 +98,15 @@ def _walk(root: Path, name: str, exclude: Path | None) -> list[Path]:
     return sorted(out)
 
 
-def _loads(text: Any) -> Any:
+def _loads(text: Any) -> dict[str, Any]:
+    """A JSON object's fields ({} for anything else: empty, unparsable, not an object)."""
     if not isinstance(text, str) or not text:
         return {}
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
         return {}
+    return value if isinstance(value, dict) else {}
 
 
 class _Journal:
