@@ -198,7 +198,7 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
         elif (
             kind == "policy" and int(dec.get("cycle", 0) or 0) >= 1 and dec.get("training_return") is not None
         ):
-            cand = "; ".join(dec.get("candidate") or ()) or "(empty set)"
+            cand = "; ".join(dec.get("candidate_principles") or dec.get("candidate") or ()) or "(empty set)"
             ret = dec.get("training_return")
             if dec.get("accepted"):
                 add("gate_accept", i, f"cycle {dec['cycle']}: training return {ret:+.4f} accepted: {cand}")
@@ -215,7 +215,7 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
             add(
                 "news",
                 i,
-                f"keyword {cand.get('keyword') or cand.get('category') or '?'} in {head[:90]!r}: "
+                f"keyword category {cand.get('keyword_category') or '?'} in {head[:90]!r}: "
                 f"verified as {dec.get('event_type', '?')}, severity {dec.get('severity', '?')}",
             )
         elif kind == "direction" and phase == "test" and r["request_key"]:

@@ -83,7 +83,9 @@ def test_every_mechanism_of_the_scripted_run_is_found_where_it_happened(scripted
     # the planted break (2015-04-06, test step 56) lies between the boundaries at 47 and 70
     assert found["break"].step >= "test step 056" and found["replacement"].step == "test step 070"
     assert "replaced by" in found["replacement"].summary
-    assert "accepted" in found["gate_accept"].summary and "rejected" in found["gate_reject"].summary
+    assert "accepted" in found["gate_accept"].summary and PRINCIPLE in found["gate_accept"].summary
+    assert "rejected" in found["gate_reject"].summary and IDLE in found["gate_reject"].summary
+    assert "keyword category fraud in 'Lumenis Software to restate" in found["news"].summary
     assert found["cf_memory"].count > 1 and "counterfactual record" in found["cf_memory"].summary
     assert found["sandbox"].step == "demo-0-001 step 1" and found["gate_rejected"].run == "ft"
     assert found["memory_hit"].step == "demo-0-002" and found["memory_miss"].step == "demo-0-003"
