@@ -85,6 +85,7 @@ CASES = [
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
     (["export", "absent", "--out", "o"], "PATH=absent is not a folder"),
     (["export", ".", "--out", "o", "--format", "xlsx"], "--format='xlsx'; allowed: csv, parquet"),
+    (["audit", "absent"], "PATH=absent does not exist"),
     (
         ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--execution", "vwap"],
         "execution='vwap'; allowed: close, next_open",

@@ -21,6 +21,7 @@ from typing import Any
 from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.execution import PAPER, ExecutionSettings
 from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
+from agent.pairs.market.provenance import PROVENANCE_FILE
 from agent.pairs.market.records import run_summary, write_json, write_steps
 from agent.pairs.market.tape import DECISIONS_FILE, PRICES_FILE, PriceTape, write_decisions, write_prices
 from agent.pairs.market.view import MarketView
@@ -172,6 +173,7 @@ def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
     if outcome.prices is not None:
         write_prices(d / PRICES_FILE, outcome.prices)
     outcome.trace.write(d / "trace.parquet")
+    outcome.trace.provenance.write(d / PROVENANCE_FILE)
     write_json(
         d / "training.json",
         {

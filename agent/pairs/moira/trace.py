@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.market.provenance import ProvenanceLog
 from serving.types import ChatResult
 
 __all__ = ["TraceEvent", "TraceLog", "read_trace"]
@@ -65,11 +66,13 @@ def _json(value: Any) -> str:
 
 
 class TraceLog:
-    """An append-only list of :class:`TraceEvent` of one run."""
+    """An append-only list of :class:`TraceEvent` of one run, with the run's provenance log
+    (what each model call's payload drew from, :mod:`agent.pairs.market.provenance`)."""
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.events: list[TraceEvent] = []
+        self.provenance = ProvenanceLog(run_id)
 
     def add(
         self,

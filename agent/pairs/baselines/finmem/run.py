@@ -44,6 +44,7 @@ import numpy as np
 from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig, TextEmbedder
 from agent.pairs.baselines.finmem.trader import run_agent
 from agent.pairs.market.masking import StepCalendar
+from agent.pairs.market.provenance import PROVENANCE_FILE, ProvenanceLog
 from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES
 from bank.embedder import MiniLMEmbedder
@@ -296,6 +297,8 @@ class FinMemOutcome:
     settled_returns: list[float] = field(default_factory=list)
     #: every model call (phase, call type, request key), written to memory_trace.json
     calls: list[dict[str, str]] = field(default_factory=list)
+    #: what each call's payload drew from (None: a run without a pair, no call made)
+    provenance: ProvenanceLog | None = None
 
 
 def finmem_program(
@@ -321,7 +324,7 @@ def finmem_program(
         ledger = flat_records(market.selection.sessions, "no candidate pair")
         extra |= {"n_missing": 0, "n_no_beta": 0, "tokens_by_call_type": {}, "fallbacks": {"total": 0}}
         return FinMemOutcome(rid, exposure, seed, ledger, extra, [])
-    state = yield from run_agent(market, config, exposure=exposure, seed=seed, embedder=embedder)
+    state = yield from run_agent(market, config, exposure=exposure, seed=seed, embedder=embedder, run_id=rid)
     ledger = settle_actions(
         market.series,
         state.actions,
@@ -335,7 +338,9 @@ def finmem_program(
     decisions = tuple(replace(d, request_key=k) for d, k in zip(ledger.decisions, state.test_keys))
     ledger = replace(ledger, records=recs, decisions=decisions)
     extra |= state.summary(len(recs)) | {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
-    return FinMemOutcome(rid, exposure, seed, ledger, extra, state.trace, state.settled_returns, state.calls)
+    return FinMemOutcome(
+        rid, exposure, seed, ledger, extra, state.trace, state.settled_returns, state.calls, state.provenance
+    )
 
 
 def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
@@ -379,6 +384,7 @@ def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
         run_dir / "memory_trace.json",
         {"run_id": outcome.run_id, "sessions": outcome.trace, "calls": outcome.calls},
     )
+    (outcome.provenance or ProvenanceLog(outcome.run_id)).write(run_dir / PROVENANCE_FILE)
     return run_dir
 
 
