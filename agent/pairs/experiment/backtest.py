@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.anonymize import Aliases, anonymized
 from agent.pairs.market.execution import PAPER, ExecutionSettings
 from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
 from agent.pairs.market.provenance import PROVENANCE_FILE
@@ -120,7 +121,17 @@ def moira_program(
     *,
     on_session: Callable[[], None] = lambda: None,
 ) -> Gen:
-    """The generator of one run; returns a :class:`RunOutcome`."""
+    """The generator of one run; returns a :class:`RunOutcome`. With ``anonymize`` every request
+    goes to the model with the pool's aliases and every reply comes back mapped to real names."""
+    if not cfg.anonymize:
+        return (yield from _moira_program(spec, cfg, view, on_session, None))
+    aliases = Aliases.for_pool(view.pool, view.companies)
+    return (yield from anonymized(_moira_program(spec, cfg, view, on_session, aliases), aliases))
+
+
+def _moira_program(
+    spec: RunSpec, cfg: ExperimentConfig, view: MarketView, on_session: Callable[[], None], aliases: Any
+) -> Gen:
     w = cfg.windows
     train = tuple(view.sessions(w.train_start, w.train_end))
     test = tuple(view.sessions(w.test_start, w.test_end))
@@ -137,6 +148,7 @@ def moira_program(
         prompt=cfg.prompt,
     )
     trace = TraceLog(spec.run_id)
+    trace.provenance.rewrite = aliases.request if aliases is not None else None
     ctx = RunContext(
         run_id=spec.run_id,
         view=view,

@@ -14,7 +14,7 @@ request key (the journal's key of the exact request), which ties it to the trace
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -63,9 +63,11 @@ def _max(dates: Iterable[dt.date]) -> tuple[int, dt.date | None]:
 class ProvenanceLog:
     """The append-only provenance rows of one run."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, rewrite: Callable[[ChatRequest], ChatRequest] | None = None) -> None:
         self.run_id = run_id
         self.rows: list[ProvenanceRow] = []
+        #: the request as the model sees it (an anonymized run's aliases): the key recorded is its key
+        self.rewrite = rewrite
 
     def record(
         self,
@@ -91,7 +93,7 @@ class ProvenanceLog:
             step=step,
             decision_date=_iso(decision_date),
             call_type=request.call_type,
-            request_key=request.key(),
+            request_key=(self.rewrite(request) if self.rewrite else request).key(),
             price_series=n_prices,
             price_max_date=_iso(last_price),
             news_items=n_news,

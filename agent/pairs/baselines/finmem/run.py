@@ -309,11 +309,14 @@ def finmem_program(
     seed: int,
     embedder: TextEmbedder,
     run_id: str | None = None,
+    aliases: Any = None,
 ) -> Program[FinMemOutcome]:
     """One run (training + test) as a lockstep program; returns a :class:`FinMemOutcome`.
 
     ``embedder``: the bank's embedder (``MiniLMEmbedder`` in runs; wrap it in an
-    :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window)."""
+    :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window).
+    ``aliases``: an anonymized run's (:class:`agent.pairs.market.anonymize.Aliases`; the caller
+    wraps the program in :func:`~agent.pairs.market.anonymize.anonymized`), for the provenance keys."""
     from agent.pairs.baselines.common import check_exposure
     from agent.pairs.baselines.ledger import flat_records, settle_actions
 
@@ -324,7 +327,9 @@ def finmem_program(
         ledger = flat_records(market.selection.sessions, "no candidate pair")
         extra |= {"n_missing": 0, "n_no_beta": 0, "tokens_by_call_type": {}, "fallbacks": {"total": 0}}
         return FinMemOutcome(rid, exposure, seed, ledger, extra, [])
-    state = yield from run_agent(market, config, exposure=exposure, seed=seed, embedder=embedder, run_id=rid)
+    state = yield from run_agent(
+        market, config, exposure=exposure, seed=seed, embedder=embedder, run_id=rid, aliases=aliases
+    )
     ledger = settle_actions(
         market.series,
         state.actions,

@@ -172,7 +172,14 @@ def _memory_days(s: Any, recalled: Any) -> tuple[list[Any], list[Any]]:
 
 
 def run_agent(
-    market: Any, config: Any, *, exposure: str, seed: int, embedder: TextEmbedder, run_id: str = ""
+    market: Any,
+    config: Any,
+    *,
+    exposure: str,
+    seed: int,
+    embedder: TextEmbedder,
+    run_id: str = "",
+    aliases: Any = None,
 ) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
     from agent.pairs.baselines.common import tradable
@@ -187,7 +194,7 @@ def run_agent(
         min_sessions=cfg.hedge_min_sessions,
     )
     mem = LayeredMemory(cfg.memory, embedder, seed)
-    st = AgentState(provenance=ProvenanceLog(run_id))
+    st = AgentState(provenance=ProvenanceLog(run_id, aliases.request if aliases is not None else None))
     calls = CallSettings(
         cfg.model,
         cfg.sampling(seed),
