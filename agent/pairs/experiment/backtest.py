@@ -62,6 +62,8 @@ class RunOutcome:
     execution: ExecutionSettings = PAPER
     #: closes and opens of every ticker the test decisions name, on the test sessions
     prices: PriceTape | None = field(default=None, repr=False)
+    #: the prompts named the stocks by aliases (memorization control)
+    anonymized: bool = False
 
     def metrics(self) -> Any:
         steps = self.test.steps
@@ -97,6 +99,7 @@ class RunOutcome:
             "screens_short": test["screens_short"] + train["screens_short"],
             "screens_empty": test["screens_empty"] + train["screens_empty"],
             "execution": self.execution.to_dict(),
+            "anonymized": self.anonymized,
             "lifecycle": self.lifecycle(),
         }
 
@@ -173,7 +176,9 @@ def _moira_program(
         ),
     )
     tickers = {t for d in result.decisions for t in d.tickers()}
-    return RunOutcome(spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test))
+    return RunOutcome(
+        spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test), aliases is not None
+    )
 
 
 def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:

@@ -322,7 +322,7 @@ def finmem_program(
 
     check_exposure(exposure)
     rid = run_id or f"{METHOD}-{exposure}-seed{seed}"
-    extra = _base_extra(market, config)
+    extra = _base_extra(market, config) | {"anonymized": aliases is not None}
     if market.series is None:
         ledger = flat_records(market.selection.sessions, "no candidate pair")
         extra |= {"n_missing": 0, "n_no_beta": 0, "tokens_by_call_type": {}, "fallbacks": {"total": 0}}
