@@ -8,7 +8,8 @@ the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, co
 ``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet``,
 ``training.json`` and the tape (``decisions.parquet`` + ``prices.parquet``,
 :mod:`agent.pairs.market.tape`): the test decisions and their prices, which settle the run again
-under other execution settings.
+under other execution settings; ``provenance.parquet`` (:mod:`agent.pairs.market.provenance`):
+what each model call's payload drew from, for ``localfin audit``.
 """
 
 from __future__ import annotations

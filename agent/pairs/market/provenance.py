@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,16 +108,9 @@ class ProvenanceLog:
 
     def write(self, path: str | Path) -> Path:
         """Write the rows as Parquet (temp file, then rename)."""
-        import pandas as pd
+        from agent.pairs.market.records import write_rows
 
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        cols = [f.name for f in fields(ProvenanceRow)]
-        frame = pd.DataFrame(self.to_dicts(), columns=cols)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(p)
-        return p
+        return write_rows(path, self.rows, ProvenanceRow)
 
 
 def read_provenance(path: str | Path) -> Any:

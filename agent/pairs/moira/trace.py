@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,16 +121,9 @@ class TraceLog:
 
     def write(self, path: str | Path) -> Path:
         """Write the trace as Parquet (temp file, then rename)."""
-        import pandas as pd
+        from agent.pairs.market.records import write_rows
 
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        cols = [f.name for f in fields(TraceEvent)]
-        frame = pd.DataFrame([asdict(e) for e in self.events], columns=cols)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(p)
-        return p
+        return write_rows(path, self.events, TraceEvent)
 
 
 def read_trace(path: str | Path) -> Any:

@@ -27,7 +27,8 @@ A run is a :mod:`serving.lockstep` program: :func:`finmem_program` yields reques
 returns a :class:`FinMemOutcome`; :func:`run_finmem` runs seeds x exposures in lockstep on the
 caller's backend (a :class:`serving.journal.JournaledBackend`, so a killed run resumes) and
 writes ``runs/<run_id>/steps.parquet``, ``metrics.json`` (kind baseline, method finmem) and
-``memory_trace.json``.
+``memory_trace.json`` and ``provenance.parquet`` (what each call's payload drew from, for
+``localfin audit``).
 """
 
 from __future__ import annotations
@@ -372,7 +373,8 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
 
 
 def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
-    """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json)."""
+    """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json,
+    provenance.parquet)."""
     from agent.pairs.baselines.ledger import write_run
 
     run_dir = write_run(

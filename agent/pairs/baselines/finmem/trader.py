@@ -213,6 +213,20 @@ def run_agent(
     def masked(text: str) -> str:
         return " ".join(mask_text(text, market.calendar).split())
 
+    def sources(
+        req: ChatRequest, k: int, g: int, prices: list[Any], news: list[Any], screen: Any = None
+    ) -> None:
+        st.provenance.record(
+            req,
+            phase=phase,
+            round=0,
+            step=k + 1,
+            decision_date=_day(s, g),
+            prices=prices,
+            news=news,
+            screen_end=screen,
+        )
+
     for phase, idx, expo in (
         ("train", market.train_idx, cfg.train_exposure),
         ("test", market.test_idx, exposure),
@@ -266,15 +280,7 @@ def run_agent(
                     }
                     req = reflection_request(calls, payload, pending.shown)
                     then_prices, then_news = pending.sources
-                    st.provenance.record(
-                        req,
-                        phase=phase,
-                        round=0,
-                        step=k + 1,
-                        decision_date=_day(s, g),
-                        prices=[_day(s, g), _day(s, pending.index), *then_prices],
-                        news=then_news,
-                    )
+                    sources(req, k, g, [_day(s, g), _day(s, pending.index), *then_prices], then_news)
                     (res,) = yield [req]
                     parsed = parse_reflection(res, pending.shown)
                     st.count(res, phase, parsed.fallback is not None)
@@ -323,17 +329,9 @@ def run_agent(
                 # today's observation and the settled returns (both at g), the recalled items
                 mem_prices, mem_news = _memory_days(s, recalled)
                 dec.sources = (mem_prices, mem_news)
-                st.provenance.record(
-                    req,
-                    phase=phase,
-                    round=0,
-                    step=k + 1,
-                    decision_date=_day(s, g),
-                    prices=[_day(s, g), *mem_prices],
-                    news=mem_news,
-                    # the test pair is the screen's top candidate at step 001
-                    screen_end=market.selection.screen_end if phase == "test" and k == 0 else None,
-                )
+                # the test pair is the screen's top candidate at step 001
+                screen = market.selection.screen_end if phase == "test" and k == 0 else None
+                sources(req, k, g, [_day(s, g), *mem_prices], mem_news, screen)
                 (res,) = yield [req]
                 key = res.request_key
                 parsed = parse_decision(res, dec.shown)
