@@ -16,8 +16,8 @@ selection the screen's window end. The audit checks, per run:
 
 A run folder of a model-calling method without ``provenance.parquet`` was written before
 provenance existed: an :class:`InputError` naming it (nothing can be proven about it; rerunning
-the experiment into a new folder replays its journal). Runs of the rule baselines make no model
-call and are listed as such.
+it from a copy of its journal with ``--resume`` replays every call and writes provenance). Runs of
+the rule baselines make no model call and are listed as such.
 """
 
 from __future__ import annotations
@@ -117,7 +117,9 @@ def audit_run(run_dir: str | Path, root: str | Path | None = None) -> RunAudit:
     if not prov_path.is_file():
         raise InputError(
             f"{d}: no {PROVENANCE_FILE}: the run was written before runs recorded what each call saw, so "
-            "nothing can be audited; rerun its experiment into a new folder (journaled calls replay)"
+            "nothing can be audited; rerun it from its journal (copy config.toml and journal.sqlite into a "
+            "new folder, then localfin pairs run --config NEW/config.toml --out NEW --resume: journaled "
+            "calls replay)"
         )
     prov = read_provenance(prov_path)
     out.rows = len(prov)
