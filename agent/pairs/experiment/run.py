@@ -77,10 +77,11 @@ class _Tally:
         self.sessions = 0
         self.calls = 0
         self.tokens = 0
+        self.rounds = 0
         self.task: Any = None
 
     def info(self) -> str:
-        return f"{self.calls} calls, {self.tokens} tokens"
+        return f"{self.rounds} rounds, {self.calls} calls, {self.tokens} tokens"
 
     def on_session(self) -> None:
         self.sessions += 1
@@ -201,6 +202,7 @@ def run_experiment(
             def round_hook(info: RoundInfo) -> None:
                 nonlocal rounds
                 rounds += 1
+                tally.rounds = rounds
                 runs_task.update(completed=done_before[0] + info.finished)
                 sess_task.update(info=tally.info())
                 if on_round is not None:
