@@ -91,6 +91,21 @@ CASES = [
         "execution='vwap'; allowed: close, next_open",
     ),
     (["reproduce", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),
+    (
+        ["reproduce", "--rehearse", "moira_table5_a2", "--paths", "gpu"],
+        "--paths 'gpu'; allowed: engine, server",
+    ),
+    (
+        ["reproduce", "--plan", "table99", "--gpus", "1", "--gpu", "h200"],
+        "unknown reproduction config 'table99'",
+    ),
+    (["reproduce", "--plan", "moira_table3_main", "--gpus", "0"], "--gpus 0; allowed: a whole number >= 1"),
+    (
+        ["reproduce", "--plan", "moira_table3_main", "--gpu", "v100"],
+        "--gpu 'v100'; allowed: h100, h200, a100-80g, l40s",
+    ),
+    (["reproduce", "--plan", "--smoke", "moira_table3_main"], "--smoke and --plan exclude each other"),
 ]
 
 
