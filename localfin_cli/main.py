@@ -19,6 +19,7 @@ import typer
 
 from localfin.errors import LocalfinError, exit_code_for
 from localfin_cli import (
+    audit_cmd,
     bank_cmd,
     bench_cmd,
     data_cmd,
@@ -63,6 +64,7 @@ app.add_typer(qa_cmd.app, name="qa")
 serve_cmd.register(app)
 report_cmd.register(app)
 export_cmd.register(app)
+audit_cmd.register(app)
 reproduce_cmd.register(app)
 
 

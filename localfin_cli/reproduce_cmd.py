@@ -4,6 +4,8 @@ localfin reproduce --list                 every config and the table it reproduc
 localfin reproduce --check CONFIG|all     data and model folders present or missing
 localfin reproduce CONFIG                 run it (refuses while anything is missing)
 localfin reproduce --smoke CONFIG|all     run it shrunk to CPU size, report included
+localfin reproduce --rehearse CONFIG|all  its GPU settings on tiny stand-ins, engine and server, checked
+localfin reproduce --plan CONFIG --gpus N --gpu KIND   engines, memory and estimated wall time on GPUs
 """
 
 from __future__ import annotations
@@ -54,6 +56,15 @@ def reproduce(
         None, "--data-root", help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
     ),
     model: str = typer.Option("smollm2-135m", "--model", help="--smoke: registry key of the CPU model."),
+    rehearse: bool = typer.Option(
+        False,
+        "--rehearse",
+        help="Run at the GPU settings on tiny random stand-ins (engine and server), checked.",
+    ),
+    plan: bool = typer.Option(False, "--plan", help="Print engines, memory and an estimated GPU wall time."),
+    gpus: int = typer.Option(1, "--gpus", help="--plan: number of GPUs."),
+    gpu: str = typer.Option("h200", "--gpu", help="--plan: GPU kind (h100, h200, a100-80g, l40s)."),
+    paths: str = typer.Option("engine,server", "--paths", help="--rehearse: engine, server or both."),
 ) -> None:
     """Reproduce a table of Moira or FinAcumen from its shipped config."""
     from agent.reproduce.check import check_config, format_items
@@ -67,9 +78,20 @@ def reproduce(
         raise ConfigError(
             "CONFIG is missing; allowed: a name from `localfin reproduce --list`, a .toml path, or all"
         )
-    if check and smoke:
-        raise ConfigError("--check and --smoke exclude each other")
+    modes = [
+        n
+        for n, on in (("--check", check), ("--smoke", smoke), ("--rehearse", rehearse), ("--plan", plan))
+        if on
+    ]
+    if len(modes) > 1:
+        raise ConfigError(f"{' and '.join(modes)} exclude each other; allowed: one of them")
+    if plan:
+        _plan(config, gpus, gpu, data_root)
+        return
     cfgs = _configs(config)
+    if rehearse:
+        _rehearse(ctx, cfgs, out, paths)
+        return
     if check:
         items = [i for c in cfgs for i in check_config(c, data_root=data_root)]
         result(None, format_items(items))
@@ -112,6 +134,53 @@ def reproduce(
         finally:
             if backend is not None:
                 backend.close()
+
+
+def _plan(config: str, gpus: int, gpu: str, data_root: Path | None) -> None:
+    from agent.reproduce.gpu_plan import format_plan, plan_config
+    from agent.reproduce.hardware import gpu_kind
+    from localfin import env
+    from localfin.errors import ConfigError
+
+    if gpus < 1:
+        raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
+    gpu_kind(gpu)
+    cfgs = _configs(config)
+    texts = []
+    for c in cfgs:
+        rehearsal = env.runs_dir() / "rehearse" / c.name / "rehearsal.json"
+        texts.append(format_plan(c, gpus, gpu, plan_config(c, gpus, gpu, rehearsal=rehearsal)))
+    result(None, "\n\n".join(texts))
+
+
+def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str) -> None:
+    from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
+    from localfin import env
+    from localfin.errors import ConfigError
+
+    chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
+    if not chosen or any(p not in PATHS for p in chosen):
+        raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
+    base = out or env.runs_dir() / "rehearse"
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    with quiet_run(ctx, "reproduce", base) as rl:
+        res = rehearse(cfgs, base, shared=shared, paths=chosen, progress=progress_for(rl))
+        md, _ = write_rehearsal(res, base)
+        failed = [
+            f"{n}: {c.path} {c.call_type} {c.name}: {c.detail}" for n, r in res.items() for c in r.failed
+        ]
+        long = [f"{n}: {s.call_type}" for n, r in res.items() for s in r.too_long]
+        for n, r in res.items():
+            note(rl, f"{n}: {len(r.checks)} checks, {len(r.failed)} failed, wall {r.wall_s}")
+        if long:
+            note(
+                rl, f"{len(long)} prompt bound(s) may not fit the context: {'; '.join(long)} (see the report)"
+            )
+        result(rl, f"rehearsal report {md}")
+    if failed:
+        for f in failed:
+            typer.echo(f"failed: {f}", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

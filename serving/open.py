@@ -143,7 +143,8 @@ def model_facts(model: str, registry: Registry | None = None) -> ModelFacts:
     return ModelFacts(
         key=spec.key,
         display_name=spec.display_name,
-        device=spec.device,
+        # a stand-in runs on the CPU but rehearses the GPU entry: the agents size for the GPU
+        device="gpu" if spec.stand_in else spec.device,
         max_model_len=spec.max_model_len,
         default_max_tokens=spec.default_max_tokens,
         accepts_images=spec.accepts_images,

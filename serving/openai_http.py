@@ -18,7 +18,7 @@ from typing import Any
 
 from serving.errors import ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec, Registry, default_registry
-from serving.replies import build_result, error_result
+from serving.replies import build_result, error_result, thinks
 from serving.sampling import effective_sampling, generation_defaults
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 from serving.vllm_engine import check_logit_bias
@@ -152,7 +152,7 @@ class OpenAIBackend:
                 last = f"{type(exc).__name__}: {exc}"
             else:
                 if resp.status_code == 200:
-                    return self._result(req, resp.json(), time.perf_counter() - t0)
+                    return self._result(req, resp.json(), time.perf_counter() - t0, spec)
                 last = f"HTTP {resp.status_code}: {resp.text[:300]}"
                 if resp.status_code not in _RETRY_STATUS:
                     break
@@ -166,16 +166,21 @@ class OpenAIBackend:
             req, f"HTTP backend gave up after {attempt + 1} attempt(s): {last}", backend=self.name
         )
 
-    def _result(self, req: ChatRequest, data: dict[str, Any], latency: float) -> ChatResult:
+    def _result(self, req: ChatRequest, data: dict[str, Any], latency: float, spec: ModelSpec) -> ChatResult:
         choice = (data.get("choices") or [{}])[0]
         msg = choice.get("message") or {}
         reasoning = msg.get("reasoning") or msg.get("reasoning_content")
+        content = msg.get("content") or ""
+        if reasoning is None and thinks(req, spec) and "</think>" not in content:
+            # a server started with the registry's reasoning parser has split the reply already:
+            # its content is the answer (a tagged content means a server without the parser)
+            reasoning = ""
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         finish = choice.get("finish_reason") or "stop"
         return build_result(
             req,
-            msg.get("content") or "",
+            content,
             finish_reason=finish if finish in ("stop", "length") else "stop",
             usage=Usage(
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
@@ -185,7 +190,7 @@ class OpenAIBackend:
             latency_s=latency,
             backend=self.name,
             revision=str(data.get("model") or ""),
-            reasoning=reasoning if reasoning is not None else None,
+            reasoning=reasoning,
         )
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:

@@ -95,6 +95,9 @@ class ModelSpec:
     revision: str = ""
     extra_serve_args: tuple[str, ...] = field(default=())
     arch: str = ""
+    #: a tiny CPU model serving a GPU entry (:func:`cpu_stand_in`): the agents size their
+    #: prompts and budgets for the GPU entry (:func:`serving.open.model_facts`)
+    stand_in: bool = False
 
     def __post_init__(self) -> None:
         if self.arch and self.arch not in ARCHS:
@@ -361,6 +364,7 @@ def cpu_stand_in(spec: ModelSpec, path: str | Path) -> ModelSpec:
         tensor_parallel_size=1,
         dtype="auto",
         revision="",
+        stand_in=True,
     )
 
 

@@ -12,26 +12,50 @@ from typing import Any
 
 from serving.types import ChatRequest, ChatResult, Usage
 
-__all__ = ["split_reasoning", "parse_reply", "build_result", "error_result"]
+__all__ = ["split_reasoning", "thinks", "parse_reply", "build_result", "error_result"]
 
 _OPEN, _CLOSE = "<think>", "</think>"
+#: Qwen3's tool-call opening tag: vLLM's qwen3 reasoning parser ends the reasoning there too.
+_TOOL_OPEN = "<tool_call>"
 
 
-def split_reasoning(raw: str) -> tuple[str, str | None]:
+def split_reasoning(raw: str, *, thinking: bool = False) -> tuple[str, str | None]:
     """Split Qwen3-style ``<think>...</think>`` reasoning from the answer.
 
     Returns ``(final_text, reasoning)``. A reply with a closing tag but no opening one (the chat
     template put ``<think>`` in the prompt) is handled; a reply whose thinking never closed (cut
     at ``max_tokens``) is all reasoning and an empty final text.
+
+    ``thinking``: the request was sent with thinking on to a model served with a reasoning
+    parser. The reply then starts in reasoning whether or not it opens with ``<think>``, as
+    vLLM's ``qwen3`` parser reads it (``vllm serve --reasoning-parser qwen3`` returns such a
+    reply as ``reasoning`` with no ``content``): text before ``</think>`` (or before a
+    ``<tool_call>``, which also ends reasoning there) is reasoning, and a reply that never
+    leaves it, e.g. one cut at ``max_tokens`` mid-thought, has an empty final text. Without
+    ``thinking`` a reply with no tags is all answer text.
     """
     text = raw.lstrip()
     if _CLOSE in text:
         head, _, tail = text.partition(_CLOSE)
         reasoning = head.removeprefix(_OPEN).strip()
         return tail.strip(), reasoning
-    if text.startswith(_OPEN):
+    if thinking and _TOOL_OPEN in text:
+        head, sep, tail = text.partition(_TOOL_OPEN)
+        return (sep + tail).strip(), head.removeprefix(_OPEN).strip()
+    if thinking or text.startswith(_OPEN):
         return "", text.removeprefix(_OPEN).strip()
     return raw.strip(), None
+
+
+def thinks(req: ChatRequest, spec: Any) -> bool:
+    """Whether ``req`` runs in thinking mode on the model of registry entry ``spec``: the model
+    has a reasoning parser and the request (or, when it leaves it unset, the entry's default)
+    does not turn thinking off. Unset with no default counts as on, as vLLM's parser and
+    Qwen3's chat template both default ``enable_thinking`` to true."""
+    if not getattr(spec, "reasoning_parser", None):
+        return False
+    thinking = req.thinking if req.thinking is not None else spec.thinking_default
+    return thinking is not False
 
 
 def parse_reply(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
@@ -73,20 +97,24 @@ def build_result(
     backend: str,
     revision: str,
     reasoning: str | None = None,
+    thinking: bool = False,
 ) -> ChatResult:
     """A :class:`ChatResult` from raw model text: reasoning split off, reply parsed.
 
     ``reasoning`` is given when the server already separated it (``--reasoning-parser``);
-    otherwise ``<think>`` blocks are split here. A ``length`` finish with a schema is recorded
-    as a parse error (a cut reply is never valid JSON we can trust).
+    otherwise reasoning is split here (:func:`split_reasoning` with ``thinking``: the request
+    had thinking on and the model a reasoning parser, so both backends read a tagless reply
+    the way vLLM's parser does). A ``length`` finish with a schema is recorded as a parse error
+    (a cut reply is never valid JSON we can trust; the agents count it as a fallback).
     """
     if reasoning is None:
-        text, reasoning = split_reasoning(raw)
+        text, reasoning = split_reasoning(raw, thinking=thinking)
     else:
         text = raw.strip()
     parsed, err = parse_reply(text, req.json_schema)
-    if req.json_schema is not None and finish_reason == "length" and err is None:
-        parsed, err = None, "reply cut at max_tokens (finish_reason=length)"
+    if req.json_schema is not None and finish_reason == "length":
+        where = " while thinking (no answer text)" if not text and reasoning else ""
+        parsed, err = None, f"reply cut at max_tokens (finish_reason=length){where}"
     return ChatResult(
         text=text,
         reasoning=reasoning or None,

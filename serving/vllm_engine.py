@@ -25,7 +25,7 @@ from typing import Any
 from localfin import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
-from serving.replies import build_result, error_result
+from serving.replies import build_result, error_result, thinks
 from serving.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 
@@ -367,6 +367,7 @@ class VLLMBackend:
                     latency_s=wall,
                     backend=self.name,
                     revision=self._revision,
+                    thinking=thinks(req, self.spec),
                 )
             )
         return results

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent.data.schema import Company, StoreInfo
 from agent.data.store import ImportReport, MarketStore
@@ -63,12 +63,15 @@ def synth_market(
     seed: int = 7,
     n_sessions: int = 2770,
     store_path: str | Path | None = None,
+    breaks: tuple[Any, ...] | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> SynthResult:
     """Write the seeded synthetic market into ``out_dir``; import it into ``store_path`` if given.
 
     A market shorter than the default keeps the planted structural breaks that fall inside it
     and lists every ticker by its first third, so short markets still hold every pair.
+    ``breaks``: the planted :class:`agent.data.synthetic.BreakSpec` (default: ``DEFAULT_BREAKS``;
+    the demo plants its own).
     """
     from agent.data.importer import import_files
     from agent.data.synthetic import (
@@ -79,7 +82,7 @@ def synth_market(
         write_market,
     )
 
-    breaks = tuple(b for b in DEFAULT_BREAKS if b.session < n_sessions)
+    breaks = tuple(b for b in (DEFAULT_BREAKS if breaks is None else breaks) if b.session < n_sessions)
     tickers = tuple(replace(t, first_session=min(t.first_session, n_sessions // 3)) for t in DEFAULT_TICKERS)
     with progress.task(f"synthetic market: {n_sessions} sessions"):
         market = generate_market(

@@ -2,7 +2,7 @@
 split with the given model, the three variants evaluated on its test split, and a report
 section (accuracy, memory hit rate, tokens and wall time per variant).
 
-Sizes are kept small so that it fits in about five minutes on two cores with the CPU model
+Sizes are kept small so that it fits in about a minute on two cores with the CPU model
 (:class:`QADemoConfig`); every model call is journaled under ``out_dir``, so a rerun replays.
 The demo uses the real engine it is given; nothing here is scripted.
 """
@@ -40,8 +40,11 @@ _LABELS = {"base": "Base", "ft": "Base+FT", "ft_fm": "Base+FT+FM"}
 
 @dataclass(frozen=True)
 class QADemoConfig:
-    """Demo sizes (small on purpose: the whole QA part should take about five minutes on two
-    cores with the CPU model).
+    """Demo sizes (small on purpose: the whole QA part takes about a minute on two cores with the
+    CPU model). With seed 0 the three train questions are of the kinds growth, table_diff and
+    table_sum and the six test questions one of each kind, so that with MiniLM at tau 0.65 two
+    test questions find a bank entry (memory hits) and four find none (misses), whatever the
+    model answers.
 
     Attributes:
         seed: demo set and sampling seed.
@@ -52,9 +55,9 @@ class QADemoConfig:
     """
 
     seed: int = 0
-    n_train: int = 4
-    n_test: int = 10
-    k: int = 4
+    n_train: int = 3
+    n_test: int = 6
+    k: int = 2
     max_steps: int = 3
     tools: tuple[str, ...] = ("python", "reparse")
 

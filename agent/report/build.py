@@ -20,6 +20,7 @@ import numpy as np
 
 from agent.report import figures as fg
 from agent.report import series as sr
+from agent.report.happened import happened_section
 from agent.report.html import GENERATOR, Cell, esc, figure, fmt_int, fmt_pct, fmt_pm, note, page, table
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
@@ -252,6 +253,9 @@ def render(
                 k += 1
                 task.advance()
     qa_html = qa_section(inp.root, fig_dir.parent, exclude=fig_dir.parent)
+    happened = happened_section(inp.root, exclude=fig_dir.parent)
+    if happened:
+        nav.insert(0, '<a href="#happened">what happened</a>')
     if qa_html:
         nav.append('<a href="#qa">financial QA</a>')
     nav += [
@@ -260,6 +264,8 @@ def render(
         '<a href="#notes">notes</a>',
     ]
     body.append("<nav>" + "".join(nav) + "</nav>")
+    if happened:
+        body.append('<h2 id="happened">What happened</h2>' + happened)
     body.append("<h2>How to read this page</h2>" + _conventions(rolling_window))
     body += main
     if qa_html:

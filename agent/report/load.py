@@ -72,6 +72,11 @@ class RunData:
         return e if isinstance(e, dict) else {}
 
     @property
+    def anonymized(self) -> bool:
+        """Whether the run's prompts named the stocks by aliases (``[experiment] anonymize``)."""
+        return bool(self.extra.get("anonymized"))
+
+    @property
     def uses_model(self) -> bool:
         """Whether the run called a model (its ``extra`` counts tokens by call type)."""
         return "tokens_by_call_type" in self.extra or self.kind == "moira"

@@ -19,6 +19,7 @@ from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.frictions import frictions_table
 from agent.report.html import Cell, figure, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
+from agent.report.memorization import memorization_table
 from agent.report.tables import Section, Setting, results_row
 from agent.report.usage import VALIDATION_PERIOD, FallbackRow, fallback_rows, token_rows, tokens_per_cycle
 
@@ -414,6 +415,9 @@ def section_panels(section: Section, ctx: PanelContext, prefix: str) -> str:
             note("* metrics.json of that run differs from the metrics recomputed from its steps (see Notes).")
         )
     parts.append("<h4>Paper protocol and with frictions</h4>" + frictions_table(section))
+    memo = memorization_table(section)
+    if memo:
+        parts.append("<h4>Real names and aliases in the prompts</h4>" + memo)
     parts.append("<h4>Equity and drawdown</h4>" + _equity(section, ctx, prefix))
     parts.append("<h4>Action distribution</h4>" + _actions(section, ctx, prefix))
     parts.append("<h4>Pair selection and pair switches</h4>" + _pairs(section, ctx, prefix))

@@ -15,9 +15,10 @@ Tokens and fallbacks are in :mod:`agent.report.usage`.
 
 Settings and seeds (SPEC §2 protocol: several seeds per setting, report the median-return run
 and the spread across seeds): a *setting* is every run that shares the test window (first and
-last decision dates), the exposure, kind, method, variant, backbone and pool, differing only in
-seed. Its *representative* run is the median-return run: runs sorted by cumulative return (ties:
-seed, then run id), the middle one for an odd count and the lower of the two middle ones for an
+last decision dates), the exposure, kind, method, variant, backbone, pool and whether its
+prompts named the stocks by aliases (``extra.anonymized``), differing only in seed. Its
+*representative* run is the median-return run: runs sorted by cumulative return (ties: seed,
+then run id), the middle one for an odd count and the lower of the two middle ones for an
 even count (a run that happened, not an average; the lower one so that an even count never
 flatters the setting). The *spread* is the minimum and maximum across the seeds (with the three
 seeds of the protocol an interquartile range is not defined better than that). A *section* is
@@ -225,9 +226,10 @@ def build_settings(results: Iterable[RunResult]) -> list[Setting]:
     groups: dict[tuple[Any, ...], list[RunResult]] = defaultdict(list)
     for rr in results:
         r = rr.run
-        key = (r.window, r.exposure, r.kind, r.method, r.variant, r.backbone, _pool_key(r))
+        # the last element: prompts with aliases (memorization control; agent.report.memorization)
+        key = (r.window, r.exposure, r.kind, r.method, r.variant, r.backbone, _pool_key(r), r.anonymized)
         groups[key].append(rr)
-    base = {k: _base_label(v[0].run) for k, v in groups.items()}
+    base = {k: _base_label(v[0].run) + (" · anonymized" if k[-1] else "") for k, v in groups.items()}
     taken = Counter((k[0], k[1], base[k]) for k in groups)
     out = []
     for key, members in groups.items():
@@ -251,7 +253,8 @@ def build_settings(results: Iterable[RunResult]) -> list[Setting]:
             s.exposure,
             _ORDER.get(s.method, len(_ORDER)),
             s.method,
-            s.label,
+            s.label.removesuffix(" · anonymized"),
+            s.key[-1],  # a setting's anonymized runs right after its named ones
         )
     )
     return out

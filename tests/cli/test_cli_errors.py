@@ -85,11 +85,27 @@ CASES = [
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
     (["export", "absent", "--out", "o"], "PATH=absent is not a folder"),
     (["export", ".", "--out", "o", "--format", "xlsx"], "--format='xlsx'; allowed: csv, parquet"),
+    (["audit", "absent"], "PATH=absent does not exist"),
     (
         ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--execution", "vwap"],
         "execution='vwap'; allowed: close, next_open",
     ),
     (["reproduce", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),
+    (
+        ["reproduce", "--rehearse", "moira_table5_a2", "--paths", "gpu"],
+        "--paths 'gpu'; allowed: engine, server",
+    ),
+    (
+        ["reproduce", "--plan", "table99", "--gpus", "1", "--gpu", "h200"],
+        "unknown reproduction config 'table99'",
+    ),
+    (["reproduce", "--plan", "moira_table3_main", "--gpus", "0"], "--gpus 0; allowed: a whole number >= 1"),
+    (
+        ["reproduce", "--plan", "moira_table3_main", "--gpu", "v100"],
+        "--gpu 'v100'; allowed: h100, h200, a100-80g, l40s",
+    ),
+    (["reproduce", "--plan", "--smoke", "moira_table3_main"], "--smoke and --plan exclude each other"),
 ]
 
 
@@ -139,3 +155,15 @@ def test_a_runtime_failure_exits_1_and_verbose_shows_the_traceback(tmp_path):
         and "Traceback" not in quiet.stderr
     )
     assert "Traceback" in loud.stderr and loud.stderr.strip().splitlines()[-1] == quiet.stderr.strip()
+
+
+def test_a_bad_anonymize_value_is_one_error_line_naming_the_key(tmp_path, cli):
+    cfg = tmp_path / "x.toml"
+    cfg.write_text(
+        '[experiment]\nname = "t"\nanonymize = "yes"\n[windows]\ntrain_start = "2020-01-02"\n'
+        'train_end = "2020-02-03"\ntest_start = "2020-02-04"\ntest_end = "2020-03-02"\n'
+    )
+    r = cli("pairs", "run", "--config", cfg)
+    assert r.code == 2, r.err
+    last = r.err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "experiment.anonymize" in last, r.err

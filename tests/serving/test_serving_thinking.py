@@ -174,3 +174,22 @@ def test_the_server_returns_the_reasoning_of_a_cut_reply_apart(openai_server, ti
     assert res.finish_reason == "length" and res.is_fallback and res.parsed is None
     assert res.text == "" and res.reasoning
     assert res.usage.completion_tokens == 8
+
+
+def test_the_engine_reads_a_cut_thinking_reply_as_the_server_does(
+    vllm_backend, tiny_model_dir, raw_replies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thinking reply cut at max_tokens with no think tags, in process: it is reasoning, not
+    answer text (as the server's parser reads it). A bias on the letter ``a`` makes the raw text
+    visible and tagless whatever the random weights prefer."""
+    from agent.pairs.moira.calls import _usable
+
+    biased = replace(vllm_backend.options, logit_bias={token_id(tiny_model_dir, "a"): 100.0})
+    monkeypatch.setattr(vllm_backend, "options", biased)
+    [res] = vllm_backend.chat(_requests(max_tokens=8)[:1])
+    [raw] = raw_replies
+    assert raw.strip() == "a" * 8 and "think>" not in raw
+    assert res.finish_reason == "length" and res.is_fallback and res.parsed is None
+    assert res.text == "" and res.reasoning == raw.strip()
+    assert "while thinking" in res.parse_error
+    assert _usable(res) == "cut at max_tokens"  # the agent records it as a fallback

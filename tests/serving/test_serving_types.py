@@ -84,6 +84,44 @@ def test_split_reasoning_variants():
     assert split_reasoning("plain") == ("plain", None)
 
 
+def test_in_thinking_mode_a_tagless_reply_is_reasoning_as_vllms_qwen3_parser_reads_it():
+    # thinking on + a reasoning parser: the reply starts in reasoning, tags or not
+    assert split_reasoning("still pondering the spread", thinking=True) == ("", "still pondering the spread")
+    assert split_reasoning("plan</think>{}", thinking=True) == ("{}", "plan")
+    assert split_reasoning('plan <tool_call>{"name": "x"}', thinking=True) == (
+        '<tool_call>{"name": "x"}',
+        "plan",
+    )
+    assert split_reasoning("plan <tool_call>x") == ("plan <tool_call>x", None)  # not in thinking mode
+
+
+def test_thinks_follows_the_parser_and_the_request_then_the_default():
+    from serving.registry import default_registry
+    from serving.replies import thinks
+
+    reg = default_registry()
+    q4, q4off, l8 = reg.get("qwen3-4b"), reg.get("qwen3-4b-nothink"), reg.get("llama-3.1-8b")
+    assert thinks(req(model="qwen3-4b"), q4) and not thinks(req(model="qwen3-4b"), q4off)
+    assert thinks(req(model="qwen3-4b", thinking=True), q4off)
+    assert not thinks(req(model="qwen3-4b", thinking=False), q4)
+    assert not thinks(req(model="llama-3.1-8b", thinking=True), l8)  # no reasoning parser
+
+
+def test_a_thinking_reply_cut_at_max_tokens_is_reasoning_only_and_a_fallback():
+    res = build_result(
+        req(json_schema=SCHEMA),
+        "the spread is wide, so",
+        finish_reason="length",
+        usage=Usage(3, 16),
+        latency_s=0.1,
+        backend="t",
+        revision="r",
+        thinking=True,
+    )
+    assert res.text == "" and res.reasoning == "the spread is wide, so"
+    assert res.is_fallback and res.parsed is None and "while thinking" in res.parse_error
+
+
 def test_parse_reply_checks_schema():
     ok, err = parse_reply('{"action": "FLAT", "reason": "r"}', SCHEMA)
     assert err is None and ok["action"] == "FLAT"

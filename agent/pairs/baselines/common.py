@@ -110,6 +110,8 @@ class Selection:
     candidate: PairCandidate | None
     n_candidates: int
     reason: str = ""
+    #: the last session of the screen's price window (the audit checks it against ``session``)
+    screen_end: dt.date | None = None
 
     @property
     def pair(self) -> str:
@@ -148,8 +150,8 @@ def select_pair(
     if not res.candidates:
         reasons = sorted({p.reason for p in res.pairs if p.reason})
         why = "no eligible pair" + (f" ({'; '.join(reasons[:3])})" if reasons else "")
-        return Selection(first, sessions, None, 0, why)
-    return Selection(first, sessions, res.candidates[0], len(res.candidates))
+        return Selection(first, sessions, None, 0, why, res.session)
+    return Selection(first, sessions, res.candidates[0], len(res.candidates), screen_end=res.session)
 
 
 @dataclass(frozen=True, eq=False)

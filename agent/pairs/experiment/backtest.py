@@ -8,7 +8,8 @@ the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, co
 ``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet``,
 ``training.json`` and the tape (``decisions.parquet`` + ``prices.parquet``,
 :mod:`agent.pairs.market.tape`): the test decisions and their prices, which settle the run again
-under other execution settings.
+under other execution settings; ``provenance.parquet`` (:mod:`agent.pairs.market.provenance`):
+what each model call's payload drew from, for ``localfin audit``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.anonymize import Aliases, anonymized
 from agent.pairs.market.execution import PAPER, ExecutionSettings
 from agent.pairs.market.metrics import compute_metrics, lifecycle_shares
+from agent.pairs.market.provenance import PROVENANCE_FILE
 from agent.pairs.market.records import run_summary, write_json, write_steps
 from agent.pairs.market.tape import DECISIONS_FILE, PRICES_FILE, PriceTape, write_decisions, write_prices
 from agent.pairs.market.view import MarketView
@@ -60,6 +63,8 @@ class RunOutcome:
     execution: ExecutionSettings = PAPER
     #: closes and opens of every ticker the test decisions name, on the test sessions
     prices: PriceTape | None = field(default=None, repr=False)
+    #: the prompts named the stocks by aliases (memorization control)
+    anonymized: bool = False
 
     def metrics(self) -> Any:
         steps = self.test.steps
@@ -95,6 +100,7 @@ class RunOutcome:
             "screens_short": test["screens_short"] + train["screens_short"],
             "screens_empty": test["screens_empty"] + train["screens_empty"],
             "execution": self.execution.to_dict(),
+            "anonymized": self.anonymized,
             "lifecycle": self.lifecycle(),
         }
 
@@ -119,7 +125,17 @@ def moira_program(
     *,
     on_session: Callable[[], None] = lambda: None,
 ) -> Gen:
-    """The generator of one run; returns a :class:`RunOutcome`."""
+    """The generator of one run; returns a :class:`RunOutcome`. With ``anonymize`` every request
+    goes to the model with the pool's aliases and every reply comes back mapped to real names."""
+    if not cfg.anonymize:
+        return (yield from _moira_program(spec, cfg, view, on_session, None))
+    aliases = Aliases.for_pool(view.pool, view.companies)
+    return (yield from anonymized(_moira_program(spec, cfg, view, on_session, aliases), aliases))
+
+
+def _moira_program(
+    spec: RunSpec, cfg: ExperimentConfig, view: MarketView, on_session: Callable[[], None], aliases: Any
+) -> Gen:
     w = cfg.windows
     train = tuple(view.sessions(w.train_start, w.train_end))
     test = tuple(view.sessions(w.test_start, w.test_end))
@@ -136,6 +152,7 @@ def moira_program(
         prompt=cfg.prompt,
     )
     trace = TraceLog(spec.run_id)
+    trace.provenance.rewrite = aliases.request if aliases is not None else None
     ctx = RunContext(
         run_id=spec.run_id,
         view=view,
@@ -160,7 +177,9 @@ def moira_program(
         ),
     )
     tickers = {t for d in result.decisions for t in d.tickers()}
-    return RunOutcome(spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test))
+    return RunOutcome(
+        spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test), aliases is not None
+    )
 
 
 def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
@@ -172,6 +191,7 @@ def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:
     if outcome.prices is not None:
         write_prices(d / PRICES_FILE, outcome.prices)
     outcome.trace.write(d / "trace.parquet")
+    outcome.trace.provenance.write(d / PROVENANCE_FILE)
     write_json(
         d / "training.json",
         {

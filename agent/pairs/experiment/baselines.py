@@ -26,6 +26,7 @@ from agent.pairs.baselines.config import SEEDED_METHODS, baseline_run_id
 from agent.pairs.baselines.finmem.memory import EmbeddingCache, TextEmbedder
 from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem, write_finmem_run
 from agent.pairs.experiment.config import ExperimentConfig
+from agent.pairs.market.anonymize import Aliases, anonymized
 from agent.pairs.market.records import read_json
 from bank.embedder import MiniLMEmbedder
 from localfin.progress import NULL_PROGRESS, Progress
@@ -123,18 +124,15 @@ def finmem_programs(
     shared = (
         embedder if isinstance(embedder, EmbeddingCache) or embedder is None else EmbeddingCache(embedder)
     )
+    aliases = Aliases.for_pool(market.pool, market.companies) if cfg.anonymize else None
     out = []
     for e in cfg.exposures:
         for s in cfg.seeds:
             rid = baseline_run_id("finmem", e, s)
-            out.append(
-                (
-                    rid,
-                    finmem_program(
-                        market, cfg.baselines.finmem, exposure=e, seed=s, embedder=shared, run_id=rid
-                    ),
-                )
+            prog = finmem_program(
+                market, cfg.baselines.finmem, exposure=e, seed=s, embedder=shared, run_id=rid, aliases=aliases
             )
+            out.append((rid, anonymized(prog, aliases) if aliases is not None else prog))
     return out
 
 

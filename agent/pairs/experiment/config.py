@@ -12,7 +12,8 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
 
     [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
                    slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
-                   are filled and what fills cost; defaults: the papers' close-to-close at no cost)
+                   are filled and what fills cost; defaults: the papers' close-to-close at no cost),
+                   anonymize (aliases for tickers and names in every prompt; default false)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size
@@ -193,6 +194,9 @@ class ExperimentConfig:
     execution: str = "close"
     slippage_bps: float = 0.0
     borrow_bps_per_year: float = 0.0
+    #: memorization control: tickers and company names as stable aliases in every model-visible
+    #: text of the agent's and FinMem's runs (agent.pairs.market.anonymize)
+    anonymize: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -1,9 +1,10 @@
 """The Moira CPU demo: a real backtest of the bundled synthetic market on the CPU model.
 
 :func:`run_moira_demo` writes the synthetic market (``agent.data.synthetic``) into
-``out_dir/market.sqlite``, runs the packaged demo experiment (``agent/pairs/configs/demo.toml``:
-15 training sessions, at most 2 replay cycles, 48 test sessions with a planted structural break,
-2 seeds x 2 exposures, all in lockstep, beside every baseline: Long-Short, Short-Long,
+``out_dir/market.sqlite`` (with the demo's breaks, :func:`demo_breaks`), runs the packaged demo
+experiment (``agent/pairs/configs/demo.toml``: 10 training sessions, at most 2 replay cycles, 16
+test sessions with the planted break at step 004 and a validation boundary at step 013, seed 0 x
+2 exposures, all in lockstep, beside every baseline: Long-Short, Short-Long,
 Equal-Weight, EG+Z, EG-DDQN and FinMem, whose runs share the agent's lockstep rounds) with
 ``out_dir`` as the experiment folder, and writes a short ``report.md``. A rerun replays the
 journal (nothing reaches the model twice).
@@ -18,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agent.data.synthetic import DEFAULT_PAIRS, BreakSpec
 from agent.data.workflows import synth_market
 from agent.pairs.experiment.config import ExperimentConfig, parse_config
 from agent.pairs.experiment.run import run_experiment
@@ -29,7 +31,15 @@ from serving.backend import Backend
 from serving.open import check_weights, model_facts, opened
 from serving.registry import Registry
 
-__all__ = ["DemoResult", "demo_document", "demo_config_text", "synthetic_store", "run_moira_demo"]
+__all__ = [
+    "DemoResult",
+    "DEMO_BREAK_SESSION",
+    "demo_breaks",
+    "demo_document",
+    "demo_config_text",
+    "synthetic_store",
+    "run_moira_demo",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +66,30 @@ def demo_config_text(model: str = "smollm2-135m", name: str = "demo") -> str:
     return cf.dumps(demo_document(model, name))
 
 
+#: Session of the demo's planted breaks (2022-08-17, test step 004 of ``configs/demo.toml``).
+DEMO_BREAK_SESSION = 2473
+
+
+def demo_breaks() -> tuple[BreakSpec, ...]:
+    """The demo market's breaks: every planted pair's y leg restates its accounts (log-price jump
+    -0.30, then its own random walk, with restatement news around it) at
+    :data:`DEMO_BREAK_SESSION`. The screen's five candidates at the demo's test start are the
+    five planted pairs, so the held pair breaks whichever one the model picks; the restatement
+    breaches three or more lifecycle factors on most sessions after it (the demo's 12-session
+    cycle replaces the pair at its boundary) and its news carries the keyword path's words."""
+    return tuple(BreakSpec(p.y, DEMO_BREAK_SESSION, "restatement", -0.30) for p in DEFAULT_PAIRS)
+
+
 def synthetic_store(out_dir: Path) -> Path:
-    """``out_dir/market.sqlite`` holding the default synthetic market (built once, atomically, by
+    """``out_dir/market.sqlite`` holding the demo's synthetic market (the default one with the
+    breaks of :func:`demo_breaks`; built once, atomically, by
     :func:`agent.data.workflows.synth_market`; its files go to ``out_dir/market``)."""
     path = out_dir / "market.sqlite"
     if path.exists():
         return path
     tmp = out_dir / "market.sqlite.tmp"
     tmp.unlink(missing_ok=True)
-    synth_market(out_dir / "market", store_path=tmp)
+    synth_market(out_dir / "market", store_path=tmp, breaks=demo_breaks())
     tmp.replace(path)
     return path
 

@@ -8,7 +8,8 @@ gets one rebuilt from what it did record and from the market store it ran on:
 * the decisions from ``steps.parquet`` (step, session, pair, action); the session each settles
   at is the next session of the pool calendar;
 * the leg weights: Moira's from its ``trace.parquet`` (every direction decision records
-  ``w_a``/``w_b``); a baseline's ``no_beta`` legs are 0.5 / 0.5, its ``beta`` legs come from the
+  ``w_a``/``w_b``); a baseline's ``no_beta`` legs are 0.5 / 0.5 (one share each at the decision's
+  closes where its ``settings.no_beta_legs`` is ``equal_shares``), its ``beta`` legs come from the
   rolling beta of the pair's prices (:func:`agent.pairs.baselines.common.pair_betas`, the run's
   ``beta_window``), exactly as the runner sized them; Equal-Weight's basket is the ``held``
   list of its ``metrics.json``;
@@ -25,6 +26,7 @@ import datetime as dt
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ import numpy as np
 from agent.data.store import MarketStore
 from agent.pairs.market.folders import TablesResult, experiment_of, write_tables
 from agent.pairs.market.records import StepRecord, read_json
+from agent.pairs.market.settlement import no_beta_weights
 from agent.pairs.market.tape import HOLD, Decision, PriceTape, open_on_field
 from agent.pairs.screen.causal import ScreenConfig
 from localfin.errors import InputError
@@ -138,6 +141,18 @@ def rebuild_tape(
             closes, opens = h.values[idx], o.values[idx]
         else:
             closes = opens = np.zeros((len(sessions), 0))
+    if (
+        doc.get("kind") != "moira"
+        and exposure == "no_beta"
+        and settings.get("no_beta_legs") == "equal_shares"
+    ):
+        # one share of each leg at the decision's closes, as the runner sized them
+        col = {t: k for k, t in enumerate(tickers)}
+        for i, d in enumerate(decisions):
+            if d.pair and d.action != HOLD:
+                a, b = d.pair.split("/")
+                w = no_beta_weights("equal_shares", float(closes[i, col[a]]), float(closes[i, col[b]]))
+                decisions[i] = replace(d, w_a=w.w_a, w_b=w.w_b)
     return decisions, PriceTape(tuple(sessions), tuple(tickers), closes, opens)
 
 

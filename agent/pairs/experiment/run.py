@@ -30,6 +30,7 @@ from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
+from agent.pairs.market.anonymize import Aliases
 from agent.pairs.market.execution import FRICTIONS
 from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import write_json
@@ -76,10 +77,11 @@ class _Tally:
         self.sessions = 0
         self.calls = 0
         self.tokens = 0
+        self.rounds = 0
         self.task: Any = None
 
     def info(self) -> str:
-        return f"{self.calls} calls, {self.tokens} tokens"
+        return f"{self.rounds} rounds, {self.calls} calls, {self.tokens} tokens"
 
     def on_session(self) -> None:
         self.sessions += 1
@@ -200,6 +202,7 @@ def run_experiment(
             def round_hook(info: RoundInfo) -> None:
                 nonlocal rounds
                 rounds += 1
+                tally.rounds = rounds
                 runs_task.update(completed=done_before[0] + info.finished)
                 sess_task.update(info=tally.info())
                 if on_round is not None:
@@ -264,6 +267,8 @@ def run_experiment(
             "sampling": sampling,
             "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},
             "frictions_row": FRICTIONS.to_dict() | {"label": FRICTIONS.label()},
+            # memorization control: the aliases every prompt used (None: real names)
+            "aliases": Aliases.for_pool(view.pool, view.companies).to_dict() if cfg.anonymize else None,
         },
     )
     write_json(out / "manifest.json", manifest)

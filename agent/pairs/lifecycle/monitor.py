@@ -34,13 +34,16 @@ def _budget(configured: int, prompt: str) -> int:
     return budget(configured, load_prompt(prompt).schema or {})
 
 
-def _recording(gen: Gen, sink: list[ChatResult]) -> Gen:
-    """``yield from gen``, keeping every result it received (in order) in ``sink``."""
+def _recording(gen: Gen, sink: list[ChatResult], on_requests: Any = None) -> Gen:
+    """``yield from gen``, keeping every result it received (in order) in ``sink``; each batch
+    of requests goes to ``on_requests`` first (the provenance record)."""
     try:
         reqs = next(gen)
     except StopIteration as stop:
         return stop.value
     while True:
+        if on_requests is not None:
+            on_requests(reqs)
         results = yield reqs
         sink.extend(results)
         try:
@@ -110,9 +113,10 @@ class PairMonitor:
 
         view = self.ctx.view
         a, b = self.pair
-        return pair_factors(
-            view.log_prices(a, g), view.log_prices(b, g), g, self.beta, self.alpha, self.ctx.lifecycle
-        )
+        ya, yb = view.log_prices(a, g), view.log_prices(b, g)
+        # the last session of each series the factors read (the calls' price provenance)
+        self.price_days = [view.dates[len(ya) - 1], view.dates[len(yb) - 1]]
+        return pair_factors(ya, yb, g, self.beta, self.alpha, self.ctx.lifecycle)
 
     def _news(self, first: dt.date, g: int) -> list[Any]:
         view = self.ctx.view
@@ -130,6 +134,22 @@ class PairMonitor:
         past = self._news(view.dates[max(0, g - cfg.news_window + 1)], g)
         label = self.calendar.label_at(i)
         results: list[ChatResult] = []
+        news_days = [n.date for n in today] + [n.date for n in past]
+
+        def provenance(reqs: list[ChatRequest]) -> None:
+            # both calls see the factors of this session and (at most) today's and the past
+            # window's news of both legs
+            for req in reqs:
+                self.ctx.trace.provenance.record(
+                    req,
+                    phase=self.phase,
+                    round=self.round,
+                    step=i + 1,
+                    decision_date=day,
+                    prices=self.price_days,
+                    news=news_days,
+                )
+
         out = yield from _recording(
             self.lifecycle.session(
                 self.evidence,
@@ -141,6 +161,7 @@ class PairMonitor:
                 names=self.names,
             ),
             results,
+            provenance,
         )
         verify_results = [r for r in results if r.call_type == "news_verify"]
         break_results = [r for r in results if r.call_type == "break_check"]

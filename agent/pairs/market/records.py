@@ -47,18 +47,24 @@ class StepRecord:
     note: str = ""
 
 
-def write_steps(path: str | Path, records: Sequence[StepRecord]) -> Path:
-    """Write ``records`` to a Parquet file (written to a temp name, then moved into place)."""
+def write_rows(path: str | Path, rows: Sequence[Any], row_type: type) -> Path:
+    """Write dataclass ``rows`` (of ``row_type``, its fields the columns) to a Parquet file
+    (written to a temp name, then moved into place)."""
     import pandas as pd
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    cols = [f.name for f in fields(StepRecord)]
-    frame = pd.DataFrame([asdict(r) for r in records], columns=cols)
+    cols = [f.name for f in fields(row_type)]
+    frame = pd.DataFrame([asdict(r) for r in rows], columns=cols)
     tmp = p.with_suffix(p.suffix + ".tmp")
     frame.to_parquet(tmp, index=False)
     tmp.replace(p)
     return p
+
+
+def write_steps(path: str | Path, records: Sequence[StepRecord]) -> Path:
+    """Write ``records`` to a Parquet file (written to a temp name, then moved into place)."""
+    return write_rows(path, records, StepRecord)
 
 
 def read_steps(path: str | Path) -> list[StepRecord]:

@@ -183,14 +183,30 @@ class _Window:
         if pair and not self.initial_pair:
             self.initial_pair = self.pair_label
 
+    def provenance(self, req: ChatRequest, i: int, **sources: Any) -> None:
+        """Record what ``req``'s payload drew from (:mod:`agent.pairs.market.provenance`)."""
+        self.ctx.trace.provenance.record(
+            req,
+            phase=self.spec.phase,
+            round=self.spec.round,
+            step=i + 1,
+            decision_date=self.sessions[i],
+            **sources,
+        )
+
     # -- what the calls see ------------------------------------------------------------------
-    def recent_news(self, tickers: list[str], i: int) -> dict[str, list[dict[str, str]]]:
+    def recent_news(
+        self, tickers: list[str], i: int
+    ) -> tuple[dict[str, list[dict[str, str]]], list[dt.date]]:
         """Each ticker's news of the last ``news_lookback_sessions`` sessions up to session
-        ``i`` (masked, newest first; one token budget for all of them)."""
+        ``i`` (masked, newest first; one token budget for all of them), and the date of every
+        item shown."""
         g = self.gidx[i]
         first = self.view.dates[max(0, g - self.ctx.prompt.news_lookback_sessions + 1)]
         items = [self.view.news_until(t, first, g) for t in tickers]
-        return dict(zip(tickers, payloads.news_payloads(items, self.ctx.prompt, self.cal)))
+        shown = payloads.news_payloads(items, self.ctx.prompt, self.cal)
+        dates = [n.date for group, out in zip(items, shown) for n in list(group)[::-1][: len(out)]]
+        return dict(zip(tickers, shown)), dates
 
     def known_states(self) -> dict[str, str]:
         """The lifecycle state the agent has for a pair: the held pair's current one, else the
@@ -234,18 +250,18 @@ class _Window:
             return None
         labels = [f"{c.ticker_a}/{c.ticker_b}" for c in cands]
         tickers = [t for c in cands for t in (c.ticker_a, c.ticker_b)]
+        news, news_dates = self.recent_news(list(dict.fromkeys(tickers)), i)
         req = calls.selection_request(
             ctx.settings,
-            payloads.selection_payload(
-                self.label(i + 1),
-                cands,
-                self.recent_news(list(dict.fromkeys(tickers)), i),
-                self.known_states(),
-            ),
+            payloads.selection_payload(self.label(i + 1), cands, news, self.known_states()),
             labels,
             payloads.company_lines(tickers, self.view.companies, ctx.prompt, self.cal),
             self.memory.lines(),
             block_order=ctx.prompt.block_order,
+        )
+        # every candidate's statistics come from the screen's price window
+        self.provenance(
+            req, i, prices=[screen.session] * len(cands), news=news_dates, screen_end=screen.session
         )
         res = yield from call(req)
         parsed = calls.parse_selection(res, labels)
@@ -376,7 +392,8 @@ class _Window:
         a, b = self.pair
         g = self.gidx[i]
         state = self.view.pair_state(a, b, g)
-        news = self.recent_news([a, b], i)
+        news, news_dates = self.recent_news([a, b], i)
+        shown = self.records[-ctx.prompt.memory_records :] if ctx.prompt.memory_records else []
         payload = payloads.direction_payload(
             self.label(step),
             (a, b),
@@ -384,9 +401,7 @@ class _Window:
             news[a],
             news[b],
             lifecycle,
-            payloads.memory_payload(
-                self.records[-ctx.prompt.memory_records :] if ctx.prompt.memory_records else [], self.label
-            ),
+            payloads.memory_payload(shown, self.label),
         )
         req = calls.direction_request(
             ctx.settings,
@@ -395,6 +410,11 @@ class _Window:
             self.memory.lines(),
             self.spec.principles,
             block_order=ctx.prompt.block_order,
+        )
+        # the spread state's session (both legs) and each memory record's settlement session
+        state_day = self.view.dates[state.index]
+        self.provenance(
+            req, i, prices=[state_day, state_day] + [self.sessions[r.step] for r in shown], news=news_dates
         )
         res = yield from call(req)
         parsed = calls.parse_direction(res)

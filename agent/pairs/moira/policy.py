@@ -110,6 +110,15 @@ def _reflect(
     payload["accepted_principles"] = list(keep)
     payload["previous_proposals"] = feedback
     req = calls.reflection_request(ctx.settings, payload)
+    # every record of the round, settled at the session after its decision
+    ctx.trace.provenance.record(
+        req,
+        phase="train",
+        round=cycle,
+        step=n,
+        decision_date=rnd.spec.sessions[-1],
+        prices=[rnd.spec.sessions[r.step] for r in rnd.records],
+    )
     res = yield from call(req)
     parsed = calls.parse_reflection(res)
     stats.count_call(res, parsed.fallback)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.market.provenance import ProvenanceLog
 from serving.types import ChatResult
 
 __all__ = ["TraceEvent", "TraceLog", "read_trace"]
@@ -65,11 +66,13 @@ def _json(value: Any) -> str:
 
 
 class TraceLog:
-    """An append-only list of :class:`TraceEvent` of one run."""
+    """An append-only list of :class:`TraceEvent` of one run, with the run's provenance log
+    (what each model call's payload drew from, :mod:`agent.pairs.market.provenance`)."""
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.events: list[TraceEvent] = []
+        self.provenance = ProvenanceLog(run_id)
 
     def add(
         self,
@@ -118,16 +121,9 @@ class TraceLog:
 
     def write(self, path: str | Path) -> Path:
         """Write the trace as Parquet (temp file, then rename)."""
-        import pandas as pd
+        from agent.pairs.market.records import write_rows
 
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        cols = [f.name for f in fields(TraceEvent)]
-        frame = pd.DataFrame([asdict(e) for e in self.events], columns=cols)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(p)
-        return p
+        return write_rows(path, self.events, TraceEvent)
 
 
 def read_trace(path: str | Path) -> Any:

@@ -46,15 +46,15 @@ def test_moira_demo_on_the_cpu_model(tmp_path):
     out = tmp_path / "demo"
     res = run_moira_demo(out)
     runs = res.experiment.runs
-    assert len(runs) == 4 and res.report.is_file() and len(res.experiment.baselines) == 16
+    assert len(runs) == 2 and res.report.is_file() and len(res.experiment.baselines) == 12
     for name in ("summary.json", "summary.md", "manifest.json", "journal.sqlite", "config.toml", "report.md"):
         assert (out / name).is_file(), name
     for r in runs:
         d = out / "runs" / r["run_id"]
         for name in ("steps.parquet", "trace.parquet", "metrics.json", "training.json"):
             assert (d / name).is_file(), (r["run_id"], name)
-        assert r["metrics"]["n_transitions"] == 47
-        assert r["extra"]["tokens_by_call_type"]["direction"]["calls"] > 47
+        assert r["metrics"]["n_transitions"] == 15
+        assert r["extra"]["tokens_by_call_type"]["direction"]["calls"] > 15
     man = json.loads((out / "manifest.json").read_text())
     assert man["model"]["key"] == "smollm2-135m" and man["model"]["weights_revision"].startswith("cfg-")
     # every prompt the model saw is masked
@@ -65,7 +65,7 @@ def test_moira_demo_on_the_cpu_model(tmp_path):
     for (blob,) in rows:
         for m in ChatRequest.from_dict(json.loads(blob)).messages:
             leaks += contains_calendar_leak(m.content)
-    assert leaks == [] and len(rows) > 200
+    assert leaks == [] and len(rows) > 60
     invalid = sum(r["extra"]["fallbacks_total"] for r in runs)
     assert (
         f"Invalid replies (fallbacks, cut replies included) over all runs: {invalid}"

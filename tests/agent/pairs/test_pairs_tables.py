@@ -250,3 +250,17 @@ def test_next_open_without_opens_is_an_error_naming_the_setting(tmp_path):
         run_experiment(
             parse_config(tomllib.loads(text)), tmp_path / "e", config_text=text, backend=scripted()
         )
+
+
+def test_export_rebuilds_equal_share_legs_of_an_old_folder(tmp_path_factory, tmp_path):
+    """No-Beta baselines sized one share a leg (``no_beta_legs = "equal_shares"``): the rebuilt
+    tape sizes them so too, and reproduces the runs' steps and tables."""
+    out, _ = _run(tmp_path_factory, "eq", no_beta_legs="equal_shares")
+    old = _old_style(out, tmp_path / "old")
+    assert main(["export", str(old), "--out", str(tmp_path / "x")]) == 0
+    for name in ("long_short-no_beta", "eg_z-no_beta", "equal_weight-no_beta"):
+        got = pd.read_csv(tmp_path / "x" / "runs" / name / "equity_curve.csv")
+        want = pd.read_csv(out / "runs" / name / "equity_curve.csv")
+        pd.testing.assert_frame_equal(
+            _norm(got), _norm(want), check_dtype=False, check_exact=False, rtol=0, atol=1e-12
+        )

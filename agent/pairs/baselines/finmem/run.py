@@ -27,7 +27,8 @@ A run is a :mod:`serving.lockstep` program: :func:`finmem_program` yields reques
 returns a :class:`FinMemOutcome`; :func:`run_finmem` runs seeds x exposures in lockstep on the
 caller's backend (a :class:`serving.journal.JournaledBackend`, so a killed run resumes) and
 writes ``runs/<run_id>/steps.parquet``, ``metrics.json`` (kind baseline, method finmem) and
-``memory_trace.json``.
+``memory_trace.json`` and ``provenance.parquet`` (what each call's payload drew from, for
+``localfin audit``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import numpy as np
 from agent.pairs.baselines.finmem.memory import CharacterConfig, EmbeddingCache, MemoryConfig, TextEmbedder
 from agent.pairs.baselines.finmem.trader import run_agent
 from agent.pairs.market.masking import StepCalendar
+from agent.pairs.market.provenance import PROVENANCE_FILE, ProvenanceLog
 from agent.pairs.market.records import write_json
 from agent.pairs.market.settlement import EXPOSURES
 from bank.embedder import MiniLMEmbedder
@@ -296,6 +298,8 @@ class FinMemOutcome:
     settled_returns: list[float] = field(default_factory=list)
     #: every model call (phase, call type, request key), written to memory_trace.json
     calls: list[dict[str, str]] = field(default_factory=list)
+    #: what each call's payload drew from (None: a run without a pair, no call made)
+    provenance: ProvenanceLog | None = None
 
 
 def finmem_program(
@@ -306,22 +310,27 @@ def finmem_program(
     seed: int,
     embedder: TextEmbedder,
     run_id: str | None = None,
+    aliases: Any = None,
 ) -> Program[FinMemOutcome]:
     """One run (training + test) as a lockstep program; returns a :class:`FinMemOutcome`.
 
     ``embedder``: the bank's embedder (``MiniLMEmbedder`` in runs; wrap it in an
-    :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window)."""
+    :class:`~agent.pairs.baselines.finmem.memory.EmbeddingCache` shared by the runs of a window).
+    ``aliases``: an anonymized run's (:class:`agent.pairs.market.anonymize.Aliases`; the caller
+    wraps the program in :func:`~agent.pairs.market.anonymize.anonymized`), for the provenance keys."""
     from agent.pairs.baselines.common import check_exposure
     from agent.pairs.baselines.ledger import flat_records, settle_actions
 
     check_exposure(exposure)
     rid = run_id or f"{METHOD}-{exposure}-seed{seed}"
-    extra = _base_extra(market, config)
+    extra = _base_extra(market, config) | {"anonymized": aliases is not None}
     if market.series is None:
         ledger = flat_records(market.selection.sessions, "no candidate pair")
         extra |= {"n_missing": 0, "n_no_beta": 0, "tokens_by_call_type": {}, "fallbacks": {"total": 0}}
         return FinMemOutcome(rid, exposure, seed, ledger, extra, [])
-    state = yield from run_agent(market, config, exposure=exposure, seed=seed, embedder=embedder)
+    state = yield from run_agent(
+        market, config, exposure=exposure, seed=seed, embedder=embedder, run_id=rid, aliases=aliases
+    )
     ledger = settle_actions(
         market.series,
         state.actions,
@@ -335,7 +344,9 @@ def finmem_program(
     decisions = tuple(replace(d, request_key=k) for d, k in zip(ledger.decisions, state.test_keys))
     ledger = replace(ledger, records=recs, decisions=decisions)
     extra |= state.summary(len(recs)) | {"n_missing": ledger.n_missing, "n_no_beta": ledger.n_no_beta}
-    return FinMemOutcome(rid, exposure, seed, ledger, extra, state.trace, state.settled_returns, state.calls)
+    return FinMemOutcome(
+        rid, exposure, seed, ledger, extra, state.trace, state.settled_returns, state.calls, state.provenance
+    )
 
 
 def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
@@ -362,7 +373,8 @@ def _base_extra(market: FinMemMarket, config: FinMemConfig) -> dict[str, Any]:
 
 
 def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
-    """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json)."""
+    """Write ``<out_dir>/runs/<run_id>/`` (steps.parquet, metrics.json, memory_trace.json,
+    provenance.parquet)."""
     from agent.pairs.baselines.ledger import write_run
 
     run_dir = write_run(
@@ -379,6 +391,7 @@ def write_finmem_run(out_dir: str | Path, outcome: FinMemOutcome) -> Path:
         run_dir / "memory_trace.json",
         {"run_id": outcome.run_id, "sessions": outcome.trace, "calls": outcome.calls},
     )
+    (outcome.provenance or ProvenanceLog(outcome.run_id)).write(run_dir / PROVENANCE_FILE)
     return run_dir
 
 

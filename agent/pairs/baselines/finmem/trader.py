@@ -45,6 +45,7 @@ from agent.pairs.baselines.finmem.calls import (
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
 from agent.pairs.market.execution import Book
 from agent.pairs.market.masking import mask_text
+from agent.pairs.market.provenance import ProvenanceLog
 from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
@@ -64,6 +65,8 @@ class _Decision:
     shown: list[int] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
     called: bool = False
+    #: (price, news) sessions of the memory shown with the decision
+    sources: tuple[Any, Any] = ((), ())
 
 
 def _counter() -> dict[str, int]:
@@ -99,6 +102,8 @@ class AgentState:
     memory_max: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LAYERS, 0))
     memory_final: dict[str, int] = field(default_factory=dict)
     moves: dict[str, int] = field(default_factory=dict)
+    #: what each call's payload drew from (agent.pairs.market.provenance)
+    provenance: ProvenanceLog = field(default_factory=lambda: ProvenanceLog(""))
 
     def count(self, result: ChatResult, phase: str, fallback: bool) -> None:
         c = self.tokens.setdefault(phase, {}).setdefault(result.call_type, _counter())
@@ -154,7 +159,28 @@ def _pct(x: float) -> float:
     return round(100.0 * x, 3)
 
 
-def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: TextEmbedder) -> Gen:
+def _day(s: Any, g: int) -> Any:
+    return s.dates[g].item()
+
+
+def _memory_days(s: Any, recalled: Any) -> tuple[list[Any], list[Any]]:
+    """(price, news) sessions of the recalled items: the session each was stored at (a news
+    item is stored at the session it is dated in or before, so its session bounds its date)."""
+    items = [r for layer in LAYERS for r in recalled[layer]]
+    news = [_day(s, r.step) for r in items if r.kind == "news"]
+    return [_day(s, r.step) for r in items if r.kind != "news"], news
+
+
+def run_agent(
+    market: Any,
+    config: Any,
+    *,
+    exposure: str,
+    seed: int,
+    embedder: TextEmbedder,
+    run_id: str = "",
+    aliases: Any = None,
+) -> Gen:
     """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
     from agent.pairs.baselines.common import tradable
 
@@ -168,7 +194,7 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
         min_sessions=cfg.hedge_min_sessions,
     )
     mem = LayeredMemory(cfg.memory, embedder, seed)
-    st = AgentState()
+    st = AgentState(provenance=ProvenanceLog(run_id, aliases.request if aliases is not None else None))
     calls = CallSettings(
         cfg.model,
         cfg.sampling(seed),
@@ -186,6 +212,20 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
 
     def masked(text: str) -> str:
         return " ".join(mask_text(text, market.calendar).split())
+
+    def sources(
+        req: ChatRequest, k: int, g: int, prices: list[Any], news: list[Any], screen: Any = None
+    ) -> None:
+        st.provenance.record(
+            req,
+            phase=phase,
+            round=0,
+            step=k + 1,
+            decision_date=_day(s, g),
+            prices=prices,
+            news=news,
+            screen_end=screen,
+        )
 
     for phase, idx, expo in (
         ("train", market.train_idx, cfg.train_exposure),
@@ -238,7 +278,10 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                         "observation_then": obs[pending.index].to_payload(),
                         "memory_then": pending.memory,
                     }
-                    (res,) = yield [reflection_request(calls, payload, pending.shown)]
+                    req = reflection_request(calls, payload, pending.shown)
+                    then_prices, then_news = pending.sources
+                    sources(req, k, g, [_day(s, g), _day(s, pending.index), *then_prices], then_news)
+                    (res,) = yield [req]
                     parsed = parse_reflection(res, pending.shown)
                     st.count(res, phase, parsed.fallback is not None)
                     if parsed.fallback:
@@ -283,6 +326,12 @@ def run_agent(market: Any, config: Any, *, exposure: str, seed: int, embedder: T
                     company=company,
                     shown=dec.shown,
                 )
+                # today's observation and the settled returns (both at g), the recalled items
+                mem_prices, mem_news = _memory_days(s, recalled)
+                dec.sources = (mem_prices, mem_news)
+                # the test pair is the screen's top candidate at step 001
+                screen = market.selection.screen_end if phase == "test" and k == 0 else None
+                sources(req, k, g, [_day(s, g), *mem_prices], mem_news, screen)
                 (res,) = yield [req]
                 key = res.request_key
                 parsed = parse_decision(res, dec.shown)

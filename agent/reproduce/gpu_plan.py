@@ -1,0 +1,337 @@
+"""``localfin reproduce --plan CONFIG --gpus N --gpu KIND``: engines, memory and an estimated
+wall time of a config on GPUs, from published figures and a stated model (no GPU measured).
+
+**Engines.** One engine per checkpoint (thinking on/off entries share it, as the matrix runs
+them). Tensor parallelism ``tp``: the smallest power of two (at most ``N``, dividing the KV and
+attention heads) whose shard holds the weights and at least one full-context sequence in
+``gpu_memory_utilization`` of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA
+graphs; the registry's own ``tensor_parallel_size`` is printed beside it. ``dp = N // tp``
+replicas share the work (``--data-parallel-size``), as far as there are sequences in flight
+for them (a lockstep stream of 6 runs keeps at most 6 replicas busy).
+
+**Memory per GPU.** Weights: parameters x 2 bytes (bf16) / tp. KV cache: 2 (K and V) x layers
+x KV heads x head dim x 2 bytes per token, / tp, for the sequences in flight at the config's
+``max_model_len`` (the worst case an engine must hold) and at the workload's mean context.
+
+**Work.** Moira: decision steps per backbone from the config's windows (the paper's session
+counts), seeds, exposures and variants: training ``seeds x train x (1 + max_cycles)`` (asked
+once for both exposures) plus testing ``seeds x exposures x variants x test``; calls per step
+from the rehearsal's journal where ``--rehearse`` has run (its calls over its own decision
+steps), else one per step (a lower bound: say so). Tokens per call: :data:`MOIRA_PROMPT` prompt
+and :data:`MOIRA_COMPLETION` completion (the paper's 1,762,999 chat tokens of one A1 run over
+its 555 decision steps, about 3,200 a step, split by the reply schemas' size), plus
+:data:`THINK_TOKENS` of reasoning per call for a thinking backbone (an assumption: the papers
+publish no Qwen reasoning lengths). FinAcumen: the question counts of each config
+(:data:`QA_QUESTIONS`, from the benchmarks' test sizes) x variants x FinAcumen's Appendix K
+tokens per question (42,500 with the bank, 20,000 without), :data:`QA_CALLS` calls a question,
+:data:`QA_COMPLETION_SHARE` of tokens generated; the bank build (2,400 items x K = 8) where the
+config builds one.
+
+**Time.** Prefill is compute bound: prompt tokens x 2 x parameters / (GPUs x bf16 peak x
+:data:`PREFILL_EFFICIENCY`). Decode is memory-bandwidth bound: each step of a batch of B
+sequences reads the weight shard and the batch's KV cache once, (weights + B x context x KV
+per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens. No prefix-cache
+reuse is counted (the prompts share long prefixes, so prefill is an upper bound), and prefill
+and decode do not overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
+from agent.reproduce.spec import ReproConfig
+from localfin.errors import ConfigError
+from serving.registry import Registry, default_registry
+
+__all__ = [
+    "PREFILL_EFFICIENCY",
+    "DECODE_EFFICIENCY",
+    "OVERHEAD_GIB",
+    "Engine",
+    "Work",
+    "engine_memory",
+    "choose_tp",
+    "plan_config",
+    "format_plan",
+]
+
+PREFILL_EFFICIENCY = 0.40
+DECODE_EFFICIENCY = 0.60
+OVERHEAD_GIB = 4.0
+GIB = 1024**3
+MOIRA_PROMPT = 3_000
+MOIRA_COMPLETION = 200
+THINK_TOKENS = 1_500
+QA_CALLS = 8
+QA_COMPLETION_SHARE = 0.10
+QA_TOKENS = {"base": 20_000, "ft": 20_000, "ft_fm": 42_500}
+BANK_ITEMS, BANK_K = 2_400, 8
+#: test questions per QA config (the benchmarks' released test sizes, docs/reproduce.md)
+QA_QUESTIONS = {
+    "finacumen_table1": 8_756,
+    "finacumen_table2": 1_200,
+    "finacumen_kmax_sweep": 500,
+    "finacumen_fig2_accumulation": 2_000,
+    "finacumen_tau_sweep": 0,
+}
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one engine does: calls and tokens, sequences in flight, mean context."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    concurrency: int
+    mean_context: int
+    basis: str
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One checkpoint's engine on the plan's GPUs, with its memory and time."""
+
+    key: str
+    tp: int
+    registry_tp: int
+    dp: int
+    weights_gib: float
+    kv_full_gib: float
+    kv_mean_gib: float
+    fits: bool
+    batch: int
+    work: Work
+    prefill_h: float
+    decode_h: float
+    note: str
+
+    @property
+    def hours(self) -> float:
+        return self.prefill_h + self.decode_h
+
+
+def engine_memory(key: str, tp: int, batch: int, context: int) -> tuple[float, float]:
+    """(weights, KV cache) GiB per GPU for ``batch`` sequences of ``context`` tokens at ``tp``."""
+    a = arch_facts(key)
+    weights = a.params_b * 1e9 * 2 / tp / GIB
+    kv = batch * context * a.kv_bytes_per_token() / tp / GIB
+    return weights, kv
+
+
+def _usable_gib(gpu: GpuKind, util: float) -> float:
+    return gpu.memory_gb * 1e9 * util / GIB - OVERHEAD_GIB
+
+
+def choose_tp(key: str, gpus: int, gpu: GpuKind, max_model_len: int, util: float = 0.90) -> int | None:
+    """The smallest power-of-two tp <= ``gpus`` holding the weights and one full-context
+    sequence (None: no tp up to ``gpus`` does)."""
+    a = arch_facts(key)
+    tp = 1
+    while tp <= gpus:
+        if a.kv_heads % tp == 0 and a.attn_heads % tp == 0:
+            w, kv = engine_memory(key, tp, 1, max_model_len)
+            if w + kv <= _usable_gib(gpu, util):
+                return tp
+        tp *= 2
+    return None
+
+
+def _moira_work(cfg: ReproConfig, key: str, thinking: bool, per_step: float | None) -> tuple[Work, int]:
+    doc = cfg.document
+    seeds = len(doc.get("matrix", {}).get("seeds", [0, 1, 2]))
+    exposures = len(doc.get("matrix", {}).get("exposures", ["no_beta", "beta"]))
+    variants = max(1, len(doc.get("variants", [])))
+    cycles = int(doc.get("policy", {}).get("max_cycles", 8))
+    steps = sum(
+        seeds * w.paper_train_sessions * (1 + cycles) + seeds * exposures * variants * w.paper_test_sessions
+        for w in cfg.windows
+    )
+    calls = round(steps * (per_step if per_step is not None else 1.0))
+    comp = MOIRA_COMPLETION + (THINK_TOKENS if thinking else 0)
+    basis = (
+        f"{steps} decision steps x {per_step:.2f} calls/step (rehearsal journal)"
+        if per_step is not None
+        else f"{steps} decision steps x 1 call/step (config counts; no rehearsal: a lower bound)"
+    )
+    work = Work(
+        calls,
+        calls * MOIRA_PROMPT,
+        calls * comp,
+        seeds * exposures * variants,
+        MOIRA_PROMPT + comp // 2,
+        basis,
+    )
+    return work, steps
+
+
+def _qa_work(cfg: ReproConfig) -> Work:
+    assert cfg.qa is not None
+    q = QA_QUESTIONS.get(cfg.name, 0)
+    variants = list(cfg.qa.variants)
+    snapshots = max(1, len(cfg.qa.bank_sizes)) if "ft_fm" in variants else 1
+    k = len(cfg.qa.k_max)
+    tokens = sum(q * QA_TOKENS[v] * (snapshots * k if v == "ft_fm" else 1) for v in variants)
+    bank = BANK_ITEMS * cfg.qa.bank_k * QA_TOKENS["base"] if cfg.qa.needs_bank else 0
+    total = tokens + bank
+    calls = round(total / (QA_TOKENS["base"] / QA_CALLS))
+    comp = round(total * QA_COMPLETION_SHARE)
+    basis = (
+        f"{q} questions x variants {variants} (x {snapshots} bank sizes x {k} k_max for ft_fm) "
+        "at Appendix K's "
+        f"tokens/question" + (f" + bank {BANK_ITEMS} items x K={cfg.qa.bank_k}" if bank else "")
+    )
+    return Work(calls, total - comp, comp, 64, QA_TOKENS["ft_fm"] // QA_CALLS, basis)
+
+
+def _time(key: str, tp: int, dp: int, batch: int, work: Work, gpu: GpuKind) -> tuple[float, float]:
+    a = arch_facts(key)
+    busy = min(dp, work.concurrency)  # replicas with work: one lockstep stream cannot use more
+    flops = work.prompt_tokens * 2 * a.params_b * 1e9
+    prefill_s = flops / (tp * busy * gpu.bf16_tflops * 1e12 * PREFILL_EFFICIENCY)
+    step_bytes = (a.params_b * 1e9 * 2 + batch * work.mean_context * a.kv_bytes_per_token()) / tp
+    step_s = step_bytes / (gpu.bandwidth_tbs * 1e12 * DECODE_EFFICIENCY)
+    decode_s = work.completion_tokens / (batch * busy) * step_s
+    return prefill_s / 3600, decode_s / 3600
+
+
+def _rehearsal_per_step(path: Path | None) -> dict[str, float]:
+    """Calls per decision step per model key from a rehearsal's ``rehearsal.json`` (or {})."""
+    if path is None or not path.is_file():
+        return {}
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {k: float(v) for k, v in doc.get("calls_per_step", {}).items()}
+
+
+def plan_config(
+    cfg: ReproConfig,
+    gpus: int,
+    kind: str,
+    *,
+    rehearsal: Path | None = None,
+    registry: Registry | None = None,
+) -> list[Engine]:
+    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring)."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
+    gpu = gpu_kind(kind)
+    reg = registry or default_registry()
+    per_step = _rehearsal_per_step(rehearsal)
+    works: dict[str, list[Work]] = {}
+    if cfg.kind == "moira":
+        for b in cfg.document.get("backbones", []):
+            key = b if isinstance(b, str) else b["key"]
+            spec = reg.get(key)
+            thinking = b.get("thinking") if isinstance(b, Mapping) else None
+            thinking = spec.thinking_default if thinking is None else thinking
+            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key))
+            works.setdefault(spec.dirname or key, []).append(work)
+        keys: dict[str, str] = {}
+        for b in cfg.document.get("backbones", []):
+            key = b if isinstance(b, str) else b["key"]
+            keys.setdefault(reg.get(key).dirname or key, key)
+    else:
+        assert cfg.qa is not None
+        spec = reg.get(cfg.qa.model)
+        works[spec.dirname or cfg.qa.model] = [_qa_work(cfg)]
+        keys = {spec.dirname or cfg.qa.model: cfg.qa.model}
+    out = []
+    for ckpt, ws in works.items():
+        key = keys[ckpt]
+        spec = reg.get(key)
+        work = Work(
+            sum(w.calls for w in ws),
+            sum(w.prompt_tokens for w in ws),
+            sum(w.completion_tokens for w in ws),
+            max(w.concurrency for w in ws),
+            max(w.mean_context for w in ws),
+            " + ".join(dict.fromkeys(w.basis for w in ws))
+            + (f"; {len(ws)} entries share this checkpoint" if len(ws) > 1 else ""),
+        )
+        tp = choose_tp(key, gpus, gpu, spec.max_model_len, spec.gpu_memory_utilization)
+        if tp is None:
+            w1, _ = engine_memory(key, min(gpus, 8), 1, spec.max_model_len)
+            out.append(
+                Engine(
+                    key,
+                    0,
+                    spec.tensor_parallel_size,
+                    0,
+                    round(w1, 1),
+                    0.0,
+                    0.0,
+                    False,
+                    0,
+                    work,
+                    0.0,
+                    0.0,
+                    f"does not fit on {gpus} x {kind}: {w1:.1f} GiB of weights per GPU at tp {min(gpus, 8)}",
+                )
+            )
+            continue
+        dp = gpus // tp
+        free = _usable_gib(gpu, spec.gpu_memory_utilization)
+        w, kv1 = engine_memory(key, tp, 1, spec.max_model_len)
+        full_seqs = int((free - w) // kv1)
+        batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
+        _, kv_full = engine_memory(key, tp, batch, spec.max_model_len)
+        _, kv_mean = engine_memory(key, tp, batch, work.mean_context)
+        pre, dec = _time(key, tp, dp, batch, work, gpu)
+        note = f"{full_seqs} full-context sequences fit per replica"
+        out.append(
+            Engine(
+                key,
+                tp,
+                spec.tensor_parallel_size,
+                dp,
+                round(w, 1),
+                round(kv_full, 1),
+                round(kv_mean, 2),
+                True,
+                batch,
+                work,
+                pre,
+                dec,
+                note,
+            )
+        )
+    return out
+
+
+def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine]) -> str:
+    """The plan as text, its basis first."""
+    gpu = gpu_kind(kind)
+    lines = [
+        f"plan: {cfg.name} ({cfg.paper} {cfg.table}) on {gpus} x {gpu.label} "
+        f"({gpu.memory_gb:g} GB, {gpu.bandwidth_tbs:g} TB/s, {gpu.bf16_tflops:g} bf16 TFLOP/s)",
+        f"basis: bf16 weights; KV cache 2 x layers x KV heads x head dim x 2 B per token; prefill at "
+        f"{PREFILL_EFFICIENCY:.0%} of peak compute, decode at {DECODE_EFFICIENCY:.0%} of peak bandwidth; "
+        f"{OVERHEAD_GIB:g} GiB per GPU for activations; no prefix-cache reuse (docs/reproduce.md)",
+    ]
+    total = 0.0
+    for e in engines:
+        if not e.fits:
+            lines.append(f"engine {e.key}: {e.note}")
+            continue
+        total += e.hours
+        lines += [
+            f"engine {e.key}: tp {e.tp} (registry {e.registry_tp}) x dp {e.dp}; per GPU "
+            f"{e.weights_gib:g} GiB weights + {e.kv_full_gib:g} GiB KV at full context for {e.batch} "
+            f"sequence(s) ({e.kv_mean_gib:g} GiB at the mean "
+            f"context {e.work.mean_context}); {e.note}",
+            f"  work: {e.work.calls:,} calls, {e.work.prompt_tokens / 1e6:,.1f} M prompt + "
+            f"{e.work.completion_tokens / 1e6:,.1f} M completion tokens ({e.work.basis})",
+            f"  time: prefill {e.prefill_h:.2f} h + decode {e.decode_h:.2f} h = {e.hours:.2f} h",
+        ]
+    lines.append(f"total (engines one after another): {total:.1f} h")
+    return "\n".join(lines)
+
+
+def plan_dict(engines: Sequence[Engine]) -> list[dict[str, Any]]:
+    return [{**asdict(e), "hours": round(e.hours, 3)} for e in engines]

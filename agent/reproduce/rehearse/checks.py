@@ -1,0 +1,240 @@
+"""What a rehearsal checks, read back from the journals of the runs it made (and two probes).
+
+Per call type (the ``call_type`` of the journaled requests):
+
+- **settings**: the requests as journaled (model keys, ``max_tokens``, thinking, sampling fields
+  left unset or set, seeds, schemas, images) against what the config asks (Moira: the
+  ``[model.max_tokens]`` budget of the call, FinMem's decision and reflection on the direction
+  and reflection budgets; each backbone's thinking switch; with ``server_default`` no
+  temperature, top_p or repetition penalty and a seed in every request);
+- **split**: no reply text keeps a think tag, every parsed reply is its text's JSON (only the
+  final text is parsed), and a thinking call type has replies whose reasoning came apart;
+- **cut**: the probe re-sends the call type's largest request with a budget of
+  :data:`CUT_PROBE_TOKENS`: the reply must come back cut (``finish_reason = length``), a
+  fallback, for a thinking request reasoning only with an empty answer, and Moira's parser must
+  call it "cut at max_tokens"; replies cut during the run are counted beside it;
+- **images** (models that take images): requests carry images, and the probe re-sends the
+  largest image request without its images: the prompt must shrink by at least
+  :data:`MIN_IMAGE_TOKENS` per image (Qwen3-VL's smallest image, 256 x 256 pixels in 32-pixel
+  merged patches), which only happens when the images reached the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.spec import ReproConfig
+from serving.journal import Journal
+from serving.registry import Registry
+from serving.replies import thinks
+from serving.types import ChatRequest
+
+__all__ = ["CUT_PROBE_TOKENS", "MIN_IMAGE_TOKENS", "Check", "journal_records", "check_calls", "probe_calls"]
+
+CUT_PROBE_TOKENS = 12
+MIN_IMAGE_TOKENS = 64
+_FINMEM_BUDGET = {"finmem_decision": "direction", "finmem_reflection": "reflection"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of one call type on one path; ``ok`` None = not applicable (nothing to check)."""
+
+    path: str
+    call_type: str
+    name: str
+    ok: bool | None
+    detail: str
+    seen: Mapping[str, Any] = field(default_factory=dict)
+
+
+def journal_records(out: Path) -> list[dict[str, Any]]:
+    """Every (request, result) pair journaled under ``out`` (run journals and judge journals)."""
+    recs: list[dict[str, Any]] = []
+    for p in sorted([*out.rglob("journal.sqlite"), *out.rglob("judge.sqlite")]):
+        with Journal(p) as j:
+            recs += j.records()
+    return recs
+
+
+def _expected(cfg: ReproConfig) -> tuple[dict[str, int], dict[str, bool | None], bool]:
+    model = dict(cfg.document.get("model", {})) if cfg.kind == "moira" else {}
+    budgets = {k: int(v) for k, v in dict(model.get("max_tokens", {})).items()}
+    for call, src in _FINMEM_BUDGET.items():
+        if src in budgets:
+            budgets[call] = budgets[src]
+    thinking: dict[str, bool | None] = {}
+    for b in cfg.document.get("backbones", []) if cfg.kind == "moira" else []:
+        key = b if isinstance(b, str) else b["key"]
+        thinking[key] = None if isinstance(b, str) else b.get("thinking", model.get("thinking"))
+    return budgets, thinking, bool(model.get("server_default"))
+
+
+def _values(reqs: Sequence[Mapping[str, Any]], key: str) -> list[Any]:
+    return sorted({json.dumps(r.get(key)) for r in reqs})
+
+
+def _images(req: Mapping[str, Any]) -> int:
+    return sum(len(m.get("images") or ()) for m in req.get("messages", []))
+
+
+def check_calls(
+    cfg: ReproConfig, path: str, records: Sequence[Mapping[str, Any]], registry: Registry
+) -> list[Check]:
+    """The settings, split and run-fallback checks of every call type (module docstring)."""
+    budgets, thinking, server_default = _expected(cfg)
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        by.setdefault(r["request"]["call_type"], []).append(r)
+    out: list[Check] = []
+    for call, recs in sorted(by.items()):
+        reqs = [r["request"] for r in recs]
+        seen = {
+            "calls": len(recs),
+            "models": sorted({q["model"] for q in reqs}),
+            "max_tokens": sorted({q["max_tokens"] for q in reqs}),
+            "thinking": _values(reqs, "thinking"),
+            "temperature": _values(reqs, "temperature"),
+            "top_p": _values(reqs, "top_p"),
+            "repetition_penalty": _values(reqs, "repetition_penalty"),
+            "seeded": all(q.get("seed") is not None for q in reqs),
+            "schema": all(q.get("json_schema") is not None for q in reqs),
+            "max_images": max(_images(q) for q in reqs),
+            "prompt_tokens_max": max(int(r["result"]["usage"]["prompt_tokens"]) for r in recs),
+            "prompt_chars_max": max(sum(len(m.get("content") or "") for m in q["messages"]) for q in reqs),
+        }
+        for k in sorted({q["model"] for q in reqs}):
+            spec = registry.get(k)
+            seen.setdefault("engine", {})[k] = {
+                "reasoning_parser": spec.reasoning_parser,
+                "tool_call_parser": spec.tool_call_parser,
+                "max_model_len": spec.max_model_len,
+                "timeout_s": spec.timeout_s,
+                "accepts_images": spec.accepts_images,
+                "thinking_default": spec.thinking_default,
+            }
+        bad: list[str] = []
+        if call in budgets and seen["max_tokens"] != [budgets[call]]:
+            bad.append(f"max_tokens {seen['max_tokens']} != config {budgets[call]}")
+        for q in reqs:
+            if q["model"] in thinking and q.get("thinking") != thinking[q["model"]]:
+                bad.append(f"{q['model']}: thinking {q.get('thinking')} != backbone {thinking[q['model']]}")
+                break
+        if server_default:
+            if any(
+                q.get(f) is not None for q in reqs for f in ("temperature", "top_p", "repetition_penalty")
+            ):
+                bad.append("server_default config, but a request set temperature/top_p/repetition_penalty")
+            if not seen["seeded"]:
+                bad.append("a request without the run seed")
+        out.append(Check(path, call, "settings", not bad, "; ".join(bad) or "as the config asks", seen))
+        out.append(_split_check(path, call, recs, registry))
+        fb = sum(
+            1
+            for r in recs
+            if r["result"]["parse_error"] is not None or r["result"]["finish_reason"] == "length"
+        )
+        cut = sum(1 for r in recs if r["result"]["finish_reason"] == "length")
+        out.append(
+            Check(
+                path,
+                call,
+                "run fallbacks",
+                None,
+                f"{fb} fallback(s), {cut} cut at max_tokens",
+                {"fallbacks": fb, "cut": cut},
+            )
+        )
+    return out
+
+
+def _split_check(path: str, call: str, recs: Sequence[Mapping[str, Any]], registry: Registry) -> Check:
+    bad: list[str] = []
+    with_reasoning = thinking_calls = 0
+    for r in recs:
+        res, req = r["result"], ChatRequest.from_dict(r["request"])
+        if "<think>" in res["text"] or "</think>" in res["text"]:
+            bad.append(f"a think tag left in the answer text of {res['request_key'][:10]}")
+        if res["parsed"] is not None and json.loads(res["text"]) != res["parsed"]:
+            bad.append(f"parsed value is not the final text's JSON ({res['request_key'][:10]})")
+        if thinks(req, registry.get(req.model)):
+            thinking_calls += 1
+            with_reasoning += bool(res["reasoning"])
+    if thinking_calls and not with_reasoning:
+        bad.append(f"{thinking_calls} thinking call(s), none with reasoning split off")
+    detail = "; ".join(bad[:3]) or (
+        f"{with_reasoning} of {thinking_calls} thinking replies had reasoning split off; "
+        "final text only parsed"
+        if thinking_calls
+        else "no thinking calls; final text only parsed"
+    )
+    return Check(
+        path,
+        call,
+        "thinking split",
+        not bad,
+        detail,
+        {"thinking_calls": thinking_calls, "with_reasoning": with_reasoning},
+    )
+
+
+def _largest(recs: Iterable[Mapping[str, Any]], images: bool = False) -> ChatRequest | None:
+    pool = [r for r in recs if not images or _images(r["request"])]
+    if not pool:
+        return None
+    best = max(pool, key=lambda r: int(r["result"]["usage"]["prompt_tokens"]))
+    return ChatRequest.from_dict(best["request"])
+
+
+def probe_calls(
+    path: str, records: Sequence[Mapping[str, Any]], backend: Any, registry: Registry
+) -> list[Check]:
+    """The cut and image probes (module docstring), sent through ``backend`` unjournaled."""
+    from agent.pairs.moira.calls import _usable
+
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        by.setdefault(r["request"]["call_type"], []).append(r)
+    out: list[Check] = []
+    for call, recs in sorted(by.items()):
+        req = _largest(recs)
+        assert req is not None
+        probe = replace(req, max_tokens=CUT_PROBE_TOKENS, json_schema=req.json_schema)
+        [res] = backend.chat([probe])
+        thinking = thinks(probe, registry.get(probe.model))
+        bad = []
+        if res.finish_reason != "length" or not res.is_fallback or res.parsed is not None:
+            bad.append(f"finish {res.finish_reason}, fallback {res.is_fallback}")
+        if thinking and (res.text or not res.reasoning):
+            bad.append(f"thinking reply cut: text {res.text[:40]!r}, reasoning {bool(res.reasoning)}")
+        if res.finish_reason == "length" and _usable(res) != "cut at max_tokens":
+            bad.append(f"agent reads it as {_usable(res)!r}")
+        detail = "; ".join(bad) or (
+            f"cut at {CUT_PROBE_TOKENS} tokens: a counted fallback"
+            + (" (reasoning only, empty answer)" if thinking else "")
+        )
+        out.append(Check(path, call, "cut reply", not bad, detail, {"thinking": thinking}))
+        img = _largest(recs, images=True)
+        if img is None:
+            continue
+        n = sum(len(m.images) for m in img.messages)
+        bare = replace(img, max_tokens=1, messages=tuple(replace(m, images=()) for m in img.messages))
+        with_img, without = backend.chat([replace(img, max_tokens=1), bare])
+        diff = with_img.usage.prompt_tokens - without.usage.prompt_tokens
+        ok = diff >= MIN_IMAGE_TOKENS * n
+        out.append(
+            Check(
+                path,
+                call,
+                "images reach the model",
+                ok,
+                f"{n} image(s): prompt {with_img.usage.prompt_tokens} tokens with them, "
+                f"{without.usage.prompt_tokens} without",
+                {"images": n, "image_tokens": diff},
+            )
+        )
+    return out

@@ -1,0 +1,227 @@
+"""``localfin reproduce --rehearse CONFIG|all``: every shipped config at its GPU settings on the
+CPU, through the in-process engine and through ``vllm serve`` on loopback, with tiny random
+stand-ins of its backbones (:mod:`agent.reproduce.rehearse.standins`), windows and items shrunk
+(:mod:`agent.reproduce.rehearse.runs`); then the checks (:mod:`agent.reproduce.rehearse.checks`)
+and the real-data prompt sizes (:mod:`agent.reproduce.rehearse.sizes`), written to
+``OUT/rehearsal.md`` and ``OUT/rehearsal.json``. Engines and servers: one per architecture of
+all the configs together, each with a 1 GiB KV cache, started once per path and stopped
+before the next path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.rehearse.checks import Check, check_calls, journal_records, probe_calls
+from agent.reproduce.rehearse.runs import run_config
+from agent.reproduce.rehearse.sizes import PromptSize, moira_sizes, qa_sizes
+from agent.reproduce.rehearse.standins import StandInRouter, StandIns, open_engines, stand_ins, start_servers
+from agent.reproduce.spec import ReproConfig
+from localfin.progress import NULL_PROGRESS, Progress
+
+__all__ = ["PATHS", "Rehearsal", "rehearse", "write_rehearsal"]
+
+log = logging.getLogger(__name__)
+PATHS = ("engine", "server")
+
+
+@dataclass
+class Rehearsal:
+    """Everything a rehearsal found, per config."""
+
+    checks: list[Check] = field(default_factory=list)
+    sizes: list[PromptSize] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: dict[str, float] = field(default_factory=dict)
+    calls_per_step: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.ok is False]
+
+    @property
+    def too_long(self) -> list[PromptSize]:
+        return [s for s in self.sizes if not s.fits]
+
+
+def _decision_steps(doc: dict[str, Any]) -> int:
+    """Decision steps per backbone of a (shrunk) matrix document, counted as the plan counts."""
+    from agent.pairs.experiment.matrix_config import parse_matrix
+
+    cells = parse_matrix(doc, base_dir=Path(".")).cells()
+    first = cells[0].backbone.key if cells else ""
+    steps = 0
+    for c in cells:
+        if c.backbone.key != first:
+            continue
+        w = c.config.windows
+        from agent.data.store import MarketStore
+
+        with MarketStore(c.config.store, create=False) as s:
+            cal = [str(d)[:10] for d in s.calendar()]
+        train = sum(1 for d in cal if str(w.train_start) <= d <= str(w.train_end))
+        test = sum(1 for d in cal if str(w.test_start) <= d <= str(w.test_end))
+        runs = len(c.config.run_ids())
+        seeds = len(doc["matrix"].get("seeds", [0]))
+        cycles = int(doc.get("policy", {}).get("max_cycles", 8))
+        steps += seeds * train * (1 + cycles) + runs * test
+    return steps
+
+
+def _one_path(
+    cfgs: Sequence[ReproConfig],
+    si: StandIns,
+    backends: dict[str, Any],
+    path: str,
+    out: Path,
+    result: dict[str, Rehearsal],
+    shared: Path,
+    progress: Progress,
+) -> None:
+    router = StandInRouter(si, backends, rekey=path == "engine")
+    for cfg in cfgs:
+        r = result.setdefault(cfg.name, Rehearsal())
+        where = out / cfg.name / path
+        t0 = time.perf_counter()
+        ran = run_config(cfg, where, router, si.registry)
+        r.wall_s[path] = round(time.perf_counter() - t0, 1)
+        recs = journal_records(where)
+        r.checks += check_calls(cfg, path, recs, si.registry)
+        r.checks += probe_calls(path, recs, router, si.registry)
+        if path == "engine":
+            sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.registry, shared)
+            r.sizes += sizes
+            r.notes += notes
+            if cfg.kind == "moira":
+                steps = _decision_steps(ran["document"])
+                by: dict[str, int] = {}
+                for x in recs:
+                    by[x["request"]["model"]] = by.get(x["request"]["model"], 0) + 1
+                r.calls_per_step = {k: round(v / steps, 3) for k, v in by.items()} if steps else {}
+        log.info("rehearsal %s (%s): %d calls in %.0f s", cfg.name, path, len(recs), r.wall_s[path])
+
+
+def rehearse(
+    cfgs: Sequence[ReproConfig],
+    out: Path,
+    *,
+    shared: Path,
+    model_root: Path | None = None,
+    paths: Sequence[str] = PATHS,
+    progress: Progress = NULL_PROGRESS,
+) -> dict[str, Rehearsal]:
+    """Rehearse ``cfgs`` on ``paths`` into ``out`` (module docstring); returns per config."""
+    out.mkdir(parents=True, exist_ok=True)
+    keys = [k for c in cfgs for k in c.model_keys]
+    si = stand_ins(keys, model_root or out / "models")
+    result: dict[str, Rehearsal] = {}
+    for path in paths:
+        if path == "engine":
+            backends = open_engines(si)
+            try:
+                _one_path(cfgs, si, backends, path, out, result, shared, progress)
+            finally:
+                for b in backends.values():
+                    b.close()
+        else:
+            servers = start_servers(si, out / "logs")
+            try:
+                _one_path(cfgs, si, servers.clients, path, out, result, shared, progress)
+            finally:
+                servers.close()
+    return result
+
+
+def _md_table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in rows]
+    return lines
+
+
+def write_rehearsal(result: dict[str, Rehearsal], out: Path, *, si_note: str = "") -> tuple[Path, Path]:
+    """``rehearsal.md`` and ``rehearsal.json`` in ``out``."""
+    from agent.reproduce.rehearse.sizes import TOKEN_BASIS
+    from agent.reproduce.rehearse.standins import THINK_BIAS
+
+    md = [
+        "# GPU rehearsal on the CPU",
+        "",
+        "Each config at its GPU settings with tiny random stand-ins of its backbones (same architecture "
+        "class, parsers, context, budgets, timeouts), windows and items shrunk, through the in-process "
+        "engine (`engine`) and `vllm serve` on loopback (`server`). A logit bias of "
+        f"{THINK_BIAS:g} on `</think>` makes the random thinking models close their reasoning after a few "
+        "tokens (otherwise every call would spend the full budget).",
+        f"Prompt tokens: {TOKEN_BASIS}, unless a row names a real tokenizer.",
+        "",
+    ]
+    doc: dict[str, Any] = {}
+    for name, r in result.items():
+        md += [f"## {name}", "", f"wall time: {r.wall_s}", ""]
+        rows = []
+        for c in r.checks:
+            s = c.seen
+            settings = (
+                f"max_tokens {s['max_tokens']}, thinking {s['thinking']}, temperature {s['temperature']}, "
+                f"top_p {s['top_p']}, seeded {s['seeded']}, schema {s['schema']}, "
+                f"images<= {s['max_images']}, "
+                f"engine {s['engine']}"
+                if c.name == "settings"
+                else ""
+            )
+            ok = {True: "ok", False: "FAILED", None: "-"}[c.ok]
+            rows.append((c.path, c.call_type, c.name, ok, c.detail + (f"; {settings}" if settings else "")))
+        md += _md_table(rows, ("path", "call type", "check", "result", "seen"))
+        md += ["", "Largest prompt per call type vs the context (room = max_model_len - max_tokens):", ""]
+        md += _md_table(
+            [
+                (
+                    s.call_type,
+                    s.chars,
+                    s.tokens_est,
+                    s.tokens_bound,
+                    s.image_tokens,
+                    s.max_model_len,
+                    s.max_tokens,
+                    s.room,
+                    "yes" if s.fits else "NO",
+                    s.basis,
+                )
+                for s in r.sizes
+            ],
+            (
+                "call type",
+                "chars",
+                "tokens (est.)",
+                "tokens (bound)",
+                "image tokens",
+                "max_model_len",
+                "max_tokens",
+                "room",
+                "fits",
+                "basis",
+            ),
+        )
+        md += [""] + [f"- {n}" for n in r.notes] + [""]
+        doc[name] = {
+            "checks": [asdict(c) for c in r.checks],
+            "sizes": [s.to_dict() for s in r.sizes],
+            "notes": r.notes,
+            "wall_s": r.wall_s,
+            "calls_per_step": r.calls_per_step,
+            "failed": len(r.failed),
+            "too_long": [s.call_type for s in r.too_long],
+        }
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "rehearsal.json").write_text(
+            json.dumps(doc[name], indent=1, default=str), encoding="utf-8"
+        )
+    mdp, jp = out / "rehearsal.md", out / "rehearsal.json"
+    mdp.write_text("\n".join(md) + "\n", encoding="utf-8")
+    jp.write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    return mdp, jp

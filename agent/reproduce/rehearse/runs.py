@@ -1,0 +1,109 @@
+"""A config's run at its GPU settings, shrunk in windows and items only (what ``--rehearse`` runs).
+
+Moira: the config's matrix document with its backbones (thinking on/off), ``[model]`` (server-
+default sampling, the 16,384-token budgets), ``[prompt]`` (paper-scale news, descriptions),
+screen top-k, variants, exposures and baselines as shipped; shrunk are the windows (mapped onto
+the bundled synthetic market as ``--smoke`` does: at most 6 training and 8 test sessions per
+windows set), the seeds (the first only), the replay cycles (one) and the validation period (4
+sessions, so a lifecycle boundary falls inside the test window); of the baselines only FinMem
+runs (the others make no model call).
+
+FinAcumen: the config's plan with its model, variants, tau, k_max and bank-size grid; shrunk
+are the items (the bundled demo set: 2 bank items, 2 test items for each of the first two sets,
+one of them with a chart image, so the vision model gets it), the trajectories per bank
+item (2) and the tool steps (2); the tools are those the demo set can use. A config that
+grades FinTMMBench with a judge also sends one judge call (a demo answer graded by its judge
+model), since the demo set itself is not judged.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.spec import QAPlan, ReproConfig
+
+__all__ = ["REHEARSAL_QA_ITEMS", "REHEARSAL_QA_STEPS", "rehearsal_document", "rehearsal_plan", "run_config"]
+
+#: test items per set: the demo set's second test item carries a chart image (the first none), so
+#: two make the vision model get an image in Base
+REHEARSAL_QA_ITEMS = 2
+REHEARSAL_QA_STEPS = 2
+
+
+def rehearsal_document(cfg: ReproConfig, store: Path) -> dict[str, Any]:
+    """The config's matrix document at its GPU settings with shrunk windows (module docstring)."""
+    from agent.reproduce.run import smoke_document
+
+    doc = smoke_document(cfg, store, model="rehearsal")
+    src = cfg.document
+    doc["backbones"] = copy.deepcopy(list(src["backbones"]))
+    doc["model"] = {**copy.deepcopy(dict(src.get("model", {}))), "backend": "vllm"}
+    for key in ("prompt", "selection"):
+        if key in src:
+            doc[key] = copy.deepcopy(dict(src[key]))
+        else:
+            doc.pop(key, None)
+    doc["screen"] = {**copy.deepcopy(dict(src.get("screen", {}))), "lookback": 2520}
+    policy = dict(src.get("policy", {}))
+    doc["policy"] = {**policy, "max_cycles": 1}
+    doc["lifecycle"] = {**dict(src.get("lifecycle", {})), "validation_period": 4}
+    if "baselines" in src:
+        doc["baselines"] = copy.deepcopy(dict(src["baselines"]))
+    return doc
+
+
+def rehearsal_plan(cfg: ReproConfig, out: Path) -> QAPlan:
+    """The config's QA plan on the demo set, items and steps shrunk (module docstring)."""
+    from agent.qa.demo_set import build_demo_set
+    from agent.reproduce.qa_run import shrink_plan
+    from agent.reproduce.run import _smoke_store
+
+    assert cfg.qa is not None
+    plan = cfg.qa
+    demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
+    store = _smoke_store(out) if "lookup" in plan.tools else None
+    small = shrink_plan(
+        plan, demo, model=plan.model, n_items=REHEARSAL_QA_ITEMS, max_steps=REHEARSAL_QA_STEPS, store=store
+    )
+    return replace(small, judge_model=plan.judge_model if plan.judge_model == plan.model else "")
+
+
+def run_config(cfg: ReproConfig, out: Path, backend: Any, registry: Any) -> Mapping[str, Any]:
+    """Run ``cfg`` shrunk on ``backend`` (the stand-in router) into ``out``; returns what ran."""
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.kind == "moira":
+        from agent.pairs.experiment.demo import synthetic_store
+        from agent.reproduce.moira_run import run_moira
+
+        doc = rehearsal_document(cfg, synthetic_store(out))
+        calling = replace(cfg, baselines=tuple(b for b in cfg.baselines if b == "finmem"))
+        run_moira(calling, out, document=doc, backend=backend, registry=registry)
+        return {"document": doc}
+    from agent.reproduce.qa_run import run_qa
+
+    plan = rehearsal_plan(cfg, out)
+    run_qa(cfg, out, backend=backend, registry=registry, data_root=out, plan=plan)
+    _judge(cfg, out, backend)
+    return {"plan": plan}
+
+
+def _judge(cfg: ReproConfig, out: Path, backend: Any) -> None:
+    """The judge call of a config that grades FinTMMBench (the demo set is not judged by the
+    run): one demo test item's answer graded by the plan's judge, journaled in
+    ``out/judge/judge.sqlite``."""
+    from agent.qa.datasets import load_items
+    from agent.qa.judge import judge_requests
+    from agent.qa.judge_pass import JUDGED_DATASETS
+    from serving.journal import Journal, JournaledBackend
+
+    assert cfg.qa is not None
+    if not any(s.dataset in JUDGED_DATASETS for s in cfg.qa.sets):
+        return
+    items = load_items("demo", out / "qa_set", split="test", limit=1).items
+    (out / "judge").mkdir(exist_ok=True)
+    with Journal(out / "judge" / "judge.sqlite") as j:
+        JournaledBackend(backend, j).chat(judge_requests(items, ["42"] * len(items), cfg.qa.judge))

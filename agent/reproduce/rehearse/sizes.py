@@ -1,0 +1,332 @@
+"""The largest prompt of each call type against the model's context, on the config's real
+windows and items, without running the model.
+
+Tokens: counted with the backbone's own tokenizer where its folder is on this machine
+(``tokenizer.json`` under the registry path); otherwise two figures from the characters, named
+in the report: the project's estimate (one token per 3 characters,
+:func:`agent.pairs.moira.payloads.estimate_tokens`, long for English BPE at about 4) and a hard
+bound (one token per UTF-8 byte: a byte-level BPE never emits more). The tiny stand-ins'
+tokenizers are not the backbones' and are not used for this. An image costs what Qwen3-VL's
+processor makes of its real pixel size (resized to multiples of 32 pixels within 256 x 256 ..
+4096 x 4096; one token per 32 x 32 block). The room a prompt has is ``max_model_len`` minus the
+call's ``max_tokens`` (vLLM refuses a request whose prompt plus budget exceeds the context).
+
+Moira (an upper bound per call type): the largest prompt of the rehearsal (at the config's
+prompt settings, synthetic market) plus, in full, what real data adds at most: the news budget
+(``news_token_budget`` x 3 characters, the builders' own cap) where the prompt shows news, the
+pool's real business descriptions (``../shared/data/companies.csv``, each cut at
+``description_max_chars``) where it shows company context, and ``max_principles`` x
+``principle_max_chars`` of learned principles in the direction call. The real news file
+(``news/tradingview_bigtech_2025-04_05.csv``) says how close the pool's news comes to the cap.
+
+FinAcumen: every real item of the shared data (FinMMR Easy validation and TAT-QA dev as
+released; the other benchmarks are not on this machine, which the report says): the first
+solver prompt (question, context, the template) and its images; the tool loop keeps the
+conversation under ``max_prompt_chars`` (it elides the oldest tool outputs), so a later step is
+bounded by that plus the images.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.reproduce.spec import ReproConfig
+from serving.registry import Registry
+
+__all__ = ["PromptSize", "image_tokens", "moira_sizes", "qa_sizes", "TOKEN_BASIS"]
+
+TOKEN_BASIS = "estimate: ceil(chars / 3) (the project's estimate_tokens); bound: UTF-8 bytes (byte-level BPE)"
+_NEWS_CALLS = ("pair_selection", "direction", "news_verify", "break_check", "finmem_decision")
+_COMPANY_CALLS = ("pair_selection", "direction", "finmem_decision")
+_PATCH = 32  # Qwen3-VL: 16-pixel patches merged 2 x 2
+_MIN_PX, _MAX_PX = 256 * 256, 4096 * 4096
+
+
+@dataclass(frozen=True)
+class PromptSize:
+    """The largest prompt of one call type and whether it fits."""
+
+    config: str
+    call_type: str
+    basis: str
+    chars: int
+    tokens_est: int
+    tokens_bound: int
+    image_tokens: int
+    max_model_len: int
+    max_tokens: int
+    tokenizer: str
+
+    @property
+    def room(self) -> int:
+        return self.max_model_len - self.max_tokens
+
+    @property
+    def fits(self) -> bool:
+        """The estimate (or the real tokenizer's count) plus images fits the room."""
+        return self.tokens_est + self.image_tokens <= self.room
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "room": self.room, "fits": self.fits}
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Qwen3-VL prompt tokens of one image (module docstring)."""
+    h = max(_PATCH, round(height / _PATCH) * _PATCH)
+    w = max(_PATCH, round(width / _PATCH) * _PATCH)
+    if h * w > _MAX_PX:
+        s = math.sqrt(height * width / _MAX_PX)
+        h, w = math.floor(height / s / _PATCH) * _PATCH, math.floor(width / s / _PATCH) * _PATCH
+    elif h * w < _MIN_PX:
+        s = math.sqrt(_MIN_PX / (height * width))
+        h, w = math.ceil(height * s / _PATCH) * _PATCH, math.ceil(width * s / _PATCH) * _PATCH
+    return (h // _PATCH) * (w // _PATCH)
+
+
+def _counter(model: str, registry: Registry) -> tuple[Any, str]:
+    """The backbone's tokenizer when its folder is here, else None and the stated bound."""
+    from serving.registry import default_registry
+
+    real = default_registry().get(model) if model in default_registry().as_mapping() else registry.get(model)
+    path = real.expected_path()
+    if path is not None and (path / "tokenizer.json").is_file():
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(path), f"{real.display_name} tokenizer ({path})"
+    return None, f"no {real.display_name} tokenizer here; {TOKEN_BASIS}"
+
+
+def _size(
+    cfg: str,
+    call: str,
+    basis: str,
+    text_chars: int,
+    text: str | None,
+    img: int,
+    spec: Any,
+    budget: int,
+    counter: tuple[Any, str],
+) -> PromptSize:
+    tok, name = counter
+    est = -(-text_chars // 3)
+    bound = len(text.encode("utf-8")) if text is not None else text_chars * 4
+    if tok is not None and text is not None:
+        est = bound = len(tok(text)["input_ids"])
+    return PromptSize(cfg, call, basis, text_chars, est, bound, img, spec.max_model_len, budget, name)
+
+
+def _companies(pool: Sequence[str], limit: int, path: Path) -> int:
+    if not path.is_file() or not limit:
+        return len(pool) * limit
+    want, total = set(pool), 0
+    with path.open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if row["symbol"] in want:
+                total += (
+                    min(len(row.get("business_description") or ""), limit)
+                    + len(row.get("long_name") or "")
+                    + 16
+                )
+                want.discard(row["symbol"])
+    return total + len(want) * (limit + 40)
+
+
+def _news_max(pool: Sequence[str], lookback: int, path: Path) -> int | None:
+    """Most news characters of the pool's tickers within any ``lookback`` consecutive news days."""
+    if not path.is_file():
+        return None
+    per_day: dict[str, int] = {}
+    aliases = {"GOOG": "GOOGL"}
+    with path.open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            t = aliases.get(row["ticker"], row["ticker"])
+            if t in pool:
+                per_day[row["date"]] = (
+                    per_day.get(row["date"], 0) + len(row["headline"]) + len(row["summary"]) + 4
+                )
+    days = sorted(per_day)
+    return max((sum(per_day[d] for d in days[i : i + lookback]) for i in range(len(days))), default=0)
+
+
+def moira_sizes(
+    cfg: ReproConfig, records: Sequence[Mapping[str, Any]], registry: Registry, shared: Path
+) -> tuple[list[PromptSize], list[str]]:
+    """Per call type the Moira bound (module docstring) and notes on the real news."""
+    prompt = dict(cfg.document.get("prompt", {}))
+    policy = dict(cfg.document.get("policy", {}))
+    news_cap = int(prompt.get("news_token_budget", 0)) * 3
+    desc = int(prompt.get("description_max_chars", 240))
+    principles = int(policy.get("max_principles", 6)) * int(prompt.get("principle_max_chars", 160))
+    pool = cfg.pool
+    company = _companies(pool, desc, shared / "companies.csv")
+    real_news = _news_max(
+        pool,
+        int(prompt.get("news_lookback_sessions", 3)),
+        shared / "news" / "tradingview_bigtech_2025-04_05.csv",
+    )
+    notes = [
+        f"real news ({shared / 'news'}): the pool's tickers carry at most {real_news} characters within "
+        f"{prompt.get('news_lookback_sessions', 3)} news days, against the cap of {news_cap} "
+        f"({prompt.get('news_token_budget', 0)} estimated tokens)"
+        if real_news is not None
+        else "real news file absent: the news cap is taken in full",
+        "FinMem's memory grows with the window, but each decision retrieves a fixed top_k per layer "
+        "(agent/pairs/baselines/finmem/memory.py), so its prompt does not; its items are news and "
+        "reflections, covered by the news cap added to finmem_decision",
+    ]
+    largest: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in records:
+        q = r["request"]
+        k = (q["call_type"], q["model"])
+        chars = sum(len(m.get("content") or "") for m in q["messages"])
+        if k not in largest or chars > sum(len(m.get("content") or "") for m in largest[k]["messages"]):
+            largest[k] = q
+    out = []
+    for (call, model), q in sorted(largest.items()):
+        text = "\n".join(m.get("content") or "" for m in q["messages"])
+        add = (news_cap if call in _NEWS_CALLS else 0) + (company if call in _COMPANY_CALLS else 0)
+        add += principles if call == "direction" else 0
+        spec = registry.get(model)
+        basis = (
+            f"{model}: rehearsal's largest ({len(text)} chars) + news cap "
+            f"{news_cap if call in _NEWS_CALLS else 0} + company context "
+            f"{company if call in _COMPANY_CALLS else 0} + principles "
+            f"{principles if call == 'direction' else 0}"
+        )
+        filler = text + "x" * add
+        out.append(
+            _size(
+                cfg.name,
+                call,
+                basis,
+                len(filler),
+                filler,
+                0,
+                spec,
+                int(q["max_tokens"]),
+                _counter(model, registry),
+            )
+        )
+    return out, notes
+
+
+def _image_sizes(paths: Sequence[str]) -> int:
+    from PIL import Image
+
+    total = 0
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                total += image_tokens(*im.size)
+        except OSError:
+            continue
+    return total
+
+
+def qa_sizes(
+    cfg: ReproConfig, records: Sequence[Mapping[str, Any]], registry: Registry, shared: Path
+) -> tuple[list[PromptSize], list[str]]:
+    """Per QA call type: the real items' largest first solver prompt and the step bound; the
+    other call types as the rehearsal saw them (demo items), labelled so."""
+    from agent.qa.datasets import load_items
+    from agent.qa.solver_config import SolverConfig
+
+    assert cfg.qa is not None
+    model = cfg.qa.model
+    spec = registry.get(model)
+    counter = _counter(model, registry)
+    budgets: dict[str, int] = {}
+    for r in records:
+        q = r["request"]
+        budgets[q["call_type"]] = max(budgets.get(q["call_type"], 0), int(q["max_tokens"]))
+    sc = SolverConfig(model=model)
+    rel = shared / "qa" / "released"
+    items: list[Any] = []
+    notes: list[str] = []
+    loaders = (
+        (
+            "FinMMR Easy validation",
+            lambda: load_items("finmmr", rel / "finmmr", split="validation", subset="easy").items,
+        ),
+        ("TAT-QA dev", lambda: load_items("tatqa", rel / "tatqa", split="dev").items),
+    )
+    for label, load in loaders:
+        try:
+            got = list(load())
+        except Exception as exc:  # noqa: BLE001 - reported: the size stays unknown for that set
+            notes.append(f"{label}: not loaded here ({type(exc).__name__}: {str(exc)[:120]})")
+            continue
+        items += got
+        notes.append(f"{label}: {len(got)} real items sized")
+    notes.append("BizBench, FinTMMBench, FinMME: not on this machine; their prompts are not sized here")
+    out: list[PromptSize] = []
+    if items:
+
+        def first(it: Any) -> tuple[int, int, str]:
+            q = it.question
+            text = json.dumps(
+                {"question": q.text, "options": list(q.options), "context": q.context}, ensure_ascii=False
+            )
+            return len(text), _image_sizes([str(p) for p in q.images][:4]), text
+
+        sized = [first(it) for it in items]
+        chars, img, text = max(sized, key=lambda s: -(-s[0] // 3) + s[1])
+        template = 4000  # the qa_solve / qa_step system prompt and tool schemas, a generous bound
+        budget = budgets.get("qa_solve", 0)
+        out.append(
+            _size(
+                cfg.name,
+                "qa_solve (first call, real items)",
+                f"largest real item: {chars} chars + {template} template bound, {img} image tokens",
+                chars + template,
+                text + "x" * template,
+                img,
+                spec,
+                budget,
+                counter,
+            )
+        )
+        cap = sc.max_prompt_chars
+        img_max = max(s[1] for s in sized)
+        out.append(
+            _size(
+                cfg.name,
+                "qa_solve (later steps, bound)",
+                f"max_prompt_chars {cap} (the loop elides beyond it) + the largest real item's images "
+                f"({img_max} tokens)",
+                cap,
+                None,
+                img_max,
+                spec,
+                budget,
+                counter,
+            )
+        )
+    for r in records:
+        q = r["request"]
+        if q["call_type"] == "qa_solve":
+            continue
+        text = "\n".join(m.get("content") or "" for m in q["messages"])
+        key = f"{q['call_type']} (rehearsal, demo items)"
+        if not any(s.call_type == key and s.chars >= len(text) for s in out):
+            out = [s for s in out if s.call_type != key]
+            out.append(
+                _size(
+                    cfg.name,
+                    key,
+                    "observed in the rehearsal on the demo set (not real items)",
+                    len(text),
+                    text,
+                    0,
+                    spec,
+                    int(q["max_tokens"]),
+                    counter,
+                )
+            )
+    return out, notes

@@ -1,0 +1,208 @@
+"""The GPU backbones of a config served on the CPU by tiny random models of their architectures.
+
+One tiny model per architecture (:func:`serving.models.build_tiny_model`, its context as long as
+the real entry's, so the engine accepts the real ``max_model_len``), and every registry key of
+the config replaced by its :func:`serving.registry.cpu_stand_in` (the real entry's parsers,
+thinking default, context, budget, timeout, images). Entries of one architecture share one
+engine or one ``vllm serve`` process: their engine settings are equal (checked), and what
+differs between them (thinking on/off, the key) is per request.
+
+:class:`StandInRouter` is the backend a run sees: it sends each request to the engine of its
+model's architecture. In process the request is re-keyed to the engine's key with the real
+entry's thinking default made explicit, and the result keyed back, so the journal records the
+request as the config made it. Through HTTP nothing is re-keyed: the client of each server
+names the served model and reads timeouts and thinking defaults from the stand-in registry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from localfin.errors import ConfigError
+from serving.backend import Backend
+from serving.registry import Registry, cpu_stand_in, default_registry
+from serving.types import ChatRequest, ChatResult
+
+__all__ = ["ENGINE_FIELDS", "THINK_BIAS", "StandIns", "StandInRouter", "stand_ins", "engine_groups"]
+
+log = logging.getLogger(__name__)
+
+#: Registry fields that are engine (or server) settings: entries sharing an engine agree on them.
+ENGINE_FIELDS = (
+    "arch",
+    "reasoning_parser",
+    "tool_call_parser",
+    "chat_template",
+    "max_model_len",
+    "accepts_images",
+)
+
+#: Logit bias on ``</think>`` for thinking-on stand-ins (a rehearsal device, stated in the
+#: report): a random model never closes its thinking by itself and would spend the whole
+#: 16,384-token budget per call; with this bias it closes after a few tokens (probability about
+#: e^5 / (e^5 + vocabulary) per token at temperature 1), so replies carry short reasoning and
+#: then the schema's answer.
+THINK_BIAS = 5.0
+
+
+@dataclass(frozen=True)
+class StandIns:
+    """The tiny model of each architecture, the stand-in registry, and the engine groups."""
+
+    models: Mapping[str, Path]  # arch -> tiny model folder
+    registry: Registry
+    groups: Mapping[str, tuple[str, ...]]  # arch -> registry keys (first: the engine's key)
+
+
+def engine_groups(keys: Iterable[str], registry: Registry | None = None) -> dict[str, tuple[str, ...]]:
+    """Registry keys grouped by architecture; a group whose engine settings differ is an error."""
+    reg = registry or default_registry()
+    groups: dict[str, list[str]] = {}
+    for k in dict.fromkeys(keys):
+        spec = reg.get(k)
+        if not spec.arch:
+            raise ConfigError(f"model {k!r} has no arch; a rehearsal needs one of the GPU entries")
+        groups.setdefault(spec.arch, []).append(k)
+    for arch, ks in groups.items():
+        first = reg.get(ks[0])
+        for k in ks[1:]:
+            bad = [f for f in ENGINE_FIELDS if getattr(reg.get(k), f) != getattr(first, f)]
+            if bad:
+                raise ConfigError(f"{k!r} and {ks[0]!r} ({arch}) differ in engine settings {bad}")
+    return {a: tuple(ks) for a, ks in groups.items()}
+
+
+def stand_ins(keys: Iterable[str], model_root: Path, registry: Registry | None = None) -> StandIns:
+    """Tiny models under ``model_root/<arch>`` (built once, reused) and the stand-in registry."""
+    from serving.models import build_tiny_model
+
+    reg = registry or default_registry()
+    groups = engine_groups(keys, reg)
+    models: dict[str, Path] = {}
+    for arch, ks in groups.items():
+        ctx = reg.get(ks[0]).max_model_len
+        path = model_root / f"{arch}-{ctx}"
+        if not (path / "config.json").is_file():
+            build_tiny_model(path, arch=arch, max_position_embeddings=ctx)
+        models[arch] = path
+        for k in ks:
+            reg = reg.with_spec(cpu_stand_in(reg.get(k), path))
+    return StandIns(models, reg, groups)
+
+
+def _think_bias(path: Path) -> dict[int, float]:
+    from serving.models import token_id
+
+    return {token_id(path, "</think>"): THINK_BIAS}
+
+
+class StandInRouter:
+    """One backend per architecture behind one :class:`Backend` (see the module docstring)."""
+
+    name = "stand-ins"
+
+    def __init__(self, si: StandIns, backends: Mapping[str, Backend], *, rekey: bool) -> None:
+        self.si = si
+        self.backends = dict(backends)
+        self.rekey = rekey
+        self._arch = {k: a for a, ks in si.groups.items() for k in ks}
+
+    def _route(self, req: ChatRequest) -> tuple[str, ChatRequest]:
+        arch = self._arch.get(req.model)
+        if arch is None:
+            raise ConfigError(f"request for {req.model!r}; this rehearsal serves {', '.join(self._arch)}")
+        if not self.rekey:
+            return arch, req
+        spec = self.si.registry.get(req.model)
+        thinking = req.thinking if req.thinking is not None else spec.thinking_default
+        return arch, replace(req, model=self.si.groups[arch][0], thinking=thinking)
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        out: list[ChatResult | None] = [None] * len(requests)
+        by_arch: dict[str, list[tuple[int, ChatRequest]]] = {}
+        for i, r in enumerate(requests):
+            arch, routed = self._route(r)
+            by_arch.setdefault(arch, []).append((i, routed))
+        for arch, items in by_arch.items():
+            results = self.backends[arch].chat([r for _, r in items])
+            for (i, _), res in zip(items, results):
+                orig = requests[i]
+                out[i] = replace(res, model=orig.model, request_key=orig.key()) if self.rekey else res
+        return [r for r in out if r is not None]
+
+    def effective_sampling(self, req: ChatRequest) -> dict[str, Any] | None:
+        arch, routed = self._route(req)
+        fn = getattr(self.backends[arch], "effective_sampling", None)
+        return fn(routed) if callable(fn) else None
+
+    def close(self) -> None:
+        """Closed by the rehearsal that opened the engines (runs must not close them)."""
+
+
+def open_engines(si: StandIns, *, kv_cache_gib: int = 1, max_num_seqs: int = 64) -> dict[str, Backend]:
+    """One in-process vLLM engine per architecture, on the group's first key."""
+    from serving.vllm_engine import EngineOptions, VLLMBackend
+
+    out: dict[str, Backend] = {}
+    for arch, ks in si.groups.items():
+        spec = si.registry.get(ks[0])
+        bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
+        opts = EngineOptions(kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, logit_bias=bias)
+        out[arch] = VLLMBackend(ks[0], registry=si.registry, options=opts)
+    return out
+
+
+@dataclass
+class Servers:
+    """The ``vllm serve`` process of each architecture and a client per process."""
+
+    handles: dict[str, Any]
+    clients: dict[str, Backend]
+
+    def close(self) -> None:
+        for c in self.clients.values():
+            c.close()
+        for h in self.handles.values():
+            h.stop()
+
+
+def start_servers(si: StandIns, log_dir: Path, *, kv_cache_gib: int = 1) -> Servers:
+    """One ``vllm serve`` on loopback per architecture (the stand-in's own serve arguments: its
+    reasoning and tool parsers, context, image limit), KV cache ``kv_cache_gib``."""
+    import os
+
+    from serving.openai_http import OpenAIBackend
+    from serving.server import start_server
+
+    servers = Servers({}, {})
+    old = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib)
+    try:
+        for arch, ks in si.groups.items():
+            spec = si.registry.get(ks[0])
+            h = start_server(
+                spec, log_path=log_dir / f"serve-{arch}.log", api_key="rehearsal", ready_timeout_s=600
+            )
+            servers.handles[arch] = h
+            bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
+            servers.clients[arch] = OpenAIBackend(
+                h.base_url,
+                registry=si.registry,
+                api_key="rehearsal",
+                served_model_name=ks[0],
+                max_concurrency=16,
+                logit_bias=bias,
+            )
+    except BaseException:
+        servers.close()
+        raise
+    finally:
+        if old is None:
+            os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None)
+        else:
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = old
+    return servers

@@ -1,0 +1,81 @@
+"""The GPU plan's arithmetic (`localfin reproduce --plan`): memory from the architecture, the
+tensor-parallel choice, the time model, and bad GPU kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.reproduce.gpu_plan import (
+    DECODE_EFFICIENCY,
+    PREFILL_EFFICIENCY,
+    Work,
+    _time,
+    choose_tp,
+    engine_memory,
+    plan_config,
+)
+from agent.reproduce.hardware import GPU_KINDS, gpu_kind
+from agent.reproduce.spec import load_repro
+from localfin.errors import ConfigError
+
+GIB = 1024**3
+
+
+def test_memory_of_llama_8b_by_hand() -> None:
+    # weights: 8.03e9 parameters x 2 bytes; KV: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 bytes
+    # = 131,072 bytes a token, so one 32,768-token sequence holds exactly 4 GiB
+    w, kv = engine_memory("llama-3.1-8b", 1, 1, 32_768)
+    assert w == pytest.approx(8.03e9 * 2 / GIB) and w == pytest.approx(14.957, abs=1e-3)
+    assert kv == 4.0
+    w2, kv2 = engine_memory("llama-3.1-8b", 2, 6, 32_768)  # tp 2 halves both per GPU
+    assert (w2, kv2) == (pytest.approx(w / 2), 12.0)
+
+
+def test_tensor_parallel_is_the_smallest_that_holds_the_weights_and_one_sequence() -> None:
+    h200, l40s = gpu_kind("h200"), gpu_kind("l40s")
+    assert choose_tp("llama-3.1-70b", 1, h200, 32_768) is None  # 131.5 GiB of weights > 0.9 x 141 GB - 4 GiB
+    assert choose_tp("llama-3.1-70b", 4, h200, 32_768) == 2
+    assert choose_tp("qwen3-32b", 1, h200, 32_768) == 1
+    assert choose_tp("qwen3-32b", 4, l40s, 32_768) == 2  # 61 GiB of weights cannot sit on one 48 GB card
+
+
+def test_time_model_by_hand() -> None:
+    gpu = gpu_kind("h200")
+    work = Work(
+        calls=1, prompt_tokens=1_000_000, completion_tokens=10_000, concurrency=1, mean_context=0, basis=""
+    )
+    pre_h, dec_h = _time("llama-3.1-8b", 1, 1, 1, work, gpu)
+    assert pre_h * 3600 == pytest.approx(1e6 * 2 * 8.03e9 / (989e12 * PREFILL_EFFICIENCY))
+    # context 0: each of the 10,000 decode steps reads the 16.06 GB of weights once
+    assert dec_h * 3600 == pytest.approx(10_000 * 8.03e9 * 2 / (4.8e12 * DECODE_EFFICIENCY))
+
+
+def test_a_plan_of_table3_names_every_checkpoint_once() -> None:
+    engines = plan_config(load_repro("moira_table3_main"), 4, "h200")
+    assert [e.key for e in engines] == ["llama-3.1-8b", "llama-3.1-70b", "qwen3-4b", "qwen3-32b"]
+    assert all(e.fits and e.dp * e.tp <= 4 for e in engines)
+    one = {e.key: e for e in plan_config(load_repro("moira_table3_main"), 1, "h200")}
+    assert not one["llama-3.1-70b"].fits and "does not fit" in one["llama-3.1-70b"].note
+
+
+@pytest.mark.parametrize("bad", ["v100", "H200", ""])
+def test_an_unknown_gpu_kind_names_the_allowed_ones(bad: str) -> None:
+    with pytest.raises(ConfigError, match="allowed: " + ", ".join(GPU_KINDS)):
+        plan_config(load_repro("moira_table3_main"), 1, bad)
+    assert {"h100", "h200", "a100-80g", "l40s"} <= set(GPU_KINDS)
+
+
+def test_zero_gpus_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="--gpus 0; allowed"):
+        plan_config(load_repro("moira_table3_main"), 0, "h200")
+
+
+def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("LOCALFIN_RUNS_DIR", str(tmp_path))  # no rehearsal there: config counts
+    r = cli("reproduce", "--plan", "moira_table3_main", "--gpus", "4", "--gpu", "h200")
+    assert r.code == 0, r.err
+    assert "on 4 x NVIDIA H200" in r.out and "basis: bf16 weights" in r.out
+    assert "engine llama-3.1-70b: tp 2 (registry 4) x dp 2" in r.out
+    assert (
+        "config counts; no rehearsal: a lower bound" in r.out and "total (engines one after another)" in r.out
+    )

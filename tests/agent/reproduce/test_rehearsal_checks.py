@@ -1,0 +1,107 @@
+"""The rehearsal's checks on hand-made journals: each flags what it is there to flag (no engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.reproduce.rehearse.checks import check_calls, journal_records
+from agent.reproduce.rehearse.sizes import image_tokens
+from agent.reproduce.rehearse.standins import engine_groups
+from agent.reproduce.spec import load_repro
+from serving.journal import Journal
+from serving.registry import default_registry
+from serving.replies import build_result
+from serving.types import ChatRequest, Usage
+
+SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
+
+
+def _journal(tmp_path: Path, pairs) -> list[dict]:
+    d = tmp_path / "cell"
+    d.mkdir(parents=True)
+    with Journal(d / "journal.sqlite") as j:
+        j.put_many(pairs)
+    return journal_records(tmp_path)
+
+
+def _pair(key: str, raw: str, *, thinking: bool | None, max_tokens: int = 16384, temperature=None, **kw):
+    # server-default sampling: temperature and top_p left unset, the run seed set
+    req = ChatRequest.simple(
+        key, "Direction?", thinking=thinking, json_schema=SCHEMA, call_type="direction",
+        max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0,
+    )  # fmt: skip
+    res = build_result(
+        req, raw, finish_reason="stop", usage=Usage(10, 5), latency_s=0.1, backend="t", revision="r", **kw
+    )
+    return req, res
+
+
+def _by(checks, name):
+    return {c.path + ":" + c.call_type: c for c in checks if c.name == name}
+
+
+def test_the_settings_check_passes_the_configs_settings_and_flags_others(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    good = [
+        _pair("qwen3-32b", 'r</think>{"action": "FLAT"}', thinking=True),
+        _pair("qwen3-32b-nothink", '{"action": "FLAT"}', thinking=False),
+    ]
+    ok = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", good), reg), "settings")["engine:direction"]
+    assert ok.ok, ok.detail
+    bad = [
+        _pair("qwen3-32b", 'r</think>{"action": "FLAT"}', thinking=False, max_tokens=512, temperature=0.7),
+    ]
+    flagged = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", bad), reg), "settings")[
+        "engine:direction"
+    ]
+    assert flagged.ok is False
+    assert (
+        "max_tokens [512] != config 16384" in flagged.detail
+        and "thinking False != backbone True" in flagged.detail
+    )
+    assert "server_default" in flagged.detail
+
+
+def test_the_split_check_needs_reasoning_split_off_in_thinking_replies(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    split = [_pair("qwen3-32b", 'plan</think>{"action": "FLAT"}', thinking=True)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", split), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok and c.seen == {"thinking_calls": 1, "with_reasoning": 1}
+    # a thinking reply whose answer came back with no reasoning at all: nothing was split
+    none = [_pair("qwen3-32b", '{"action": "FLAT"}', thinking=True, reasoning="")]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", none), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "none with reasoning split off" in c.detail
+
+
+def test_engine_groups_share_one_engine_per_architecture() -> None:
+    keys = load_repro("moira_table3_main").model_keys
+    assert engine_groups(keys) == {
+        "llama": ("llama-3.1-8b", "llama-3.1-70b"),
+        "qwen3": ("qwen3-4b", "qwen3-4b-nothink", "qwen3-32b", "qwen3-32b-nothink"),
+    }
+
+
+def test_image_tokens_follow_qwen3_vls_resize() -> None:
+    assert image_tokens(256, 256) == 64  # the smallest image: 8 x 8 blocks of 32 pixels
+    assert image_tokens(100, 100) == 64  # raised to the minimum pixel count
+    assert image_tokens(1024, 768) == 32 * 24
+    assert image_tokens(8192, 8192) == 128 * 128  # capped at 4096 x 4096 pixels
+
+
+def test_a_stand_in_is_sized_as_its_gpu_entry(tmp_path: Path) -> None:
+    """The QA solver picks CPU bounds for a CPU model; a stand-in must get the GPU entry's
+    (image sending, paper-scale budgets), else the rehearsal would not run the GPU settings."""
+    from agent.qa.solver_config import solver_config_for
+    from serving.open import model_facts
+    from serving.registry import cpu_stand_in
+
+    reg = default_registry()
+    twin = cpu_stand_in(reg.get("qwen3-vl-8b"), tmp_path)
+    facts = model_facts("qwen3-vl-8b", reg.with_spec(twin))
+    assert twin.device == "cpu" and facts.device == "gpu"
+    assert solver_config_for(facts) == solver_config_for(model_facts("qwen3-vl-8b", reg))
+    assert solver_config_for(facts).send_images
