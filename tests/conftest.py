@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -168,22 +170,124 @@ def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
     backend.close()
 
 
-@pytest.fixture(scope="session")
-def openai_server(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A real vLLM OpenAI-compatible server on loopback, serving the tiny model."""
-    pytest.importorskip("vllm")
-    from serving.server import start_server
+class _ServerStart:
+    """``start_server`` for the session's server, run in a thread: it starts the child and
+    polls ``/health`` (the gate), so the server loads on the second core while the first tests
+    run; :meth:`handle` waits for that gate and re-raises a failed start."""
 
-    log = tmp_path_factory.mktemp("server") / "serve.log"
-    handle = start_server(
-        tiny_registry.get("tiny-qwen3"),
-        host="127.0.0.1",
-        log_path=log,
-        api_key="test-key",
-        ready_timeout_s=600,
-    )
-    yield handle
-    handle.stop()
+    def __init__(self, registry, log: Path) -> None:
+        import threading
+
+        from serving.server import start_server
+
+        self.result: object = None
+        self.error: Exception | None = None
+
+        def run() -> None:
+            try:
+                self.result = start_server(
+                    registry.get("tiny-qwen3"),
+                    host="127.0.0.1",
+                    log_path=log,
+                    api_key="test-key",
+                    ready_timeout_s=600,
+                )
+            except Exception as e:  # noqa: BLE001  (re-raised in the test that asks for the server)
+                self.error = e
+
+        self.thread = threading.Thread(target=run, name="openai-server-start", daemon=True)
+        self.thread.start()
+
+    def handle(self) -> object:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _wants(session: pytest.Session, fixture: str) -> bool:
+    return any(fixture in getattr(item, "fixturenames", ()) for item in session.items)
+
+
+@pytest.fixture(scope="session")
+def _server_start(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_ServerStart]:
+    pytest.importorskip("vllm")
+    start = _ServerStart(tiny_registry, tmp_path_factory.mktemp("server") / "serve.log")
+    yield start
+    start.thread.join()
+    if start.result is not None:
+        start.result.stop()
+
+
+@pytest.fixture(scope="session")
+def openai_server(_server_start: _ServerStart) -> object:
+    """A real vLLM OpenAI-compatible server on loopback, serving the tiny model."""
+    return _server_start.handle()
+
+
+@dataclass(frozen=True)
+class JournalChild:
+    """The kill test's child (tests/serving/_journal_worker.py): its own engine on the tiny
+    model runs a journaled batch of ``n`` requests in chunks of ``chunk``; its third call writes
+    ``marker`` and never returns, so the test kills it with two chunks committed."""
+
+    process: subprocess.Popen
+    journal: Path
+    marker: Path
+    log: Path
+    n: int
+    chunk: int
+
+
+@pytest.fixture(scope="session")
+def journal_child(
+    tiny_model_dir: Path, netns_prefix: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JournalChild]:
+    """Started with the session where the kill test is selected (its engine start overlaps the
+    other tests) and killed (SIGKILL to its group) once its marker appears; the test waits for
+    the same marker, never on time."""
+    import sys
+    import threading
+    import time
+
+    pytest.importorskip("vllm")
+    tmp = tmp_path_factory.mktemp("journal_child")
+    journal, marker, n, chunk = tmp / "calls.sqlite", tmp / "third-call", 24, 4
+    worker = REPO_ROOT / "tests" / "serving" / "_journal_worker.py"
+    cmd = [sys.executable, str(worker), str(tiny_model_dir), str(journal), str(n), str(chunk), str(marker)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    # where possible the child also proves that the engine needs no network
+    log = tmp / "worker.log"  # a file, not a pipe: a full pipe would stall the waiting child
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            netns_prefix + cmd, env=env, start_new_session=True, stdout=fh, stderr=subprocess.STDOUT
+        )
+
+    def kill_at_the_gate() -> None:
+        # killed as soon as its third call is in flight, so its engine does not hold memory for
+        # the rest of the session (at load 28, with other engines, one start found 0.9 GiB free)
+        while proc.poll() is None and not marker.exists():
+            time.sleep(0.05)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_at_the_gate, name="journal-child-kill", daemon=True).start()
+    yield JournalChild(proc, journal, marker, log, n, chunk)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _early_children(request: pytest.FixtureRequest) -> None:
+    """Where the selected tests use the session's server or the kill test's child, these start
+    with the session (in the background), not when the first test that needs them runs: their
+    engine starts, the suite's longest waits, overlap other tests on the second core."""
+    if importlib.util.find_spec("vllm") is None:
+        return
+    for name, fixture in (("openai_server", "_server_start"), ("journal_child", "journal_child")):
+        if _wants(request.session, name):
+            request.getfixturevalue(fixture)
 
 
 # --- the command line, in process: `localfin_cli.main.main(argv)` with stdout/stderr captured ---

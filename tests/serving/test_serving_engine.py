@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -80,25 +79,11 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
     assert valid >= 195, report
 
 
-def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, tiny_model_dir, tmp_path, netns_prefix):
-    journal, marker = tmp_path / "calls.sqlite", tmp_path / "third-call"
-    n, chunk = 24, 4
-    cmd = [
-        sys.executable,
-        str(HERE / "_journal_worker.py"),
-        str(tiny_model_dir),
-        str(journal),
-        str(n),
-        str(chunk),
-        str(marker),
-    ]
-    cmd = netns_prefix + cmd  # where possible the child also proves no network is needed
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")])
-    )
-    proc = subprocess.Popen(
-        cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, journal_child):
+    """The child (started with the session, conftest.journal_child) runs its own engine; killed
+    while its third chunk is in flight, the batch resumes from its journal on the session engine."""
+    proc, journal, marker = journal_child.process, journal_child.journal, journal_child.marker
+    n, chunk = journal_child.n, journal_child.chunk
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline and proc.poll() is None and not marker.exists():
@@ -107,7 +92,7 @@ def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, tiny_model_d
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
-    err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+    err = journal_child.log.read_text(errors="replace")[-2000:]
     assert proc.returncode == -signal.SIGKILL, f"worker ended on its own ({proc.returncode}): {err}"
     sys.path.insert(0, str(HERE))
     from _journal_worker import requests

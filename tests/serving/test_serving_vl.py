@@ -110,8 +110,15 @@ def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_mod
     assert batch["image_grid_thw"].tolist() == [[1, 16, 18], [1, 14, 20]]
     model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir)
     assert type(model).__name__ == "Qwen3VLForConditionalGeneration"
-    with torch.no_grad():
-        out = model(**batch)
+    # one thread: a forward pass of a tiny model is thousands of small ops, and with a thread
+    # pool each waits at a barrier, which on a loaded 2-core machine took minutes, not seconds
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            out = model(**batch)
+    finally:
+        torch.set_num_threads(threads)
     assert out.logits.shape[:2] == (1, len(ids))
     assert torch.isfinite(out.logits).all()
 
