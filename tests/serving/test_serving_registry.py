@@ -74,7 +74,12 @@ def test_a_cpu_stand_in_keeps_every_serving_fact(key: str, tmp_path: Path) -> No
         i = real_args.index(flag)
         del real_args[i : i + 2]
     at = real_args.index("--structured-outputs-config") + 2  # then the device flags
-    cpu_flags = ["--enforce-eager", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(max(real.max_model_len, 4096))]
+    cpu_flags = [
+        "--enforce-eager",
+        "--no-enable-chunked-prefill",
+        "--max-num-batched-tokens",
+        str(max(real.max_model_len, 4096)),
+    ]
     assert twin_args == real_args[:at] + cpu_flags + real_args[at:]
 
 
