@@ -141,6 +141,7 @@ def _plan(config: str, gpus: int, gpu: str, data_root: Path | None) -> None:
     from agent.reproduce.hardware import gpu_kind
     from localfin import env
     from localfin.errors import ConfigError
+    from serving.registry import default_registry
 
     if gpus < 1:
         raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
@@ -149,7 +150,8 @@ def _plan(config: str, gpus: int, gpu: str, data_root: Path | None) -> None:
     texts = []
     for c in cfgs:
         rehearsal = env.runs_dir() / "rehearse" / c.name / "rehearsal.json"
-        texts.append(format_plan(c, gpus, gpu, plan_config(c, gpus, gpu, rehearsal=rehearsal)))
+        engines = plan_config(c, gpus, gpu, registry=default_registry(), rehearsal=rehearsal)
+        texts.append(format_plan(c, gpus, gpu, engines))
     result(None, "\n\n".join(texts))
 
 
@@ -157,6 +159,7 @@ def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str) -> N
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from localfin import env
     from localfin.errors import ConfigError
+    from serving.registry import default_registry
 
     chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
     if not chosen or any(p not in PATHS for p in chosen):
@@ -164,7 +167,9 @@ def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str) -> N
     base = out or env.runs_dir() / "rehearse"
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
-        res = rehearse(cfgs, base, shared=shared, paths=chosen, progress=progress_for(rl))
+        res = rehearse(
+            cfgs, base, shared=shared, registry=default_registry(), paths=chosen, progress=progress_for(rl)
+        )
         md, _ = write_rehearsal(res, base)
         failed = [
             f"{n}: {c.path} {c.call_type} {c.name}: {c.detail}" for n, r in res.items() for c in r.failed

@@ -47,7 +47,7 @@ from typing import Any
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
 from agent.reproduce.spec import ReproConfig
 from localfin.errors import ConfigError
-from serving.registry import Registry, default_registry
+from serving.registry import Registry
 
 __all__ = [
     "PREFILL_EFFICIENCY",
@@ -214,14 +214,14 @@ def plan_config(
     gpus: int,
     kind: str,
     *,
+    registry: Registry,
     rehearsal: Path | None = None,
-    registry: Registry | None = None,
 ) -> list[Engine]:
     """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
     gpu = gpu_kind(kind)
-    reg = registry or default_registry()
+    reg = registry
     per_step = _rehearsal_per_step(rehearsal)
     works: dict[str, list[Work]] = {}
     if cfg.kind == "moira":

@@ -24,6 +24,7 @@ from agent.reproduce.rehearse.sizes import PromptSize, moira_sizes, qa_sizes
 from agent.reproduce.rehearse.standins import StandInRouter, StandIns, open_engines, stand_ins, start_servers
 from agent.reproduce.spec import ReproConfig
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.registry import Registry
 
 __all__ = ["PATHS", "Rehearsal", "rehearse", "write_rehearsal"]
 
@@ -95,7 +96,7 @@ def _one_path(
         r.checks += check_calls(cfg, path, recs, si.registry)
         r.checks += probe_calls(path, recs, router, si.registry)
         if path == "engine":
-            sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.registry, shared)
+            sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.real, shared)
             r.sizes += sizes
             r.notes += notes
             if cfg.kind == "moira":
@@ -112,6 +113,7 @@ def rehearse(
     out: Path,
     *,
     shared: Path,
+    registry: Registry,
     model_root: Path | None = None,
     paths: Sequence[str] = PATHS,
     progress: Progress = NULL_PROGRESS,
@@ -119,7 +121,7 @@ def rehearse(
     """Rehearse ``cfgs`` on ``paths`` into ``out`` (module docstring); returns per config."""
     out.mkdir(parents=True, exist_ok=True)
     keys = [k for c in cfgs for k in c.model_keys]
-    si = stand_ins(keys, model_root or out / "models")
+    si = stand_ins(keys, model_root or out / "models", registry)
     result: dict[str, Rehearsal] = {}
     for path in paths:
         if path == "engine":

@@ -90,10 +90,9 @@ def image_tokens(width: int, height: int) -> int:
 
 
 def _counter(model: str, registry: Registry) -> tuple[Any, str]:
-    """The backbone's tokenizer when its folder is here, else None and the stated bound."""
-    from serving.registry import default_registry
-
-    real = default_registry().get(model) if model in default_registry().as_mapping() else registry.get(model)
+    """The backbone's tokenizer when its folder is here (``registry``: the real entries, not the
+    stand-ins), else None and the stated bound."""
+    real = registry.get(model)
     path = real.expected_path()
     if path is not None and (path / "tokenizer.json").is_file():
         from transformers import AutoTokenizer

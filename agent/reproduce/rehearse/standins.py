@@ -24,7 +24,7 @@ from typing import Any
 
 from localfin.errors import ConfigError
 from serving.backend import Backend
-from serving.registry import Registry, cpu_stand_in, default_registry
+from serving.registry import Registry, cpu_stand_in
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["ENGINE_FIELDS", "THINK_BIAS", "StandIns", "StandInRouter", "stand_ins", "engine_groups"]
@@ -56,11 +56,12 @@ class StandIns:
     models: Mapping[str, Path]  # arch -> tiny model folder
     registry: Registry
     groups: Mapping[str, tuple[str, ...]]  # arch -> registry keys (first: the engine's key)
+    real: Registry  # the registry the stand-ins replace (the backbones' own tokenizer folders)
 
 
-def engine_groups(keys: Iterable[str], registry: Registry | None = None) -> dict[str, tuple[str, ...]]:
+def engine_groups(keys: Iterable[str], registry: Registry) -> dict[str, tuple[str, ...]]:
     """Registry keys grouped by architecture; a group whose engine settings differ is an error."""
-    reg = registry or default_registry()
+    reg = registry
     groups: dict[str, list[str]] = {}
     for k in dict.fromkeys(keys):
         spec = reg.get(k)
@@ -76,11 +77,11 @@ def engine_groups(keys: Iterable[str], registry: Registry | None = None) -> dict
     return {a: tuple(ks) for a, ks in groups.items()}
 
 
-def stand_ins(keys: Iterable[str], model_root: Path, registry: Registry | None = None) -> StandIns:
+def stand_ins(keys: Iterable[str], model_root: Path, registry: Registry) -> StandIns:
     """Tiny models under ``model_root/<arch>`` (built once, reused) and the stand-in registry."""
     from serving.models import build_tiny_model
 
-    reg = registry or default_registry()
+    reg = registry
     groups = engine_groups(keys, reg)
     models: dict[str, Path] = {}
     for arch, ks in groups.items():
@@ -91,7 +92,7 @@ def stand_ins(keys: Iterable[str], model_root: Path, registry: Registry | None =
         models[arch] = path
         for k in ks:
             reg = reg.with_spec(cpu_stand_in(reg.get(k), path))
-    return StandIns(models, reg, groups)
+    return StandIns(models, reg, groups, registry)
 
 
 def _think_bias(path: Path) -> dict[int, float]:
@@ -145,14 +146,15 @@ class StandInRouter:
 
 def open_engines(si: StandIns, *, kv_cache_gib: int = 1, max_num_seqs: int = 64) -> dict[str, Backend]:
     """One in-process vLLM engine per architecture, on the group's first key."""
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
 
     out: dict[str, Backend] = {}
     for arch, ks in si.groups.items():
         spec = si.registry.get(ks[0])
         bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
         opts = EngineOptions(kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, logit_bias=bias)
-        out[arch] = VLLMBackend(ks[0], registry=si.registry, options=opts)
+        out[arch] = open_backend(BackendSpec("vllm", ks[0], engine=opts), si.registry)
     return out
 
 
@@ -175,8 +177,9 @@ def start_servers(si: StandIns, log_dir: Path, *, kv_cache_gib: int = 1) -> Serv
     reasoning and tool parsers, context, image limit), KV cache ``kv_cache_gib``."""
     import os
 
-    from serving.openai_http import OpenAIBackend
+    from serving.open import BackendSpec, open_backend
     from serving.server import start_server
+    from serving.vllm_engine import EngineOptions
 
     servers = Servers({}, {})
     old = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
@@ -189,14 +192,16 @@ def start_servers(si: StandIns, log_dir: Path, *, kv_cache_gib: int = 1) -> Serv
             )
             servers.handles[arch] = h
             bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
-            servers.clients[arch] = OpenAIBackend(
-                h.base_url,
-                registry=si.registry,
+            client = BackendSpec(
+                "openai",
+                ks[0],
+                base_url=h.base_url,
                 api_key="rehearsal",
-                served_model_name=ks[0],
+                engine=EngineOptions(logit_bias=bias),
                 max_concurrency=16,
-                logit_bias=bias,
+                served_model_name=ks[0],
             )
+            servers.clients[arch] = open_backend(client, si.registry)
     except BaseException:
         servers.close()
         raise

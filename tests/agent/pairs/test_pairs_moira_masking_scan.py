@@ -11,20 +11,21 @@ import tomllib
 from moira_support import scripted, with_finmem
 
 from agent.pairs.experiment.config import parse_config
-from agent.pairs.experiment.demo import demo_config_text
+from agent.pairs.experiment.demo import demo_config_text, synthetic_store
 from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.masking import contains_calendar_leak
 from bank.embedder import HashingEmbedder
 
 
-def test_every_prompt_of_a_demo_shaped_run_is_masked(synthetic_store_path, tmp_path):
+def test_every_prompt_of_a_demo_shaped_run_is_masked(tmp_path):
     text = demo_config_text()
-    cfg = parse_config(tomllib.loads(text), base_dir=synthetic_store_path.parent)
+    store = synthetic_store(tmp_path / "market")  # the demo's market, with its planted breaks
+    cfg = parse_config(tomllib.loads(text), base_dir=store.parent)
     backend = with_finmem(scripted())
     res = run_experiment(
         cfg, tmp_path / "demo", config_text=text, backend=backend, embedder=HashingEmbedder(dim=64)
     )
-    assert len(res.runs) == 4
+    assert len(res.runs) == 2  # the demo's seed 0 x two exposures
     kinds = {r.call_type for r in backend.calls}
     assert {"pair_selection", "direction", "reflection", "break_check", "news_verify"} <= kinds
     assert {"finmem_decision", "finmem_reflection"} <= kinds

