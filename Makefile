@@ -6,6 +6,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.localfin-installed
+#: pytest workers of `make test` (pytest-xdist; 0: one process). Two: one runs every test that
+#: uses a vLLM engine, the other the rest (tests/conftest.py groups them).
+PYTEST_WORKERS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
@@ -53,7 +56,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 test: install lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow

@@ -63,12 +63,49 @@ def _has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+#: Session fixtures that hold a vLLM engine (in process or in a child process).
+ENGINE_FIXTURES = frozenset(
+    {"vllm_backend", "vllm_vl_backend", "alt_engine", "openai_server", "_server_start", "journal_child"}
+)
+#: Test-file text that starts an engine of its own, or asks for a session engine at run time.
+_OWN_ENGINE = (
+    "EngineOptions(",
+    "start_server(",
+    "VLLMBackend(",
+    *(f'getfixturevalue("{name}")' for name in sorted(ENGINE_FIXTURES)),
+)
+#: The xdist group of every test file that uses an engine (``make test``: ``-n 2 --dist loadgroup``).
+ENGINE_GROUP = "engines"
+
+
+def _own_engine_files(items: list[pytest.Item]) -> set[Path]:
+    """Test files whose text starts an engine of its own."""
+    files = {Path(item.fspath) for item in items}
+    return {f for f in files if any(t in f.read_text(encoding="utf-8") for t in _OWN_ENGINE)}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if any(item.get_closest_marker("gpu") for item in items) and not _has_cuda():
         skip = pytest.mark.skip(reason="needs a CUDA GPU")
         for item in items:
             if item.get_closest_marker("gpu"):
                 item.add_marker(skip)
+    if config.pluginmanager.hasplugin("xdist"):
+        # Under ``-n 2 --dist loadgroup`` (make test) every test that uses an engine (an engine
+        # fixture, or a file that starts its own) runs in one worker, in one group: each session
+        # engine and server starts once, in that worker, and engines never hold memory twice;
+        # the other tests of a file are a group of their own, so its module fixtures are built
+        # once, and the other worker takes those groups.
+        own = _own_engine_files(items)
+        for item in items:
+            path = Path(item.fspath)
+            uses = (
+                path in own
+                or item.get_closest_marker("engine") is not None
+                or ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
+            )
+            group = ENGINE_GROUP if uses else str(path.relative_to(REPO_ROOT))
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
@@ -167,6 +204,46 @@ def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
         tiny_vl_registry,
     )
     yield backend
+    backend.close()
+
+
+#: The second engine's model folder: the tiny Qwen3 with non-default sampling values in its
+#: ``generation_config.json`` (top_k 1 makes sampling greedy whatever the temperature and seed).
+ALT_GENERATION = {"temperature": 0.6, "top_p": 0.9, "top_k": 1, "repetition_penalty": 1.05}
+
+
+@dataclass(frozen=True)
+class AltEngine:
+    """The session's second engine on the tiny Qwen3: its folder's generation config is
+    :data:`ALT_GENERATION`, the engine applies it (``generation_config="auto"``), and its spec has
+    no reasoning parser. Two suites read it, never change it: server-default sampling
+    (tests/agent/pairs/test_pairs_server_default_sampling.py) and thinking without the parser
+    (tests/serving/test_serving_thinking.py); each would otherwise start an engine of its own."""
+
+    backend: object
+    registry: object
+    generation: dict
+
+
+@pytest.fixture(scope="session")
+def alt_engine(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AltEngine]:
+    import json
+    from dataclasses import replace
+
+    pytest.importorskip("vllm")
+    from serving.open import BackendSpec, open_backend
+    from serving.registry import default_registry
+    from serving.vllm_engine import EngineOptions
+
+    d = tmp_path_factory.mktemp("alt") / "tiny-qwen3"
+    shutil.copytree(tiny_model_dir, d)
+    gen = d / "generation_config.json"
+    gen.write_text(json.dumps({**json.loads(gen.read_text()), **ALT_GENERATION}))
+    reg = default_registry()
+    reg = reg.with_spec(replace(reg.get("tiny-qwen3").with_path(d), reasoning_parser=None))
+    opts = EngineOptions(kv_cache_gib=1, max_num_seqs=16, generation_config="auto")
+    backend = open_backend(BackendSpec("vllm", "tiny-qwen3", engine=opts), reg)
+    yield AltEngine(backend, reg, dict(ALT_GENERATION))
     backend.close()
 
 
@@ -285,9 +362,27 @@ def _early_children(request: pytest.FixtureRequest) -> None:
     engine starts, the suite's longest waits, overlap other tests on the second core."""
     if importlib.util.find_spec("vllm") is None:
         return
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # every worker collects every test: the first test of the engine group starts them
+    _start_children(request)
+
+
+def _start_children(request: pytest.FixtureRequest) -> None:
     for name, fixture in (("openai_server", "_server_start"), ("journal_child", "journal_child")):
         if _wants(request.session, name):
             request.getfixturevalue(fixture)
+
+
+@pytest.fixture(autouse=True)
+def _engine_group_children(request: pytest.FixtureRequest) -> None:
+    """Under xdist: the first test of the engine group (all in one worker) starts the server and
+    the kill test's child in the background, so their starts overlap that worker's first tests."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or importlib.util.find_spec("vllm") is None:
+        return
+    marker = request.node.get_closest_marker("xdist_group")
+    if marker is None or marker.args[:1] != (ENGINE_GROUP,):
+        return
+    _start_children(request)
 
 
 # --- the command line, in process: `localfin_cli.main.main(argv)` with stdout/stderr captured ---

@@ -12,7 +12,8 @@ wherever the grammar allows it:
   the model can never think.
 
 In process the first case runs on the session engine (the bias is read per request, so the test
-swaps it in) and the second on an engine of its own (the parser is an engine setting); through
+swaps it in) and the second on the session's second engine, whose spec has no parser (the parser is
+an engine setting; tests/conftest.py ``alt_engine``, shared with the sampling tests); through
 ``vllm serve`` the session server answers, with the reasoning in ``message.reasoning``.
 """
 
@@ -91,20 +92,12 @@ def test_with_the_reasoning_parser_the_grammar_waits_for_the_end_of_thinking(
 
 
 def test_without_the_reasoning_parser_the_reply_is_json_from_the_first_token(
-    tiny_registry, think_end, raw_replies
+    alt_engine, think_end, raw_replies, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from serving.vllm_engine import EngineOptions, VLLMBackend
-
-    spec = replace(tiny_registry.get("tiny-qwen3"), reasoning_parser=None)
-    backend = VLLMBackend(
-        "tiny-qwen3",
-        registry=tiny_registry.with_spec(spec),
-        options=EngineOptions(kv_cache_gib=1, max_num_seqs=8, logit_bias={think_end: 100.0}),
-    )
-    try:
-        out = backend.chat(_requests())
-    finally:
-        backend.close()
+    backend = alt_engine.backend  # the session's engine whose spec has no reasoning parser
+    assert backend.spec.reasoning_parser is None
+    monkeypatch.setattr(backend, "options", replace(backend.options, logit_bias={think_end: 100.0}))
+    out = backend.chat(_requests())
     assert [r.text for r in out] == raw_replies  # nothing to split: no </think> anywhere
     assert all(raw.startswith("{") for raw in raw_replies), raw_replies
     _assert_final_json_only(out)

@@ -4,6 +4,7 @@ test."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -21,11 +22,20 @@ LATER = {
 }
 
 
-def matrix_text(store: Path, model_path: Path, **extra: dict[str, Any]) -> str:
+def matrix_text(
+    store: Path,
+    model_path: Path,
+    *,
+    seeds: tuple[int, ...] = (0, 1),
+    exposures: tuple[str, ...] = ("no_beta", "beta"),
+    **extra: dict[str, Any],
+) -> str:
     """2 backbones (the CPU model's key and the tiny Qwen3 at ``model_path``) x 2 windows sets x
-    2 exposures x 2 seeds on the small market, 1 replay cycle."""
+    ``exposures`` (both by default) x ``seeds`` (two by default) on the small market, 1 replay
+    cycle."""
     head = (
-        '[matrix]\nname = "mt"\nseeds = [0, 1]\nexposures = ["no_beta", "beta"]\n\n'
+        f'[matrix]\nname = "mt"\nseeds = {list(seeds)}\n'
+        f"exposures = {json.dumps(list(exposures))}\n\n"
         '[[backbones]]\nkey = "smollm2-135m"\nname = "smol"\n\n'
         f'[[backbones]]\nkey = "tiny-qwen3"\nname = "tiny"\nmodel_path = "{model_path}"\nthinking = false\n\n'
     )

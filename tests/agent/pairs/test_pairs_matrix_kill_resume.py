@@ -42,8 +42,9 @@ def _runs(out: Path) -> dict[str, tuple]:
 
 def test_matrix_killed_twice_resumes_to_the_uninterrupted_result(tmp_path):
     config = tmp_path / "m.toml"
-    config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
-    _kill_twice_and_compare(tmp_path, config, "")
+    # one exposure (8 runs on two engines): the kill points fall inside each engine's calls
+    config.write_text(matrix_text(small_store(), tmp_path / "no-weights", exposures=("beta",)))
+    _kill_twice_and_compare(tmp_path, config, "", n_runs=16)  # 4 experiments x (2 agent + 2 baseline runs)
 
 
 @pytest.mark.slow
@@ -62,10 +63,10 @@ def test_matrix_on_a_real_server_killed_twice_resumes_to_the_uninterrupted_resul
     )
     config = tmp_path / "m.toml"
     config.write_text(text.replace("[screen]\n", "[screen]\ntop_k = 3\n", 1))
-    _kill_twice_and_compare(tmp_path, config, openai_server.base_url)
+    _kill_twice_and_compare(tmp_path, config, openai_server.base_url, n_runs=32)  # 16 agent, 16 baseline runs
 
 
-def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str) -> None:
+def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str, *, n_runs: int) -> None:
     marker = tmp_path / "marker"
     import _matrix_kill_worker
 
@@ -90,7 +91,7 @@ def _kill_twice_and_compare(tmp_path: Path, config: Path, url: str) -> None:
     assert len(sent) == len(set(sent))  # nothing journaled was asked again
     assert set(sent) == set(ref_log.read_text().split())
     ref, got = _runs(tmp_path / "ref"), _runs(out)
-    assert list(ref) == list(got) and len(ref) == 32  # 16 agent runs, 16 baseline runs
+    assert list(ref) == list(got) and len(ref) == n_runs
     for k, (m, steps) in ref.items():
         assert got[k][0] == m
         pd.testing.assert_frame_equal(steps, got[k][1])

@@ -72,7 +72,8 @@ def _assert_same(local: Path, other: Path) -> None:
 
 def test_ray_path_equals_the_local_path_on_the_scripted_model(tmp_path, local_ray):
     config = tmp_path / "m.toml"
-    config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
+    # one exposure: 8 tasks (2 backbones x 2 windows x 2 seeds) of one run each
+    config.write_text(matrix_text(small_store(), tmp_path / "no-weights", exposures=("beta",)))
     cfg, text = load_matrix(config), config.read_text()
     run_matrix(
         cfg,

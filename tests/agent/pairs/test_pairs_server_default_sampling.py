@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 from moira_support import TINY_PROMPT, small_config, small_store
@@ -27,18 +25,17 @@ from serving.registry import default_registry
 from serving.types import ChatRequest, Message, Sampling
 from serving.vllm_engine import EngineOptions
 
-#: Non-default values; top_k 1 makes sampling greedy whatever the temperature and seed.
-GENERATION = {"temperature": 0.6, "top_p": 0.9, "top_k": 1, "repetition_penalty": 1.05}
+
+@pytest.fixture(scope="module")
+def gen_registry(alt_engine):
+    """The tiny Qwen3 whose folder's generation config has non-default sampling values."""
+    return alt_engine.registry
 
 
 @pytest.fixture(scope="module")
-def gen_registry(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    d = tmp_path_factory.mktemp("gen") / "tiny-qwen3"
-    shutil.copytree(tiny_model_dir, d)
-    cfg = json.loads((d / "generation_config.json").read_text())
-    (d / "generation_config.json").write_text(json.dumps({**cfg, **GENERATION}))
-    reg = default_registry()
-    return reg.with_spec(reg.get("tiny-qwen3").with_path(d))
+def generation(alt_engine) -> dict:
+    """The non-default sampling values of that generation config."""
+    return alt_engine.generation
 
 
 def _engine(registry, generation_config: str):
@@ -48,10 +45,10 @@ def _engine(registry, generation_config: str):
 
 
 @pytest.fixture(scope="module")
-def auto_backend(gen_registry):
-    backend = _engine(gen_registry, "auto")
-    yield backend
-    backend.close()
+def auto_backend(alt_engine):
+    """The session's second engine (tests/conftest.py ``alt_engine``): it applies the model's
+    generation config (``generation_config="auto"``); shared with the thinking tests."""
+    return alt_engine.backend
 
 
 def _repro_cells():
@@ -106,16 +103,16 @@ def test_a_reproduction_request_carries_no_sampling_field_the_config_did_not_set
     assert args[args.index("--generation-config") + 1] == "auto"
 
 
-def test_the_engine_applies_the_model_generation_config(auto_backend):
+def test_the_engine_applies_the_model_generation_config(auto_backend, generation):
     server = _requests(Sampling(server_default=True))
     # before the engine starts: what the model folder says; after: what the engine reports
     before = auto_backend.effective_sampling(server[0])
     results = auto_backend.chat(server)
     after = auto_backend.effective_sampling(server[0])
     for eff in (before, after):
-        assert {k: eff[k] for k in GENERATION} == GENERATION
+        assert {k: eff[k] for k in generation} == generation
         assert eff["min_p"] == 0.0 and eff["seed"] == 0 and eff["max_tokens"] == 48
-    assert {k: auto_backend.sampling_defaults()[k] for k in GENERATION} == GENERATION  # read from vLLM
+    assert {k: auto_backend.sampling_defaults()[k] for k in generation} == generation  # read from vLLM
     # top_k 1 from the model's config: every seed gives the greedy reply
     texts = [r.text for r in results]
     assert len(set(texts)) == 1 and texts[0].startswith('{"word":"') and len(texts[0]) > 12
@@ -127,7 +124,9 @@ def test_the_engine_applies_the_model_generation_config(auto_backend):
     assert (eff["temperature"], eff["top_p"], eff["top_k"]) == (0.0, 1.0, 1)
 
 
-def test_the_manifest_lists_the_effective_sampling_per_call_type(auto_backend, gen_registry, tmp_path):
+def test_the_manifest_lists_the_effective_sampling_per_call_type(
+    auto_backend, gen_registry, generation, tmp_path
+):
     shape = {
         "experiment": {"exposures": ["no_beta"]},
         "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-23"},
@@ -151,7 +150,7 @@ def test_the_manifest_lists_the_effective_sampling_per_call_type(auto_backend, g
     for ct, v in sampling.items():
         assert v["requested"]["temperature"] is None and v["requested"]["top_p"] is None, ct
         assert v["requested"]["seeds"] == [0]
-        assert {k: v["effective"][k] for k in GENERATION} == GENERATION, ct
+        assert {k: v["effective"][k] for k in generation} == generation, ct
 
 
 @pytest.mark.slow
