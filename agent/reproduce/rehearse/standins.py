@@ -203,7 +203,9 @@ def check_reuse(si: StandIns, arch: str, engine: ModelSpec, path: str) -> list[s
     :data:`REUSE_MAY_DIFFER` is an error. A reused in-process engine of a thinking architecture
     must carry the ``</think>`` bias itself (:func:`think_bias`)."""
     spec = si.registry.get(si.groups[arch][0])
-    bad = [f for f in ENGINE_FIELDS if f not in REUSE_MAY_DIFFER and getattr(engine, f) != getattr(spec, f)]
+    # in process the engine's own entry also gives the repetition penalty a request leaves unset
+    compared = ENGINE_FIELDS + (("repetition_penalty",) if path == "engine" else ())
+    bad = [f for f in compared if f not in REUSE_MAY_DIFFER and getattr(engine, f) != getattr(spec, f)]
     if bad:
         raise ConfigError(
             f"the {path} of {engine.key!r} cannot stand in for {spec.key!r}: it differs in {bad}"

@@ -131,6 +131,10 @@ def test_a_reused_engine_must_match_the_stand_in_but_for_the_tool_parser(tmp_pat
         check_reuse(si, "qwen3", replace(session, max_model_len=2048), "server")
     with pytest.raises(ConfigError, match=r"differs in \['reasoning_parser'\]"):
         check_reuse(si, "qwen3", replace(session, reasoning_parser=None), "engine")
+    penalised = replace(session, repetition_penalty=1.1)  # in process the engine's entry applies it
+    assert check_reuse(si, "qwen3", penalised, "server")
+    with pytest.raises(ConfigError, match=r"differs in \['repetition_penalty'\]"):
+        check_reuse(si, "qwen3", penalised, "engine")
     short = build_tiny_model(tmp_path / "short", arch="qwen3")  # 4,096 positions
     with pytest.raises(ConfigError, match=r"holds 4096 positions; .* needs max_position_embeddings >= 32768"):
         stand_ins(["qwen3-32b"], tmp_path / "models", reg, models={"qwen3": short})
