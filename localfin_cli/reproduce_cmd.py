@@ -50,7 +50,10 @@ def reproduce(
         False, "--smoke", help="Run shrunk to CPU size (synthetic market, demo QA set)."
     ),
     out: Path = typer.Option(
-        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce[-smoke]/<config>)."
+        None,
+        "--out",
+        help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce[-smoke]/<config>); --plan: the "
+        "--rehearse folder whose journal gives the calls per step (default: $LOCALFIN_RUNS_DIR/rehearse).",
     ),
     data_root: Path = typer.Option(
         None, "--data-root", help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
@@ -86,7 +89,7 @@ def reproduce(
     if len(modes) > 1:
         raise ConfigError(f"{' and '.join(modes)} exclude each other; allowed: one of them")
     if plan:
-        _plan(config, gpus, gpu, data_root)
+        _plan(config, gpus, gpu, out)
         return
     cfgs = _configs(config)
     if rehearse:
@@ -136,7 +139,7 @@ def reproduce(
                 backend.close()
 
 
-def _plan(config: str, gpus: int, gpu: str, data_root: Path | None) -> None:
+def _plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from agent.reproduce.hardware import gpu_kind
     from localfin import env
@@ -148,10 +151,16 @@ def _plan(config: str, gpus: int, gpu: str, data_root: Path | None) -> None:
     gpu_kind(gpu)
     cfgs = _configs(config)
     texts = []
+    base = rehearsed or env.runs_dir() / "rehearse"
     for c in cfgs:
-        rehearsal = env.runs_dir() / "rehearse" / c.name / "rehearsal.json"
+        rehearsal = base / c.name / "rehearsal.json"
         engines = plan_config(c, gpus, gpu, registry=default_registry(), rehearsal=rehearsal)
-        texts.append(format_plan(c, gpus, gpu, engines))
+        text = format_plan(c, gpus, gpu, engines)
+        if c.kind == "moira":
+            text += "\ncalls per step: " + (
+                f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
+            )
+        texts.append(text)
     result(None, "\n\n".join(texts))
 
 

@@ -142,11 +142,23 @@ def netns_prefix() -> list[str]:
     return NETNS_PREFIX if can_unshare_network() else []
 
 
+#: Positions of the session's tiny models: the context of the real Qwen3 and Qwen3-VL entries, so
+#: the session server and VL engine also serve the rehearsal test's stand-ins of them
+#: (tests/agent/reproduce/test_rehearsal.py); the rest of the suite runs them at their registry
+#: entries' 2,048 tokens, except the session server (started at this context).
+STAND_IN_CONTEXT = 32_768
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from serving.models import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3", arch="qwen3", seed=0)
+    return build_tiny_model(
+        tmp_path_factory.mktemp("models") / "tiny-qwen3",
+        arch="qwen3",
+        seed=0,
+        max_position_embeddings=STAND_IN_CONTEXT,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -164,7 +176,12 @@ def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torchvision")
     from serving.models import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3-vl", arch="qwen3-vl", seed=0)
+    return build_tiny_model(
+        tmp_path_factory.mktemp("models") / "tiny-qwen3-vl",
+        arch="qwen3-vl",
+        seed=0,
+        max_position_embeddings=STAND_IN_CONTEXT,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -194,15 +211,13 @@ def vllm_backend(tiny_registry) -> Iterator[object]:
 def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
     """The real vLLM engine on the tiny Qwen3-VL, shared by the session (started on first use:
     21-31 s at load averages 1-4 on the 2-core machine, so only tests that need images through vLLM
-    ask)."""
+    ask), at the real Qwen3-VL's context (:data:`STAND_IN_CONTEXT`)."""
     pytest.importorskip("vllm")
     from serving.open import BackendSpec, open_backend
     from serving.vllm_engine import EngineOptions
 
-    backend = open_backend(
-        BackendSpec("vllm", "tiny-qwen3-vl", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=16)),
-        tiny_vl_registry,
-    )
+    opts = EngineOptions(kv_cache_gib=1, max_num_seqs=16, max_model_len=STAND_IN_CONTEXT)
+    backend = open_backend(BackendSpec("vllm", "tiny-qwen3-vl", engine=opts), tiny_vl_registry)
     yield backend
     backend.close()
 
@@ -254,16 +269,19 @@ class _ServerStart:
 
     def __init__(self, registry, log: Path) -> None:
         import threading
+        from dataclasses import replace
 
         from serving.server import start_server
 
         self.result: object = None
         self.error: Exception | None = None
+        #: what the server runs: the tiny Qwen3's entry at the stand-in context
+        self.spec = replace(registry.get("tiny-qwen3"), max_model_len=STAND_IN_CONTEXT)
 
         def run() -> None:
             try:
                 self.result = start_server(
-                    registry.get("tiny-qwen3"),
+                    self.spec,
                     host="127.0.0.1",
                     log_path=log,
                     api_key="test-key",
@@ -298,8 +316,15 @@ def _server_start(tiny_registry, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(scope="session")
 def openai_server(_server_start: _ServerStart) -> object:
-    """A real vLLM OpenAI-compatible server on loopback, serving the tiny model."""
+    """A real vLLM OpenAI-compatible server on loopback, serving the tiny model (API key
+    ``test-key``, model name ``tiny-qwen3``, context :data:`STAND_IN_CONTEXT`)."""
     return _server_start.handle()
+
+
+@pytest.fixture(scope="session")
+def openai_server_spec(_server_start: _ServerStart) -> object:
+    """The registry entry the session server runs (``tiny-qwen3`` at its context)."""
+    return _server_start.spec
 
 
 @dataclass(frozen=True)

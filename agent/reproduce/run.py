@@ -73,9 +73,11 @@ class ReproResult:
     notes: tuple[str, ...]
 
 
-def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
+def smoke_document(
+    cfg: ReproConfig, store: Path, model: str, *, train: int = SMOKE_TRAIN, test: int = SMOKE_TEST
+) -> dict[str, Any]:
     """The config's matrix document shrunk onto the synthetic market in ``store`` (see the
-    module docstring)."""
+    module docstring; ``train`` / ``test``: most sessions per windows set)."""
     import numpy as np
 
     with MarketStore(store, create=False) as s:
@@ -85,7 +87,7 @@ def smoke_document(cfg: ReproConfig, store: Path, model: str) -> dict[str, Any]:
     doc["backbones"] = [{"key": model, "name": "cpu"}]
     windows = []
     for i, w in enumerate(cfg.windows):
-        n_tr, n_te = min(w.paper_train_sessions, SMOKE_TRAIN), min(w.paper_test_sessions, SMOKE_TEST)
+        n_tr, n_te = min(w.paper_train_sessions, train), min(w.paper_test_sessions, test)
         a = SMOKE_ANCHOR + 40 * i
         if a + n_tr + n_te > len(cal):
             raise ValueError(f"windows set {w.name!r} does not fit the synthetic market")

@@ -1,8 +1,8 @@
 """The Qwen3-VL path on the CPU: a tiny random Qwen3-VL of the real architecture class, images
 as ``data:`` URLs, through transformers (request building, default suite) and through vLLM,
-in process and behind ``vllm serve`` (``slow``: each needs an engine of its own, 21-31 s and 32-58 s
-measured at load averages 1-4 on the 2-core machine; the in-process one is the session's
-``vllm_vl_backend``).
+in process (default suite: the session's ``vllm_vl_backend``, which the rehearsal test reuses,
+21-31 s to start at load averages 1-4 on the 2-core machine) and behind ``vllm serve`` (``slow``:
+a server of its own, 32-58 s to start).
 
 Every image costs the prompt as many tokens as the HF processor says (the tiny model keeps
 Qwen3-VL's patch and pixel settings), so comparing the engine's prompt token count with the
@@ -154,7 +154,6 @@ def _check_vl_results(results, model_dir: Path, req: ChatRequest) -> None:
     assert json.loads(schema_res.text) == schema_res.parsed
 
 
-@pytest.mark.slow
 def test_two_images_reach_the_tiny_qwen3_vl_through_the_engine(
     vllm_vl_backend, tiny_vl_model_dir: Path
 ) -> None:

@@ -11,8 +11,10 @@ Per call type (the ``call_type`` of the journaled requests):
   final text is parsed), and a thinking call type has replies whose reasoning came apart;
 - **cut**: the probe re-sends the call type's largest request with a budget of
   :data:`CUT_PROBE_TOKENS`: the reply must come back cut (``finish_reason = length``), a
-  fallback, for a thinking request reasoning only with an empty answer, and Moira's parser must
-  call it "cut at max_tokens"; replies cut during the run are counted beside it;
+  fallback with no think tag in its text (for a thinking request, cut mid-thought: reasoning
+  only with an empty answer; cut after ``</think>``: the reasoning apart and a partial answer,
+  unparsed), and Moira's parser must call it "cut at max_tokens"; replies cut during the run
+  are counted beside it;
 - **images** (models that take images): requests carry images, and the probe re-sends the
   largest image request without its images: the prompt must shrink by at least
   :data:`MIN_IMAGE_TOKENS` per image (Qwen3-VL's smallest image, 256 x 256 pixels in 32-pixel
@@ -209,14 +211,25 @@ def probe_calls(
         bad = []
         if res.finish_reason != "length" or not res.is_fallback or res.parsed is not None:
             bad.append(f"finish {res.finish_reason}, fallback {res.is_fallback}")
-        if thinking and (res.text or not res.reasoning):
-            bad.append(f"thinking reply cut: text {res.text[:40]!r}, reasoning {bool(res.reasoning)}")
+        if "<think>" in res.text or "</think>" in res.text:
+            bad.append(f"a think tag left in the cut answer text {res.text[:40]!r}")
+        if thinking and not res.text and not res.reasoning:
+            bad.append("thinking reply cut with neither reasoning nor answer text")
         if res.finish_reason == "length" and _usable(res) != "cut at max_tokens":
             bad.append(f"agent reads it as {_usable(res)!r}")
-        detail = "; ".join(bad) or (
-            f"cut at {CUT_PROBE_TOKENS} tokens: a counted fallback"
-            + (" (reasoning only, empty answer)" if thinking else "")
+        # the biased random model closes its thinking within the probe's budget or not, as its
+        # seed falls: cut mid-thought the reply is reasoning only (tests/serving/
+        # test_serving_thinking.py pins that case on both paths), cut after it a partial answer
+        where = (
+            ""
+            if not thinking
+            else (
+                " (mid-thought: reasoning only, empty answer)"
+                if not res.text
+                else " (after thinking: reasoning apart, a partial answer, not parsed)"
+            )
         )
+        detail = "; ".join(bad) or f"cut at {CUT_PROBE_TOKENS} tokens: a counted fallback{where}"
         out.append(Check(path, call, "cut reply", not bad, detail, {"thinking": thinking}))
         img = _largest(recs, images=True)
         if img is None:

@@ -13,20 +13,31 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agent.reproduce.rehearse.checks import Check, check_calls, journal_records, probe_calls
-from agent.reproduce.rehearse.runs import run_config
+from agent.reproduce.rehearse.runs import RehearsalSize, run_config
 from agent.reproduce.rehearse.sizes import PromptSize, moira_sizes, qa_sizes
-from agent.reproduce.rehearse.standins import StandInRouter, StandIns, open_engines, stand_ins, start_servers
+from agent.reproduce.rehearse.standins import (
+    Servers,
+    StandInRouter,
+    StandIns,
+    check_reuse,
+    engine_groups,
+    open_engines,
+    server_client,
+    stand_ins,
+    start_servers,
+)
 from agent.reproduce.spec import ReproConfig
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.registry import Registry
+from serving.backend import Backend
+from serving.registry import ModelSpec, Registry
 
-__all__ = ["PATHS", "Rehearsal", "rehearse", "write_rehearsal"]
+__all__ = ["PATHS", "Rehearsal", "Running", "RunningServer", "rehearse", "write_rehearsal"]
 
 log = logging.getLogger(__name__)
 PATHS = ("engine", "server")
@@ -75,37 +86,104 @@ def _decision_steps(doc: dict[str, Any]) -> int:
     return steps
 
 
-def _one_path(
-    cfgs: Sequence[ReproConfig],
+def _one_config(
+    cfg: ReproConfig,
     si: StandIns,
     backends: dict[str, Any],
     path: str,
     out: Path,
-    result: dict[str, Rehearsal],
+    r: Rehearsal,
     shared: Path,
-    progress: Progress,
+    size: RehearsalSize,
 ) -> None:
     router = StandInRouter(si, backends, rekey=path == "engine")
-    for cfg in cfgs:
-        r = result.setdefault(cfg.name, Rehearsal())
-        where = out / cfg.name / path
-        t0 = time.perf_counter()
-        ran = run_config(cfg, where, router, si.registry)
-        r.wall_s[path] = round(time.perf_counter() - t0, 1)
-        recs = journal_records(where)
-        r.checks += check_calls(cfg, path, recs, si.registry)
-        r.checks += probe_calls(path, recs, router, si.registry)
-        if path == "engine":
-            sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.real, shared)
-            r.sizes += sizes
-            r.notes += notes
-            if cfg.kind == "moira":
-                steps = _decision_steps(ran["document"])
-                by: dict[str, int] = {}
-                for x in recs:
-                    by[x["request"]["model"]] = by.get(x["request"]["model"], 0) + 1
-                r.calls_per_step = {k: round(v / steps, 3) for k, v in by.items()} if steps else {}
-        log.info("rehearsal %s (%s): %d calls in %.0f s", cfg.name, path, len(recs), r.wall_s[path])
+    where = out / cfg.name / path
+    t0 = time.perf_counter()
+    ran = run_config(cfg, where, router, si.registry, size=size)
+    r.wall_s[path] = round(time.perf_counter() - t0, 1)
+    recs = journal_records(where)
+    r.checks += check_calls(cfg, path, recs, si.registry)
+    r.checks += probe_calls(path, recs, router, si.registry)
+    if not r.sizes:  # on the first path the config runs (the prompts are the same on both)
+        sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.real, shared)
+        r.sizes += sizes
+        r.notes += notes
+        if cfg.kind == "moira":
+            steps = _decision_steps(ran["document"])
+            by: dict[str, int] = {}
+            for x in recs:
+                by[x["request"]["model"]] = by.get(x["request"]["model"], 0) + 1
+            r.calls_per_step = {k: round(v / steps, 3) for k, v in by.items()} if steps else {}
+    log.info("rehearsal %s (%s): %d calls in %.0f s", cfg.name, path, len(recs), r.wall_s[path])
+
+
+class _Backends:
+    """The backends of one path, per architecture: a running one as given (``running``), else
+    the stand-in's own engine (``engine``) or ``vllm serve`` (``server``), started when a config
+    first needs it and stopped once no later config does, so at most one config's architectures
+    hold memory at a time."""
+
+    def __init__(self, si: StandIns, path: str, out: Path, running: Running, reused: set[str]) -> None:
+        self.si, self.path, self.out, self.running, self.reused = si, path, out, running, reused
+        self.live: dict[str, Backend] = {}
+        self.servers: dict[str, Servers] = {}
+
+    def get(self, archs: set[str]) -> dict[str, Backend]:
+        for a in sorted(archs - set(self.live)):
+            if a in self.reused and self.path == "engine":
+                self.live[a] = self.running.engines[a]
+            elif a in self.reused:
+                rs = self.running.servers[a]
+                self.live[a] = server_client(
+                    self.si, a, rs.base_url, api_key=rs.api_key, served_model_name=rs.served_model_name
+                )
+            elif self.path == "engine":
+                self.live[a] = open_engines(self.si, archs={a})[a]
+            else:
+                self.servers[a] = start_servers(self.si, self.out / "logs", archs={a})
+                self.live[a] = self.servers[a].clients[a]
+        return {a: self.live[a] for a in archs}
+
+    def release(self, archs: set[str]) -> None:
+        """Close what this rehearsal opened for ``archs`` (a reused engine stays up)."""
+        for a in sorted(archs & set(self.live)):
+            b = self.live.pop(a)
+            if a in self.servers:
+                self.servers.pop(a).close()
+            elif not (a in self.reused and self.path == "engine"):
+                b.close()
+
+
+@dataclass(frozen=True)
+class RunningServer:
+    """A ``vllm serve`` already running: where, its key, the spec it was started with (its
+    context included) and the name it serves the model by."""
+
+    base_url: str
+    api_key: str | None
+    spec: ModelSpec
+    served_model_name: str
+
+
+@dataclass(frozen=True)
+class Running:
+    """Engines (arch -> in-process backend) and servers (arch -> :class:`RunningServer`) already
+    running, used in place of starting the stand-ins' own (the tests reuse their session engine
+    and server); the caller closes them. What may differ from the stand-in:
+    :func:`~agent.reproduce.rehearse.standins.check_reuse`."""
+
+    engines: Mapping[str, Backend] = field(default_factory=dict)
+    servers: Mapping[str, RunningServer] = field(default_factory=dict)
+
+    def specs(self, path: str) -> dict[str, ModelSpec]:
+        """arch -> the spec each running engine (``engine``) or server (``server``) runs."""
+        if path == "server":
+            return {a: s.spec for a, s in self.servers.items()}
+        out = {}
+        for a, b in self.engines.items():
+            spec, opts = b.spec, b.options  # a VLLMBackend: its registry entry and engine options
+            out[a] = replace(spec, max_model_len=opts.max_model_len or spec.max_model_len)
+        return out
 
 
 def rehearse(
@@ -117,26 +195,30 @@ def rehearse(
     model_root: Path | None = None,
     paths: Sequence[str] = PATHS,
     progress: Progress = NULL_PROGRESS,
+    running: Running = Running(),
+    size: RehearsalSize = RehearsalSize(),
 ) -> dict[str, Rehearsal]:
-    """Rehearse ``cfgs`` on ``paths`` into ``out`` (module docstring); returns per config."""
+    """Rehearse ``cfgs`` on ``paths`` into ``out`` (module docstring); returns per config.
+    ``running``: engines and servers to reuse; ``size``: how far windows and items shrink."""
     out.mkdir(parents=True, exist_ok=True)
     keys = [k for c in cfgs for k in c.model_keys]
-    si = stand_ins(keys, model_root or out / "models", registry)
+    archs = engine_groups(keys, registry)  # only what these configs use is reused
+    reused = {p: {a: s for a, s in running.specs(p).items() if a in archs} for p in paths}
+    models = {a: Path(spec.resolve_path()) for by in reused.values() for a, spec in by.items()}
+    si = stand_ins(keys, model_root or out / "models", registry, models=models)
     result: dict[str, Rehearsal] = {}
+    needs = [{si.arch_of(k) for k in c.model_keys} for c in cfgs]
     for path in paths:
-        if path == "engine":
-            backends = open_engines(si)
-            try:
-                _one_path(cfgs, si, backends, path, out, result, shared, progress)
-            finally:
-                for b in backends.values():
-                    b.close()
-        else:
-            servers = start_servers(si, out / "logs")
-            try:
-                _one_path(cfgs, si, servers.clients, path, out, result, shared, progress)
-            finally:
-                servers.close()
+        notes = [n for a, spec in reused[path].items() for n in check_reuse(si, a, spec, path)]
+        pool = _Backends(si, path, out, running, set(reused[path]))
+        try:
+            for i, cfg in enumerate(cfgs):
+                r = result.setdefault(cfg.name, Rehearsal())
+                _one_config(cfg, si, pool.get(needs[i]), path, out, r, shared, size)
+                pool.release(needs[i] - set().union(*needs[i + 1 :]))
+                r.notes += notes
+        finally:
+            pool.release(set(pool.live))
     return result
 
 

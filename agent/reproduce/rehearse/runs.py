@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from agent.reproduce.spec import QAPlan, ReproConfig
+from localfin.errors import ConfigError
 
-__all__ = ["REHEARSAL_QA_ITEMS", "REHEARSAL_QA_STEPS", "rehearsal_document", "rehearsal_plan", "run_config"]
+__all__ = [
+    "REHEARSAL_QA_ITEMS",
+    "REHEARSAL_QA_STEPS",
+    "RehearsalSize",
+    "SMALLEST",
+    "rehearsal_document",
+    "rehearsal_plan",
+    "run_config",
+]
 
 #: test items per set: the demo set's second test item carries a chart image (the first none), so
 #: two make the vision model get an image in Base
@@ -34,11 +43,49 @@ REHEARSAL_QA_ITEMS = 2
 REHEARSAL_QA_STEPS = 2
 
 
-def rehearsal_document(cfg: ReproConfig, store: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RehearsalSize:
+    """How far a rehearsal shrinks: Moira's most training and test sessions per windows set and
+    validation period; FinAcumen's test items per set, tool steps, bank items and trajectories
+    per bank item. The defaults are ``--rehearse``'s (module docstring)."""
+
+    train_sessions: int = 6
+    test_sessions: int = 8
+    validation_period: int = 4
+    qa_items: int = REHEARSAL_QA_ITEMS
+    qa_steps: int = REHEARSAL_QA_STEPS
+    bank_items: int = 2
+    bank_k: int = 2
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"RehearsalSize.{f.name}={v!r}; allowed: a whole number >= 1")
+        if self.validation_period >= self.test_sessions:
+            raise ConfigError(
+                f"RehearsalSize.validation_period={self.validation_period}; allowed: fewer than "
+                f"test_sessions={self.test_sessions} (a lifecycle boundary must fall in the test window)"
+            )
+
+
+#: The least that still sends every call type (the default suite's rehearsal): two training
+#: sessions (a pair chosen, one direction each, one reflection cycle), four test sessions with a
+#: lifecycle boundary after two (break_check), FinMem on the same windows; one QA test item per
+#: set would miss the chart image (the demo set's second item has it), so two stay, each with
+#: one tool step, and one bank item with one trajectory.
+SMALLEST = RehearsalSize(
+    train_sessions=2, test_sessions=4, validation_period=2, qa_items=2, qa_steps=1, bank_items=1, bank_k=1
+)
+
+
+def rehearsal_document(
+    cfg: ReproConfig, store: Path, size: RehearsalSize = RehearsalSize()
+) -> dict[str, Any]:
     """The config's matrix document at its GPU settings with shrunk windows (module docstring)."""
     from agent.reproduce.run import smoke_document
 
-    doc = smoke_document(cfg, store, model="rehearsal")
+    doc = smoke_document(cfg, store, model="rehearsal", train=size.train_sessions, test=size.test_sessions)
     src = cfg.document
     doc["backbones"] = copy.deepcopy(list(src["backbones"]))
     doc["model"] = {**copy.deepcopy(dict(src.get("model", {}))), "backend": "vllm"}
@@ -50,13 +97,13 @@ def rehearsal_document(cfg: ReproConfig, store: Path) -> dict[str, Any]:
     doc["screen"] = {**copy.deepcopy(dict(src.get("screen", {}))), "lookback": 2520}
     policy = dict(src.get("policy", {}))
     doc["policy"] = {**policy, "max_cycles": 1}
-    doc["lifecycle"] = {**dict(src.get("lifecycle", {})), "validation_period": 4}
+    doc["lifecycle"] = {**dict(src.get("lifecycle", {})), "validation_period": size.validation_period}
     if "baselines" in src:
         doc["baselines"] = copy.deepcopy(dict(src["baselines"]))
     return doc
 
 
-def rehearsal_plan(cfg: ReproConfig, out: Path) -> QAPlan:
+def rehearsal_plan(cfg: ReproConfig, out: Path, size: RehearsalSize = RehearsalSize()) -> QAPlan:
     """The config's QA plan on the demo set, items and steps shrunk (module docstring)."""
     from agent.qa.demo_set import build_demo_set
     from agent.reproduce.qa_run import shrink_plan
@@ -67,25 +114,30 @@ def rehearsal_plan(cfg: ReproConfig, out: Path) -> QAPlan:
     demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
     store = _smoke_store(out) if "lookup" in plan.tools else None
     small = shrink_plan(
-        plan, demo, model=plan.model, n_items=REHEARSAL_QA_ITEMS, max_steps=REHEARSAL_QA_STEPS, store=store
+        plan, demo, model=plan.model, n_items=size.qa_items, max_steps=size.qa_steps, store=store
     )
-    return replace(small, judge_model=plan.judge_model if plan.judge_model == plan.model else "")
+    bank = tuple(replace(s, limit=size.bank_items) for s in small.bank)
+    judge = plan.judge_model if plan.judge_model == plan.model else ""
+    return replace(small, judge_model=judge, bank=bank, bank_k=size.bank_k)
 
 
-def run_config(cfg: ReproConfig, out: Path, backend: Any, registry: Any) -> Mapping[str, Any]:
-    """Run ``cfg`` shrunk on ``backend`` (the stand-in router) into ``out``; returns what ran."""
+def run_config(
+    cfg: ReproConfig, out: Path, backend: Any, registry: Any, *, size: RehearsalSize = RehearsalSize()
+) -> Mapping[str, Any]:
+    """Run ``cfg`` shrunk (``size``) on ``backend`` (the stand-in router) into ``out``; returns
+    what ran."""
     out.mkdir(parents=True, exist_ok=True)
     if cfg.kind == "moira":
         from agent.pairs.experiment.demo import synthetic_store
         from agent.reproduce.moira_run import run_moira
 
-        doc = rehearsal_document(cfg, synthetic_store(out))
+        doc = rehearsal_document(cfg, synthetic_store(out), size)
         calling = replace(cfg, baselines=tuple(b for b in cfg.baselines if b == "finmem"))
         run_moira(calling, out, document=doc, backend=backend, registry=registry)
         return {"document": doc}
     from agent.reproduce.qa_run import run_qa
 
-    plan = rehearsal_plan(cfg, out)
+    plan = rehearsal_plan(cfg, out, size)
     run_qa(cfg, out, backend=backend, registry=registry, data_root=out, plan=plan)
     _judge(cfg, out, backend)
     return {"plan": plan}

