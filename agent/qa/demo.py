@@ -53,10 +53,12 @@ class QADemoConfig:
             item whatever ``k``).
         max_steps: tool steps per question (the paper uses 16).
         tools: tools of the ft variants (``lookup`` needs a store; the demo set does not).
-        thought_chars / plan_chars / observation_chars: the solver's bounds of a step's thought,
-            of each plan field and of a tool output shown to the model (the CPU model's
-            defaults are 120 / 160 / 600, :func:`agent.qa.react.solver_config_for`): shorter
-            replies and prompts on two cores.
+        thought_chars / plan_chars / answer_chars / arg_chars / observation_chars: the
+            solver's bounds of a step's thought, of each plan field, of the final answer, of a
+            tool argument (a Python cell) and of a tool output shown to the model (the CPU
+            model's defaults are 120 / 160 / 80 / 400 / 600,
+            :func:`agent.qa.react.solver_config_for`): shorter replies and prompts on two
+            cores, where decoding a token costs as much as reading thirty.
     """
 
     seed: int = 0
@@ -66,7 +68,9 @@ class QADemoConfig:
     max_steps: int = 2
     tools: tuple[str, ...] = ("python", "reparse")
     thought_chars: int = 60
-    plan_chars: int = 80
+    plan_chars: int = 60
+    answer_chars: int = 40
+    arg_chars: int = 160
     observation_chars: int = 300
 
     def __post_init__(self) -> None:
@@ -81,6 +85,8 @@ class QADemoConfig:
         for name, lo, hi in (
             ("thought_chars", 10, 2000),
             ("plan_chars", 10, 2000),
+            ("answer_chars", 10, 2000),
+            ("arg_chars", 10, 2000),
             ("observation_chars", 100, 5000),
         ):
             v = getattr(self, name)
@@ -167,6 +173,8 @@ def run_qa_demo(
         max_steps=cfg.max_steps,
         thought_chars=cfg.thought_chars,
         plan_chars=cfg.plan_chars,
+        answer_chars=cfg.answer_chars,
+        arg_chars=cfg.arg_chars,
         observation_chars=cfg.observation_chars,
     )
     factory = tool_factory(ToolsetConfig(names=cfg.tools, python_unavailable="refuse"))
