@@ -65,7 +65,7 @@ class QADemoConfig:
     n_train: int = 3
     n_test: int = 6
     k: int = 1
-    max_steps: int = 2
+    max_steps: int = 1
     tools: tuple[str, ...] = ("python", "reparse")
     thought_chars: int = 60
     plan_chars: int = 60

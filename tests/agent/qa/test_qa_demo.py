@@ -54,7 +54,7 @@ def test_qa_demo_sizes_are_checked_and_name_the_bad_field():
     from localfin.errors import ConfigError
 
     cfg = QADemoConfig()
-    assert (cfg.k, cfg.max_steps, cfg.n_train, cfg.n_test) == (1, 2, 3, 6)
+    assert (cfg.k, cfg.max_steps, cfg.n_train, cfg.n_test) == (1, 1, 3, 6)
     for field, bad in (
         ("arg_chars", 5),
         ("plan_chars", 0),
