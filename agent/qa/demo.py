@@ -51,7 +51,9 @@ class QADemoConfig:
         n_train / n_test: demo items in each split (the set has 72).
         k: trajectories per training item for the bank (the paper uses 8; one bank entry per
             item whatever ``k``).
-        max_steps: tool steps per question (the paper uses 16).
+        max_steps: tool steps per question (the paper uses 16; the demo's 1 is enough for a
+            Python call and a gate rejection, which come at the first step; then a final
+            answer is forced unless one stood).
         tools: tools of the ft variants (``lookup`` needs a store; the demo set does not).
         thought_chars / plan_chars / answer_chars / arg_chars / observation_chars: the
             solver's bounds of a step's thought, of each plan field, of the final answer, of a
