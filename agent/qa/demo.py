@@ -40,26 +40,40 @@ _LABELS = {"base": "Base", "ft": "Base+FT", "ft_fm": "Base+FT+FM"}
 
 @dataclass(frozen=True)
 class QADemoConfig:
-    """Demo sizes (small on purpose: the whole QA part takes about a minute on two cores with the
-    CPU model). With seed 0 the three train questions are of the kinds growth, table_diff and
-    table_sum and the six test questions one of each kind, so that with MiniLM at tau 0.65 two
-    test questions find a bank entry (memory hits) and four find none (misses), whatever the
-    model answers.
+    """Demo sizes (small on purpose: the whole QA part takes well under a minute on two cores
+    with the CPU model). With seed 0 the three train questions are of the kinds growth,
+    table_diff and table_sum and the six test questions one of each kind, so that with MiniLM at
+    tau 0.65 two test questions find a bank entry (memory hits) and four find none (misses),
+    whatever the model answers.
 
     Attributes:
         seed: demo set and sampling seed.
         n_train / n_test: demo items in each split (the set has 72).
-        k: trajectories per training item for the bank (the paper uses 8).
-        max_steps: tool steps per question (the paper uses 16).
+        k: trajectories per training item for the bank (the paper uses 8; one bank entry per
+            item whatever ``k``).
+        max_steps: tool steps per question (the paper uses 16; the demo's 1 is enough for a
+            Python call and a gate rejection, which come at the first step; then a final
+            answer is forced unless one stood).
         tools: tools of the ft variants (``lookup`` needs a store; the demo set does not).
+        thought_chars / plan_chars / answer_chars / arg_chars / observation_chars: the
+            solver's bounds of a step's thought, of each plan field, of the final answer, of a
+            tool argument (a Python cell) and of a tool output shown to the model (the CPU
+            model's defaults are 120 / 160 / 80 / 400 / 600,
+            :func:`agent.qa.react.solver_config_for`): shorter replies and prompts on two
+            cores, where decoding a token costs as much as reading thirty.
     """
 
     seed: int = 0
     n_train: int = 3
     n_test: int = 6
-    k: int = 2
-    max_steps: int = 3
+    k: int = 1
+    max_steps: int = 1
     tools: tuple[str, ...] = ("python", "reparse")
+    thought_chars: int = 60
+    plan_chars: int = 60
+    answer_chars: int = 40
+    arg_chars: int = 160
+    observation_chars: int = 300
 
     def __post_init__(self) -> None:
         if not 1 <= self.n_train <= 60 or not 1 <= self.n_test <= 60:
@@ -70,6 +84,16 @@ class QADemoConfig:
             raise ConfigError(f"QADemoConfig.k={self.k}; allowed: 1..16")
         if not 1 <= self.max_steps <= 16:
             raise ConfigError(f"QADemoConfig.max_steps={self.max_steps}; allowed: 1..16")
+        for name, lo, hi in (
+            ("thought_chars", 10, 2000),
+            ("plan_chars", 10, 2000),
+            ("answer_chars", 10, 2000),
+            ("arg_chars", 10, 2000),
+            ("observation_chars", 100, 5000),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ConfigError(f"QADemoConfig.{name}={v!r}; allowed: an integer in {lo}..{hi}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +170,15 @@ def run_qa_demo(
     walls["demo_set"] = time.perf_counter() - t0
 
     spec = model_facts(model, registry)
-    solver_cfg = solver_config_for(spec, max_steps=cfg.max_steps)
+    solver_cfg = solver_config_for(
+        spec,
+        max_steps=cfg.max_steps,
+        thought_chars=cfg.thought_chars,
+        plan_chars=cfg.plan_chars,
+        answer_chars=cfg.answer_chars,
+        arg_chars=cfg.arg_chars,
+        observation_chars=cfg.observation_chars,
+    )
     factory = tool_factory(ToolsetConfig(names=cfg.tools, python_unavailable="refuse"))
     sandbox = _sandbox_state(factory)
     transcriber = _cached(ocr_transcriber()) if "reparse" in cfg.tools else None

@@ -2,8 +2,8 @@
 
 :func:`run_moira_demo` writes the synthetic market (``agent.data.synthetic``) into
 ``out_dir/market.sqlite`` (with the demo's breaks, :func:`demo_breaks`), runs the packaged demo
-experiment (``agent/pairs/configs/demo.toml``: 10 training sessions, at most 2 replay cycles, 16
-test sessions with the planted break at step 004 and a validation boundary at step 013, seed 0 x
+experiment (``agent/pairs/configs/demo.toml``: 5 training sessions, at most 2 replay cycles, 9
+test sessions with the planted break at step 004 and a validation boundary at step 007, seed 0 x
 2 exposures, all in lockstep, beside every baseline: Long-Short, Short-Long,
 Equal-Weight, EG+Z, EG-DDQN and FinMem, whose runs share the agent's lockstep rounds) with
 ``out_dir`` as the experiment folder, and writes a short ``report.md``. A rerun replays the
@@ -75,7 +75,7 @@ def demo_breaks() -> tuple[BreakSpec, ...]:
     -0.30, then its own random walk, with restatement news around it) at
     :data:`DEMO_BREAK_SESSION`. The screen's five candidates at the demo's test start are the
     five planted pairs, so the held pair breaks whichever one the model picks; the restatement
-    breaches three or more lifecycle factors on most sessions after it (the demo's 12-session
+    breaches three or more lifecycle factors on most sessions after it (the demo's 6-session
     cycle replaces the pair at its boundary) and its news carries the keyword path's words."""
     return tuple(BreakSpec(p.y, DEMO_BREAK_SESSION, "restatement", -0.30) for p in DEFAULT_PAIRS)
 

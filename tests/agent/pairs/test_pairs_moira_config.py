@@ -114,7 +114,7 @@ def test_packaged_demo_config_is_valid_and_cannot_cut_a_reply():
     assert 'backbone = "tiny-qwen3"' in text
     cfg = parse_config(tomllib.loads(text), base_dir=Path("/x"))
     assert cfg.store == Path("/x/market.sqlite") and len(cfg.run_ids()) == 2
-    assert cfg.variants[0].policy.max_cycles == 2 and cfg.lifecycle.validation_period == 12
+    assert cfg.variants[0].policy.max_cycles == 2 and cfg.lifecycle.validation_period == 6
     # auto budgets are the schema bounds + 8: a bounded reply always fits
     for name in ("pairs_select", "pairs_direction", "pairs_reflect", "pairs_break", "pairs_news_verify"):
         schema = load_prompt(name).schema

@@ -53,8 +53,8 @@ def test_moira_demo_on_the_cpu_model(tmp_path):
         d = out / "runs" / r["run_id"]
         for name in ("steps.parquet", "trace.parquet", "metrics.json", "training.json"):
             assert (d / name).is_file(), (r["run_id"], name)
-        assert r["metrics"]["n_transitions"] == 15
-        assert r["extra"]["tokens_by_call_type"]["direction"]["calls"] > 15
+        assert r["metrics"]["n_transitions"] == 8
+        assert r["extra"]["tokens_by_call_type"]["direction"]["calls"] > 8
     man = json.loads((out / "manifest.json").read_text())
     assert man["model"]["key"] == "smollm2-135m" and man["model"]["weights_revision"].startswith("cfg-")
     # every prompt the model saw is masked
@@ -65,7 +65,7 @@ def test_moira_demo_on_the_cpu_model(tmp_path):
     for (blob,) in rows:
         for m in ChatRequest.from_dict(json.loads(blob)).messages:
             leaks += contains_calendar_leak(m.content)
-    assert leaks == [] and len(rows) > 60
+    assert leaks == [] and len(rows) > 40
     invalid = sum(r["extra"]["fallbacks_total"] for r in runs)
     assert (
         f"Invalid replies (fallbacks, cut replies included) over all runs: {invalid}"

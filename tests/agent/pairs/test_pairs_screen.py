@@ -233,7 +233,7 @@ def test_the_demo_selection_sees_its_planted_pairs(store: MarketStore, synthetic
     """The demo's selection dates (training and test step 001 of agent/pairs/configs/demo.toml)
     on the same market: the five candidates are the five planted pairs, as under the old band."""
     planted = planted_pairs(synthetic_truth)
-    for day in ("2022-07-22", "2022-08-12"):
+    for day in ("2022-08-05", "2022-08-12"):
         res = screen_store(store, day)
         assert {(c.ticker_a, c.ticker_b) for c in res.candidates} == planted
         band = screen_store(store, day, config=ScreenConfig(half_life_min=1, half_life_max=60))

@@ -48,3 +48,18 @@ def test_qa_demo_runs_end_to_end(vllm_backend, tiny_registry, tmp_path):
         assert s.model_calls == errors and s.replayed > 0
     # items already in the bank are skipped; the others replay to the same (empty) summaries
     assert again.bank.skipped_in_bank == res.bank.entries_added and again.bank.entries_added == 0
+
+
+def test_qa_demo_sizes_are_checked_and_name_the_bad_field():
+    from localfin.errors import ConfigError
+
+    cfg = QADemoConfig()
+    assert (cfg.k, cfg.max_steps, cfg.n_train, cfg.n_test) == (1, 1, 3, 6)
+    for field, bad in (
+        ("arg_chars", 5),
+        ("plan_chars", 0),
+        ("observation_chars", 50),
+        ("thought_chars", True),
+    ):
+        with pytest.raises(ConfigError, match=f"QADemoConfig.{field}="):
+            QADemoConfig(**{field: bad})
