@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -64,24 +66,30 @@ def _has_cuda() -> bool:
 
 
 #: Session fixtures that hold a vLLM engine (in process or in a child process).
-ENGINE_FIXTURES = frozenset(
-    {"vllm_backend", "vllm_vl_backend", "alt_engine", "openai_server", "_server_start", "journal_child"}
+ENGINE_FIXTURES = (
+    "vllm_backend",
+    "vllm_vl_backend",
+    "alt_engine",
+    "openai_server",
+    "_server_start",
+    "journal_child",
 )
-#: Test-file text that starts an engine of its own, or asks for a session engine at run time.
-_OWN_ENGINE = (
-    "EngineOptions(",
-    "start_server(",
-    "VLLMBackend(",
-    *(f'getfixturevalue("{name}")' for name in sorted(ENGINE_FIXTURES)),
+#: Test-file text that uses an engine: a session engine fixture by name, an engine or server
+#: started by the file itself, or the ``engine`` mark (an engine started through agent code).
+_ENGINE_TEXT = re.compile(
+    r"\b(?:" + "|".join(ENGINE_FIXTURES) + r")\b|EngineOptions\(|start_server\(|VLLMBackend\(|mark\.engine\b"
 )
-#: The xdist group of every test file that uses an engine (``make test``: ``-n 2 --dist loadgroup``).
+#: The xdist scope of every test file that uses an engine (``make test``: ``-n 2 --dist loadgroup``).
 ENGINE_GROUP = "engines"
 
 
-def _own_engine_files(items: list[pytest.Item]) -> set[Path]:
-    """Test files whose text starts an engine of its own."""
-    files = {Path(item.fspath) for item in items}
-    return {f for f in files if any(t in f.read_text(encoding="utf-8") for t in _OWN_ENGINE)}
+@functools.cache
+def uses_engine(path: str) -> bool:
+    """Whether the test file ``path`` (relative to the repository root) uses a vLLM engine."""
+    f = REPO_ROOT / path
+    return (
+        f.suffix == ".py" and f.is_file() and _ENGINE_TEXT.search(f.read_text(encoding="utf-8")) is not None
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -90,22 +98,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("gpu"):
                 item.add_marker(skip)
-    if config.pluginmanager.hasplugin("xdist"):
-        # Under ``-n 2 --dist loadgroup`` (make test) every test that uses an engine (an engine
-        # fixture, or a file that starts its own) runs in one worker, in one group: each session
-        # engine and server starts once, in that worker, and engines never hold memory twice;
-        # the other tests of a file are a group of their own, so its module fixtures are built
-        # once, and the other worker takes those groups.
-        own = _own_engine_files(items)
-        for item in items:
-            path = Path(item.fspath)
-            uses = (
-                path in own
-                or item.get_closest_marker("engine") is not None
-                or ENGINE_FIXTURES & set(getattr(item, "fixturenames", ()))
-            )
-            group = ENGINE_GROUP if uses else str(path.relative_to(REPO_ROOT))
-            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``-n 2 --dist loadgroup`` (make test): every test file that uses an engine is one work unit
+    (one worker; each session engine and server starts once, and engines never hold memory
+    twice); every other file is a unit of its own (its module fixtures built once), which the
+    other worker takes. Our own scheduler: xdist 3.8's ``xdist_group`` marks do not reach the
+    node ids on pytest 9.2, so its loadgroup runs them anywhere."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EngineScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return ENGINE_GROUP if uses_engine(path) else path
+
+    return EngineScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -400,14 +411,12 @@ def _start_children(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(autouse=True)
 def _engine_group_children(request: pytest.FixtureRequest) -> None:
-    """Under xdist: the first test of the engine group (all in one worker) starts the server and
+    """Under xdist: the first test of the engine files (all in one worker) starts the server and
     the kill test's child in the background, so their starts overlap that worker's first tests."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or importlib.util.find_spec("vllm") is None:
         return
-    marker = request.node.get_closest_marker("xdist_group")
-    if marker is None or marker.args[:1] != (ENGINE_GROUP,):
-        return
-    _start_children(request)
+    if uses_engine(request.node.nodeid.split("::", 1)[0]):
+        _start_children(request)
 
 
 # --- the command line, in process: `localfin_cli.main.main(argv)` with stdout/stderr captured ---
