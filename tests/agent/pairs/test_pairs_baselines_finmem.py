@@ -472,6 +472,9 @@ def test_finmem_lockstep_equals_sequential(finmem_market, tmp_path: Path) -> Non
 # -- the real engine -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # an end-to-end duplicate: the default suite runs FinMem on the tiny engine in
+# tests/agent/reproduce/test_reproduce_smoke.py (A4's baselines) and through the session server in
+# tests/agent/reproduce/test_rehearsal.py (its finmem_decision calls journaled and checked)
 def test_finmem_short_run_on_the_real_engine(vllm_backend, finmem_store: MarketStore, tmp_path: Path) -> None:
     tiny = _layer(top_k=1, promote_at=60.0)
     memory = MemoryConfig(

