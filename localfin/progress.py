@@ -77,6 +77,8 @@ def _clock_text(seconds: float) -> str:
 class _LineTask:
     def __init__(self, owner: LineProgress, description: str, total: int | None, depth: int) -> None:
         self.owner, self.description, self.total, self.depth = owner, description, total, depth
+        #: the thread that opened it: tasks of parts that run at once (the demo) nest per thread
+        self.thread = threading.get_ident()
         self.completed = 0
         self.info = ""
         self.t0 = owner.clock()
@@ -192,7 +194,7 @@ class LineProgress:
                 return False
             # the innermost task that counts something (a nested one without a total says less)
             task = next((t for t in reversed(self._open) if t.total), self._open[-1])
-            top = self._open[0]
+            top = next(t for t in self._open if t.thread == task.thread)
             prefix = f"{top.description} / " if task is not top and self.stages_only else ""
             self.emit(f"  ... {prefix}{task.status()}")
             return True
@@ -218,7 +220,8 @@ class LineProgress:
     @contextmanager
     def task(self, description: str, total: int | None = None) -> Iterator[_LineTask]:
         with self.lock:
-            t = _LineTask(self, description, total, len(self._open))
+            me = threading.get_ident()
+            t = _LineTask(self, description, total, sum(o.thread == me for o in self._open))
             self._open.append(t)
             first = len(self._open) == 1
         if first and self.heartbeat_thread:

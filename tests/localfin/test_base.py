@@ -134,6 +134,35 @@ def test_stage_lines_stay_short_but_the_heartbeat_names_the_stage():
     assert lines[1] == "  runs: 0/2 (35 s)" and len(lines) == 2
 
 
+def test_parts_running_at_once_nest_their_stages_per_thread():
+    """The demo's Moira and QA parts: each part's top task ends with its own stage line, and
+    the heartbeat names the top task of the thread whose stage it reports."""
+    import threading
+
+    buf, clock = io.StringIO(), _Clock()
+    prog = LineProgress(buf, clock=clock, stages_only=True, heartbeat_thread=False)
+    qa_in, qa_may_end = threading.Event(), threading.Event()
+
+    def qa() -> None:
+        with prog.task("QA"), prog.task("eval ft", total=6) as t:
+            t.update(completed=2)
+            qa_in.set()
+            qa_may_end.wait(60)
+
+    with prog.task("Moira"), prog.task("sessions", total=48) as s:
+        s.update(completed=1)
+        th = threading.Thread(target=qa, daemon=True)
+        th.start()
+        assert qa_in.wait(60)
+        clock.now += 31.0
+        assert prog.beat()  # the latest task with a total: QA's, under its own top task
+        qa_may_end.set()
+        th.join(60)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("  ... QA / eval ft: 2/6")
+    assert "  QA: (31 s)" in lines and "  Moira: (31 s)" in lines
+
+
 def test_the_heartbeat_thread_stops_with_the_last_task():
     prog = LineProgress(io.StringIO(), every_s=3600.0)
     with prog.task("work", total=1) as t:
