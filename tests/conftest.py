@@ -74,22 +74,94 @@ ENGINE_FIXTURES = (
     "_server_start",
     "journal_child",
 )
-#: Test-file text that uses an engine: a session engine fixture by name, an engine or server
-#: started by the file itself, or the ``engine`` mark (an engine started through agent code).
+#: Source text that starts an engine: an engine or server started by the test itself (or by a
+#: test-module function or fixture it calls), or the ``engine`` mark (an engine started through
+#: agent code).
 _ENGINE_TEXT = re.compile(
     r"\b(?:" + "|".join(ENGINE_FIXTURES) + r")\b|EngineOptions\(|start_server\(|VLLMBackend\(|mark\.engine\b"
 )
-#: The xdist scope of every test file that uses an engine (``make test``: ``-n 2 --dist loadgroup``).
+#: The same in test code, where a session engine fixture is also asked for by name
+#: (``request.getfixturevalue("vllm_backend")``).
+_ENGINE_CALL = re.compile(
+    r"EngineOptions\(|start_server\(|VLLMBackend\(|[\"'](?:" + "|".join(ENGINE_FIXTURES) + r")[\"']"
+)
+#: The xdist scope of every test that uses an engine (``make test``: ``-n 2 --dist loadgroup``).
 ENGINE_GROUP = "engines"
+#: ``workerinput`` key: the folder where each worker writes which of its tests use an engine.
+_ENGINE_MAP_KEY = "localfin_engine_map"
+#: This worker's engine tests (node ids), from its collection.
+_ENGINE_TESTS: set[str] = set()
 
 
 @functools.cache
 def uses_engine(path: str) -> bool:
-    """Whether the test file ``path`` (relative to the repository root) uses a vLLM engine."""
+    """Whether the test file ``path`` (relative to the repository root) uses a vLLM engine: the
+    scheduler's fallback where a worker's per-test map is missing."""
     f = REPO_ROOT / path
     return (
         f.suffix == ".py" and f.is_file() and _ENGINE_TEXT.search(f.read_text(encoding="utf-8")) is not None
     )
+
+
+def _is_test_code(func: object) -> bool:
+    """Test code outside this file (whose engine fixtures count by name, and whose gates name
+    them in strings)."""
+    code = getattr(func, "__code__", None)
+    if code is None or Path(code.co_filename).resolve() == Path(__file__).resolve():
+        return False
+    return Path(code.co_filename).is_relative_to(REPO_ROOT / "tests")
+
+
+@functools.cache
+def _code_starts_engine(code: object) -> bool:
+    import inspect
+
+    try:
+        return _ENGINE_CALL.search(inspect.getsource(code)) is not None
+    except (OSError, TypeError):
+        return False
+
+
+def _reaches_engine(func: object, depth: int = 4) -> bool:
+    """Whether ``func`` (test code) starts an engine in its own text or in a test-code function
+    it names (followed ``depth`` calls deep through its module's globals)."""
+    seen: set[object] = set()
+    todo = [(func, depth)]
+    while todo:
+        f, d = todo.pop()
+        f = getattr(f, "__wrapped__", f)
+        if f in seen or not _is_test_code(f):
+            continue
+        seen.add(f)
+        if _code_starts_engine(f.__code__):
+            return True
+        if d == 0:
+            continue
+        codes = [f.__code__]
+        names: set[str] = set()
+        while codes:  # nested functions and lambdas name functions too
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+        g = getattr(f, "__globals__", {})
+        todo.extend((g[n], d - 1) for n in names if callable(g.get(n)))
+    return False
+
+
+def item_uses_engine(item: pytest.Item) -> bool:
+    """Whether one collected test uses a vLLM engine: the ``engine`` mark, a session engine
+    fixture (directly or through other fixtures), or an engine started by its own code or by a
+    test-code fixture or function it uses."""
+    if item.get_closest_marker("engine") is not None:
+        return True
+    names = set(getattr(item, "fixturenames", ()))
+    if names & set(ENGINE_FIXTURES):
+        return True
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for name in names if info is not None else ():
+        funcs.extend(fd.func for fd in info.name2fixturedefs.get(name, ()))
+    return any(f is not None and _reaches_engine(f) for f in funcs)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -98,23 +170,65 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("gpu"):
                 item.add_marker(skip)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and _ENGINE_MAP_KEY in workerinput:
+        import json
+
+        _ENGINE_TESTS.update(item.nodeid for item in items if item_uses_engine(item))
+        out = Path(workerinput[_ENGINE_MAP_KEY]) / f"{workerinput['workerid']}.json"
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(sorted(_ENGINE_TESTS)), encoding="utf-8")
+        tmp.replace(out)  # whole before the worker reports its collection finished
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """The controller gives every worker the folder for its engine-test map."""
+    import tempfile
+
+    config = node.config  # type: ignore[attr-defined]
+    if not hasattr(config, "_localfin_engine_map"):
+        config._localfin_engine_map = tempfile.mkdtemp(prefix="localfin-engine-map-")  # type: ignore[attr-defined]
+    node.workerinput[_ENGINE_MAP_KEY] = config._localfin_engine_map  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """``-n 2 --dist loadgroup`` (make test): every test file that uses an engine is one work unit
-    (one worker; each session engine and server starts once, and engines never hold memory
-    twice); every other file is a unit of its own (its module fixtures built once), which the
-    other worker takes. Our own scheduler: xdist 3.8's ``xdist_group`` marks do not reach the
-    node ids on pytest 9.2, so its loadgroup runs them anywhere."""
+    """``-n 2 --dist loadgroup`` (make test): every test that uses an engine is in one work unit
+    (one worker, which takes it first; each session engine and server starts once, and engines
+    never hold memory twice); the other tests are grouped per file (module fixtures built once
+    per worker), and the other worker takes them. The map of engine tests comes from the
+    workers' collections (:func:`item_uses_engine`); where it is missing, whole files that name
+    an engine go to the engine unit. Our own scheduler: xdist 3.8's ``xdist_group`` marks do not
+    reach the node ids on pytest 9.2, so its loadgroup runs them anywhere."""
     if config.getvalue("dist") != "loadgroup":
         return None
+    import json
+
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineScheduling(LoadScopeScheduling):
+        _engine_tests: set[str] | None = None
+
+        def _engine_map(self) -> set[str] | None:
+            if self._engine_tests is None:
+                folder = getattr(config, "_localfin_engine_map", None)
+                maps = sorted(Path(folder).glob("*.json")) if folder else []
+                if maps:
+                    self._engine_tests = set(json.loads(maps[0].read_text(encoding="utf-8")))
+            return self._engine_tests
+
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return ENGINE_GROUP if uses_engine(path) else path
+            engine_tests = self._engine_map()
+            if engine_tests is None:
+                return ENGINE_GROUP if uses_engine(path) else path
+            return ENGINE_GROUP if nodeid in engine_tests else path
+
+        def _assign_work_unit(self, node: object) -> None:
+            if ENGINE_GROUP in self.workqueue:  # the critical path starts first
+                self.workqueue.move_to_end(ENGINE_GROUP, last=False)
+            super()._assign_work_unit(node)
 
     return EngineScheduling(config, log)
 
@@ -411,11 +525,11 @@ def _start_children(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(autouse=True)
 def _engine_group_children(request: pytest.FixtureRequest) -> None:
-    """Under xdist: the first test of the engine files (all in one worker) starts the server and
-    the kill test's child in the background, so their starts overlap that worker's first tests."""
+    """Under xdist: the first engine test (all in one worker) starts the server and the kill
+    test's child in the background, so their starts overlap that worker's first tests."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or importlib.util.find_spec("vllm") is None:
         return
-    if uses_engine(request.node.nodeid.split("::", 1)[0]):
+    if request.node.nodeid in _ENGINE_TESTS:
         _start_children(request)
 
 

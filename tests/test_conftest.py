@@ -1,0 +1,59 @@
+"""The suite's own scheduling (tests/conftest.py): which tests use a vLLM engine, so that under
+``make test`` they all run on one worker (each engine starts once) and the rest on the other."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+
+def _conftest():
+    return sys.modules["conftest"]
+
+
+def _starts_one() -> None:  # never called: its text is what counts
+    from serving.vllm_engine import EngineOptions
+
+    EngineOptions(kv_cache_gib=1)
+
+
+def _asks_the_session_server(request) -> None:  # never called
+    request.getfixturevalue("openai_server")
+
+
+def _helper_chain() -> None:  # never called: reaches _starts_one through a module global
+    _starts_one()
+
+
+def _scripted_only() -> None:
+    from serving.scripted import ScriptedBackend
+
+    ScriptedBackend(default="{}")
+
+
+def test_engine_code_is_found_through_the_functions_a_test_calls() -> None:
+    c = _conftest()
+    assert c._reaches_engine(_starts_one)
+    assert c._reaches_engine(_helper_chain)  # one call deep, through the module's globals
+    assert c._reaches_engine(lambda: _helper_chain())  # a lambda names it too
+    assert c._reaches_engine(_asks_the_session_server)  # a session engine fixture by name
+    assert not c._reaches_engine(_scripted_only)
+    assert not c._reaches_engine(_helper_chain, depth=0)  # the depth bound holds
+
+
+def test_this_scripted_test_is_not_an_engine_test(request: pytest.FixtureRequest) -> None:
+    assert not _conftest().item_uses_engine(request.node)
+
+
+@pytest.mark.engine
+def test_the_engine_mark_makes_an_engine_test(request: pytest.FixtureRequest) -> None:
+    """Marked only (nothing starts): the scheduler sends it to the engine worker."""
+    assert _conftest().item_uses_engine(request.node)
+
+
+def test_the_conftests_own_gates_do_not_count() -> None:
+    """The autouse fixtures name the session server in strings; they must not make every test
+    an engine test."""
+    c = _conftest()
+    assert not c._reaches_engine(c._start_children)
