@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 
-def _conftest():
-    return sys.modules["conftest"]
+@pytest.fixture()
+def c(request: pytest.FixtureRequest):
+    """tests/conftest.py as pytest loaded it (its plugin, whatever its module name)."""
+    return next(m for m in request.config.pluginmanager.get_plugins() if hasattr(m, "item_uses_engine"))
 
 
 def _starts_one() -> None:  # never called: its text is what counts
@@ -32,8 +32,7 @@ def _scripted_only() -> None:
     ScriptedBackend(default="{}")
 
 
-def test_engine_code_is_found_through_the_functions_a_test_calls() -> None:
-    c = _conftest()
+def test_engine_code_is_found_through_the_functions_a_test_calls(c) -> None:
     assert c._reaches_engine(_starts_one)
     assert c._reaches_engine(_helper_chain)  # one call deep, through the module's globals
     assert c._reaches_engine(lambda: _helper_chain())  # a lambda names it too
@@ -42,18 +41,17 @@ def test_engine_code_is_found_through_the_functions_a_test_calls() -> None:
     assert not c._reaches_engine(_helper_chain, depth=0)  # the depth bound holds
 
 
-def test_this_scripted_test_is_not_an_engine_test(request: pytest.FixtureRequest) -> None:
-    assert not _conftest().item_uses_engine(request.node)
+def test_this_scripted_test_is_not_an_engine_test(c, request: pytest.FixtureRequest) -> None:
+    assert not c.item_uses_engine(request.node)
 
 
 @pytest.mark.engine
-def test_the_engine_mark_makes_an_engine_test(request: pytest.FixtureRequest) -> None:
+def test_the_engine_mark_makes_an_engine_test(c, request: pytest.FixtureRequest) -> None:
     """Marked only (nothing starts): the scheduler sends it to the engine worker."""
-    assert _conftest().item_uses_engine(request.node)
+    assert c.item_uses_engine(request.node)
 
 
-def test_the_conftests_own_gates_do_not_count() -> None:
+def test_the_conftests_own_gates_do_not_count(c) -> None:
     """The autouse fixtures name the session server in strings; they must not make every test
     an engine test."""
-    c = _conftest()
     assert not c._reaches_engine(c._start_children)
