@@ -19,6 +19,7 @@ model), since the demo set itself is not judged.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -37,8 +38,8 @@ __all__ = [
     "run_config",
 ]
 
-#: test items per set: the demo set's second test item carries a chart image (the first none), so
-#: two make the vision model get an image in Base
+#: test items per set (the rehearsal's demo set lists its items with images first, so even one
+#: makes the vision model get an image in Base; two also send one without)
 REHEARSAL_QA_ITEMS = 2
 REHEARSAL_QA_STEPS = 2
 
@@ -72,10 +73,10 @@ class RehearsalSize:
 #: The least that still sends every call type (the default suite's rehearsal): two training
 #: sessions (a pair chosen, one direction each, one reflection cycle), four test sessions with a
 #: lifecycle boundary after two (break_check), FinMem on the same windows; one QA test item per
-#: set would miss the chart image (the demo set's second item has it), so two stay, each with
-#: one tool step, and one bank item with one trajectory.
+#: set (one with a chart image: the rehearsal lists those first), one tool step, and one bank
+#: item with one trajectory.
 SMALLEST = RehearsalSize(
-    train_sessions=2, test_sessions=4, validation_period=2, qa_items=2, qa_steps=1, bank_items=1, bank_k=1
+    train_sessions=2, test_sessions=4, validation_period=2, qa_items=1, qa_steps=1, bank_items=1, bank_k=1
 )
 
 
@@ -103,6 +104,17 @@ def rehearsal_document(
     return doc
 
 
+def _images_first(set_dir: Path) -> Path:
+    """The demo set with its items that carry images first within each split (a stable sort),
+    so that a rehearsal of one test item still sends the vision model an image."""
+    f = set_dir / "items.jsonl"
+    rows = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows.sort(key=lambda r: not r.get("images"))
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    f.write_text(text, encoding="utf-8")
+    return set_dir
+
+
 def rehearsal_plan(cfg: ReproConfig, out: Path, size: RehearsalSize = RehearsalSize()) -> QAPlan:
     """The config's QA plan on the demo set, items and steps shrunk (module docstring)."""
     from agent.qa.demo_set import build_demo_set
@@ -111,7 +123,7 @@ def rehearsal_plan(cfg: ReproConfig, out: Path, size: RehearsalSize = RehearsalS
 
     assert cfg.qa is not None
     plan = cfg.qa
-    demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
+    demo = _images_first(build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4))
     store = _smoke_store(out) if "lookup" in plan.tools else None
     small = shrink_plan(
         plan, demo, model=plan.model, n_items=size.qa_items, max_steps=size.qa_steps, store=store
