@@ -79,6 +79,8 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
     assert valid >= 195, report
 
 
+@pytest.mark.slow  # an engine of its own in a child: the default suite kills journaled runs with -9
+# in the Moira and matrix kill/resume tests (the same JournaledBackend, scripted model)
 def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, journal_child):
     """The child (started with the session, conftest.journal_child) runs its own engine; killed
     while its third chunk is in flight, the batch resumes from its journal on the session engine."""
