@@ -241,13 +241,17 @@ def run_demo(
                 qa_box["wall"] = time.perf_counter() - t0
         except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread)
             qa_box["error"] = e
+            both_in.abort()  # a part that fails before the barrier never holds the other there
 
     try:
         t_parts = time.perf_counter()
         qa_thread = threading.Thread(target=qa_part, name="demo-qa", daemon=True)
         qa_thread.start()
         with shared.participant():
-            both_in.wait()  # both take part before either calls: their first calls merge
+            try:
+                both_in.wait()  # both take part before either calls: their first calls merge
+            except threading.BrokenBarrierError:
+                pass  # the QA part failed at once; Moira runs alone and its error is raised below
             # each part is one top-level task: plain-line progress names it in its heartbeat lines
             t0 = time.perf_counter()
             with prog.task("Moira"):

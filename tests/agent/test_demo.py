@@ -134,3 +134,31 @@ def test_a_background_start_overlaps_the_work_before_the_first_call_and_its_erro
         lazy.chat([req])
     assert not failing.calls
     lazy.close()  # joins the finished start, then closes
+
+
+def test_a_qa_part_that_fails_at_once_neither_holds_moira_nor_hides_its_error(monkeypatch, tmp_path) -> None:
+    """The parts run at once (agent.demo.run_demo): the QA part failing before its first call
+    leaves the barrier and the shared engine, Moira runs alone to its end, and the QA error is
+    the one raised (stand-in parts: no market, no model)."""
+    import agent.demo as demo
+    from serving.scripted import ScriptedBackend
+    from serving.types import ChatRequest, Message
+
+    moira_done: list[str] = []
+
+    def fake_moira(out_dir, model, progress, *, backend, **kw):
+        req = ChatRequest(model="m", messages=(Message("user", "hi"),), max_tokens=8, call_type="direction")
+        moira_done.extend(r.text for r in backend.chat([req]))  # answered alone: QA has left
+        return object()
+
+    def fake_qa(out_dir, **kw):
+        raise RuntimeError("QA demo set could not be written")
+
+    monkeypatch.setattr(demo, "run_moira_demo", fake_moira)
+    monkeypatch.setattr(demo, "run_qa_demo", fake_qa)
+    monkeypatch.setattr(demo, "_moira_lines", lambda res: ["Moira: stand-in"])
+    monkeypatch.setattr(demo, "speed_index_us", lambda: 50.0)
+    engine = ScriptedBackend(default="{}")
+    with pytest.raises(RuntimeError, match="QA demo set could not be written"):
+        demo.run_demo(tmp_path / "d", "smollm2-135m", backend=engine)
+    assert moira_done == ["{}"] and len(engine.calls) == 1
