@@ -144,6 +144,7 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3 * 3600)  # every config on both paths: 30 min on a quiet 2-core machine
 def test_rehearse_all_passes_through_the_cli(cli, tmp_path: Path) -> None:
     r = cli("reproduce", "--rehearse", "all", "--out", str(tmp_path))
     assert r.code == 0, r.err
