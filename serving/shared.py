@@ -125,6 +125,8 @@ class SharedEngine:
             self._cond.acquire()
         self._engine_calls += 1
         self._merged += len(batch) > 1
+        if not isinstance(results, BaseException) and len(results) != len(merged):
+            results = RuntimeError(f"{self.name}: {len(results)} results for {len(merged)} requests")
         start = 0
         for ticket, reqs in batch:
             if isinstance(results, BaseException):
@@ -132,10 +134,6 @@ class SharedEngine:
             else:
                 self._done[ticket] = results[start : start + len(reqs)]
             start += len(reqs)
-        if not isinstance(results, BaseException) and len(results) != len(merged):
-            err = RuntimeError(f"{self.name}: {len(results)} results for {len(merged)} requests")
-            for ticket, _ in batch:
-                self._done[ticket] = err
         self._busy = False
         self._cond.notify_all()
 
