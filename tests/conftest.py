@@ -192,6 +192,13 @@ def pytest_configure_node(node: object) -> None:
     node.workerinput[_ENGINE_MAP_KEY] = config._localfin_engine_map  # type: ignore[attr-defined]
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller removes the workers' engine-test maps."""
+    folder = getattr(config, "_localfin_engine_map", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``-n 2 --dist loadgroup`` (make test): every test that uses an engine is in one work unit
