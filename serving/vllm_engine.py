@@ -36,6 +36,7 @@ __all__ = [
     "GENERATION_CONFIGS",
     "check_logit_bias",
     "cpu_engine_env",
+    "engine_dead",
 ]
 
 log = logging.getLogger(__name__)
@@ -341,42 +342,70 @@ class VLLMBackend:
         if images > MAX_IMAGES:
             raise ConfigError(f"request has {images} images; allowed: at most {MAX_IMAGES} per prompt")
 
-    def _run_group(self, reqs: list[ChatRequest], thinking: bool | None) -> list[ChatResult]:
-        llm = self._engine()
-        convs = [[m.to_openai() for m in r.messages] for r in reqs]
-        params = [self._sampling_params(r) for r in reqs]
+    def chat_kwargs(self, thinking: bool | None) -> dict[str, Any]:
+        """The keyword arguments of vLLM's chat calls for one thinking mode (the chat-template
+        switch and the registry's own template, if any)."""
         kwargs: dict[str, Any] = {"use_tqdm": False}
         if thinking is not None:
             kwargs["chat_template_kwargs"] = {"enable_thinking": thinking}
         if self.spec.chat_template:
             kwargs["chat_template"] = Path(self.spec.chat_template).read_text(encoding="utf-8")
+        return kwargs
+
+    def result(self, req: ChatRequest, out: Any, latency_s: float) -> ChatResult:
+        """``req``'s result from vLLM's finished ``RequestOutput`` ``out``."""
+        comp = out.outputs[0]
+        usage = Usage(
+            prompt_tokens=len(out.prompt_token_ids or ()),
+            completion_tokens=len(comp.token_ids or ()),
+            cached_tokens=int(out.num_cached_tokens or 0),
+        )
+        finish = comp.finish_reason if comp.finish_reason in ("stop", "length") else "stop"
+        if comp.finish_reason == "abort":
+            finish = "error"
+        return build_result(
+            req,
+            comp.text,
+            finish_reason=finish,
+            usage=usage,
+            latency_s=latency_s,
+            backend=self.name,
+            revision=self._revision,
+            thinking=thinks(req, self.spec),
+        )
+
+    def _run_group(self, reqs: list[ChatRequest], thinking: bool | None) -> list[ChatResult]:
+        llm = self._engine()
+        convs = [[m.to_openai() for m in r.messages] for r in reqs]
+        params = [self._sampling_params(r) for r in reqs]
         t0 = time.perf_counter()
-        outputs = llm.chat(convs, params, **kwargs)
+        outputs = llm.chat(convs, params, **self.chat_kwargs(thinking))
         wall = time.perf_counter() - t0
-        results = []
-        for req, out in zip(reqs, outputs):
-            comp = out.outputs[0]
-            usage = Usage(
-                prompt_tokens=len(out.prompt_token_ids or ()),
-                completion_tokens=len(comp.token_ids or ()),
-                cached_tokens=int(out.num_cached_tokens or 0),
-            )
-            finish = comp.finish_reason if comp.finish_reason in ("stop", "length") else "stop"
-            if comp.finish_reason == "abort":
-                finish = "error"
-            results.append(
-                build_result(
-                    req,
-                    comp.text,
-                    finish_reason=finish,
-                    usage=usage,
-                    latency_s=wall,
-                    backend=self.name,
-                    revision=self._revision,
-                    thinking=thinks(req, self.spec),
-                )
-            )
-        return results
+        return [self.result(req, out, wall) for req, out in zip(reqs, outputs)]
+
+    def enqueue(self, req: ChatRequest) -> str:
+        """Add ``req`` to the running engine without waiting (:mod:`serving.continuous` steps
+        the engine and collects it); returns vLLM's request id. The caller serialises engine
+        access. Raises what vLLM raises for a request it refuses (e.g. a prompt over the
+        context)."""
+        self._check(req)
+        llm = self._engine()
+        conv = [m.to_openai() for m in req.messages]
+        kwargs = self.chat_kwargs(self._thinking(req))
+        return llm.enqueue_chat([conv], [self._sampling_params(req)], **kwargs)[0]
+
+    def step(self) -> list[Any]:
+        """One engine step; the finished ``RequestOutput``s it produced (the caller serialises
+        engine access)."""
+        return [o for o in self._engine().llm_engine.step() if o.finished]
+
+    def has_unfinished(self) -> bool:
+        return self._llm is not None and bool(self._llm.llm_engine.has_unfinished_requests())
+
+    def abort(self, request_ids: Sequence[str]) -> None:
+        if self._llm is not None and request_ids:
+            with contextlib.suppress(Exception):  # best effort: the engine may be gone
+                self._llm.llm_engine.abort_request(list(request_ids), internal=True)
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         """Run all requests in as few engine calls as the thinking switch allows; in order."""
@@ -394,7 +423,7 @@ class VLLMBackend:
             except BackendError:
                 raise
             except Exception as exc:  # one bad request must not sink the batch: isolate it
-                if _engine_dead(exc):
+                if engine_dead(exc):
                     self._llm = None
                     raise BackendError(
                         f"the vLLM engine for {self.spec.key!r} died ({exc}); journaled results "
@@ -412,7 +441,7 @@ class VLLMBackend:
         except BackendError:
             raise
         except Exception as exc:  # recorded as this request's fallback
-            if _engine_dead(exc):
+            if engine_dead(exc):
                 self._llm = None
                 raise BackendError(f"the vLLM engine for {self.spec.key!r} died ({exc})") from exc
             return error_result(req, f"engine error: {exc}", backend=self.name, revision=self._revision)
@@ -440,6 +469,6 @@ class VLLMBackend:
         gc.collect()
 
 
-def _engine_dead(exc: BaseException) -> bool:
+def engine_dead(exc: BaseException) -> bool:
     """True when vLLM reports its engine process gone (no later request can succeed)."""
     return type(exc).__name__ == "EngineDeadError" or "EngineCore encountered an issue" in str(exc)

@@ -79,6 +79,44 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
     assert valid >= 195, report
 
 
+def test_two_threads_share_the_running_engine_each_getting_its_own_replies(vllm_backend):
+    """serving.continuous on the real engine (the demo's path): two threads' calls in one engine,
+    each call answered with its own requests' replies in order; a prompt over the context is that
+    request's recorded fallback and the rest of its call still runs."""
+    import threading
+
+    from serving.continuous import ContinuousEngine
+
+    cont = ContinuousEngine(vllm_backend, close_engine=False)  # the session's engine stays open
+
+    def reqs(tag: str, n: int) -> list[ChatRequest]:
+        return [
+            ChatRequest.simple(
+                "tiny-qwen3", f"{tag} {i}", max_tokens=4 + 6 * i, json_schema=SCHEMA, seed=i, call_type=tag
+            )
+            for i in range(n)
+        ]
+
+    too_long = ChatRequest.simple("tiny-qwen3", "word " * 5000, max_tokens=4, call_type="b")
+    calls = {"a": reqs("a", 3), "b": [*reqs("b", 2), too_long]}
+    got: dict[str, list] = {}
+    ts = [threading.Thread(target=lambda k=k: got.__setitem__(k, cont.chat(calls[k]))) for k in calls]
+    try:
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(300)
+            assert not t.is_alive()
+    finally:
+        cont.close()
+    for k, sent in calls.items():
+        assert [r.request_key for r in got[k]] == [r.key() for r in sent]
+    assert all(r.finish_reason in ("stop", "length") and r.usage.completion_tokens > 0 for r in got["a"])
+    assert got["b"][2].finish_reason == "error" and "engine error" in got["b"][2].parse_error
+    assert got["b"][0].finish_reason != "error" and cont.stats.calls == 2
+    assert vllm_backend.chat(reqs("c", 1))[0].usage.completion_tokens > 0  # the engine still serves
+
+
 @pytest.mark.slow  # an engine of its own in a child: the default suite kills journaled runs with -9
 # in the Moira and matrix kill/resume tests (the same JournaledBackend, scripted model)
 def test_killed_engine_batch_resumes_from_the_journal(vllm_backend, journal_child):
