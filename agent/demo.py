@@ -23,6 +23,7 @@ This module only composes the parts (``agent.pairs`` and ``agent.qa`` stay apart
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -41,13 +42,19 @@ from bank.embedder import Embedder
 from localfin.machine import cpu_features, cpu_lines, speed_index_us
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
+from serving.continuous import ContinuousEngine, ContinuousStats
 from serving.open import BackendSpec, check_weights, model_facts, open_backend
 from serving.registry import Registry
 from serving.shared import SharedEngine
+from serving.vllm_engine import EngineOptions
 
 __all__ = ["DemoSummary", "run_demo"]
 
 log = logging.getLogger(__name__)
+
+#: The demo's engine: 32-token KV blocks (the CPU kernels take multiples of 32; vLLM's CPU default
+#: is 128), so the prefix cache covers a shared prompt head to within 32 tokens instead of 128.
+DEMO_ENGINE = EngineOptions(block_size=32)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,16 @@ class _LazyEngine:
         self._thread: threading.Thread | None = None
         self._started: float | None = None
         self._error: BaseException | None = None
+        self._start_lock = threading.Lock()  # two parts' first calls start (or wait for) it once
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether threads may call at once (:class:`serving.continuous.ContinuousEngine`)."""
+        return bool(getattr(self.engine, "concurrent", False))
+
+    @property
+    def stats(self) -> Any:
+        return getattr(self.engine, "stats", None)
 
     def start_soon(self) -> None:
         if self._thread is not None or self.engine_start_s is not None:
@@ -111,19 +128,29 @@ class _LazyEngine:
         )
 
     def chat(self, requests: Any) -> Any:
-        if self.engine_start_s is None:
-            if self._thread is not None:
-                self._join()
-            else:
-                self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
-                self.engine_start_s = float(self.engine.start())
-                self.say(f"engine ready in {self.engine_start_s:.0f} s")
+        with self._start_lock:
+            if self.engine_start_s is None:
+                if self._thread is not None:
+                    self._join()
+                else:
+                    self.say(f"starting the engine ({self.label}) for the first call not in a journal ...")
+                    self.engine_start_s = float(self.engine.start())
+                    self.say(f"engine ready in {self.engine_start_s:.0f} s")
         return self.engine.chat(requests)
 
     def close(self) -> None:
         if self._thread is not None:
             self._thread.join()  # a start still running ends before its engine is closed
         self.engine.close()
+
+
+def _engine_line(st: Any) -> str:
+    if isinstance(st, ContinuousStats):
+        return (
+            f"one engine for both, continuous batching: {st.calls} calls in {st.steps} engine steps, "
+            f"{st.overlapped} of them beside another call"
+        )
+    return f"one engine for both: {st.engine_calls} rounds, {st.merged} of them shared by the parts"
 
 
 def _short(progress: Progress) -> Progress:
@@ -212,20 +239,25 @@ def run_demo(
     own = backend is None
     lazy: _LazyEngine | None = None
     if backend is None:
-        engine = open_backend(BackendSpec("vllm", model), reg)
+        engine = open_backend(BackendSpec("vllm", model, engine=DEMO_ENGINE), reg)
+        if hasattr(engine, "enqueue"):  # the in-process vLLM engine: both parts in its running batch
+            engine = ContinuousEngine(engine)
         lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
         backend = lazy
         if not (out / "moira" / "journal.sqlite").exists():
             lazy.start_soon()  # a fresh folder: the first call is certain
-    # the two parts run at once, their calls merged into common engine rounds (each part still
-    # journals its own calls); a part's wall time below is its own span
-    shared = SharedEngine(backend)
+    # the two parts run at once (each part journals its own calls; a part's wall time below is its
+    # own span): on the vLLM engine each call joins the engine's running batch and returns when
+    # its own replies are done (serving.continuous); any other backend gets the calls of both
+    # merged into common rounds (serving.shared)
+    shared: Any = backend if getattr(backend, "concurrent", False) else SharedEngine(backend)
+    take_part = shared.participant if isinstance(shared, SharedEngine) else contextlib.nullcontext
     qa_box: dict[str, Any] = {}
     both_in = threading.Barrier(2)
 
     def qa_part() -> None:
         try:
-            with shared.participant():
+            with take_part():
                 both_in.wait()
                 t0 = time.perf_counter()
                 with prog.task("QA"):
@@ -247,7 +279,7 @@ def run_demo(
         t_parts = time.perf_counter()
         qa_thread = threading.Thread(target=qa_part, name="demo-qa", daemon=True)
         qa_thread.start()
-        with shared.participant():
+        with take_part():
             try:
                 both_in.wait()  # both take part before either calls: their first calls merge
             except threading.BrokenBarrierError:
@@ -267,8 +299,7 @@ def run_demo(
         walls["qa"] = qa_box["wall"]
         walls["parts"] = time.perf_counter() - t_parts
         tell(_qa_lines(qa))
-        st = shared.stats
-        tell([f"one engine for both: {st.engine_calls} rounds, {st.merged} of them shared by the parts"])
+        tell([_engine_line(shared.stats)])
     finally:
         if own:
             backend.close()
