@@ -46,15 +46,10 @@ from serving.continuous import ContinuousEngine, ContinuousStats
 from serving.open import BackendSpec, check_weights, model_facts, open_backend
 from serving.registry import Registry
 from serving.shared import SharedEngine
-from serving.vllm_engine import EngineOptions
 
 __all__ = ["DemoSummary", "run_demo"]
 
 log = logging.getLogger(__name__)
-
-#: The demo's engine: 32-token KV blocks (the CPU kernels take multiples of 32; vLLM's CPU default
-#: is 128), so the prefix cache covers a shared prompt head to within 32 tokens instead of 128.
-DEMO_ENGINE = EngineOptions(block_size=32)
 
 
 @dataclass(frozen=True)
@@ -239,7 +234,7 @@ def run_demo(
     own = backend is None
     lazy: _LazyEngine | None = None
     if backend is None:
-        engine = open_backend(BackendSpec("vllm", model, engine=DEMO_ENGINE), reg)
+        engine = open_backend(BackendSpec("vllm", model), reg)
         if hasattr(engine, "enqueue"):  # the in-process vLLM engine: both parts in its running batch
             engine = ContinuousEngine(engine)
         lazy = _LazyEngine(engine, lambda line: tell([line]), f"{model} on vllm")
