@@ -69,8 +69,8 @@ def _external(request_id: str) -> str:
 class ContinuousEngine:
     """A :class:`~serving.vllm_engine.VLLMBackend` that threads may call at once (module doc).
 
-    ``engine`` needs ``start``, ``enqueue``, ``step``, ``abort``, ``result`` and ``close``
-    (:class:`~serving.vllm_engine.VLLMBackend` has them); ``chat`` is the
+    ``engine`` needs ``start``, ``enqueue``, ``step``, ``has_unfinished``, ``abort``, ``result``
+    and ``close`` (:class:`~serving.vllm_engine.VLLMBackend` has them); ``chat`` is the
     :class:`~serving.backend.Backend` call. ``close_engine``: :meth:`close` also closes
     ``engine`` (False: the engine belongs to someone else, e.g. a test session's, and only this
     wrapper's thread ends).
@@ -174,6 +174,7 @@ class ContinuousEngine:
         finally:
             with self._cond:
                 closed = BackendError(f"{self.name}: the engine was closed with this call waiting")
+                self.engine.abort([v[4] for v in self._live.values()])  # none stays in a shared engine
                 for call, *_ in list(self._live.values()) + [(c, 0, None) for c, _, _ in self._inbox]:
                     call.error = call.error or closed
                 self._live.clear()
@@ -214,6 +215,10 @@ class ContinuousEngine:
                 if call.error is None:
                     call.results[i] = self.engine.result(req, out, now - sent)
                     call.left -= 1
+            if self._live and not finished and not self.engine.has_unfinished():
+                self._fail(
+                    RuntimeError(f"{self.name}: {len(self._live)} requests waiting, none left in the engine")
+                )
             self._cond.notify_all()
         return True
 

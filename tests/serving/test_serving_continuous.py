@@ -232,3 +232,29 @@ def test_a_failed_start_is_raised_by_start_and_by_every_call() -> None:
         cont.start()
     with pytest.raises(BackendError, match="failed to start"):
         cont.chat([_req("a:1")])
+
+
+def test_requests_the_engine_lost_fail_instead_of_waiting_for_ever() -> None:
+    class Losing(StepEngine):
+        def step(self):
+            self.left.clear()  # the engine drops every request without a reply
+            return []
+
+    cont = ContinuousEngine(Losing())
+    with pytest.raises(RuntimeError, match="none left in the engine"):
+        cont.chat([_req("a:3")])
+    cont.close()
+
+
+def test_close_with_a_call_waiting_fails_it_and_leaves_nothing_in_a_shared_engine() -> None:
+    eng = StepEngine()
+    eng.hold.set()  # the request never finishes until the test says so
+    cont = ContinuousEngine(eng, close_engine=False)
+    box: dict = {}
+    a = _run(lambda: cont.chat([_req("a:2")]), box, "a")
+    with cont._cond:
+        assert cont._cond.wait_for(lambda: len(cont._live) == 1, WAIT_S)
+    cont.close()
+    _join(a)
+    assert isinstance(box["a"], BackendError) and "closed" in str(box["a"])
+    assert eng.aborted == ["0-abcdefgh"] and not eng.closed  # the engine is someone else's
