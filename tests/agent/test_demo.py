@@ -16,10 +16,14 @@ from bank.embedder import HashingEmbedder
 def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp_path) -> None:
     from agent.demo import run_demo
     from agent.qa.demo import QADemoConfig
+    from serving.continuous import ContinuousEngine
 
+    # the demo's own path: both parts at once in the engine's running batch (the session's
+    # engine stays open for the other tests)
+    shared = ContinuousEngine(vllm_backend, close_engine=False)
     kw = {
         "registry": tiny_registry,
-        "backend": vllm_backend,
+        "backend": shared,
         "embedder": HashingEmbedder(dim=64),
         "qa_config": QADemoConfig(n_train=2, n_test=3, k=2, max_steps=2),
     }
@@ -44,6 +48,8 @@ def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp
     assert second.model_calls < first.model_calls and second.replayed > 0
     assert [r["metrics"] for r in second.runs] == [r["metrics"] for r in first.runs]
     assert [b["metrics"] for b in second.baselines] == [b["metrics"] for b in first.baselines]
+    assert "continuous batching" in " ".join(res.lines) and shared.stats.calls > 0
+    shared.close()
 
 
 @pytest.mark.slow
