@@ -8,7 +8,10 @@
    ``agent/pairs/configs/demo.toml``: seed 0 x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
 3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
-   same engine into ``out_dir/qa``;
+   same engine into ``out_dir/qa``, at the same time as Moira: on the vLLM engine both parts'
+   calls join its running batch (:class:`serving.continuous.ContinuousEngine`: a call returns
+   as soon as its own replies are done), on any other backend their calls are merged into common
+   rounds (:class:`serving.shared.SharedEngine`);
 4. the report (:func:`agent.report.build.build_report`) over ``out_dir`` into ``out_dir/report``:
    the Moira tables and figures with every baseline, and the QA panel (accuracy, memory hit rate,
    tokens and wall time per variant).
