@@ -17,7 +17,8 @@ settings, and the CPU model runs in float32 (README "Determinism on the CPU"). W
 overlap depends on the threads' timing, never what they get back.
 
 Failures: a request the engine refuses when it is added (a prompt over the context, say) is
-that request's recorded fallback, as in :meth:`serving.vllm_engine.VLLMBackend.chat`; a failed
+that request's recorded fallback, as in :meth:`serving.vllm_engine.VLLMBackend.chat`, and a
+request this backend cannot serve (another model, too many images) raises its ConfigError; a failed
 step reaches every call still waiting (each raises it, the engine's requests are aborted) and
 a dead engine is a :class:`~serving.errors.BackendError` (journaled results are kept, a rerun
 resumes); a failed start is raised by :meth:`ContinuousEngine.start` and every call.
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.errors import BackendError
+from serving.errors import BackendError, ConfigError
 from serving.replies import error_result
 from serving.types import ChatRequest, ChatResult, ensure_requests
 from serving.vllm_engine import engine_dead
@@ -227,6 +228,12 @@ class ContinuousEngine:
         try:
             internal = self.engine.enqueue(req)
         except Exception as exc:  # noqa: BLE001 - one refused request is its own fallback
+            if isinstance(exc, ConfigError):  # a request for another model, too many images: the caller's bug
+                with self._cond:
+                    call.error = call.error or exc
+                    mine = [rid for rid, v in self._live.items() if v[0] is call]
+                    self.engine.abort([self._live.pop(rid)[4] for rid in mine])  # its others end too
+                return
             if isinstance(exc, BackendError) or engine_dead(exc):
                 with self._cond:
                     self._fail(exc)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from serving.continuous import ContinuousEngine
-from serving.errors import BackendError
+from serving.errors import BackendError, ConfigError
 from serving.replies import build_result
 from serving.types import ChatRequest, ChatResult, Message, Usage
 
@@ -57,6 +57,8 @@ class StepEngine:
         name, _, n = req.messages[-1].content.partition(":")
         if name == "refused":
             raise ValueError("prompt longer than the context")
+        if name == "misrouted":
+            raise ConfigError("request for model 'other' sent to the vLLM backend serving 'm'")
         rid = f"{next(self.ids)}-abcdefgh"
         self.left[rid], self.text[rid] = int(n), name
         self.added.set()
@@ -258,3 +260,13 @@ def test_close_with_a_call_waiting_fails_it_and_leaves_nothing_in_a_shared_engin
     _join(a)
     assert isinstance(box["a"], BackendError) and "closed" in str(box["a"])
     assert eng.aborted == ["0-abcdefgh"] and not eng.closed  # the engine is someone else's
+
+
+def test_a_request_this_backend_cannot_serve_raises_its_config_error() -> None:
+    eng = StepEngine()
+    cont = ContinuousEngine(eng)
+    with pytest.raises(ConfigError, match="sent to the vLLM backend"):
+        cont.chat([_req("a:1"), _req("misrouted:1")])
+    assert eng.aborted == ["0-abcdefgh"]  # the call's request already in the engine is dropped
+    assert [r.text for r in cont.chat([_req("b:1")])] == ["re b"]  # the engine goes on
+    cont.close()
