@@ -176,7 +176,8 @@ class ContinuousEngine:
             with self._cond:
                 closed = BackendError(f"{self.name}: the engine was closed with this call waiting")
                 self.engine.abort([v[4] for v in self._live.values()])  # none stays in a shared engine
-                for call, *_ in list(self._live.values()) + [(c, 0, None) for c, _, _ in self._inbox]:
+                waiting = [v[0] for v in self._live.values()] + [c for c, _, _ in self._inbox]
+                for call in waiting:
                     call.error = call.error or closed
                 self._live.clear()
                 self._inbox.clear()
