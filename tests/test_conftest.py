@@ -55,3 +55,24 @@ def test_the_conftests_own_gates_do_not_count(c) -> None:
     """The autouse fixtures name the session server in strings; they must not make every test
     an engine test."""
     assert not c._reaches_engine(c._start_children)
+
+
+def test_engines_under_workers_get_the_last_cores_and_one_process_keeps_auto(c) -> None:
+    assert c.engine_cores_for_workers([0, 1], 2) == "1"  # make test on 2 cores: the other worker keeps core 0
+    assert c.engine_cores_for_workers([1, 0, 3, 2, 5, 4, 7, 6], 2) == "4,5,6,7"
+    assert c.engine_cores_for_workers([0, 1, 2], 4) == "2"  # at least one core
+    assert c.engine_cores_for_workers([0, 1], 0) is None  # no xdist: vLLM's auto (every core)
+    assert c.engine_cores_for_workers([0, 1], 1) is None
+    assert c.engine_cores_for_workers([], 2) is None
+
+
+def test_this_worker_binds_its_engines_unless_the_user_chose(c) -> None:
+    import os
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    expected = c.engine_cores_for_workers(c._usable_cores(), workers)
+    if expected is None:
+        pytest.skip("one process: the engines keep vLLM's auto binding")
+    if c._bind_was_the_users:
+        pytest.skip("VLLM_CPU_OMP_THREADS_BIND was set before the session; the user's value stands")
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == expected
