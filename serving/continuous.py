@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import BackendError, ConfigError
@@ -59,7 +59,18 @@ class _Call:
     results: list[ChatResult | None]
     left: int
     error: BaseException | None = None
-    ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Live:
+    """One request in the engine: whose call and slot it answers, when it was sent, and the
+    engine's own id of it (for an abort)."""
+
+    call: _Call
+    index: int
+    request: ChatRequest
+    sent: float
+    internal: str
 
 
 def _external(request_id: str) -> str:
@@ -86,7 +97,7 @@ class ContinuousEngine:
         self.name = engine.name
         self._cond = threading.Condition()
         self._inbox: list[tuple[_Call, int, ChatRequest]] = []
-        self._live: dict[str, tuple[_Call, int, ChatRequest, float, str]] = {}  # external id -> ...
+        self._live: dict[str, _Live] = {}  # by the request's external id
         self._thread: threading.Thread | None = None
         self._ready = False
         self._start_error: BaseException | None = None
@@ -175,8 +186,8 @@ class ContinuousEngine:
         finally:
             with self._cond:
                 closed = BackendError(f"{self.name}: the engine was closed with this call waiting")
-                self.engine.abort([v[4] for v in self._live.values()])  # none stays in a shared engine
-                waiting = [v[0] for v in self._live.values()] + [c for c, _, _ in self._inbox]
+                self.engine.abort([v.internal for v in self._live.values()])  # none stays in a shared engine
+                waiting = [v.call for v in self._live.values()] + [c for c, _, _ in self._inbox]
                 for call in waiting:
                     call.error = call.error or closed
                 self._live.clear()
@@ -193,7 +204,8 @@ class ContinuousEngine:
                 return False
             new, self._inbox = self._inbox, []
         for call, i, req in new:
-            self._add(call, i, req)
+            if call.error is None:  # not after a request of the same call raised
+                self._add(call, i, req)
         with self._cond:
             if not self._live:
                 self._cond.notify_all()  # every new request was refused: its call is answered
@@ -213,10 +225,9 @@ class ContinuousEngine:
                 got = self._live.pop(_external(out.request_id), None)
                 if got is None:
                     continue  # a request of a call already ended by an error
-                call, i, req, sent, _ = got
-                if call.error is None:
-                    call.results[i] = self.engine.result(req, out, now - sent)
-                    call.left -= 1
+                if got.call.error is None:
+                    got.call.results[got.index] = self.engine.result(got.request, out, now - got.sent)
+                    got.call.left -= 1
             if self._live and not finished and not self.engine.has_unfinished():
                 self._fail(
                     RuntimeError(f"{self.name}: {len(self._live)} requests waiting, none left in the engine")
@@ -228,13 +239,13 @@ class ContinuousEngine:
         """Add one request to the engine; a refused one is its own recorded fallback."""
         try:
             internal = self.engine.enqueue(req)
+        except ConfigError as exc:  # a request for another model, too many images: the caller's bug
+            with self._cond:
+                call.error = call.error or exc
+                mine = [rid for rid, v in self._live.items() if v.call is call]
+                self.engine.abort([self._live.pop(rid).internal for rid in mine])  # its others end too
+            return
         except Exception as exc:  # noqa: BLE001 - one refused request is its own fallback
-            if isinstance(exc, ConfigError):  # a request for another model, too many images: the caller's bug
-                with self._cond:
-                    call.error = call.error or exc
-                    mine = [rid for rid, v in self._live.items() if v[0] is call]
-                    self.engine.abort([self._live.pop(rid)[4] for rid in mine])  # its others end too
-                return
             if isinstance(exc, BackendError) or engine_dead(exc):
                 with self._cond:
                     self._fail(exc)
@@ -246,7 +257,7 @@ class ContinuousEngine:
                 call.left -= 1
             return
         with self._cond:
-            self._live[_external(internal)] = (call, i, req, time.perf_counter(), internal)
+            self._live[_external(internal)] = _Live(call, i, req, time.perf_counter(), internal)
 
     def _live_error(self, error: BaseException) -> BaseException:
         if engine_dead(error) and not isinstance(error, BackendError):
@@ -259,7 +270,7 @@ class ContinuousEngine:
         """Every request in the engine gets ``error`` (lock held); the engine aborts them."""
         err = self._live_error(error)
         log.warning("engine step failed (%s); %d requests get the error", error, len(self._live))
-        self.engine.abort([v[4] for v in self._live.values()])
-        for call, *_ in self._live.values():
-            call.error = call.error or err
+        self.engine.abort([v.internal for v in self._live.values()])
+        for v in self._live.values():
+            v.call.error = v.call.error or err
         self._live.clear()
