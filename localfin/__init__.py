@@ -7,6 +7,6 @@ import this. Directions of imports are listed in the README's layout section.
 
 from __future__ import annotations
 
-__all__ = ["__version__", "env", "errors", "logs", "progress"]
+from localfin._version import __version__
 
-__version__ = "0.1.0"
+__all__ = ["__version__", "env", "errors", "logs", "progress"]
