@@ -16,6 +16,7 @@ __all__ = [
     "localfin_home",
     "model_cache_dir",
     "gpu_models_dir",
+    "models_files",
     "data_dir",
     "default_store_path",
     "default_bank_dir",
@@ -49,6 +50,24 @@ def model_cache_dir() -> Path:
 def gpu_models_dir() -> Path:
     """``LOCALFIN_MODELS_DIR`` (default ``/models``): local checkpoints of the GPU backbones."""
     return _path("LOCALFIN_MODELS_DIR", "/models")
+
+
+def models_files() -> list[Path]:
+    """``LOCALFIN_MODELS_FILE``: the user's models files (``[[models]]`` tables that add or
+    replace registry entries; several separated by ``os.pathsep``). Unset: ``$LOCALFIN_HOME/
+    models.toml`` when that file exists, else none. A file the variable names must exist."""
+    raw = os.environ.get("LOCALFIN_MODELS_FILE", "").strip()
+    if not raw:
+        default = localfin_home() / "models.toml"
+        return [default] if default.is_file() else []
+    paths = [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise ConfigError(
+            f"LOCALFIN_MODELS_FILE names {', '.join(missing)}, which does not exist; allowed: "
+            f"paths of models files separated by {os.pathsep!r}"
+        )
+    return paths
 
 
 def data_dir() -> Path:

@@ -12,7 +12,9 @@ run time. The traceback goes to the log at DEBUG level and is shown only with ``
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from pathlib import Path
 
 import click
 import typer
@@ -58,7 +60,21 @@ def _main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    models_file: list[Path] = typer.Option(
+        None,
+        "--models-file",
+        help="A models file ([[models]] tables) adding registry keys for this command; repeatable. "
+        "Sets LOCALFIN_MODELS_FILE (default: $LOCALFIN_HOME/models.toml when it exists).",
+    ),
 ) -> None:
+    if models_file:
+        from localfin.errors import ConfigError
+
+        missing = [str(p) for p in models_file if not p.is_file()]
+        if missing:
+            raise ConfigError(f"--models-file {', '.join(missing)}: no such file; allowed: a TOML file")
+        # the variable, not an argument: engine workers and servers started from here read it too
+        os.environ["LOCALFIN_MODELS_FILE"] = os.pathsep.join(str(p.resolve()) for p in models_file)
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

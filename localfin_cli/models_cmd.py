@@ -15,15 +15,17 @@ app = typer.Typer(help="Registry models: list them, prepare the CPU default.", n
 
 @app.command("list")
 def list_models() -> None:
-    """Show every registry key, where its weights are expected, and whether they are there."""
+    """Show every registry key, where its weights are expected, whether they are there, and where
+    the entry comes from (localfin, a plugin, a models file)."""
     from rich.console import Console
     from rich.table import Table
 
     from serving.errors import ModelNotPreparedError
     from serving.registry import default_registry
 
-    table = Table("key", "model", "device", "source", "tp", "max len", "parsers", "ready / where")
-    for s in default_registry().specs():
+    table = Table("key", "model", "device", "source", "tp", "max len", "parsers", "ready / where", "from")
+    reg = default_registry()
+    for s in reg.specs():
         try:
             where = f"yes: {s.resolve_path()}"
         except ModelNotPreparedError as exc:
@@ -38,6 +40,7 @@ def list_models() -> None:
             str(s.max_model_len),
             parsers,
             where,
+            reg.origin(s.key),
         )
     Console(width=200).print(table)
 

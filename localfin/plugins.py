@@ -1,0 +1,174 @@
+"""Registries that installed distributions extend without editing localfin: entry points.
+
+A registry holds named entries of one kind (model backends, models, ...). It is filled from
+localfin's own entries and from the entry points of every installed distribution in the
+registry's group, the way pytest and lm-evaluation-harness find their plugins. A plugin
+distribution declares, in its ``pyproject.toml``::
+
+    [project.entry-points."localfin.backends"]
+    mybackend = "my_package.backend:open_my_backend"
+
+and, once installed (``pip install my-package``), ``mybackend`` is a backend kind everywhere a
+kind is accepted. The groups and what each entry point must load are listed in
+:data:`GROUPS`; the guide is ``docs/extending.md``.
+
+Entry points are read once per registry (on first use; :meth:`PluginRegistry.refresh` reads them
+again) and loaded then. A plugin that fails to import, loads something of the wrong kind, or
+registers a name localfin already has is a :class:`PluginError` naming the distribution and the
+entry point: a plugin never silently replaces a built-in entry or disappears.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Generic, TypeVar
+
+from localfin.errors import ConfigError, LocalfinError
+
+__all__ = ["GROUPS", "PluginError", "Plugin", "entry_points_of", "PluginRegistry", "BUILTIN"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: The entry-point groups localfin reads, and what an entry point of each must load.
+GROUPS: Mapping[str, str] = {
+    "localfin.backends": (
+        "a backend factory: a callable (spec: serving.open.BackendSpec, registry: "
+        "serving.registry.Registry) -> serving.backend.Backend; the entry point's name is the kind"
+    ),
+    "localfin.models": (
+        "model entries: a serving.registry.ModelSpec, an iterable of them, or a callable returning "
+        "either; the entry point's name only names the plugin"
+    ),
+}
+
+#: the origin of localfin's own entries
+BUILTIN = "localfin"
+
+
+class PluginError(LocalfinError):
+    """An installed plugin is broken: it does not import, loads the wrong kind of object, or
+    registers a name that is already taken (exit code 1: the installation needs fixing)."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One loaded entry point: its ``name``, the distribution that declares it (``dist``), the
+    ``target`` it points at (``module:attr``) and the loaded object (``value``)."""
+
+    name: str
+    dist: str
+    target: str
+    value: Any
+
+    @property
+    def origin(self) -> str:
+        """How listings show where an entry came from: ``plugin <dist> (<target>)``."""
+        return f"plugin {self.dist} ({self.target})"
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) or (dist.metadata["Name"] if dist is not None else None)
+    return str(name or "unknown distribution")
+
+
+def entry_points_of(group: str) -> list[Plugin]:
+    """Every entry point of ``group`` in the installed distributions, loaded, in a fixed order
+    (by name, then distribution). An entry point that fails to load is a :class:`PluginError`."""
+    if group not in GROUPS:
+        raise ConfigError(f"entry-point group {group!r}; allowed: {', '.join(GROUPS)}")
+    found = sorted(metadata.entry_points(group=group), key=lambda ep: (ep.name, _dist_name(ep), ep.value))
+    out: list[Plugin] = []
+    seen: set[tuple[str, str, str]] = set()
+    for ep in found:
+        ident = (ep.name, _dist_name(ep), ep.value)
+        if ident in seen:  # one distribution seen twice on sys.path (an editable install and a copy)
+            continue
+        seen.add(ident)
+        try:
+            value = ep.load()
+        except Exception as exc:  # any failure of third-party code on import: one error naming it
+            raise PluginError(
+                f"plugin {ident[1]}: entry point {ep.name} = {ep.value!r} in group {group} does not load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        out.append(Plugin(ep.name, ident[1], ep.value, value))
+    return out
+
+
+class PluginRegistry(Generic[T]):
+    """Named entries of one kind: localfin's own (``builtins``) and the entry points of ``group``.
+
+    ``what`` names the kind in messages (``backend``); ``check`` (optional) validates a plugin's
+    loaded object and returns the entry to store (raise ``TypeError``/``ValueError`` to refuse it).
+    Lookups of an unknown name raise :class:`~localfin.errors.ConfigError` naming the known ones.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        group: str,
+        builtins: Mapping[str, T],
+        check: Callable[[str, Any], T] | None = None,
+    ) -> None:
+        if group not in GROUPS:
+            raise ConfigError(f"entry-point group {group!r}; allowed: {', '.join(GROUPS)}")
+        self.what = what
+        self.group = group
+        self._builtins = dict(builtins)
+        self._check = check
+        self._entries: dict[str, T] | None = None
+        self._origins: dict[str, str] = {}
+
+    def refresh(self) -> None:
+        """Forget the entry points read so far; the next lookup reads them again."""
+        self._entries = None
+        self._origins = {}
+
+    def _load(self) -> dict[str, T]:
+        if self._entries is not None:
+            return self._entries
+        entries = dict(self._builtins)
+        origins = dict.fromkeys(entries, BUILTIN)
+        for plugin in entry_points_of(self.group):
+            if plugin.name in entries:
+                raise PluginError(
+                    f"{plugin.origin} registers {self.what} {plugin.name!r}, which {origins[plugin.name]} "
+                    "already has; rename the entry point"
+                )
+            try:
+                entries[plugin.name] = self._check(plugin.name, plugin.value) if self._check else plugin.value
+            except (TypeError, ValueError) as exc:
+                raise PluginError(f"{plugin.origin}: {self.what} {plugin.name!r} is refused: {exc}") from exc
+            origins[plugin.name] = plugin.origin
+            log.debug("%s %r from %s", self.what, plugin.name, plugin.origin)
+        self._entries, self._origins = entries, origins
+        return entries
+
+    def get(self, name: str) -> T:
+        """The entry ``name``; unknown: a ConfigError naming the known ones."""
+        entries = self._load()
+        try:
+            return entries[name]
+        except KeyError:
+            raise ConfigError(f"unknown {self.what} {name!r}; allowed: {', '.join(entries)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builtins or name in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def names(self) -> list[str]:
+        """Every name: localfin's own first, then the plugins' (by name)."""
+        return list(self._load())
+
+    def origin(self, name: str) -> str:
+        """``localfin`` or ``plugin <dist> (<target>)``."""
+        self.get(name)
+        return self._origins[name]
