@@ -168,35 +168,14 @@ def run(
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
-    from contextlib import nullcontext
-
-    from agent.pairs.experiment.config import load_config
-    from agent.pairs.experiment.run import run_experiment
+    from agent.api import check_models, load_experiment_config, run_experiment
     from localfin import env
-    from localfin.errors import ConfigError
-    from serving.open import model_facts, opened
 
-    cfg = load_config(config)
-    text = config.read_text(encoding="utf-8")
+    cfg, _ = load_experiment_config(config)
+    check_models(cfg)  # an unknown registry key fails here, before the folder or any call
     folder = out or env.runs_dir() / cfg.name
-    try:
-        facts = model_facts(cfg.model.backbone)
-    except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
-        facts = None
-    fm_spec = cfg.finmem_backend_spec()
     with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
-        with opened(cfg.model.backend_spec()) as backend, opened(fm_spec) if fm_spec else nullcontext() as fm:
-            res = run_experiment(
-                cfg,
-                folder,
-                config_text=text,
-                backend=backend,
-                model=facts,
-                resume=resume,
-                sequential=sequential,
-                progress=progress_for(rl),
-                finmem_backend=fm,
-            )
+        res = run_experiment(config, folder, resume=resume, sequential=sequential, progress=progress_for(rl))
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )

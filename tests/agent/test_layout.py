@@ -96,9 +96,12 @@ def test_backends_are_opened_in_one_place_and_agents_never_take_the_registry_def
         if opened.search(text)
     ]
     assert outside == []
+    # agent/api.py is the Python API, the top of the house like the command line: it is where a
+    # user's registry (localfin's models, plugins', models files') is built
     defaults = [
         f"{_rel(p)}:{n}"
         for p in _modules("agent")
+        if _rel(p) != "agent/api.py"
         for n, text in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
         if "default_registry()" in text
     ]
