@@ -58,7 +58,13 @@ _QA_TOOLS = ("python", "lookup", "reparse", "retrieve")  # = agent.qa.toolset.TO
 
 @dataclass(frozen=True)
 class PaperFigure:
-    """One published figure, copied from the paper (never computed here)."""
+    """One published figure, copied from the paper (never computed here).
+
+    row, column: where the figure stands in the paper's table (e.g. the method and the metric).
+    value: the figure as the paper prints it; unit: its unit (``%``, ``ratio``, ``tokens``).
+    match: the fields an output row must equal for the figure to be printed beside it (empty:
+        listed as the paper's only, e.g. a proprietary backbone's).
+    """
 
     row: str
     column: str
@@ -73,7 +79,12 @@ class PaperFigure:
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A Moira windows set and the session counts the paper states for it."""
+    """A Moira windows set and the session counts the paper states for it.
+
+    name: the windows set's name (A1 long horizon, A2 another regime, ...).
+    train_start, train_end, test_start, test_end: its windows (inclusive dates).
+    paper_train_sessions, paper_test_sessions: the sessions the paper states for them.
+    """
 
     name: str
     train_start: dt.date
@@ -94,6 +105,16 @@ class WindowSpec:
 @dataclass(frozen=True)
 class QASource:
     """A benchmark file or folder: bank source (``[[qa.bank]]``) or evaluation set (``[[qa.sets]]``).
+
+    label: the name its results carry (e.g. ``FinMMR Easy``).
+    dataset: the benchmark's loader (``localfin qa eval --dataset``).
+    path: its file or folder as the benchmark releases it (relative: under
+        ``<data root>/benchmarks``).
+    split: the benchmark's split (``train``, ``validation``, ``test``, ``dev``; unset: all).
+    subset: a part of the benchmark (e.g. FinMMR's difficulty level; unset: all).
+    limit: most items taken (unset: all).
+    test_share: for a benchmark without a split: the share of items drawn as its test part.
+    require_images: skip an item whose image files are missing (false: keep it, reported).
 
     ``test_share`` (> 0) is for a benchmark that ships no train/test split (FinTMMBench, FinMME):
     that share of its items is its test part and the rest its train part, drawn by a seeded hash
@@ -132,20 +153,30 @@ class QASource:
 class QAPlan:
     """The ``[qa]`` table: one model, the variants, and the retrieval grid."""
 
+    #: registry key of the model that answers (the paper: Qwen3-VL-8B-Instruct)
     model: str
+    #: ``vllm`` (in-process engine), ``openai`` (a running server) or a plugin's kind
     backend: str = "vllm"
+    #: the server of ``openai`` (e.g. http://127.0.0.1:8000/v1)
     base_url: str = ""
+    #: most tool steps per question after the plan (the paper: 16)
     max_steps: int = 16
+    #: the tools of Base+FT and Base+FT+FM (the paper's four)
     tools: tuple[str, ...] = ("python", "lookup", "reparse", "retrieve")
     #: the market store the ``lookup`` tool reads (relative: under the data root); required
     #: when ``tools`` has ``lookup``
     store: str = ""
+    #: the variants evaluated: Base, Base+FT (tools), Base+FT+FM (tools and experience memory)
     variants: tuple[str, ...] = ("base", "ft", "ft_fm")
+    #: cosine threshold of the experience memory (the paper: 0.65)
     tau: float = 0.65
+    #: retrieval depths evaluated (the paper: 5; a sweep lists several)
     k_max: tuple[int, ...] = (5,)
     bank_sizes: tuple[int, ...] = ()  # () = the whole bank only
     taus: tuple[float, ...] = ()  # non-empty: retrieval analytics (tau sweep) over bank_sizes
+    #: trajectories sampled per training item when the bank is built (the paper: 8)
     bank_k: int = 8
+    #: sampling temperature of those trajectories
     bank_temperature: float = 0.7
     bank: tuple[QASource, ...] = ()
     sets: tuple[QASource, ...] = ()
@@ -256,7 +287,14 @@ def config_names() -> list[str]:
 
 @dataclass(frozen=True)
 class _Meta:
-    """The ``[reproduce]`` table: what is reproduced and what differs from the paper."""
+    """The ``[reproduce]`` table: what is reproduced and what differs from the paper.
+
+    name: the config's name (``localfin reproduce NAME``; lower-case letters, digits, ``-``, ``_``).
+    paper: the paper (``moira`` or ``finacumen``); table: the table or figure it reproduces.
+    title: a one-line title of what runs; kind: what runs (``moira``: a matrix; ``qa``: a plan).
+    differs: in words, every way this run differs from the paper's.
+    baselines: the paper's baseline rows this config runs (Moira).
+    """
 
     name: str
     paper: str

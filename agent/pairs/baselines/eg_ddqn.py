@@ -65,7 +65,8 @@ class DDQNConfig:
     hidden: units of each of the two hidden layers; episodes: passes over the training data;
     batch_size, buffer_size, min_replay: replay settings (min_replay >= batch_size);
     gamma: discount in [0, 1); lr: Adam learning rate; target_sync: C, gradient steps between
-      target-network syncs; eps_start >= eps_end in [0, 1], eps_decay_episodes >= 1;
+      target-network syncs; eps_start / eps_end: exploration rate of the first and last
+      episodes (eps_start >= eps_end in [0, 1]); eps_decay_episodes: episodes of the decay (>= 1);
     reward_scale: factor on returns fed to the network (> 0); huber_delta: Huber threshold (> 0).
     """
 

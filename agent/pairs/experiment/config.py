@@ -147,7 +147,11 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class WindowConfig:
-    """Training and test windows (inclusive calendar dates; sessions come from the store)."""
+    """Training and test windows (inclusive calendar dates; sessions come from the store).
+
+    train_start, train_end: the training window (Moira's warm-up and replay cycles).
+    test_start, test_end: the test window, after train_end (the reported backtest).
+    """
 
     train_start: dt.date
     train_end: dt.date
@@ -169,6 +173,16 @@ class WindowConfig:
 class ExperimentConfig:
     """A whole experiment. ``store`` is resolved against the config file's folder when relative.
 
+    name: the experiment's name (its folder under ``$LOCALFIN_RUNS_DIR`` by default; letters,
+        digits, ``_``, ``-``, ``.``).
+    store: the market store (SQLite, ``localfin data import``; default ``$LOCALFIN_STORE``).
+    pool: tickers the screen chooses pairs from ([] = every ticker of the store).
+    seeds: one run per seed (and exposure and variant); every request carries its run's seed.
+    exposures: ``no_beta`` (equal-magnitude legs) and/or ``beta`` (hedge-ratio legs): the
+        papers' two exposure settings, one run each.
+    cost_bps: fee per unit of turnover in basis points (the papers': 0).
+    slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
+    borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
     no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
     (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (SPEC §2, the
     default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the

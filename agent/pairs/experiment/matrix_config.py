@@ -83,7 +83,12 @@ class Backbone:
 
 @dataclass(frozen=True)
 class WindowSet:
-    """A named training + test window (A1 long horizon, A2 another regime, ...)."""
+    """A named training + test window (A1 long horizon, A2 another regime, ...).
+
+    name: the windows set's name (its folder in the matrix).
+    train_start, train_end, test_start, test_end: the windows (inclusive dates, as ``[windows]``
+        of an experiment).
+    """
 
     name: str
     train_start: dt.date
@@ -223,7 +228,16 @@ def _ordered(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _MatrixTable:
-    """The ``[matrix]`` table (``backbones`` may also be given here; see :func:`parse_matrix`)."""
+    """The ``[matrix]`` table (``backbones`` may also be given here; see :func:`parse_matrix`).
+
+    name: the matrix's name (its folder under ``$LOCALFIN_RUNS_DIR`` by default).
+    base: an experiment file whose tables every cell starts from (relative: to this file);
+        this file's own experiment tables are merged over it.
+    seeds: the seeds of every cell (SPEC §2: three per setting).
+    exposures: the exposures of every cell (unset: the base's, else both).
+    synthetic_market: write the bundled synthetic market into the matrix folder and use it as
+        every cell's store (the CPU demo's market).
+    """
 
     name: str
     base: str = ""

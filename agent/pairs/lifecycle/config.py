@@ -134,7 +134,7 @@ class LifecycleConfig:
         severities is a *verified critical event* (BREAK).
     warning_severities: ... with one of these it is a news WARNING for ``news_window`` sessions.
     news_summary_max_items, news_summary_max_chars: bounds of the masked past-week summary
-        sent to the model; item_max_chars bounds each item's text.
+        sent to the model; item_max_chars: most characters of each item's text in it.
     """
 
     corr_window: int = 60

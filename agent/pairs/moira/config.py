@@ -37,7 +37,12 @@ class MaxTokens:
     schema admits (in characters, since a token can be one character) plus 8, so a reply can
     never be cut (the CPU default: decoding stops at the closing brace anyway). A reply cut at
     the budget is a recorded fallback. The GPU configs give the paper's 16,384 to every call
-    (room for a thinking model's reasoning)."""
+    (room for a thinking model's reasoning).
+
+    pair_selection: of the pair-selection call; direction: of the daily direction call;
+    reflection: of the counterfactual reflection; break_check: of the lifecycle break check;
+    news_verify: of the news verification call.
+    """
 
     pair_selection: int = 0
     direction: int = 0
@@ -172,7 +177,11 @@ class SelectionConfig:
 
 @dataclass(frozen=True)
 class Variant:
-    """One configuration of the agent inside an experiment (A3/A4 switches)."""
+    """One configuration of the agent inside an experiment (A3/A4 switches).
+
+    name: the variant's name (in run ids: ``<variant>-<exposure>-s<seed>``).
+    policy, selection: its ``[policy]`` and ``[selection]`` settings.
+    """
 
     name: str = "full"
     policy: PolicyConfig = field(default_factory=PolicyConfig)
