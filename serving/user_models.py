@@ -10,6 +10,7 @@ A models file (``LOCALFIN_MODELS_FILE``, default ``$LOCALFIN_HOME/models.toml``;
     chat_template = "template.jinja" # optional, overrides the model's own
     tensor_parallel_size = 2
     max_model_len = 16384
+    default_max_tokens = 4096        # the completion budget, below the context
 
 Any :class:`~serving.registry.ModelSpec` field may be set (:data:`MODELS_FILE_KEYS`). A file's
 entry replaces a packaged or plugin entry of the same key (so a file can point ``qwen3-4b`` at
