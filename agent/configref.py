@@ -11,6 +11,7 @@ the constants the validation uses. :func:`undocumented` lists every key without 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,7 +212,12 @@ def undocumented() -> list[str]:
     return sorted(set(out))
 
 
+_ROLE = re.compile(r":(?:data|class|func|mod|meth|attr):`~?([^`]+)`")
+
+
 def _cell(text: str) -> str:
+    """Docstring text as a Markdown table cell: Sphinx roles and double back-quotes as code."""
+    text = _ROLE.sub(lambda m: f"`{m.group(1)}`", text).replace("``", "`")
     return text.replace("|", "\\|").replace("\n", " ")
 
 
