@@ -172,9 +172,9 @@ def run(
 
     from agent.pairs.experiment.config import load_config
     from agent.pairs.experiment.run import run_experiment
-    from localfin import env
+    from localfin import env, interrupt, runlock
     from localfin.errors import ConfigError
-    from serving.open import model_facts, opened
+    from serving.open import check_backend, model_facts, opened
 
     cfg = load_config(config)
     text = config.read_text(encoding="utf-8")
@@ -184,8 +184,11 @@ def run(
     except ConfigError:  # a key the registry does not hold (a server's own model): recorded as unknown
         facts = None
     fm_spec = cfg.finmem_backend_spec()
-    with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
+    hint = f"rerun with: localfin pairs run --config {config} --out {folder} --resume"
+    # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
+    with runlock.hold(folder), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
         with opened(cfg.model.backend_spec()) as backend, opened(fm_spec) if fm_spec else nullcontext() as fm:
+            check_backend(backend)  # a server that is down or refuses the key fails here, before any work
             res = run_experiment(
                 cfg,
                 folder,
@@ -244,7 +247,7 @@ def matrix(
     from agent.pairs.experiment.matrix_config import load_matrix
     from agent.pairs.experiment.plan import plan_matrix
     from agent.report.matrix_summary import write_matrix_summary
-    from localfin import env
+    from localfin import env, interrupt, runlock
     from localfin.errors import InputError
 
     if ray is not None and not ray.strip():
@@ -255,7 +258,8 @@ def matrix(
     if dry_run:
         result(None, "\n".join(plan_matrix(cfg, folder).describe()))
         return
-    with quiet_run(ctx, "matrix", folder) as rl:  # folder/matrix.log
+    hint = f"rerun with: localfin pairs matrix --config {config} --out {folder} --resume"
+    with runlock.hold(folder), interrupt.graceful(hint), quiet_run(ctx, "matrix", folder) as rl:
         res = run_matrix(
             cfg,
             folder,

@@ -37,6 +37,8 @@ __all__ = [
     "WeightsStatus",
     "weights_status",
     "weights_digest",
+    "backend_settings",
+    "check_backend",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,9 @@ class BackendSpec:
         max_concurrency, max_retries, served_model_name: the HTTP client's requests in flight,
             retries after a first failed attempt, and the name the server knows the model by
             (``openai``; empty: the registry key).
+        timeout_s, backoff_s, backoff_max_s: the HTTP client's per-request timeout (None: the
+            registry's, 600 s), its first retry delay and the longest delay between attempts
+            (seconds; ``openai``; :class:`serving.openai_http.OpenAIBackend`).
     """
 
     kind: str = "vllm"
@@ -72,8 +77,11 @@ class BackendSpec:
     model_path: str = ""
     engine: EngineOptions = field(default_factory=EngineOptions)
     max_concurrency: int = 8
-    max_retries: int = 3
+    max_retries: int = 4
     served_model_name: str = ""
+    timeout_s: float | None = None
+    backoff_s: float = 1.0
+    backoff_max_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.kind not in BACKEND_KINDS:
@@ -220,4 +228,27 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
         max_retries=spec.max_retries,
         served_model_name=spec.served_model_name or None,
         logit_bias=spec.engine.logit_bias,
+        timeout_s=spec.timeout_s,
+        backoff_s=spec.backoff_s,
+        backoff_max_s=spec.backoff_max_s,
+        model=spec.model,
+        max_failures_in_a_row=spec.engine.max_failures_in_a_row,
     )
+
+
+def backend_settings(backend: Backend) -> dict[str, object]:
+    """A backend's fault settings for a run's manifest (the HTTP client's timeout, retries and
+    backoff; the engine's failure limit), looked up through the wrappers that hold it."""
+    for obj in (backend, getattr(backend, "engine", None), getattr(backend, "inner", None)):
+        fn = getattr(obj, "settings", None)
+        if callable(fn):
+            return dict(fn())
+    return {"backend": getattr(backend, "name", type(backend).__name__)}
+
+
+def check_backend(backend: Backend) -> None:
+    """Let a backend fail before the first request where it can know it will (the HTTP client
+    asks ``GET /models``: a server that is down, refuses the key or does not serve the model)."""
+    fn = getattr(backend, "check", None)
+    if callable(fn):
+        fn()

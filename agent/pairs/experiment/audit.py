@@ -32,6 +32,7 @@ from agent.pairs.market.folders import find_runs
 from agent.pairs.market.provenance import PROVENANCE_FILE, read_provenance
 from agent.pairs.market.records import read_json
 from localfin.errors import InputError
+from localfin.files import read_parquet
 
 __all__ = ["Violation", "RunAudit", "audit_runs", "audit_run"]
 
@@ -86,12 +87,10 @@ def _method(doc: dict[str, Any]) -> str:
 def _calls(run_dir: Path, method: str) -> list[tuple[str, str, str]]:
     """(call type, request key, decision date or "") of every model call the run made."""
     if method == "moira":
-        import pandas as pd
-
         p = run_dir / "trace.parquet"
         if not p.is_file():
             raise InputError(f"{run_dir}: a Moira run without trace.parquet; allowed: a complete run folder")
-        t = pd.read_parquet(p, columns=["call_type", "request_key", "date"])
+        t = read_parquet(p, columns=["call_type", "request_key", "date"])
         t = t[t["request_key"] != ""]
         return list(zip(t["call_type"], t["request_key"], t["date"]))
     p = run_dir / "memory_trace.json"
