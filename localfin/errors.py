@@ -157,10 +157,12 @@ def signal_exit_code(signum: int) -> int:
 class Interrupted(LocalfinError):
     """The run stopped on SIGINT or SIGTERM at a call boundary (:mod:`localfin.interrupt`)."""
 
-    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+    def __init__(self, message: str, signum: int = signal.SIGINT, *, at_once: bool = False) -> None:
         super().__init__(message)
         self.signum = int(signum)
         self.exit_code = signal_exit_code(signum)
+        #: stopped by a second signal, with a call still in flight (not at a call boundary)
+        self.at_once = at_once
 
 
 def exit_code_for(exc: BaseException) -> int:

@@ -7,7 +7,9 @@ call in flight finishes and is journaled, and the next call boundary
 raises :class:`~localfin.errors.Interrupted`: exit code 130 for SIGINT, 143 for SIGTERM, with
 the journal flushed and a message that says how to resume. A second signal stops at once
 (:class:`StopNow`, a ``KeyboardInterrupt``): the chunk in flight is lost, every journaled call
-stays (each chunk is one SQLite transaction).
+stays (each chunk is one SQLite transaction); :func:`graceful` turns it into an Interrupted with
+``at_once`` set, and the ``localfin`` command then exits without waiting for threads blocked in
+a request.
 
 An in-process engine started from a terminal shares its process group: Ctrl-C reaches vLLM's
 engine processes too, which exit, so the call in flight fails and is not journaled. The run
@@ -108,8 +110,17 @@ def graceful(hint: str = "") -> Iterator[None]:
         signal.signal(s, _handler)
     try:
         yield
-    except (Interrupted, StopNow):
+    except Interrupted:
         raise
+    except StopNow as exc:
+        name = signal.Signals(exc.signum).name
+        hint = _state.hint or "rerun the same command with --resume to continue"
+        raise Interrupted(
+            f"stopped at once by a second {name}; the call in flight is lost, every journaled call is "
+            f"kept; {hint}",
+            exc.signum,
+            at_once=True,
+        ) from exc
     except Exception as exc:
         signum = _state.signum
         if signum is None or (isinstance(exc, LocalfinError) and exc.exit_code != 1):

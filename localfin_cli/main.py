@@ -79,6 +79,11 @@ _ABORTS = (click.exceptions.Abort, typer.Abort)
 _USAGE = (click.ClickException, *[c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"])
 
 
+#: set when a command was stopped at once by a second signal: :func:`entry` then leaves without
+#: waiting for threads still blocked in a request (an HTTP reply that may take minutes)
+_stopped_at_once = False
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split()) or "(no message)"
 
@@ -101,10 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except (LocalfinError, ValueError, OSError) as exc:
+        global _stopped_at_once
+        _stopped_at_once = bool(getattr(exc, "at_once", False))
         log.debug("command failed", exc_info=True)  # the traceback, shown with --verbose
         sys.stderr.write(f"error: {_one_line(str(exc))}\n")
         return exit_code_for(exc)
-    except KeyboardInterrupt as exc:  # a second signal (localfin.interrupt.StopNow), or Ctrl-C elsewhere
+    except KeyboardInterrupt as exc:  # a Ctrl-C outside a command's own handling
         signum = int(getattr(exc, "signum", signal.SIGINT))
         sys.stderr.write(
             f"error: stopped at once by {signal.Signals(signum).name}; the call in flight is lost, every "
@@ -115,7 +122,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:  # pragma: no cover - the console script
-    sys.exit(main())
+    code = main()
+    if _stopped_at_once:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # journaled calls are committed; threads blocked in a request are left behind
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,7 +57,7 @@ class BackendSpec:
         model: registry key of the model (``vllm``: the one model the engine serves; ``openai``:
             whose registry defaults the client applies, optional).
         base_url: the server, ``http://host:port/v1`` (``openai`` only).
-        api_key: the server's bearer token (``openai``; None: none).
+        api_key: the server's bearer token (``openai``; None: ``LOCALFIN_API_KEY`` if set).
         model_path: a weights folder overriding the registry's (a ``built`` test model without
             one is built into ``<model cache>/<key>`` on first use).
         engine: settings of the in-process engine (``vllm``); its ``logit_bias`` also goes with
@@ -223,7 +223,7 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
     return OpenAIBackend(
         spec.base_url,
         registry=reg,
-        api_key=spec.api_key,
+        api_key=spec.api_key if spec.api_key is not None else env.api_key(),
         max_concurrency=spec.max_concurrency,
         max_retries=spec.max_retries,
         served_model_name=spec.served_model_name or None,

@@ -214,7 +214,7 @@ class OpenAIBackend:
         if code in _AUTH_STATUS:
             raise ConfigError(
                 f"the server at {self.base_url} refused the request (HTTP {code}: {resp.text[:200]}); "
-                "give the API key it was started with (api_key / --api-key)"
+                "give the API key it was started with (LOCALFIN_API_KEY, or the backend's api_key)"
             )
         if code == 404:
             what = f"does not serve model {model!r}" if model else "has no such endpoint"
@@ -358,8 +358,13 @@ class OpenAIBackend:
             for i in range(len(reqs)):
                 one(i)
         else:
-            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(reqs))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(reqs)))
+            try:
                 list(pool.map(one, range(len(reqs))))
+            finally:
+                # a second Ctrl-C (localfin.interrupt.StopNow) leaves at once, not after the
+                # requests in flight; on the normal path every request has ended already
+                pool.shutdown(wait=False, cancel_futures=True)
         for exc in failed:
             if not isinstance(exc, _Gone):
                 raise exc  # a refused key or model: no retry changes it
