@@ -138,9 +138,13 @@ class ServerUnavailableError(LocalfinError, RuntimeError):
 
 
 class WriteFailedError(LocalfinError, OSError):
-    """A file could not be written (disk full, file-size limit, I/O error); names the path."""
+    """A file could not be written (disk full, file-size limit, I/O error); names the path.
+    ``errno`` and ``filename`` are the failed write's."""
 
     exit_code = 5
+
+    def __str__(self) -> str:  # the message, not OSError's "[Errno N] ..." form
+        return str(self.args[0]) if self.args else ""
 
 
 class DamagedFileError(InputError):

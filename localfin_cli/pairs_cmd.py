@@ -186,7 +186,8 @@ def run(
     fm_spec = cfg.finmem_backend_spec()
     hint = f"rerun with: localfin pairs run --config {config} --out {folder} --resume"
     # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
-    with runlock.hold(folder), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
+    me = f"localfin pairs run --config {config}"
+    with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
         with opened(cfg.model.backend_spec()) as backend, opened(fm_spec) if fm_spec else nullcontext() as fm:
             check_backend(backend)  # a server that is down or refuses the key fails here, before any work
             res = run_experiment(
@@ -259,7 +260,8 @@ def matrix(
         result(None, "\n".join(plan_matrix(cfg, folder).describe()))
         return
     hint = f"rerun with: localfin pairs matrix --config {config} --out {folder} --resume"
-    with runlock.hold(folder), interrupt.graceful(hint), quiet_run(ctx, "matrix", folder) as rl:
+    me = f"localfin pairs matrix --config {config}"
+    with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "matrix", folder) as rl:
         res = run_matrix(
             cfg,
             folder,

@@ -144,7 +144,7 @@ def _backend(
     return open_backend(spec, reg), reg
 
 
-def _guarded(folder: Path):
+def _guarded(folder: Path, command: str):
     """The run folder's write lock (exit code 3 for a second writer) and a stop on SIGINT /
     SIGTERM at a call boundary (130 / 143)."""
     from contextlib import ExitStack
@@ -152,7 +152,7 @@ def _guarded(folder: Path):
     from localfin import interrupt, runlock
 
     stack = ExitStack()
-    stack.enter_context(runlock.hold(folder))
+    stack.enter_context(runlock.hold(folder, command))
     stack.enter_context(
         interrupt.graceful(f"rerun the same command: the run folder {folder} resumes from its journal")
     )
@@ -247,7 +247,10 @@ def build_bank_cmd(
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
-    with _guarded(run), quiet_run(ctx, "qa-build-bank", run) as log:
+    with (
+        _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
+        quiet_run(ctx, "qa-build-bank", run) as log,
+    ):
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)
@@ -334,7 +337,10 @@ def eval_cmd(
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
-    with _guarded(root), quiet_run(ctx, "qa-eval", root) as log:
+    with (
+        _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
+        quiet_run(ctx, "qa-eval", root) as log,
+    ):
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)

@@ -40,7 +40,15 @@ from serving.errors import (
 )
 from serving.types import ChatRequest, ChatResult, ensure_requests
 
-__all__ = ["Journal", "JournaledBackend", "TokenSummary", "CallUsage", "check_journal_file", "COLUMNS"]
+__all__ = [
+    "Journal",
+    "JournaledBackend",
+    "TokenSummary",
+    "CallUsage",
+    "check_journal_file",
+    "journal_problem",
+    "COLUMNS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +117,31 @@ def check_journal_file(path: str | Path) -> str | None:
     pages = int.from_bytes(head[28:32], "big")
     if pages and page and size < pages * page:
         return f"cut short: {size} bytes where its header counts {pages} pages of {page} bytes"
+    return None
+
+
+def journal_problem(path: str | Path) -> str | None:
+    """What is wrong with the journal ``path`` (None: a whole localfin journal), read only: the
+    file check of :func:`check_journal_file`, SQLite's ``quick_check`` and the table's columns.
+    For audits; it writes nothing."""
+    problem = check_journal_file(path)
+    if problem is not None:
+        return problem
+    try:
+        db = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"cannot open it ({exc})"
+    try:
+        found = db.execute("PRAGMA quick_check(1)").fetchone()
+        if found is None or found[0] != "ok":
+            return f"SQLite's quick_check fails ({found[0] if found else 'no answer'})"
+        columns = tuple(r[1] for r in db.execute("PRAGMA table_info(calls)"))
+    except sqlite3.Error as exc:
+        return f"not a readable SQLite database ({exc})"
+    finally:
+        db.close()
+    if columns != COLUMNS:
+        return f"not a localfin call journal (its calls table has columns {list(columns)})"
     return None
 
 

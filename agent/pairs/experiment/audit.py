@@ -31,7 +31,7 @@ from typing import Any
 from agent.pairs.market.folders import find_runs
 from agent.pairs.market.provenance import PROVENANCE_FILE, read_provenance
 from agent.pairs.market.records import read_json
-from localfin.errors import InputError
+from localfin.errors import DamagedFileError, InputError
 from localfin.files import read_parquet
 
 __all__ = ["Violation", "RunAudit", "audit_runs", "audit_run"]
@@ -152,8 +152,10 @@ def audit_run(run_dir: str | Path, root: str | Path | None = None) -> RunAudit:
     return out
 
 
-def audit_runs(path: str | Path) -> list[RunAudit]:
-    """Audit every run folder at or below ``path`` (a run, an experiment, a matrix)."""
+def audit_runs(path: str | Path, *, skip_damaged: bool = False) -> list[RunAudit]:
+    """Audit every run folder at or below ``path`` (a run, an experiment, a matrix).
+    ``skip_damaged``: leave out a run with a torn file (:mod:`agent.pairs.experiment.integrity`
+    reports it) instead of raising its DamagedFileError."""
     root = Path(path)
     if not root.exists():
         raise InputError(f"PATH={root} does not exist; allowed: a run, experiment or matrix folder")
@@ -163,7 +165,14 @@ def audit_runs(path: str | Path) -> list[RunAudit]:
             f"PATH={root} holds no run folder (metrics.json + steps.parquet); "
             "allowed: a run, experiment or matrix folder"
         )
-    return [audit_run(d, root) for d in runs]
+    out = []
+    for d in runs:
+        try:
+            out.append(audit_run(d, root))
+        except DamagedFileError:
+            if not skip_damaged:
+                raise
+    return out
 
 
 def to_json(audits: list[RunAudit]) -> str:
