@@ -82,7 +82,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         6,
         "damaged-file",
         "a file of a run folder is torn or belongs to another run (a truncated journal or "
-        "parquet, a manifest of another config); the message names the file",
+        "Parquet file, a manifest of another config); the message names the file",
         "remove or restore the file the message names, then rerun with --resume",
     ),
     ExitCode(

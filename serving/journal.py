@@ -212,13 +212,15 @@ class Journal:
                 found = self._db.execute("PRAGMA quick_check(1)").fetchone()
                 if found is None or found[0] != "ok":
                     raise self._damaged(f"SQLite's quick_check fails ({found[0] if found else 'no answer'})")
-            self._db.executescript(_SCHEMA)
             columns = tuple(r[1] for r in self._db.execute("PRAGMA table_info(calls)"))
+            if columns and columns != COLUMNS:
+                self._db.close()
+                raise self._damaged(
+                    f"not a localfin call journal (its calls table has columns {list(columns)})"
+                )
+            self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise self._translate(exc, "open") from exc
-        if columns != COLUMNS:
-            self._db.close()
-            raise self._damaged(f"not a localfin call journal (its calls table has columns {list(columns)})")
 
     def _damaged(self, what: str) -> JournalDamagedError:
         return JournalDamagedError(
