@@ -144,3 +144,26 @@ def test_a_failed_write_leaves_the_previous_file_and_no_temporary_one(tmp_path):
     assert target.read_text() == '{"old": true}\n'  # the previous file is whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table.json"]
     assert issubclass(WriteFailedError, OSError) and write_text(target, "new").read_text() == "new"
+
+
+def test_a_report_that_cannot_be_written_leaves_the_previous_one(tmp_path, server, cli):
+    config = openai_config(tmp_path, server.base_url)
+    out = tmp_path / "exp"
+    assert cli("pairs", "run", "--config", config, "--out", out).code == 0
+    report = tmp_path / "report"
+    assert cli("report", out, "--out", report).code == 0
+    before = {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file()}
+    limit = max(len(b) for b in before.values()) - 1  # its largest file cannot be written again
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    child = start_cli(["report", str(out), "--out", str(report)], tmp_path / "err.log", preexec=limited)
+    try:
+        assert child.wait() == 5, child.stderr()[-3000:]
+    finally:
+        child.kill()
+    assert f"error: cannot write {report}: " in child.stderr() and "File too large" in child.stderr()
+    after = {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file()}
+    assert after == before  # the previous report, whole
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report.tmp")]  # nothing left over
