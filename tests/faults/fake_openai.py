@@ -8,8 +8,10 @@ properties (each Moira call type has its own). Every chat request is counted in 
 exactly which calls reached the "model". Gates (``gates[n] = action``) run when the ``n``-th
 chat request arrives, before it is answered:
 
-- ``Die()``: that request and every later one get their connection closed without a reply, and
-  the listening socket is closed (connection refused afterwards), as when ``vllm serve`` dies;
+- ``Die()``: that request and every later one (models list included) get their connection
+  closed without a reply, as the clients of a dying ``vllm serve`` see it, until the test calls
+  :meth:`FakeOpenAI.revive` ("the server restarted"; the port stays bound, so no other process
+  can take it in between);
 - ``Hold()``: set ``arrived`` and wait until the test sets ``release`` (a signal is sent to the
   client meanwhile); then answer;
 - ``Call(fn)``: run ``fn(server)`` (e.g. lower the client's file-size limit), then answer;
@@ -77,10 +79,9 @@ class Call:
 
 class FakeOpenAI:
     """The server (module doc). ``model``: the name ``/v1/models`` lists; ``api_key``: the
-    bearer token it wants (None: any). ``port``: 0 picks a free one; pass a former server's
-    port to restart "the same" server."""
+    bearer token it wants (None: any)."""
 
-    def __init__(self, *, model: str = "smollm2-135m", api_key: str | None = "k", port: int = 0) -> None:
+    def __init__(self, *, model: str = "smollm2-135m", api_key: str | None = "k") -> None:
         self.model, self.api_key = model, api_key
         self.backend = scripted()
         self.gates: dict[int, Any] = {}
@@ -101,7 +102,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 owner._post(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="fake-openai", daemon=True)
@@ -142,7 +143,6 @@ class FakeOpenAI:
             gate = self.gates.get(self.n)
         if isinstance(gate, Die):
             self.dead = True
-            threading.Thread(target=self._close_listener, daemon=True).start()
             return self._drop(h)
         if isinstance(gate, Status):
             return self._send(h, gate.code, {"error": {"message": f"status {gate.code} (test gate)"}})
@@ -201,15 +201,16 @@ class FakeOpenAI:
         except OSError:
             pass
 
-    def _close_listener(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def revive(self) -> None:
+        """The server is back (a restart): requests are answered again, counted from 1."""
+        with self._lock:
+            self.n, self.answered, self.gates, self.dead = 0, [], {}, False
 
     def close(self) -> None:
         for gate in self.gates.values():
             if isinstance(gate, Hold):
                 gate.release.set()
-        if not self.dead:
-            self.dead = True
-            self._close_listener()
+        self.dead = True
+        self.httpd.shutdown()
+        self.httpd.server_close()
         self._thread.join(timeout=30)

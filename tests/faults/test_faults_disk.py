@@ -14,6 +14,7 @@ from __future__ import annotations
 import resource
 import shutil
 
+import pytest
 from fake_openai import Call, FakeOpenAI
 from faults_support import (
     assert_same_results,
@@ -146,6 +147,7 @@ def test_a_failed_write_leaves_the_previous_file_and_no_temporary_one(tmp_path):
     assert issubclass(WriteFailedError, OSError) and write_text(target, "new").read_text() == "new"
 
 
+@pytest.mark.slow  # a report built twice; the journal and table tests above cover a full disk by default
 def test_a_report_that_cannot_be_written_leaves_the_previous_one(tmp_path, server, cli):
     config = openai_config(tmp_path, server.base_url)
     out = tmp_path / "exp"

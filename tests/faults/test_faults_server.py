@@ -26,30 +26,24 @@ from serving.vllm_engine import EngineOptions
 DIES_AT = 40
 
 
-def test_server_dies_mid_run_and_resume_ends_with_the_uninterrupted_result(tmp_path, reference, cli):
-    srv = FakeOpenAI(api_key=None)
-    srv.gates[DIES_AT] = Die()
-    config = openai_config(tmp_path, srv.base_url)
+def test_server_dies_mid_run_and_resume_ends_with_the_uninterrupted_result(tmp_path, reference, server, cli):
+    server.gates[DIES_AT] = Die()
+    config = openai_config(tmp_path, server.base_url)
     out = tmp_path / "exp"
-    try:
-        run = cli("pairs", "run", "--config", config, "--out", out)
-    finally:
-        srv.close()
+    run = cli("pairs", "run", "--config", config, "--out", out)
     assert run.code == 4, run.err
-    assert f"the model server at {srv.base_url} did not answer after 3 attempt(s)" in run.err
+    assert f"the model server at {server.base_url} did not answer after 3 attempt(s)" in run.err
     assert "restart the server, then rerun with --resume" in run.err
     journaled = journal_keys(out / "journal.sqlite")
-    assert len(journaled) == DIES_AT - 1 == len(srv.answered)  # every answered call kept: 0 lost
+    before = list(server.answered)
+    assert len(journaled) == DIES_AT - 1 == len(before)  # every answered call kept: 0 lost
 
-    again = FakeOpenAI(api_key=None, port=srv.port)  # the server restarted
-    try:
-        run = cli("pairs", "run", "--config", config, "--out", out, "--resume")
-    finally:
-        again.close()
+    server.revive()  # the server restarted
+    run = cli("pairs", "run", "--config", config, "--out", out, "--resume")
     assert run.code == 0, run.err
     # only the calls never answered reached the model again
-    assert again.n == reference.requests - len(journaled)
-    assert not set(again.answered) & set(srv.answered)
+    assert server.n == reference.requests - len(journaled)
+    assert not set(server.answered) & set(before)
     assert_same_results(reference.out, out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["backend"]["max_retries"] == 2 and manifest["backend"]["backoff_s"] == 0.01
