@@ -278,7 +278,7 @@ class OpenAIBackend:
         last, gone = "", True
         for attempt in range(self.max_retries + 1):
             if stop is not None and stop.is_set():
-                break  # another request of this call found the server gone
+                raise _Gone("")  # another request of this call found the server gone: its message tells
             t0 = time.perf_counter()
             try:
                 resp = self._http().post(url, json=body, timeout=self._timeout(spec))
@@ -369,7 +369,8 @@ class OpenAIBackend:
             if not isinstance(exc, _Gone):
                 raise exc  # a refused key or model: no retry changes it
         if failed:
-            raise ServerUnavailableError(str(failed[0]), done=done)
+            told = [str(e) for e in failed if str(e)]
+            raise ServerUnavailableError(told[0] if told else self._gone("stopped", 0), done=done)
         out = [done[i] for i in range(len(reqs))]
         self.streak.update(out)
         return out
