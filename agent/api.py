@@ -141,7 +141,7 @@ def run_experiment(
 
     from agent.pairs.experiment.run import run_experiment as run
     from localfin import env
-    from serving.open import opened
+    from serving.open import check_backend, opened
 
     cfg, text = load_experiment_config(config)
     reg = registry or models()
@@ -152,6 +152,7 @@ def run_experiment(
         opened(cfg.model.backend_spec(), reg, backend=backend) as be,
         opened(fm_spec, reg) if fm_spec else nullcontext() as fm,
     ):
+        check_backend(be)  # a server that is down or refuses the key fails here, before any work
         return run(
             cfg,
             folder,

@@ -27,6 +27,7 @@ __all__ = [
     "cpu_omp_threads_bind",
     "cpu_preload_iomp",
     "ld_preload",
+    "api_key",
     "offline_env",
     "apply_offline_env",
 ]
@@ -142,6 +143,13 @@ def cpu_preload_iomp() -> bool:
 def ld_preload() -> str:
     """``LD_PRELOAD`` as set by the user (default empty)."""
     return os.environ.get("LD_PRELOAD", "")
+
+
+def api_key() -> str | None:
+    """``LOCALFIN_API_KEY`` (default: none): the bearer token sent to an OpenAI-compatible
+    server (``vllm serve --api-key``, ``localfin serve --api-key``) where the caller gives none;
+    kept out of config files and manifests."""
+    return os.environ.get("LOCALFIN_API_KEY") or None
 
 
 def offline_env() -> dict[str, str]:

@@ -15,6 +15,7 @@ Outside a :class:`RunLog`, nothing is redirected: library code only uses ``loggi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -173,8 +174,16 @@ class RunLog:
     def _write_file(self, text: str) -> None:
         with self._lock:
             if self._file is not None:
-                self._file.write(text)
-                self._file.flush()
+                try:
+                    self._file.write(text)
+                    self._file.flush()
+                except OSError as exc:
+                    # a full disk or a file-size limit: the run goes on (its own writes say
+                    # what failed); the log stops here, once, with a line on the terminal
+                    dead, self._file = self._file, None
+                    with contextlib.suppress(OSError):
+                        dead.close()
+                    self._to_terminal(f"WARNING localfin: the log file {self.path} stopped: {exc}\n")
 
     def _to_terminal(self, text: str) -> None:
         try:

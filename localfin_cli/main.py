@@ -4,22 +4,26 @@ Each command group lives in its own module (models, data, pairs, bank, bench); h
 happen inside the command functions so that `localfin --help` stays fast.
 
 One error path for every command (:func:`main`): a command raises, and the user sees one line
-``error: ...`` on stderr and exit code 2 for bad input or configuration (usage errors, our
-:class:`~localfin.errors.ConfigError` / input errors, any ``ValueError``) or 1 for a failure at
-run time. The traceback goes to the log at DEBUG level and is shown only with ``--verbose``.
+``error: ...`` on stderr and the exit code of :data:`localfin.errors.EXIT_CODES`: 2 for bad
+input or configuration (usage errors, our :class:`~localfin.errors.ConfigError` / input errors,
+any ``ValueError``), 1 for a failure at run time, 3-6 for the faults a long run meets (folder in
+use, server gone, write failed, damaged file), 130 / 143 for SIGINT / SIGTERM (docs/faults.md).
+The traceback goes to the log at DEBUG level and is shown only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 import typer
 
-from localfin.errors import LocalfinError, exit_code_for
+from localfin.errors import LocalfinError, exit_code_for, signal_exit_code
 from localfin_cli import (
     audit_cmd,
     bank_cmd,
@@ -102,6 +106,11 @@ _ABORTS = (click.exceptions.Abort, typer.Abort)
 _USAGE = (click.ClickException, *[c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"])
 
 
+#: set when a command was stopped at once by a second signal: :func:`entry` then leaves without
+#: waiting for threads still blocked in a request (an HTTP reply that may take minutes)
+_stopped_at_once = False
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split()) or "(no message)"
 
@@ -109,6 +118,10 @@ def _one_line(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: the process arguments); returns the exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if threading.current_thread() is threading.main_thread():
+        # a file-size limit (ulimit -f) reached is then a write error naming the file (exit 5),
+        # not a kill by SIGXFSZ with the run's tables half-written
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         rv = app(args=args, prog_name="localfin", standalone_mode=False)
     except _EXITS as exc:
@@ -120,17 +133,30 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except (LocalfinError, ValueError, OSError) as exc:
+        global _stopped_at_once
+        _stopped_at_once = bool(getattr(exc, "at_once", False))
         log.debug("command failed", exc_info=True)  # the traceback, shown with --verbose
         sys.stderr.write(f"error: {_one_line(str(exc))}\n")
         return exit_code_for(exc)
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:  # a Ctrl-C outside a command's own handling
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        sys.stderr.write(
+            f"error: stopped at once by {signal.Signals(signum).name}; the call in flight is lost, every "
+            "journaled call is kept: rerun the same command (with --resume where it has it) to continue\n"
+        )
+        return signal_exit_code(signum)
     return rv if isinstance(rv, int) else 0
 
 
 def entry() -> None:  # pragma: no cover - the console script
-    sys.exit(main())
+    code = main()
+    if _stopped_at_once:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # journaled calls are committed; threads blocked in a request are left behind
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

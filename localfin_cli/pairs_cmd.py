@@ -169,12 +169,15 @@ def run(
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
     from agent.api import check_models, load_experiment_config, run_experiment
-    from localfin import env
+    from localfin import env, interrupt, runlock
 
     cfg, _ = load_experiment_config(config)
     check_models(cfg)  # an unknown registry key fails here, before the folder or any call
     folder = out or env.runs_dir() / cfg.name
-    with quiet_run(ctx, "run", folder) as rl:  # folder/run.log
+    hint = f"rerun with: localfin pairs run --config {config} --out {folder} --resume"
+    # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
+    me = f"localfin pairs run --config {config}"
+    with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
         res = run_experiment(config, folder, resume=resume, sequential=sequential, progress=progress_for(rl))
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
@@ -223,7 +226,7 @@ def matrix(
     from agent.pairs.experiment.matrix_config import load_matrix
     from agent.pairs.experiment.plan import plan_matrix
     from agent.report.matrix_summary import write_matrix_summary
-    from localfin import env
+    from localfin import env, interrupt, runlock
     from localfin.errors import InputError
 
     if ray is not None and not ray.strip():
@@ -234,7 +237,9 @@ def matrix(
     if dry_run:
         result(None, "\n".join(plan_matrix(cfg, folder).describe()))
         return
-    with quiet_run(ctx, "matrix", folder) as rl:  # folder/matrix.log
+    hint = f"rerun with: localfin pairs matrix --config {config} --out {folder} --resume"
+    me = f"localfin pairs matrix --config {config}"
+    with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "matrix", folder) as rl:
         res = run_matrix(
             cfg,
             folder,

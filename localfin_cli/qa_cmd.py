@@ -38,6 +38,15 @@ _BACKEND = typer.Option("vllm", "--backend", help="vllm (in-process engine) or o
 _URL = typer.Option(
     None, "--base-url", help="Server URL for --backend openai (e.g. http://127.0.0.1:8000/v1)."
 )
+_TIMEOUT = typer.Option(
+    None, "--request-timeout", help="--backend openai: seconds one request may take (default: 600)."
+)
+_RETRIES = typer.Option(
+    4,
+    "--max-retries",
+    help="--backend openai: retries of a transient failure (backoff 1 s doubling to 30 s); then the "
+    "run stops, exit code 4.",
+)
 _BANK = typer.Option(None, "--bank", help="Experience bank folder (default: $LOCALFIN_BANK).")
 _EMB = typer.Option("minilm", "--embedder", help="minilm (real) or hashing (tests only).")
 _TOOLS = typer.Option(
@@ -111,13 +120,19 @@ def _data_line(dataset: str, data: Path, n: int, loaded) -> str:
 
 
 def _start(be, log) -> None:
-    """Start an in-process engine before timing anything (its start-up is not a model call)."""
+    """Start an in-process engine before timing anything (its start-up is not a model call);
+    ask a server whether it answers, takes the key and serves the model."""
+    from serving.open import check_backend
+
     start = getattr(be, "start", None)
     if callable(start):
         note(log, f"engine started in {start():.0f} s")
+    check_backend(be)
 
 
-def _backend(kind: str, model: str, base_url: str | None):
+def _backend(
+    kind: str, model: str, base_url: str | None, timeout_s: float | None = None, max_retries: int = 4
+):
     """The backend the options name, and the registry that holds the model."""
     from serving.open import BackendSpec, open_backend
     from serving.registry import default_registry
@@ -125,7 +140,23 @@ def _backend(kind: str, model: str, base_url: str | None):
     if kind == "openai" and not base_url:
         raise typer.BadParameter("--base-url is required with --backend openai")
     reg = default_registry()
-    return open_backend(BackendSpec(kind, model, base_url=base_url or ""), reg), reg
+    spec = BackendSpec(kind, model, base_url=base_url or "", timeout_s=timeout_s, max_retries=max_retries)
+    return open_backend(spec, reg), reg
+
+
+def _guarded(folder: Path, command: str):
+    """The run folder's write lock (exit code 3 for a second writer) and a stop on SIGINT /
+    SIGTERM at a call boundary (130 / 143)."""
+    from contextlib import ExitStack
+
+    from localfin import interrupt, runlock
+
+    stack = ExitStack()
+    stack.enter_context(runlock.hold(folder, command))
+    stack.enter_context(
+        interrupt.graceful(f"rerun the same command: the run folder {folder} resumes from its journal")
+    )
+    return stack
 
 
 def _embedder(name: str):
@@ -205,6 +236,8 @@ def build_bank_cmd(
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
     keep_missing_images: bool = _KEEP,
+    request_timeout: float = _TIMEOUT,
+    max_retries: int = _RETRIES,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
@@ -214,8 +247,11 @@ def build_bank_cmd(
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
-    with quiet_run(ctx, "qa-build-bank", run) as log:
-        be, reg = _backend(backend, model, base_url)
+    with (
+        _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
+        quiet_run(ctx, "qa-build-bank", run) as log,
+    ):
+        be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)
             factory, names = _tools(tools, store, sandbox_missing, dataset, data)
@@ -280,6 +316,8 @@ def eval_cmd(
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
     keep_missing_images: bool = _KEEP,
+    request_timeout: float = _TIMEOUT,
+    max_retries: int = _RETRIES,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
@@ -299,8 +337,11 @@ def eval_cmd(
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
-    with quiet_run(ctx, "qa-eval", root) as log:
-        be, reg = _backend(backend, model, base_url)
+    with (
+        _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
+        quiet_run(ctx, "qa-eval", root) as log,
+    ):
+        be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)

@@ -147,7 +147,12 @@ class ContinuousEngine:
                 self._open_calls -= 1
         if call.error is not None:
             raise call.error
-        return [r for r in call.results if r is not None]
+        out = [r for r in call.results if r is not None]
+        streak = getattr(self.engine, "streak", None)
+        if streak is not None:
+            with self._cond:  # calls of several threads share the engine's streak
+                streak.update(out)
+        return out
 
     def close(self) -> None:
         """Fail what is still waiting, close the engine in its thread, and join it."""

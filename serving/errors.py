@@ -6,7 +6,13 @@ at the boundary so that callers (the CLI, the agents) catch one family and show 
 
 from __future__ import annotations
 
-from localfin.errors import ConfigError, LocalfinError
+from localfin.errors import (
+    ConfigError,
+    DamagedFileError,
+    LocalfinError,
+    ServerUnavailableError,
+    WriteFailedError,
+)
 
 __all__ = [
     "LocalfinError",
@@ -14,12 +20,22 @@ __all__ = [
     "BackendError",
     "ModelOutputError",
     "JournalError",
+    "JournalDamagedError",
+    "JournalWriteError",
+    "ServerUnavailableError",
     "ModelNotPreparedError",
 ]
 
 
 class BackendError(LocalfinError, RuntimeError):
-    """A serving backend failed (engine start, HTTP error, timeout) after its retries."""
+    """A serving backend failed (engine start, HTTP error, timeout) after its retries.
+
+    ``done``: results of the failed call that did arrive (position -> result), which a journal
+    records before the error goes on."""
+
+    def __init__(self, message: str, done: dict[int, object] | None = None) -> None:
+        super().__init__(message)
+        self.done: dict[int, object] = dict(done or {})
 
 
 class ModelOutputError(LocalfinError, ValueError):
@@ -28,6 +44,15 @@ class ModelOutputError(LocalfinError, ValueError):
 
 class JournalError(LocalfinError, RuntimeError):
     """The SQLite call journal could not be opened, read or written."""
+
+
+class JournalDamagedError(DamagedFileError, JournalError):
+    """The journal file is torn (truncated, malformed) or is not a localfin call journal (exit 6)."""
+
+
+class JournalWriteError(WriteFailedError, JournalError):
+    """A journal transaction could not be written (disk full, I/O error); it was rolled back, so
+    the journal holds every earlier chunk and nothing of this one (exit 5)."""
 
 
 class ModelNotPreparedError(LocalfinError, FileNotFoundError):

@@ -5,6 +5,15 @@ soon as its chunk returns, in one transaction per chunk, so a killed run loses a
 in flight and a rerun calls the model only for requests that are not journaled yet. The file is
 in WAL mode with a busy timeout, so several processes may write to one journal at once.
 Failed calls (``finish_reason == "error"``) are not journaled: a rerun retries them.
+
+Faults (docs/faults.md): a file that is not a journal, or one cut short (its header counts
+more pages than the file holds; with ``verify=True`` also SQLite's ``quick_check``), is a
+:class:`~serving.errors.JournalDamagedError` naming it (exit code 6) before anything is sent;
+a transaction that cannot be written (a full disk) is rolled back and raised as a
+:class:`~serving.errors.JournalWriteError` (exit code 5), so the journal holds every earlier
+chunk whole. :class:`JournaledBackend` is where a run stops on request: before it sends a
+chunk it checks :func:`localfin.interrupt.check` (SIGINT / SIGTERM), and when the server goes
+away mid-chunk it journals the chunk's answered calls before the error goes on.
 """
 
 from __future__ import annotations
@@ -19,11 +28,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localfin import interrupt
 from serving.backend import Backend
-from serving.errors import ConfigError, JournalError
+from serving.errors import (
+    BackendError,
+    ConfigError,
+    JournalDamagedError,
+    JournalError,
+    JournalWriteError,
+    ServerUnavailableError,
+)
 from serving.types import ChatRequest, ChatResult, ensure_requests
 
-__all__ = ["Journal", "JournaledBackend", "TokenSummary", "CallUsage"]
+__all__ = [
+    "Journal",
+    "JournaledBackend",
+    "TokenSummary",
+    "CallUsage",
+    "check_journal_file",
+    "journal_problem",
+    "COLUMNS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +71,78 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_run ON calls(run_id, call_type);
 """
+
+#: the columns of the ``calls`` table, in order
+COLUMNS = (
+    "key",
+    "run_id",
+    "call_type",
+    "model",
+    "backend",
+    "revision",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "latency_s",
+    "created_at",
+    "request_json",
+    "result_json",
+)
+_MAGIC = b"SQLite format 3\x00"
+#: SQLite's messages for a file it cannot use as a database / for a write with no room
+_DAMAGED = ("file is not a database", "malformed", "not a database", "file is encrypted")
+_NO_ROOM = ("disk is full", "disk i/o error")
+
+
+def check_journal_file(path: str | Path) -> str | None:
+    """What is wrong with the journal file ``path`` as a file (None: nothing seen; a missing or
+    empty file is a new journal): not a SQLite database, or cut short (its header counts more
+    pages than the file holds). O(1): reads the 100-byte header only."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size == 0:
+            return None
+        with open(p, "rb") as fh:
+            head = fh.read(100)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if len(head) < 100 or not head.startswith(_MAGIC):
+        return "not a SQLite database (torn, or another kind of file)"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if pages and page and size < pages * page:
+        return f"cut short: {size} bytes where its header counts {pages} pages of {page} bytes"
+    return None
+
+
+def journal_problem(path: str | Path) -> str | None:
+    """What is wrong with the journal ``path`` (None: a whole localfin journal), read only: the
+    file check of :func:`check_journal_file`, SQLite's ``quick_check`` and the table's columns.
+    For audits; it writes nothing."""
+    problem = check_journal_file(path)
+    if problem is not None:
+        return problem
+    try:
+        db = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"cannot open it ({exc})"
+    try:
+        found = db.execute("PRAGMA quick_check(1)").fetchone()
+        if found is None or found[0] != "ok":
+            return f"SQLite's quick_check fails ({found[0] if found else 'no answer'})"
+        columns = tuple(r[1] for r in db.execute("PRAGMA table_info(calls)"))
+    except sqlite3.Error as exc:
+        return f"not a readable SQLite database ({exc})"
+    finally:
+        db.close()
+    if columns != COLUMNS:
+        return f"not a localfin call journal (its calls table has columns {list(columns)})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -82,22 +179,66 @@ class Journal:
         path: the database file (created with its folder if missing).
         run_id: label stored with every new row (e.g. an experiment name).
         busy_timeout_s: how long a writer waits for another writer's lock (seconds).
+        verify: also run SQLite's ``quick_check`` on an existing file (reads all of it: runs
+            that resume ask for it, readers of a finished folder do not).
     """
 
-    def __init__(self, path: str | Path, *, run_id: str = "default", busy_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        run_id: str = "default",
+        busy_timeout_s: float = 60.0,
+        verify: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.run_id = run_id
         self._lock = threading.Lock()
+        problem = check_journal_file(self.path)
+        if problem is not None:
+            raise self._damaged(problem)
+        existed = self.path.is_file() and self.path.stat().st_size > 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JournalWriteError(f"cannot create the folder of journal {self.path}: {exc}") from exc
+        try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            if existed and verify:
+                found = self._db.execute("PRAGMA quick_check(1)").fetchone()
+                if found is None or found[0] != "ok":
+                    raise self._damaged(f"SQLite's quick_check fails ({found[0] if found else 'no answer'})")
+            columns = tuple(r[1] for r in self._db.execute("PRAGMA table_info(calls)"))
+            if columns and columns != COLUMNS:
+                self._db.close()
+                raise self._damaged(
+                    f"not a localfin call journal (its calls table has columns {list(columns)})"
+                )
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
-            raise JournalError(f"cannot open journal {self.path}: {exc}") from exc
+            raise self._translate(exc, "open") from exc
+
+    def _damaged(self, what: str) -> JournalDamagedError:
+        return JournalDamagedError(
+            f"journal {self.path} is damaged: {what}; restore it from a copy, or move it away to "
+            "start the run's calls afresh"
+        )
+
+    def _translate(self, exc: sqlite3.Error, doing: str) -> JournalError:
+        """Our error for a SQLite error while ``doing`` (open / read / write) the journal."""
+        text = str(exc).lower()
+        if any(m in text for m in _DAMAGED):
+            return self._damaged(str(exc))
+        if doing != "read" and any(m in text for m in _NO_ROOM):
+            return JournalWriteError(
+                f"cannot write journal {self.path}: {exc}; the transaction was rolled back, every "
+                "earlier chunk is kept: free space, then rerun with --resume"
+            )
+        return JournalError(f"cannot {doing} journal {self.path}: {exc}")
 
     def get(self, key: str) -> ChatResult | None:
         """The journaled result for a request key, or ``None``."""
@@ -115,7 +256,7 @@ class Journal:
                     for key, blob in self._db.execute(q, part):
                         out[key] = ChatResult.from_dict(json.loads(blob), from_journal=True)
             except sqlite3.Error as exc:
-                raise JournalError(f"cannot read journal {self.path}: {exc}") from exc
+                raise self._translate(exc, "read") from exc
         return out
 
     def put_many(self, pairs: Sequence[tuple[ChatRequest, ChatResult]]) -> int:
@@ -164,7 +305,7 @@ class Journal:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-                raise JournalError(f"cannot write journal {self.path}: {exc}") from exc
+                raise self._translate(exc, "write") from exc
         return added
 
     def count(self, *, run_id: str | None = None) -> int:
@@ -200,7 +341,7 @@ class Journal:
             try:
                 rows = self._db.execute(q).fetchall()
             except sqlite3.Error as exc:
-                raise JournalError(f"cannot read journal {self.path}: {exc}") from exc
+                raise self._translate(exc, "read") from exc
         return {r[0]: CallUsage(r[0], r[1], r[2], r[3], r[4], float(r[5])) for r in rows if r[0] in wanted}
 
     def records(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -255,7 +396,17 @@ class JournaledBackend:
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
-            results = self.inner.chat([r for _, r in chunk])
+            if interrupt.requested() is not None:  # a call boundary: stop here on SIGINT / SIGTERM
+                interrupt.check(f" ({self.journal.count()} calls in {self.journal.path})")
+            try:
+                results = self.inner.chat([r for _, r in chunk])
+            except (ServerUnavailableError, BackendError) as exc:
+                # the server went away (or the engine failed) mid-chunk: keep what was answered
+                answered = [(chunk[i][1], res) for i, res in sorted(exc.done.items()) if i < len(chunk)]
+                if answered:
+                    self.called += len(answered)
+                    self.journal.put_many(answered)  # type: ignore[arg-type]
+                raise
             self.called += len(chunk)
             self.journal.put_many([(r, res) for (_, r), res in zip(chunk, results)])
             for (k, _), res in zip(chunk, results):

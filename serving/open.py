@@ -49,6 +49,8 @@ __all__ = [
     "WeightsStatus",
     "weights_status",
     "weights_digest",
+    "backend_settings",
+    "check_backend",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ class BackendSpec:
         model: registry key of the model (``vllm``: the one model the engine serves; ``openai``:
             whose registry defaults the client applies, optional).
         base_url: the server, ``http://host:port/v1`` (``openai`` only).
-        api_key: the server's bearer token (``openai``; None: none).
+        api_key: the server's bearer token (``openai``; None: ``LOCALFIN_API_KEY`` if set).
         model_path: a weights folder overriding the registry's (a ``built`` test model without
             one is built into ``<model cache>/<key>`` on first use).
         engine: settings of the in-process engine (``vllm``); its ``logit_bias`` also goes with
@@ -76,6 +78,9 @@ class BackendSpec:
         max_concurrency, max_retries, served_model_name: the HTTP client's requests in flight,
             retries after a first failed attempt, and the name the server knows the model by
             (``openai``; empty: the registry key).
+        timeout_s, backoff_s, backoff_max_s: the HTTP client's per-request timeout (None: the
+            registry's, 600 s), its first retry delay and the longest delay between attempts
+            (seconds; ``openai``; :class:`serving.openai_http.OpenAIBackend`).
     """
 
     kind: str = "vllm"
@@ -85,8 +90,11 @@ class BackendSpec:
     model_path: str = ""
     engine: EngineOptions = field(default_factory=EngineOptions)
     max_concurrency: int = 8
-    max_retries: int = 3
+    max_retries: int = 4
     served_model_name: str = ""
+    timeout_s: float | None = None
+    backoff_s: float = 1.0
+    backoff_max_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.kind not in BACKEND_KINDS and self.kind not in BACKENDS:
@@ -227,11 +235,16 @@ def _open_openai(spec: BackendSpec, registry: Registry) -> Backend:
     return OpenAIBackend(
         spec.base_url,
         registry=registry,
-        api_key=spec.api_key,
+        api_key=spec.api_key if spec.api_key is not None else env.api_key(),
         max_concurrency=spec.max_concurrency,
         max_retries=spec.max_retries,
         served_model_name=spec.served_model_name or None,
         logit_bias=spec.engine.logit_bias,
+        timeout_s=spec.timeout_s,
+        backoff_s=spec.backoff_s,
+        backoff_max_s=spec.backoff_max_s,
+        model=spec.model,
+        max_failures_in_a_row=spec.engine.max_failures_in_a_row,
     )
 
 
@@ -276,3 +289,21 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
                 f"{type(backend).__name__}, which has no {method}(); allowed: a serving.backend.Backend"
             )
     return backend
+
+
+def backend_settings(backend: Backend) -> dict[str, object]:
+    """A backend's fault settings for a run's manifest (the HTTP client's timeout, retries and
+    backoff; the engine's failure limit), looked up through the wrappers that hold it."""
+    for obj in (backend, getattr(backend, "engine", None), getattr(backend, "inner", None)):
+        fn = getattr(obj, "settings", None)
+        if callable(fn):
+            return dict(fn())
+    return {"backend": getattr(backend, "name", type(backend).__name__)}
+
+
+def check_backend(backend: Backend) -> None:
+    """Let a backend fail before the first request where it can know it will (the HTTP client
+    asks ``GET /models``: a server that is down, refuses the key or does not serve the model)."""
+    fn = getattr(backend, "check", None)
+    if callable(fn):
+        fn()

@@ -10,9 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from serving.errors import BackendError, ConfigError
 from serving.types import ChatRequest, ChatResult, Usage
 
-__all__ = ["split_reasoning", "thinks", "parse_reply", "build_result", "error_result"]
+__all__ = ["split_reasoning", "thinks", "parse_reply", "build_result", "error_result", "FailureStreak"]
 
 _OPEN, _CLOSE = "<think>", "</think>"
 #: Qwen3's tool-call opening tag: vLLM's qwen3 reasoning parser ends the reasoning there too.
@@ -147,3 +148,34 @@ def error_result(req: ChatRequest, message: str, *, backend: str, revision: str 
         call_type=req.call_type,
         request_key=req.key(),
     )
+
+
+class FailureStreak:
+    """Counts requests that failed outright (``finish_reason == "error"``: an engine exception,
+    a request the server refused) in a row, across calls; :meth:`update` raises
+    :class:`~serving.errors.BackendError` once ``limit`` have failed in a row. One bad request
+    is its own recorded fallback; a backend that fails every request stops the run instead of
+    filling it with fallbacks (its journal keeps every answered call; a rerun resumes)."""
+
+    def __init__(self, limit: int = 8, *, what: str = "the backend") -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"max_failures_in_a_row={limit!r}; allowed: a whole number >= 1")
+        self.limit = limit
+        self.what = what
+        self.count = 0
+
+    def update(self, results: list[ChatResult]) -> None:
+        """Count ``results`` in order; raise when the streak reaches the limit."""
+        for res in results:
+            if res.finish_reason != "error":
+                self.count = 0
+                continue
+            self.count += 1
+            if self.count >= self.limit:
+                self.count = 0
+                raise BackendError(
+                    f"{self.what} failed {self.limit} requests in a row (last: {res.parse_error}); the "
+                    "run stopped with every answered call journaled: fix the cause (the log file has "
+                    "each failure), then rerun with --resume",
+                    done={i: r for i, r in enumerate(results) if r.finish_reason != "error"},
+                )

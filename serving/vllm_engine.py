@@ -25,7 +25,7 @@ from typing import Any
 from localfin import env
 from serving.errors import BackendError, ConfigError
 from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
-from serving.replies import build_result, error_result, thinks
+from serving.replies import FailureStreak, build_result, error_result, thinks
 from serving.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
 from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
 
@@ -133,6 +133,9 @@ class EngineOptions:
             ``--generation-config auto``.
         block_size: tokens per KV-cache block, the prefix cache's granularity (``None``: vLLM's
             default, 16 on a GPU and 128 on the CPU; the CPU kernels take multiples of 32).
+        max_failures_in_a_row: requests the engine fails in a row (an exception for each, e.g.
+            every prompt over the context) before the run stops with a BackendError; one such
+            request alone is its recorded fallback (:class:`serving.replies.FailureStreak`).
     """
 
     structured_outputs_backend: str = "guidance"
@@ -146,6 +149,7 @@ class EngineOptions:
     logit_bias: Mapping[int, float] = field(default_factory=dict)
     generation_config: str = "auto"
     block_size: int | None = None
+    max_failures_in_a_row: int = 8
 
     def __post_init__(self) -> None:
         if self.block_size is not None and (isinstance(self.block_size, bool) or self.block_size < 1):
@@ -164,6 +168,7 @@ class EngineOptions:
             raise ConfigError(f"max_num_seqs={self.max_num_seqs}; allowed: >= 1")
         if self.kv_cache_gib is not None and self.kv_cache_gib < 1:
             raise ConfigError(f"kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or None")
+        FailureStreak(self.max_failures_in_a_row)  # validates it
 
 
 def check_logit_bias(bias: Mapping[int, float] | None) -> dict[int, float]:
@@ -206,6 +211,15 @@ class VLLMBackend:
         self._defaults: dict[str, Any] | None = None
         self._revision = ""
         self.engine_start_s: float | None = None
+        self.streak = FailureStreak(self.options.max_failures_in_a_row, what=f"the vLLM engine for {model!r}")
+
+    def settings(self) -> dict[str, Any]:
+        """The backend's fault settings, for a run's manifest."""
+        return {
+            "backend": self.name,
+            "model": self.spec.key,
+            "max_failures_in_a_row": self.streak.limit,
+        }
 
     # -- engine ---------------------------------------------------------------------------
     def _engine_kwargs(self) -> dict[str, Any]:
@@ -433,7 +447,9 @@ class VLLMBackend:
                 out = [self._one_or_error(r, thinking) for r in group]
             for i, res in zip(idx, out):
                 results[i] = res
-        return [r for r in results if r is not None]
+        done = [r for r in results if r is not None]
+        self.streak.update(done)
+        return done
 
     def _one_or_error(self, req: ChatRequest, thinking: bool | None) -> ChatResult:
         try:

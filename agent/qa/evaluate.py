@@ -42,11 +42,13 @@ from agent.qa.memory import ExperienceMemory
 from agent.qa.programs import run_waves
 from agent.qa.react import QASolver, SolverConfig, ToolFactory
 from agent.qa.trajectory import Trajectory
+from localfin import runlock
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 from serving.lockstep import RoundInfo
+from serving.open import backend_settings
 from serving.types import ChatRequest, ChatResult
 
 __all__ = [
@@ -193,6 +195,7 @@ def _mean(xs: Sequence[float]) -> float:
     return float(sum(xs) / len(xs)) if xs else 0.0
 
 
+@runlock.locking("run_dir")
 def evaluate(
     items: Sequence[QAItem],
     backend: Backend,
@@ -219,6 +222,9 @@ def evaluate(
         transcriber: OCR of one image (questions with images); None: no transcriptions.
         data_files: dataset files whose digests go into the manifest.
         progress: progress display.
+
+    The run folder's write lock is held throughout (a second writer gets FolderInUseError);
+    a torn journal is a DamagedFileError before any call (docs/faults.md).
     """
     v = config.variant
     if v == "ft_fm" and memory is None:
@@ -259,7 +265,7 @@ def evaluate(
         ]
     meter = _Meter(backend)
     t0 = time.perf_counter()
-    with Journal(run_dir / runs.JOURNAL, run_id=run_dir.name) as journal:
+    with Journal(run_dir / runs.JOURNAL, run_id=run_dir.name, verify=True) as journal:
         jb = JournaledBackend(meter, journal, chunk_size=config.chunk_size)
         with progress.task(f"eval {v}: {len(questions)} questions", total=len(questions)) as task:
 
@@ -310,7 +316,13 @@ def evaluate(
             config=config,
             data_files=data_files,
             seed=config.solver.sampling.seed,
-            extra={"variant": v, "items": ids, "tools": _tool_names(tools, questions), **bank_info},
+            extra={
+                "variant": v,
+                "items": ids,
+                "tools": _tool_names(tools, questions),
+                "backend": backend_settings(backend),
+                **bank_info,
+            },
         ),
     )
     log.info("eval %s: accuracy %.3f on %d questions (%s)", v, summary.accuracy, summary.n, run_dir)

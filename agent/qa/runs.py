@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,7 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from localfin.errors import InputError
+from localfin.errors import DamagedFileError, InputError
+from localfin.files import write_text
 
 __all__ = [
     "JOURNAL",
@@ -74,10 +74,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 def _atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, text)
 
 
 def write_json(path: Path, value: Any) -> Path:
@@ -96,7 +93,7 @@ def read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise InputError(f"{path} not found") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}") from exc
+        raise DamagedFileError(f"{path} is not valid JSON: {exc}") from exc
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -108,7 +105,7 @@ def read_jsonl(path: Path) -> list[Any]:
                     try:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as exc:
-                        raise InputError(f"{path}:{n} is not valid JSON: {exc}") from exc
+                        raise DamagedFileError(f"{path}:{n} is not valid JSON: {exc}") from exc
     except FileNotFoundError:
         raise InputError(f"{path} not found") from None
     return rows

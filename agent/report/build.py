@@ -36,6 +36,7 @@ from agent.report.tables import (
 )
 from agent.report.usage import engine_token_rows, fallback_rows
 from localfin.errors import InputError
+from localfin.files import write_failed
 from localfin.progress import NULL_PROGRESS, Progress
 
 __all__ = ["ReportResult", "build_report", "render", "is_report_dir"]
@@ -361,6 +362,9 @@ def build_report(
         text, ctx, n_sections = render(inp, fig_dir, rolling_window=rolling_window, progress=progress)
         (tmp / "index.html").write_text(text, encoding="utf-8")
         _replace_dir(tmp, out)
+    except OSError as exc:  # a full disk, a file-size limit: the previous report stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise write_failed(out, exc) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -23,6 +23,7 @@ from agent.pairs.market.records import write_json
 from agent.report.frictions import frictions_rows
 from agent.report.load import load_input
 from agent.report.tables import build_settings, results_row, run_results
+from localfin.files import write_text
 from localfin.fmt import fmt_num, fmt_pct
 
 __all__ = ["matrix_settings", "write_matrix_summary", "summary_markdown"]
@@ -113,5 +114,5 @@ def write_matrix_summary(out_dir: str | Path, name: str, cells: Sequence[Any]) -
         out / "summary.json",
         {"matrix": name, "experiments": [c.__dict__ for c in cells], "settings": rows},
     )
-    (out / "summary.md").write_text(summary_markdown(name, cells, rows), encoding="utf-8")
+    write_text(out / "summary.md", summary_markdown(name, cells, rows))
     return rows

@@ -107,7 +107,7 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
         return json.dumps({"verdict": "correct" if ok else "incorrect", "reason": "compared"})
 
     backend = ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
-    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     run = tmp_path / "run"
     res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--run-dir", run)
     assert res.code == 0, res.err
@@ -137,7 +137,7 @@ def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch)
     data = tmp_path / "items.jsonl"
     _demo_items(data, missing_image=True)
     backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "r", "answer": "42"})])
-    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     args = ("qa", "eval", "--variant", "base", "--dataset", "demo", "--data", data)
     res = cli(*args, "--run-dir", tmp_path / "kept", "--keep-missing-images")
     assert res.code == 0, res.err
@@ -177,7 +177,7 @@ def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monk
 
     judge = json.dumps({"verdict": "correct", "reason": "same"})
     backend = ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
-    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url: (backend, default_registry()))
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     run = tmp_path / "run"
     args = ("--variant", "ft", "--dataset", "fintmmbench", "--data", tmm, "--tools", "retrieve")
     res = cli("qa", "eval", *args, "--run-dir", run)

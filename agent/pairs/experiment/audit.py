@@ -31,7 +31,8 @@ from typing import Any
 from agent.pairs.market.folders import find_runs
 from agent.pairs.market.provenance import PROVENANCE_FILE, read_provenance
 from agent.pairs.market.records import read_json
-from localfin.errors import InputError
+from localfin.errors import DamagedFileError, InputError
+from localfin.files import read_parquet
 
 __all__ = ["Violation", "RunAudit", "audit_runs", "audit_run"]
 
@@ -86,12 +87,10 @@ def _method(doc: dict[str, Any]) -> str:
 def _calls(run_dir: Path, method: str) -> list[tuple[str, str, str]]:
     """(call type, request key, decision date or "") of every model call the run made."""
     if method == "moira":
-        import pandas as pd
-
         p = run_dir / "trace.parquet"
         if not p.is_file():
             raise InputError(f"{run_dir}: a Moira run without trace.parquet; allowed: a complete run folder")
-        t = pd.read_parquet(p, columns=["call_type", "request_key", "date"])
+        t = read_parquet(p, columns=["call_type", "request_key", "date"])
         t = t[t["request_key"] != ""]
         return list(zip(t["call_type"], t["request_key"], t["date"]))
     p = run_dir / "memory_trace.json"
@@ -153,8 +152,10 @@ def audit_run(run_dir: str | Path, root: str | Path | None = None) -> RunAudit:
     return out
 
 
-def audit_runs(path: str | Path) -> list[RunAudit]:
-    """Audit every run folder at or below ``path`` (a run, an experiment, a matrix)."""
+def audit_runs(path: str | Path, *, skip_damaged: bool = False) -> list[RunAudit]:
+    """Audit every run folder at or below ``path`` (a run, an experiment, a matrix).
+    ``skip_damaged``: leave out a run with a torn file (:mod:`agent.pairs.experiment.integrity`
+    reports it) instead of raising its DamagedFileError."""
     root = Path(path)
     if not root.exists():
         raise InputError(f"PATH={root} does not exist; allowed: a run, experiment or matrix folder")
@@ -164,7 +165,14 @@ def audit_runs(path: str | Path) -> list[RunAudit]:
             f"PATH={root} holds no run folder (metrics.json + steps.parquet); "
             "allowed: a run, experiment or matrix folder"
         )
-    return [audit_run(d, root) for d in runs]
+    out = []
+    for d in runs:
+        try:
+            out.append(audit_run(d, root))
+        except DamagedFileError:
+            if not skip_damaged:
+                raise
+    return out
 
 
 def to_json(audits: list[RunAudit]) -> str:

@@ -29,6 +29,7 @@ from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.anonymize import Aliases, anonymized
 from agent.pairs.market.records import read_json
 from bank.embedder import MiniLMEmbedder
+from localfin.files import check_json, check_parquet
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.lockstep import Program
 
@@ -75,9 +76,19 @@ def rule_plan(cfg: ExperimentConfig) -> list[tuple[Any, str, int, str]]:
 
 
 def _complete(run_dir: Path, method: str) -> bool:
+    """Whether a rule baseline's run folder is whole (its files present and readable: a torn
+    one, e.g. from a disk that filled, is redone)."""
     if not (run_dir / "metrics.json").is_file() or not (run_dir / "steps.parquet").is_file():
         return False
-    return method != "eg_ddqn" or (run_dir / "training.json").is_file()
+    if method == "eg_ddqn" and not (run_dir / "training.json").is_file():
+        return False
+    for f in sorted(run_dir.iterdir()):
+        check = {".parquet": check_parquet, ".json": check_json}.get(f.suffix)
+        problem = check(f) if check is not None else None
+        if problem is not None:
+            log.warning("%s: %s; the run is done again", f, problem)
+            return False
+    return True
 
 
 def run_rule_baselines(

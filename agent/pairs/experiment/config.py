@@ -16,7 +16,9 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    anonymize (aliases for tickers and names in every prompt; default false)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
-                   repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size
+                   repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
+                   request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
+                   max_failures_in_a_row (faults: docs/faults.md)
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       reason_max_chars, principle_max_chars, news_per_leg, news_lookback_sessions,
                    headline_max_chars, description_max_chars, memory_records,
@@ -98,6 +100,13 @@ class ModelConfig:
     max_num_seqs, kv_cache_gib: engine settings of the in-process backend.
     chunk_size: requests per engine call and per journal transaction (large enough that each
         lockstep round is one engine call).
+    request_timeout_s: ``openai``: seconds one request may take (unset: the registry's, 600).
+    max_retries, retry_backoff_s, retry_backoff_max_s: ``openai``: retries of a transient
+        failure (connection refused or reset, timeout, HTTP 408/429/502/503/504), the first
+        delay (doubling) and the longest one, in seconds; when they are spent the run stops at a
+        call boundary (exit code 4) and resumes with ``--resume`` (docs/faults.md).
+    max_failures_in_a_row: requests the engine or server fails outright in a row (each its
+        recorded fallback) before the run stops (exit code 1).
     """
 
     backbone: str = "smollm2-135m"
@@ -111,6 +120,11 @@ class ModelConfig:
     max_num_seqs: int = 64
     kv_cache_gib: int | None = None
     chunk_size: int = 256
+    request_timeout_s: float | None = None
+    max_retries: int = 4
+    retry_backoff_s: float = 1.0
+    retry_backoff_max_s: float = 30.0
+    max_failures_in_a_row: int = 8
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
 
     def __post_init__(self) -> None:
@@ -132,6 +146,17 @@ class ModelConfig:
             raise ConfigError(f"model.kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or unset")
         if self.chunk_size < 1:
             raise ConfigError(f"model.chunk_size={self.chunk_size}; allowed: >= 1")
+        if self.request_timeout_s is not None and not self.request_timeout_s > 0:
+            raise ConfigError(f"model.request_timeout_s={self.request_timeout_s}; allowed: > 0 or unset")
+        if self.max_retries < 0:
+            raise ConfigError(f"model.max_retries={self.max_retries}; allowed: >= 0")
+        if not 0 <= self.retry_backoff_s <= self.retry_backoff_max_s:
+            raise ConfigError(
+                f"model.retry_backoff_s={self.retry_backoff_s}, retry_backoff_max_s="
+                f"{self.retry_backoff_max_s}; allowed: 0 <= retry_backoff_s <= retry_backoff_max_s"
+            )
+        if self.max_failures_in_a_row < 1:
+            raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a run with ``seed``."""
@@ -139,10 +164,23 @@ class ModelConfig:
 
     def backend_spec(self, model_path: str = "") -> BackendSpec:
         """The backend this table names (``model_path``: a weights folder for the backbone)."""
-        engine = EngineOptions(max_num_seqs=self.max_num_seqs, kv_cache_gib=self.kv_cache_gib)
+        engine = EngineOptions(
+            max_num_seqs=self.max_num_seqs,
+            kv_cache_gib=self.kv_cache_gib,
+            max_failures_in_a_row=self.max_failures_in_a_row,
+        )
         if self.backend == "vllm":
             return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
-        return BackendSpec(self.backend, self.backbone, base_url=self.base_url)
+        return BackendSpec(
+            self.backend,
+            self.backbone,
+            base_url=self.base_url,
+            engine=engine,
+            max_retries=self.max_retries,
+            timeout_s=self.request_timeout_s,
+            backoff_s=self.retry_backoff_s,
+            backoff_max_s=self.retry_backoff_max_s,
+        )
 
 
 @dataclass(frozen=True)

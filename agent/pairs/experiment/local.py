@@ -21,6 +21,7 @@ from agent.pairs.experiment.plan import (
 )
 from agent.pairs.experiment.run import run_experiment
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.open import check_backend
 from serving.registry import Registry
 
 __all__ = ["run_cells_local"]
@@ -52,6 +53,7 @@ def run_cells_local(
             reg = registry_for(todo[0], registry)
             backend = factory(todo[0], reg)
             try:
+                check_backend(backend)  # a server that is down or refuses the key: before any call
                 for c in todo:
                     task.update(info=c.folder)
                     t1 = time.perf_counter()

@@ -77,7 +77,9 @@ from agent.pairs.experiment.matrix_ray import run_cells_ray
 from agent.pairs.experiment.plan import BackendFactory, CellResult, MatrixPlan, plan_matrix
 from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import read_json, write_json
+from localfin import runlock
 from localfin.errors import ConfigError
+from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.registry import Registry
 
@@ -115,7 +117,7 @@ def _prepare(out: Path, config_text: str, resume: bool) -> None:
             "file (start a new folder instead)"
         )
     out.mkdir(parents=True, exist_ok=True)
-    copy.write_text(config_text, encoding="utf-8")
+    write_text(copy, config_text)
 
 
 def write_experiments_summary(out_dir: Path, name: str, cells: Sequence[CellResult]) -> list[dict[str, Any]]:
@@ -133,10 +135,11 @@ def write_experiments_summary(out_dir: Path, name: str, cells: Sequence[CellResu
         f"{c.journal_calls} | {c.invalid_replies} |"
         for c in cells
     ]
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(out_dir / "summary.md", "\n".join(lines) + "\n")
     return []
 
 
+@runlock.locking("out_dir")
 def run_matrix(
     cfg: MatrixConfig,
     out_dir: str | Path,

@@ -9,8 +9,13 @@ seeds share no request (the seed is part of every request), so their journals ne
 Each task runs an ordinary experiment into its own folder
 ``<out>/.ray-tasks/<backbone>/<windows>/s<seed>/`` (its own ``journal.sqlite``; hidden, so
 ``localfin report`` does not count its runs twice) with the ``openai`` backend against the
-backbone's ``base_url`` (a ``vllm serve`` endpoint; every worker must reach it). A task that
-was killed resumes from its journal when the matrix is rerun.
+backbone's ``base_url`` (a ``vllm serve`` endpoint; every worker must reach it).
+
+A lost worker (its process killed, its node gone): Ray runs the task again, up to
+:data:`TASK_RETRIES` times (system failures only; an error of ours is not retried), and the new
+attempt resumes from the task folder's journal where it is on the same node, so the matrix
+finishes with no journaled call sent twice. A task that failed for good resumes from its
+journal when the matrix is rerun with ``--resume``. Runs are written once, by the gathering.
 
 Gathering. When the tasks of an experiment are done, their journals are merged into the
 experiment's ``journal.sqlite`` (``INSERT OR IGNORE`` by request key) and the experiment is
@@ -51,14 +56,17 @@ from localfin import configfile as cf
 from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.journal import Journal
+from serving.open import check_backend
 from serving.registry import Registry
 from serving.types import ChatRequest, ChatResult
 
-__all__ = ["TASKS_DIR", "task_text", "merge_journal", "run_cells_ray"]
+__all__ = ["TASKS_DIR", "TASK_RETRIES", "task_text", "merge_journal", "run_cells_ray"]
 
 log = logging.getLogger(__name__)
 
 TASKS_DIR = ".ray-tasks"
+#: times Ray runs a task again after its worker died (docs/faults.md)
+TASK_RETRIES = 3
 
 
 def task_text(cell: Cell, seed: int) -> str:
@@ -122,6 +130,7 @@ def _task(
         path.write_bytes(journal)
     backend = (factory or open_cell_backend)(cell, registry)
     try:
+        check_backend(backend)
         res = run_experiment(
             cfg, folder, config_text=text, backend=backend, model=cell_facts(cell, registry), resume=True
         )
@@ -175,6 +184,9 @@ def run_cells_ray(
     try:
         return _run(ray, plan, todo, registry, backend_factory, progress, on_cell)
     except ray.exceptions.RayError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, LocalfinError):  # ours, from a task: its own message and exit code
+            raise cause from exc
         raise LocalfinError(
             f"a Ray task of the matrix failed (rerun with --resume to continue): {exc}"
         ) from exc
@@ -193,7 +205,7 @@ def _run(
     on_cell: Callable[[CellResult], None] | None,
 ) -> list[CellResult]:
     out = plan.out_dir
-    remote = ray.remote(num_cpus=1, max_retries=0)(_task)
+    remote = ray.remote(num_cpus=1, max_retries=TASK_RETRIES, retry_exceptions=False)(_task)
     registries = {c.folder: registry_for(c, registry) for c in todo}
     refs: dict[str, list[Any]] = {}
     submitted = time.perf_counter()  # an experiment's wall time: from here to its gathering

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.pairs.experiment.matrix_config import Cell, MatrixConfig
+from agent.pairs.experiment.run import check_manifest
 from localfin.errors import ConfigError
 from serving.backend import Backend
 from serving.journal import Journal
@@ -118,14 +119,19 @@ def cell_facts(cell: Cell, registry: Registry) -> ModelFacts | None:
 
 
 def cell_done(out: Path, cell: Cell) -> bool:
-    """Whether ``cell``'s folder is complete: manifest written, config equal to the expansion."""
+    """Whether ``cell``'s folder is complete: manifest written, config equal to the expansion.
+    A torn manifest, or one of another config, is a DamagedFileError naming it (it would
+    otherwise pass the experiment off as done)."""
     folder = out / cell.folder
     cfg = folder / "config.toml"
-    return (
+    done = (
         (folder / "manifest.json").is_file()
         and cfg.is_file()
         and cfg.read_text(encoding="utf-8") == cell.config_text
     )
+    if done:
+        check_manifest(folder, cell.config)
+    return done
 
 
 def journal_counts(folder: Path) -> tuple[int, int]:

@@ -18,6 +18,7 @@ next to the agent's runs on the same journal. ``summary.json`` lists them under 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -33,15 +34,17 @@ from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.anonymize import Aliases
 from agent.pairs.market.execution import FRICTIONS
 from agent.pairs.market.folders import write_tables
-from agent.pairs.market.records import write_json
+from agent.pairs.market.records import read_json, write_json
 from agent.pairs.market.view import MarketView
 from bank.embedder import Embedder
-from localfin.errors import ConfigError
+from localfin import runlock
+from localfin.errors import ConfigError, DamagedFileError
+from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 from serving.lockstep import RoundInfo, run_lockstep, run_sequential
-from serving.open import ModelFacts
+from serving.open import ModelFacts, backend_settings
 from serving.routing import ModelRouter
 
 __all__ = ["ExperimentResult", "run_experiment"]
@@ -64,7 +67,36 @@ def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
         )
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
-    copy.write_text(config_text, encoding="utf-8")
+    write_text(copy, config_text)
+
+
+def _differences(mine: Any, theirs: Any, where: str = "config") -> list[str]:
+    """Keys whose values differ between two config documents (keys only one has are skipped:
+    a folder written by another version of localfin records fewer or more fields)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        keys = sorted(set(mine) & set(theirs))
+        return [d for k in keys for d in _differences(mine[k], theirs[k], f"{where}.{k}")]
+    if mine == theirs:
+        return []
+    return [f"{where}: {json.dumps(theirs)[:60]} there, {json.dumps(mine)[:60]} here"]
+
+
+def check_manifest(out: Path, cfg: ExperimentConfig) -> None:
+    """Raise DamagedFileError when ``out/manifest.json`` is torn or records another config than
+    ``cfg`` (a manifest copied from another experiment would vouch for runs it did not make)."""
+    path = out / "manifest.json"
+    if not path.exists():
+        return
+    doc = read_json(path)  # a torn file: DamagedFileError naming it
+    recorded = doc.get("config") if isinstance(doc, dict) else None
+    mine = json.loads(json.dumps(config_to_dict(cfg), default=str))
+    diff = _differences(mine, recorded) if isinstance(recorded, dict) else ["config: missing"]
+    if diff:
+        raise DamagedFileError(
+            f"{path} records another configuration than {out / 'config.toml'} ({'; '.join(diff[:3])}): it "
+            "was not written by this experiment; move it away, then rerun with --resume (journaled calls "
+            "replay and the manifest is written again)"
+        )
 
 
 class _Tally:
@@ -121,6 +153,7 @@ def _check_opens(cfg: ExperimentConfig, view: MarketView) -> None:
         )
 
 
+@runlock.locking("out_dir")
 def run_experiment(
     cfg: ExperimentConfig,
     out_dir: str | Path,
@@ -152,10 +185,18 @@ def run_experiment(
         finmem_backend: the backend serving FinMem's fixed model (``[baselines.finmem] model``
             other than the backbone; opened and closed by the caller); requests are routed by
             model key (:class:`serving.routing.ModelRouter`), one journal for both.
+
+    Faults (docs/faults.md): the folder's write lock is held throughout (a second writer gets
+    FolderInUseError); on resume a torn journal or a manifest of another config is a
+    DamagedFileError before any work; the backend's own faults stop the run at a call boundary
+    with every answered call journaled.
     """
 
     out = Path(out_dir)
     _prepare_folder(out, config_text, resume)
+    check_manifest(out, cfg)
+    if resume and (out / "journal.sqlite").is_file():
+        Journal(out / "journal.sqlite", verify=True).close()  # a torn journal stops here, before any work
     if not cfg.store.is_file():
         raise ConfigError(
             f"experiment.store={cfg.store} does not exist; import data first (localfin data import)"
@@ -265,6 +306,7 @@ def run_experiment(
             "model_calls": jb.called,
             "replayed_from_journal": jb.replayed,
             "sampling": sampling,
+            "backend": backend_settings(backend),
             "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},
             "frictions_row": FRICTIONS.to_dict() | {"label": FRICTIONS.label()},
             # memorization control: the aliases every prompt used (None: real names)

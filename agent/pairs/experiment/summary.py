@@ -13,6 +13,7 @@ from agent.pairs.experiment.backtest import RunOutcome
 from agent.pairs.experiment.config import ExperimentConfig
 from agent.pairs.market.metrics import LIFECYCLE_STATES
 from agent.pairs.market.records import write_json
+from localfin.files import write_text
 from localfin.fmt import fmt_num, fmt_pct
 
 __all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell"]
@@ -105,7 +106,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         lines.append(
             f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
         )
-    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(out / "summary.md", "\n".join(lines) + "\n")
 
 
 def lifecycle_cell(extra: dict[str, Any]) -> str:

@@ -45,7 +45,7 @@ from agent.pairs.market.tape import (
     read_decisions,
     read_prices,
 )
-from localfin.errors import InputError, LocalfinError
+from localfin.errors import DamagedFileError, InputError, LocalfinError, WriteFailedError
 
 __all__ = ["Rebuild", "TablesResult", "find_runs", "experiment_of", "load_tape", "write_tables"]
 
@@ -108,6 +108,8 @@ def _manifest(folder: Path, cache: dict[Path, dict[str, Any] | None]) -> dict[st
         p = folder / "manifest.json"
         try:
             cache[folder] = read_json(p) if p.is_file() else None
+        except DamagedFileError:
+            raise
         except InputError:
             cache[folder] = None
     return cache[folder]
@@ -159,6 +161,8 @@ def write_tables(
                 group=group,
                 backbone=_backbone(doc, _manifest(exp, manifests)),
             )
+        except (WriteFailedError, DamagedFileError):
+            raise  # a full disk or a torn file stops here: a table left out would go unseen
         except LocalfinError as exc:
             log.warning("no tables for %s: %s", run_dir, exc)
             res.skipped.append((str(rel), str(exc)))

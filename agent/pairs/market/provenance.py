@@ -114,7 +114,7 @@ class ProvenanceLog:
 
 
 def read_provenance(path: str | Path) -> Any:
-    """The rows as a pandas DataFrame."""
-    import pandas as pd
+    """The rows as a pandas DataFrame (a torn file: a DamagedFileError naming it)."""
+    from localfin.files import read_parquet
 
-    return pd.read_parquet(path)
+    return read_parquet(path)

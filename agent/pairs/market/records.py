@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.market.metrics import Metrics
-from localfin.errors import InputError
+from localfin.errors import DamagedFileError, InputError
+from localfin.files import atomic_target, read_parquet, write_text
 
 __all__ = ["StepRecord", "write_steps", "read_steps", "run_summary", "write_json", "read_json"]
 
@@ -53,12 +54,10 @@ def write_rows(path: str | Path, rows: Sequence[Any], row_type: type) -> Path:
     import pandas as pd
 
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     cols = [f.name for f in fields(row_type)]
     frame = pd.DataFrame([asdict(r) for r in rows], columns=cols)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(p)
+    with atomic_target(p) as tmp:
+        frame.to_parquet(tmp, index=False)
     return p
 
 
@@ -68,12 +67,10 @@ def write_steps(path: str | Path, records: Sequence[StepRecord]) -> Path:
 
 
 def read_steps(path: str | Path) -> list[StepRecord]:
-    import pandas as pd
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"no steps file at {p}")
-    frame = pd.read_parquet(p)
+    frame = read_parquet(p)
     names = [f.name for f in fields(StepRecord)]
     missing = [n for n in names if n not in frame.columns]
     if missing:
@@ -117,17 +114,16 @@ def run_summary(
 
 def write_json(path: str | Path, doc: Mapping[str, Any]) -> Path:
     """Write a JSON document atomically (temp file, then rename), NaN as null."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    tmp.write_text(json.dumps(_clean(dict(doc)), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(p)
-    return p
+    return write_text(path, json.dumps(_clean(dict(doc)), indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: str | Path) -> dict[str, Any]:
+    """A run folder's JSON document; a missing file is an InputError, a torn one (not valid
+    JSON) a DamagedFileError naming it."""
     p = Path(path)
     try:
         return json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DamagedFileError(f"cannot read JSON {p}: {exc}: torn or not written by localfin") from exc
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read JSON {p}: {exc}") from exc

@@ -39,6 +39,7 @@ from agent.pairs.market.records import StepRecord, read_json
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.pairs.market.tape import HOLD, Decision, PriceTape
 from localfin.errors import InputError
+from localfin.files import atomic_target, read_parquet
 
 __all__ = [
     "EQUITY_FILE",
@@ -305,9 +306,7 @@ def _call_keys(run_dir: Path) -> list[tuple[str, str]] | None:
     memory trace (FinMem); None when the folder records none (a rule baseline, an old folder)."""
     trace = run_dir / "trace.parquet"
     if trace.is_file():
-        import pandas as pd
-
-        t = pd.read_parquet(trace, columns=["call_type", "request_key"])
+        t = read_parquet(trace, columns=["call_type", "request_key"])
         t = t[t["request_key"].astype(str) != ""]
         return list(zip(t["call_type"].astype(str), t["request_key"].astype(str)))
     mem = run_dir / "memory_trace.json"
@@ -449,11 +448,9 @@ def write_table(
     recs = [asdict(r) if not isinstance(r, Mapping) else dict(r) for r in rows]
     frame = pd.DataFrame(recs, columns=list(columns))
     out = path.with_name(path.name + f".{fmt}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if fmt == "csv":
-        frame.to_csv(tmp, index=False, float_format="%.17g")
-    else:
-        frame.to_parquet(tmp, index=False)
-    tmp.replace(out)
+    with atomic_target(out) as tmp:
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False, float_format="%.17g")
+        else:
+            frame.to_parquet(tmp, index=False)
     return out

@@ -31,6 +31,7 @@ import numpy as np
 
 from agent.pairs.market.settlement import LegWeights
 from localfin.errors import InputError
+from localfin.files import atomic_target, read_parquet
 
 __all__ = [
     "HOLD",
@@ -98,10 +99,8 @@ class Decision:
 
 
 def _write(path: Path, frame: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with atomic_target(path) as tmp:
+        frame.to_parquet(tmp, index=False)
     return path
 
 
@@ -113,12 +112,10 @@ def write_decisions(path: str | Path, decisions: Sequence[Decision]) -> Path:
 
 
 def read_decisions(path: str | Path) -> list[Decision]:
-    import pandas as pd
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"no decisions file at {p}")
-    frame = pd.read_parquet(p)
+    frame = read_parquet(p)
     names = [f.name for f in fields(Decision)]
     missing = [n for n in names if n not in frame.columns]
     if missing:
@@ -204,12 +201,10 @@ def write_prices(path: str | Path, tape: PriceTape) -> Path:
 
 
 def read_prices(path: str | Path) -> PriceTape:
-    import pandas as pd
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"no prices file at {p}")
-    frame = pd.read_parquet(p)
+    frame = read_parquet(p)
     missing = [c for c in ("date", "ticker", "close", "open") if c not in frame.columns]
     if missing:
         raise InputError(f"{p} lacks columns {missing}")

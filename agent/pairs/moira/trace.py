@@ -127,7 +127,7 @@ class TraceLog:
 
 
 def read_trace(path: str | Path) -> Any:
-    """The trace as a pandas DataFrame."""
-    import pandas as pd
+    """The trace as a pandas DataFrame (a torn file: a DamagedFileError naming it)."""
+    from localfin.files import read_parquet
 
-    return pd.read_parquet(path)
+    return read_parquet(path)
