@@ -66,3 +66,9 @@ def all_(ctx: typer.Context) -> None:
 def moira_lockstep(ctx: typer.Context) -> None:
     """Moira demo experiment in lockstep vs one run at a time, same engine (pass --help)."""
     _forward("moira_lockstep", ctx)
+
+
+@app.command("tokens", context_settings=_CTX, add_help_option=False)
+def tokens(ctx: typer.Context) -> None:
+    """Prompt tokens per test step of Moira and FinMem with each backbone's tokenizer (pass --help)."""
+    _forward("tokens", ctx)
