@@ -72,3 +72,9 @@ def moira_lockstep(ctx: typer.Context) -> None:
 def tokens(ctx: typer.Context) -> None:
     """Prompt tokens per test step of Moira and FinMem with each backbone's tokenizer (pass --help)."""
     _forward("tokens", ctx)
+
+
+@app.command("vllm-serve", context_settings=_CTX, add_help_option=False)
+def vllm_serve(ctx: typer.Context) -> None:
+    """vLLM's serving benchmark on the agents' journaled prompts, beside our driver (pass --help)."""
+    _forward("vllm_serve", ctx)
