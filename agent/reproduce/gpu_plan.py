@@ -55,7 +55,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,9 @@ class Work:
     hit: float = 0.0
     final_context: int = 0
     reuse_basis: str = "no rehearsal journals: no prefix reuse modelled"
+    #: sequences a lock-step round offers at once (0: ``concurrency``): FinAcumen's rounds hold
+    #: every question of a set, which the plain figure caps at one engine's max_num_seqs
+    demand: int = 0
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,10 @@ def _qa_work(cfg: ReproConfig, reuse: Reuse | None = None) -> Work:
             f"of {solve.calls} qa_solve calls), {st:.0%} of a first prompt shared with an earlier "
             f"question; at {n} calls a question the cache serves {hit:.0%} of its prompt tokens"
         )
-    return Work(calls, total - comp, comp, MAX_NUM_SEQS, per_call, basis, hit, final, how)
+    per_set = q // max(1, len(cfg.qa.sets))
+    return Work(
+        calls, total - comp, comp, MAX_NUM_SEQS, per_call, basis, hit, final, how, max(per_set, MAX_NUM_SEQS)
+    )
 
 
 def _time(
@@ -322,6 +328,7 @@ def plan_config(
             sum(w.hit * w.prompt_tokens for w in ws) / max(1, sum(w.prompt_tokens for w in ws)),
             max(w.final_context for w in ws),
             ws[0].reuse_basis,
+            max(w.demand or w.concurrency for w in ws),
         )
         tp = choose_tp(key, gpus, gpu, spec.max_model_len, spec.gpu_memory_utilization)
         if tp is None:
@@ -357,12 +364,15 @@ def plan_config(
         kv_tok = arch_facts(key).kv_bytes_per_token() / tp
         room_tokens = (free - w) * GIB / kv_tok
         fit = int(room_tokens // max(1, work.mean_context))
-        batch_v = max(1, min(math.ceil(work.concurrency / dp), MAX_NUM_SEQS, fit))
+        demand = math.ceil((work.demand or work.concurrency) / dp)
+        batch_v = max(1, min(demand, MAX_NUM_SEQS, fit))
         working = batch_v * max(work.final_context, work.mean_context)
         hit = work.hit * min(1.0, room_tokens / working) if working else work.hit
-        pre_v, dec_v = _time(key, tp, dp, batch_v, work, gpu, hit)
+        pre_v, dec_v = _time(
+            key, tp, dp, batch_v, replace(work, concurrency=work.demand or work.concurrency), gpu, hit
+        )
         note_v = (
-            f"{batch_v} sequence(s) in flight per replica (demand {math.ceil(work.concurrency / dp)}, "
+            f"{batch_v} sequence(s) in flight per replica (demand {demand}, "
             f"max_num_seqs {MAX_NUM_SEQS}, {fit} fit at the mean context {work.mean_context}); "
             f"prefix cache serves {hit:.0%} of prompt tokens ({work.reuse_basis}"
             + (

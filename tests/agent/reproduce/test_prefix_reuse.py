@@ -101,6 +101,10 @@ def test_the_plan_shows_both_figures_and_uses_the_rehearsals_reuse(tmp_path: Pat
     assert round(plain.hours, 1) == 24.9 and round(plain.prefill_h, 1) == 10.3 and plain.batch == 21
     assert plain.batch_vllm == MAX_NUM_SEQS and plain.prefill_vllm_h == plain.prefill_h
     assert plain.decode_vllm_h < plain.decode_h and plain.hit_vllm == 0.0
+    # four replicas: a round holds a whole set's questions, so each runs max_num_seqs at once
+    (four,) = plan_config(cfg, 4, "h200", registry=reg)
+    assert (four.dp, four.batch, four.batch_vllm) == (4, 16, MAX_NUM_SEQS)
+    assert round(four.hours, 1) == 6.8 and four.decode_vllm_h < four.decode_h
     path = _rehearsal(tmp_path, cfg.name, _react("A", 3) + _react("B", 3))
     (e,) = plan_config(cfg, 1, "h200", registry=reg, rehearsal=path)
     reuse = measure_rehearsal(path.parent)
