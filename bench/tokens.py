@@ -80,6 +80,7 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
     ``requests``: key -> request dict (the recorder's file, then the cell's journal)."""
     import pandas as pd
 
+    from bench.token_count import render_messages
     from serving.journal import Journal
 
     journal: dict[str, Any] = {}
@@ -103,8 +104,6 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
             if req is None:
                 st.missing += 1
                 continue
-            from bench.token_count import render_messages
-
             n = counter.count(render_messages(req), req.get("thinking"))
             st.calls[call] = st.calls.get(call, 0) + 1
             st.tokens[call] = st.tokens.get(call, 0) + n
