@@ -26,7 +26,8 @@ in flight) and ``--max-concurrency C`` with an infinite rate (closed loop: ``C``
 next sent when one ends). Before every point (either client) the server's prefix cache is
 emptied (``POST /reset_prefix_cache``, which vLLM serves in its development mode: the server
 started here sets ``VLLM_SERVER_DEV_MODE=1``; on a ``--base-url`` server without it the points
-run on a warm cache, which the output says), then ``--warmups`` requests run untimed.
+run on a warm cache, which the output says), then the first request runs ``--warmups`` times
+untimed (as vLLM's ``--num-warmups`` does).
 
     localfin bench vllm-serve --journal DEMO_OUT --out runs/vllm-serve          # CPU model
     localfin bench vllm-serve --dataset agents.jsonl --base-url http://127.0.0.1:8000/v1 \\
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
         from localfin.errors import ConfigError
 
         raise ConfigError(f"--num-prompts {n}; allowed: at most the dataset's {len(rows)} rows")
-    warm = _requests(rows[: args.warmups], spec.key)
+    warm = _requests(rows[:1], spec.key) * args.warmups  # vLLM's warm-up repeats the first request
     reqs = _requests(rows[:n], spec.key)
     served = args.served_model_name or spec.key
     driver = ServerDriver(
