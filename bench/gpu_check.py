@@ -14,8 +14,12 @@ sample) and the exact threshold index against numpy brute force (and torch on th
     bash bench/gpu_check.sh              # on the lent GPU machine, < 10 minutes
     python -m bench.gpu_check --tiny     # anywhere, tiny shapes on CPU, seconds
 
-vLLM GPU figures need a workstation with vLLM: ``localfin serve qwen3-4b`` and then
-``localfin bench serving --backends openai --base-url http://127.0.0.1:8000/v1 --model qwen3-4b``.
+vLLM GPU figures need a workstation with vLLM and a checkpoint: ``localfin serve qwen3-4b``, then
+vLLM's own serving benchmark on the agents' journaled prompts beside our driver
+(``localfin bench vllm-serve --journal RUN_DIR --out OUT --model qwen3-4b --base-url
+http://127.0.0.1:8000/v1 --rates 2,8 --max-concurrency 64``; the ``vllm bench serve`` line it runs
+is in ``bench/gpu_check.sh``), and ``localfin bench serving --backends openai,transformers
+--base-url http://127.0.0.1:8000/v1 --model qwen3-4b`` for the transformers reference.
 """
 
 from __future__ import annotations

@@ -6,6 +6,19 @@
 #
 #   bash bench/gpu_check.sh            # on the lent GPU machine
 #   bash bench/gpu_check.sh --tiny     # anywhere: tiny shapes on CPU, seconds
+#
+# vLLM serving figures comparable with published vLLM numbers need a workstation with vLLM and
+# a checkpoint (docs/benchmarks.md, "Serving (vLLM's benchmark)"): serve, export the agents'
+# journaled prompts, then run vLLM's own benchmark and ours on them:
+#   localfin serve qwen3-4b &                      # vllm serve /models/Qwen3-4B ... on :8000
+#   localfin bench vllm-serve --journal RUN_DIR --out runs/vllm-serve --model qwen3-4b \
+#       --base-url http://127.0.0.1:8000/v1 --rates 2,8 --max-concurrency 64
+#   # vLLM's benchmark alone on the exported dataset (the command the line above runs per point):
+#   vllm bench serve --backend openai --base-url http://127.0.0.1:8000 --endpoint /v1/completions \
+#       --model qwen3-4b --tokenizer /models/Qwen3-4B --dataset-name custom \
+#       --dataset-path runs/vllm-serve/agents.jsonl --disable-shuffle --skip-chat-template \
+#       --custom-output-len -1 --ignore-eos --temperature 0 --request-rate 8 \
+#       --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false

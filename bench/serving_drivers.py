@@ -142,8 +142,12 @@ class ServerDriver:
         api_key: str | None = None,
         log_path: Path | None = None,
         served_model_name: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+        server_env: dict[str, str] | None = None,
     ) -> None:
         self.spec = spec
+        self.extra_body = dict(extra_body or {})
+        self.server_env = dict(server_env or {})
         self.registry = registry
         self.base_url = base_url
         self.api_key = api_key
@@ -159,7 +163,11 @@ class ServerDriver:
         t0 = time.perf_counter()
         # a loaded 2-core machine took 280 s to start an engine: wait longer than the default
         self._handle = start_server(
-            self.spec, log_path=self.log_path, api_key=self.api_key, ready_timeout_s=900.0
+            self.spec,
+            log_path=self.log_path,
+            api_key=self.api_key,
+            ready_timeout_s=900.0,
+            extra_env=self.server_env,
         )
         self.base_url = self._handle.base_url
         return time.perf_counter() - t0
@@ -205,9 +213,46 @@ class ServerDriver:
             client.close()
             backend.close()
 
+    def run_rate(
+        self, reqs: Sequence[ChatRequest], rate: float, *, seed: int = 0, burstiness: float = 1.0
+    ) -> tuple[float, list[Sample]]:
+        """Open loop: request ``i`` is sent at its arrival time whatever is in flight, arrivals
+        a gamma process of ``rate`` requests/s (``burstiness`` 1: Poisson), as vLLM's serving
+        benchmark draws them for ``--request-rate``; one thread per request, so nothing waits
+        for a free client."""
+        import httpx
+        import numpy as np
+
+        if rate <= 0 or burstiness <= 0:
+            raise ValueError(f"rate={rate}, burstiness={burstiness}; allowed: both > 0")
+        gaps = np.random.default_rng(seed).gamma(burstiness, 1.0 / (rate * burstiness), size=len(reqs))
+        starts = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
+        n = max(1, len(reqs))
+        backend = self._backend(n)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        client = httpx.Client(
+            headers=headers, limits=httpx.Limits(max_connections=n), trust_env=False, timeout=600.0
+        )
+        t0 = time.perf_counter()
+
+        def send(i: int) -> Sample:
+            delay = t0 + float(starts[i]) - time.perf_counter()
+            if delay > 0:  # the arrival schedule of a load generator, not a synchronisation
+                time.sleep(delay)
+            return self._stream(client, backend, reqs[i])
+
+        try:
+            with ThreadPoolExecutor(max_workers=n) as pool:
+                samples = list(pool.map(send, range(len(reqs))))
+            return time.perf_counter() - t0, samples
+        finally:
+            client.close()
+            backend.close()
+
     def _stream(self, client: Any, backend: OpenAIBackend, req: ChatRequest) -> Sample:
         # the body OpenAIBackend would send, plus streaming with a final usage chunk
         body = backend._body(req, self.registry.get(req.model))
+        body.update(self.extra_body)
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         parts: list[str] = []

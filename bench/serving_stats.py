@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.serving_drivers import Sample
 
-__all__ = ["percentile", "summarize", "should_stop", "saturation_point"]
+__all__ = ["percentile", "summarize", "should_stop", "saturation_point", "VLLM_FIGURES", "vllm_figures"]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -79,3 +79,45 @@ def saturation_point(levels: Sequence[int], throughputs: Sequence[float], margin
         raise ValueError("levels and throughputs must be non-empty and of equal length")
     best = max(throughputs)
     return next(c for c, t in zip(levels, throughputs) if t >= best / (1.0 + margin))
+
+
+#: vLLM's serving-benchmark figures, under its names (``vllm bench serve --save-result``):
+#: throughputs per second of the benchmark's duration, latencies in ms as mean, median and p99.
+VLLM_FIGURES = (
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("mean", "median", "p99")),
+)
+
+
+def vllm_figures(wall_s: float, samples: Sequence[Sample]) -> dict[str, float]:
+    """:data:`VLLM_FIGURES` of one point of our driver, computed as vLLM's benchmark computes
+    them (vllm/benchmarks/serve.py, ``calculate_metrics``): TPOT per request is (E2EL - TTFT) /
+    (output tokens - 1) over requests with more than one output token, ITL pools every gap
+    between streamed chunks, percentiles interpolate linearly, throughputs divide by the
+    point's wall time (first request sent to last reply)."""
+    if wall_s <= 0 or not samples:
+        raise ValueError(f"a point needs wall_s > 0 and samples; got {wall_s} and {len(samples)}")
+    out_tokens = sum(s.completion_tokens for s in samples)
+    prompt = sum(s.prompt_tokens for s in samples)
+    series = {
+        "ttft": [s.ttft_s for s in samples if s.ttft_s is not None],
+        "tpot": [
+            (s.latency_s - s.ttft_s) / (s.completion_tokens - 1)
+            for s in samples
+            if s.ttft_s is not None and s.completion_tokens > 1
+        ],
+        "itl": [x for s in samples for x in s.itl_s],
+        "e2el": [s.latency_s for s in samples],
+    }
+    out: dict[str, float] = {
+        "request_throughput": len(samples) / wall_s,
+        "output_throughput": out_tokens / wall_s,
+        "total_token_throughput": (prompt + out_tokens) / wall_s,
+    }
+    for name, values in series.items():
+        out[f"mean_{name}_ms"] = 1e3 * sum(values) / len(values) if values else 0.0
+        out[f"median_{name}_ms"] = 1e3 * (percentile(values, 0.5) or 0.0)
+        out[f"p99_{name}_ms"] = 1e3 * (percentile(values, 0.99) or 0.0)
+    return out

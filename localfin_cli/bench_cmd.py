@@ -66,3 +66,15 @@ def all_(ctx: typer.Context) -> None:
 def moira_lockstep(ctx: typer.Context) -> None:
     """Moira demo experiment in lockstep vs one run at a time, same engine (pass --help)."""
     _forward("moira_lockstep", ctx)
+
+
+@app.command("tokens", context_settings=_CTX, add_help_option=False)
+def tokens(ctx: typer.Context) -> None:
+    """Prompt tokens per test step of Moira and FinMem with each backbone's tokenizer (pass --help)."""
+    _forward("tokens", ctx)
+
+
+@app.command("vllm-serve", context_settings=_CTX, add_help_option=False)
+def vllm_serve(ctx: typer.Context) -> None:
+    """vLLM's serving benchmark on the agents' journaled prompts, beside our driver (pass --help)."""
+    _forward("vllm_serve", ctx)

