@@ -47,7 +47,9 @@ def real_store(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def assert_same_screen(a: ScreenResult, b: ScreenResult) -> None:
     """The same candidates in the same order, the same exclusions, the same statistics."""
     assert (a.date, a.session) == (b.date, b.session)
-    assert [(c.ticker_a, c.ticker_b) for c in a.candidates] == [(c.ticker_a, c.ticker_b) for c in b.candidates]
+    assert [(c.rank, c.ticker_a, c.ticker_b) for c in a.candidates] == [
+        (c.rank, c.ticker_a, c.ticker_b) for c in b.candidates
+    ]
     assert [(p.ticker_a, p.ticker_b, p.eligible, p.reason, p.lag, p.n_obs) for p in a.pairs] == [
         (p.ticker_a, p.ticker_b, p.eligible, p.reason, p.lag, p.n_obs) for p in b.pairs
     ]
@@ -146,6 +148,4 @@ def test_sweep_and_market_view_use_the_rolling_screen(real_store: Path) -> None:
         for day in days:
             assert_same_screen(view.screen(day), screen_pairs(history, day))
         assert view._rolling.sliding_stats.slides > 0
-    assert [c.n_candidates for c in sweep.counts] == [
-        len(screen_pairs(history, d).candidates) for d in days
-    ]
+    assert [c.n_candidates for c in sweep.counts] == [len(screen_pairs(history, d).candidates) for d in days]
