@@ -35,7 +35,7 @@ from numba import njit, prange
 
 from kernels._jit import IC_NONE, SQRTEPS, _dot2, _fetch_add, _sum, mackinnon_p
 from kernels._mackinnon import PVALUE_C2
-from kernels._simd import LANES, vdotsub, vfill, vmul
+from kernels._simd import LANES, vdotsub, vfill, vmul, vsqrt_inv
 
 __all__ = ["ticker_width", "pair_width", "ticker_pass", "pair_pass_serial", "pair_pass_parallel"]
 
@@ -280,16 +280,13 @@ def _factor(lf, dg, inv, okcol, k, dim):  # type: ignore[no-untyped-def]
         o = i * row + i * NL
         vdotsub(lf, o, lf, i * row, lf, i * row, i, NL)
         for ln in range(NL):
-            piv = lf[o + ln]
             failed = okcol[ln] < i
-            if not failed and not piv > _PIVOT_RTOL * dg[i * NL + ln]:
+            if not failed and not lf[o + ln] > _PIVOT_RTOL * dg[i * NL + ln]:
                 okcol[ln] = i
                 failed = True
             if failed:
-                piv = 1.0
-            root = math.sqrt(piv)
-            lf[o + ln] = root
-            inv[i * NL + ln] = 1.0 / root
+                lf[o + ln] = 1.0
+        vsqrt_inv(lf, o, inv, i * NL)
     for i in range(dim - 2, dim):
         for j in range(k):
             o = i * row + j * NL
