@@ -31,13 +31,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from kernels._jit import IC_NONE, SQRTEPS, _dot2, _fetch_add, _sum, mackinnon_p
 from kernels._mackinnon import PVALUE_C2
-from kernels._simd import LANES, vdotsub, vfill, vmul, vsqrt_inv
+from kernels._simd import LANES, vcopy, vdotsub, vdotsub2, vfill, vmul, vschur, vsqrt_inv
 
-__all__ = ["ticker_width", "pair_width", "ticker_pass", "pair_pass_serial", "pair_pass_parallel"]
+__all__ = ["NL", "ticker_width", "pair_width", "ticker_pass", "pair_pass"]
 
 
 def ticker_width(p: int) -> int:
@@ -219,8 +219,9 @@ def _workspace(p):  # type: ignore[no-untyped-def]
         np.zeros((p + 1, NL)),  # q[b] = sum e[j] d[j-b]
         np.zeros((4, NL)),  # level sum of squares, beta, a, t of model p
         np.zeros((3, NL), dtype=np.int64),  # active, lag columns factorised, chosen lag
-        np.zeros(p + 1),  # thresholds of the information criterion by lag difference
+        np.zeros(p + 2),  # thresholds of the information criterion by lag difference, and m
         np.zeros(NL, dtype=np.int8),  # sums valid
+        np.zeros((3, (p + 1) * NL)),  # E_k, ssr_k, c_k of every lane for k = 0..p
     )
 
 
@@ -272,26 +273,44 @@ def _factor(lf, dg, inv, okcol, k, dim):  # type: ignore[no-untyped-def]
     entries in them. ``okcol[ln]``: k if every pivot held, else the first failing column (-1:
     lane unused); a failed or unused lane goes on with pivot 1."""
     row = dim * NL
-    for i in range(k):
+    i = 0
+    while i < k:
+        two = i + 1 < k  # rows i and i + 1 share the loads of the rows above them
         for j in range(i):
-            o = i * row + j * NL
-            vdotsub(lf, o, lf, i * row, lf, j * row, j, NL)
-            vmul(lf, o, inv, j * NL)
-        o = i * row + i * NL
-        vdotsub(lf, o, lf, i * row, lf, i * row, i, NL)
-        for ln in range(NL):
-            failed = okcol[ln] < i
-            if not failed and not lf[o + ln] > _PIVOT_RTOL * dg[i * NL + ln]:
-                okcol[ln] = i
-                failed = True
-            if failed:
-                lf[o + ln] = 1.0
-        vsqrt_inv(lf, o, inv, i * NL)
-    for i in range(dim - 2, dim):
-        for j in range(k):
-            o = i * row + j * NL
-            vdotsub(lf, o, lf, i * row, lf, j * row, j, NL)
-            vmul(lf, o, inv, j * NL)
+            if two:
+                vdotsub2(lf, i * row + j * NL, (i + 1) * row + j * NL, lf, i * row, (i + 1) * row, lf,
+                         j * row, j, NL)  # fmt: skip
+                vmul(lf, (i + 1) * row + j * NL, inv, j * NL)
+            else:
+                vdotsub(lf, i * row + j * NL, lf, i * row, lf, j * row, j, NL)
+            vmul(lf, i * row + j * NL, inv, j * NL)
+        _pivot(lf, dg, inv, okcol, i, row)
+        if two:
+            o = (i + 1) * row + i * NL
+            vdotsub(lf, o, lf, (i + 1) * row, lf, i * row, i, NL)
+            vmul(lf, o, inv, i * NL)
+            _pivot(lf, dg, inv, okcol, i + 1, row)
+        i += 2
+    for j in range(k):
+        vdotsub2(lf, (dim - 2) * row + j * NL, (dim - 1) * row + j * NL, lf, (dim - 2) * row,
+                 (dim - 1) * row, lf, j * row, j, NL)  # fmt: skip
+        vmul(lf, (dim - 2) * row + j * NL, inv, j * NL)
+        vmul(lf, (dim - 1) * row + j * NL, inv, j * NL)
+
+
+@njit(cache=True)
+def _pivot(lf, dg, inv, okcol, i, row):  # type: ignore[no-untyped-def]
+    """Diagonal entry i: the remaining pivot, checked, then its square root and inverse."""
+    o = i * row + i * NL
+    vdotsub(lf, o, lf, i * row, lf, i * row, i, NL)
+    for ln in range(NL):
+        failed = okcol[ln] < i
+        if not failed and not lf[o + ln] > _PIVOT_RTOL * dg[i * NL + ln]:
+            okcol[ln] = i
+            failed = True
+        if failed:
+            lf[o + ln] = 1.0
+    vsqrt_inv(lf, o, inv, i * NL)
 
 
 @njit(cache=True)
@@ -327,7 +346,7 @@ def _fill_lane(lf, dg, dim, lag, p, ln, dlo, dhi, r, q, lev):  # type: ignore[no
 def _scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
     """Lag choice (or the fixed lag p) of every active lane over the common sample J; sets
     flags[2] (the lag, -1 if none) and sc[3] (the t statistic of model p)."""
-    lf, dg, inv, dlo, dhi, r, q, sc, flags, thr, _ = ws
+    lf, dg, inv, dlo, dhi, r, q, sc, flags, thr, _, sch = ws
     dim = p + 2
     row = dim * NL
     lv = p
@@ -342,49 +361,43 @@ def _scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
         for b in range(2, a + 1):
             vfill(lf, (a - 1) * row + (b - 1) * NL, lf, (a - 2) * row + (b - 2) * NL, dlo_f, (p - a) * NL,
                   dlo_f, (p - b) * NL, dhi_f, (p - a) * NL, dhi_f, (p - b) * NL)  # fmt: skip
+    q_f = q.reshape(-1)
+    for a in range(1, p + 1):
+        vcopy(lf, lv * row + (a - 1) * NL, q_f, a * NL)
+        vcopy(lf, rs * row + (a - 1) * NL, r_f, a * NL)
+    vcopy(lf, lv * row + lv * NL, sc.reshape(-1), 0)
+    vcopy(lf, rs * row + lv * NL, q_f, 0)
+    vcopy(lf, rs * row + rs * NL, r_f, 0)
+    for c in range(p):
+        vcopy(dg, c * NL, lf, c * row + c * NL)
     for ln in range(NL):
-        for a in range(1, p + 1):
-            lf[lv * row + (a - 1) * NL + ln] = q[a, ln]
-            lf[rs * row + (a - 1) * NL + ln] = r[a, ln]
-        lf[lv * row + lv * NL + ln] = sc[0, ln]
-        lf[rs * row + lv * NL + ln] = q[0, ln]
-        lf[rs * row + rs * NL + ln] = r[0, ln]
         flags[1, ln] = p if flags[0, ln] != 0 else -1
         flags[2, ln] = -1
         sc[3, ln] = math.nan
-    for c in range(p):
-        for ln in range(NL):
-            dg[c * NL + ln] = lf[c * row + c * NL + ln]
     _factor(lf, dg, inv, flags[1], p, dim)
-    pen = 2.0 / m if ic == 0 else math.log(m) / m
-    for dk in range(p + 1):
-        thr[dk] = math.exp(-dk * pen)
+    vschur(lf, lv * row + lv * NL, rs * row + lv * NL, rs * row + rs * NL, lv * row, rs * row, p,
+           sch[0], sch[1], sch[2])  # fmt: skip
+    if thr[p + 1] != m:  # once per window length (thr[p + 1] holds the m they are for)
+        pen = 2.0 / m if ic == 0 else math.log(m) / m
+        for dk in range(p + 1):
+            thr[dk] = math.exp(-dk * pen)
+        thr[p + 1] = m
     for ln in range(NL):
         if flags[0, ln] == 0:
             continue
         e0 = sc[0, ln]
-        ek = e0
-        ck = q[0, ln]
-        yk = r[0, ln]
         best = -1
         bssr = 0.0
         for k in range(flags[1, ln] + 1):
-            if k > 0:
-                u = lf[lv * row + (k - 1) * NL + ln]
-                v = lf[rs * row + (k - 1) * NL + ln]
-                ek -= u * u
-                ck -= u * v
-                yk -= v * v
-            if not ek > _PIVOT_RTOL * e0:
-                break
-            ssr = yk - ck * ck / ek
-            if not ssr > 0.0:
+            ek = sch[0, k * NL + ln]
+            ssr = sch[1, k * NL + ln]
+            if not ek > _PIVOT_RTOL * e0 or not ssr > 0.0:
                 break
             if ic != IC_NONE and (best < 0 or ssr < bssr * thr[k - best]):
                 best = k
                 bssr = ssr
             if k == p and m - (p + 1) > 0:
-                sc[3, ln] = ck / math.sqrt(ek) / math.sqrt(ssr / (m - (p + 1)))
+                sc[3, ln] = sch[2, k * NL + ln] / math.sqrt(ek) / math.sqrt(ssr / (m - (p + 1)))
         flags[2, ln] = p if ic == IC_NONE else best
 
 
@@ -392,7 +405,7 @@ def _scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
 def _refit(z, ii, jj, k0, s, t, p, ws, stat_l):  # type: ignore[no-untyped-def]
     """t statistic (into ``stat_l``) of every lane whose chosen lag L < p, refitted on rows
     [s + L, t); lanes with a shorter lag than the longest get unit columns, which change nothing."""
-    lf, dg, inv, dlo, dhi, r, q, sc, flags, _, _ = ws
+    lf, dg, inv, dlo, dhi, r, q, sc, flags, _, _, sch = ws
     lmax = -1
     for ln in range(NL):
         stat_l[ln] = math.nan
@@ -428,25 +441,17 @@ def _refit(z, ii, jj, k0, s, t, p, ws, stat_l):  # type: ignore[no-untyped-def]
         sc[0, ln] = lev
         _fill_lane(lf, dg, dim, lag, p, ln, dlo, dhi, r, q, lev)
     _factor(lf, dg, inv, flags[1], lmax, dim)
+    vschur(lf, lv * row + lv * NL, rs * row + lv * NL, rs * row + rs * NL, lv * row, rs * row, lmax,
+           sch[0], sch[1], sch[2])  # fmt: skip
     for ln in range(NL):
         if flags[1, ln] != lmax:
             continue
         lag = flags[2, ln]
-        ek = lf[lv * row + lv * NL + ln]
-        ck = lf[rs * row + lv * NL + ln]
-        yk = lf[rs * row + rs * NL + ln]
-        for c in range(lmax):
-            u = lf[lv * row + c * NL + ln]
-            v = lf[rs * row + c * NL + ln]
-            ek -= u * u
-            ck -= u * v
-            yk -= v * v
-        if not ek > _PIVOT_RTOL * sc[0, ln]:
-            continue
-        ssr = yk - ck * ck / ek
+        ek = sch[0, lmax * NL + ln]
+        ssr = sch[1, lmax * NL + ln]
         dof = (t - s - lag) - (lag + 1)
-        if ssr > 0.0 and dof > 0:
-            stat_l[ln] = ck / math.sqrt(ek) / math.sqrt(ssr / dof)
+        if ek > _PIVOT_RTOL * sc[0, ln] and ssr > 0.0 and dof > 0:
+            stat_l[ln] = sch[2, lmax * NL + ln] / math.sqrt(ek) / math.sqrt(ssr / dof)
 
 
 @njit(cache=True)
@@ -488,7 +493,7 @@ def _block(  # type: ignore[no-untyped-def]
     stat_l,
 ):
     """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call."""
-    _, _, _, dlo, dhi, r, q, sc, flags, _, valid = ws
+    _, _, _, dlo, dhi, r, q, sc, flags, _, valid, _ = ws
     nan = math.nan
     for ln in range(NL):
         valid[ln] = 1 if ln < nk and pvalid[k0 + ln] != 0 else 0
@@ -555,90 +560,31 @@ def _block(  # type: ignore[no-untyped-def]
         pvalid[k0 + ln] = valid[ln]
 
 
-@njit(cache=True)
-def pair_pass_serial(  # type: ignore[no-untyped-def]
-    z,
-    dl,
-    ii,
-    jj,
-    shift,
-    starts,
-    ends,
-    p,
-    ic,
-    prev_s,
-    prev_t,
-    tsums,
-    tfin,
-    tconst,
-    pstate,
-    pvalid,
-    counts,
-    stat,
-    pval,
-    lag,
-    beta,
-    alpha,
-):
+@njit(cache=True, nogil=True)
+def pair_pass(  # type: ignore[no-untyped-def]
+    z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
+    counts, stat, pval, lag, beta, alpha, counter, grain,
+):  # fmt: skip
     """Every pair over every window of the call; outputs are (n_windows, n_pairs).
 
     ``pstate[k]`` holds pair k's sums at [prev_s, prev_t] where ``pvalid[k]``; both are left at
-    the last window. ``counts[k]`` accumulates (exact recomputes, slides).
+    the last window; ``counts[k]`` accumulates (exact recomputes, slides). Blocks of NL pairs
+    are taken ``grain`` at a time from ``counter[0]`` (atomically), so several threads may run
+    this on the same arguments at once (it releases the GIL) and share the pairs as they come:
+    a thread whose core is busy with other work takes fewer blocks. Each pair writes only its
+    own state, counts and output slots.
     """
-    ws = _workspace(p)
-    stat_l = np.empty(NL)
-    n_pairs = ii.shape[0]
-    for k0 in range(0, n_pairs, NL):
-        _block(
-            k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
-            tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
-        )  # fmt: skip
-
-
-@njit(cache=True, parallel=True)
-def pair_pass_parallel(  # type: ignore[no-untyped-def]
-    z,
-    dl,
-    ii,
-    jj,
-    shift,
-    starts,
-    ends,
-    p,
-    ic,
-    prev_s,
-    prev_t,
-    tsums,
-    tfin,
-    tconst,
-    pstate,
-    pvalid,
-    counts,
-    stat,
-    pval,
-    lag,
-    beta,
-    alpha,
-    workers,
-    grain,
-):
-    """:func:`pair_pass_serial` with blocks of NL pairs taken ``grain`` blocks at a time from a
-    shared counter by ``workers`` threads (dynamic scheduling, as
-    :func:`kernels._jit.eg_batch_parallel`); each pair writes only its own state and outputs."""
     n_pairs = ii.shape[0]
     total = (n_pairs + NL - 1) // NL
-    counter = np.zeros(1, dtype=np.int64)
-    for _ in prange(workers):
-        ws = _workspace(p)
-        stat_l = np.empty(NL)
-        while True:
-            first = _fetch_add(counter, 0, grain)
-            if first >= total:
-                break
-            for blk in range(first, min(first + grain, total)):
-                k0 = blk * NL
-                _block(
-                    k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s,
-                    prev_t, tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha,
-                    ws, stat_l,
-                )  # fmt: skip
+    ws = _workspace(p)
+    stat_l = np.empty(NL)
+    while True:
+        first = _fetch_add(counter, 0, grain)
+        if first >= total:
+            break
+        for blk in range(first, min(first + grain, total)):
+            k0 = blk * NL
+            _block(
+                k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
+                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+            )  # fmt: skip

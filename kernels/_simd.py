@@ -15,7 +15,7 @@ import numpy as np
 from numba import config, types
 from numba.extending import intrinsic
 
-__all__ = ["LANES", "vdotsub", "vfill", "vmul", "vsqrt_inv"]
+__all__ = ["LANES", "vdotsub", "vdotsub2", "vfill", "vmul", "vsqrt_inv", "vcopy", "vschur"]
 
 LANES = 8
 
@@ -27,6 +27,12 @@ if config.DISABLE_JIT:
             dst[d : d + LANES] -= (
                 a[ia + q * stride : ia + q * stride + LANES] * b[ib + q * stride : ib + q * stride + LANES]
             )
+
+    def vdotsub2(dst, d1, d2, a, ia1, ia2, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """:func:`vdotsub` into dst[d1] with a row at ia1 and into dst[d2] with a row at ia2,
+        against the same b row."""
+        vdotsub(dst, d1, a, ia1, b, ib, n, stride)
+        vdotsub(dst, d2, a, ia2, b, ib, n, stride)
 
     def vfill(dst, d, src, s, x, ix, y, iy, u, iu, v, iv):  # type: ignore[no-untyped-def]
         """dst[d:d+8] = src[s:+8] + x[ix:+8] * y[iy:+8] - u[iu:+8] * v[iv:+8]."""
@@ -41,6 +47,32 @@ if config.DISABLE_JIT:
         """dst[d:d+8] = sqrt(dst[d:d+8]); inv[i:i+8] = 1 / that."""
         dst[d : d + LANES] = np.sqrt(dst[d : d + LANES])
         inv[i : i + LANES] = 1.0 / dst[d : d + LANES]
+
+    def vcopy(dst, d, src, s):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:s+8]."""
+        dst[d : d + LANES] = src[s : s + LANES]
+
+    def vschur(m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c):  # type: ignore[no-untyped-def]
+        """The trailing 2x2 Schur complement after each of 0..nk eliminated columns.
+
+        Starting from the vectors e = m[e:+8], c = m[c:+8], y = m[y:+8], for k = 0..nk write
+        out_e[8k:+8] = e, out_c[8k:+8] = c, out_ssr[8k:+8] = y - c^2 / e, then (k < nk) with
+        u = m[lv + 8k:+8], v = m[rs + 8k:+8]: e -= u^2, c -= u v, y -= v^2.
+        """
+        ev = m[e : e + LANES].copy()
+        cv = m[c : c + LANES].copy()
+        yv = m[y : y + LANES].copy()
+        for k in range(nk + 1):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out_ssr[k * LANES : (k + 1) * LANES] = yv - cv * cv / ev
+            out_e[k * LANES : (k + 1) * LANES] = ev
+            out_c[k * LANES : (k + 1) * LANES] = cv
+            if k < nk:
+                u = m[lv + k * LANES : lv + (k + 1) * LANES]
+                v = m[rs + k * LANES : rs + (k + 1) * LANES]
+                ev = ev - u * u
+                cv = cv - u * v
+                yv = yv - v * v
 
 else:
     from llvmlite import ir
@@ -145,6 +177,105 @@ else:
             builder.store(root, pdst, align=8)
             one = ir.Constant(_VEC, [1.0] * LANES)
             builder.store(builder.fdiv(one, root), pinv, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vcopy(typingctx, dst, d, src, s):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:s+8]."""
+        sig = types.void(dst, d, src, s)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            value = builder.load(_vptr(context, builder, tys[2], args[2], args[3]), align=8)
+            builder.store(value, _vptr(context, builder, tys[0], args[0], args[1]), align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vschur(typingctx, m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c):  # type: ignore[no-untyped-def]
+        """The trailing 2x2 Schur complement after each of 0..nk eliminated columns.
+
+        Starting from the vectors e = m[e:+8], c = m[c:+8], y = m[y:+8], for k = 0..nk write
+        out_e[8k:+8] = e, out_c[8k:+8] = c, out_ssr[8k:+8] = y - c^2 / e, then (k < nk) with
+        u = m[lv + 8k:+8], v = m[rs + 8k:+8]: e -= u^2, c -= u v, y -= v^2.
+        """
+        sig = types.void(m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            i64 = ir.IntType(64)
+            lanes = ir.Constant(i64, LANES)
+            mat = context.make_array(tys[0])(context, builder, args[0])
+            outs = [context.make_array(tys[k])(context, builder, args[k]) for k in (7, 8, 9)]
+
+            def at(arr, idx):  # type: ignore[no-untyped-def]
+                return builder.bitcast(builder.gep(arr.data, [idx]), _VEC.as_pointer())
+
+            accs = []
+            for k in (1, 2, 3):
+                acc = cgutils.alloca_once(builder, _VEC)
+                builder.store(builder.load(at(mat, args[k]), align=8), acc)
+                accs.append(acc)
+            ev, cv, yv = accs
+            with cgutils.for_range(builder, builder.add(args[6], ir.Constant(i64, 1))) as loop:
+                k = loop.index
+                off = builder.mul(k, lanes)
+                e_now, c_now, y_now = (builder.load(a) for a in accs)
+                ssr = builder.fsub(y_now, builder.fdiv(builder.fmul(c_now, c_now), e_now))
+                builder.store(e_now, at(outs[0], off), align=8)
+                builder.store(ssr, at(outs[1], off), align=8)
+                builder.store(c_now, at(outs[2], off), align=8)
+                with builder.if_then(builder.icmp_signed("<", k, args[6])):
+                    u = builder.load(at(mat, builder.add(args[4], off)), align=8)
+                    v = builder.load(at(mat, builder.add(args[5], off)), align=8)
+                    builder.store(builder.fsub(e_now, builder.fmul(u, u)), ev)
+                    builder.store(builder.fsub(c_now, builder.fmul(u, v)), cv)
+                    builder.store(builder.fsub(y_now, builder.fmul(v, v)), yv)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vdotsub2(typingctx, dst, d1, d2, a, ia1, ia2, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """:func:`vdotsub` into dst[d1] with a row at ia1 and into dst[d2] with a row at ia2,
+        against the same b row (loaded once); two partial sums per destination."""
+        sig = types.void(dst, d1, d2, a, ia1, ia2, b, ib, n, stride)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            i64 = ir.IntType(64)
+            arr_a = context.make_array(tys[3])(context, builder, args[3])
+            arr_b = context.make_array(tys[6])(context, builder, args[6])
+            n, stride = args[8], args[9]
+            accs = [cgutils.alloca_once(builder, _VEC) for _ in range(4)]
+            for acc in accs:
+                builder.store(ir.Constant(_VEC, None), acc)
+
+            def load(arr, base, q):  # type: ignore[no-untyped-def]
+                idx = builder.add(base, builder.mul(q, stride))
+                return builder.load(builder.bitcast(builder.gep(arr.data, [idx]), _VEC.as_pointer()), align=8)
+
+            def step(q, first, second):  # type: ignore[no-untyped-def]
+                vb = load(arr_b, args[7], q)
+                for acc, base in ((first, args[4]), (second, args[5])):
+                    prod = builder.fmul(load(arr_a, base, q), vb)
+                    builder.store(builder.fadd(builder.load(acc), prod), acc)
+
+            pairs = builder.sdiv(n, ir.Constant(i64, 2))
+            with cgutils.for_range(builder, pairs) as loop:
+                base = builder.mul(loop.index, ir.Constant(i64, 2))
+                step(base, accs[0], accs[1])
+                step(builder.add(base, ir.Constant(i64, 1)), accs[2], accs[3])
+            done = builder.mul(pairs, ir.Constant(i64, 2))
+            with builder.if_then(builder.icmp_signed("<", done, n)):
+                step(done, accs[0], accs[1])
+            for k, dst_off in ((0, args[1]), (1, args[2])):
+                pdst = _vptr(context, builder, tys[0], args[0], dst_off)
+                total = builder.fadd(builder.load(accs[k]), builder.load(accs[k + 2]))
+                builder.store(builder.fsub(builder.load(pdst, align=8), total), pdst, align=8)
             return context.get_dummy_value()
 
         return sig, codegen

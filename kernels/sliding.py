@@ -42,12 +42,13 @@ here, while they do nothing against the cancellation that the centring removes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from kernels import _jit, _jit_sliding
+from kernels import _jit_sliding
 from kernels._validate import (
     MIN_TEST_NOBS,
     as_panel,
@@ -63,6 +64,8 @@ __all__ = ["SlidingEG", "SlidingStats", "sliding_engle_granger_pairs"]
 
 # windows handled per kernel call: bounds the per-ticker sums kept for the pair pass
 _CHUNK = 64
+# below this many (window, pair) cells one thread does the work (starting threads costs more)
+_PARALLEL_CELLS = 256
 
 
 class SlidingStats(NamedTuple):
@@ -279,13 +282,22 @@ class SlidingEG:
             tsums, tfin, tconst, self._pstate, self._pvalid, self._counts,
             out.stat[rows], out.pvalue[rows], out.lag[rows], out.beta[rows], out.alpha[rows],
         )  # fmt: skip
-        cells = n_win * self.i.shape[0]
-        if cells < _jit.PARALLEL_MIN_CELLS or numba.get_num_threads() == 1:
-            _jit_sliding.pair_pass_serial(*args)
+        n_blocks = -(-self.i.shape[0] // _jit_sliding.NL)
+        workers = min(numba.get_num_threads(), n_blocks) if n_win * self.i.shape[0] >= _PARALLEL_CELLS else 1
+        if numba.config.DISABLE_JIT:  # the plain-Python twin of the atomic counter is not atomic
+            workers = 1
+        # a few blocks per grab: the shared counter stays cold while the last thread to finish
+        # waits at most a few blocks for the others
+        grain = int(max(1, min(8, n_blocks // (workers * 32))))
+        counter = np.zeros(1, dtype=np.int64)
+        if workers == 1:
+            _jit_sliding.pair_pass(*args, counter, grain)
         else:
-            workers = numba.get_num_threads()
-            grain = int(max(1, min(64, self.i.shape[0] // (workers * 64))))
-            _jit_sliding.pair_pass_parallel(*args, workers, grain)
+            with ThreadPoolExecutor(workers) as pool:
+                for job in [
+                    pool.submit(_jit_sliding.pair_pass, *args, counter, grain) for _ in range(workers)
+                ]:
+                    job.result()
         self._prev_s = int(s[-1])
         self._prev_t = int(e[-1])
 
