@@ -158,3 +158,69 @@ def test_sliding_on_real_prices_equals_per_date_twin_and_statsmodels(real_log_pr
     twin = rolling_eg_pairs_reference(panel[:, :6], 250, short_ends)
     _assert_same(short, twin, rtol=1e-9, atol=1e-11)
     assert np.isfinite(short.pvalue).sum() > 0.9 * short.pvalue.size
+
+
+def _price_panels(shared_data: object) -> dict[str, np.ndarray]:
+    """Log prices (sessions x tickers) of each shared price file as released (adj_close, or the
+    adjusted close column of the file that has only ``close``)."""
+    pd = pytest.importorskip("pandas")
+    from pathlib import Path
+
+    files = sorted((Path(str(shared_data)) / "prices").glob("*.csv"))
+    if not files:
+        pytest.skip("no shared price files")
+    out = {}
+    for path in files:
+        field = "adj_close" if "adj_close" in pd.read_csv(path, nrows=0).columns else "close"
+        frame = pd.read_csv(path, usecols=["date", "ticker", field])
+        wide = frame.pivot_table(index="date", columns="ticker", values=field).sort_index()
+        out[path.name] = np.log(wide.to_numpy())
+    return out
+
+
+@pytest.mark.slow
+def test_sliding_matches_statsmodels_on_1200_random_real_windows(shared_data: object) -> None:
+    """Every shared price file, every pair, every date with a full 2,520-session window, slid
+    date by date; 1,200 random (pair, date) windows against statsmodels ``coint`` (autolag AIC),
+    the lag against ``adfuller`` on the same residuals, and 40 whole dates against the per-date
+    kernel."""
+    sm = pytest.importorskip("statsmodels.tsa.stattools")
+    rng = np.random.default_rng(1200)
+    panels = _price_panels(shared_data)
+    screened = {}
+    for name, panel in panels.items():
+        ends = np.arange(2519, panel.shape[0])
+        screened[name] = (ends, sliding_engle_granger_pairs(panel, 2520, ends=ends))
+    finite_cells = {name: np.argwhere(np.isfinite(res.pvalue)) for name, (_, res) in screened.items()}
+    total = sum(len(c) for c in finite_cells.values())
+    d_p = d_stat = 0.0
+    n_windows = 0
+    lags = []
+    for name, (ends, res) in screened.items():
+        panel = panels[name]
+        cells = finite_cells[name]
+        take = max(200, round(1200 * len(cells) / total))
+        for e, k in cells[rng.choice(len(cells), min(take, len(cells)), replace=False)]:
+            win = panel[ends[e] - 2519 : ends[e] + 1]
+            y, x = win[:, res.i[k]], win[:, res.j[k]]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                stat, pvalue, _ = sm.coint(y, x, trend="c", autolag="aic")
+                design = np.column_stack([np.ones_like(x), x])
+                resid = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+                used = sm.adfuller(resid, autolag="AIC", regression="n")[2]
+            d_p = max(d_p, abs(res.pvalue[e, k] - pvalue))
+            d_stat = max(d_stat, abs(res.stat[e, k] - stat))
+            lags.append((int(res.lag[e, k]), int(used)))
+            n_windows += 1
+        for e in rng.choice(len(ends), 40 // len(panels) + 1, replace=False):
+            one = rolling_engle_granger_pairs(panel, 2520, ends=ends[e : e + 1])
+            np.testing.assert_array_equal(res.lag[e], one.lag[0])
+            np.testing.assert_allclose(res.pvalue[e], one.pvalue[0], rtol=0, atol=1e-10)
+    print(
+        f"\n{n_windows} real windows: max |dp| {d_p:.3g}, max |dstat| {d_stat:.3g}; lags equal "
+        f"{sum(a == b for a, b in lags)}/{len(lags)}, lags > 0: {sum(a > 0 for a, _ in lags)}"
+    )
+    assert n_windows >= 1000
+    assert d_p <= 1e-9 and d_stat <= 1e-9
+    assert all(a == b for a, b in lags)
