@@ -16,10 +16,11 @@ d = dly - beta dlx the ADF regression's sums follow from them and the window's (
   sum e[j] d[j-b] = Ly_b - beta (C_b + D_b) + beta^2 Lx_b - a (My_b - beta Mx_b),
   sum e[j]^2      = from S, SS, F centred on their own means.
 The rest of the lagged-difference Gram block follows from its first row by the boundary
-recursion of :func:`kernels._jit._fill_gram` (2p values of d at the two ends of J), and the
-lag choice and the refit are :func:`kernels._jit.ic_best_lag` and
-:func:`kernels._jit.refit_stat`, the code the per-date kernel runs. A refit at lag L < p adds
-the rows [s + L, s + p) to the sums, O((p - L) L) work.
+recursion of :func:`kernels._jit._fill_gram` (2p values of d at the two ends of J). The lag
+choice and the refit take the decisions of :func:`kernels._jit.ic_best_lag` and
+:func:`kernels._jit.refit_stat` (the per-date kernel's) from one factorisation (see "the
+regressions" below). A refit at lag L < p adds the rows [s + L, s + p) to the sums,
+O((p - L) L) work.
 
 Moving a window from [s0, t0] to [s1, t1] (s1 >= s0, t1 >= t0, same p) removes rows
 [s0 + p, s1 + p) from J and adds rows [t0, t1), O(p) per row; the wrapper decides when to

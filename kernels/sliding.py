@@ -9,8 +9,9 @@ its dates). A 2,520-session window of the per-date test costs O(window x lag cap
 here each pair keeps the cross-product sums of its regressions (the cointegrating regression's
 and the ADF regression's, lagged differences included: 4p + 6 numbers for lag cap p, 114 at
 p = 27) and a date that moves the window by k sessions costs O(k p) to update them plus the
-O(p^3) solve of the ADF regressions (Cholesky of the (p+1)^2 Gram matrix for the AIC scan, and
-a smaller one for the refit). The algebra is in :mod:`kernels._jit_sliding`.
+O(p^3) solve of the ADF regressions (one Cholesky factorisation of the (p+2)^2 augmented Gram
+matrix gives every lag order's residual sum of squares and t statistic; a smaller one refits the
+chosen lag). The algebra is in :mod:`kernels._jit_sliding`.
 
 Numerical care: centring plus a periodic exact recompute, no compensated sums.
 
@@ -24,12 +25,13 @@ Numerical care: centring plus a periodic exact recompute, no compensated sums.
   rounding of the exact sum for any k within a window. What grows over a long sweep is the
   distance between the shift and the window's current mean (a stock that triples moves its log
   price by 1.1), so every ``refresh`` sessions of movement (default: one window length) all
-  sums are recomputed exactly on new shifts. That costs one per-date screen per window length
-  of movement, which doubles the per-session cost at most and leaves a year of daily dates on a
-  ten-year window (252 sessions) without any recompute after the first.
+  sums are recomputed exactly on new shifts (as matrix products: every pair at once). That
+  costs one window's exact sums per window length of movement, at most as much again as the
+  slides themselves, and leaves a year of daily dates on a ten-year window (252 sessions)
+  without any recompute after the first.
 
-A pair's sums are also recomputed exactly when the move is too large to pay (more than a
-quarter of the window's rows), when the window moves backwards or changes its lag cap (its
+A pair's sums are also recomputed exactly when the move is too large to pay (the rows to remove
+and add reach a quarter of the window's), when the window moves backwards or changes its lag cap (its
 length), and when the pair's window becomes free of NaN again after holding one. A window
 holding a NaN, or a constant leg, gives NaN results (lag -1), as the per-date kernel;
 collinear legs give NaN stat and p-value with finite beta and alpha.
