@@ -127,6 +127,22 @@ def test_windows_in_any_order_lengths_and_refresh() -> None:
         sliding_engle_granger_pairs(pool, 20)
 
 
+def test_sliding_modules_import_nothing_of_ours() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, kernels\n"
+        "kernels.SlidingEG(np.cumsum(np.ones((40, 3)) * np.arange(1, 4), axis=0) ** 0.5).window(0, 39)\n"
+        "ours = ('localfin', 'serving', 'bank', 'agent', 'bench', 'localfin_cli')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def _real_panel(frame: object) -> np.ndarray:
     return frame.to_numpy()  # type: ignore[attr-defined]
 
