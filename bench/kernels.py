@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
+from bench.kernels_universe import add_universe_args, resolve_universe_args, universe_case
 from bench.records import RecordWriter
 from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
 
@@ -137,7 +138,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--busy-days", type=int, default=None, help="busy-core case: re-screen days (default --days)"
     )
-    ap.add_argument("--skip", default="", help="comma-separated cases to skip (busy_core, large_pool, ...)")
+    ap.add_argument(
+        "--skip", default="", help="comma-separated cases to skip (busy_core, large_pool, universe, ...)"
+    )
+    add_universe_args(ap)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.subset is None:
@@ -153,6 +157,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if args.pool < 2 or args.pool_sample < 1 or args.busy_repeats < 1 or args.busy_days < 1:
         ap.error("need --pool >= 2, --pool-sample >= 1, --busy-repeats >= 1, --busy-days >= 1")
     args.skip = {c.strip() for c in args.skip.split(",") if c.strip()}
+    problem = resolve_universe_args(args)
+    if problem:
+        ap.error(problem)
     return args
 
 
@@ -254,6 +261,8 @@ def _run(args: argparse.Namespace, blas_label: str, w: RecordWriter) -> int:
 
         busy_days = min(args.busy_days, args.days)
         busy_core_case(w, panel, args.window, busy_days, args.busy_repeats, **common)
+    if "universe" not in args.skip:
+        universe_case(args, w, common)
     return 0
 
 

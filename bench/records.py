@@ -51,6 +51,7 @@ UNITS = (
     "count",
     "fraction",
     "x",
+    "GiB",
     "",
 )
 

@@ -1,4 +1,5 @@
-"""Numba kernels for pair statistics: Engle-Granger / ADF tests matching statsmodels, rolling
+"""Numba kernels for pair statistics: Engle-Granger / ADF tests matching statsmodels (per window,
+or over windows that move forward with each pair's regression sums carried along), rolling
 hedge ratios, half-life, z-scores, correlation and volatility ratios.
 
 The names below are loaded on first use (PEP 562), so ``import kernels`` stays cheap (numba
@@ -18,11 +19,14 @@ __all__ = [
     "PairsEG",
     "RollingEG",
     "RollingPairsEG",
+    "SlidingEG",
+    "SlidingStats",
     "KernelInputError",
     "engle_granger",
     "engle_granger_pairs",
     "rolling_engle_granger",
     "rolling_engle_granger_pairs",
+    "sliding_engle_granger_pairs",
     "eg_crit_values",
     "adf",
     "ols_hedge",
@@ -45,6 +49,9 @@ _HOME = {
     "engle_granger_pairs": "coint",
     "rolling_engle_granger": "coint",
     "rolling_engle_granger_pairs": "coint",
+    "SlidingEG": "sliding",
+    "SlidingStats": "sliding",
+    "sliding_engle_granger_pairs": "sliding",
     "eg_crit_values": "coint",
     "adf": "coint",
     "MIN_TEST_NOBS": "coint",

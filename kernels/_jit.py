@@ -30,6 +30,9 @@ from numba.extending import intrinsic
 from kernels._mackinnon import PVALUE_C2, mackinnon_pvalue
 
 __all__ = [
+    "chol_forward",
+    "ic_best_lag",
+    "refit_stat",
     "IC_NONE",
     "IC_AIC",
     "IC_BIC",
@@ -126,13 +129,14 @@ def _fill_gram(lev, d, start, stop, p, centered, gram, rhs):  # type: ignore[no-
 
 
 @njit(cache=True)
-def _chol_forward(gram, rhs, order, w):  # type: ignore[no-untyped-def]
+def chol_forward(gram, rhs, order, w, low):  # type: ignore[no-untyped-def]
     """Cholesky of gram[order][:, order] with forward substitution of rhs[order] into ``w``.
 
-    Returns how many leading columns factorised before a (near-)singular pivot.
+    ``low`` is workspace of at least (k, k) for k = len(order) (every entry read is written
+    first, so it needs no clearing). Returns how many leading columns factorised before a
+    (near-)singular pivot.
     """
     k = order.shape[0]
-    low = np.zeros((k, k))
     for i in range(k):
         oi = order[i]
         for j in range(i + 1):
@@ -153,6 +157,58 @@ def _chol_forward(gram, rhs, order, w):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def ic_best_lag(gram, rhs, yy, m, p, ic, ntrend, order, w, low):  # type: ignore[no-untyped-def]
+    """Lag in 0..p minimising the information criterion on one common sample of ``m`` rows.
+
+    gram / rhs: the (p+1, p+1) Gram matrix of [level, lag 1, ..., lag p] and the regressors'
+    cross products with the response (level first, lags nested), yy: the response's sum of
+    squares. One forward substitution gives every lag order's residual sum of squares.
+    ``order`` is workspace of length >= p + 1. Returns -1 when no order can be fitted.
+    """
+    for i in range(p + 1):
+        order[i] = i
+    ok = chol_forward(gram, rhs, order[: p + 1], w, low)
+    best = -1
+    best_ic = math.inf
+    ssr = yy
+    for k in range(ok):
+        ssr -= w[k] * w[k]
+        if not ssr > 0.0:
+            break
+        npar = k + 1 + ntrend
+        if ic == IC_AIC:
+            val = m * math.log(ssr / m) + 2.0 * npar
+        else:
+            val = m * math.log(ssr / m) + npar * math.log(m)
+        if val < best_ic:
+            best_ic = val
+            best = k
+    return best
+
+
+@njit(cache=True)
+def refit_stat(gram, rhs, yy, m, lag, ntrend, order, w, low):  # type: ignore[no-untyped-def]
+    """ADF t statistic of the level in the regression on [level, lag 1..lag] over ``m`` rows.
+
+    gram / rhs / yy as :func:`ic_best_lag` for this sample (level at index 0, only entries up
+    to ``lag`` read). The level is factorised last, so its t statistic is its
+    forward-substituted coordinate over the residual standard error. NaN when singular.
+    """
+    for i in range(lag):
+        order[i] = i + 1
+    order[lag] = 0
+    if chol_forward(gram, rhs, order[: lag + 1], w, low) < lag + 1:
+        return math.nan
+    ssr = yy
+    for i in range(lag + 1):
+        ssr -= w[i] * w[i]
+    dof = m - (lag + 1 + ntrend)
+    if not ssr > 0.0 or dof <= 0:
+        return math.nan
+    return w[lag] / math.sqrt(ssr / dof)
+
+
+@njit(cache=True)
 def adf_stat(x, maxlag, ic, centered):  # type: ignore[no-untyped-def]
     """ADF t statistic of ``x``; returns (stat, used lag, regression nobs).
 
@@ -165,51 +221,27 @@ def adf_stat(x, maxlag, ic, centered):  # type: ignore[no-untyped-def]
     for j in range(n - 1):
         d[j] = x[j + 1] - x[j]
     ntrend = 1 if centered else 0
+    size = maxlag + 1
+    order = np.empty(size, dtype=np.int64)
+    w = np.empty(size)
+    low = np.empty((size, size))
+    gram = np.empty((size, size))
+    rhs = np.empty(size)
     lag = maxlag
     if ic != IC_NONE and maxlag > 0:
         p = maxlag
-        m = n - 1 - p
-        gram = np.empty((p + 1, p + 1))
-        rhs = np.empty(p + 1)
         yy = _fill_gram(x, d, p, n - 1, p, centered, gram, rhs)
-        w = np.empty(p + 1)
-        ok = _chol_forward(gram, rhs, np.arange(p + 1), w)
-        best = -1
-        best_ic = math.inf
-        ssr = yy
-        for k in range(ok):
-            ssr -= w[k] * w[k]
-            if not ssr > 0.0:
-                break
-            npar = k + 1 + ntrend
-            if ic == IC_AIC:
-                val = m * math.log(ssr / m) + 2.0 * npar
-            else:
-                val = m * math.log(ssr / m) + npar * math.log(m)
-            if val < best_ic:
-                best_ic = val
-                best = k
+        best = ic_best_lag(gram, rhs, yy, n - 1 - p, p, ic, ntrend, order, w, low)
         if best < 0:
             return math.nan, -1, 0
         lag = best
     m = n - 1 - lag
-    gram = np.empty((lag + 1, lag + 1))
-    rhs = np.empty(lag + 1)
-    yy = _fill_gram(x, d, lag, n - 1, lag, centered, gram, rhs)
-    order = np.empty(lag + 1, dtype=np.int64)
-    for i in range(lag):
-        order[i] = i + 1
-    order[lag] = 0
-    w = np.empty(lag + 1)
-    if _chol_forward(gram, rhs, order, w) < lag + 1:
+    g = np.empty((lag + 1, lag + 1))
+    yy = _fill_gram(x, d, lag, n - 1, lag, centered, g, rhs)
+    stat = refit_stat(g, rhs, yy, m, lag, ntrend, order, w, low)
+    if math.isnan(stat):
         return math.nan, -1, m
-    ssr = yy
-    for i in range(lag + 1):
-        ssr -= w[i] * w[i]
-    dof = m - (lag + 1 + ntrend)
-    if not ssr > 0.0 or dof <= 0:
-        return math.nan, -1, m
-    return w[lag] / math.sqrt(ssr / dof), lag, m
+    return stat, lag, m
 
 
 @njit(cache=True)

@@ -4,6 +4,9 @@ Tests assert every kernel equal to its twin; statsmodels is the second oracle fo
 (it is never imported here). The twins build the lag matrices explicitly and solve each
 regression by least squares (O(window) and more per window), with the same conventions and
 the same degenerate-window rules as :mod:`kernels.coint`, :mod:`kernels.ols`, :mod:`kernels.stats`.
+:mod:`kernels.sliding` has the contract of the rolling Engle-Granger form, so its twin is
+:func:`rolling_eg_pairs_reference`; the sums it carries from window to window have their own
+twins, recomputed from scratch on each window.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = [
     "rolling_zscore_reference",
     "rolling_corr_reference",
     "half_life_reference",
+    "sliding_ticker_sums_reference",
+    "sliding_pair_sums_reference",
 ]
 
 _NAN3 = (math.nan, math.nan, math.nan)
@@ -185,3 +190,40 @@ def half_life_reference(spread: np.ndarray) -> float:
     design = np.column_stack([np.ones(lagged.shape[0]), lagged])
     (_, slope), *_ = np.linalg.lstsq(design, np.diff(spread), rcond=None)
     return math.inf if slope >= 0 else -math.log(2.0) / float(slope)
+
+
+def sliding_ticker_sums_reference(z: np.ndarray, s: int, t: int, p: int) -> np.ndarray:
+    """One series' sums that :mod:`kernels._jit_sliding` carries, recomputed on window [s, t].
+
+    z: the (shifted) series; with d = diff(z) and rows J = [s + p, t):
+    [R_0..R_p, L_0..L_p, M_0..M_p, S, SS, T, TT] with R_b = sum_J d[j] d[j-b],
+    L_b = sum_J z[j] d[j-b], M_b = sum_J d[j-b], S, SS = sum_J z, z^2 and T, TT = sum z, z^2
+    over [s, t].
+    """
+    d = np.diff(z)
+    rows = np.arange(s + p, t)
+    out = []
+    out += [float(np.sum(d[rows] * d[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(z[rows] * d[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(d[rows - b])) for b in range(p + 1)]
+    win = z[s : t + 1]
+    out += [float(np.sum(z[rows])), float(np.sum(z[rows] ** 2)), float(np.sum(win)), float(np.sum(win**2))]
+    return np.array(out)
+
+
+def sliding_pair_sums_reference(zy: np.ndarray, zx: np.ndarray, s: int, t: int, p: int) -> np.ndarray:
+    """One pair's sums that :mod:`kernels._jit_sliding` carries, recomputed on window [s, t].
+
+    With dy, dx the differences and rows J = [s + p, t): [A_0..A_p, B_0..B_p, C_0..C_p,
+    D_0..D_p, F, G] with A_b = sum_J dy[j] dx[j-b], B_b = sum_J dx[j] dy[j-b],
+    C_b = sum_J zy[j] dx[j-b], D_b = sum_J zx[j] dy[j-b], F = sum_J zy zx, G = sum zy zx over [s, t].
+    """
+    dy, dx = np.diff(zy), np.diff(zx)
+    rows = np.arange(s + p, t)
+    out = []
+    out += [float(np.sum(dy[rows] * dx[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(dx[rows] * dy[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(zy[rows] * dx[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(zx[rows] * dy[rows - b])) for b in range(p + 1)]
+    out += [float(np.sum(zy[rows] * zx[rows])), float(np.sum(zy[s : t + 1] * zx[s : t + 1]))]
+    return np.array(out)

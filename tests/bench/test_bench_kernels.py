@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.records import read_records
@@ -13,7 +14,8 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
     from bench.kernels import main
 
     argv = "--quick --series 3 --window 120 --days 5 --subset 2 --beta-window 10 --pool 6 --pool-sample 3"
-    assert main(argv.split() + ["--busy-repeats", "1", "--busy-days", "4"]) == 0
+    universe = "--universe-tickers 7 --universe-days 6 --universe-window 90 --universe-sample 3"
+    assert main(argv.split() + universe.split() + ["--busy-repeats", "1", "--busy-days", "4"]) == 0
     recs = list(read_records(capsys.readouterr().out.splitlines()))
     by = {(r.case, r.metric, r.params.get("load")): r for r in recs}
     assert {r.case for r in recs} == {
@@ -24,6 +26,7 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
         "rolling_beta",
         "large_pool",
         "busy_core",
+        "universe",
     }
     assert all(r.benchmark == "kernels" for r in recs)
     rescreen = by[("rescreen", "time", None)]
@@ -45,4 +48,35 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
         "rolling_beta",
         "large_pool",
         "busy_core",
+        "universe",
     ]
+    uni = by[("universe", "time", None)]
+    assert uni.params["pairs"] == 21 and uni.params["days"] == 6 and uni.params["cells"] == 126
+    assert uni.params["synthetic_tickers"] == 7 and uni.params["speed_index_us"] > 0
+    assert uni.params["exact_pair_sums"] == 21 and uni.params["slid_pair_sums"] == 21 * 6
+    assert uni.ratio > 0 and uni.reference["name"].startswith("per-date")
+    assert by[("universe", "max_abs_dpvalue_vs_per_date", None)].value <= 1e-10
+    assert by[("universe", "lag_agreement_vs_per_date", None)].value == 1.0
+    assert by[("universe", "max_abs_dpvalue_vs_statsmodels", None)].value <= 1e-9
+    assert by[("universe", "peak_memory", None)].unit == "GiB"
+    assert by[("universe", "peak_memory", None)].value >= by[("universe", "memory_before_run", None)].value
+
+
+def test_universe_panel_takes_real_tickers_first(shared_data: object) -> None:
+    from pathlib import Path
+
+    from bench.kernels_universe import universe_panel
+
+    files = [
+        Path(str(shared_data)) / "prices" / f
+        for f in ("staples_energy_daily_2003_2023.csv", "tech_daily_2003_2023.csv")
+    ]
+    if not all(f.is_file() for f in files):
+        pytest.skip("shared price files absent")
+    panel, names = universe_panel(45, 2771, 0, files)
+    assert panel.shape == (2771, 45) and np.isfinite(panel).all()
+    # every staples/energy and tech ticker has ten years and a half up to 2023-10-27
+    assert len(names) == 37 and {"KO", "XOM", "AAPL", "META"} <= set(names)
+    assert names.index("KO") < names.index("AAPL")  # file order, then the rest is synthetic
+    # a span longer than the files: no real ticker, all synthetic
+    assert universe_panel(3, 6000, 0, files)[1] == []

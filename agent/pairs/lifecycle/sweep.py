@@ -36,7 +36,8 @@ import numpy as np
 
 from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.lifecycle.factors import FACTOR_NAMES, FactorReport, pair_factors
-from agent.pairs.screen.causal import ScreenConfig, read_prices, screen_pairs
+from agent.pairs.screen.causal import ScreenConfig, read_prices
+from agent.pairs.screen.rolling import RollingScreen
 from localfin.errors import ConfigError, InputError
 from localfin.progress import NULL_PROGRESS, Progress
 
@@ -131,9 +132,10 @@ def collect_holdings(
     col = {t: k for k, t in enumerate(history.tickers)}
     pos = {d.item(): i for i, d in enumerate(history.dates)}
     out: list[Holding] = []
+    rolling = RollingScreen(history, scfg)
     with progress.task(f"lifecycle factors of {name} ({len(dates)} dates)", total=len(dates)) as task:
         for day in dates:
-            res = screen_pairs(history, day, config=scfg)
+            res = rolling.screen(day)
             stats = {(p.ticker_a, p.ticker_b): p for p in res.pairs}
             g0 = pos[res.session]
             for c in res.candidates[:top]:

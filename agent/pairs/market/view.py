@@ -20,7 +20,8 @@ import numpy as np
 
 from agent.data.schema import Company, NewsItem, to_date
 from agent.pairs.market.tape import PriceTape, Quote, open_on_field
-from agent.pairs.screen.causal import ScreenConfig, ScreenResult, read_prices, screen_pairs
+from agent.pairs.screen.causal import ScreenConfig, ScreenResult, read_prices
+from agent.pairs.screen.rolling import RollingScreen
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["PairState", "MarketView", "spread_state_label"]
@@ -99,6 +100,7 @@ class MarketView:
         }
         self._news_dates = {t: [n.date for n in items] for t, items in self._news.items()}
         self._screens: dict[tuple[dt.date, frozenset[tuple[str, str]]], ScreenResult] = {}
+        self._rolling = RollingScreen(self.history, screen, companies=self.companies)
         self._states: dict[tuple[str, str, int], PairState] = {}
 
     # -- calendar ------------------------------------------------------------------------------
@@ -115,12 +117,12 @@ class MarketView:
 
     # -- data up to a session ------------------------------------------------------------------
     def screen(self, day: dt.date, exclude: Collection[tuple[str, str]] = ()) -> ScreenResult:
-        """The causal screen at ``day`` (cached per date and exclusion set)."""
+        """The causal screen at ``day`` (cached per date and exclusion set). A run's re-screens
+        come in date order, so each one moves the previous one's Engle-Granger sums forward
+        (:class:`~agent.pairs.screen.rolling.RollingScreen`, equal to a screen of that date alone)."""
         key = (day, frozenset(tuple(sorted(p)) for p in exclude))
         if key not in self._screens:
-            self._screens[key] = screen_pairs(
-                self.history, day, config=self.screen_config, companies=self.companies, exclude=exclude
-            )
+            self._screens[key] = self._rolling.screen(day, exclude=exclude)
         return self._screens[key]
 
     def log_prices(self, ticker: str, upto: int) -> np.ndarray:

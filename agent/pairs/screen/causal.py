@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -67,6 +67,8 @@ __all__ = [
     "PairCandidate",
     "ScreenResult",
     "screen_pairs",
+    "screen_with",
+    "EGPairs",
     "screen_store",
     "read_prices",
     "pair_key",
@@ -272,6 +274,12 @@ def _pair_stats(
     )
 
 
+#: The Engle-Granger statistics of every pair of the complete columns over one window:
+#: (complete column indices, first session index, last session index) -> (stat, pvalue, lag,
+#: beta, alpha) arrays in the order of ``np.triu_indices(len(complete), 1)``.
+EGPairs = Callable[[Sequence[int], int, int], tuple[np.ndarray, ...]]
+
+
 def screen_pairs(
     history: PriceHistory,
     date: str | dt.date,
@@ -285,8 +293,24 @@ def screen_pairs(
     ``history`` holds closes (any extra sessions after ``date`` are cut off first, so the result
     cannot depend on them). ``exclude`` lists pairs (either order) that may not be candidates,
     e.g. a pair just broken. ``companies`` supplies names and sectors for the candidates.
+    Screening many dates in order: :class:`agent.pairs.screen.rolling.RollingScreen` (the same
+    results, each date's Engle-Granger statistics updated from the previous date's).
     """
-    cfg = config or ScreenConfig()
+    return screen_with(history, date, config or ScreenConfig(), None, companies=companies, exclude=exclude)
+
+
+def screen_with(
+    history: PriceHistory,
+    date: str | dt.date,
+    cfg: ScreenConfig,
+    eg_pairs: EGPairs | None,
+    *,
+    companies: Mapping[str, Company] | None = None,
+    exclude: Collection[tuple[str, str]] = (),
+) -> ScreenResult:
+    """:func:`screen_pairs` with the Engle-Granger statistics of the pairs whose legs have a
+    price on every session of the window taken from ``eg_pairs`` (None: tested here, on this
+    window alone). Session indices are positions in ``history.dates``."""
     day = to_date(date)
     past = history.until(day)
     if past.n_sessions == 0:
@@ -311,10 +335,15 @@ def screen_pairs(
     stats: dict[tuple[int, int], PairStats] = {}
     eg_kw = {"maxlag": cfg.maxlag, "autolag": cfg.autolag}
     if len(complete) >= 2:
-        res = engle_granger_pairs(logp[:, complete], **eg_kw)
-        for n in range(len(res.i)):
-            i, j = complete[int(res.i[n])], complete[int(res.j[n])]
-            eg = (res.stat[n], res.pvalue[n], int(res.lag[n]), res.beta[n], res.alpha[n])
+        if eg_pairs is None:
+            res = engle_granger_pairs(logp[:, complete], **eg_kw)
+            columns = (res.stat, res.pvalue, res.lag, res.beta, res.alpha)
+        else:
+            columns = eg_pairs(complete, past.n_sessions - n_win, past.n_sessions - 1)
+        local_i, local_j = np.triu_indices(len(complete), k=1)
+        for n in range(len(local_i)):
+            i, j = complete[int(local_i[n])], complete[int(local_j[n])]
+            eg = (columns[0][n], columns[1][n], int(columns[2][n]), columns[3][n], columns[4][n])
             stats[(i, j)] = _pair_stats(order[i], order[j], logp[:, i], logp[:, j], eg, cfg)
     for i in range(len(order)):
         for j in range(i + 1, len(order)):

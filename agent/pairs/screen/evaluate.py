@@ -14,7 +14,8 @@ import numpy as np
 
 from agent.data.schema import to_date
 from agent.data.store import MarketStore
-from agent.pairs.screen.causal import ScreenConfig, pair_key, read_prices, screen_pairs, screen_store
+from agent.pairs.screen.causal import ScreenConfig, pair_key, read_prices, screen_store
+from agent.pairs.screen.rolling import RollingScreen
 from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 
@@ -251,7 +252,9 @@ def sweep_pool(
     progress: Progress = NULL_PROGRESS,
 ) -> PoolSweep:
     """Screen ``pool`` at each of ``dates`` (each screen sees data up to its date only: the
-    history is read once and cut at every date by :func:`screen_pairs`)."""
+    history is read once and cut at every date; the dates are screened in increasing order by
+    one :class:`~agent.pairs.screen.rolling.RollingScreen`, equal to
+    :func:`~agent.pairs.screen.causal.screen_pairs` at each date)."""
     cfg = config or ScreenConfig()
     tickers = tuple(sorted({t.strip().upper() for t in pool}))
     if not dates:
@@ -259,11 +262,12 @@ def sweep_pool(
     history = read_prices(store, tickers, end=max(dates), config=cfg)
     first = history.dates[0].item() if history.n_sessions else None
     out = []
+    rolling = RollingScreen(history, cfg)
     with progress.task(f"screening {name} ({len(tickers)} tickers)", total=len(dates)) as task:
         for day in dates:
             if first is None or day < first:
                 raise InputError(f"pool {name}: no price on or before {day} (history starts {first})")
-            res = screen_pairs(history, day, config=cfg)
+            res = rolling.screen(day)
             excluded = tuple(
                 (f"{p.ticker_a}/{p.ticker_b}", p.reason) for p in res.pairs if not p.eligible and p.reason
             )

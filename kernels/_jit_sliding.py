@@ -1,0 +1,298 @@
+"""Private numba kernels of the sliding Engle-Granger screen (see :mod:`kernels.sliding`).
+
+Notation. ``z[u]`` is ticker u's log price minus a per-ticker shift, ``dl[u][t] = z[u][t+1] -
+z[u][t]``. A window covers columns [s, t] (n = t - s + 1 sessions); with lag cap p its ADF rows
+are j in J = [s + p, t) (window positions p .. n - 2, as :func:`kernels._jit.adf_stat`).
+
+Per ticker u the state holds, over the rows J (b = 0..p):
+  R_b = sum dl[j] dl[j-b],  L_b = sum z[j] dl[j-b],  M_b = sum dl[j-b],  S = sum z[j],
+  SS = sum z[j]^2, and over the window W = [s, t]: T = sum z, TT = sum z^2.
+Per pair (y = ticker i, x = ticker k), over J:
+  A_b = sum dly[j] dlx[j-b],  B_b = sum dlx[j] dly[j-b],  C_b = sum zy[j] dlx[j-b],
+  D_b = sum zx[j] dly[j-b],  F = sum zy[j] zx[j],  and over W: G = sum zy zx.
+These are linear in each leg, so for the residual e = zy - a - beta zx and its differences
+d = dly - beta dlx the ADF regression's sums follow from them and the window's (beta, a):
+  sum d[j] d[j-b] = Ry_b - beta (A_b + B_b) + beta^2 Rx_b,
+  sum e[j] d[j-b] = Ly_b - beta (C_b + D_b) + beta^2 Lx_b - a (My_b - beta Mx_b),
+  sum e[j]^2      = from S, SS, F centred on their own means.
+The rest of the lagged-difference Gram block follows from its first row by the boundary
+recursion of :func:`kernels._jit._fill_gram` (2p values of d at the two ends of J). The lag
+choice and the refit take the decisions of :func:`kernels._jit.ic_best_lag` and
+:func:`kernels._jit.refit_stat` (the per-date kernel's) from one factorisation, eight pairs
+at a time (:mod:`kernels._jit_lanes`). A refit at lag L < p adds the rows [s + L, s + p) to
+the sums, O((p - L) L) work.
+
+Moving a window from [s0, t0] to [s1, t1] (s1 >= s0, t1 >= t0, same p) removes rows
+[s0 + p, s1 + p) from J and adds rows [t0, t1), O(p) per row; the wrapper decides when to
+recompute exactly instead (see :mod:`kernels.sliding`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from kernels._jit import _dot2, _fetch_add, _sum, mackinnon_p
+from kernels._jit_lanes import NL, lane_sums, refit, scan, workspace
+from kernels._mackinnon import PVALUE_C2
+
+__all__ = ["NL", "ticker_width", "pair_width", "ticker_pass", "pair_pass"]
+
+
+def ticker_width(p: int) -> int:
+    """Length of one ticker's state for lag cap ``p``."""
+    return 3 * p + 7
+
+
+def pair_width(p: int) -> int:
+    """Length of one pair's state for lag cap ``p``."""
+    return 4 * p + 6
+
+
+@njit(cache=True)
+def _can_slide(s0, t0, s1, t1, p):  # type: ignore[no-untyped-def]
+    """Whether moving [s0, t0] to [s1, t1] row by row is cheaper than recomputing exactly.
+
+    One row's update costs about as much as four rows of the exact (vectorised) sums.
+    """
+    if s1 < s0 or t1 < t0 or s1 + p >= t0:
+        return False
+    return 4 * ((s1 - s0) + (t1 - t0)) < t1 - s1 - p
+
+
+# -- per ticker ----------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _ticker_exact(z, dl, s, t, p, st):  # type: ignore[no-untyped-def]
+    j0 = s + p
+    resp = dl[j0:t]
+    lev = z[j0:t]
+    for b in range(p + 1):
+        lagd = dl[j0 - b : t - b]
+        st[b], st[p + 1 + b] = _dot2(resp, lev, lagd)
+        st[2 * p + 2 + b] = _sum(lagd)
+    st[3 * p + 3] = _sum(lev)
+    st[3 * p + 4], _ = _dot2(lev, lev, lev)
+    win = z[s : t + 1]
+    st[3 * p + 5] = _sum(win)
+    st[3 * p + 6], _ = _dot2(win, win, win)
+
+
+@njit(cache=True)
+def _ticker_row(z, dl, j, p, sign, st):  # type: ignore[no-untyped-def]
+    dj = sign * dl[j]
+    zj = sign * z[j]
+    for b in range(p + 1):
+        lagd = dl[j - b]
+        st[b] += dj * lagd
+        st[p + 1 + b] += zj * lagd
+        st[2 * p + 2 + b] += sign * lagd
+    st[3 * p + 3] += zj
+    st[3 * p + 4] += zj * z[j]
+
+
+@njit(cache=True)
+def _ticker_slide(z, dl, s0, t0, s1, t1, p, st):  # type: ignore[no-untyped-def]
+    for j in range(s0 + p, s1 + p):
+        _ticker_row(z, dl, j, p, -1.0, st)
+    for j in range(t0, t1):
+        _ticker_row(z, dl, j, p, 1.0, st)
+    for c in range(s0, s1):
+        st[3 * p + 5] -= z[c]
+        st[3 * p + 6] -= z[c] * z[c]
+    for c in range(t0 + 1, t1 + 1):
+        st[3 * p + 5] += z[c]
+        st[3 * p + 6] += z[c] * z[c]
+
+
+@njit(cache=True)
+def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst):  # type: ignore[no-untyped-def]
+    """Every ticker's sums at each window [starts[e], ends[e]] (into ``tsums[u, e]``).
+
+    ``tstate[u]`` holds ticker u's sums at [prev_s, prev_t] where ``tvalid[u]``; both are left
+    at the last window. ``tfin[u, e]``: the window holds no NaN; ``tconst[u, e]``: it is constant.
+    """
+    for u in range(z.shape[0]):
+        st = tstate[u]
+        valid = tvalid[u] != 0
+        s0 = prev_s
+        t0 = prev_t
+        for e in range(starts.shape[0]):
+            s1 = starts[e]
+            t1 = ends[e]
+            if nanpre[u, t1 + 1] - nanpre[u, s1] != 0:
+                valid = False
+                tfin[u, e] = 0
+                tconst[u, e] = 0
+                continue
+            if valid and _can_slide(s0, t0, s1, t1, p):
+                _ticker_slide(z[u], dl[u], s0, t0, s1, t1, p, st)
+            else:
+                _ticker_exact(z[u], dl[u], s1, t1, p, st)
+            valid = True
+            s0 = s1
+            t0 = t1
+            tsums[u, e, :] = st
+            tfin[u, e] = 1
+            tconst[u, e] = 1 if chgpre[u, t1 + 1] - chgpre[u, s1 + 1] == 0 else 0
+        tvalid[u] = 1 if valid else 0
+
+
+# -- per pair ------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _pair_exact(zy, zx, dly, dlx, s, t, p, st):  # type: ignore[no-untyped-def]
+    j0 = s + p
+    ry = dly[j0:t]
+    rx = dlx[j0:t]
+    ly = zy[j0:t]
+    lx = zx[j0:t]
+    for b in range(p + 1):
+        st[b], st[2 * p + 2 + b] = _dot2(ry, ly, dlx[j0 - b : t - b])
+        st[p + 1 + b], st[3 * p + 3 + b] = _dot2(rx, lx, dly[j0 - b : t - b])
+    st[4 * p + 4], _ = _dot2(ly, ly, lx)
+    st[4 * p + 5], _ = _dot2(zy[s : t + 1], zy[s : t + 1], zx[s : t + 1])
+
+
+@njit(cache=True)
+def _pair_row(zy, zx, dly, dlx, j, p, sign, st):  # type: ignore[no-untyped-def]
+    a = sign * dly[j]
+    bx = sign * dlx[j]
+    cy = sign * zy[j]
+    cx = sign * zx[j]
+    for b in range(p + 1):
+        lx = dlx[j - b]
+        ly = dly[j - b]
+        st[b] += a * lx
+        st[p + 1 + b] += bx * ly
+        st[2 * p + 2 + b] += cy * lx
+        st[3 * p + 3 + b] += cx * ly
+    st[4 * p + 4] += cy * zx[j]
+
+
+@njit(cache=True)
+def _pair_slide(zy, zx, dly, dlx, s0, t0, s1, t1, p, st):  # type: ignore[no-untyped-def]
+    for j in range(s0 + p, s1 + p):
+        _pair_row(zy, zx, dly, dlx, j, p, -1.0, st)
+    for j in range(t0, t1):
+        _pair_row(zy, zx, dly, dlx, j, p, 1.0, st)
+    for c in range(s0, s1):
+        st[4 * p + 5] -= zy[c] * zx[c]
+    for c in range(t0 + 1, t1 + 1):
+        st[4 * p + 5] += zy[c] * zx[c]
+
+
+@njit(cache=True)
+def _nan_out(stat, pval, lag, beta, alpha, e, k, b, a):  # type: ignore[no-untyped-def]
+    stat[e, k] = math.nan
+    pval[e, k] = math.nan
+    lag[e, k] = -1
+    beta[e, k] = b
+    alpha[e, k] = a
+
+
+@njit(cache=True)
+def _block(  # type: ignore[no-untyped-def]
+    k0, nk, z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst,
+    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+):  # fmt: skip
+    """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call."""
+    _, _, _, dlo, dhi, r, q, sc, flags, _, valid, _ = ws
+    nan = math.nan
+    for ln in range(NL):
+        valid[ln] = 1 if ln < nk and pvalid[k0 + ln] != 0 else 0
+    s0 = prev_s
+    t0 = prev_t
+    for e in range(starts.shape[0]):
+        s1 = starts[e]
+        t1 = ends[e]
+        any_active = False
+        for ln in range(NL):
+            flags[0, ln] = 0
+            if ln >= nk:
+                continue
+            k = k0 + ln
+            i = ii[k]
+            x = jj[k]
+            if tfin[i, e] == 0 or tfin[x, e] == 0:
+                valid[ln] = 0
+                _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
+                continue
+            st = pstate[k]
+            if valid[ln] != 0 and _can_slide(s0, t0, s1, t1, p):
+                _pair_slide(z[i], z[x], dl[i], dl[x], s0, t0, s1, t1, p, st)
+                counts[k, 1] += 1
+            else:
+                _pair_exact(z[i], z[x], dl[i], dl[x], s1, t1, p, st)
+                counts[k, 0] += 1
+            valid[ln] = 1
+            if tconst[i, e] != 0 or tconst[x, e] != 0:
+                _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
+                continue
+            ok = lane_sums(
+                z[i], z[x], dl[i], dl[x], s1, t1, p, tsums[i, e], tsums[x, e], st, ln, dlo, dhi, r, q, sc
+            )
+            if ok == 0:
+                b = sc[1, ln]
+                _nan_out(stat, pval, lag, beta, alpha, e, k, b, sc[2, ln] + shift[i] - b * shift[x])
+                continue
+            flags[0, ln] = 1
+            any_active = True
+        s0 = s1
+        t0 = t1
+        if not any_active:
+            continue
+        scan(p, t1 - s1 - p, ic, ws)
+        refit(z, ii, jj, k0, s1, t1, p, ws, stat_l)
+        for ln in range(NL):
+            if flags[0, ln] == 0:
+                continue
+            k = k0 + ln
+            b = sc[1, ln]
+            al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
+            lg = flags[2, ln]
+            sv = sc[3, ln] if lg == p else (stat_l[ln] if lg >= 0 else nan)
+            if math.isnan(sv):
+                _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
+                continue
+            stat[e, k] = sv
+            pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+            lag[e, k] = lg
+            beta[e, k] = b
+            alpha[e, k] = al
+    for ln in range(nk):
+        pvalid[k0 + ln] = valid[ln]
+
+
+@njit(cache=True, nogil=True)
+def pair_pass(  # type: ignore[no-untyped-def]
+    z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
+    counts, stat, pval, lag, beta, alpha, counter, grain,
+):  # fmt: skip
+    """Every pair over every window of the call; outputs are (n_windows, n_pairs).
+
+    ``pstate[k]`` holds pair k's sums at [prev_s, prev_t] where ``pvalid[k]``; both are left at
+    the last window; ``counts[k]`` accumulates (exact recomputes, slides). Blocks of NL pairs
+    are taken ``grain`` at a time from ``counter[0]`` (atomically), so several threads may run
+    this on the same arguments at once (it releases the GIL) and share the pairs as they come:
+    a thread whose core is busy with other work takes fewer blocks. Each pair writes only its
+    own state, counts and output slots.
+    """
+    n_pairs = ii.shape[0]
+    total = (n_pairs + NL - 1) // NL
+    ws = workspace(p)
+    stat_l = np.empty(NL)
+    while True:
+        first = _fetch_add(counter, 0, grain)
+        if first >= total:
+            break
+        for blk in range(first, min(first + grain, total)):
+            k0 = blk * NL
+            _block(
+                k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
+                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+            )  # fmt: skip

@@ -1,0 +1,281 @@
+"""Eight-lane vector operations for numba kernels that run eight independent problems in lockstep.
+
+numba compiles with LLVM's loop vectoriser but not its SLP vectoriser, so a loop over eight
+lanes is unrolled into scalar code. These intrinsics emit the eight-wide operation directly
+(``<8 x double>``; LLVM splits it into the machine's vector width, AVX-512, AVX2 or SSE).
+Arguments are 1-D C-contiguous float64 arrays and element offsets; a vector is the eight
+consecutive elements from its offset, and a row of vectors is spaced ``stride`` elements apart.
+Without the JIT (``NUMBA_DISABLE_JIT=1``) plain numpy twins with the same meaning are used.
+No bounds are checked: the callers index within their arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import config, types
+from numba.extending import intrinsic
+
+__all__ = ["LANES", "vdotsub", "vdotsub2", "vfill", "vmul", "vsqrt_inv", "vcopy", "vschur"]
+
+LANES = 8
+
+if config.DISABLE_JIT:
+
+    def vdotsub(dst, d, a, ia, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] -= sum over q < n of a[ia + q stride:+8] * b[ib + q stride:+8]."""
+        for q in range(n):
+            dst[d : d + LANES] -= (
+                a[ia + q * stride : ia + q * stride + LANES] * b[ib + q * stride : ib + q * stride + LANES]
+            )
+
+    def vdotsub2(dst, d1, d2, a, ia1, ia2, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """:func:`vdotsub` into dst[d1] with a row at ia1 and into dst[d2] with a row at ia2,
+        against the same b row."""
+        vdotsub(dst, d1, a, ia1, b, ib, n, stride)
+        vdotsub(dst, d2, a, ia2, b, ib, n, stride)
+
+    def vfill(dst, d, src, s, x, ix, y, iy, u, iu, v, iv):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:+8] + x[ix:+8] * y[iy:+8] - u[iu:+8] * v[iv:+8]."""
+        prod = x[ix : ix + LANES] * y[iy : iy + LANES]
+        dst[d : d + LANES] = (src[s : s + LANES] + prod) - u[iu : iu + LANES] * v[iv : iv + LANES]
+
+    def vmul(dst, d, f, i_f):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] *= f[i_f:+8]."""
+        dst[d : d + LANES] *= f[i_f : i_f + LANES]
+
+    def vsqrt_inv(dst, d, inv, i):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = sqrt(dst[d:d+8]); inv[i:i+8] = 1 / that."""
+        dst[d : d + LANES] = np.sqrt(dst[d : d + LANES])
+        inv[i : i + LANES] = 1.0 / dst[d : d + LANES]
+
+    def vcopy(dst, d, src, s):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:s+8]."""
+        dst[d : d + LANES] = src[s : s + LANES]
+
+    def vschur(m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c):  # type: ignore[no-untyped-def]
+        """The trailing 2x2 Schur complement after each of 0..nk eliminated columns.
+
+        Starting from the vectors e = m[e:+8], c = m[c:+8], y = m[y:+8], for k = 0..nk write
+        out_e[8k:+8] = e, out_c[8k:+8] = c, out_ssr[8k:+8] = y - c^2 / e, then (k < nk) with
+        u = m[lv + 8k:+8], v = m[rs + 8k:+8]: e -= u^2, c -= u v, y -= v^2.
+        """
+        ev = m[e : e + LANES].copy()
+        cv = m[c : c + LANES].copy()
+        yv = m[y : y + LANES].copy()
+        for k in range(nk + 1):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out_ssr[k * LANES : (k + 1) * LANES] = yv - cv * cv / ev
+            out_e[k * LANES : (k + 1) * LANES] = ev
+            out_c[k * LANES : (k + 1) * LANES] = cv
+            if k < nk:
+                u = m[lv + k * LANES : lv + (k + 1) * LANES]
+                v = m[rs + k * LANES : rs + (k + 1) * LANES]
+                ev = ev - u * u
+                cv = cv - u * v
+                yv = yv - v * v
+
+else:
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    _VEC = ir.VectorType(ir.DoubleType(), LANES)
+
+    def _vptr(context, builder, aryty, ary, idx):  # type: ignore[no-untyped-def]
+        arr = context.make_array(aryty)(context, builder, ary)
+        ptr = builder.gep(arr.data, [idx])
+        return builder.bitcast(ptr, _VEC.as_pointer())
+
+    @intrinsic
+    def vdotsub(typingctx, dst, d, a, ia, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] -= sum over q < n of a[ia + q stride:+8] * b[ib + q stride:+8].
+
+        The sum runs in four interleaved partial sums (q mod 4), added at the end, so the
+        additions do not wait on each other.
+        """
+        sig = types.void(dst, d, a, ia, b, ib, n, stride)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            pdst = _vptr(context, builder, tys[0], args[0], args[1])
+            arr_a = context.make_array(tys[2])(context, builder, args[2])
+            arr_b = context.make_array(tys[4])(context, builder, args[4])
+            i64 = ir.IntType(64)
+            n, stride = args[6], args[7]
+            accs = [cgutils.alloca_once(builder, _VEC) for _ in range(4)]
+            for acc in accs:
+                builder.store(ir.Constant(_VEC, None), acc)
+
+            def term(q):  # type: ignore[no-untyped-def]
+                off = builder.mul(q, stride)
+                pa = builder.bitcast(builder.gep(arr_a.data, [builder.add(args[3], off)]), _VEC.as_pointer())
+                pb = builder.bitcast(builder.gep(arr_b.data, [builder.add(args[5], off)]), _VEC.as_pointer())
+                return builder.fmul(builder.load(pa, align=8), builder.load(pb, align=8))
+
+            quads = builder.sdiv(n, ir.Constant(i64, 4))
+            with cgutils.for_range(builder, quads) as loop:
+                base = builder.mul(loop.index, ir.Constant(i64, 4))
+                for k, acc in enumerate(accs):
+                    prod = term(builder.add(base, ir.Constant(i64, k)))
+                    builder.store(builder.fadd(builder.load(acc), prod), acc)
+            done = builder.mul(quads, ir.Constant(i64, 4))
+            with cgutils.for_range(builder, builder.sub(n, done)) as loop:
+                prod = term(builder.add(done, loop.index))
+                builder.store(builder.fadd(builder.load(accs[0]), prod), accs[0])
+            total = builder.fadd(
+                builder.fadd(builder.load(accs[0]), builder.load(accs[1])),
+                builder.fadd(builder.load(accs[2]), builder.load(accs[3])),
+            )
+            builder.store(builder.fsub(builder.load(pdst, align=8), total), pdst, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vfill(typingctx, dst, d, src, s, x, ix, y, iy, u, iu, v, iv):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:+8] + x[ix:+8] * y[iy:+8] - u[iu:+8] * v[iv:+8]."""
+        sig = types.void(dst, d, src, s, x, ix, y, iy, u, iu, v, iv)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            vals = [
+                builder.load(_vptr(context, builder, tys[k], args[k], args[k + 1]), align=8)
+                for k in (2, 4, 6, 8, 10)
+            ]
+            first = builder.fadd(vals[0], builder.fmul(vals[1], vals[2]))
+            out = builder.fsub(first, builder.fmul(vals[3], vals[4]))
+            builder.store(out, _vptr(context, builder, tys[0], args[0], args[1]), align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vmul(typingctx, dst, d, f, i_f):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] *= f[i_f:+8]."""
+        sig = types.void(dst, d, f, i_f)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            pdst = _vptr(context, builder, tys[0], args[0], args[1])
+            pf = _vptr(context, builder, tys[2], args[2], args[3])
+            builder.store(builder.fmul(builder.load(pdst, align=8), builder.load(pf, align=8)), pdst, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vsqrt_inv(typingctx, dst, d, inv, i):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = sqrt(dst[d:d+8]); inv[i:i+8] = 1 / that."""
+        sig = types.void(dst, d, inv, i)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            pdst = _vptr(context, builder, tys[0], args[0], args[1])
+            pinv = _vptr(context, builder, tys[2], args[2], args[3])
+            fnty = ir.FunctionType(_VEC, [_VEC])
+            sqrt = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.sqrt.v{LANES}f64")
+            root = builder.call(sqrt, [builder.load(pdst, align=8)])
+            builder.store(root, pdst, align=8)
+            one = ir.Constant(_VEC, [1.0] * LANES)
+            builder.store(builder.fdiv(one, root), pinv, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vcopy(typingctx, dst, d, src, s):  # type: ignore[no-untyped-def]
+        """dst[d:d+8] = src[s:s+8]."""
+        sig = types.void(dst, d, src, s)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            value = builder.load(_vptr(context, builder, tys[2], args[2], args[3]), align=8)
+            builder.store(value, _vptr(context, builder, tys[0], args[0], args[1]), align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vschur(typingctx, m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c):  # type: ignore[no-untyped-def]
+        """The trailing 2x2 Schur complement after each of 0..nk eliminated columns.
+
+        Starting from the vectors e = m[e:+8], c = m[c:+8], y = m[y:+8], for k = 0..nk write
+        out_e[8k:+8] = e, out_c[8k:+8] = c, out_ssr[8k:+8] = y - c^2 / e, then (k < nk) with
+        u = m[lv + 8k:+8], v = m[rs + 8k:+8]: e -= u^2, c -= u v, y -= v^2.
+        """
+        sig = types.void(m, e, c, y, lv, rs, nk, out_e, out_ssr, out_c)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            i64 = ir.IntType(64)
+            lanes = ir.Constant(i64, LANES)
+            mat = context.make_array(tys[0])(context, builder, args[0])
+            outs = [context.make_array(tys[k])(context, builder, args[k]) for k in (7, 8, 9)]
+
+            def at(arr, idx):  # type: ignore[no-untyped-def]
+                return builder.bitcast(builder.gep(arr.data, [idx]), _VEC.as_pointer())
+
+            accs = []
+            for k in (1, 2, 3):
+                acc = cgutils.alloca_once(builder, _VEC)
+                builder.store(builder.load(at(mat, args[k]), align=8), acc)
+                accs.append(acc)
+            ev, cv, yv = accs
+            with cgutils.for_range(builder, builder.add(args[6], ir.Constant(i64, 1))) as loop:
+                k = loop.index
+                off = builder.mul(k, lanes)
+                e_now, c_now, y_now = (builder.load(a) for a in accs)
+                ssr = builder.fsub(y_now, builder.fdiv(builder.fmul(c_now, c_now), e_now))
+                builder.store(e_now, at(outs[0], off), align=8)
+                builder.store(ssr, at(outs[1], off), align=8)
+                builder.store(c_now, at(outs[2], off), align=8)
+                with builder.if_then(builder.icmp_signed("<", k, args[6])):
+                    u = builder.load(at(mat, builder.add(args[4], off)), align=8)
+                    v = builder.load(at(mat, builder.add(args[5], off)), align=8)
+                    builder.store(builder.fsub(e_now, builder.fmul(u, u)), ev)
+                    builder.store(builder.fsub(c_now, builder.fmul(u, v)), cv)
+                    builder.store(builder.fsub(y_now, builder.fmul(v, v)), yv)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vdotsub2(typingctx, dst, d1, d2, a, ia1, ia2, b, ib, n, stride):  # type: ignore[no-untyped-def]
+        """:func:`vdotsub` into dst[d1] with a row at ia1 and into dst[d2] with a row at ia2,
+        against the same b row (loaded once); two partial sums per destination."""
+        sig = types.void(dst, d1, d2, a, ia1, ia2, b, ib, n, stride)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            tys = signature.args
+            i64 = ir.IntType(64)
+            arr_a = context.make_array(tys[3])(context, builder, args[3])
+            arr_b = context.make_array(tys[6])(context, builder, args[6])
+            n, stride = args[8], args[9]
+            accs = [cgutils.alloca_once(builder, _VEC) for _ in range(4)]
+            for acc in accs:
+                builder.store(ir.Constant(_VEC, None), acc)
+
+            def load(arr, base, q):  # type: ignore[no-untyped-def]
+                idx = builder.add(base, builder.mul(q, stride))
+                return builder.load(builder.bitcast(builder.gep(arr.data, [idx]), _VEC.as_pointer()), align=8)
+
+            def step(q, first, second):  # type: ignore[no-untyped-def]
+                vb = load(arr_b, args[7], q)
+                for acc, base in ((first, args[4]), (second, args[5])):
+                    prod = builder.fmul(load(arr_a, base, q), vb)
+                    builder.store(builder.fadd(builder.load(acc), prod), acc)
+
+            pairs = builder.sdiv(n, ir.Constant(i64, 2))
+            with cgutils.for_range(builder, pairs) as loop:
+                base = builder.mul(loop.index, ir.Constant(i64, 2))
+                step(base, accs[0], accs[1])
+                step(builder.add(base, ir.Constant(i64, 1)), accs[2], accs[3])
+            done = builder.mul(pairs, ir.Constant(i64, 2))
+            with builder.if_then(builder.icmp_signed("<", done, n)):
+                step(done, accs[0], accs[1])
+            for k, dst_off in ((0, args[1]), (1, args[2])):
+                pdst = _vptr(context, builder, tys[0], args[0], dst_off)
+                total = builder.fadd(builder.load(accs[k]), builder.load(accs[k + 2]))
+                builder.store(builder.fsub(builder.load(pdst, align=8), total), pdst, align=8)
+            return context.get_dummy_value()
+
+        return sig, codegen

@@ -1,0 +1,242 @@
+"""The sliding Engle-Granger screen against the per-date kernel, its plain twins and statsmodels."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from kernels_synth import make_pair
+
+from kernels import (
+    KernelInputError,
+    SlidingEG,
+    rolling_engle_granger_pairs,
+    sliding_engle_granger_pairs,
+)
+from kernels._validate import resolve_maxlag
+from kernels.reference import (
+    rolling_eg_pairs_reference,
+    sliding_pair_sums_reference,
+    sliding_ticker_sums_reference,
+)
+
+NAMES = ("stat", "pvalue", "beta", "alpha")
+
+
+def _pool(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Six log-price series: three cointegrated with a common walk, one independent walk, one
+    collinear with another (y = 0.2 + 1.1 x exactly) and one with a NaN and a flat stretch."""
+    y1, x = make_pair(rng, n, coint=True, ar=0.6)
+    y2, _ = make_pair(rng, n, coint=True)
+    walk = make_pair(rng, n, coint=False)[0]
+    collinear = 0.2 + 1.1 * x
+    odd = make_pair(rng, n, coint=True, ar=0.3)[0]
+    odd[n // 3] = np.nan
+    odd[n // 2 : n // 2 + 45] = odd[n // 2]
+    return np.column_stack([y1, x, y2, walk, collinear, odd])
+
+
+def _assert_same(res: object, twin: dict[str, np.ndarray], rtol: float = 1e-10, atol: float = 1e-12) -> None:
+    np.testing.assert_array_equal(res.lag, twin["lag"])  # type: ignore[attr-defined]
+    for name in NAMES:
+        np.testing.assert_allclose(getattr(res, name), twin[name], rtol=rtol, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize(("maxlag", "autolag"), [(None, "aic"), (None, "bic"), (3, None)])
+def test_sliding_matches_reference_small(maxlag: int | None, autolag: str | None) -> None:
+    # Runs under NUMBA_DISABLE_JIT too (test_kernels_nojit.py): small windows only.
+    rng = np.random.default_rng(21)
+    pool = _pool(rng, 150)
+    window = 40
+    # consecutive ends, a jump of 9, the windows holding the NaN (index 50), the flat stretch
+    ends = np.r_[39:60, 68:80, 114:119, 140:150]
+    res = sliding_engle_granger_pairs(pool, window, ends=ends, maxlag=maxlag, autolag=autolag)
+    twin = rolling_eg_pairs_reference(pool, window, ends, maxlag=maxlag, autolag=autolag)
+    _assert_same(res, twin)
+    k_odd = [k for k, (i, j) in enumerate(zip(res.i, res.j)) if j == 5]
+    nan_rows = (ends >= 50) & (ends - window + 1 <= 50)
+    gap = np.ix_(nan_rows, k_odd)
+    assert np.isnan(res.stat[gap]).all() and (res.lag[gap] == -1).all()
+    k_col = int(np.flatnonzero((res.i == 1) & (res.j == 4))[0])
+    assert np.isnan(res.pvalue[:, k_col]).all() and np.isfinite(res.beta[:, k_col]).all()
+    flat = (ends - window + 1 >= 75) & (ends <= 119)
+    assert flat.any() and np.isnan(res.beta[np.ix_(flat, k_odd)]).all()
+    assert np.isfinite(res.pvalue).sum() > 0.6 * res.pvalue.size
+
+
+def test_sliding_equals_per_date_kernel_and_slides() -> None:
+    rng = np.random.default_rng(5)
+    pool = np.column_stack([make_pair(rng, 900, coint=c, ar=0.5)[k] for c in (True, False) for k in (0, 1)])
+    pool = np.column_stack([pool, make_pair(rng, 900, coint=True, ar=0.8)[0]])
+    window = 500
+    ends = np.arange(window - 1, 900)
+    screen = SlidingEG(pool)
+    starts = ends - window + 1
+    res = screen.windows(starts, ends)
+    per_date = rolling_engle_granger_pairs(pool, window, ends=ends)
+    np.testing.assert_array_equal(res.lag, per_date.lag)
+    assert np.abs(res.stat - per_date.stat).max() < 1e-9
+    assert np.abs(res.pvalue - per_date.pvalue).max() < 1e-10
+    np.testing.assert_allclose(res.beta, per_date.beta, rtol=1e-11)
+    assert len(set(res.lag.ravel())) > 3  # the lag choice is exercised
+    stats = screen.stats
+    n_pairs = res.i.size
+    # one exact start, then every later window moved by one session
+    assert (stats.exact, stats.slides, stats.resets) == (n_pairs, n_pairs * ends.size, 1)
+    # the carried sums equal their twins after all those slides
+    p = resolve_maxlag(None, window, 0)
+    s, t = int(starts[-1]), int(ends[-1])
+    for u in range(pool.shape[1]):
+        np.testing.assert_allclose(
+            screen._tstate[u], sliding_ticker_sums_reference(screen._z[u], s, t, p), rtol=1e-10, atol=1e-12
+        )
+    for k in range(n_pairs):
+        i, j = int(res.i[k]), int(res.j[k])
+        np.testing.assert_allclose(
+            screen._pstate[k],
+            sliding_pair_sums_reference(screen._z[i], screen._z[j], s, t, p),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+
+
+def test_windows_in_any_order_lengths_and_refresh() -> None:
+    rng = np.random.default_rng(9)
+    pool = np.column_stack([make_pair(rng, 400, coint=c, ar=0.4)[k] for c in (True, True) for k in (0, 1)])
+    screen = SlidingEG(pool, refresh=25)
+    # growing windows from 0 (the lag cap changes with the length), then a fixed length,
+    # then a window that moves backwards
+    starts = np.r_[np.zeros(30, dtype=int), np.arange(0, 60, 2), [10]]
+    ends = np.r_[np.arange(120, 150), np.arange(199, 259, 2), [209]]
+    res = screen.windows(starts, ends)
+    for e, (s, t) in enumerate(zip(starts, ends)):
+        one = rolling_engle_granger_pairs(pool[s : t + 1], t - s + 1, ends=[t - s])
+        np.testing.assert_array_equal(res.lag[e], one.lag[0])
+        np.testing.assert_allclose(res.stat[e], one.stat[0], rtol=1e-10)
+    caps = {resolve_maxlag(None, int(t - s + 1), 0) for s, t in zip(starts, ends)}
+    assert len(caps) > 1
+    assert screen.stats.resets >= len(caps) + 2  # new caps, refreshes every 25 sessions, the backward move
+    with pytest.raises(KernelInputError, match="refresh must be"):
+        SlidingEG(pool, refresh=0)
+    with pytest.raises(KernelInputError, match=r"window 0 \(\[5, 20\]\) has 16 sessions"):
+        screen.window(5, 20)
+    with pytest.raises(KernelInputError, match=r"windows must lie in \[0, 399\]"):
+        screen.window(0, 400)
+    with pytest.raises(KernelInputError, match="window must be in"):
+        sliding_engle_granger_pairs(pool, 20)
+
+
+def test_sliding_modules_import_nothing_of_ours() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, kernels\n"
+        "kernels.SlidingEG(np.cumsum(np.ones((40, 3)) * np.arange(1, 4), axis=0) ** 0.5).window(0, 39)\n"
+        "ours = ('localfin', 'serving', 'bank', 'agent', 'bench', 'localfin_cli')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ours))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def _real_panel(frame: object) -> np.ndarray:
+    return frame.to_numpy()  # type: ignore[attr-defined]
+
+
+def test_sliding_on_real_prices_equals_per_date_twin_and_statsmodels(real_log_prices: object) -> None:
+    """Real adjusted closes (14 tickers, 91 pairs, late starts and gaps included): a 2,520-session
+    window over 60 consecutive dates against the per-date kernel and statsmodels, and a
+    250-session window over 40 dates against the plain least-squares twin."""
+    sm = pytest.importorskip("statsmodels.tsa.stattools")
+    panel = _real_panel(real_log_prices)
+    rng = np.random.default_rng(32)
+    long_ends = np.arange(3000, 3060)
+    res = sliding_engle_granger_pairs(panel, 2520, ends=long_ends)
+    per_date = rolling_engle_granger_pairs(panel, 2520, ends=long_ends)
+    finite = np.isfinite(per_date.pvalue)
+    assert finite.sum() > 3000
+    np.testing.assert_array_equal(res.lag, per_date.lag)
+    np.testing.assert_array_equal(np.isfinite(res.pvalue), finite)
+    assert np.nanmax(np.abs(res.pvalue - per_date.pvalue)) < 1e-10
+    cells = np.argwhere(finite)
+    for e, k in cells[rng.choice(len(cells), 30, replace=False)]:
+        win = panel[long_ends[e] - 2519 : long_ends[e] + 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stat, pvalue, _ = sm.coint(win[:, res.i[k]], win[:, res.j[k]], trend="c", autolag="aic")
+        assert abs(res.stat[e, k] - stat) < 1e-9 and abs(res.pvalue[e, k] - pvalue) < 1e-9
+    short_ends = np.arange(4200, 4240)
+    short = sliding_engle_granger_pairs(panel[:, :6], 250, ends=short_ends)
+    twin = rolling_eg_pairs_reference(panel[:, :6], 250, short_ends)
+    _assert_same(short, twin, rtol=1e-9, atol=1e-11)
+    assert np.isfinite(short.pvalue).sum() > 0.9 * short.pvalue.size
+
+
+def _price_panels(shared_data: object) -> dict[str, np.ndarray]:
+    """Log prices (sessions x tickers) of each shared price file as released (adj_close, or the
+    adjusted close column of the file that has only ``close``)."""
+    pd = pytest.importorskip("pandas")
+    from pathlib import Path
+
+    files = sorted((Path(str(shared_data)) / "prices").glob("*.csv"))
+    if not files:
+        pytest.skip("no shared price files")
+    out = {}
+    for path in files:
+        field = "adj_close" if "adj_close" in pd.read_csv(path, nrows=0).columns else "close"
+        frame = pd.read_csv(path, usecols=["date", "ticker", field])
+        wide = frame.pivot_table(index="date", columns="ticker", values=field).sort_index()
+        out[path.name] = np.log(wide.to_numpy())
+    return out
+
+
+@pytest.mark.slow
+def test_sliding_matches_statsmodels_on_1200_random_real_windows(shared_data: object) -> None:
+    """Every shared price file, every pair, every date with a full 2,520-session window, slid
+    date by date; 1,200 random (pair, date) windows against statsmodels ``coint`` (autolag AIC),
+    the lag against ``adfuller`` on the same residuals, and 40 whole dates against the per-date
+    kernel."""
+    sm = pytest.importorskip("statsmodels.tsa.stattools")
+    rng = np.random.default_rng(1200)
+    panels = _price_panels(shared_data)
+    screened = {}
+    for name, panel in panels.items():
+        ends = np.arange(2519, panel.shape[0])
+        screened[name] = (ends, sliding_engle_granger_pairs(panel, 2520, ends=ends))
+    finite_cells = {name: np.argwhere(np.isfinite(res.pvalue)) for name, (_, res) in screened.items()}
+    total = sum(len(c) for c in finite_cells.values())
+    d_p = d_stat = 0.0
+    n_windows = 0
+    lags = []
+    for name, (ends, res) in screened.items():
+        panel = panels[name]
+        cells = finite_cells[name]
+        take = max(200, round(1200 * len(cells) / total))
+        for e, k in cells[rng.choice(len(cells), min(take, len(cells)), replace=False)]:
+            win = panel[ends[e] - 2519 : ends[e] + 1]
+            y, x = win[:, res.i[k]], win[:, res.j[k]]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                stat, pvalue, _ = sm.coint(y, x, trend="c", autolag="aic")
+                design = np.column_stack([np.ones_like(x), x])
+                resid = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+                used = sm.adfuller(resid, autolag="AIC", regression="n")[2]
+            d_p = max(d_p, abs(res.pvalue[e, k] - pvalue))
+            d_stat = max(d_stat, abs(res.stat[e, k] - stat))
+            lags.append((int(res.lag[e, k]), int(used)))
+            n_windows += 1
+        for e in rng.choice(len(ends), 40 // len(panels) + 1, replace=False):
+            one = rolling_engle_granger_pairs(panel, 2520, ends=ends[e : e + 1])
+            np.testing.assert_array_equal(res.lag[e], one.lag[0])
+            np.testing.assert_allclose(res.pvalue[e], one.pvalue[0], rtol=0, atol=1e-10)
+    print(
+        f"\n{n_windows} real windows: max |dp| {d_p:.3g}, max |dstat| {d_stat:.3g}; lags equal "
+        f"{sum(a == b for a, b in lags)}/{len(lags)}, lags > 0: {sum(a > 0 for a, _ in lags)}"
+    )
+    assert n_windows >= 1000
+    assert d_p <= 1e-9 and d_stat <= 1e-9
+    assert all(a == b for a, b in lags)
