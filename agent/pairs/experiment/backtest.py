@@ -166,7 +166,10 @@ def _moira_program(
         execution=cfg.execution_settings(),
     )
     validator = PrincipleValidator(
-        view.pool, {t: c.name for t, c in view.companies.items()}, max_chars=cfg.prompt.principle_max_chars
+        view.pool,
+        {t: c.name for t, c in view.companies.items()},
+        max_chars=cfg.prompt.principle_max_chars,
+        direction_rule=spec.variant.policy.direction_rule,
     )
     policy = yield from train_policy(ctx, train, spec.variant.policy, validator)
     memory = policy.pair_memory if spec.variant.policy.carry_pair_memory else PairMemory()

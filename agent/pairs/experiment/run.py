@@ -254,6 +254,7 @@ def run_experiment(
         weights_sha256=dict(model.weights_sha256) if model is not None else {},
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
+        prompt_dir=cfg.prompt.dir,
         extra={
             "mode": result.mode,
             "runs": [s.run_id for s in specs],
