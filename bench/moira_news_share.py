@@ -17,7 +17,9 @@ by the project's estimate (characters / 3) and, with ``--tokenizer``, by a real 
         --tokenizer ~/.cache/localfin/models/smollm2-135m
 
 Prints one JSON line per call type (calls; mean and max prompt tokens; mean and max news tokens;
-news share of all prompt tokens and the largest share of one prompt).
+news share of all prompt tokens and the largest share of one prompt). ``--selection-sessions
+START:END`` adds the pair-selection prompt of every session in that span at the same settings
+(the screen's top five and their legs' news), for a span the run made no selection in.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "news_texts", "measure"]
+__all__ = ["main", "news_texts", "measure", "selection_sessions"]
 
 
 def news_texts(call_type: str, payload: Mapping[str, Any], pair: Sequence[str] = ()) -> list[str]:
@@ -186,9 +188,82 @@ def measure(
                 "news_share": round(sum(r["news"]) / sum(r["prompt"]), 4) if sum(r["prompt"]) else 0.0,
                 "news_share_max": round(max(n / p for n, p in zip(r["news"], r["prompt"]) if p), 4),
                 "calls_with_news": sum(1 for n in r["news"] if n),
+                # the prompts that showed news (a window's sessions without news dilute the share)
+                "prompt_tokens_mean_with_news": _mean([p for p, n in zip(r["prompt"], r["news"]) if n]),
+                "news_tokens_mean_with_news": _mean([n for n in r["news"] if n]),
+                "news_share_with_news": _share(r),
             }
         )
     return out
+
+
+def selection_sessions(
+    run_dir: Path, settings_path: Path, start: str, end: str, tokenizer: Any = None
+) -> dict[str, Any]:
+    """The pair-selection prompt of every session from ``start`` to ``end`` (ISO dates) at
+    ``settings_path``'s prompt settings, on ``run_dir``'s store and pool, measured as
+    :func:`measure` measures a request."""
+    import datetime as dt
+
+    from agent.data.store import MarketStore
+    from agent.pairs.market.masking import StepCalendar
+    from agent.pairs.market.view import MarketView
+    from agent.pairs.moira import calls, payloads
+
+    cfg = _config(run_dir, _settings_doc(settings_path))
+    w = cfg.windows
+    rows: list[tuple[int, int, int]] = []
+    with MarketStore(cfg.store, create=False) as store:
+        view = MarketView(store, cfg.pool, cfg.screen, end=w.test_end)
+        test = view.sessions(w.test_start, w.test_end)
+        cal = StepCalendar.from_sessions(test)
+        settings = calls.CallSettings(
+            cfg.model.backbone, cfg.model.sampling(0), cfg.model.max_tokens, cfg.prompt
+        )
+        lo, hi = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+        for i, day in enumerate(test):
+            if not lo <= day <= hi:
+                continue
+            cands = list(view.screen(day).candidates)
+            tickers = list(dict.fromkeys(t for c in cands for t in (c.ticker_a, c.ticker_b)))
+            g = view.index(day)
+            first = view.dates[max(0, g - cfg.prompt.news_lookback_sessions + 1)]
+            pick = payloads.pick_news([view.news_until(t, first, g) for t in tickers], cfg.prompt, cal)
+            req = calls.selection_request(
+                settings,
+                payloads.selection_payload(cal.label_at(i), cands, dict(zip(tickers, pick.groups))),
+                [f"{c.ticker_a}/{c.ticker_b}" for c in cands],
+                payloads.company_lines(tickers, view.companies, cfg.prompt, cal),
+                [],
+            )
+            text = "\n".join(m.content for m in req.messages)
+            news = [x["text"] for group in pick.groups for x in group]
+            rows.append(
+                (_tokens(text, tokenizer), sum(_tokens(t, tokenizer) for t in news), pick.budget.omitted)
+            )
+    if not rows:
+        raise ValueError(f"no session of the test window in {start}..{end}")
+    prompt, news = [r[0] for r in rows], [r[1] for r in rows]
+    return {
+        "call_type": f"pair_selection (sessions {start}..{end})",
+        "calls": len(rows),
+        "prompt_tokens_mean": _mean(prompt),
+        "prompt_tokens_max": max(prompt),
+        "news_tokens_mean": _mean(news),
+        "news_tokens_max": max(news),
+        "news_share": round(sum(news) / sum(prompt), 4),
+        "calls_with_news": sum(1 for n in news if n),
+        "budget_cut": sum(1 for r in rows if r[2]),
+    }
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(statistics.mean(xs), 1) if xs else None
+
+
+def _share(r: Mapping[str, list[float]]) -> float | None:
+    pairs = [(p, n) for p, n in zip(r["prompt"], r["news"]) if n]
+    return round(sum(n for _, n in pairs) / sum(p for p, _ in pairs), 4) if pairs else None
 
 
 def _pair_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
@@ -204,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settings", required=True, help="a config whose [prompt] settings the prompts use")
     ap.add_argument("--tokenizer", default="", help="a Hugging Face tokenizer folder (default: the estimate)")
     ap.add_argument("--runs", default="", help="comma-separated run ids (default: all)")
+    ap.add_argument(
+        "--selection-sessions", default="", help="START:END (ISO dates): also every selection prompt there"
+    )
     args = ap.parse_args(argv)
     tok = None
     if args.tokenizer:
@@ -211,7 +289,11 @@ def main(argv: list[str] | None = None) -> int:
 
         tok = AutoTokenizer.from_pretrained(Path(args.tokenizer).expanduser())
     runs = tuple(x for x in args.runs.split(",") if x)
-    for row in measure(Path(args.experiment), Path(args.settings), tok, runs):
+    rows = measure(Path(args.experiment), Path(args.settings), tok, runs)
+    if args.selection_sessions:
+        start, _, end = args.selection_sessions.partition(":")
+        rows.append(selection_sessions(Path(args.experiment), Path(args.settings), start, end, tok))
+    for row in rows:
         row["tokens"] = "tokenizer " + args.tokenizer if tok is not None else "estimate: chars / 3"
         sys.stdout.write(json.dumps(row) + "\n")
     return 0
