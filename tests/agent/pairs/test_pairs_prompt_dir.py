@@ -162,6 +162,11 @@ def test_a_copy_of_the_packaged_prompts_gives_byte_identical_journal_keys(tmp_pa
     assert (
         f"Prompt texts: {d}" in summary and f"pairs_direction v{ref['pairs_direction']['version']}" in summary
     )
+    # and the HTML report of the folder says which set it used
+    from agent.report.build import build_report
+
+    page = build_report(tmp_path / "mine").html.read_text(encoding="utf-8")
+    assert "Prompt texts: <code>" in page and str(d) in page
 
 
 def _requests(out: Path) -> list[str]:
