@@ -326,7 +326,10 @@ def _cpu_specs() -> list[ModelSpec]:
             "tiny-qwen3",
             "tiny random Qwen3 (tests)",
             "built",
-            max_model_len=2_048,
+            # the positions build_tiny_model gives by default: its byte-level 512-token vocabulary
+            # spends about one token per 1.5 characters, so Moira's paper-complete prompts need
+            # more than 2,048
+            max_model_len=4_096,
             default_max_tokens=256,
             dtype="auto",
             device="cpu",
@@ -341,7 +344,7 @@ def _cpu_specs() -> list[ModelSpec]:
             "tiny-llama",
             "tiny random Llama (tests)",
             "built",
-            max_model_len=2_048,
+            max_model_len=4_096,
             default_max_tokens=256,
             dtype="auto",
             device="cpu",

@@ -308,7 +308,7 @@ def netns_prefix() -> list[str]:
 #: Positions of the session's tiny models: the context of the real Qwen3 and Qwen3-VL entries, so
 #: the session server and VL engine also serve the rehearsal test's stand-ins of them
 #: (tests/agent/reproduce/test_rehearsal.py); the rest of the suite runs them at their registry
-#: entries' 2,048 tokens, except the session server (started at this context).
+#: entries' 4,096 tokens, except the session server (started at this context).
 STAND_IN_CONTEXT = 32_768
 
 

@@ -201,6 +201,20 @@ def _engine_tables(inp: ReportInput) -> str:
     )
 
 
+def _prompt_sets(inp: ReportInput) -> str:
+    """Which prompt texts each experiment used (its manifest's ``prompt_set``: the packaged
+    prompts or the user's ``[prompt] dir``), as HTML; empty when no manifest says."""
+    sets: dict[str, list[str]] = {}
+    for group, info in sorted(inp.experiments.items()):
+        value = ((info.manifest or {}) if info is not None else {}).get("prompt_set")
+        if value:
+            sets.setdefault(str(value), []).append(group or ".")
+    return "; ".join(
+        f"<code>{esc(v)}</code> ({esc(', '.join(g))})" if len(sets) > 1 else f"<code>{esc(v)}</code>"
+        for v, g in sets.items()
+    )
+
+
 def render(
     inp: ReportInput,
     fig_dir: Path,
@@ -229,6 +243,9 @@ def render(
         f"experiment folder(s), {len(windows)} test window(s), {len(sections)} results table(s). "
         f"Written {esc(dt.datetime.now().strftime('%Y-%m-%d %H:%M'))} by <code>localfin report</code>.</p>",
     ]
+    prompt_sets = _prompt_sets(inp)
+    if prompt_sets:
+        body.append(f'<p class="meta">Prompt texts: {prompt_sets}.</p>')
     nav = []
     main: list[str] = []
     with progress.task("report sections", total=len(sections)) as task:

@@ -106,7 +106,15 @@ def run_moira(
     notes.append(
         "ran through the experiment matrix (agent.pairs.experiment.matrix, as `localfin pairs matrix`)"
     )
+    sets = sorted({_manifest(mdir / c.folder).get("prompt_set", "") for c in cells} - {""})
+    if sets:
+        notes.append("prompt texts: " + "; ".join(sets))
     return MoiraOutcome(mdir, tuple(mdir / c.folder for c in cells), "matrix", tuple(notes))
+
+
+def _manifest(cell: Path) -> dict[str, Any]:
+    p = cell / "manifest.json"
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
 
 
 def _tokens(run: Mapping[str, Any]) -> int:

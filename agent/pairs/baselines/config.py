@@ -12,8 +12,12 @@ Layout (every key optional)::
                                   model and sampling fields (model, temperature, top_p,
                                   repetition_penalty, thinking, server_default) default to
                                   [model]'s, the budgets max_tokens_decision / _reflection to
-                                  [model.max_tokens]' direction / reflection; `model = KEY` fixes
-                                  FinMem's backbone (the paper's single FinMem row)
+                                  [model.max_tokens]' direction / reflection, the news and
+                                  prompt fields (news_token_budget, news_per_leg,
+                                  description_max_chars, prompt_dir) to [prompt]'s
+                                  (news_token_budget, news_per_leg, description_max_chars, dir);
+                                  `model = KEY` fixes FinMem's backbone (the paper's single
+                                  FinMem row)
     [baselines.finmem.character]  mode, lookback, threshold
     [baselines.finmem.memory]     access_boost, cleanup_*, w_* and the layer tables
     [baselines.finmem.memory.short] (mid, long, reflection): any field of LayerConfig
@@ -102,12 +106,27 @@ def baseline_run_id(method: str, exposure: str, seed: int) -> str:
     return f"{method}-{exposure}"
 
 
-def parse_baselines(table: Any, model: Any, *, file: str | Path | None = None) -> BaselinesConfig:
+def parse_baselines(
+    table: Any, model: Any, *, file: str | Path | None = None, prompt: Any = None
+) -> BaselinesConfig:
     """A :class:`BaselinesConfig` from the ``[baselines]`` TOML table (``{}`` when absent: every
     baseline at its defaults); ``model`` is the experiment's ``ModelConfig``: FinMem's backbone,
     sampling and completion budgets start from it (``[model.max_tokens]``' ``direction`` for the
-    decision, ``reflection`` for the reflection), and the table may set any of them."""
+    decision, ``reflection`` for the reflection); ``prompt`` (the experiment's ``PromptConfig``,
+    None: FinMem's own defaults) gives FinMem the same news budget, news count, descriptions and
+    prompt folder as the agent. The table may set any of them."""
+    shared = (
+        {
+            "news_token_budget": prompt.news_token_budget,
+            "news_per_leg": prompt.news_per_leg,
+            "description_max_chars": prompt.description_max_chars,
+            "prompt_dir": prompt.dir,
+        }
+        if prompt is not None
+        else {}
+    )
     fm_base = FinMemConfig(
+        **shared,
         model=model.backbone,
         temperature=model.temperature,
         top_p=model.top_p,

@@ -2,7 +2,16 @@
 
 A run = (variant, exposure, seed). Its program trains the policy memory on the training window
 (No-Beta sizing), freezes the accepted principles, and runs the test window under its own
-exposure with daily counterfactual records and lifecycle monitoring on. Metrics are those of
+exposure with daily counterfactual records and lifecycle monitoring on.
+
+Runs whose training is the same (:func:`training_key`: seed, policy settings, selection
+fallback) share ONE training phase: :func:`moira_group_program` trains once (the full agent's
+training: lifecycle reselection on, no fixed pair, whatever the members' test settings) and
+then runs every member's test window side by side from the identical principles and pair
+memory, so their first test selections are the same request, answered once: the two exposures
+of a seed, and the A4 pair of the full agent and its no-reselection variant (paper §4.3.4: both
+start from the identical Moira-selected pair with the same policy memory). Each member's trace
+starts with a copy of the shared training rows under its own run id. Metrics are those of
 the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, computed by
 :mod:`agent.pairs.market.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
 ``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet``,
@@ -15,7 +24,7 @@ what each model call's payload drew from, for ``localfin audit``.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +46,15 @@ from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult
 
-__all__ = ["RunSpec", "RunOutcome", "moira_program", "write_run"]
+__all__ = [
+    "RunSpec",
+    "RunOutcome",
+    "training_key",
+    "training_groups",
+    "moira_program",
+    "moira_group_program",
+    "write_run",
+]
 
 Gen = Generator[list[ChatRequest], list[ChatResult], Any]
 
@@ -65,6 +82,8 @@ class RunOutcome:
     prices: PriceTape | None = field(default=None, repr=False)
     #: the prompts named the stocks by aliases (memorization control)
     anonymized: bool = False
+    #: the run ids that share this run's training phase (itself included)
+    training_group: tuple[str, ...] = ()
 
     def metrics(self) -> Any:
         steps = self.test.steps
@@ -102,6 +121,7 @@ class RunOutcome:
             "execution": self.execution.to_dict(),
             "anonymized": self.anonymized,
             "lifecycle": self.lifecycle(),
+            "training_shared_with": list(self.training_group),
         }
 
     def lifecycle(self) -> dict[str, Any]:
@@ -118,6 +138,21 @@ class RunOutcome:
         }
 
 
+def training_key(spec: RunSpec) -> tuple[Any, ...]:
+    """What a run's training depends on: its seed, its policy settings and its selection
+    fallback (training always uses No-Beta sizing, lifecycle reselection and a model-selected
+    pair, so exposure, ``reselection`` and ``fixed_pair`` do not enter)."""
+    return (spec.seed, spec.variant.policy, spec.variant.selection.fallback)
+
+
+def training_groups(specs: list[RunSpec]) -> list[list[RunSpec]]:
+    """``specs`` grouped by :func:`training_key`, in the order of each group's first run."""
+    groups: dict[tuple[Any, ...], list[RunSpec]] = {}
+    for s in specs:
+        groups.setdefault(training_key(s), []).append(s)
+    return list(groups.values())
+
+
 def moira_program(
     spec: RunSpec,
     cfg: ExperimentConfig,
@@ -125,16 +160,92 @@ def moira_program(
     *,
     on_session: Callable[[], None] = lambda: None,
 ) -> Gen:
-    """The generator of one run; returns a :class:`RunOutcome`. With ``anonymize`` every request
-    goes to the model with the pool's aliases and every reply comes back mapped to real names."""
+    """The generator of one run; returns a :class:`RunOutcome` (a group of one)."""
+    outcomes = yield from moira_group_program([spec], cfg, view, on_session=on_session)
+    return outcomes[0]
+
+
+def moira_group_program(
+    specs: list[RunSpec],
+    cfg: ExperimentConfig,
+    view: MarketView,
+    *,
+    on_session: Callable[[], None] = lambda: None,
+) -> Gen:
+    """One training phase for ``specs`` (runs of one :func:`training_key`) and then their test
+    windows side by side; returns their :class:`RunOutcome` in order. With ``anonymize`` every
+    request goes to the model with the pool's aliases and every reply comes back mapped to real
+    names."""
+    keys = {training_key(s) for s in specs}
+    if len(keys) != 1:
+        raise ConfigError(
+            f"runs {[s.run_id for s in specs]} do not share one training (seed, policy, fallback)"
+        )
     if not cfg.anonymize:
-        return (yield from _moira_program(spec, cfg, view, on_session, None))
+        return (yield from _group_program(specs, cfg, view, on_session, None))
     aliases = Aliases.for_pool(view.pool, view.companies)
-    return (yield from anonymized(_moira_program(spec, cfg, view, on_session, aliases), aliases))
+    return (yield from anonymized(_group_program(specs, cfg, view, on_session, aliases), aliases))
 
 
-def _moira_program(
-    spec: RunSpec, cfg: ExperimentConfig, view: MarketView, on_session: Callable[[], None], aliases: Any
+def _together(programs: list[Gen]) -> Gen:
+    """Run lockstep programs side by side inside one program: each round yields their pending
+    requests together (program order) and hands each its own results; returns their outcomes."""
+    outcomes: list[Any] = [None] * len(programs)
+    pending: dict[int, list[ChatRequest]] = {}
+    for i, p in enumerate(programs):
+        try:
+            pending[i] = next(p)
+        except StopIteration as stop:
+            outcomes[i] = stop.value
+    while pending:
+        order = sorted(pending)
+        results = yield [r for i in order for r in pending[i]]
+        k, nxt = 0, {}
+        for i in order:
+            n = len(pending[i])
+            try:
+                nxt[i] = programs[i].send(list(results[k : k + n]))
+            except StopIteration as stop:
+                outcomes[i] = stop.value
+            k += n
+        pending = nxt
+    return outcomes
+
+
+def _context(
+    spec: RunSpec, cfg: ExperimentConfig, view: MarketView, trace: TraceLog, on_session: Any
+) -> RunContext:
+    return RunContext(
+        run_id=spec.run_id,
+        view=view,
+        settings=CallSettings(
+            model=cfg.model.backbone,
+            sampling=cfg.model.sampling(spec.seed),
+            max_tokens=cfg.model.max_tokens,
+            prompt=cfg.prompt,
+        ),
+        prompt=cfg.prompt,
+        selection=spec.variant.selection,
+        lifecycle=cfg.lifecycle,
+        trace=trace,
+        on_session=on_session,
+        no_beta_legs=cfg.no_beta_legs,
+        execution=cfg.execution_settings(),
+    )
+
+
+def _copy_training(src: TraceLog, dst: TraceLog) -> None:
+    """The shared training rows (trace and provenance) under ``dst``'s run id."""
+    dst.events += [replace(e, run_id=dst.run_id) for e in src.events]
+    dst.provenance.rows += [replace(r, run_id=dst.run_id) for r in src.provenance.rows]
+
+
+def _group_program(
+    specs: list[RunSpec],
+    cfg: ExperimentConfig,
+    view: MarketView,
+    on_session: Callable[[], None],
+    aliases: Any,
 ) -> Gen:
     w = cfg.windows
     train = tuple(view.sessions(w.train_start, w.train_end))
@@ -145,41 +256,61 @@ def _moira_program(
                 f"the {name} window has {len(sessions)} session(s) of the pool calendar; allowed: >= 2 "
                 "(check windows.* against the store's dates)"
             )
-    settings = CallSettings(
-        model=cfg.model.backbone,
-        sampling=cfg.model.sampling(spec.seed),
-        max_tokens=cfg.model.max_tokens,
-        prompt=cfg.prompt,
-    )
-    trace = TraceLog(spec.run_id)
-    trace.provenance.rewrite = aliases.request if aliases is not None else None
-    ctx = RunContext(
-        run_id=spec.run_id,
-        view=view,
-        settings=settings,
-        prompt=cfg.prompt,
-        selection=spec.variant.selection,
-        lifecycle=cfg.lifecycle,
-        trace=trace,
-        on_session=on_session,
-        no_beta_legs=cfg.no_beta_legs,
-        execution=cfg.execution_settings(),
-    )
-    validator = PrincipleValidator(
-        view.pool, {t: c.name for t, c in view.companies.items()}, max_chars=cfg.prompt.principle_max_chars
-    )
-    policy = yield from train_policy(ctx, train, spec.variant.policy, validator)
-    memory = policy.pair_memory if spec.variant.policy.carry_pair_memory else PairMemory()
-    result = yield from run_window(
-        ctx,
-        WindowSpec(
-            "test", 0, test, spec.exposure, policy.principles, memory, spec.variant.selection.fixed_pair
+    rewrite = aliases.request if aliases is not None else None
+    lead = specs[0]
+    shared = TraceLog(lead.run_id)
+    shared.provenance.rewrite = rewrite
+    # the full agent's training: reselection on and the model's own first pair, whatever the
+    # members do in their test windows (A4 changes only the test: paper §4.3.4)
+    train_spec = replace(
+        lead,
+        variant=replace(
+            lead.variant, selection=replace(lead.variant.selection, reselection=True, fixed_pair="")
         ),
     )
-    tickers = {t for d in result.decisions for t in d.tickers()}
-    return RunOutcome(
-        spec, policy, result, trace, ctx.execution, view.price_tape(tickers, test), aliases is not None
+    ctx = _context(train_spec, cfg, view, shared, on_session)
+    validator = PrincipleValidator(
+        view.pool,
+        {t: c.name for t, c in view.companies.items()},
+        max_chars=cfg.prompt.principle_max_chars,
+        direction_rule=lead.variant.policy.direction_rule,
     )
+    policy = yield from train_policy(ctx, train, lead.variant.policy, validator)
+    memory = policy.pair_memory if lead.variant.policy.carry_pair_memory else PairMemory()
+    traces, tests = [], []
+    for spec in specs:
+        trace = TraceLog(spec.run_id)
+        trace.provenance.rewrite = rewrite
+        _copy_training(shared, trace)
+        traces.append(trace)
+        window = WindowSpec(
+            "test",
+            0,
+            test,
+            spec.exposure,
+            policy.principles,
+            memory.copy(),
+            spec.variant.selection.fixed_pair,
+        )
+        tests.append(run_window(_context(spec, cfg, view, trace, on_session), window))
+    results = yield from _together(tests)
+    group = tuple(s.run_id for s in specs)
+    out = []
+    for spec, trace, result in zip(specs, traces, results):
+        tickers = {t for d in result.decisions for t in d.tickers()}
+        out.append(
+            RunOutcome(
+                spec,
+                policy,
+                result,
+                trace,
+                cfg.execution_settings(),
+                view.price_tape(tickers, test),
+                aliases is not None,
+                group,
+            )
+        )
+    return out
 
 
 def write_run(run_dir: str | Path, outcome: RunOutcome) -> dict[str, Any]:

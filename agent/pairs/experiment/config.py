@@ -20,11 +20,12 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
                    max_failures_in_a_row (faults: docs/faults.md)
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
-    [prompt]       reason_max_chars, principle_max_chars, news_per_leg, news_lookback_sessions,
-                   headline_max_chars, description_max_chars, memory_records,
-                   reflection_max_records
+    [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
+                   reflection_max_chars, news_per_leg, news_lookback_sessions,
+                   headline_max_chars, news_token_budget, block_order, description_max_chars,
+                   memory_records, reflection_max_records
     [policy]       max_cycles, stop_after_rejections, max_principles, consolidation,
-                   carry_pair_memory
+                   carry_pair_memory, reflection_feedback, direction_rule
     [selection]    fallback, reselection, fixed_pair
     [screen]       any field of agent.pairs.screen.causal.ScreenConfig
     [lifecycle]    any field of agent.pairs.lifecycle.machine.LifecycleConfig
@@ -34,6 +35,9 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    [baselines.eg_z], [baselines.eg_ddqn], [baselines.finmem] (see
                    agent.pairs.baselines.config): the baselines run on the same store, pool, screen,
                    windows, exposures, seeds and cost, in the same experiment folder
+
+``[prompt] dir`` is resolved against the file's folder like ``store``, and every prompt file in
+it is checked against the packaged format when the file is loaded (before any model call).
 """
 
 from __future__ import annotations
@@ -289,6 +293,20 @@ class ExperimentConfig:
                 "with model.backend = 'openai': set baselines.finmem.base_url (the server of that model)"
             )
         self.execution_settings()  # validates execution, slippage_bps, borrow_bps_per_year
+        unbounded = {
+            "reason_max_chars": ("pair_selection", "direction", "break_check", "news_verify"),
+            "principle_max_chars": ("reflection",),
+            "reflection_max_chars": ("reflection",),
+        }
+        for name, calls in unbounded.items():
+            if getattr(self.prompt, name) == 0:
+                auto = [c for c in calls if not self.model.max_tokens.for_call(c)]
+                if auto:
+                    raise ConfigError(
+                        f"prompt.{name}=0 (no bound) needs an explicit model.max_tokens."
+                        f"{auto[0]} (an automatic budget is the longest reply the schema allows, "
+                        "and an unbounded field has none)"
+                    )
 
     def execution_settings(self) -> ExecutionSettings:
         """How every run of the experiment (agent and baselines) is filled and charged."""
@@ -379,6 +397,19 @@ def parse_config(
         p = Path(store).expanduser()
         exp["store"] = str(base_dir / p if not p.is_absolute() and base_dir is not None else p)
     windows = cf.load(WindowConfig, tables["windows"], key="windows", file=file)
+    prompt_table = dict(tables["prompt"])
+    if isinstance(prompt_table.get("dir"), str) and prompt_table["dir"]:
+        d = Path(prompt_table["dir"]).expanduser()
+        prompt_table["dir"] = str(base_dir / d if not d.is_absolute() and base_dir is not None else d)
+    prompt = cf.load(PromptConfig, prompt_table, key="prompt", file=file)
+    if prompt.dir:
+        from agent.pairs.experiment.manifest import PROMPTS
+        from agent.prompting import check_prompt_dir
+
+        try:
+            check_prompt_dir(prompt.dir, PROMPTS)
+        except ConfigError as exc:
+            raise ConfigError(f"{'file ' + str(file) + ', ' if file is not None else ''}{exc}") from None
     model = cf.load(ModelConfig, tables["model"], key="model", file=file)
     policy = cf.load(PolicyConfig, tables["policy"], key="policy", file=file)
     selection = cf.load(SelectionConfig, tables["selection"], key="selection", file=file)
@@ -391,11 +422,11 @@ def parse_config(
         head,
         windows=windows,
         model=model,
-        prompt=cf.load(PromptConfig, tables["prompt"], key="prompt", file=file),
+        prompt=prompt,
         screen=cf.load(ScreenConfig, tables["screen"], key="screen", file=file),
         lifecycle=cf.load(LifecycleConfig, tables["lifecycle"], key="lifecycle", file=file),
         variants=variants,
-        baselines=parse_baselines(tables["baselines"], model, file=file),
+        baselines=parse_baselines(tables["baselines"], model, file=file, prompt=prompt),
     )
 
 

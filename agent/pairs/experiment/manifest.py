@@ -2,17 +2,17 @@
 
 Model key and weights revision (as the engine reported it in every journaled call), package
 versions, the resolved config, the market store's digest (:meth:`MarketStore.digest`), the
-seeds, and the prompt files (name, version, sha256 of the file).
+seeds, and the prompt files a run renders (name, version, sha256 of the file and where it came
+from: the package or the user's ``[prompt] dir``), with ``prompt_set`` naming the set.
 """
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import sqlite3
 import sys
 from collections.abc import Sequence
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,22 @@ __all__ = [
     "PROMPTS",
     "package_versions",
     "prompt_versions",
+    "prompt_set",
     "journal_models",
     "sampling_by_call_type",
     "build_manifest",
 ]
 
-#: The prompt files a Moira run renders.
-PROMPTS = ("pairs_select", "pairs_direction", "pairs_reflect", "pairs_break", "pairs_news_verify")
+#: The prompt files a Moira experiment renders (the agent's and FinMem's).
+PROMPTS = (
+    "pairs_select",
+    "pairs_direction",
+    "pairs_reflect",
+    "pairs_break",
+    "pairs_news_verify",
+    "pairs_finmem_decision",
+    "pairs_finmem_reflection",
+)
 _PACKAGES = (
     "localfin",
     "vllm",
@@ -51,21 +60,24 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def prompt_versions() -> dict[str, dict[str, str]]:
-    import yaml
+def prompt_versions(directory: str = "") -> dict[str, dict[str, str]]:
+    """Per prompt of :data:`PROMPTS`: version, sha256 of the file and its source (``package`` or
+    the path of the user's file in ``directory``)."""
+    from agent.prompting import load_prompt
 
     out = {}
     for name in PROMPTS:
-        try:
-            text = resources.files("agent").joinpath("prompts", f"{name}.yaml").read_text("utf-8")
-        except FileNotFoundError:
-            continue
-        data = yaml.safe_load(text) or {}
-        out[name] = {
-            "version": str(data.get("version", "")),
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-        }
+        p = load_prompt(name, directory or None)
+        out[name] = {"version": p.version, "sha256": p.sha256, "source": p.source}
     return out
+
+
+def prompt_set(directory: str = "") -> str:
+    """The prompt set in words: ``package`` or ``<dir> (k of n files; the rest packaged)``."""
+    if not directory:
+        return "package"
+    own = sum(1 for v in prompt_versions(directory).values() if v["source"] != "package")
+    return f"{directory} ({own} of {len(PROMPTS)} prompt files; the rest packaged)"
 
 
 def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
@@ -133,7 +145,9 @@ def build_manifest(
     journal_path: str | Path,
     seeds: list[int],
     extra: dict[str, Any] | None = None,
+    prompt_dir: str = "",
 ) -> dict[str, Any]:
+    """The manifest document (``prompt_dir``: the config's ``[prompt] dir``)."""
     return {
         "model": {
             "key": model_key,
@@ -144,7 +158,8 @@ def build_manifest(
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "prompts": prompt_versions(),
+        "prompts": prompt_versions(prompt_dir),
+        "prompt_set": prompt_set(prompt_dir),
         "store_digest": store_digest,
         "seeds": seeds,
         "config": config,

@@ -188,6 +188,11 @@ class MatrixConfig:
                     p = Path(str(exp["store"])).expanduser()
                     exp["store"] = str(p if p.is_absolute() else (self.source_dir / p).resolve())
                 doc["experiment"] = exp
+                prompt = dict(doc.get("prompt") or {})
+                if isinstance(prompt.get("dir"), str) and prompt["dir"]:
+                    d = Path(prompt["dir"]).expanduser()
+                    prompt["dir"] = str(d if d.is_absolute() else (self.source_dir / d).resolve())
+                    doc["prompt"] = prompt
                 doc["windows"] = w.table()
                 doc["model"] = {**dict(doc.get("model", {})), **dict(b.model), "backbone": b.key}
                 if fixed and fixed != b.key:
@@ -300,6 +305,9 @@ def parse_matrix(data: Mapping[str, Any], *, base_dir: Path, file: str | Path | 
         if isinstance(store, str) and not Path(store).expanduser().is_absolute():
             # the base's relative store is relative to the base's folder, not this file's
             base_doc["experiment"]["store"] = str((base_path.parent / store).resolve())
+        pdir = (base_doc.get("prompt") or {}).get("dir")
+        if isinstance(pdir, str) and pdir and not Path(pdir).expanduser().is_absolute():
+            base_doc["prompt"]["dir"] = str((base_path.parent / pdir).resolve())
         if windows_raw is None:
             windows_raw = base_doc.get("windows")
         base_doc.pop("windows", None)

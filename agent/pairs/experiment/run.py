@@ -6,10 +6,12 @@ The experiment folder holds ``config.toml`` (the file the experiment was started
 token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
 each round, the pending calls of all runs go to the engine as one batch, which the
 :class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
-records in one transaction. Identical requests of different runs (the training rounds of the
-two exposures of a seed are identical, since training always uses No-Beta sizing) are
-answered once. Resuming is rerunning: journaled calls replay, so a killed experiment continues
-to the identical result and the model only sees the calls it never answered.
+records in one transaction. Runs whose training is the same (the two exposures of a seed, and
+A4's full and no-reselection variants) share one training phase and start their test windows
+from the identical policy (:func:`agent.pairs.experiment.backtest.moira_group_program`);
+identical requests of different runs are answered once. Resuming is rerunning: journaled calls
+replay, so a killed experiment continues to the identical result and the model only sees the
+calls it never answered.
 
 The ``[baselines]`` of the config run in the same folder (:mod:`agent.pairs.experiment.baselines`):
 the non-LLM ones before the lockstep rounds, FinMem's runs as lockstep programs inside them,
@@ -27,7 +29,7 @@ from typing import Any
 
 from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
-from agent.pairs.experiment.backtest import RunSpec, moira_program, write_run
+from agent.pairs.experiment.backtest import RunSpec, moira_group_program, training_groups, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
@@ -210,13 +212,15 @@ def run_experiment(
         )
         fm = eb.finmem_programs(store, cfg, view.pool, embedder)
     specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
+    groups = training_groups(specs)
     n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
     n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
-    per_run = [
-        n_train * (1 + (s.variant.policy.max_cycles if s.variant.policy.consolidation else 0)) + n_test
-        for s in specs
+    per_group = [
+        n_train * (1 + (g[0].variant.policy.max_cycles if g[0].variant.policy.consolidation else 0))
+        + n_test * len(g)
+        for g in groups
     ]
-    tally = _Tally(progress, sum(per_run), len(specs))
+    tally = _Tally(progress, sum(per_group), len(specs))
 
     inner: Backend = backend
     fm_model = cfg.baselines.finmem.model
@@ -237,7 +241,7 @@ def run_experiment(
             progress.task("sessions", total=tally.total_sessions) as sess_task,
         ):
             tally.task = sess_task
-            runs_task.update(total=len(specs) + len(fm))
+            runs_task.update(total=len(groups) + len(fm))
             done_before = [0]
 
             def round_hook(info: RoundInfo) -> None:
@@ -249,7 +253,7 @@ def run_experiment(
                 if on_round is not None:
                     on_round(info)
 
-            programs = [moira_program(s, cfg, view, on_session=tally.on_session) for s in specs]
+            programs = [moira_group_program(g, cfg, view, on_session=tally.on_session) for g in groups]
             programs += [p for _, p in fm]
             t0 = time.perf_counter()
             if sequential:
@@ -267,8 +271,9 @@ def run_experiment(
     finally:
         journal.close()
         engine_start = getattr(inner, "engine_start_s", None)
-    fm_outcomes = outcomes[len(specs) :]
-    outcomes = outcomes[: len(specs)]
+    fm_outcomes = outcomes[len(groups) :]
+    by_id = {o.spec.run_id: o for group in outcomes[: len(groups)] for o in group}
+    outcomes = [by_id[s.run_id] for s in specs]
     summaries = []
     for o in outcomes:
         summaries.append(write_run(out / "runs" / o.spec.run_id, o))
@@ -295,6 +300,7 @@ def run_experiment(
         weights_sha256=dict(model.weights_sha256) if model is not None else {},
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
+        prompt_dir=cfg.prompt.dir,
         extra={
             "mode": result.mode,
             "runs": [s.run_id for s in specs],

@@ -16,7 +16,7 @@ from agent.pairs.market.records import write_json
 from localfin.files import write_text
 from localfin.fmt import fmt_num, fmt_pct
 
-__all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell"]
+__all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell", "news_cuts"]
 
 
 @dataclass
@@ -37,7 +37,10 @@ class ExperimentResult:
 
 def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: Sequence[Any]) -> None:
     """The experiment folder's ``summary.json`` and ``summary.md``: every run's metrics, the
-    baselines' table and the tokens by call type (of the runs' results and of the journal)."""
+    baselines' table, the tokens by call type (of the runs' results and of the journal) and
+    the prompt texts used (the packaged set or the user's ``[prompt] dir``)."""
+    from agent.pairs.experiment.manifest import prompt_set, prompt_versions
+
     runs = res.runs
     by_type: dict[str, dict[str, int]] = {}
     for r in [*runs, *res.baselines]:
@@ -57,6 +60,9 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         "baselines": res.baselines,
         "tokens_by_call_type_runs": by_type,
         "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
+        "prompt_set": prompt_set(cfg.prompt.dir),
+        "news_budget_cuts": news_cuts([*runs, *res.baselines]),
+        "prompts": prompt_versions(cfg.prompt.dir),
     }
     write_json(out / "summary.json", doc)
     lines = [
@@ -66,6 +72,12 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
         f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
         f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
+        "",
+        "Prompt texts: "
+        + prompt_set(cfg.prompt.dir)
+        + " ("
+        + ", ".join(f"{k} v{v['version']} {v['sha256'][:12]}" for k, v in doc["prompts"].items())
+        + ").",
         "",
         "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
         "| switches | updates | fallbacks (test/train) | short/empty screens "
@@ -106,7 +118,30 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         lines.append(
             f"| {t.call_type} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.fallbacks} |"
         )
+    cuts = news_cuts([*runs, *res.baselines])
+    lines += ["", "News budget cuts (prompts whose news `news_token_budget` cut; items left out):", ""]
+    if not cuts:
+        lines.append(
+            "none: every prompt showed all of its news." if cfg.prompt.news_token_budget else "no budget set."
+        )
+    for k, v in sorted(cuts.items()):
+        lines.append(f"- {k}: {v['prompts']} prompts, {v['items_omitted']} items left out")
     write_text(out / "summary.md", "\n".join(lines) + "\n")
+
+
+def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per call type, the prompts whose news the budget cut and the items it left out, summed
+    over the ``metrics.json`` documents of the agent (training and test) and FinMem."""
+    out: dict[str, dict[str, int]] = {}
+    for r in docs:
+        e = r.get("extra", {})
+        parts = [e.get("train", {}), e.get("test", {}), e]
+        for part in parts:
+            for k, v in (part.get("news_budget_cuts") or {}).items():
+                t = out.setdefault(k, {"prompts": 0, "items_omitted": 0})
+                t["prompts"] += int(v["prompts"])
+                t["items_omitted"] += int(v["items_omitted"])
+    return out
 
 
 def lifecycle_cell(extra: dict[str, Any]) -> str:

@@ -7,8 +7,10 @@
   validation boundary; payload per A.6 (:func:`agent.pairs.lifecycle.machine.break_check_payload`),
   reply per A.4.
 
-Prompts are ``agent/prompts/pairs_news_verify.yaml`` and ``pairs_break.yaml``; the payload is
-the JSON user message. Builders take masked texts and refuse a payload in which
+Prompts are ``agent/prompts/pairs_news_verify.yaml`` and ``pairs_break.yaml`` (or the user's
+files of the same format in ``prompt_dir``: :func:`agent.prompting.load_prompt`); the payload is
+the JSON user message; ``reason_max_chars`` sets the reason's maxLength (0: none; None: the
+prompt file's). Builders take masked texts and refuse a payload in which
 :func:`agent.pairs.market.masking.contains_calendar_leak` finds a date (an :class:`InputError` naming
 the field): masking is the caller's job and this is its guard. Parsers never raise on a bad
 reply: an invalid, schema-violating or cut reply gives a verdict with ``fallback=True`` and
@@ -18,6 +20,7 @@ records it.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -46,11 +49,14 @@ __all__ = [
     "parse_break_check",
     "reply_char_bound",
     "budget",
+    "reply_schema",
 ]
 
 #: The sampling of a request built without one: greedy (``seed`` is per request).
 _GREEDY = Sampling(temperature=0.0)
 
+#: Event labels a verification reply may use (the prompt asks for a short free label, as the
+#: paper's ``event_type``; these are the keyword categories and the usual answers).
 EVENT_TYPES = (
     "acquisition",
     "merger",
@@ -192,8 +198,29 @@ def _check_masked(payload: Mapping[str, Any], call: str) -> None:
     walk(payload, "")
 
 
+#: The free-text reason field of each call's reply.
+_REASON_FIELD = {"news_verify": "reasoning", "break_check": "reason"}
+_PROMPT_OF = {"news_verify": "pairs_news_verify", "break_check": "pairs_break"}
+
+
+def reply_schema(
+    call_type: str, *, prompt_dir: str = "", reason_max_chars: int | None = None
+) -> dict[str, Any]:
+    """The reply schema of ``news_verify`` or ``break_check`` requests: the prompt file's, with
+    the reason's maxLength set to ``reason_max_chars`` (0: no bound; None: the file's)."""
+    if call_type not in _PROMPT_OF:
+        raise InputError(f"call_type={call_type!r}; allowed: news_verify, break_check")
+    schema = copy.deepcopy(load_prompt(_PROMPT_OF[call_type], prompt_dir or None).schema or {})
+    if reason_max_chars is not None:
+        prop = schema["properties"][_REASON_FIELD[call_type]]
+        if reason_max_chars:
+            prop["maxLength"] = int(reason_max_chars)
+        else:
+            prop.pop("maxLength", None)
+    return schema
+
+
 def _request(
-    prompt_name: str,
     call_type: str,
     payload: Mapping[str, Any],
     *,
@@ -201,17 +228,19 @@ def _request(
     max_tokens: int,
     seed: int | None,
     sampling: Sampling | None,
+    prompt_dir: str = "",
+    reason_max_chars: int | None = None,
 ) -> ChatRequest:
 
     _check_masked(payload, call_type)
-    prompt = load_prompt(prompt_name)
+    prompt = load_prompt(_PROMPT_OF[call_type], prompt_dir or None)
     blob = json.dumps(payload, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
     system, user = prompt.render(payload_json=blob)
     return ChatRequest(
         model=model,
         messages=(Message("system", system), Message("user", user)),
         max_tokens=max_tokens,
-        json_schema=prompt.schema,
+        json_schema=reply_schema(call_type, prompt_dir=prompt_dir, reason_max_chars=reason_max_chars),
         call_type=call_type,
         **{**(sampling or _GREEDY).request_fields(), "seed": seed},
     )
@@ -227,12 +256,15 @@ def build_news_verify_request(
     candidate: Mapping[str, str],
     past_week_news: str,
     sampling: Sampling | None = None,
+    prompt_dir: str = "",
+    reason_max_chars: int | None = None,
 ) -> ChatRequest:
     """The ``news_verify`` request (prompt ``pairs_news_verify``) for one candidate event.
 
     candidate: :meth:`CandidateEvent.to_payload` (masked); past_week_news: the masked block of
     :func:`summarize_news`. Payload (JSON user message): current_step, pair, candidate_event,
     past_week_news_summary. Raises :class:`InputError` if any text still holds a date.
+    prompt_dir / reason_max_chars: the prompt files and the reasoning's bound (module docstring).
     """
     payload = {
         "current_step": current_step,
@@ -241,13 +273,14 @@ def build_news_verify_request(
         "past_week_news_summary": past_week_news,
     }
     return _request(
-        "pairs_news_verify",
         "news_verify",
         payload,
         model=model,
         max_tokens=max_tokens,
         seed=seed,
         sampling=sampling,
+        prompt_dir=prompt_dir,
+        reason_max_chars=reason_max_chars,
     )
 
 
@@ -258,23 +291,27 @@ def build_break_check_request(
     seed: int | None,
     payload: Mapping[str, Any],
     sampling: Sampling | None = None,
+    prompt_dir: str = "",
+    reason_max_chars: int | None = None,
 ) -> ChatRequest:
     """The ``break_check`` request (prompt ``pairs_break``) for a validation boundary.
 
     payload: :func:`agent.pairs.lifecycle.machine.break_check_payload` (the A.6 fields, news masked).
-    Raises :class:`InputError` if any text still holds a date.
+    Raises :class:`InputError` if any text still holds a date. prompt_dir / reason_max_chars:
+    the prompt files and the reason's bound (module docstring).
     """
     missing = [k for k in BREAK_PAYLOAD_KEYS if k not in payload]
     if missing:
         raise InputError(f"break_check payload lacks {', '.join(missing)}")
     return _request(
-        "pairs_break",
         "break_check",
         payload,
         model=model,
         max_tokens=max_tokens,
         seed=seed,
         sampling=sampling,
+        prompt_dir=prompt_dir,
+        reason_max_chars=reason_max_chars,
     )
 
 
@@ -307,6 +344,14 @@ def _flag(d: Mapping[str, Any], key: str) -> bool:
     return v
 
 
+def _label(d: Mapping[str, Any], key: str) -> str:
+    """A short free label (the paper's ``event_type``): lower case, words joined by ``_``."""
+    v = d.get(key, "")
+    if not isinstance(v, str):
+        raise ValueError(f"{key} is not a string")
+    return "_".join(v.lower().replace("-", " ").split())[:60] or "other"
+
+
 def _text(d: Mapping[str, Any], key: str, limit: int = 400) -> str:
     v = d.get(key, "")
     if not isinstance(v, str):
@@ -323,7 +368,7 @@ def parse_news_verify(result: ChatResult, event: CandidateEvent, t: int) -> News
                 t,
                 event.ticker,
                 event.category,
-                _enum(data, "event_type", EVENT_TYPES),
+                _label(data, "event_type"),
                 _flag(data, "affects_pair_relationship"),
                 _enum(data, "severity", SEVERITIES),
                 _text(data, "reasoning"),

@@ -134,7 +134,10 @@ class LifecycleConfig:
         severities is a *verified critical event* (BREAK).
     warning_severities: ... with one of these it is a news WARNING for ``news_window`` sessions.
     news_summary_max_items, news_summary_max_chars: bounds of the masked past-week summary
-        sent to the model; item_max_chars: most characters of each item's text in it.
+        sent to the model when the prompt has no news budget (``[prompt] news_token_budget`` 0,
+        the compact CPU size); item_max_chars bounds each item's text there and the matched
+        sentence of a candidate event. With a budget the summary holds whole items, newest
+        first, within it (:func:`agent.pairs.lifecycle.news.news_summary`).
     """
 
     corr_window: int = 60

@@ -67,6 +67,7 @@ from agent.pairs.lifecycle.calls import (
     parse_break_check,
     parse_news_verify,
     reply_char_bound,
+    reply_schema,
 )
 from agent.pairs.lifecycle.config import (
     BREAK,
@@ -78,9 +79,15 @@ from agent.pairs.lifecycle.config import (
     level_max,
 )
 from agent.pairs.lifecycle.factors import FACTOR_NAMES, Factor, FactorReport, pair_factors, statistical_level
-from agent.pairs.lifecycle.news import CandidateEvent, match_critical_news, scan_news_keywords, summarize_news
+from agent.pairs.lifecycle.news import (
+    CandidateEvent,
+    match_critical_news,
+    news_summary,
+    scan_news_keywords,
+    summarize_news,
+)
 from agent.pairs.market.masking import StepCalendar
-from agent.prompting import load_prompt
+from agent.pairs.market.newsbudget import estimate_tokens
 from localfin.errors import InputError
 from serving.types import ChatRequest, ChatResult, Sampling
 
@@ -396,7 +403,8 @@ class SessionOutcome:
     the same pair, which the caller replaces by a fresh cycle when it replaces the pair);
     state: the assessed state (``state.replace`` is the boundary decision); candidates: live
     keyword candidates of today's news; verifications / assessment: the parsed verdicts
-    (fallbacks included, flagged); requests: model calls made.
+    (fallbacks included, flagged); requests: model calls made; news_cuts: ``(call_type,
+    items omitted)`` of each request whose news the budget cut.
     """
 
     evidence: CycleEvidence
@@ -405,6 +413,7 @@ class SessionOutcome:
     verifications: tuple[NewsVerification, ...]
     assessment: BreakAssessment | None
     requests: int
+    news_cuts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -415,6 +424,11 @@ class LifecycleMonitor:
     calls (``None``: the longest reply the prompt's schema allows, :func:`reply_char_bound`,
     plus 8, so that a bounded reply is never cut even at one character per token; a thinking
     model needs more); sampling: of every request (default greedy, seed 0).
+    prompt_dir: a folder of the user's prompt files ("" = the packaged prompts).
+    reason_max_chars: maxLength of the replies' reason (0: none; None: the prompt file's).
+    news_token_budget: 0 = the compact past-week summary (the config's line and item bounds);
+        > 0 = whole items, newest first, within this many estimated tokens per prompt (a
+        verification's candidate event counts against it first).
     """
 
     model: str
@@ -422,6 +436,9 @@ class LifecycleMonitor:
     verify_max_tokens: int | None = None
     break_max_tokens: int | None = None
     sampling: Sampling = field(default_factory=lambda: Sampling(temperature=0.0, seed=0))
+    prompt_dir: str = ""
+    reason_max_chars: int | None = None
+    news_token_budget: int = 0
 
     def open(self, pair: Sequence[str], t: int, report: FactorReport | None = None) -> CycleEvidence:
         """A cycle for ``pair`` selected (or validated) at session ``t``."""
@@ -433,13 +450,24 @@ class LifecycleMonitor:
         given = {"news_verify": self.verify_max_tokens, "break_check": self.break_max_tokens}
         if call_type not in given:
             raise InputError(f"call_type={call_type!r}; allowed: news_verify, break_check")
-        if given[call_type] is not None:
+        if given[call_type]:
             return int(given[call_type])
-        prompt = load_prompt("pairs_news_verify" if call_type == "news_verify" else "pairs_break")
-        return reply_char_bound(prompt.schema or {}) + 8
+        schema = reply_schema(call_type, prompt_dir=self.prompt_dir, reason_max_chars=self.reason_max_chars)
+        try:
+            return reply_char_bound(schema) + 8
+        except InputError as exc:
+            raise InputError(
+                f"{call_type}: an unbounded reply needs an explicit model.max_tokens.{call_type} ({exc})"
+            ) from None
 
     def _calls(self) -> dict[str, Any]:
-        return {"model": self.model, "seed": self.sampling.seed, "sampling": self.sampling}
+        return {
+            "model": self.model,
+            "seed": self.sampling.seed,
+            "sampling": self.sampling,
+            "prompt_dir": self.prompt_dir,
+            "reason_max_chars": self.reason_max_chars,
+        }
 
     def session(
         self,
@@ -458,24 +486,30 @@ class LifecycleMonitor:
         both legs' items of this session; past_news: both legs' items of the last
         ``news_window`` sessions (today included), oldest first; names: ticker -> company name.
         """
-        cfg = self.config
+        cfg, budget = self.config, self.news_token_budget
         candidates = match_critical_news(news_today, cfg, names=names)
-        at_boundary = len(evidence.sessions) + 1 >= cfg.validation_period
-        summary = summarize_news(past_news, calendar, cfg) if candidates or at_boundary else ""
         verifications: list[NewsVerification] = []
+        cuts: list[tuple[str, int]] = []
         n_requests = 0
         if candidates:
-            requests = [
-                build_news_verify_request(
-                    max_tokens=self.max_tokens("news_verify"),
-                    current_step=current_step,
-                    pair=evidence.pair,
-                    candidate=c.to_payload(calendar),
-                    past_week_news=summary,
-                    **self._calls(),
+            requests = []
+            for c in candidates:
+                shown = c.to_payload(calendar, whole=bool(budget))
+                # the candidate is shown whole and spends the prompt's news budget first
+                spent = estimate_tokens(shown["headline"]) + estimate_tokens(shown["text"])
+                week = news_summary(past_news, calendar, cfg, budget=budget, reserved=spent)
+                if week.cut.cut:
+                    cuts.append(("news_verify", week.cut.omitted))
+                requests.append(
+                    build_news_verify_request(
+                        max_tokens=self.max_tokens("news_verify"),
+                        current_step=current_step,
+                        pair=evidence.pair,
+                        candidate=shown,
+                        past_week_news=week.text,
+                        **self._calls(),
+                    )
                 )
-                for c in candidates
-            ]
             results = yield requests
             _same_length(requests, results)
             n_requests += len(requests)
@@ -486,8 +520,11 @@ class LifecycleMonitor:
         assessment = None
         if ev.at_boundary(cfg):
             recent = match_critical_news(past_news, cfg, names=names)
+            week = news_summary(past_news, calendar, cfg, budget=budget)
+            if week.cut.cut:
+                cuts.append(("break_check", week.cut.omitted))
             payload = break_check_payload(
-                ev, current_step=current_step, news_summary=summary, config=cfg, candidates=recent
+                ev, current_step=current_step, news_summary=week.text, config=cfg, candidates=recent
             )
             request = build_break_check_request(
                 max_tokens=self.max_tokens("break_check"), payload=payload, **self._calls()
@@ -499,7 +536,9 @@ class LifecycleMonitor:
             ev = ev.add_news([assessment])
         state = assess(ev, (), cfg)
         carried = ev.next_cycle(cfg) if state.at_boundary else ev
-        return SessionOutcome(carried, state, tuple(candidates), tuple(verifications), assessment, n_requests)
+        return SessionOutcome(
+            carried, state, tuple(candidates), tuple(verifications), assessment, n_requests, tuple(cuts)
+        )
 
 
 def _same_length(requests: Sequence[ChatRequest], results: Sequence[ChatResult]) -> None:

@@ -18,20 +18,12 @@ import math
 from collections.abc import Generator
 from typing import Any
 
-from agent.pairs.lifecycle.calls import budget
 from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor, pair_factors
-from agent.prompting import load_prompt
 from serving.types import ChatRequest, ChatResult
 
 __all__ = ["PairMonitor"]
 
 Gen = Generator[list[ChatRequest], list[ChatResult], Any]
-
-
-def _budget(configured: int, prompt: str) -> int:
-    """``configured`` tokens, or for 0 (auto) the prompt schema's longest reply + 8."""
-
-    return budget(configured, load_prompt(prompt).schema or {})
 
 
 def _recording(gen: Gen, sink: list[ChatResult], on_requests: Any = None) -> Gen:
@@ -83,12 +75,17 @@ class PairMonitor:
         stats_row = self._screen_stats(view.dates[g0])
         self.alpha, self.beta = stats_row
         s = ctx.settings
+        # 0 (auto) budgets are the reply schemas' bounds, computed by the monitor from the
+        # schemas it sends (the prompt files in use, the configured reason bound)
         self.lifecycle = LifecycleMonitor(
             model=s.model,
             config=ctx.lifecycle,
-            verify_max_tokens=_budget(s.max_tokens.news_verify, "pairs_news_verify"),
-            break_max_tokens=_budget(s.max_tokens.break_check, "pairs_break"),
+            verify_max_tokens=s.max_tokens.news_verify or None,
+            break_max_tokens=s.max_tokens.break_check or None,
             sampling=s.sampling,
+            prompt_dir=ctx.prompt.dir,
+            reason_max_chars=ctx.prompt.reason_max_chars,
+            news_token_budget=ctx.prompt.news_token_budget,
         )
         self.names = {t: c.name for t, c in view.companies.items() if t in pair}
         report = self._factors(g0) if self.usable else None
@@ -166,10 +163,13 @@ class PairMonitor:
         verify_results = [r for r in results if r.call_type == "news_verify"]
         break_results = [r for r in results if r.call_type == "break_check"]
         self.evidence = out.evidence
+        for call_type, omitted in out.news_cuts:
+            self.stats.count_news(call_type, omitted)
         st = out.state
         before, self.state, self.last = self.state, st.level, st
         self.stats.warning_days += st.level == "WARNING"
         self.stats.break_days += st.level == "BREAK"
+        whole = bool(self.lifecycle.news_token_budget)
         for cand, ver, res in zip(out.candidates, out.verifications, verify_results):
             self.stats.news_verifications += 1
             self.stats.count_call(res, ver.fallback_reason if ver.fallback else None)
@@ -179,7 +179,7 @@ class PairMonitor:
                 result=res,
                 decision=ver.to_dict(),
                 fallback=ver.fallback_reason if ver.fallback else None,
-                detail={"candidate": cand.to_payload(self.calendar)},
+                detail={"candidate": cand.to_payload(self.calendar, whole=whole)},
             )
         if out.assessment is not None:
             a, res = out.assessment, break_results[0]

@@ -18,8 +18,11 @@ order:
 
 The guards only drop obvious noise; anything subtler (the leg as the *buyer*, a law firm's
 class-action notice) goes to the verification call (:mod:`agent.pairs.lifecycle.calls`),
-whose job that is. :func:`summarize_news` renders the past-week news of both legs, masked,
-for the two model calls.
+whose job that is. :func:`news_summary` renders the past-week news of both legs, masked, for
+the two model calls: compact (``news_token_budget`` 0: lines cut to ``item_max_chars``, the
+newest ``news_summary_max_items`` within ``news_summary_max_chars``, oldest first) or whole items
+newest first under the prompt's news budget (:mod:`agent.pairs.market.newsbudget`), the paper's
+past week of news without a cut item.
 """
 
 from __future__ import annotations
@@ -32,8 +35,16 @@ from typing import Any
 
 from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.market.masking import StepCalendar, mask_text
+from agent.pairs.market.newsbudget import BudgetCut, estimate_tokens, fit_newest_first
 
-__all__ = ["CandidateEvent", "scan_news_keywords", "match_critical_news", "summarize_news"]
+__all__ = [
+    "CandidateEvent",
+    "NewsSummary",
+    "scan_news_keywords",
+    "match_critical_news",
+    "news_summary",
+    "summarize_news",
+]
 
 
 def _field(item: Any, name: str) -> Any:
@@ -49,7 +60,8 @@ class CandidateEvent:
 
     date: the item's date (any form :class:`StepCalendar` accepts); category: the keyword's
     category; keyword: the text that matched; sentence: the sentence holding it (at most
-    ``item_max_chars``); guard: why it was suppressed, empty for a live candidate.
+    ``item_max_chars``); guard: why it was suppressed, empty for a live candidate; summary: the
+    item's whole summary text.
     """
 
     ticker: str
@@ -59,15 +71,18 @@ class CandidateEvent:
     headline: str
     sentence: str
     guard: str = ""
+    summary: str = ""
 
-    def to_payload(self, calendar: StepCalendar) -> dict[str, str]:
-        """The masked form the verification call sees: step label instead of the date."""
+    def to_payload(self, calendar: StepCalendar, *, whole: bool = False) -> dict[str, str]:
+        """The masked form the verification call sees: step label instead of the date; ``text``
+        is the matched sentence, or with ``whole`` the item's whole summary (paper-scale news)."""
+        body = self.summary.strip() if whole and self.summary.strip() else self.sentence
         return {
             "leg": self.ticker,
             "step": calendar.label(self.date),
             "keyword_category": self.category,
             "headline": mask_text(self.headline, calendar, ref_date=self.date),
-            "text": mask_text(self.sentence, calendar, ref_date=self.date),
+            "text": " ".join(mask_text(body, calendar, ref_date=self.date).split()),
         }
 
 
@@ -177,6 +192,7 @@ def _scan_item(item: Any, cx: dict, config: LifecycleConfig, names: Mapping | No
                         headline,
                         sentence.strip()[: config.item_max_chars],
                         guard,
+                        summary,
                     )
     return sorted(found.values(), key=lambda e: (e.guard != "", e.category))
 
@@ -219,26 +235,65 @@ def match_critical_news(
     return out
 
 
-def summarize_news(
-    items: Iterable[Any], calendar: StepCalendar, config: LifecycleConfig = LifecycleConfig()
-) -> str:
-    """The masked past-week news block: one line per item, oldest first, newest kept when cut.
+@dataclass(frozen=True)
+class NewsSummary:
+    """The past-week news block of one prompt and what its bounds did (``cut.omitted``: items
+    the news budget left out; 0 in compact mode, whose bounds are the config's)."""
+
+    text: str
+    cut: BudgetCut
+
+
+def _line(item: Any, calendar: StepCalendar) -> str:
+    date = _field(item, "date")
+    head = mask_text(str(_field(item, "headline") or ""), calendar, ref_date=date).strip()
+    summ = mask_text(str(_field(item, "summary") or ""), calendar, ref_date=date).strip()
+    body = head if not summ or summ == head else f"{head.rstrip('.')}. {summ}"
+    return " ".join(f"{calendar.label(date)} {_field(item, 'ticker')}: {body}".split())
+
+
+def news_summary(
+    items: Iterable[Any],
+    calendar: StepCalendar,
+    config: LifecycleConfig = LifecycleConfig(),
+    *,
+    budget: int = 0,
+    reserved: int = 0,
+) -> NewsSummary:
+    """The masked past-week news block of ``items`` (oldest first as the monitor gathers them).
 
     Line: ``step 012 GRNF: <headline>. <summary>`` with dates masked (ref_date = the item's
-    date), each line at most ``item_max_chars``; at most ``news_summary_max_items`` lines and
-    ``news_summary_max_chars`` in all (the oldest lines go first). ``"no news"`` when empty.
+    date). ``budget`` 0 (compact): oldest first, each line at most ``item_max_chars``, at most
+    ``news_summary_max_items`` lines and ``news_summary_max_chars`` in all (the oldest lines go
+    first). ``budget`` > 0: whole lines, newest first, while their estimated tokens fit the
+    budget after ``reserved`` tokens of other news in the same prompt (the candidate event of a
+    verification). ``"no news"`` when nothing is shown.
     """
-    lines: list[str] = []
-    for item in items:
-        date = _field(item, "date")
-        head = mask_text(str(_field(item, "headline") or ""), calendar, ref_date=date).strip()
-        summ = mask_text(str(_field(item, "summary") or ""), calendar, ref_date=date).strip()
-        body = head if not summ or summ == head else f"{head.rstrip('.')}. {summ}"
-        line = f"{calendar.label(date)} {_field(item, 'ticker')}: {body}"
+    lines = [_line(item, calendar) for item in items]
+    if budget:
+        newest = lines[::-1]
+        fit = fit_newest_first(newest, budget, reserved=reserved)
+        shown = newest[: fit.shown]
+        return NewsSummary("\n".join(shown) if shown else "no news", fit)
+    out = []
+    for line in lines:
         if len(line) > config.item_max_chars:
             line = line[: config.item_max_chars - 3].rstrip() + "..."
-        lines.append(line)
-    lines = lines[-config.news_summary_max_items :]
-    while lines and sum(len(x) + 1 for x in lines) > config.news_summary_max_chars:
-        lines.pop(0)
-    return "\n".join(lines) if lines else "no news"
+        out.append(line)
+    out = out[-config.news_summary_max_items :]
+    while out and sum(len(x) + 1 for x in out) > config.news_summary_max_chars:
+        out.pop(0)
+    text = "\n".join(out) if out else "no news"
+    return NewsSummary(text, BudgetCut(len(out), 0, estimate_tokens(text) if out else 0, 0))
+
+
+def summarize_news(
+    items: Iterable[Any],
+    calendar: StepCalendar,
+    config: LifecycleConfig = LifecycleConfig(),
+    *,
+    budget: int = 0,
+    reserved: int = 0,
+) -> str:
+    """The text of :func:`news_summary`."""
+    return news_summary(items, calendar, config, budget=budget, reserved=reserved).text

@@ -9,6 +9,9 @@ a value or a fallback reason; they never raise on a bad reply.
 
 Every text that reaches the model has passed through the masking helper first (the payload
 builders in :mod:`agent.pairs.moira.payloads` do that); these builders add only fixed prompt text.
+The prompt texts are the packaged ones or, with ``[prompt] dir``, the user's files of the same
+format (:func:`agent.prompting.load_prompt`). A reply bound of 0 in :class:`PromptConfig` removes
+the field's ``maxLength`` (the paper states none); the builders need no model and no tokenizer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from agent.pairs.lifecycle.calls import budget
@@ -28,8 +30,9 @@ from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
-    "STEP_NOTE",
     "CallSettings",
+    "prompt_of",
+    "set_bound",
     "render_payload",
     "selection_request",
     "parse_selection",
@@ -40,17 +43,19 @@ __all__ = [
     "Parsed",
 ]
 
-#: The runtime instruction shared by every Moira call (paper A.6, our wording).
-STEP_NOTE = (
-    "Dates are hidden: sessions appear as step labels; step 001 is the first session of this "
-    'window and current_step is today. "step XXX" hides a date outside the window. Do not guess '
-    "dates; use only the observations given and settled past steps, not remembered market history."
-)
+
+def prompt_of(name: str, directory: str = "") -> Prompt:
+    """The prompt ``name`` a run renders: the packaged file, or the user's in ``directory``."""
+    return load_prompt(name, directory or None)
 
 
-@cache
-def _prompt(name: str) -> Prompt:
-    return load_prompt(name)
+def set_bound(prop: dict[str, Any], limit: int) -> None:
+    """``prop["maxLength"] = limit`` (a string property of a reply schema), or no bound at all
+    for ``limit`` 0."""
+    if limit:
+        prop["maxLength"] = int(limit)
+    else:
+        prop.pop("maxLength", None)
 
 
 @dataclass(frozen=True)
@@ -122,9 +127,8 @@ def selection_request(
     selection has no principles, so ``block_order`` does not change its blocks (A.6: company
     context, then pair-quality memory); it is taken for one signature with the direction."""
     _check_order(block_order)
-    p = _prompt("pairs_select")
+    p = prompt_of("pairs_select", s.prompt.dir)
     system, user = p.render(
-        step_note=STEP_NOTE,
         company_lines=list(company_lines),
         memory_lines=list(memory_lines),
         payload=render_payload(payload),
@@ -132,7 +136,7 @@ def selection_request(
     schema = copy.deepcopy(p.schema)
     schema["properties"]["selected_pair"]["enum"] = list(labels)
     schema["properties"]["selected_pair"]["maxLength"] = max(len(x) for x in labels)
-    schema["properties"]["pair_selection_reason"]["maxLength"] = s.prompt.reason_max_chars
+    set_bound(schema["properties"]["pair_selection_reason"], s.prompt.reason_max_chars)
     return _request(s, "pair_selection", system, user, schema)
 
 
@@ -163,9 +167,8 @@ def direction_request(
     (A.6), COMPANY CONTEXT, then PAIR QUALITY MEMORY, then the learned principles;
     ``memory_last`` puts the memory (which changes every step) after the principles."""
     _check_order(block_order)
-    p = _prompt("pairs_direction")
+    p = prompt_of("pairs_direction", s.prompt.dir)
     system, user = p.render(
-        step_note=STEP_NOTE,
         company_lines=list(company_lines),
         memory_lines=list(memory_lines),
         principles=list(principles),
@@ -173,7 +176,7 @@ def direction_request(
         payload=render_payload(payload),
     )
     schema = copy.deepcopy(p.schema)
-    schema["properties"]["direction_reason"]["maxLength"] = s.prompt.reason_max_chars
+    set_bound(schema["properties"]["direction_reason"], s.prompt.reason_max_chars)
     return _request(s, "direction", system, user, schema)
 
 
@@ -192,11 +195,12 @@ def parse_direction(result: ChatResult) -> Parsed:
 
 
 def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatRequest:
-    p = _prompt("pairs_reflect")
-    system, user = p.render(step_note=STEP_NOTE, payload=render_payload(payload))
+    """The training reflection on one round (``payload``: :func:`payloads.reflection_payload`)."""
+    p = prompt_of("pairs_reflect", s.prompt.dir)
+    system, user = p.render(payload=render_payload(payload))
     schema = copy.deepcopy(p.schema)
-    schema["properties"]["principles"]["items"]["maxLength"] = s.prompt.principle_max_chars
-    schema["properties"]["reflection"]["maxLength"] = s.prompt.reflection_max_chars
+    set_bound(schema["properties"]["principles"]["items"], s.prompt.principle_max_chars)
+    set_bound(schema["properties"]["reflection"], s.prompt.reflection_max_chars)
     return _request(s, "reflection", system, user, schema)
 
 

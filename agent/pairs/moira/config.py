@@ -13,6 +13,7 @@ from localfin.errors import ConfigError
 __all__ = [
     "CALL_KINDS",
     "BLOCK_ORDERS",
+    "DIRECTION_RULES",
     "MaxTokens",
     "PromptConfig",
     "PolicyConfig",
@@ -27,6 +28,8 @@ SELECTION_FALLBACKS = ("keep", "top_candidate")
 #: memory, learned principles); ``memory_last`` = company context, principles, memory (the
 #: memory changes every step, so the engine's prefix cache covers the principles too).
 BLOCK_ORDERS = ("paper", "memory_last")
+#: What the principle validator's ``direction`` rule rejects (:class:`PolicyConfig`).
+DIRECTION_RULES = ("recommendation", "any_mention")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PAIR = re.compile(r"^[A-Z0-9.\-]{1,10}/[A-Z0-9.\-]{1,10}$")
 
@@ -67,26 +70,42 @@ class MaxTokens:
 
 @dataclass(frozen=True)
 class PromptConfig:
-    """How much each prompt shows (compact for the CPU model's 8k context).
+    """How much each prompt shows, and which prompt texts (the defaults are compact, for the CPU
+    model's 8k context; the reproduction configs set the paper's values: no reply-length bound,
+    whole descriptions, paper-scale news).
 
-    reason_max_chars: maxLength of the reason fields of the selection and direction replies.
-    principle_max_chars: maxLength of one training principle.
-    reflection_max_chars: maxLength of the reflection text of the training reflection.
+    reason_max_chars: maxLength of every free-text reason of the agent's replies (pair
+        selection, direction, break check, news verification); 0 = no bound, as the paper
+        states none (the call's ``max_tokens`` must then be set: an auto budget needs a bound).
+    principle_max_chars: maxLength of one training principle (0 = no bound; same rule), also the
+        longest principle the validator keeps.
+    reflection_max_chars: maxLength of the reflection text of the training reflection (0 = no
+        bound; same rule).
     news_per_leg: latest news items shown per leg (direction prompt; per ticker in the
         selection prompt), newest first.
-    news_lookback_sessions: sessions back (including today) from which news is shown.
+    news_lookback_sessions: sessions back (including today) from which news is shown to pair
+        selection and direction: each prompt shows the latest items available in that span
+        (paper A.2: "latest available news").
     headline_max_chars: with ``news_token_budget`` 0, each news item is its headline (a
         highlights text: the first sentence) cut to this many characters (the CPU size).
-    news_token_budget: 0 = the headline cut above; > 0 = full texts (a highlights summary
-        whole, a news item's headline and summary) of the latest items, both legs (every
-        candidate's legs in the selection prompt) taken in turn, newest first, until their
-        estimated tokens (:func:`agent.pairs.moira.payloads.estimate_tokens`) reach this
-        budget per prompt; the item that crosses it is cut to the rest (paper-scale news).
+    news_token_budget: 0 = the compact news above (and the lifecycle calls' compact news
+        summary, :class:`agent.pairs.lifecycle.config.LifecycleConfig`); > 0 = whole items (a
+        highlights summary whole, a news item's headline and summary), newest first, until
+        their estimated tokens (:func:`agent.pairs.moira.payloads.estimate_tokens`) reach this
+        budget per prompt: the item that does not fit and every older one are left out, and the
+        run counts each prompt the budget cut. The same budget bounds the news of pair
+        selection, direction, the break check, the news verification and FinMem's decision.
     block_order: order of the blocks appended to the system prompt (:data:`BLOCK_ORDERS`;
         ``paper`` = A.6).
-    description_max_chars: a company's business description is cut to this many characters.
+    description_max_chars: a company's business description is cut to this many characters
+        (0: no description; 5000, the largest, keeps every real description whole).
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
-    reflection_max_records: most recent decisions shown to the training reflection.
+    reflection_max_records: most recent decisions shown to the training reflection (0 = every
+        decision of the round, as the paper's payload).
+    dir: a folder of the user's own prompt files (``<name>.yaml`` of the same format as
+        ``agent/prompts/``: same template variables and reply-schema fields, checked when the
+        config is loaded); a prompt without a file there uses the packaged one. A relative path
+        is resolved against the config file's folder. Empty: the packaged prompts.
     """
 
     reason_max_chars: int = 120
@@ -100,11 +119,12 @@ class PromptConfig:
     description_max_chars: int = 240
     memory_records: int = 3
     reflection_max_records: int = 30
+    dir: str = ""
 
     def __post_init__(self) -> None:
         bounds = {
             "reason_max_chars": (20, 4000),
-            "principle_max_chars": (40, 1000),
+            "principle_max_chars": (40, 4000),
             "reflection_max_chars": (20, 4000),
             "news_per_leg": (0, 50),
             "news_lookback_sessions": (1, 60),
@@ -112,12 +132,18 @@ class PromptConfig:
             "news_token_budget": (0, 100_000),
             "description_max_chars": (0, 5000),
             "memory_records": (0, 20),
-            "reflection_max_records": (1, 500),
+            "reflection_max_records": (0, 500),
         }
+        #: 0 = no bound (the paper's reply fields state none)
+        unbounded = ("reason_max_chars", "principle_max_chars", "reflection_max_chars")
         for name, (lo, hi) in bounds.items():
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ConfigError(f"prompt.{name}={v!r}; allowed: an integer in {lo}..{hi}")
+            zero = name in unbounded and v == 0
+            if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or zero):
+                extra = " or 0 (no bound)" if name in unbounded else ""
+                raise ConfigError(f"prompt.{name}={v!r}; allowed: an integer in {lo}..{hi}{extra}")
+        if not isinstance(self.dir, str):
+            raise ConfigError(f"prompt.dir={self.dir!r}; allowed: a folder path or empty")
         if self.block_order not in BLOCK_ORDERS:
             raise ConfigError(f"prompt.block_order={self.block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
 
@@ -133,6 +159,15 @@ class PolicyConfig:
         reflection's valid principles are used as they are, without replay).
     carry_pair_memory: the test window starts with the pair-quality memory of the accepted
         training round (False: it starts empty).
+    reflection_feedback: the reflection payload also carries the accepted principles and what
+        the previous cycle's proposals came to (kept, rolled back, or the rule they broke).
+        False (the paper's A.6 payload: decisions, win rate, mean PnL, counterfactual counts):
+        a cycle whose reflection gave no valid principle replays nothing, so the next
+        reflection is the same request and, journaled, gets the same reply.
+    direction_rule: which principles the ``direction`` rule of the validator rejects:
+        ``recommendation`` (paper A.3: one that recommends LONG_SHORT or SHORT_LONG as a fixed
+        choice, i.e. names a direction in a sentence that states no condition) or
+        ``any_mention`` (one that names either direction at all, the stricter reading).
     """
 
     max_cycles: int = 8
@@ -140,6 +175,8 @@ class PolicyConfig:
     max_principles: int = 6
     consolidation: bool = True
     carry_pair_memory: bool = True
+    reflection_feedback: bool = False
+    direction_rule: str = "recommendation"
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_cycles <= 50:
@@ -148,6 +185,10 @@ class PolicyConfig:
             raise ConfigError(f"policy.stop_after_rejections={self.stop_after_rejections}; allowed: 1..50")
         if not 1 <= self.max_principles <= 20:
             raise ConfigError(f"policy.max_principles={self.max_principles}; allowed: 1..20")
+        if self.direction_rule not in DIRECTION_RULES:
+            raise ConfigError(
+                f"policy.direction_rule={self.direction_rule!r}; allowed: {', '.join(DIRECTION_RULES)}"
+            )
 
 
 @dataclass(frozen=True)

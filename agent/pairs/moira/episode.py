@@ -196,15 +196,17 @@ class _Window:
 
     # -- what the calls see ------------------------------------------------------------------
     def recent_news(
-        self, tickers: list[str], i: int
+        self, tickers: list[str], i: int, call_type: str
     ) -> tuple[dict[str, list[dict[str, str]]], list[dt.date]]:
-        """Each ticker's news of the last ``news_lookback_sessions`` sessions up to session
-        ``i`` (masked, newest first; one token budget for all of them), and the date of every
-        item shown."""
+        """Each ticker's latest news available within the last ``news_lookback_sessions``
+        sessions up to session ``i`` (masked, newest first; one token budget for all of them),
+        and the date of every item shown. A budget cut is counted for ``call_type``."""
         g = self.gidx[i]
         first = self.view.dates[max(0, g - self.ctx.prompt.news_lookback_sessions + 1)]
         items = [self.view.news_until(t, first, g) for t in tickers]
-        shown = payloads.news_payloads(items, self.ctx.prompt, self.cal)
+        pick = payloads.pick_news(items, self.ctx.prompt, self.cal)
+        self.stats.count_news(call_type, pick.budget.omitted)
+        shown = pick.groups
         dates = [n.date for group, out in zip(items, shown) for n in list(group)[::-1][: len(out)]]
         return dict(zip(tickers, shown)), dates
 
@@ -250,7 +252,7 @@ class _Window:
             return None
         labels = [f"{c.ticker_a}/{c.ticker_b}" for c in cands]
         tickers = [t for c in cands for t in (c.ticker_a, c.ticker_b)]
-        news, news_dates = self.recent_news(list(dict.fromkeys(tickers)), i)
+        news, news_dates = self.recent_news(list(dict.fromkeys(tickers)), i, "pair_selection")
         req = calls.selection_request(
             ctx.settings,
             payloads.selection_payload(self.label(i + 1), cands, news, self.known_states()),
@@ -392,7 +394,7 @@ class _Window:
         a, b = self.pair
         g = self.gidx[i]
         state = self.view.pair_state(a, b, g)
-        news, news_dates = self.recent_news([a, b], i)
+        news, news_dates = self.recent_news([a, b], i, "direction")
         shown = self.records[-ctx.prompt.memory_records :] if ctx.prompt.memory_records else []
         payload = payloads.direction_payload(
             self.label(step),

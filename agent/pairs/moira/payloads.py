@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent.data.schema import Company, NewsItem
 from agent.pairs.market.masking import mask_text
+from agent.pairs.market.newsbudget import BudgetCut, estimate_tokens, fit_newest_first
 from agent.pairs.market.view import PairState, spread_state_label
 from agent.pairs.moira.config import PromptConfig
 from agent.pairs.moira.memory import CounterfactualRecord, reflection_summary
@@ -26,6 +28,9 @@ __all__ = [
     "candidate_payload",
     "selection_payload",
     "estimate_tokens",
+    "NewsPick",
+    "news_text",
+    "pick_news",
     "news_payload",
     "news_payloads",
     "direction_payload",
@@ -112,15 +117,9 @@ def selection_payload(
     return out
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens a text costs, estimated from its length: one per 3 characters, rounded up.
-    English BPE text runs about 4 characters a token in the Llama-3 and Qwen3 tokenizers, so
-    the estimate errs on the long side and a budget holds (the prompt builders have no
-    tokenizer; a budget is a bound on size, not an exact count)."""
-    return -(-len(text) // 3)
-
-
-def _news_text(n: NewsItem, full: bool) -> str:
+def news_text(n: NewsItem, full: bool) -> str:
+    """An item's text: headline (or the summary when there is none), or with ``full`` the whole
+    item (headline and summary; a highlights text whole)."""
     if not full:
         return n.headline if n.headline else n.summary
     if n.headline and n.summary and not n.summary.startswith(n.headline.rstrip(".")):
@@ -128,42 +127,49 @@ def _news_text(n: NewsItem, full: bool) -> str:
     return n.summary or n.headline
 
 
-def news_payloads(
-    groups: Sequence[Sequence[NewsItem]], cfg: PromptConfig, calendar: Any
-) -> list[list[dict[str, str]]]:
+@dataclass(frozen=True)
+class NewsPick:
+    """The news one prompt shows: per group (a leg or ticker) ``{"step", "text"}`` items,
+    newest first, and what the token budget did (``budget.omitted``: items it left out)."""
+
+    groups: list[list[dict[str, str]]]
+    budget: BudgetCut
+
+
+def pick_news(groups: Sequence[Sequence[NewsItem]], cfg: PromptConfig, calendar: Any) -> NewsPick:
     """The news shown for each group of items (one group per leg; oldest first as the view
     returns them), each newest first as ``{"step", "text"}`` with the text masked.
 
     At most ``news_per_leg`` items a group. With ``news_token_budget`` 0 each text is its
-    headline cut to ``headline_max_chars``; otherwise full texts, taken from the groups in turn
-    (the newest item of each group, then the next ones), until the estimated tokens of all the
-    texts reach the budget; the item that crosses it is cut to the rest, and nothing follows it.
+    headline cut to ``headline_max_chars``; otherwise whole items, taken from the groups in
+    turn (the newest item of each group, then the next ones), while their estimated tokens fit
+    the budget (:func:`agent.pairs.market.newsbudget.fit_newest_first`): the first item that
+    does not fit ends the list, so a prompt never shows a cut item or an older item in place of
+    a newer one.
     """
     latest = [list(items)[::-1][: cfg.news_per_leg] for items in groups]
     out: list[list[dict[str, str]]] = [[] for _ in groups]
-    if not cfg.news_token_budget:
-        for k, items in enumerate(latest):
-            for n in items:
-                text = _cut(mask_text(_news_text(n, False), calendar), cfg.headline_max_chars)
-                out[k].append({"step": calendar.label(n.date), "text": text})
-        return out
-    left = cfg.news_token_budget
-    for depth in range(max((len(x) for x in latest), default=0)):
-        for k, items in enumerate(latest):
-            if depth >= len(items) or left <= 0:
-                continue
-            n = items[depth]
-            text = " ".join(mask_text(_news_text(n, True), calendar).split())
-            cost = estimate_tokens(text)
-            if cost > left:
-                if left < 16:  # too little room for a useful fragment: stop here
-                    left = 0
-                    continue
-                text, left = _cut(text, 3 * left), 0
-            else:
-                left -= cost
-            out[k].append({"step": calendar.label(n.date), "text": text})
-    return out
+    full = bool(cfg.news_token_budget)
+    order = [
+        (k, items[depth])
+        for depth in range(max((len(x) for x in latest), default=0))
+        for k, items in enumerate(latest)
+        if depth < len(items)
+    ]
+    texts = [" ".join(mask_text(news_text(n, full), calendar).split()) for _, n in order]
+    if not full:
+        texts = [_cut(t, cfg.headline_max_chars) for t in texts]
+    fit = fit_newest_first(texts, cfg.news_token_budget)
+    for (k, n), text in list(zip(order, texts))[: fit.shown]:
+        out[k].append({"step": calendar.label(n.date), "text": text})
+    return NewsPick(out, fit)
+
+
+def news_payloads(
+    groups: Sequence[Sequence[NewsItem]], cfg: PromptConfig, calendar: Any
+) -> list[list[dict[str, str]]]:
+    """The items of :func:`pick_news` (without the budget's account)."""
+    return pick_news(groups, cfg, calendar).groups
 
 
 def news_payload(items: Sequence[NewsItem], cfg: PromptConfig, calendar: Any) -> list[dict[str, str]]:
@@ -222,9 +228,9 @@ def direction_payload(
 def reflection_payload(
     step_label: str, records: Sequence[CounterfactualRecord], cfg: PromptConfig, label_of: Any
 ) -> dict[str, Any]:
-    """The training round's decisions (the latest ``reflection_max_records``) with every action's
-    PnL, the win rate and mean PnL of the round, and the diagnostic counts."""
-    shown = list(records)[-cfg.reflection_max_records :]
+    """The training round's decisions (the latest ``reflection_max_records``; 0: all) with every
+    action's PnL, the win rate and mean PnL of the round, and the diagnostic counts (A.6)."""
+    shown = list(records)[-cfg.reflection_max_records :] if cfg.reflection_max_records else list(records)
     held = [r for r in records if r.action != "FLAT"]
     wins = sum(1 for r in held if r.realized > 0)
     avg = sum(r.realized for r in records) / len(records) if records else 0.0
@@ -236,6 +242,7 @@ def reflection_payload(
                 "action": r.action,
                 "pnl_long_short_pct": pct(r.ret_long_short),
                 "pnl_short_long_pct": pct(r.ret_short_long),
+                "pnl_flat_pct": 0.0,
                 "best_action": r.best,
                 "z_trade": num(r.z_trade, 2),
                 "rel_change_pct": pct(r.rel_change, 2),

@@ -94,12 +94,15 @@ def _reflect(
     feedback: list[dict[str, str]],
     stats: PhaseStats,
     cycle: int,
+    feedback_on: bool = False,
 ) -> Gen:
     """The reflection call on ``rnd``; returns (valid, proposed, rejected, reflection, fallback).
 
-    The payload also carries the accepted principles (``keep``) and what the previous cycle's
-    proposals came to (``feedback``: text and why they were not kept), so that a cycle after a
-    rejection never repeats the identical request (which the journal would answer identically).
+    The payload is A.6's (the round's decisions, win rate, mean PnL, counterfactual counts).
+    With ``reflection_feedback`` it also carries the accepted principles (``keep``) and what the
+    previous cycle's proposals came to (``feedback``: text and why they were not kept), so that
+    a cycle after a rejection without a replay does not repeat the identical request (which
+    the journal would answer identically).
     """
 
     cal = StepCalendar.from_sessions(rnd.spec.sessions)
@@ -107,8 +110,9 @@ def _reflect(
     payload = payloads.reflection_payload(
         cal.label_at(n - 1), rnd.records, ctx.prompt, lambda k: cal.label_at(k - 1)
     )
-    payload["accepted_principles"] = list(keep)
-    payload["previous_proposals"] = feedback
+    if feedback_on:
+        payload["accepted_principles"] = list(keep)
+        payload["previous_proposals"] = feedback
     req = calls.reflection_request(ctx.settings, payload)
     # every record of the round, settled at the session after its decision
     ctx.trace.provenance.record(
@@ -192,7 +196,9 @@ def train_policy(
         phase="train", round=0, step=0, date="", kind="policy", pair="", decision=cycles[0].to_dict()
     )
     if not policy.consolidation:
-        valid, proposed, rejected, text, fb = yield from _reflect(ctx, warm, validator, (), [], stats, 1)
+        valid, proposed, rejected, text, fb = yield from _reflect(
+            ctx, warm, validator, (), [], stats, 1, policy.reflection_feedback
+        )
         kept = valid[-policy.max_principles :]
         rec = CycleRecord(
             1,
@@ -224,7 +230,7 @@ def train_policy(
     feedback: list[dict[str, str]] = []
     for cycle in range(1, policy.max_cycles + 1):
         valid, proposed, rejected, text, fb = yield from _reflect(
-            ctx, last, validator, best, feedback, stats, cycle
+            ctx, last, validator, best, feedback, stats, cycle, policy.reflection_feedback
         )
         if not valid:
             streak += 1

@@ -9,8 +9,14 @@ another pair and another window, so code rejects one that names:
 * ``pair``: a pair written as ``XXX/YYY`` or ``XXX-YYY`` of upper-case symbols;
 * ``date``: a calendar date, weekday, month name or year (the masking module's leak scan);
 * ``step``: a step number or label (``step 012``, ``step XXX``, ``day 5``, ``session 3``);
-* ``direction``: a fixed direction (``LONG_SHORT`` / ``SHORT_LONG``, any spelling with
-  ``_``, ``-`` or a space);
+* ``direction``: a recommendation of a fixed direction (paper A.3 forbids "a specific
+  LONG_SHORT/SHORT_LONG recommendation"): a sentence that names ``LONG_SHORT`` or
+  ``SHORT_LONG`` (any spelling with ``_``, ``-`` or a space) and states no condition, i.e. holds
+  neither a condition word (if, when, unless, only, ...) nor an observable the direction would
+  depend on (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG
+  when the spread is far above its mean" is kept; "Prefer LONG_SHORT" is rejected. With
+  ``direction_rule = "any_mention"`` every mention of either direction is rejected (the
+  stricter reading);
 
 and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition and an action
 (fewer than ``min_words`` words), one ``too_long`` for its field, or a ``duplicate`` of another
@@ -49,6 +55,15 @@ _SUFFIXES = re.compile(
 _PAIR_TEXT = re.compile(r"\b[A-Z][A-Z0-9.]{1,5}\s*[/\-]\s*[A-Z][A-Z0-9.]{1,5}\b")
 _STEP = re.compile(r"\b(step|day|session)\s*[-#]?\s*(\d+|x{2,3})\b", re.IGNORECASE)
 _DIRECTION = re.compile(r"\b(long|short)[\s_\-]+(short|long)\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.;!?])\s+|\n+")
+#: what makes a sentence naming a direction a conditional rule rather than a fixed recommendation
+_CONDITION = re.compile(
+    r"\b(if|when|whenever|unless|while|once|only|after|before|until|provided|given|where|whether|"
+    r"during|depending|spread|z|z-scores?|zscores?|deviation|reversion|revert\w*|diverg\w*|"
+    r"above|below|exceeds?|greater|less|higher|lower|positive|negative|rich|cheap|news|delta|"
+    r"price|prices|moves?|momentum|memory|trend\w*|signal\w*|evidence|half-life|correlation)\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
 
 
@@ -80,12 +95,20 @@ class PrincipleValidator:
     Args:
         tickers: every ticker the agent can see (the pool).
         company_names: their company names (ticker -> name).
-        max_chars: the longest principle accepted.
+        max_chars: the longest principle accepted (0: no length rule).
         min_words: the fewest words a principle may have.
+        direction_rule: ``recommendation`` (reject a fixed-direction recommendation) or
+            ``any_mention`` (reject any mention of a direction); module docstring.
     """
 
     def __init__(
-        self, tickers: Iterable[str], company_names: Mapping[str, str], *, max_chars: int, min_words: int = 4
+        self,
+        tickers: Iterable[str],
+        company_names: Mapping[str, str],
+        *,
+        max_chars: int,
+        min_words: int = 4,
+        direction_rule: str = "recommendation",
     ) -> None:
         self.tickers = sorted({t for t in tickers if t}, key=len, reverse=True)
         names: set[str] = set()
@@ -96,6 +119,7 @@ class PrincipleValidator:
         self.names = sorted(names, key=len, reverse=True)
         self.max_chars = max_chars
         self.min_words = min_words
+        self.direction_rule = direction_rule
         self._ticker_re = (
             re.compile(
                 r"(?<![A-Za-z0-9])(" + "|".join(re.escape(t) for t in self.tickers) + r")(?![A-Za-z0-9])"
@@ -112,7 +136,7 @@ class PrincipleValidator:
             return "empty"
         if len(body.split()) < self.min_words:
             return "too_short"
-        if len(body) > self.max_chars:
+        if self.max_chars and len(body) > self.max_chars:
             return "too_long"
         if self._ticker_re is not None and self._ticker_re.search(body):
             return "ticker"
@@ -125,9 +149,18 @@ class PrincipleValidator:
             return "date"
         if _STEP.search(body):
             return "step"
-        if _DIRECTION.search(body):
+        if self._fixed_direction(body):
             return "direction"
         return None
+
+    def _fixed_direction(self, body: str) -> bool:
+        """The ``direction`` rule (module docstring)."""
+        if self.direction_rule == "any_mention":
+            return bool(_DIRECTION.search(body))
+        for sentence in _SENTENCES.split(body):
+            if _DIRECTION.search(sentence) and not _CONDITION.search(_DIRECTION.sub(" ", sentence)):
+                return True
+        return False
 
     def check(self, principles: Sequence[str], *, keep: Sequence[str] = ()) -> list[PrincipleCheck]:
         """Verdicts for ``principles`` in order; a principle equal (ignoring case and spacing) to

@@ -23,7 +23,8 @@ class PhaseStats:
     screen gave fewer than ``top_k`` / no candidates. no_pair_steps: decisions taken without a
     held pair (FLAT, no call). Lifecycle: warning_days, break_days (daily state), boundaries,
     boundary_breaks, replacements, news_verifications. beta_fallbacks: Beta steps sized
-    No-Beta because no 20-session hedge ratio existed.
+    No-Beta because no 20-session hedge ratio existed. news_cuts / news_omitted: by call type,
+    the prompts whose news the ``news_token_budget`` cut and the items it left out of them.
     """
 
     calls: Counter = field(default_factory=Counter)
@@ -42,6 +43,14 @@ class PhaseStats:
     replacements: int = 0
     news_verifications: int = 0
     beta_fallbacks: int = 0
+    news_cuts: Counter = field(default_factory=Counter)
+    news_omitted: Counter = field(default_factory=Counter)
+
+    def count_news(self, call_type: str, omitted: int) -> None:
+        """One prompt of ``call_type`` whose news budget left ``omitted`` items out (0: none)."""
+        if omitted:
+            self.news_cuts[call_type] += 1
+            self.news_omitted[call_type] += int(omitted)
 
     def count_call(self, result: ChatResult, fallback: str | None) -> None:
         ct = result.call_type
@@ -52,7 +61,7 @@ class PhaseStats:
             self.fallbacks[ct] += 1
 
     def merge(self, other: PhaseStats) -> None:
-        for name in ("calls", "prompt_tokens", "completion_tokens", "fallbacks"):
+        for name in ("calls", "prompt_tokens", "completion_tokens", "fallbacks", "news_cuts", "news_omitted"):
             getattr(self, name).update(getattr(other, name))
         for name in (
             "screens",
@@ -100,4 +109,8 @@ class PhaseStats:
             "replacements": self.replacements,
             "news_verifications": self.news_verifications,
             "beta_fallbacks": self.beta_fallbacks,
+            "news_budget_cuts": {
+                k: {"prompts": int(self.news_cuts[k]), "items_omitted": int(self.news_omitted[k])}
+                for k in sorted(self.news_cuts)
+            },
         }

@@ -104,7 +104,9 @@ def _one_config(
     recs = journal_records(where)
     r.checks += check_calls(cfg, path, recs, si.registry)
     r.checks += probe_calls(path, recs, router, si.registry)
+    r.checks += list(ran.get("checks", ()))  # Moira: every stage of its data path ran
     if not r.sizes:  # on the first path the config runs (the prompts are the same on both)
+        r.notes += list(ran.get("notes", ()))
         sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.real, shared)
         r.sizes += sizes
         r.notes += notes

@@ -1,12 +1,13 @@
 """A config's run at its GPU settings, shrunk in windows and items only (what ``--rehearse`` runs).
 
-Moira: the config's matrix document with its backbones (thinking on/off), ``[model]`` (server-
-default sampling, the 16,384-token budgets), ``[prompt]`` (paper-scale news, descriptions),
-screen top-k, variants, exposures and baselines as shipped; shrunk are the windows (mapped onto
-the bundled synthetic market as ``--smoke`` does: at most 6 training and 8 test sessions per
-windows set), the seeds (the first only), the replay cycles (one) and the validation period (4
-sessions, so a lifecycle boundary falls inside the test window); of the baselines only FinMem
-runs (the others make no model call).
+Moira: the config's own data path (:mod:`agent.reproduce.rehearse.moira_rehearsal`): its data in
+the Herculean layout through the importer (the user's files, or a stand-in written in that
+layout), its pool, backbones (thinking on/off), ``[model]`` (server-default sampling, the
+16,384-token budgets), ``[prompt]`` (paper-scale news, descriptions), screen, variants, exposures
+and every baseline as shipped; shrunk are the windows (at most 6 training and 8 test sessions per
+windows set), the seeds (the first only), the replay cycles (one), the validation period (4
+sessions, so a lifecycle boundary falls inside the test window), EG-DDQN's training and the reply
+fields' length (the random stand-ins would fill an unbounded one); every stage it runs is checked.
 
 FinAcumen: the config's plan with its model, variants, tau, k_max and bank-size grid; shrunk
 are the items (the bundled demo set: 2 bank items, 2 test items for each of the first two sets,
@@ -18,7 +19,6 @@ model), since the demo set itself is not judged.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -33,7 +33,6 @@ __all__ = [
     "REHEARSAL_QA_STEPS",
     "RehearsalSize",
     "SMALLEST",
-    "rehearsal_document",
     "rehearsal_plan",
     "run_config",
 ]
@@ -80,30 +79,6 @@ SMALLEST = RehearsalSize(
 )
 
 
-def rehearsal_document(
-    cfg: ReproConfig, store: Path, size: RehearsalSize = RehearsalSize()
-) -> dict[str, Any]:
-    """The config's matrix document at its GPU settings with shrunk windows (module docstring)."""
-    from agent.reproduce.run import smoke_document
-
-    doc = smoke_document(cfg, store, model="rehearsal", train=size.train_sessions, test=size.test_sessions)
-    src = cfg.document
-    doc["backbones"] = copy.deepcopy(list(src["backbones"]))
-    doc["model"] = {**copy.deepcopy(dict(src.get("model", {}))), "backend": "vllm"}
-    for key in ("prompt", "selection"):
-        if key in src:
-            doc[key] = copy.deepcopy(dict(src[key]))
-        else:
-            doc.pop(key, None)
-    doc["screen"] = {**copy.deepcopy(dict(src.get("screen", {}))), "lookback": 2520}
-    policy = dict(src.get("policy", {}))
-    doc["policy"] = {**policy, "max_cycles": 1}
-    doc["lifecycle"] = {**dict(src.get("lifecycle", {})), "validation_period": size.validation_period}
-    if "baselines" in src:
-        doc["baselines"] = copy.deepcopy(dict(src["baselines"]))
-    return doc
-
-
 def _images_first(set_dir: Path) -> Path:
     """The demo set with its items that carry images first within each split (a stable sort),
     so that a rehearsal of one test item still sends the vision model an image."""
@@ -140,13 +115,9 @@ def run_config(
     what ran."""
     out.mkdir(parents=True, exist_ok=True)
     if cfg.kind == "moira":
-        from agent.pairs.experiment.demo import synthetic_store
-        from agent.reproduce.moira_run import run_moira
+        from agent.reproduce.rehearse.moira_rehearsal import run_moira_rehearsal
 
-        doc = rehearsal_document(cfg, synthetic_store(out), size)
-        calling = replace(cfg, baselines=tuple(b for b in cfg.baselines if b == "finmem"))
-        run_moira(calling, out, document=doc, backend=backend, registry=registry)
-        return {"document": doc}
+        return run_moira_rehearsal(cfg, out, backend, registry, size=size)
     from agent.reproduce.qa_run import run_qa
 
     plan = rehearsal_plan(cfg, out, size)

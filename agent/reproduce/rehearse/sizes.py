@@ -16,7 +16,8 @@ prompt settings, synthetic market) plus, in full, what real data adds at most: t
 (``news_token_budget`` x 3 characters, the builders' own cap) where the prompt shows news, the
 pool's real business descriptions (``../shared/data/companies.csv``, each cut at
 ``description_max_chars``) where it shows company context, and ``max_principles`` x
-``principle_max_chars`` of learned principles in the direction call. The real news file
+``principle_max_chars`` of learned principles in the direction call (400 characters a principle
+where the config leaves them unbounded). The real news file
 (``news/tradingview_bigtech_2025-04_05.csv``) says how close the pool's news comes to the cap.
 
 FinAcumen: every real item of the shared data (FinMMR Easy validation and TAT-QA dev as
@@ -161,7 +162,8 @@ def moira_sizes(
     policy = dict(cfg.document.get("policy", {}))
     news_cap = int(prompt.get("news_token_budget", 0)) * 3
     desc = int(prompt.get("description_max_chars", 240))
-    principles = int(policy.get("max_principles", 6)) * int(prompt.get("principle_max_chars", 160))
+    # an unbounded principle (principle_max_chars 0, the paper's) is sized at 400 characters
+    principles = int(policy.get("max_principles", 6)) * (int(prompt.get("principle_max_chars", 160)) or 400)
     pool = cfg.pool
     company = _companies(pool, desc, shared / "companies.csv")
     real_news = _news_max(

@@ -36,7 +36,7 @@ WINDOWS = {
     "test_end": "2015-05-15",
 }
 
-#: Prompt sizes for the tiny random Qwen3 (a 2,048-token context) on the small market.
+#: Prompt sizes for the tiny random Qwen3 (a 4,096-token context) on the small market.
 TINY_PROMPT = {
     "reason_max_chars": 40,
     "reflection_max_chars": 60,

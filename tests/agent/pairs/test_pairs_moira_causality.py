@@ -116,7 +116,7 @@ def test_causality_on_the_real_engine(vllm_backend, tiny_registry, tmp_path):
         "windows": {"train_start": "2015-01-13", "train_end": "2015-01-16", "test_end": "2015-01-26"},
         "model": {"backbone": "tiny-qwen3"},
         "policy": {"max_cycles": 0},
-        "prompt": TINY_PROMPT,  # the tiny model has a 2,048-token context
+        "prompt": TINY_PROMPT,  # the tiny model has a 4,096-token context
         "screen": {"top_k": 3},
     }
     t = 4

@@ -167,14 +167,18 @@ def test_news_budget_shows_full_texts_up_to_the_budget_for_both_legs():
     cal = StepCalendar.from_sessions([day0 + dt.timedelta(days=k) for k in range(5)])
     groups = [_items("AAA", 5, 290, day0), _items("BBB", 5, 290, day0)]
     cfg = PromptConfig(news_per_leg=5, news_token_budget=400)
-    a, b = payloads.news_payloads(groups, cfg, cal)
+    pick = payloads.pick_news(groups, cfg, cal)
+    a, b = pick.groups
     texts = [x["text"] for x in a + b]
     assert sum(payloads.estimate_tokens(t) for t in texts) <= 400
-    # full texts (headline and summary), legs in turn: 3 whole items fit (~105 tokens each), the
-    # fourth is cut to the rest
-    assert len(a) == 2 and len(b) == 2
+    # whole texts (headline and summary), newest first, legs in turn: 3 whole items fit (~105
+    # tokens each); the fourth does not, so it and everything older is left out, never cut
+    assert len(a) == 2 and len(b) == 1
     assert a[0]["text"].startswith("AAA headline 4. -- AAA xxx") and len(a[0]["text"]) > 250
-    assert b[1]["text"].endswith("...") and a[1]["text"].endswith("x")
+    assert all(x["text"].endswith("x") for x in a + b)
+    assert [x["step"] for x in a] == ["step 005", "step 004"] and b[0]["step"] == "step 005"
+    # the budget's account: 7 of the 10 items left out, reported
+    assert pick.budget.cut and pick.budget.omitted == 7 and pick.budget.shown == 3
     # a budget larger than everything shows every item whole
     big = payloads.news_payloads(groups, PromptConfig(news_per_leg=5, news_token_budget=100_000), cal)
     assert [len(g) for g in big] == [5, 5] and not any(x["text"].endswith("...") for g in big for x in g)

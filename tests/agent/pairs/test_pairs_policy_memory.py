@@ -102,9 +102,9 @@ def test_rejected_rule_is_recorded_and_no_replay_without_a_valid_principle(tmp_p
         oracle,
         [
             ["Sell CIRQ whenever the spread is wide and rising fast."],
-            ["Always prefer SHORT_LONG on big up days."],
+            ["Always prefer SHORT_LONG over the other side."],
         ],
-        policy={"max_cycles": 8},
+        policy={"max_cycles": 8, "reflection_feedback": True},
     )
     c1, c2 = training["cycles"][1:]
     assert c1["rejected_principles"][0]["rule"] == "ticker" and c1["training_return"] is None
@@ -115,6 +115,27 @@ def test_rejected_rule_is_recorded_and_no_replay_without_a_valid_principle(tmp_p
     assert second["previous_proposals"][0]["outcome"] == "rejected: names a ticker"
     # no replay ran: one training window pass (warmup) only
     assert _window_starts(backend) == 2  # warmup + test
+
+
+def test_the_papers_reflection_payload_repeats_a_reflection_that_gave_no_valid_principle(tmp_path, oracle):
+    # reflection_feedback off (A.6's payload: decisions, win rate, mean PnL, counterfactual
+    # counts): a cycle without a valid principle replays nothing, so the next reflection is the
+    # identical request, answered once and replayed from the journal
+    res, training, backend = _run(
+        tmp_path,
+        oracle,
+        [["Sell CIRQ whenever the spread is wide and rising fast."], [GOOD]],
+        policy={"max_cycles": 8},
+    )
+    asked = [payload(r) for r in backend.calls if r.call_type == "reflection"]
+    assert len(asked) == 1  # the second, identical request came from the journal
+    assert set(asked[0]) == {"current_step", "decisions", "win_rate", "avg_pnl_pct", "counterfactual_summary"}
+    assert {"pnl_long_short_pct", "pnl_short_long_pct", "pnl_flat_pct"} <= set(asked[0]["decisions"][0])
+    c1, c2 = training["cycles"][1:]
+    assert c1["rejected_principles"] == c2["rejected_principles"]
+    assert c1["rejected_principles"][0]["rule"] == "ticker"
+    assert training["stop_reason"] == "2 rejections in a row" and training["principles"] == []
+    assert res.replayed >= 1
 
 
 def test_max_cycles_bounds_training(tmp_path, oracle):

@@ -34,9 +34,9 @@ V = PrincipleValidator(
         ("The regime since 2019 favours reversion over divergence trades.", "date"),
         ("After step 12 the spread stopped reverting, so stay flat then.", "step"),
         ("Trades placed around step XXX lost money, avoid similar setups.", "step"),
-        ("Always choose LONG_SHORT when the spread is below its mean.", "direction"),
-        ("Prefer short-long positions when z is above one and rising.", "direction"),
-        ("Use long short trades whenever the news is positive for the first leg.", "direction"),
+        ("Always choose LONG_SHORT in every round of trading.", "direction"),
+        ("Prefer short-long positions over the other side.", "direction"),
+        ("Long short trades worked best; keep using them.", "direction"),
     ],
 )
 def test_each_rule_rejects_and_names_itself(text, rule):
@@ -68,3 +68,30 @@ def test_duplicates_of_kept_or_earlier_principles_are_rejected():
     assert [c.rule for c in checks] == [None, "duplicate", None]
     checks = V.check([p], keep=[p])
     assert checks[0].rule == "duplicate" and not checks[0].ok
+
+
+# A.3 forbids a fixed-direction recommendation, not every mention of a direction: a direction
+# tied to a condition on what the agent observes is a transferable principle.
+CONDITIONAL = (
+    "Always choose LONG_SHORT when the spread is below its mean.",
+    "Prefer short-long positions when z is above one and rising.",
+    "Use long short trades whenever the news is positive for the first leg.",
+)
+
+
+@pytest.mark.parametrize("text", CONDITIONAL)
+def test_a_direction_under_a_stated_condition_is_kept_and_rejected_by_the_strict_rule(text):
+    assert V.rule_broken(text) is None
+    strict = PrincipleValidator(["KO"], {}, max_chars=160, direction_rule="any_mention")
+    assert strict.rule_broken(text) == "direction"
+
+
+def test_a_fixed_recommendation_in_a_second_sentence_is_still_caught():
+    text = "Trade toward the mean when the spread is stretched. Otherwise prefer SHORT_LONG."
+    assert V.rule_broken(text) == "direction"
+
+
+def test_no_length_rule_at_max_chars_zero():
+    long = "When the trading-window z-score is stretched, trade toward the mean. " * 10
+    assert V.rule_broken(long) == "too_long"
+    assert PrincipleValidator(["KO"], {}, max_chars=0).rule_broken(long) is None

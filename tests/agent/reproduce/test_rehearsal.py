@@ -75,7 +75,14 @@ def test_every_check_passes_on_its_path_with_the_session_engines_reused(rehearsa
 def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(rehearsal) -> None:
     res, _, _, _ = rehearsal
     seen = {c.call_type: c.seen for c in _checks(res, "moira_table5_a2", "settings")}
-    assert {"pair_selection", "direction", "reflection", "break_check", "finmem_decision"} <= set(seen), seen
+    assert {
+        "pair_selection",
+        "direction",
+        "reflection",
+        "break_check",
+        "news_verify",
+        "finmem_decision",
+    } <= set(seen), seen
     d = seen["direction"]
     assert d["max_tokens"] == [16384]  # [model.max_tokens] as shipped, not shrunk
     assert d["models"] == ["qwen3-32b", "qwen3-32b-nothink"]
@@ -84,6 +91,26 @@ def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(r
     eng = d["engine"]["qwen3-32b"]
     assert (eng["reasoning_parser"], eng["max_model_len"], eng["timeout_s"]) == ("qwen3", 32768, 600.0)
     assert seen["pair_selection"]["schema"] and seen["pair_selection"]["prompt_tokens_max"] > 1000
+
+
+def test_moira_ran_on_its_own_data_path_with_every_stage(rehearsal) -> None:
+    # the config's data in the Herculean layout (a stand-in here) through the importer, every
+    # baseline, the matrix and reproduction.md: each a stage check, all passed on the server path
+    res, _, _, out = rehearsal
+    stages = [c for c in res["moira_table5_a2"].checks if c.call_type == "stage"]
+    assert stages and all(c.ok for c in stages), [c for c in stages if not c.ok]
+    names = {c.name.split(" (")[0] for c in stages}
+    assert {
+        "import",
+        "calls: news_verify",
+        "news in break check",
+        "baseline: eg_ddqn",
+        "reproduction.md",
+    } <= names
+    notes = res["moira_table5_a2"].notes
+    assert any("stand-in written in the Herculean layout" in n for n in notes)
+    assert any(n.startswith("herculean news: ") and n.endswith("news.parquet") for n in notes)
+    assert (out / "moira_table5_a2" / "server" / "reproduction.md").is_file()
 
 
 def test_thinking_replies_are_split_by_the_server_and_only_the_final_text_parsed(rehearsal) -> None:

@@ -43,11 +43,12 @@ def test_smoke_one_config_on_the_tiny_model(vllm_backend, tiny_registry, tmp_pat
     assert (tmp_path / "a4" / "report" / "index.html").is_file()
     summary = json.loads((tmp_path / "a4" / "matrix" / "cpu" / "main" / "summary.json").read_text("utf-8"))
     assert len(summary["runs"]) == 4 and summary["model_calls"] > 0
-    # A4's same-initial-pair control: both variants send identical requests up to the first test
-    # selection, which the journal answers once, so they start from the same pair
+    # A4 from one start: both variants (and both exposures) share one training phase and one
+    # first test selection, so they start from the same pair
     first = {r["run_id"]: r["extra"]["initial_pair"] for r in summary["runs"]}
     for exp in ("no_beta", "beta"):
         assert first[f"full-{exp}-s0"] == first[f"a4-no-reselection-{exp}-s0"], first
+    assert all(len(r["extra"]["training_shared_with"]) == 4 for r in summary["runs"])
     text = res.report.read_text(encoding="utf-8")
     assert "SMOKE RUN" in text and "Table 7 (A4)" in text and "27.8" in text
 

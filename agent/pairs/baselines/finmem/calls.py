@@ -21,7 +21,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,9 +62,8 @@ REFLECTION_CALL = "finmem_reflection"
 CALL_TYPES = (DECISION_CALL, REFLECTION_CALL)
 
 
-@cache
-def _prompt(name: str) -> Prompt:
-    return load_prompt(name)
+def _prompt(name: str, directory: str = "") -> Prompt:
+    return load_prompt(name, directory or None)
 
 
 def _num(x: float, digits: int) -> float | None:
@@ -176,13 +174,15 @@ def observations(
 
 
 def news_text(item: NewsItem, calendar: Any, max_chars: int) -> str:
-    """``TICKER: headline. summary`` with dates masked (the item's own date resolves yearless ones)."""
+    """``TICKER: headline. summary`` with dates masked (the item's own date resolves yearless
+    ones), cut to ``max_chars`` (0: whole)."""
     from agent.pairs.market.masking import mask_text
 
     body = item.headline.strip()
     if item.summary and item.summary.strip() and item.summary.strip() != body:
         body = f"{body.rstrip('.')}. {item.summary.strip()}"
-    return _cut(f"{item.ticker}: {mask_text(body, calendar, ref_date=item.date)}", max_chars)
+    text = f"{item.ticker}: {mask_text(body, calendar, ref_date=item.date)}"
+    return _cut(text, max_chars) if max_chars else " ".join(text.split())
 
 
 def price_text(label: str, a: str, b: str, obs: Observation) -> str:
@@ -267,6 +267,7 @@ class CallSettings:
     reason_max_chars: int
     reflection_max_chars: int
     cite_max: int
+    prompt_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,14 @@ def _value_bound(s: Mapping[str, Any]) -> int:
 def reply_char_bound(schema: Mapping[str, Any]) -> int:
     """Characters of the longest compact JSON reply ``schema`` allows (a token is >= 1 character)."""
     return _value_bound(schema)
+
+
+def _bound(prop: dict[str, Any], limit: int) -> None:
+    """A string property's maxLength (``limit`` 0: none)."""
+    if limit:
+        prop["maxLength"] = int(limit)
+    else:
+        prop.pop("maxLength", None)
 
 
 def _ids_schema(schema: dict[str, Any], shown: Sequence[int], cite_max: int) -> None:
@@ -336,12 +345,12 @@ def decision_request(
     shown: Sequence[int],
 ) -> ChatRequest:
     """The daily decision on the pair (payload: current_step, pair, today, memory, ...)."""
-    p = _prompt("pairs_finmem_decision")
+    p = _prompt("pairs_finmem_decision", s.prompt_dir)
     system, user = p.render(
         character=character, adaptive=adaptive, company_lines=list(company), payload=_render(payload)
     )
     schema = copy.deepcopy(p.schema)
-    schema["properties"]["reason"]["maxLength"] = s.reason_max_chars
+    _bound(schema["properties"]["reason"], s.reason_max_chars)
     _ids_schema(schema, shown, s.cite_max)
     return _request(s, DECISION_CALL, system, user, schema, s.max_tokens_decision)
 
@@ -375,10 +384,10 @@ def parse_decision(result: ChatResult, shown: Sequence[int]) -> Parsed:
 
 def reflection_request(s: CallSettings, payload: Mapping[str, Any], shown: Sequence[int]) -> ChatRequest:
     """The training reflection on one settled decision."""
-    p = _prompt("pairs_finmem_reflection")
+    p = _prompt("pairs_finmem_reflection", s.prompt_dir)
     system, user = p.render(payload=_render(payload))
     schema = copy.deepcopy(p.schema)
-    schema["properties"]["reflection"]["maxLength"] = s.reflection_max_chars
+    _bound(schema["properties"]["reflection"], s.reflection_max_chars)
     _ids_schema(schema, shown, s.cite_max)
     return _request(s, REFLECTION_CALL, system, user, schema, s.max_tokens_reflection)
 

@@ -98,10 +98,23 @@ class FinMemConfig:
         compact reply the schema allows, + 8, which a thinking model's reasoning overruns;
         None: in an experiment, ``[model.max_tokens]``'s ``direction`` and ``reflection``, so a
         GPU config's 16,384 reaches FinMem too; on its own, 0).
-    reason_max_chars, reflection_max_chars: maxLength of the decision's reason and the lesson.
+    reason_max_chars, reflection_max_chars: maxLength of the decision's reason and the lesson
+        (0: no bound; the call's budget must then be set: max_tokens_decision /
+        max_tokens_reflection, or in an experiment ``[model.max_tokens]``).
     cite_max: most memory ids a reply may cite.
-    news_per_leg: news items per leg and session stored (newest first; 0: no news).
-    news_max_chars: length of a stored news line; description_max_chars: of a business description.
+    news_per_leg: news items per leg and session stored (newest first; 0: no news; in an
+        experiment ``[prompt] news_per_leg`` unless this table sets it).
+    news_max_chars: length of a stored news line in compact mode (``news_token_budget`` 0);
+        description_max_chars: of a business description (in an experiment ``[prompt]``'s
+        unless this table sets it).
+    news_token_budget: 0 = compact news lines (``news_max_chars``); > 0 = news items stored
+        whole, and each decision shows its recalled news items newest first while their
+        estimated tokens fit this budget (the rest are left out and counted,
+        ``news_budget_cuts``): the per-prompt budget of the agent's prompts (in an experiment
+        ``[prompt] news_token_budget`` unless this table sets it).
+    prompt_dir: a folder of the user's prompt files (``pairs_finmem_decision.yaml``,
+        ``pairs_finmem_reflection.yaml`` of the packaged format; in an experiment ``[prompt] dir``);
+        empty: the packaged ones.
     hedge_window: sessions of the OLS hedge behind the observation's z-scores, ending at the
         session (the screen's lookback, 2,520; fewer when history is shorter);
     hedge_min_sessions: fewest common sessions for that hedge (below: no z is shown);
@@ -130,6 +143,8 @@ class FinMemConfig:
     news_per_leg: int = 3
     news_max_chars: int = 160
     description_max_chars: int = 240
+    news_token_budget: int = 0
+    prompt_dir: str = ""
     hedge_window: int = 2520
     hedge_min_sessions: int = 60
     z_window: int = 20
@@ -155,13 +170,16 @@ class FinMemConfig:
                 isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or 16 <= v <= 131_072)
             ):
                 raise ConfigError(f"{name}={v!r}; allowed: 0 (the schema's size), 16..131072, or unset")
+        for name in ("reason_max_chars", "reflection_max_chars"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or 10 <= v <= 4000):
+                raise ConfigError(f"{name}={v!r}; allowed: 0 (no bound) or an integer in 10..4000")
         for name, lo, hi in (
-            ("reason_max_chars", 10, 2000),
-            ("reflection_max_chars", 10, 4000),
             ("cite_max", 0, 20),
             ("news_per_leg", 0, 50),
             ("news_max_chars", 20, 4000),
-            ("description_max_chars", 0, 4000),
+            ("description_max_chars", 0, 5000),
+            ("news_token_budget", 0, 100_000),
             ("z_window", 3, 1000),
             ("hedge_min_sessions", 3, 5000),
             ("digest_every", 1, 250),
@@ -173,6 +191,15 @@ class FinMemConfig:
             raise ConfigError(
                 f"hedge_window={self.hedge_window}; allowed: z_window={self.z_window}..5000 sessions"
             )
+        for name, budget in (
+            ("reason_max_chars", "max_tokens_decision"),
+            ("reflection_max_chars", "max_tokens_reflection"),
+        ):
+            if getattr(self, name) == 0 and not getattr(self, budget):
+                raise ConfigError(
+                    f"{name}=0 (no bound) needs an explicit {budget} (an automatic budget is the "
+                    "longest reply the schema allows, and an unbounded reason has none)"
+                )
         if self.train_exposure not in EXPOSURES:
             raise ConfigError(f"train_exposure={self.train_exposure!r}; allowed: {', '.join(EXPOSURES)}")
 

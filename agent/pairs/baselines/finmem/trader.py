@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.pairs.baselines.finmem.calls import (
+    DECISION_CALL,
     CallSettings,
     Observation,
     company_lines,
@@ -45,6 +46,7 @@ from agent.pairs.baselines.finmem.calls import (
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
 from agent.pairs.market.execution import Book
 from agent.pairs.market.masking import mask_text
+from agent.pairs.market.newsbudget import fit_newest_first
 from agent.pairs.market.provenance import ProvenanceLog
 from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
@@ -104,6 +106,9 @@ class AgentState:
     moves: dict[str, int] = field(default_factory=dict)
     #: what each call's payload drew from (agent.pairs.market.provenance)
     provenance: ProvenanceLog = field(default_factory=lambda: ProvenanceLog(""))
+    #: decision prompts whose recalled news the news budget cut, and the items it left out
+    news_cuts: int = 0
+    news_omitted: int = 0
 
     def count(self, result: ChatResult, phase: str, fallback: bool) -> None:
         c = self.tokens.setdefault(phase, {}).setdefault(result.call_type, _counter())
@@ -148,6 +153,11 @@ class AgentState:
             "characters": {k: dict(v) for k, v in self.characters.items()},
             "decisions_citing_memory": self.cited_decisions,
             "decisions_called": self.decisions,
+            "news_budget_cuts": {
+                DECISION_CALL: {"prompts": self.news_cuts, "items_omitted": self.news_omitted}
+            }
+            if self.news_cuts
+            else {},
         }
 
 
@@ -203,6 +213,7 @@ def run_agent(
         cfg.reason_max_chars,
         cfg.reflection_max_chars,
         cfg.cite_max,
+        cfg.prompt_dir,
     )
     company = company_lines((a, b), market.companies, market.calendar, cfg.description_max_chars)
     label = market.label
@@ -308,7 +319,7 @@ def run_agent(
                 note = "not tradable"
             else:
                 o = obs[g]
-                recalled = mem.retrieve(query_text(a, b, o, character))
+                recalled = _news_budget(mem.retrieve(query_text(a, b, o, character)), cfg, st)
                 dec.shown = [r.uid for layer in LAYERS for r in recalled[layer]]
                 dec.memory = memory_payload(recalled, label)
                 payload = {
@@ -375,6 +386,24 @@ def run_agent(
     return st
 
 
+def _news_budget(recalled: dict[str, list[Any]], cfg: Any, st: AgentState) -> dict[str, list[Any]]:
+    """The recalled items with their news kept newest first while the texts fit the prompt's
+    ``news_token_budget`` (0: all); the items left out are counted (``news_budget_cuts``)."""
+    if not cfg.news_token_budget:
+        return recalled
+    news = sorted(
+        (r for layer in LAYERS for r in recalled.get(layer, ()) if r.kind == "news"),
+        key=lambda r: (-r.step, r.uid),
+    )
+    fit = fit_newest_first([r.text for r in news], cfg.news_token_budget)
+    if not fit.cut:
+        return recalled
+    st.news_cuts += 1
+    st.news_omitted += fit.omitted
+    dropped = {r.uid for r in news[fit.shown :]}
+    return {layer: [r for r in items if r.uid not in dropped] for layer, items in recalled.items()}
+
+
 def _ingest(
     mem: LayeredMemory,
     market: Any,
@@ -410,7 +439,8 @@ def _ingest(
     if cfg.news_per_leg:
         for leg in (a, b):
             items = [n for n in market.news.get(g, ()) if n.ticker == leg][::-1][: cfg.news_per_leg]
-            short += [("news", news_text(n, market.calendar, cfg.news_max_chars)) for n in items[::-1]]
+            width = 0 if cfg.news_token_budget else cfg.news_max_chars  # whole items under a budget
+            short += [("news", news_text(n, market.calendar, width)) for n in items[::-1]]
     o = obs[g]
     if o.price_a == o.price_a and o.price_b == o.price_b:
         short.append(("price", price_text(label(g), a, b, o)))
