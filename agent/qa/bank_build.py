@@ -5,8 +5,9 @@ For each training item: K trajectories of the tools-only solver sampled at tempe
 scored against the gold answer with the benchmark's scorer; then one summary call (call type
 ``bank_summarize``) that sees the gold answer and the scored trajectories and writes findings
 (only when some trajectory succeeded) and cautions (only when some failed). Each summary
-becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, findings,
-cautions), embedded with question + the first 600 context characters; its ``dataset`` is the
+becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, the
+training item's gold answer, findings, cautions: the paper's entry, G.2), embedded with
+question + the first 600 context characters; its ``dataset`` is the
 item's source set (``finmmr/easy``, :attr:`agent.qa.items.QAItem.source_set`), the group the
 paper's stratified snapshots draw from. The report counts items and entries per source set and
 for the whole bank, with the embedder and its dimension.
@@ -227,6 +228,7 @@ class _Builder:
             context_head=q.context[: c.context_chars],
             findings=findings,
             cautions=cautions,
+            answer=_gold_text(item.gold),
         )
         return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text)
 
