@@ -61,6 +61,7 @@ __all__ = [
     "SCORED",
     "JUDGED",
     "RULES",
+    "SCORER_NAMES",
 ]
 
 #: Relative tolerance of the numeric benchmarks (fractions: 0.01 = 1%).
@@ -179,6 +180,15 @@ def _bizbench(gold: Gold, prediction: str) -> ItemScore:
         return _yes_no(gold.answer, prediction)
     return _numeric(gold.answer, prediction, RELATIVE_TOLERANCE["bizbench"])
 
+
+#: dataset -> the name of its rule, as run reports show which scorer graded a set
+SCORER_NAMES = {
+    "bizbench": "BizBench rule (1 % relative)",
+    "finmmr": "FinMMR get_acc (0.2 % relative)",
+    "tatqa": "TAT-QA official EM/F1 on (answer, scale)",
+    "finmme": "FinMME letters / absolute tolerance",
+    "demo": "demo tolerance",
+}
 
 #: dataset -> its rule ``(gold, prediction) -> ItemScore`` (TAT-QA takes the scale apart)
 RULES: dict[str, Any] = {"finmmr": _finmmr, "bizbench": _bizbench, "finmme": _finmme, "demo": _demo}
