@@ -67,6 +67,7 @@ __all__ = [
     "build_bank",
     "check_scorers",
     "default_scorer",
+    "score_with",
     "scorer_label",
 ]
 
@@ -200,7 +201,8 @@ def scorer_label(dataset: str, scorer: Scorer | None, judge_model: str | None) -
     return getattr(scorer, "__name__", type(scorer).__name__)
 
 
-def _score(scorer: Scorer, dataset: str, gold: Gold, answer: str, scale: str | None) -> Any:
+def score_with(scorer: Scorer, dataset: str, gold: Gold, answer: str, scale: str | None) -> Any:
+    """``scorer`` on an answer, with its scale field when it has one (``scale=``)."""
     if scale is None:
         return scorer(dataset, gold, answer)
     return scorer(dataset, gold, answer, scale=scale)
@@ -222,7 +224,7 @@ def check_scorers(items: Sequence[QAItem], scorer: Scorer | None, judge_model: s
         if d in JUDGED:
             if not judge_model:
                 raise ConfigError(
-                    f"bank source {name!r} ({d}) is scored by a judge model and none is named; "
+                    f"source {name!r} ({d}) is scored by a judge model and none is named; "
                     "allowed: a judge model's registry key (qa.judge_model)"
                 )
             continue
@@ -230,12 +232,12 @@ def check_scorers(items: Sequence[QAItem], scorer: Scorer | None, judge_model: s
             s = score(d, it.gold, gold_as_prediction(d, it.gold))
         except Exception as exc:  # any failure of a scorer refuses its source, named
             raise ConfigError(
-                f"bank source {name!r}: its scorer ({out[name]}) cannot score item {it.item_id!r}: "
+                f"source {name!r}: its scorer ({out[name]}) cannot score item {it.item_id!r}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         if not getattr(s, "correct", False):
             raise ConfigError(
-                f"bank source {name!r}: its scorer ({out[name]}) scores the gold answer of item "
+                f"source {name!r}: its scorer ({out[name]}) scores the gold answer of item "
                 f"{it.item_id!r} as wrong ({getattr(s, 'detail', s)}); the scorer does not fit the data"
             )
     return out
@@ -312,7 +314,7 @@ class _Builder:
             correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
         else:
             correct = tuple(
-                bool(_score(self.scorer, q.dataset, item.gold, t.answer, t.answer_scale).correct)
+                bool(score_with(self.scorer, q.dataset, item.gold, t.answer, t.answer_scale).correct)
                 for t in trajs
             )
         label = self.labels.get(item.source_set, "")

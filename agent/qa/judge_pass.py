@@ -63,10 +63,10 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
 
     score = inner or score_answer
 
-    def scorer(dataset: str, gold: Gold, prediction: str) -> Any:
+    def scorer(dataset: str, gold: Gold, prediction: str, **kw: Any) -> Any:
         if dataset in JUDGED_DATASETS:
             return ItemScore(False, 0.0, f"judged by a model after the run: see {JUDGE_SCORES}")
-        return score(dataset, gold, prediction)
+        return score(dataset, gold, prediction, **kw)
 
     return scorer
 

@@ -271,7 +271,7 @@ def test_a_source_whose_scorer_cannot_run_is_refused_before_any_model_call(tmp_p
         return ItemScore(False, 0.0, "always wrong")
 
     cases = [
-        (_judged_items(1), {}, r"'fintmmbench' \(fintmmbench\) is scored by a judge model and none is named"),
+        (_judged_items(1), {}, r"'fintmmbench' \(fintmmbench\) is scored by a judge model and none"),
         (
             change_items(1, "train"),
             {"scorer": broken},
