@@ -19,7 +19,9 @@ from localfin_cli._common import note, progress_for, quiet_run, result
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Financial QA (FinAcumen): build-bank, eval, analyze, demo.", no_args_is_help=True)
+app = typer.Typer(
+    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo.", no_args_is_help=True
+)
 
 _DATASET = typer.Option(..., "--dataset", help="tatqa, finmmr, bizbench, fintmmbench, finmme or demo.")
 _DATA = typer.Option(..., "--data", help="Local file or folder of the dataset (nothing is downloaded).")
@@ -368,6 +370,46 @@ def analyze_cmd(
                 dirs, target, bank=b, embedder=_embedder(embedder), questions=[i.question for i in items]
             )
     result(None, md.read_text(encoding="utf-8"))
+
+
+@app.command("judge-check")
+def judge_check_cmd(
+    ctx: typer.Context,
+    dataset: str = typer.Option("fintmmbench", "--dataset", help="The judged benchmark (fintmmbench)."),
+    data: Path = _DATA,
+    split: str = _SPLIT,
+    subset: str = _SUBSET,
+    offset: int = _OFFSET,
+    limit: int = typer.Option(200, "--limit", help="Items whose gold and perturbed answers are judged."),
+    judge: str = typer.Option(
+        "qwen3-4b-nothink",
+        "--judge",
+        help="Registry key of the judge model (the configs' FinTMMBench judge).",
+    ),
+    backend: str = _BACKEND,
+    base_url: str = _URL,
+    out: Path = typer.Option(None, "--out", help="Output folder (default: named from the arguments)."),
+) -> None:
+    """How far the judge can be trusted: its verdicts on the items' gold answers (should be right)
+    and on perturbed wrong answers (should be wrong)."""
+    from agent.qa.judge_check import judge_check
+    from localfin import env
+
+    items, _ = _items(dataset, data, split, offset, limit, None, subset)
+    target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
+    with quiet_run(ctx, "qa-judge-check", target) as log:
+        be, _reg = _backend(backend, judge, base_url)
+        try:
+            _start(be, log)
+            check = judge_check(items, be, judge, target)
+        finally:
+            be.close()
+        note(
+            log,
+            f"{judge}: {check.gold_right}/{check.n} gold answers judged right, "
+            f"{check.wrong_caught}/{check.wrong_n} perturbed answers judged wrong",
+        )
+        result(log, json.dumps(check.__dict__))
 
 
 @app.command("demo")

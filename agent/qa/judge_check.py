@@ -66,9 +66,9 @@ _WORD = re.compile(r"\b(" + "|".join(sorted(_OPPOSITE, key=len, reverse=True)) +
 
 
 def _same_case(word: str, like: str) -> str:
-    if like.isupper():
+    if like.isupper() and len(like) > 1:
         return word.upper()
-    return word.capitalize() if like[:1].isupper() else word
+    return word.capitalize() if like[:1].isupper() else word.lower()
 
 
 def _scaled(number: str) -> str:
