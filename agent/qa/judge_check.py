@@ -133,7 +133,7 @@ def judge_check(
     out_dir: str | Path,
     *,
     chunk_size: int = 256,
-    max_tokens: int = 128,
+    max_tokens: int | None = None,
 ) -> JudgeCheck:
     """Judge every item's gold answer and a perturbed wrong answer with ``judge_model`` (on
     ``backend``); writes ``judge_check.json`` in ``out_dir`` and returns the rates."""

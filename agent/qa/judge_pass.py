@@ -78,7 +78,7 @@ def judge_run(
     judge_model: str,
     *,
     chunk_size: int = 256,
-    max_tokens: int = 128,
+    max_tokens: int | None = None,
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -88,7 +88,7 @@ def judge_run(
         backend: serves ``judge_model`` (journaled here in ``run_dir/judge.sqlite``).
         judge_model: registry key of the judge model.
         chunk_size: judge calls per journal transaction.
-        max_tokens: reply budget of one verdict.
+        max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
     """
     run = Path(run_dir)
     trace = runs.read_jsonl(run / runs.TRACE)

@@ -99,6 +99,8 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
         items = hold_out(items, src.test_share, src.split)[: src.limit]
     record: dict[str, Any] = {
         "label": src.label,
+        "dataset": src.dataset,
+        "source_set": items[0].source_set if items else src.dataset,
         "items": len(items),
         "skipped": len(loaded.skipped),
         "incomplete": len(loaded.incomplete),
