@@ -207,36 +207,49 @@ def build_bank_cmd(
     run_dir: Path = _RUN,
     sandbox_missing: str = _SANDBOX,
     keep_missing_images: bool = _KEEP,
+    judge: str = typer.Option(
+        None, "--judge", help="Judge model of judged items (FinTMMBench; default: the solver's model)."
+    ),
+    judge_url: str = typer.Option(None, "--judge-base-url", help="The judge's server (--backend openai)."),
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
+    from agent.qa.programs import ByModel
     from agent.qa.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
+    judge_model = judge or model
     with quiet_run(ctx, "qa-build-bank", run) as log:
         be, reg = _backend(backend, model, base_url)
+        jb = None
         try:
             _start(be, log)
+            if judge_model != model and any(it.question.dataset == "fintmmbench" for it in items):
+                jb, _ = _backend(backend, judge_model, judge_url or base_url)  # the judge's own engine
+                _start(jb, log)
             factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
                     items,
                     solver,
-                    be,
+                    ByModel(be, {judge_model: jb}) if jb is not None else be,
                     b,
                     _embedder(embedder),
                     run,
                     config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
+                    judge_model=judge_model,
                     data_files=[data],
                     transcriber=_transcriber(names, items),
                     progress=progress_for(log),
                 )
         finally:
             be.close()
+            if jb is not None:
+                jb.close()
         result(log, json.dumps(rep.__dict__))
 
 

@@ -101,3 +101,31 @@ def test_a_dataset_whose_stage_was_not_exercised_fails_and_so_does_a_stopped_run
     assert checks[0].detail == "the run stopped: ConfigError: x"
     assert checks[1].detail == "not exercised: judge check (nothing checked)"
     assert checks[2].detail == "not exercised: bank entries (none added)"
+
+
+class _NoCalls:
+    name = "no-calls"
+
+    def chat(self, requests):
+        raise AssertionError(f"a model call was made: {requests[0].call_type}")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
+    from agent.qa import scoring
+    from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
+    from serving.registry import default_registry
+
+    def broken(gold, prediction):
+        raise KeyError("the BizBench rule is missing")
+
+    monkeypatch.setitem(scoring.RULES, "bizbench", broken)
+    cfg = load_repro("finacumen_table1")
+    ran = run_qa_rehearsal(cfg, tmp_path, _NoCalls(), default_registry(), size=SMALLEST, data_root=None)
+    assert "source 'bizbench/SEC-NUM'" in ran["error"] and "the BizBench rule is missing" in ran["error"]
+    checks = stage_checks("engine", ran)
+    assert not any(c.ok for c in checks) and len(checks) == 13  # the stopped run and all 12 datasets
+    assert checks[0].detail.startswith("the run stopped: ConfigError: source 'bizbench/SEC-NUM'")
+    assert not (tmp_path / "journal.sqlite").exists() and not (tmp_path / "reproduction.md").exists()
