@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
 from agent.qa.scoring import SCORER_NAMES, finmme_avg
 from agent.qa.trajectory import CUTS
+from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
@@ -477,36 +478,3 @@ def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "jaccard_prev": r3(r["jaccard_prev"]),
         "change_prev": r3(r["change_prev"]),
     }
-
-
-def shrink_plan(
-    plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int, store: Path | None = None
-) -> QAPlan:
-    """The plan on the bundled demo set: the first bank source reads 2 train items, the first two
-    sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
-    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept. The tools
-    are the paper's that the demo set can use: Python, OCR + reparse and, with ``store`` (a
-    small market store), lookup over it."""
-    bank = tuple(
-        replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2, test_share=0.0)
-        for s in plan.bank[:1]
-    )
-    sets = tuple(
-        replace(
-            s,
-            label=f"demo as {s.label}",
-            dataset="demo",
-            path=str(demo_dir),
-            split="test",
-            subset=None,
-            limit=n_items,
-            test_share=0.0,
-        )
-        for s in plan.sets[:2]
-    )
-    sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
-    tools = ("python", "lookup", "reparse") if store is not None else ("python", "reparse")
-    return replace(
-        plan, model=model, backend="vllm", max_steps=max_steps, tools=tools, store=str(store or ""),
-        bank_k=2, bank_sizes=sizes, bank=bank, sets=sets, judge_model="",
-    )  # fmt: skip
