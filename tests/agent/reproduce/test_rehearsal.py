@@ -198,3 +198,49 @@ def test_rehearse_all_passes_through_the_cli(cli, tmp_path: Path) -> None:
         assert {c["path"] for c in v["checks"]} == {"engine", "server"}, name
         assert v["sizes"], name
         assert load_repro(name).kind != "moira" or v["calls_per_step"], name
+
+
+RELEASED = Path(__file__).parent / "data" / "finacumen_released.toml"
+
+
+@pytest.mark.slow
+def test_the_variants_protocol_on_the_released_tatqa_and_finmmr_items(
+    tmp_path: Path, released_root: Path, vllm_vl_backend
+) -> None:
+    """Base, Base+FT and Base+FT+FM on a few released TAT-QA dev and FinMMR Easy items (the
+    shared data as released): each row names its protocol, the model-only Base replies in free
+    text read by the answer rule, and TAT-QA's tools answers carry a scale field."""
+    from agent.reproduce.rehearse.rehearsal import Running, rehearse, write_rehearsal
+    from agent.reproduce.rehearse.runs import SMALLEST
+
+    res = rehearse(
+        [load_repro(RELEASED)], tmp_path, shared=tmp_path, registry=default_registry(), paths=("engine",),
+        running=Running(engines={"qwen3-vl": vllm_vl_backend}), size=SMALLEST, data_root=released_root,
+    )  # fmt: skip
+    write_rehearsal(res, tmp_path)
+    r = res["finacumen_released"]
+    assert not r.failed, r.failed
+    rows = {x["dataset"]: x for x in r.qa_stages["engine"]}
+    assert rows["TAT-QA dev"]["file"] == "released" and rows["FinMMR Easy validation"]["file"] == "released"
+    assert rows["TAT-QA dev"]["scored_by"] == "TAT-QA official EM/F1 on (answer, scale)"
+    run = tmp_path / "finacumen_released" / "engine"
+    doc = json.loads((run / "reproduction.json").read_text(encoding="utf-8"))
+    by = {
+        (x["set"], x["variant"]): x["protocol"]
+        for x in doc["rows"]
+        if x.get("variant") and x["set"] != "macro"
+    }
+    assert by == {
+        ("TAT-QA dev", "base"): "model-only", ("TAT-QA dev", "ft"): "ReAct 1 steps, schema",
+        ("TAT-QA dev", "ft_fm"): "ReAct 1 steps, schema", ("FinMMR Easy", "base"): "model-only",
+        ("FinMMR Easy", "ft"): "ReAct 1 steps, schema", ("FinMMR Easy", "ft_fm"): "ReAct 1 steps, schema",
+    }  # fmt: skip
+    assert "free text out within 4096 tokens" in doc["qa_details"]["protocol"]["base"]
+    trace = [json.loads(x) for x in (run / "runs" / "tat-qa-dev-ft" / "trace.jsonl").read_text().splitlines()]
+    assert all(
+        t["answer_scale"] in ("", "thousand", "million", "billion", "percent") for t in trace if t["answer"]
+    )
+    base = [
+        json.loads(x) for x in (run / "runs" / "tat-qa-dev-base" / "trace.jsonl").read_text().splitlines()
+    ]
+    assert all(t["answer_scale"] is None for t in base)  # free text: the scale is split off when scored
