@@ -47,7 +47,8 @@ from agent.qa.judge import judge_requests, judge_scores
 from agent.qa.programs import merged
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
-from agent.qa.scoring import JUDGED, SCORER_NAMES, gold_as_prediction, score_answer
+from agent.qa.scorer_check import Scorer, check_scorers, default_scorer, score_with, scorer_label
+from agent.qa.scoring import JUDGED
 from agent.qa.trajectory import Trajectory
 from bank.embedder import Embedder
 from bank.schema import CONTEXT_CHARS, NewEntry
@@ -72,16 +73,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: ``scorer(dataset, gold, prediction)`` (``scale=`` too, for an answer with a scale field)
-#: returns an object with a boolean ``correct`` (:func:`agent.qa.scoring.score_answer`).
-Scorer = Callable[..., Any]
-
-
-def default_scorer() -> Scorer:
-    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`)."""
-
-    return score_answer
 
 
 @dataclass(frozen=True)
@@ -189,58 +180,6 @@ def _gold_text(gold: Gold) -> str:
     ans = gold.answer
     text = ", ".join(str(a) for a in ans) if isinstance(ans, (list, tuple)) else str(ans)
     return f"{text} ({gold.scale})" if gold.scale else text
-
-
-def scorer_label(dataset: str, scorer: Scorer | None, judge_model: str | None) -> str:
-    """What grades ``dataset``'s trajectories: ``judge <model>``, the benchmark's rule by name,
-    or a given scorer's function name."""
-    if dataset in JUDGED:
-        return f"judge {judge_model}" if judge_model else "judge (none named)"
-    if scorer is None or scorer is score_answer:
-        return SCORER_NAMES.get(dataset, dataset)
-    return getattr(scorer, "__name__", type(scorer).__name__)
-
-
-def score_with(scorer: Scorer, dataset: str, gold: Gold, answer: str, scale: str | None) -> Any:
-    """``scorer`` on an answer, with its scale field when it has one (``scale=``)."""
-    if scale is None:
-        return scorer(dataset, gold, answer)
-    return scorer(dataset, gold, answer, scale=scale)
-
-
-def check_scorers(items: Sequence[QAItem], scorer: Scorer | None, judge_model: str | None) -> dict[str, str]:
-    """Refuse (ConfigError) a source set whose trajectories could not be scored, before any model
-    call: each set's first item, its gold answer written as a solver would
-    (:func:`agent.qa.scoring.gold_as_prediction`), must score correct under the set's scorer,
-    and a judged set needs ``judge_model``. Returns set -> scorer label."""
-    score = scorer or default_scorer()
-    first: dict[str, QAItem] = {}
-    for it in items:
-        first.setdefault(it.source_set, it)
-    out: dict[str, str] = {}
-    for name, it in first.items():
-        d = it.question.dataset
-        out[name] = scorer_label(d, scorer, judge_model)
-        if d in JUDGED:
-            if not judge_model:
-                raise ConfigError(
-                    f"source {name!r} ({d}) is scored by a judge model and none is named; "
-                    "allowed: a judge model's registry key (qa.judge_model)"
-                )
-            continue
-        try:
-            s = score(d, it.gold, gold_as_prediction(d, it.gold))
-        except Exception as exc:  # any failure of a scorer refuses its source, named
-            raise ConfigError(
-                f"source {name!r}: its scorer ({out[name]}) cannot score item {it.item_id!r}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if not getattr(s, "correct", False):
-            raise ConfigError(
-                f"source {name!r}: its scorer ({out[name]}) scores the gold answer of item "
-                f"{it.item_id!r} as wrong ({getattr(s, 'detail', s)}); the scorer does not fit the data"
-            )
-    return out
 
 
 class _Builder:

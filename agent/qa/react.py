@@ -49,18 +49,17 @@ from agent.qa.schemas import (
     ANSWER_PATTERNS,
     FINAL,
     action_schema,
-    answer_property,
     char_bound,
     final_schema,
     with_lengths,
 )
 from agent.qa.solver_config import SolverConfig, solver_config_for
+from agent.qa.solver_replies import clip, plan_text, reply_json, step_from, with_scale
 from agent.qa.tatqa_metric import TATQA_SCALES
 from agent.qa.tools.base import Tool, ToolResult
 from agent.qa.trajectory import Step, Trajectory
 from bank.retrieval import RetrievalResult
 from serving.lockstep import Program
-from serving.replies import parse_reply
 from serving.types import ChatRequest, ChatResult, Message, image_data_url
 
 __all__ = ["SolverConfig", "QASolver", "ToolFactory", "solver_config_for"]
@@ -71,35 +70,6 @@ log = logging.getLogger(__name__)
 ToolFactory = Callable[[Question], Sequence[Tool]]
 
 _ELIDED = " [... earlier output elided]"
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: max(0, n - 24)] + f" [... {len(text) - n + 24} chars cut]"
-
-
-def _reply_json(res: ChatResult, schema: Mapping[str, Any], constrained: bool) -> tuple[Any, str | None]:
-    """The reply's JSON value and the error that makes it unusable (one of them None). A
-    constrained reply was parsed and checked by serving; a free one is read here: its first
-    ``{...}`` object (a fenced block or plain text around it is allowed), checked against the
-    same schema."""
-    if constrained:
-        if not res.is_fallback and isinstance(res.parsed, dict):
-            return res.parsed, None
-        return None, res.parse_error or f"finish_reason={res.finish_reason}"
-    if res.finish_reason in ("length", "error"):
-        return None, f"reply cut at max_tokens (finish_reason={res.finish_reason})"
-    text = res.text or ""
-    start = text.find("{")
-    if start < 0:
-        return None, "no JSON object in the reply"
-    import json
-
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as exc:
-        return None, f"invalid JSON: {exc.msg} at char {exc.pos}"
-    parsed, err = parse_reply(json.dumps(value), schema)
-    return (parsed, None) if err is None else (None, err)
 
 
 class QASolver:
@@ -171,13 +141,13 @@ class QASolver:
         cuts: list[str] = []
         context = question.context
         if c.context_chars is not None and len(context) > c.context_chars:
-            context = _clip(context, c.context_chars)
+            context = clip(context, c.context_chars)
             cuts.append("context")
         shown = []
         for t in transcriptions:
             if len(t) > c.observation_chars:
                 cuts.append("transcription")
-            shown.append(_clip(t, c.observation_chars))
+            shown.append(clip(t, c.observation_chars))
         data = {
             "question": question.text,
             "options": list(question.options),
@@ -229,70 +199,11 @@ class QASolver:
 
     # ------------------------------------------------------------------ Base
     def solve_base(self, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
-        """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory).
+        """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory);
+        :func:`agent.qa.base_variant.base_program` (model-only by default, or constrained)."""
+        from agent.qa.base_variant import base_program
 
-        The request holds the question, its options and its text context; no OCR transcription
-        (OCR is one of the tools). A model that takes images (``send_images``) gets the
-        question's images themselves; a text-only model gets none, so an item whose data is
-        only in its images is asked without it (counted by the evaluation).
-
-        ``base_mode="model_only"`` (the paper's): no schema, no answer-format hint, free text
-        out within ``base_max_tokens``, the final answer read by
-        :func:`agent.qa.final_answer.extract_final_answer` (call type ``qa_base``).
-        ``"constrained"``: a JSON reply (reasoning, answer, and a scale for the benchmarks of
-        ``scale_datasets``) with the question's answer format and pattern."""
-        t0 = time.perf_counter()
-        c = self.config
-        seed_ = c.sampling.seed if seed is None else seed
-        data, cuts = self._data(question, ())
-        del data["transcriptions"]
-        scaled = self._scaled(question)
-        if c.base_mode == "model_only":
-            del data["answer_format"]
-            system, user = self._base_free.render(**data)
-            msgs = [Message("system", system), Message("user", user, self._images(question))]
-            req = self._request(
-                msgs, None, seed=seed_, temperature=c.sampling.temperature,
-                max_tokens=c.base_max_tokens, call_type="qa_base",
-            )  # fmt: skip
-            (res,) = yield [req]
-            ok = res.finish_reason not in ("length", "error")
-            answer = extract_final_answer(res.text) if ok else ""
-            scale: str | None = None
-            thought = res.text
-        else:
-            system, user = self._base.render(**data, answer_scale=scaled)
-            msgs = [Message("system", system), Message("user", user, self._images(question))]
-            schema = dict(self._base_schema, properties=dict(self._base_schema["properties"]))
-            schema["properties"]["answer"] = answer_property(c.answer_chars, self._pattern(question))
-            if scaled:
-                schema["properties"]["scale"] = {"type": "string", "enum": list(TATQA_SCALES)}
-                schema["required"] = [*schema["required"], "scale"]
-            temp = c.sampling.temperature
-            (res,) = yield [self._request(msgs, schema, seed=seed_, temperature=temp, call_type="qa_base")]
-            ok = not res.is_fallback and isinstance(res.parsed, dict)
-            answer = extract_final_answer(str(res.parsed.get("answer", ""))) if ok else ""
-            scale = str(res.parsed.get("scale", "")) if ok and scaled else None
-            thought = res.parsed.get("reasoning", "") if ok else ""
-            if ok and len(str(res.parsed.get("answer", ""))) >= c.answer_chars:
-                cuts.append("answer")
-        if res.finish_reason == "length":
-            cuts.append("reply")
-        fb = None if answer else "no_answer"
-        step = _step_from(res, 0, "base", fallback=fb, thought=thought, cuts=tuple(cuts))
-        return Trajectory(
-            item_id=question.item_id,
-            dataset=question.dataset,
-            variant="base",
-            seed=seed_,
-            temperature=c.sampling.temperature,
-            steps=(step,),
-            answer=answer,
-            gate_ok=None,
-            fallbacks=(fb,) if fb else (),
-            wall_s=time.perf_counter() - t0,
-            answer_scale=scale,
-        )
+        return base_program(self, question, seed=seed)
 
     # ------------------------------------------------------------------ ReAct
     def solve(
@@ -381,21 +292,21 @@ class QASolver:
             """The reply as the conversation repeats it (a long one shortened, and counted)."""
             if len(res.text) > 4 * c.arg_chars:
                 into.append("history")
-            msgs.append(Message("assistant", _clip(res.text, 4 * c.arg_chars) or "{}"))
+            msgs.append(Message("assistant", clip(res.text, 4 * c.arg_chars) or "{}"))
 
         # plan
         (res,) = yield [self._request(msgs, self._plan_schema, seed=seed, temperature=temp, constrained=on)]
-        plan, _ = _reply_json(res, self._plan_schema, on)
+        plan, _ = reply_json(res, self._plan_schema, on)
         if res.finish_reason == "length":
             cuts.append("reply")
         echo(res, cuts)
         record(
-            _step_from(
+            step_from(
                 res,
                 len(steps),
                 "plan",
                 fallback=None if plan is not None else "plan_unparsed",
-                thought=_plan_text(plan) if plan is not None else "",
+                thought=plan_text(plan) if plan is not None else "",
                 cuts=tuple(cuts),
             )
         )
@@ -412,12 +323,12 @@ class QASolver:
             if res.finish_reason == "length":
                 cut.append("reply")
             echo(res, cut)
-            parsed, err = _reply_json(res, schema, on)
+            parsed, err = reply_json(res, schema, on)
             if parsed is None:
                 bad_streak += 1
                 assert err is not None
                 record(
-                    _step_from(
+                    step_from(
                         res, len(steps), "action", fallback="bad_reply", observation=err, cuts=tuple(cut)
                     )
                 )
@@ -441,14 +352,14 @@ class QASolver:
                 proposed, said_scale = self._final(args, scaled, cut)
                 verdict = check_answer(
                     question,
-                    _with_scale(proposed, said_scale),
+                    with_scale(proposed, said_scale),
                     Evidence.build(question, transcriptions, tool_outputs),
                     c.gate,
                 )
                 if verdict.ok or rejections >= c.gate_rejections:
                     fb = None if verdict.ok else "gate_unresolved"
                     record(
-                        _step_from(
+                        step_from(
                             res,
                             len(steps),
                             "action",
@@ -467,7 +378,7 @@ class QASolver:
                     kind="gate_rejected", reasons=list(verdict.reasons), steps_left=left
                 )[1]
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "action",
@@ -501,7 +412,7 @@ class QASolver:
                     fb = "tool_crash"
             if len(out.text) > c.observation_chars:
                 cut.append("tool_output")
-            shown = _clip(out.text, c.observation_chars)
+            shown = clip(out.text, c.observation_chars)
             attached: tuple[str, ...] = ()
             if out.ok:
                 tool_outputs.append((action, out))
@@ -514,7 +425,7 @@ class QASolver:
                     kind="tool_failed", tool=action, error=out.error or "error", output=shown, steps_left=left
                 )[1]
             record(
-                _step_from(
+                step_from(
                     res,
                     len(steps),
                     "action",
@@ -537,19 +448,19 @@ class QASolver:
             (res,) = yield [req]
             if res.finish_reason == "length":
                 cut.append("reply")
-            parsed, err = _reply_json(res, final_only, on)
+            parsed, err = reply_json(res, final_only, on)
             if parsed is not None:
                 args = dict(parsed["args"])
                 answer, scale = self._final(args, scaled, cut)
                 verdict = check_answer(
                     question,
-                    _with_scale(answer, scale),
+                    with_scale(answer, scale),
                     Evidence.build(question, transcriptions, tool_outputs),
                     c.gate,
                 )
                 gate_ok = verdict.ok
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "final_forced",
@@ -563,7 +474,7 @@ class QASolver:
                 )
             else:
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "final_forced",
@@ -601,30 +512,3 @@ class QASolver:
             return answer, None
         scale = str(args.get("scale", ""))
         return answer, scale if scale in TATQA_SCALES else ""
-
-
-def _with_scale(answer: str, scale: str | None) -> str:
-    """The answer as the gate reads it: a separate scale field written after it."""
-    if not scale or not answer:
-        return answer
-    return f"{answer}%" if scale == "percent" else f"{answer} {scale}"
-
-
-def _plan_text(plan: Mapping[str, Any]) -> str:
-    # fixed field order: a parsed reply replayed from the journal may list its keys differently
-    return "\n".join(f"{k}: {plan.get(k, '')}" for k in ("inputs", "experience", "plan"))
-
-
-def _step_from(res: ChatResult, index: int, kind: str, **fields: Any) -> Step:
-    return Step(
-        index=index,
-        kind=kind,
-        reply=res.text,
-        prompt_tokens=res.usage.prompt_tokens,
-        completion_tokens=res.usage.completion_tokens,
-        cached_tokens=res.usage.cached_tokens,
-        latency_s=res.latency_s,
-        finish_reason=res.finish_reason,
-        request_key=res.request_key,
-        **fields,
-    )
