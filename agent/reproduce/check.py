@@ -266,6 +266,7 @@ def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
     judge model is named). Loads at most :data:`SCORER_PROBE_ITEMS` items."""
     from agent.qa.bank_build import check_scorers
     from agent.qa.datasets import load_items
+    from agent.qa.scoring import JUDGED
     from localfin.errors import LocalfinError
 
     assert cfg.qa is not None
@@ -277,6 +278,8 @@ def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
         fix = "fix the data or the config's dataset/subset (the scorer must run before any model call)"
         return CheckItem(cfg.name, "missing", what, str(exc)[:300], fix)
     name = ", ".join(sorted(set(labels.values())))
+    if src.dataset in JUDGED:
+        return CheckItem(cfg.name, "ok", what, f"{name}: {len(loaded.items)} items load; judged after the run")
     return CheckItem(cfg.name, "ok", what, f"{name}: gold answers of {len(loaded.items)} items score correct")
 
 
