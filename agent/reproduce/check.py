@@ -279,7 +279,7 @@ def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
         return CheckItem(cfg.name, "missing", what, str(exc)[:300], fix)
     name = ", ".join(sorted(set(labels.values())))
     if src.dataset in JUDGED:
-        return CheckItem(cfg.name, "ok", what, f"{name}: {len(loaded.items)} items load; judged after the run")
+        return CheckItem(cfg.name, "ok", what, f"{name}: {len(loaded.items)} items load, judged")
     return CheckItem(cfg.name, "ok", what, f"{name}: gold answers of {len(loaded.items)} items score correct")
 
 
