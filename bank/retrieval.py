@@ -165,6 +165,8 @@ def format_memory_block(entries: Sequence[BankEntry]) -> str:
     parts = ["Relevant experience from solved problems:"]
     for i, e in enumerate(entries, 1):
         parts.append(f"[{i}] Similar question: {e.question}")
+        if e.answer:
+            parts.append(f"  Its answer: {e.answer}")
         parts.extend(f"  - Finding: {f}" for f in e.findings)
         parts.extend(f"  - Caution: {c}" for c in e.cautions)
     return "\n".join(parts)

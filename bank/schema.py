@@ -1,8 +1,9 @@
 """Values of the experience bank: entries, retrieval configuration, hits.
 
-An entry is one distilled experience (FinAcumen §4.2): the source question, the head of its
-context, findings from successful trajectories and cautions from failed ones, plus the id and
-dimension of the embedding model that produced its vector.
+An entry is one distilled experience (FinAcumen §4.2 and G.2): the source question, the head of
+its context, the source item's gold answer (a training item's: entries are built from training
+splits only), findings from successful trajectories and cautions from failed ones, plus the id
+and dimension of the embedding model that produced its vector.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class NewEntry:
     context_head: str = ""  # first CONTEXT_CHARS characters of the item's context
     findings: tuple[str, ...] = ()  # strategies from trajectories that reached the gold answer
     cautions: tuple[str, ...] = ()  # guard rules from trajectories that failed
+    #: the source item's gold answer as text (a training item's; "" when not recorded)
+    answer: str = ""
 
     def __post_init__(self) -> None:
         if not self.source_id:
@@ -81,6 +84,7 @@ class BankEntry:
     created_at: float  # unix seconds
     use_count: int = 0  # times rendered into a prompt
     hit_count: int = 0  # times returned by retrieval
+    answer: str = ""  # the source item's gold answer ("" in banks built before it was stored)
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class EntryRecord(BaseModel):
     context_head: str | None = None  # given instead of context when already cut
     findings: list[str] = Field(default_factory=list)
     cautions: list[str] = Field(default_factory=list)
+    answer: str = ""  # the source item's gold answer (training items only)
 
     def to_new_entry(self, context_chars: int = CONTEXT_CHARS) -> NewEntry:
         head = self.context_head if self.context_head is not None else self.context[:context_chars]
@@ -132,6 +137,7 @@ class EntryRecord(BaseModel):
             context_head=head[:context_chars],
             findings=tuple(self.findings),
             cautions=tuple(self.cautions),
+            answer=self.answer,
         )
 
 

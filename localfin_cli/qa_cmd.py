@@ -19,7 +19,9 @@ from localfin_cli._common import note, progress_for, quiet_run, result
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Financial QA (FinAcumen): build-bank, eval, analyze, demo.", no_args_is_help=True)
+app = typer.Typer(
+    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo.", no_args_is_help=True
+)
 
 _DATASET = typer.Option(..., "--dataset", help="tatqa, finmmr, bizbench, fintmmbench, finmme or demo.")
 _DATA = typer.Option(..., "--data", help="Local file or folder of the dataset (nothing is downloaded).")
@@ -238,39 +240,52 @@ def build_bank_cmd(
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
     max_retries: int = _RETRIES,
+    judge: str = typer.Option(
+        None, "--judge", help="Judge model of judged items (FinTMMBench; default: the solver's model)."
+    ),
+    judge_url: str = typer.Option(None, "--judge-base-url", help="The judge's server (--backend openai)."),
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
+    from agent.qa.programs import ByModel
     from agent.qa.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
+    judge_model = judge or model
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
     ):
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
+        jb = None
         try:
             _start(be, log)
+            if judge_model != model and any(it.question.dataset == "fintmmbench" for it in items):
+                jb, _ = _backend(backend, judge_model, judge_url or base_url, request_timeout, max_retries)
+                _start(jb, log)
             factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
                     items,
                     solver,
-                    be,
+                    ByModel(be, {judge_model: jb}) if jb is not None else be,
                     b,
                     _embedder(embedder),
                     run,
                     config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
+                    judge_model=judge_model,
                     data_files=[data],
                     transcriber=_transcriber(names, items),
                     progress=progress_for(log),
                 )
         finally:
             be.close()
+            if jb is not None:
+                jb.close()
         result(log, json.dumps(rep.__dict__))
 
 
@@ -409,6 +424,46 @@ def analyze_cmd(
                 dirs, target, bank=b, embedder=_embedder(embedder), questions=[i.question for i in items]
             )
     result(None, md.read_text(encoding="utf-8"))
+
+
+@app.command("judge-check")
+def judge_check_cmd(
+    ctx: typer.Context,
+    dataset: str = typer.Option("fintmmbench", "--dataset", help="The judged benchmark (fintmmbench)."),
+    data: Path = _DATA,
+    split: str = _SPLIT,
+    subset: str = _SUBSET,
+    offset: int = _OFFSET,
+    limit: int = typer.Option(200, "--limit", help="Items whose gold and perturbed answers are judged."),
+    judge: str = typer.Option(
+        "qwen3-4b-nothink",
+        "--judge",
+        help="Registry key of the judge model (the configs' FinTMMBench judge).",
+    ),
+    backend: str = _BACKEND,
+    base_url: str = _URL,
+    out: Path = typer.Option(None, "--out", help="Output folder (default: named from the arguments)."),
+) -> None:
+    """How far the judge can be trusted: its verdicts on the items' gold answers (should be right)
+    and on perturbed wrong answers (should be wrong)."""
+    from agent.qa.judge_check import judge_check
+    from localfin import env
+
+    items, _ = _items(dataset, data, split, offset, limit, None, subset)
+    target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
+    with quiet_run(ctx, "qa-judge-check", target) as log:
+        be, _reg = _backend(backend, judge, base_url)
+        try:
+            _start(be, log)
+            check = judge_check(items, be, judge, target)
+        finally:
+            be.close()
+        note(
+            log,
+            f"{judge}: {check.gold_right}/{check.n} gold answers judged right, "
+            f"{check.wrong_caught}/{check.wrong_n} perturbed answers judged wrong",
+        )
+        result(log, json.dumps(check.__dict__))
 
 
 @app.command("demo")

@@ -56,7 +56,10 @@ def reproduce(
         "--rehearse folder whose journal gives the calls per step (default: $LOCALFIN_RUNS_DIR/rehearse).",
     ),
     data_root: Path = typer.Option(
-        None, "--data-root", help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
+        None,
+        "--data-root",
+        help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR); --rehearse reads a few items "
+        "of the released benchmarks there and writes stand-ins for the rest.",
     ),
     model: str = typer.Option("smollm2-135m", "--model", help="--smoke: registry key of the CPU model."),
     rehearse: bool = typer.Option(
@@ -93,7 +96,7 @@ def reproduce(
         return
     cfgs = _configs(config)
     if rehearse:
-        _rehearse(ctx, cfgs, out, paths)
+        _rehearse(ctx, cfgs, out, paths, data_root or env.data_dir())
         return
     if check:
         items = [i for c in cfgs for i in check_config(c, data_root=data_root)]
@@ -164,7 +167,7 @@ def _plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
     result(None, "\n\n".join(texts))
 
 
-def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str) -> None:
+def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str, data_root: Path) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from localfin import env
     from localfin.errors import ConfigError
@@ -177,8 +180,9 @@ def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str) -> N
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
         res = rehearse(
-            cfgs, base, shared=shared, registry=default_registry(), paths=chosen, progress=progress_for(rl)
-        )
+            cfgs, base, shared=shared, registry=default_registry(), paths=chosen, progress=progress_for(rl),
+            data_root=data_root,
+        )  # fmt: skip
         md, _ = write_rehearsal(res, base)
         failed = [
             f"{n}: {c.path} {c.call_type} {c.name}: {c.detail}" for n, r in res.items() for c in r.failed

@@ -5,5 +5,6 @@ from __future__ import annotations
 __all__ = ["CALL_TYPES"]
 
 #: The model calls of FinAcumen (their ``call_type`` labels; the agent owns these names): the
-#: solver's plan/action steps, the memory annotator, the bank summarizer and the judge.
-CALL_TYPES = ("qa_solve", "qa_annotate", "bank_summarize", "judge")
+#: solver's plan/action steps, the Base variant's one call, the memory annotator, the bank
+#: summarizer and the judge.
+CALL_TYPES = ("qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge")

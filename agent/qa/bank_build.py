@@ -5,15 +5,29 @@ For each training item: K trajectories of the tools-only solver sampled at tempe
 scored against the gold answer with the benchmark's scorer; then one summary call (call type
 ``bank_summarize``) that sees the gold answer and the scored trajectories and writes findings
 (only when some trajectory succeeded) and cautions (only when some failed). Each summary
-becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, findings,
-cautions), embedded with question + the first 600 context characters; its ``dataset`` is the
+becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, the
+training item's gold answer, findings, cautions: the paper's entry, G.2), embedded with
+question + the first 600 context characters; its ``dataset`` is the
 item's source set (``finmmr/easy``, :attr:`agent.qa.items.QAItem.source_set`), the group the
 paper's stratified snapshots draw from. The report counts items and entries per source set and
 for the whole bank, with the embedder and its dimension.
 
+Each source is scored by its own rule: the benchmarks' scorer (:func:`agent.qa.scoring.
+score_answer`, or the ``scorer`` given) for the scored benchmarks, and a judge model
+(``judge_model``) for FinTMMBench, whose K trajectories go to the judge as one batch inside the
+same lockstep rounds (journaled with the build's calls; a backend that serves both models, such
+as :class:`agent.qa.programs.ByModel`, routes them). Before any model call the build checks that
+every source set can be scored: its first item's gold answer, written as a solver would, must
+score correct under its scorer, and a judged set needs a judge model; a source that fails is
+refused with the reason.
+
+Items run in waves (``items_per_wave``); the entries of a wave are committed to the bank, and its
+trace rows appended, when the wave ends. A build that is stopped keeps every committed wave: run
+again with the same arguments, items already in the bank (by source id) are skipped and the
+rest replay from the journal, so the bank ends as an uninterrupted build's would.
+
 Only items whose split is not ``test`` are accepted: a test item passed here is an error, and
-evaluation never writes to the bank. Items already in the bank (by source id) are skipped, so
-a killed build is rerun to completion (model calls replay from the journal).
+evaluation never writes to the bank.
 """
 
 from __future__ import annotations
@@ -29,10 +43,12 @@ from typing import Any
 from agent.prompting import load_prompt
 from agent.qa import runs
 from agent.qa.items import Gold, QAItem
-from agent.qa.programs import merged, run_waves
+from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.programs import merged
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
-from agent.qa.scoring import score_answer
+from agent.qa.scorer_check import Scorer, check_scorers, default_scorer, score_with, scorer_label
+from agent.qa.scoring import JUDGED
 from agent.qa.trajectory import Trajectory
 from bank.embedder import Embedder
 from bank.schema import CONTEXT_CHARS, NewEntry
@@ -41,22 +57,22 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import Program, RoundInfo
+from serving.lockstep import Program, RoundInfo, run_lockstep
 from serving.types import ChatRequest, Message
 
-__all__ = ["BankBuildConfig", "BankBuildReport", "ItemOutcome", "Scorer", "build_bank", "default_scorer"]
+__all__ = [
+    "BankBuildConfig",
+    "BankBuildReport",
+    "ItemOutcome",
+    "Scorer",
+    "build_bank",
+    "check_scorers",
+    "default_scorer",
+    "score_with",
+    "scorer_label",
+]
 
 log = logging.getLogger(__name__)
-
-#: ``scorer(dataset, gold, prediction)`` returns an object with a boolean ``correct``
-#: (:func:`agent.qa.scoring.score_answer`).
-Scorer = Callable[[str, Gold, str], Any]
-
-
-def default_scorer() -> Scorer:
-    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`)."""
-
-    return score_answer
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,8 @@ class ItemOutcome:
     entry: NewEntry | None
     fallback: str | None = None  # summary_unparsed, summary_empty
     summary_reply: str = ""
+    source_set: str = ""
+    scored_by: str = ""  # the scorer's name, or "judge <model>"
 
 
 @dataclass(frozen=True)
@@ -130,12 +148,14 @@ class BankBuildReport:
     replayed: int = 0
     wall_s: float = 0.0
     run_dir: str = ""
-    #: per source set (:attr:`QAItem.source_set`): items given, already in the bank, entries added
-    by_source: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per source set (:attr:`QAItem.source_set`): items given, already in the bank, items run,
+    #: trajectories scored, of them correct, entries added, and which scorer graded them
+    by_source: dict[str, dict[str, Any]] = field(default_factory=dict)
     bank_rows: int = 0  # entries in the bank after the build
     bank_by_source: dict[str, int] = field(default_factory=dict)  # entries per source set, whole bank
     embedder: str = ""
     embedder_dim: int = 0
+    waves: int = 0  # waves run (and committed) in this call
 
 
 def describe(traj: Trajectory, chars: int) -> str:
@@ -169,9 +189,13 @@ class _Builder:
         scorer: Scorer,
         config: BankBuildConfig,
         transcriber: Callable[[str], str] | None,
+        judge_model: str | None,
+        labels: dict[str, str],
     ) -> None:
         self.solver, self.scorer, self.config = solver, scorer, config
         self.transcriber = transcriber
+        self.judge_model = judge_model
+        self.labels = labels
         self.prompt = load_prompt("qa_summarize")
 
     def summary_request(
@@ -179,11 +203,21 @@ class _Builder:
     ) -> ChatRequest:
         c = self.config
         schema = with_lengths(self.prompt.schema, {"findings": c.lesson_chars, "cautions": c.lesson_chars})
-        schema["properties"]["findings"]["maxItems"] = c.max_lessons if any(correct) else 0
-        schema["properties"]["cautions"]["maxItems"] = c.max_lessons if not all(correct) else 0
+        f, k = schema["properties"]["findings"], schema["properties"]["cautions"]
+        f["maxItems"] = c.max_lessons if any(correct) else 0
+        k["maxItems"] = c.max_lessons if not all(correct) else 0
+        # a lesson is asked for where there is something to learn from (a success, a failure)
+        f["minItems"], k["minItems"] = min(1, f["maxItems"]), min(1, k["maxItems"])
+        for prop in (f, k):
+            prop["items"]["minLength"] = 1
         q = item.question
         shown = [
-            {"index": j + 1, "correct": ok, "answer": t.answer[:120], "steps": describe(t, c.steps_chars)}
+            {
+                "index": j + 1,
+                "correct": ok,
+                "answer": _answer_text(t)[:120],
+                "steps": describe(t, c.steps_chars),
+            }
             for j, (t, ok) in enumerate(zip(trajs, correct))
         ]
         system, user = self.prompt.render(
@@ -212,14 +246,25 @@ class _Builder:
             for j in range(c.k)
         ]
         trajs: list[Trajectory] = yield from merged(subs)
-        correct = tuple(bool(self.scorer(q.dataset, item.gold, t.answer).correct) for t in trajs)
+        if q.dataset in JUDGED:
+            assert self.judge_model
+            answers = [_answer_text(t) for t in trajs]
+            verdicts = yield judge_requests([item] * len(trajs), answers, self.judge_model)
+            correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
+        else:
+            correct = tuple(
+                bool(score_with(self.scorer, q.dataset, item.gold, t.answer, t.answer_scale).correct)
+                for t in trajs
+            )
+        label = self.labels.get(item.source_set, "")
         (res,) = yield [self.summary_request(item, trajs, correct)]
+        done = {"source_set": item.source_set, "scored_by": label}
         if res.is_fallback or not isinstance(res.parsed, dict):
-            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_unparsed", res.text)
+            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_unparsed", res.text, **done)
         findings = tuple(f.strip() for f in res.parsed.get("findings", []) if f.strip())
         cautions = tuple(x.strip() for x in res.parsed.get("cautions", []) if x.strip())
         if not findings and not cautions:
-            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_empty", res.text)
+            return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_empty", res.text, **done)
         entry = NewEntry(
             source_id=q.item_id,
             dataset=item.source_set,
@@ -227,8 +272,16 @@ class _Builder:
             context_head=q.context[: c.context_chars],
             findings=findings,
             cautions=cautions,
+            answer=_gold_text(item.gold),
         )
-        return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text)
+        return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text, **done)
+
+
+def _answer_text(t: Trajectory) -> str:
+    """A trajectory's answer as one string (a separate scale field written after it)."""
+    if not t.answer_scale or not t.answer:
+        return t.answer
+    return f"{t.answer}%" if t.answer_scale == "percent" else f"{t.answer} {t.answer_scale}"
 
 
 def _check_training(items: Sequence[QAItem]) -> None:
@@ -253,6 +306,7 @@ def build_bank(
     *,
     config: BankBuildConfig | None = None,
     scorer: Scorer | None = None,
+    judge_model: str | None = None,
     data_files: Sequence[str | Path] = (),
     transcriber: Callable[[str], str] | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -262,12 +316,14 @@ def build_bank(
     Args:
         items: training items (``split`` train, validation or dev); test items are refused.
         solver: the tools-only solver (its memory is not used here).
-        backend: the model backend (wrapped here in a journal in ``run_dir``).
-        bank: the bank to add entries to.
+        backend: the model backend (wrapped here in a journal in ``run_dir``); it serves the
+            solver's model and, for judged sources, ``judge_model``.
+        bank: the bank to add entries to (each wave's entries committed when the wave ends).
         embedder: the embedding model of the bank.
         run_dir: the build's run folder (journal, trace, manifest).
         config: construction settings.
         scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
+        judge_model: registry key of the model that grades judged sources (FinTMMBench).
         data_files: dataset files whose digests go into the manifest.
         transcriber: OCR of one image (before the loop, as at test time); None: none.
         progress: progress display.
@@ -276,39 +332,60 @@ def build_bank(
     _check_training(items)
     if solver.memory is not None:
         raise ConfigError("bank building samples the tools-only solver; give a solver without memory")
+    labels = check_scorers(items, scorer, judge_model)  # before any model call
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     have = set(bank.sources)
     todo = [it for it in items if it.item_id not in have]
-    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber)
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
     t0 = time.perf_counter()
+    size = cfg.items_per_wave or max(1, len(todo))
+    outcomes: list[ItemOutcome] = []
+    entries: list[NewEntry] = []
+    waves = 0
     with Journal(run_dir / runs.JOURNAL, run_id=run_dir.name) as journal:
         jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))
         with progress.task(f"bank build: {len(todo)} items x {cfg.k} trajectories", total=len(todo)) as task:
+            for lo in range(0, len(todo), size):
+                done = len(outcomes)
 
-            def on_round(done: int, info: RoundInfo) -> None:
-                task.update(
-                    completed=done + info.finished, info=f"round {info.round}, {info.requests} requests"
+                def on_round(info: RoundInfo, done: int = done) -> None:
+                    task.update(
+                        completed=done + info.finished, info=f"round {info.round}, {info.requests} requests"
+                    )
+
+                wave = run_lockstep(
+                    [builder.program(it) for it in todo[lo : lo + size]], jb, on_round=on_round
                 )
-
-            outcomes = run_waves(
-                [builder.program(it) for it in todo], jb, wave=cfg.items_per_wave, on_round=on_round
-            )
-        entries = [o.entry for o in outcomes if o.entry is not None]
-        for lo in range(0, len(entries), cfg.add_batch):
-            bank.add_texts(entries[lo : lo + cfg.add_batch], embedder, cfg.context_chars, save_index=False)
-        bank.flush()
+                made = [o.entry for o in wave if o.entry is not None]
+                for b in range(0, len(made), cfg.add_batch):  # committed before the next wave starts
+                    bank.add_texts(made[b : b + cfg.add_batch], embedder, cfg.context_chars, save_index=False)
+                bank.flush()
+                _append_trace(run_dir, wave)
+                outcomes += wave
+                entries += made
+                waves += 1
         calls, replayed = jb.called, jb.replayed
+    _dedupe_trace(run_dir)
     fallbacks: dict[str, int] = {}
     for o in outcomes:
         if o.fallback:
             fallbacks[o.fallback] = fallbacks.get(o.fallback, 0) + 1
     flat = [ok for o in outcomes for ok in o.correct]
-    by_source: dict[str, dict[str, int]] = {}
+    by_source: dict[str, dict[str, Any]] = {}
     for it in items:
-        row = by_source.setdefault(it.source_set, {"items": 0, "in_bank_before": 0, "added": 0})
+        row = by_source.setdefault(
+            it.source_set,
+            {"items": 0, "in_bank_before": 0, "run": 0, "trajectories": 0, "correct": 0, "added": 0,
+             "scored_by": labels.get(it.source_set, "")},
+        )  # fmt: skip
         row["items"] += 1
         row["in_bank_before"] += it.item_id in have
+    for o in outcomes:
+        row = by_source[o.source_set]
+        row["run"] += 1
+        row["trajectories"] += len(o.correct)
+        row["correct"] += sum(o.correct)
     for e in entries:
         by_source[e.dataset]["added"] += 1
     bank_by_source: dict[str, int] = {}
@@ -329,20 +406,7 @@ def build_bank(
         bank_by_source=dict(sorted(bank_by_source.items())),
         embedder=embedder.model_id,
         embedder_dim=embedder.dim,
-    )
-    runs.write_jsonl(
-        run_dir / runs.TRACE,
-        (
-            {
-                "item_id": o.item_id,
-                "correct": list(o.correct),
-                "entry": o.entry,
-                "fallback": o.fallback,
-                "summary_reply": o.summary_reply,
-                "trajectories": [t.to_dict() for t in o.trajectories],
-            }
-            for o in outcomes
-        ),
+        waves=waves,
     )
     runs.write_json(run_dir / runs.SCORES, report)
     runs.write_json(
@@ -351,7 +415,7 @@ def build_bank(
             kind="bank_build",
             model=solver.config.model,
             revision=runs.journal_revision(run_dir / runs.JOURNAL),
-            config={"build": cfg, "solver": solver.config},
+            config={"build": cfg, "solver": solver.config, "judge_model": judge_model or ""},
             data_files=data_files,
             seed=cfg.seed,
             extra={
@@ -360,14 +424,47 @@ def build_bank(
                 "embedder": embedder.model_id,
                 "embedder_dim": embedder.dim,
                 "items": [it.item_id for it in items],
+                "scored_by": labels,
             },
         ),
     )
     log.info(
-        "bank build: %d entries added from %d items; the bank holds %d (%s)",
+        "bank build: %d entries added from %d items in %d wave(s); the bank holds %d (%s)",
         len(entries),
         len(todo),
+        waves,
         len(bank),
         ", ".join(f"{k} {v}" for k, v in report.bank_by_source.items()),
     )
     return report
+
+
+def _trace_row(o: ItemOutcome) -> dict[str, Any]:
+    return {
+        "item_id": o.item_id,
+        "source_set": o.source_set,
+        "scored_by": o.scored_by,
+        "correct": list(o.correct),
+        "entry": o.entry,
+        "fallback": o.fallback,
+        "summary_reply": o.summary_reply,
+        "trajectories": [t.to_dict() for t in o.trajectories],
+    }
+
+
+def _append_trace(run_dir: Path, wave: Sequence[ItemOutcome]) -> None:
+    """Append a finished wave's rows to the trace (so a stopped build keeps them)."""
+    with (run_dir / runs.TRACE).open("a", encoding="utf-8") as fh:
+        for o in wave:
+            fh.write(json.dumps(runs.to_jsonable(_trace_row(o)), ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def _dedupe_trace(run_dir: Path) -> None:
+    """One row per item (the last attempt's), after a resumed build appended its rows again."""
+    path = run_dir / runs.TRACE
+    if not path.exists():
+        return
+    rows: dict[str, dict[str, Any]] = {}
+    for r in runs.read_jsonl(path):
+        rows[str(r["item_id"])] = r
+    runs.write_jsonl(path, rows.values())

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.qa import runs
-from agent.qa.bank_build import Scorer, default_scorer
+from agent.qa.bank_build import Scorer, default_scorer, score_with
 from agent.qa.items import QAItem, Question
 from agent.qa.memory import ExperienceMemory
 from agent.qa.programs import run_waves
@@ -218,7 +218,8 @@ def evaluate(
         config: variant and solver settings.
         tools: per-question tool factory (``ft`` and ``ft_fm``).
         memory: the experience memory (``ft_fm`` only).
-        scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
+        scorer: ``scorer(dataset, gold, prediction)`` (with ``scale=`` for an answer that has a
+            scale field); default the benchmarks' scorer.
         transcriber: OCR of one image (questions with images); None: no transcriptions.
         data_files: dataset files whose digests go into the manifest.
         progress: progress display.
@@ -284,7 +285,7 @@ def evaluate(
 
     rows = []
     for item, traj in zip(items, trajs):  # gold is read from here on, after every program ended
-        s = score(item.question.dataset, item.gold, traj.answer)
+        s = score_with(score, item.question.dataset, item.gold, traj.answer, traj.answer_scale)
         row = traj.to_dict()
         row.update(
             correct=bool(s.correct),

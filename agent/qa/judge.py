@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from agent.prompting import load_prompt
 from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
+from agent.qa.schemas import char_bound
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
 
@@ -34,7 +35,7 @@ def judge_requests(
     predictions: Sequence[str],
     model: str,
     *,
-    max_tokens: int = 128,
+    max_tokens: int | None = None,
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -42,15 +43,18 @@ def judge_requests(
         items: the items (their question text and gold answer go into the judge prompt).
         predictions: the solver's final answers, one per item.
         model: registry key of the judge model.
-        max_tokens: reply budget (the verdict JSON needs about 60 tokens).
+        max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
+            one character), so a reply is never cut before its JSON closes.
     """
     if len(items) != len(predictions):
         raise ConfigError(
             f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
         )
+    prompt = load_prompt(JUDGE_PROMPT)
+    if max_tokens is None:
+        max_tokens = char_bound(prompt.schema or {}) + 16
     if not 16 <= max_tokens <= 4096:
         raise ConfigError(f"max_tokens={max_tokens}; allowed: 16..4096")
-    prompt = load_prompt(JUDGE_PROMPT)
     out = []
     for item, pred in zip(items, predictions):
         gold = item.gold.answer

@@ -63,10 +63,10 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
 
     score = inner or score_answer
 
-    def scorer(dataset: str, gold: Gold, prediction: str) -> Any:
+    def scorer(dataset: str, gold: Gold, prediction: str, **kw: Any) -> Any:
         if dataset in JUDGED_DATASETS:
             return ItemScore(False, 0.0, f"judged by a model after the run: see {JUDGE_SCORES}")
-        return score(dataset, gold, prediction)
+        return score(dataset, gold, prediction, **kw)
 
     return scorer
 
@@ -78,7 +78,7 @@ def judge_run(
     judge_model: str,
     *,
     chunk_size: int = 256,
-    max_tokens: int = 128,
+    max_tokens: int | None = None,
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -88,7 +88,7 @@ def judge_run(
         backend: serves ``judge_model`` (journaled here in ``run_dir/judge.sqlite``).
         judge_model: registry key of the judge model.
         chunk_size: judge calls per journal transaction.
-        max_tokens: reply budget of one verdict.
+        max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
     """
     run = Path(run_dir)
     trace = runs.read_jsonl(run / runs.TRACE)

@@ -155,6 +155,7 @@ class ExperienceMemory:
         shown = [
             {
                 "question": self._clip(e.question),
+                "answer": self._clip(e.answer),
                 "findings": [self._clip(f) for f in e.findings],
                 "cautions": [self._clip(c) for c in e.cautions],
             }

@@ -1,6 +1,7 @@
 """Running several lockstep programs as one: the bank builder's K trajectories of one item
 reach the engine in the same batch (K requests with K seeds), and the item's program goes on
-(scoring, summary) when all K have ended."""
+(scoring, summary) when all K have ended. :class:`ByModel` sends each request of a batch to the
+backend that serves its model (the solver's engine and a separate judge's)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from serving.backend import Backend
 from serving.lockstep import Program, RoundInfo, run_lockstep
 from serving.types import ChatRequest
 
-__all__ = ["merged", "run_waves"]
+__all__ = ["ByModel", "merged", "run_waves"]
 
 T = TypeVar("T")
 
@@ -69,3 +70,28 @@ def run_waves(
         cb = (lambda info, d=done: on_round(d, info)) if on_round is not None else None
         out.extend(run_lockstep(programs[lo : lo + size], backend, on_round=cb))
     return out
+
+
+class ByModel:
+    """A backend over several: each request goes to the backend of its ``model`` key (the
+    rest to ``default``), one ``chat`` call per backend per batch, results back in request
+    order. Closing it closes nothing (the caller owns the backends)."""
+
+    def __init__(self, default: Backend, by_model: dict[str, Backend]) -> None:
+        self.default = default
+        self.by_model = dict(by_model)
+        self.name = "+".join(dict.fromkeys([default.name, *(b.name for b in self.by_model.values())]))
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[Any]:
+        groups: dict[int, tuple[Backend, list[int]]] = {}
+        for i, r in enumerate(requests):
+            b = self.by_model.get(r.model, self.default)
+            groups.setdefault(id(b), (b, []))[1].append(i)
+        out: list[Any] = [None] * len(requests)
+        for b, idx in groups.values():
+            for i, res in zip(idx, b.chat([requests[i] for i in idx])):
+                out[i] = res
+        return out
+
+    def close(self) -> None:
+        return None

@@ -5,11 +5,14 @@ One run of :meth:`QASolver.solve`:
 1. memory (Base+FT+FM only): the annotator call when retrieval found entries (else nothing);
 2. a planning call: the question, its data and image transcriptions (and the memory block, if
    any) in; ``inputs``, ``experience``, ``plan`` out;
-3. at most ``max_steps`` action calls, each a schema-constrained JSON object
-   ``{"thought", "action", "args"}`` whose action is a tool name or ``final_answer``. A tool's
-   output (or its failure) is shown next. A final answer goes through the answer gate
-   (:mod:`agent.qa.gate`): a failed check sends its reasons back and the loop continues; after
-   ``gate_rejections`` rejections the next answer stands, flagged ``gate_unresolved``;
+3. at most ``max_steps`` action calls, each a JSON object ``{"thought", "action", "args"}``
+   (schema-constrained with ``action_schema``; otherwise the first JSON object of a free reply,
+   checked against the same schema) whose action is a tool name or ``final_answer``. A tool's
+   output (or its failure) is shown next. A final answer (its ``answer`` read by
+   :func:`agent.qa.final_answer.extract_final_answer`; with a ``scale`` beside it for the
+   benchmarks of ``scale_datasets``) goes through the answer gate (:mod:`agent.qa.gate`): a
+   failed check sends its reasons back and the loop continues; after ``gate_rejections``
+   rejections the next answer stands, flagged ``gate_unresolved``;
 4. when no steps are left (or ``max_bad_replies`` unusable replies came in a row), one forced
    call whose schema only allows ``final_answer``.
 
@@ -20,7 +23,13 @@ is itself unusable leaves the answer empty (``no_answer``). Tools are created pe
 factory and closed when the program ends. The program is deterministic given the model's
 replies, so a journaled rerun reaches the same state.
 
-:meth:`QASolver.solve_base` is the Base variant: one call, no tools, no memory, no gate.
+:meth:`QASolver.solve_base` is the Base variant: one call, no tools, no memory, no gate; by
+default the paper's model-only Base (free text, the final answer read by the same rule),
+``base_mode="constrained"`` the schema-constrained one.
+
+Every limit that cuts something (context, transcription, tool output, elision, thought, answer,
+reply) is recorded on the step as a :data:`agent.qa.trajectory.CUTS` label, so a run reports
+its cuts per call type.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent.prompting import load_prompt
+from agent.qa.final_answer import extract_final_answer
 from agent.qa.gate import Evidence, check_answer, question_format
 from agent.qa.items import Question
 from agent.qa.memory import ExperienceMemory
@@ -39,12 +49,13 @@ from agent.qa.schemas import (
     ANSWER_PATTERNS,
     FINAL,
     action_schema,
-    answer_property,
     char_bound,
     final_schema,
     with_lengths,
 )
 from agent.qa.solver_config import SolverConfig, solver_config_for
+from agent.qa.solver_replies import clip, plan_text, reply_json, step_from, with_scale
+from agent.qa.tatqa_metric import TATQA_SCALES
 from agent.qa.tools.base import Tool, ToolResult
 from agent.qa.trajectory import Step, Trajectory
 from bank.retrieval import RetrievalResult
@@ -59,10 +70,6 @@ log = logging.getLogger(__name__)
 ToolFactory = Callable[[Question], Sequence[Tool]]
 
 _ELIDED = " [... earlier output elided]"
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: max(0, n - 24)] + f" [... {len(text) - n + 24} chars cut]"
 
 
 class QASolver:
@@ -87,6 +94,7 @@ class QASolver:
         self._solve = load_prompt("qa_solve")
         self._step = load_prompt("qa_step")
         self._base = load_prompt("qa_base")
+        self._base_free = load_prompt("qa_base_free")
         c = config
         self._plan_schema = with_lengths(
             self._solve.schema,
@@ -98,28 +106,56 @@ class QASolver:
 
     # ------------------------------------------------------------------ requests
     def _request(
-        self, messages: Sequence[Message], schema: Mapping[str, Any], *, seed: int | None, temperature: float
+        self,
+        messages: Sequence[Message],
+        schema: Mapping[str, Any] | None,
+        *,
+        seed: int | None,
+        temperature: float,
+        constrained: bool = True,
+        max_tokens: int | None = None,
+        call_type: str = "qa_solve",
     ) -> ChatRequest:
+        """A request of this solver: ``schema`` sent when ``constrained``; the budget is
+        ``max_tokens``, else the config's, else the schema's worst case."""
         c = self.config
+        budget = max_tokens or c.max_tokens or (char_bound(schema) + 16 if schema is not None else None)
+        if budget is None:
+            raise ValueError("a request without a schema needs an explicit max_tokens")
         return ChatRequest(
             model=c.model,
             messages=tuple(messages),
-            max_tokens=c.max_tokens or char_bound(schema) + 16,
-            json_schema=schema,
-            call_type="qa_solve",
+            max_tokens=budget,
+            json_schema=schema if constrained else None,
+            call_type=call_type,
             **replace(c.sampling, seed=seed, temperature=temperature).request_fields(),
         )
 
-    def _data(self, question: Question, transcriptions: Sequence[str]) -> dict[str, Any]:
+    def _scaled(self, question: Question) -> bool:
+        """Whether this question's final answer carries a separate scale field."""
+        return question.dataset in self.config.scale_datasets
+
+    def _data(self, question: Question, transcriptions: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+        """The prompt's data fields and the cuts made to them."""
         c = self.config
-        context = question.context if c.context_chars is None else _clip(question.context, c.context_chars)
-        return {
+        cuts: list[str] = []
+        context = question.context
+        if c.context_chars is not None and len(context) > c.context_chars:
+            context = clip(context, c.context_chars)
+            cuts.append("context")
+        shown = []
+        for t in transcriptions:
+            if len(t) > c.observation_chars:
+                cuts.append("transcription")
+            shown.append(clip(t, c.observation_chars))
+        data = {
             "question": question.text,
             "options": list(question.options),
             "answer_format": question.answer_format,
             "context": context,
-            "transcriptions": [_clip(t, c.observation_chars) for t in transcriptions],
+            "transcriptions": shown,
         }
+        return data, cuts
 
     def _pattern(self, question: Question) -> str | None:
         """The final answer's pattern, by the answer kind the question text asks for."""
@@ -144,9 +180,11 @@ class QASolver:
             note += f"; {left} not shown: at most {self.config.max_images} per conversation"
         return shown, note + ")"
 
-    def _fit(self, messages: list[Message], observed: list[int]) -> list[Message]:
-        """Elide the oldest tool outputs until the conversation is under ``max_prompt_chars``."""
+    def _fit(self, messages: list[Message], observed: list[int]) -> tuple[list[Message], int]:
+        """Elide the oldest tool outputs until the conversation is under ``max_prompt_chars``;
+        returns the messages and how many outputs were newly elided."""
         total = sum(len(m.content) for m in messages)
+        elided = 0
         for i in observed:
             if total <= self.config.max_prompt_chars:
                 break
@@ -156,48 +194,16 @@ class QASolver:
             short = m.content[:120] + _ELIDED
             total -= len(m.content) - len(short)
             messages[i] = Message(m.role, short, m.images)
-        return messages
+            elided += 1
+        return messages, elided
 
     # ------------------------------------------------------------------ Base
     def solve_base(self, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
-        """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory).
+        """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory);
+        :func:`agent.qa.base_variant.base_program` (model-only by default, or constrained)."""
+        from agent.qa.base_variant import base_program
 
-        The request holds the question, its options and its text context; no OCR transcription
-        (OCR is one of the tools). A model that takes images (``send_images``) gets the
-        question's images themselves; a text-only model gets none, so an item whose data is
-        only in its images is asked without it (counted by the evaluation)."""
-        t0 = time.perf_counter()
-        c = self.config
-        data = self._data(question, ())
-        del data["transcriptions"]
-        system, user = self._base.render(**data)
-        msgs = [Message("system", system), Message("user", user, self._images(question))]
-        schema = dict(self._base_schema, properties=dict(self._base_schema["properties"]))
-        schema["properties"]["answer"] = answer_property(c.answer_chars, self._pattern(question))
-        (res,) = yield [
-            self._request(
-                msgs,
-                schema,
-                seed=c.sampling.seed if seed is None else seed,
-                temperature=c.sampling.temperature,
-            )
-        ]
-        ok = not res.is_fallback and isinstance(res.parsed, dict)
-        answer = str(res.parsed.get("answer", "")).strip() if ok else ""
-        fb = None if answer else "no_answer"
-        step = _step_from(res, 0, "base", fallback=fb, thought=res.parsed.get("reasoning", "") if ok else "")
-        return Trajectory(
-            item_id=question.item_id,
-            dataset=question.dataset,
-            variant="base",
-            seed=seed if seed is not None else c.sampling.seed,
-            temperature=c.sampling.temperature,
-            steps=(step,),
-            answer=answer,
-            gate_ok=None,
-            fallbacks=(fb,) if fb else (),
-            wall_s=time.perf_counter() - t0,
-        )
+        return base_program(self, question, seed=seed)
 
     # ------------------------------------------------------------------ ReAct
     def solve(
@@ -254,11 +260,14 @@ class QASolver:
             if ann is not None:
                 record(ann)
 
+        scaled = self._scaled(question)
+        data, cuts = self._data(question, transcriptions)
         tool_info = [{"name": t.name, "description": t.description} for t in tools]
         system, user = self._solve.render(
             tools=tool_info,
             memory_section=f"{block}\n\n" if block else "",
-            **self._data(question, transcriptions),
+            answer_scale=scaled,
+            **data,
         )
         msgs: list[Message] = [Message("system", system), Message("user", user, self._images(question))]
         observed: list[int] = []
@@ -269,37 +278,60 @@ class QASolver:
             answer_chars=c.answer_chars,
             arg_chars=c.arg_chars,
             answer_pattern=pattern,
+            answer_scale=scaled,
         )
-        final_only = final_schema(c.thought_chars, c.answer_chars, pattern)
+        final_only = final_schema(c.thought_chars, c.answer_chars, pattern, answer_scale=scaled)
+        on = c.action_schema
+
+        def ask(schema_: Mapping[str, Any]) -> tuple[ChatRequest, list[str]]:
+            fitted, elided = self._fit(msgs, observed)
+            req = self._request(fitted, schema_, seed=seed, temperature=temp, constrained=on)
+            return req, ["elided"] * elided
+
+        def echo(res: ChatResult, into: list[str]) -> None:
+            """The reply as the conversation repeats it (a long one shortened, and counted)."""
+            if len(res.text) > 4 * c.arg_chars:
+                into.append("history")
+            msgs.append(Message("assistant", clip(res.text, 4 * c.arg_chars) or "{}"))
 
         # plan
-        (res,) = yield [self._request(msgs, self._plan_schema, seed=seed, temperature=temp)]
-        plan_ok = not res.is_fallback and isinstance(res.parsed, dict)
+        (res,) = yield [self._request(msgs, self._plan_schema, seed=seed, temperature=temp, constrained=on)]
+        plan, _ = reply_json(res, self._plan_schema, on)
+        if res.finish_reason == "length":
+            cuts.append("reply")
+        echo(res, cuts)
         record(
-            _step_from(
+            step_from(
                 res,
                 len(steps),
                 "plan",
-                fallback=None if plan_ok else "plan_unparsed",
-                thought=_plan_text(res.parsed) if plan_ok else "",
+                fallback=None if plan is not None else "plan_unparsed",
+                thought=plan_text(plan) if plan is not None else "",
+                cuts=tuple(cuts),
             )
         )
-        msgs.append(Message("assistant", res.text or "{}"))
         msgs.append(Message("user", self._step.render(kind="act", steps_left=c.max_steps)[1]))
 
         tool_outputs: list[tuple[str, ToolResult]] = []
-        answer, gate_ok, done = "", False, False
+        answer, scale, gate_ok, done = "", None, False, False
         rejections = bad_streak = tool_steps = 0
         forced_reason = "step_limit"
         for k in range(c.max_steps):
             left = c.max_steps - k - 1
-            (res,) = yield [self._request(self._fit(msgs, observed), schema, seed=seed, temperature=temp)]
-            msgs.append(Message("assistant", _clip(res.text, 4 * c.arg_chars) or "{}"))
-            parsed = res.parsed if (not res.is_fallback and isinstance(res.parsed, dict)) else None
+            req, cut = ask(schema)
+            (res,) = yield [req]
+            if res.finish_reason == "length":
+                cut.append("reply")
+            echo(res, cut)
+            parsed, err = reply_json(res, schema, on)
             if parsed is None:
                 bad_streak += 1
-                err = res.parse_error or f"finish_reason={res.finish_reason}"
-                record(_step_from(res, len(steps), "action", fallback="bad_reply", observation=err))
+                assert err is not None
+                record(
+                    step_from(
+                        res, len(steps), "action", fallback="bad_reply", observation=err, cuts=tuple(cut)
+                    )
+                )
                 msgs.append(
                     Message("user", self._step.render(kind="bad_reply", error=err, steps_left=left)[1])
                 )
@@ -313,15 +345,21 @@ class QASolver:
                 dict(parsed.get("args", {})),
                 str(parsed["thought"]),
             )
+            if len(thought) >= c.thought_chars:
+                cut.append("thought")
+                thought = thought[: c.thought_chars]
             if action == FINAL:
-                proposed = str(args.get("answer", "")).strip()
+                proposed, said_scale = self._final(args, scaled, cut)
                 verdict = check_answer(
-                    question, proposed, Evidence.build(question, transcriptions, tool_outputs), c.gate
+                    question,
+                    with_scale(proposed, said_scale),
+                    Evidence.build(question, transcriptions, tool_outputs),
+                    c.gate,
                 )
                 if verdict.ok or rejections >= c.gate_rejections:
                     fb = None if verdict.ok else "gate_unresolved"
                     record(
-                        _step_from(
+                        step_from(
                             res,
                             len(steps),
                             "action",
@@ -330,16 +368,17 @@ class QASolver:
                             action=action,
                             args=args,
                             gate=verdict.to_dict(),
+                            cuts=tuple(cut),
                         )
                     )
-                    answer, gate_ok, done = proposed, verdict.ok, True
+                    answer, scale, gate_ok, done = proposed, said_scale, verdict.ok, True
                     break
                 rejections += 1
                 note = self._step.render(
                     kind="gate_rejected", reasons=list(verdict.reasons), steps_left=left
                 )[1]
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "action",
@@ -349,6 +388,7 @@ class QASolver:
                         args=args,
                         gate=verdict.to_dict(),
                         observation=note,
+                        cuts=tuple(cut),
                     )
                 )
                 msgs.append(Message("user", note))
@@ -370,7 +410,9 @@ class QASolver:
                     log.debug("tool %s crashed on %s", action, question.item_id, exc_info=True)
                     out = ToolResult(False, f"{type(exc).__name__}: {exc}", error="crash")
                     fb = "tool_crash"
-            shown = _clip(out.text, c.observation_chars)
+            if len(out.text) > c.observation_chars:
+                cut.append("tool_output")
+            shown = clip(out.text, c.observation_chars)
             attached: tuple[str, ...] = ()
             if out.ok:
                 tool_outputs.append((action, out))
@@ -383,7 +425,7 @@ class QASolver:
                     kind="tool_failed", tool=action, error=out.error or "error", output=shown, steps_left=left
                 )[1]
             record(
-                _step_from(
+                step_from(
                     res,
                     len(steps),
                     "action",
@@ -393,6 +435,7 @@ class QASolver:
                     args=args,
                     observation=shown,
                     tool_ok=out.ok,
+                    cuts=tuple(cut),
                 )
             )
             observed.append(len(msgs))
@@ -401,33 +444,43 @@ class QASolver:
         if not done:
             fallbacks.append(forced_reason)
             msgs.append(Message("user", self._step.render(kind="final_only", steps_left=0)[1]))
-            (res,) = yield [self._request(self._fit(msgs, observed), final_only, seed=seed, temperature=temp)]
-            if not res.is_fallback and isinstance(res.parsed, dict):
-                answer = str(res.parsed["args"].get("answer", "")).strip()
+            req, cut = ask(final_only)
+            (res,) = yield [req]
+            if res.finish_reason == "length":
+                cut.append("reply")
+            parsed, err = reply_json(res, final_only, on)
+            if parsed is not None:
+                args = dict(parsed["args"])
+                answer, scale = self._final(args, scaled, cut)
                 verdict = check_answer(
-                    question, answer, Evidence.build(question, transcriptions, tool_outputs), c.gate
+                    question,
+                    with_scale(answer, scale),
+                    Evidence.build(question, transcriptions, tool_outputs),
+                    c.gate,
                 )
                 gate_ok = verdict.ok
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "final_forced",
-                        thought=str(res.parsed.get("thought", "")),
+                        thought=str(parsed.get("thought", ""))[: c.thought_chars],
                         action=FINAL,
-                        args=dict(res.parsed["args"]),
+                        args=args,
                         gate=verdict.to_dict(),
                         fallback=None if answer else "no_answer",
+                        cuts=tuple(cut),
                     )
                 )
             else:
                 record(
-                    _step_from(
+                    step_from(
                         res,
                         len(steps),
                         "final_forced",
                         fallback="no_answer",
-                        observation=res.parse_error or "",
+                        observation=err or "",
+                        cuts=tuple(cut),
                     )
                 )
         return Trajectory(
@@ -445,24 +498,17 @@ class QASolver:
             memory_block=block,
             tool_steps=tool_steps,
             wall_s=time.perf_counter() - t0,
+            answer_scale=scale if scaled else None,
         )
 
-
-def _plan_text(plan: Mapping[str, Any]) -> str:
-    # fixed field order: a parsed reply replayed from the journal may list its keys differently
-    return "\n".join(f"{k}: {plan.get(k, '')}" for k in ("inputs", "experience", "plan"))
-
-
-def _step_from(res: ChatResult, index: int, kind: str, **fields: Any) -> Step:
-    return Step(
-        index=index,
-        kind=kind,
-        reply=res.text,
-        prompt_tokens=res.usage.prompt_tokens,
-        completion_tokens=res.usage.completion_tokens,
-        cached_tokens=res.usage.cached_tokens,
-        latency_s=res.latency_s,
-        finish_reason=res.finish_reason,
-        request_key=res.request_key,
-        **fields,
-    )
+    def _final(self, args: Mapping[str, Any], scaled: bool, cuts: list[str]) -> tuple[str, str | None]:
+        """The answer of a ``final_answer`` action (the extraction rule applied to its field)
+        and its scale field (None for a benchmark without one)."""
+        raw = str(args.get("answer", ""))
+        if len(raw) >= self.config.answer_chars:
+            cuts.append("answer")
+        answer = extract_final_answer(raw)
+        if not scaled:
+            return answer, None
+        scale = str(args.get("scale", ""))
+        return answer, scale if scale in TATQA_SCALES else ""

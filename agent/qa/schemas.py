@@ -15,7 +15,15 @@ from typing import Any
 
 from localfin.errors import ConfigError
 
-__all__ = ["bounded", "action_schema", "final_schema", "char_bound", "with_lengths", "ANSWER_PATTERNS"]
+__all__ = [
+    "bounded",
+    "action_schema",
+    "final_schema",
+    "char_bound",
+    "with_lengths",
+    "ANSWER_PATTERNS",
+    "SCALE_PROPERTY",
+]
 
 FINAL = "final_answer"
 
@@ -77,12 +85,21 @@ def answer_property(answer_chars: int, pattern: str | None) -> dict[str, Any]:
     return prop
 
 
-def final_schema(thought_chars: int, answer_chars: int, pattern: str | None = None) -> dict[str, Any]:
-    """The schema of a final-answer-only reply."""
+#: A separate scale field of a final answer (TAT-QA's release format: ``[answer, scale]``).
+SCALE_PROPERTY = {"type": "string", "enum": ["", "thousand", "million", "billion", "percent"]}
+
+
+def final_schema(
+    thought_chars: int, answer_chars: int, pattern: str | None = None, *, answer_scale: bool = False
+) -> dict[str, Any]:
+    """The schema of a final-answer-only reply (with a ``scale`` field when ``answer_scale``)."""
+    props: dict[str, Any] = {"answer": answer_property(answer_chars, pattern)}
+    if answer_scale:
+        props["scale"] = dict(SCALE_PROPERTY)
     args = {
         "type": "object",
-        "properties": {"answer": answer_property(answer_chars, pattern)},
-        "required": ["answer"],
+        "properties": props,
+        "required": list(props),
         "additionalProperties": False,
     }
     return _action(FINAL, args, thought_chars)
@@ -95,15 +112,16 @@ def action_schema(
     answer_chars: int,
     arg_chars: int,
     answer_pattern: str | None = None,
+    answer_scale: bool = False,
 ) -> dict[str, Any]:
     """One object per action (``anyOf``): ``thought``, ``action`` (the tool's name or
     ``final_answer``) and that action's ``args``; so a reply can only call a tool that exists,
-    with arguments of the right shape."""
+    with arguments of the right shape. ``answer_scale``: ``final_answer`` also takes ``scale``."""
     names = [n for n, _ in tools]
     if FINAL in names or len(set(names)) != len(names):
         raise ConfigError(f"tool names must be unique and not {FINAL!r}; got {names}")
     alts = [_action(n, bounded(a, arg_chars), thought_chars) for n, a in tools]
-    alts.append(final_schema(thought_chars, answer_chars, answer_pattern))
+    alts.append(final_schema(thought_chars, answer_chars, answer_pattern, answer_scale=answer_scale))
     return {"anyOf": alts} if len(alts) > 1 else alts[0]
 
 

@@ -10,9 +10,13 @@ finmmr      the authors' ``get_acc`` rule for rule (:mod:`agent.qa.finmmr_metric
             relative, inclusive, after the official normalisation (which ignores magnitude
             words: "0.04525 thousand" is 0.04525); equal to the authors' function on every
             row of ``tests/agent/qa/data/finmmr_official_scores.jsonl``
-tatqa       the official evaluator's exact match and F1 (:mod:`agent.qa.tatqa_metric`);
-            ``correct`` is EM, ``score`` is F1; equal to the official script on every row
-            of ``tests/agent/qa/data/tatqa_official_scores.jsonl``
+tatqa       the official evaluator's exact match and F1 (:mod:`agent.qa.tatqa_metric`) on
+            the pair (answer, scale), as TAT-QA's released evaluation takes a prediction:
+            the solver's scale field when it gives one (``scale=``), else the answer string
+            split by rule P (:func:`agent.qa.tatqa_metric.split_scale`: a trailing scale
+            word or ``%`` after a number is the scale); ``correct`` is EM, ``score`` is F1;
+            equal to the official script on every row of
+            ``tests/agent/qa/data/tatqa_official_scores.jsonl``, under both mappings
 finmme      choice items: the set of option letters equals the gold set; numerical
             items: absolute error within the item's published ``tolerance``; the
             benchmark's Avg over six dimensions is :func:`finmme_avg`
@@ -42,7 +46,7 @@ from agent.qa.items import Gold
 from agent.qa.judge import judge_requests, judge_scores
 from agent.qa.loaders.finmme import FINMME_DIMENSIONS
 from agent.qa.numbers import ParsedNumber, find_numbers, format_number, parse_number
-from agent.qa.tatqa_metric import answer_string, tatqa_em_f1
+from agent.qa.tatqa_metric import TATQA_SCALES, answer_string, tatqa_em_f1, tatqa_em_f1_text
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -54,6 +58,10 @@ __all__ = [
     "FinMMEAvg",
     "judge_requests",
     "judge_scores",
+    "SCORED",
+    "JUDGED",
+    "RULES",
+    "SCORER_NAMES",
 ]
 
 #: Relative tolerance of the numeric benchmarks (fractions: 0.01 = 1%).
@@ -134,16 +142,22 @@ def _finmme(gold: Gold, prediction: str) -> ItemScore:
     return _numeric(gold.answer, prediction, float(gold.extra.get("tolerance", 0.0)), absolute=True)
 
 
-def _tatqa(gold: Gold, prediction: str) -> ItemScore:
+def _tatqa(gold: Gold, prediction: str, scale: str | None) -> ItemScore:
     kind = str(gold.extra.get("tatqa_answer_type") or gold.answer_type)
     dropped = int(gold.extra.get("dropped_empty_spans") or 0)
     try:
-        em, f1 = tatqa_em_f1(gold.answer, gold.scale, kind, prediction, dropped_empty_spans=dropped)
+        if scale is None:
+            em, f1 = tatqa_em_f1_text(gold.answer, gold.scale, kind, prediction, dropped_empty_spans=dropped)
+        else:
+            em, f1 = tatqa_em_f1(
+                gold.answer, gold.scale, kind, prediction, scale, dropped_empty_spans=dropped
+            )
     except OverflowError:  # a number too large for a float: the official script crashes on it
         return ItemScore(False, 0.0, "a number in the prediction is too large to score")
     except ValueError as exc:
         raise ConfigError(f"TAT-QA gold {gold.answer!r} ({kind}): {exc}") from None
-    return ItemScore(em == 1.0, f1, f"EM={em:.0f} F1={f1:.2f}")
+    said = "" if scale is None else f" (scale {scale!r})"
+    return ItemScore(em == 1.0, f1, f"EM={em:.0f} F1={f1:.2f}{said}")
 
 
 def _demo(gold: Gold, prediction: str) -> ItemScore:
@@ -154,30 +168,57 @@ def _demo(gold: Gold, prediction: str) -> ItemScore:
     return _numeric(gold.answer, prediction, float(gold.extra["abs_tol"]), absolute=True)
 
 
-def score_answer(dataset: str, gold: Gold, prediction: str) -> ItemScore:
-    """Score ``prediction`` against ``gold`` under ``dataset``'s rule (module docstring)."""
+#: The datasets a scorer of this module grades, each by its own rule (module docstring);
+#: FinTMMBench is graded by a judge model (:data:`JUDGED`), not here.
+SCORED = ("bizbench", "finmmr", "tatqa", "finmme", "demo")
+#: Datasets graded by a judge model after the solver (:mod:`agent.qa.judge`).
+JUDGED = ("fintmmbench",)
+
+
+def _bizbench(gold: Gold, prediction: str) -> ItemScore:
+    if isinstance(gold.answer, bool):
+        return _yes_no(gold.answer, prediction)
+    return _numeric(gold.answer, prediction, RELATIVE_TOLERANCE["bizbench"])
+
+
+#: dataset -> the name of its rule, as run reports show which scorer graded a set
+SCORER_NAMES = {
+    "bizbench": "BizBench rule (1 % relative)",
+    "finmmr": "FinMMR get_acc (0.2 % relative)",
+    "tatqa": "TAT-QA official EM/F1 on (answer, scale)",
+    "finmme": "FinMME letters / absolute tolerance",
+    "demo": "demo tolerance",
+}
+
+#: dataset -> its rule ``(gold, prediction) -> ItemScore`` (TAT-QA takes the scale apart)
+RULES: dict[str, Any] = {"finmmr": _finmmr, "bizbench": _bizbench, "finmme": _finmme, "demo": _demo}
+
+
+def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = None) -> ItemScore:
+    """Score ``prediction`` against ``gold`` under ``dataset``'s rule (module docstring).
+
+    ``scale``: the prediction's own scale field (TAT-QA: one of
+    :data:`agent.qa.tatqa_metric.TATQA_SCALES`); None: the answer string carries it (split
+    by rule P). Other datasets take no scale."""
     if not isinstance(prediction, str):
         raise ConfigError(f"prediction must be a string, got {type(prediction).__name__}")
-    if dataset == "fintmmbench":
+    if dataset in JUDGED:
         raise ConfigError(
-            "fintmmbench is scored by a judge model: build the calls with judge_requests(items, "
+            f"{dataset} is scored by a judge model: build the calls with judge_requests(items, "
             "predictions, model) and read them with judge_scores(results)"
+        )
+    if dataset not in SCORED:
+        raise ConfigError(f"dataset={dataset!r}; allowed: {', '.join((*SCORED, *JUDGED))}")
+    if scale is not None and (dataset != "tatqa" or scale not in TATQA_SCALES):
+        raise ConfigError(
+            f"scale={scale!r} for {dataset}; allowed: a TAT-QA scale ({', '.join(map(repr, TATQA_SCALES))}) "
+            "for tatqa, None otherwise"
         )
     if not prediction.strip():
         return ItemScore(False, 0.0, "empty prediction")
-    if dataset == "finmmr":
-        return _finmmr(gold, prediction)
-    if dataset == "bizbench":
-        if isinstance(gold.answer, bool):
-            return _yes_no(gold.answer, prediction)
-        return _numeric(gold.answer, prediction, RELATIVE_TOLERANCE[dataset])
     if dataset == "tatqa":
-        return _tatqa(gold, prediction)
-    if dataset == "finmme":
-        return _finmme(gold, prediction)
-    if dataset == "demo":
-        return _demo(gold, prediction)
-    raise ConfigError(f"dataset={dataset!r}; allowed: bizbench, finmmr, tatqa, finmme, fintmmbench, demo")
+        return _tatqa(gold, prediction, scale)
+    return RULES[dataset](gold, prediction)
 
 
 def gold_as_prediction(dataset: str, gold: Gold) -> str:

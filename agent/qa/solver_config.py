@@ -12,7 +12,13 @@ from serving.open import ModelFacts
 from serving.registry import MAX_IMAGES
 from serving.types import Sampling
 
-__all__ = ["SolverConfig", "solver_config_for"]
+__all__ = ["BASE_MODES", "SolverConfig", "solver_config_for"]
+
+#: ``model_only``: the paper's Base (G.2): question, options and context in, free text out, the
+#: final answer read by :func:`agent.qa.final_answer.extract_final_answer`; ``constrained``: one
+#: schema-constrained JSON reply (reasoning, answer) with the question's answer format and, for
+#: numeric answers, a pattern on the answer.
+BASE_MODES = ("model_only", "constrained")
 
 
 @dataclass(frozen=True)
@@ -27,14 +33,29 @@ class SolverConfig:
             model's default; its repetition penalty unset: the registry's (1.15 for the CPU model).
         max_tokens: completion budget of every call; None derives it from the reply schema's
             worst case (right for non-thinking models; thinking models need a large budget).
-        thought_chars / plan_chars / answer_chars / base_reasoning_chars: reply field bounds.
+        thought_chars: longest ``thought`` of one ReAct action (characters; the schema's
+            ``maxLength``, or the cut of an unconstrained reply's thought; the paper states none).
+        plan_chars / answer_chars / base_reasoning_chars: reply field bounds (plan fields,
+            the final answer, the constrained Base's reasoning).
         arg_chars: bound put on tool arguments whose schema leaves strings unbounded.
-        observation_chars: most characters of one tool output shown to the model.
+        observation_chars: most characters of one tool output (and of one image transcription)
+            shown to the model; longer ones are cut and the cut is counted.
         context_chars: most context characters put in the prompt (None: all).
         max_prompt_chars: when the conversation grows past this, the oldest tool outputs are
             elided (keeps prompts inside the model's context window).
-        gate_rejections: failed answer checks sent back before an answer stands anyway.
+        gate_rejections: failed answer checks sent back before a proposed answer stands anyway
+            (flagged ``gate_unresolved``); ``max_steps`` or more: no cap but the step budget.
         max_bad_replies: unusable replies in a row before the forced final call.
+        action_schema: constrain every plan and action reply by its JSON schema (on: a reply
+            can only name a tool that exists, with arguments of the right shape); off: the
+            replies are free text and the first JSON object in each is read and checked against
+            the same schema (an unusable one costs a step).
+        base_mode: the Base variant's protocol, one of :data:`BASE_MODES`.
+        base_max_tokens: completion budget of the model-only Base reply (tokens; its free text
+            has no schema to bound it).
+        scale_datasets: benchmarks whose final answer carries a separate scale field, as
+            their release format scores it (TAT-QA: ``[answer, scale]``); the tools variants
+            and the constrained Base then reply with ``scale`` beside ``answer``.
         send_images: attach the question's images, and images a tool returns (a retrieved
             chart), to the requests (models that accept images only).
         max_images: most images in one conversation (serving's limit per prompt).
@@ -57,6 +78,10 @@ class SolverConfig:
     max_prompt_chars: int = 48_000
     gate_rejections: int = 1
     max_bad_replies: int = 3
+    action_schema: bool = True
+    base_mode: str = "model_only"
+    base_max_tokens: int = 4096
+    scale_datasets: tuple[str, ...] = ("tatqa",)
     send_images: bool = False
     max_images: int = MAX_IMAGES
     answer_patterns: bool = True
@@ -86,8 +111,12 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.context_chars={self.context_chars}; allowed: >= 0 or None")
         if self.max_prompt_chars < 1000:
             raise ConfigError(f"SolverConfig.max_prompt_chars={self.max_prompt_chars}; allowed: >= 1000")
-        if not 0 <= self.gate_rejections <= 8:
-            raise ConfigError(f"SolverConfig.gate_rejections={self.gate_rejections}; allowed: 0..8")
+        if not 0 <= self.gate_rejections <= 64:
+            raise ConfigError(f"SolverConfig.gate_rejections={self.gate_rejections}; allowed: 0..64")
+        if self.base_mode not in BASE_MODES:
+            raise ConfigError(f"SolverConfig.base_mode={self.base_mode!r}; allowed: {', '.join(BASE_MODES)}")
+        if not 16 <= self.base_max_tokens <= 131_072:
+            raise ConfigError(f"SolverConfig.base_max_tokens={self.base_max_tokens}; allowed: 16..131072")
         if not 0 <= self.max_images <= MAX_IMAGES:
             raise ConfigError(f"SolverConfig.max_images={self.max_images}; allowed: 0..{MAX_IMAGES}")
         if not 1 <= self.max_bad_replies <= 16:
@@ -96,10 +125,14 @@ class SolverConfig:
 
 def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
     """Settings for a registry model: paper scale on a GPU (16,384-token budget for thinking
-    models), short bounds for the CPU model (small models loop on long replies; SPEC §1)."""
+    models, the model-only Base), short bounds for the CPU model (small models loop on long
+    replies; SPEC §1) with the constrained Base (a 135M model's free text has no answer line to
+    read)."""
     if spec.device == "cpu":
         base = SolverConfig(
             model=spec.key,
+            base_mode="constrained",
+            base_max_tokens=256,
             thought_chars=120,
             plan_chars=160,
             answer_chars=80,
@@ -113,6 +146,7 @@ def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
         base = SolverConfig(
             model=spec.key,
             max_tokens=spec.default_max_tokens if spec.thinking_default else None,
+            base_max_tokens=spec.default_max_tokens if spec.thinking_default else 4096,
             send_images=spec.accepts_images,
         )
     return replace(base, **overrides)

@@ -41,6 +41,30 @@ Normalising and scoring (rule M)
   empty gold; 0 when both are 0), rounded to 2 places as numpy rounds (half to even on the
   float times 100);
 * for arithmetic and count golds F1 is set to EM; an empty prediction scores (0, 0).
+
+A prediction and its scale (rule P)
+TAT-QA's released evaluation takes each prediction as ``[answer, scale]`` (its
+``sample_prediction.json``), and our solver's TAT-QA answer carries a scale field beside the
+answer. :func:`tatqa_em_f1` scores such a pair as the official ``TaTQAEmAndF1`` does with
+``pred_scale`` set. An answer written as one string with its scale in it is first split by
+:func:`split_scale`:
+
+* the text, stripped, ends with a scale marker: ``%``, or one of the words ``thousand``,
+  ``million``, ``billion``, ``percent`` (any case) after a space, optionally followed by one
+  ``.``;
+* what stands before the marker, stripped, reads as a number under rule N, or is a JSON list
+  whose elements all do (our multi-span form, ``["1.2", "3.4"] million``: one scale for all);
+* then the answer is that part and the scale is the word (``percent`` for ``%``); otherwise the
+  answer is the text unchanged and the scale is ``""``.
+
+So ``(33) million`` is ``("(33)", "million")``, ``(6.75)%`` is ``("(6.75)", "percent")``,
+``$1,496.5 million`` is ``("$1,496.5", "million")``, while ``33 million dollars``, ``12 months``
+and ``1.2 and 3.4 million`` stay whole (scale ``""``). Under the pair the official rules score
+the other way round from the whole string for three kinds of answer: an accounting negative
+with a scale (right as a pair; as a string its scale is lost), a value within the 2-decimal
+rounding (``283.804 million`` for 283.8: right as a pair, wrong as a string) and a
+scale-shifted value (``0.234 billion`` for 234 million: wrong as a pair, since the value is
+rounded to 2 decimals before the scale applies; right as a string).
 """
 
 from __future__ import annotations
@@ -59,8 +83,14 @@ __all__ = [
     "answer_string",
     "official_em_f1",
     "prediction_spans",
+    "split_scale",
     "tatqa_em_f1",
+    "tatqa_em_f1_text",
+    "TATQA_SCALES",
 ]
+
+#: The scales of TAT-QA's release (a prediction's ``pred_scale`` is one of them).
+TATQA_SCALES = ("", "thousand", "million", "billion", "percent")
 
 #: TAT-QA's answer types by our name (``agent.qa.items.ANSWER_TYPES``).
 OUR_TYPES = {"number": "arithmetic", "count": "count", "span": "span", "multi-span": "multi-span"}
@@ -214,17 +244,63 @@ def prediction_spans(prediction: str) -> str | list[str]:
     return prediction
 
 
+_SCALE_MARK = re.compile(
+    r"^(?P<head>.*?)(?:\s*%|\s+(?P<word>thousand|million|billion|percent))\.?$", re.I | re.S
+)
+
+
+def split_scale(prediction: str) -> tuple[str, str]:
+    """Rule P: ``(answer, scale)`` of an answer string with its scale written into it
+    (module docstring); ``(prediction, "")`` when it has no scale to split off."""
+    m = _SCALE_MARK.match(prediction.strip())
+    if m is None:
+        return prediction, ""
+    head = m.group("head").strip()
+    spans = prediction_spans(head)
+    texts = spans if isinstance(spans, list) else [spans]
+    if not head or not texts or not all(reads_as_number(t) for t in texts):
+        return prediction, ""
+    word = m.group("word")
+    return head, word.lower() if word else "percent"
+
+
+def _gold(answer_type: str, gold_answer: Any, dropped_empty_spans: int) -> tuple[str, Any]:
+    answer_type = OUR_TYPES.get(answer_type, answer_type)
+    if answer_type in ("span", "multi-span"):
+        gold_answer = [*gold_answer, *([""] * dropped_empty_spans)]
+    return answer_type, gold_answer
+
+
 def tatqa_em_f1(
-    gold_answer: Any, gold_scale: str, gold_type: str, prediction: str, *, dropped_empty_spans: int = 0
+    gold_answer: Any,
+    gold_scale: str,
+    gold_type: str,
+    prediction: str,
+    pred_scale: str,
+    *,
+    dropped_empty_spans: int = 0,
 ) -> tuple[float, float]:
-    """``(EM, F1)`` of a model's answer string against a TAT-QA gold answer, as the official
-    evaluator scores it with the answer as the prediction and no separate predicted scale.
+    """``(EM, F1)`` of a prediction pair ``(prediction, pred_scale)`` against a TAT-QA gold
+    answer, as the official evaluator scores it (``pred_scale=""``: the string as written, no
+    separate scale).
 
     ``gold_type`` is ours (number, count, span, multi-span) or TAT-QA's own; a loader that
     dropped empty spans of the gold says how many (they are put back: the official string
-    keeps them, and with a scale they add the scale word).
+    keeps them, and with a scale they add the scale word). A prediction that is a JSON list is
+    handed over as that list (:func:`prediction_spans`).
     """
-    answer_type = OUR_TYPES.get(gold_type, gold_type)
-    if answer_type in ("span", "multi-span"):
-        gold_answer = [*gold_answer, *([""] * dropped_empty_spans)]
-    return official_em_f1(answer_type, gold_answer, gold_scale, prediction_spans(prediction), "")
+    if pred_scale not in TATQA_SCALES:
+        raise ValueError(f"pred_scale={pred_scale!r}; allowed: {', '.join(map(repr, TATQA_SCALES))}")
+    answer_type, gold_answer = _gold(gold_type, gold_answer, dropped_empty_spans)
+    return official_em_f1(answer_type, gold_answer, gold_scale, prediction_spans(prediction), pred_scale)
+
+
+def tatqa_em_f1_text(
+    gold_answer: Any, gold_scale: str, gold_type: str, prediction: str, *, dropped_empty_spans: int = 0
+) -> tuple[float, float]:
+    """``(EM, F1)`` of an answer string with its scale written into it: split by rule P
+    (:func:`split_scale`), then scored as the pair (:func:`tatqa_em_f1`)."""
+    answer, scale = split_scale(prediction)
+    return tatqa_em_f1(
+        gold_answer, gold_scale, gold_type, answer, scale, dropped_empty_spans=dropped_empty_spans
+    )

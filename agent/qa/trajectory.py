@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Step", "Trajectory", "FALLBACKS"]
+__all__ = ["CUTS", "Step", "Trajectory", "FALLBACKS"]
 
 FALLBACKS = (
     "annotate_unparsed",
@@ -59,6 +59,7 @@ class Step:
         latency_s: the backend's wall time for the batch holding this call.
         finish_reason: ``stop``, ``length`` or ``error``.
         request_key: the journal key of the call (links the trace to the journal).
+        cuts: what a limit cut at this step, one label each time (:data:`CUTS`).
     """
 
     index: int
@@ -77,6 +78,16 @@ class Step:
     latency_s: float = 0.0
     finish_reason: str = "stop"
     request_key: str = ""
+    cuts: tuple[str, ...] = ()
+
+
+#: What a solver limit can cut (a :attr:`Step.cuts` label): ``context`` (the question's context
+#: past ``context_chars``), ``transcription`` (an image transcription past ``observation_chars``),
+#: ``tool_output`` (a tool output past ``observation_chars``), ``elided`` (older tool outputs
+#: elided to keep the conversation under ``max_prompt_chars``), ``thought`` (a thought at
+#: ``thought_chars``), ``answer`` (an answer at ``answer_chars``), ``reply`` (a reply cut at
+#: ``max_tokens``), ``history`` (a long reply shortened where the conversation repeats it).
+CUTS = ("context", "transcription", "tool_output", "elided", "thought", "answer", "reply", "history")
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,10 @@ class Trajectory:
         variant: ``base``, ``ft`` or ``ft_fm``.
         seed / temperature: sampling settings of its calls.
         steps: every model call, in order.
-        answer: the final answer ("" when none).
+        answer: the final answer ("" when none), read by
+            :func:`agent.qa.final_answer.extract_final_answer`.
+        answer_scale: the answer's separate scale field (benchmarks that score ``[answer,
+            scale]``, TAT-QA), or None: the scale, if any, is written into ``answer``.
         gate_ok: the last verdict on the final answer (``None`` for Base, which has no gate).
         fallbacks: labels of every fallback taken, in order.
         memory_hits: bank entry ids retrieved (empty: no memory block).
@@ -113,6 +127,16 @@ class Trajectory:
     memory_block: str = ""
     tool_steps: int = 0
     wall_s: float = 0.0
+    answer_scale: str | None = None
+
+    @property
+    def cut_counts(self) -> dict[str, int]:
+        """How often each limit cut something in this run (labels of :data:`CUTS`)."""
+        out: dict[str, int] = {}
+        for s in self.steps:
+            for c in s.cuts:
+                out[c] = out.get(c, 0) + 1
+        return out
 
     @property
     def prompt_tokens(self) -> int:
@@ -136,4 +160,5 @@ class Trajectory:
         d["completion_tokens"] = self.completion_tokens
         d["total_tokens"] = self.total_tokens
         d["model_latency_s"] = round(self.model_latency_s, 6)
+        d["cut_counts"] = self.cut_counts
         return d

@@ -5,7 +5,10 @@ before anything runs. Every item is one :class:`CheckItem`; a missing one carrie
 Moira: the market store, each pool ticker's prices over every window (training start to test
 end), the history the causal screen needs before the first selection date, the store's
 session counts against the paper's, news and company context of the pool, and the weights of
-every backbone. FinAcumen: every benchmark file or folder (bank sources and evaluation sets), and,
+every backbone. FinAcumen: every benchmark file or folder (bank sources and evaluation sets)
+and its scorer (a few items of each benchmark part loaded with its loader, their gold answers
+scored by the part's own rule, which must call them correct; a judged benchmark needs its judge
+model), and,
 where anything runs the tools (Base+FT, Base+FT+FM or the bank build), each tool's needs: the
 Python tool's sandbox (started once and run on ``1 + 1``; a tools variant without it fails, with
 the fix), the lookup tool's market store, OCR for reparse, FinTMMBench's corpus for retrieve;
@@ -21,6 +24,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agent.data.store import MarketStore
 from agent.qa import sandbox
@@ -37,6 +41,8 @@ __all__ = ["STATUSES", "CheckItem", "check_config", "format_items", "store_path_
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "warn", "missing")
+#: items per benchmark source whose gold answers ``--check`` scores (the scorer probe)
+SCORER_PROBE_ITEMS = 3
 _LOADER_DOC = {
     "bizbench": "agent/qa/loaders/bizbench.py (data/train-*.parquet, data/test-*.parquet)",
     "finmmr": "agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + images/)",
@@ -255,13 +261,39 @@ def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
     return out
 
 
+def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
+    """Whether ``src``'s scorer runs: its first items' gold answers score correct (judged: a
+    judge model is named). Loads at most :data:`SCORER_PROBE_ITEMS` items."""
+    from agent.qa.bank_build import check_scorers
+    from agent.qa.datasets import load_items
+    from agent.qa.scoring import JUDGED
+    from localfin.errors import LocalfinError
+
+    assert cfg.qa is not None
+    what = f"scorer {src.label}"
+    try:
+        loaded = load_items(src.dataset, path, subset=src.subset, limit=SCORER_PROBE_ITEMS)
+        labels = check_scorers(loaded.items, None, cfg.qa.judge)
+    except LocalfinError as exc:
+        fix = "fix the data or the config's dataset/subset (the scorer must run before any model call)"
+        return CheckItem(cfg.name, "missing", what, str(exc)[:300], fix)
+    name = ", ".join(sorted(set(labels.values())))
+    if src.dataset in JUDGED:
+        return CheckItem(cfg.name, "ok", what, f"{name}: {len(loaded.items)} items load, judged")
+    return CheckItem(cfg.name, "ok", what, f"{name}: gold answers of {len(loaded.items)} items score correct")
+
+
 def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
     assert cfg.qa is not None
     out = []
     seen: set[Path] = set()
+    probed: set[tuple[str, Path, str | None]] = set()
     sources = [*(cfg.qa.bank if cfg.qa.needs_bank else ()), *cfg.qa.sets]
     for s in sources:
         p = s.resolve(data_root)
+        if p.exists() and (s.dataset, p, s.subset) not in probed:
+            probed.add((s.dataset, p, s.subset))
+            out.append(_scorer(cfg, s, p))
         if p in seen:
             continue
         seen.add(p)

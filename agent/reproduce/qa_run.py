@@ -11,12 +11,22 @@ Each set is reported in its benchmark's own metric (the row's ``metric`` field):
   the plan's ``judge`` model, its own journal ``judge.sqlite`` in the run folder) grades the
   final answers; ``accuracy_pct`` is the judged accuracy and ``judge_scores.json`` holds every
   verdict. The judge sees the gold answer; the solver never does (scoring only, after the run).
+  Beside it, the judge check (:mod:`agent.qa.judge_check`, ``judge_check_items`` of the set's
+  items): ``judge_gold_right_pct`` (gold answers judged correct) and ``judge_wrong_caught_pct``
+  (perturbed wrong answers judged incorrect). The bank build scores FinTMMBench trajectories
+  with the same judge. A separate judge model runs on ``judge_backend``; requests are routed by
+  model (:class:`agent.qa.programs.ByModel`).
 - FinMME: ``finmme_avg_pct`` is FinMME's Avg over its six dimensions
   (:func:`agent.qa.scoring.finmme_avg` over the trace's per-item correctness); the
   per-dimension accuracies and counts go to the report's JSON (``qa_details``).
 - every other set: ``accuracy_pct`` under the benchmark's scorer.
 
-A ``macro`` row averages the sets' headline figures (FinMME: its Avg).
+A ``macro`` row averages the sets' headline figures (FinMME: its Avg). Every evaluation row
+names its variant's ``protocol`` (:mod:`agent.qa.protocol`; the full lines in a report table),
+and a second table counts what the solver's limits cut, per call type (:mod:`agent.qa.cuts`).
+Before any model call every set and bank source is checked to be scorable
+(:func:`agent.qa.bank_build.check_scorers`): a source whose scorer cannot run stops the run
+there, named.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +44,9 @@ from agent.qa.holdout import hold_out
 from agent.qa.intervals import EvalRun, run_intervals
 from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
-from agent.qa.scoring import finmme_avg
+from agent.qa.scoring import SCORER_NAMES, finmme_avg
+from agent.qa.trajectory import CUTS
+from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
@@ -88,6 +100,8 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
         items = hold_out(items, src.test_share, src.split)[: src.limit]
     record: dict[str, Any] = {
         "label": src.label,
+        "dataset": src.dataset,
+        "source_set": items[0].source_set if items else src.dataset,
         "items": len(items),
         "skipped": len(loaded.skipped),
         "incomplete": len(loaded.incomplete),
@@ -242,12 +256,17 @@ def run_qa(
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> QAOutcome:
-    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; judge passes use
-    ``judge_backend`` (default ``backend``) with the plan's ``judge`` model."""
+    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
+    model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
+    ``backend``, which must then serve it)."""
     from agent.qa.analyze import bank_analytics
-    from agent.qa.bank_build import BankBuildConfig, build_bank
+    from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
+    from agent.qa.cuts import cuts_by_call_type
     from agent.qa.evaluate import EvalConfig, evaluate
+    from agent.qa.judge_check import judge_check
     from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
+    from agent.qa.programs import ByModel
+    from agent.qa.protocol import protocol_label, protocol_line
     from agent.qa.react import QASolver, solver_config_for
     from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ocr_transcriber
@@ -257,22 +276,44 @@ def run_qa(
     p = plan or cfg.qa
     assert p is not None
     out_dir.mkdir(parents=True, exist_ok=True)
-    solver_cfg = solver_config_for(model_facts(p.model, registry), max_steps=p.max_steps)
+    solver_cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
     notes: list[str] = []
     emb = embedder or MiniLMEmbedder()
-    details: dict[str, Any] = {"judge": {}, "finmme": {}}
-    if any(s.dataset in JUDGED_DATASETS for s in p.sets):
+    details: dict[str, Any] = {"judge": {}, "finmme": {}, "judge_check": {}, "scoring": {}}
+    jback = judge_backend or backend
+    # one backend for every call: the judge's requests go to the judge's engine (by model key)
+    routed = ByModel(backend, {p.judge: jback}) if jback is not backend else backend
+    if p.needs_judge:
         notes.append(
-            f"FinTMMBench answers judged by {p.judge} (local; the paper used GPT-4o-mini): "
-            "verdicts in each run folder's judge_scores.json"
+            f"FinTMMBench answers and bank trajectories judged by {p.judge} "
+            f"({'a separate model' if p.separate_judge else 'the solver model'}; the paper used "
+            "GPT-4o-mini): verdicts in each run folder's judge_scores.json"
         )
+    checked: dict[str, Any] = {}
+
+    def check_judge(src: QASource, items: list[Any]) -> Any:
+        """The judge's verdicts on the set's gold and perturbed answers (once per set)."""
+        if src.label not in checked and p.judge_check_items and items:
+            where = out_dir / "runs" / f"{slug(src.label)}-judge_check"
+            checked[src.label] = judge_check(items[: p.judge_check_items], jback, p.judge, where)
+            details["judge_check"][src.label] = runs.to_jsonable(checked[src.label])
+        return checked.get(src.label)
 
     def finish(src: QASource, items: list[Any], run: Path, row: dict[str, Any]) -> dict[str, Any]:
         """The set's own metric on a finished run (a judge pass, or FinMME's Avg)."""
+        scorer = f"judge {p.judge}" if src.dataset in JUDGED_DATASETS else SCORER_NAMES[src.dataset]
+        details["scoring"][run.name] = {"set": src.label, "dataset": src.dataset, "scorer": scorer,
+                                        "n": row["n"]}  # fmt: skip
         if src.dataset in JUDGED_DATASETS:
-            js = judge_run(run, items, judge_backend or backend, p.judge)
+            js = judge_run(run, items, jback, p.judge)
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
+            jc = check_judge(src, items)
+            if jc is not None:
+                row.update(
+                    judge_gold_right_pct=round(100 * jc.gold_right_rate, 2),
+                    judge_wrong_caught_pct=round(100 * jc.wrong_caught_rate, 2),
+                )
         elif src.dataset == "finmme":
             fa = finmme_run_avg(run, items)
             row.pop("accuracy_pct")
@@ -289,6 +330,9 @@ def run_qa(
     notes += [n for *_, r in (*loaded_sets, *loaded_bank) if (n := _data_note(r))]
     factory, tool_notes = (None, []) if not p.needs_tools else _tools(p, data_root, [*p.sets, *bank_sources])
     notes += tool_notes
+    # every set and bank source can be scored, checked before any model call
+    scorers = check_scorers([it for _, items in sets for it in items] + bank_items, None, p.judge)
+    details["scorers"] = scorers
     with_images = any(it.question.images for _, items in sets for it in items) or any(
         it.question.images for it in bank_items
     )
@@ -301,11 +345,12 @@ def run_qa(
             rep = build_bank(
                 bank_items,
                 QASolver(solver_cfg, tools=factory),
-                backend,
+                routed,
                 bank,
                 emb,
                 out_dir / "runs" / "bank_build",
                 config=BankBuildConfig(k=p.bank_k, temperature=p.bank_temperature),
+                judge_model=p.judge,
                 data_files=[s.resolve(data_root) for s in p.bank],
                 transcriber=transcriber,
                 progress=progress,
@@ -341,10 +386,11 @@ def run_qa(
             )
             for v in p.variants:
                 ecfg = EvalConfig(v, solver_cfg)
+                proto = {"protocol": protocol_label(v, solver_cfg)}
                 if v != "ft_fm":
                     run = out_dir / "runs" / f"{slug(src.label)}-{v}"
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
-                    row = finish(src, items, run, _row(src.label, v, s, None, None, n_bank))
+                    row = finish(src, items, run, _row(src.label, v, s, None, None, n_bank) | proto)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
@@ -361,7 +407,7 @@ def run_qa(
                     tools=factory,
                     **common,
                 ):
-                    row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank)
+                    row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank) | proto
                     row = finish(src, items, Path(s.run_dir), row)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, s.k_max, s.bank_limit, Path(s.run_dir), items)))
@@ -391,6 +437,29 @@ def run_qa(
             rows += [_analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
             if n_bank < max(p.bank_sizes or (0,)):
                 notes.append(f"the bank holds {n_bank} entries: snapshots above that equal the whole bank")
+    ran = [v for v in ("base", "ft", "ft_fm") if v in p.variants or (v == "ft" and p.needs_bank)]
+    proto_rows = [
+        {"variant": "bank build (ft)" if v == "ft" and "ft" not in p.variants else v,
+         "protocol": protocol_line(v, solver_cfg)}
+        for v in ran
+    ]  # fmt: skip
+    details["protocol"] = {r["variant"]: r["protocol"] for r in proto_rows}
+    tables.insert(0, ("Protocol of each variant", tuple(proto_rows)))
+    cuts = cuts_by_call_type([out_dir / "runs"])
+    details["cuts"] = cuts
+    if cuts:
+        tables.append(
+            ("What the solver's limits cut, per call type",
+             tuple({"call type": k, **{c: v.get(c, 0) for c in CUTS}} for k, v in cuts.items()))
+        )  # fmt: skip
+        total = sum(sum(v.values()) for v in cuts.values())
+        notes.append(f"limits cut {total} time(s) over all calls (per call type in the table below)")
+    for label, jc in checked.items():
+        notes.append(
+            f"judge check on {label}: {jc.gold_right} of {jc.n} gold answers judged right "
+            f"({100 * jc.gold_right_rate:.1f} %), {jc.wrong_caught} of {jc.wrong_n} perturbed wrong "
+            f"answers judged wrong ({100 * jc.wrong_caught_rate:.1f} %); judge_check.json in {jc.out_dir}"
+        )
     details = {k: v for k, v in details.items() if v}
     return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables))
 
@@ -409,36 +478,3 @@ def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "jaccard_prev": r3(r["jaccard_prev"]),
         "change_prev": r3(r["change_prev"]),
     }
-
-
-def shrink_plan(
-    plan: QAPlan, demo_dir: Path, *, model: str, n_items: int, max_steps: int, store: Path | None = None
-) -> QAPlan:
-    """The plan on the bundled demo set: the first bank source reads 2 train items, the first two
-    sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
-    beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept. The tools
-    are the paper's that the demo set can use: Python, OCR + reparse and, with ``store`` (a
-    small market store), lookup over it."""
-    bank = tuple(
-        replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2, test_share=0.0)
-        for s in plan.bank[:1]
-    )
-    sets = tuple(
-        replace(
-            s,
-            label=f"demo as {s.label}",
-            dataset="demo",
-            path=str(demo_dir),
-            split="test",
-            subset=None,
-            limit=n_items,
-            test_share=0.0,
-        )
-        for s in plan.sets[:2]
-    )
-    sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
-    tools = ("python", "lookup", "reparse") if store is not None else ("python", "reparse")
-    return replace(
-        plan, model=model, backend="vllm", max_steps=max_steps, tools=tools, store=str(store or ""),
-        bank_k=2, bank_sizes=sizes, bank=bank, sets=sets, judge_model="",
-    )  # fmt: skip

@@ -74,7 +74,8 @@ def write_report(
     extra: Mapping[str, Any] | None = None,
     tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
 ) -> Path:
-    """Write the report; returns the Markdown path. ``mode``: ``full`` or ``smoke``; ``tables``:
+    """Write the report; returns the Markdown path. ``mode``: ``full``, ``smoke`` or ``rehearsal``
+    (no paper figure beside the last two); ``tables``:
     further (title, rows) tables printed after ours (in the JSON under ``tables``)."""
     # a smoke run's figures come from the demo set / synthetic market: never beside the paper's
     figs = match_figures(cfg.figures, rows if mode == "full" else ())
@@ -88,6 +89,13 @@ def write_report(
             "",
             "SMOKE RUN: the config shrunk to CPU size (synthetic market / demo QA items, the CPU model). "
             "It shows that the pipeline runs to the end; its figures say nothing about the paper's.",
+        ]
+    elif mode == "rehearsal":
+        lines += [
+            "",
+            "REHEARSAL: the config at its settings on tiny random stand-ins of its models, a few items of "
+            "its own datasets. It shows that every stage runs on these data; its figures say nothing "
+            "about the paper's.",
         ]
     lines += ["", "## What differs from the paper", ""] + [f"- {d}" for d in cfg.differs]
     if notes:

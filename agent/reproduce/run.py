@@ -16,13 +16,18 @@ without a GPU or the papers' data:
   CPU model, 2 tool steps, the tools the demo set can use (Python, OCR + reparse, lookup over a
   small synthetic market store), K = 2 trajectories; variants, tau and k_max grids as the
   config has them.
+
+A full FinAcumen run whose judge is a separate model opens a second backend for it: an
+in-process engine beside the solver's on the same GPUs (``[qa] judge_gpu_memory``), or a client
+of the judge's server (``judge_base_url``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,6 +135,38 @@ def _smoke_store(out: Path) -> Path:
     return path
 
 
+def _judge_engine(plan: Any, registry: Registry | None, *, own: bool) -> tuple[Registry, BackendSpec | None]:
+    """The registry the run opens its engines from and the judge's own backend, if it needs one:
+    a separate judge model gets a second in-process engine beside the solver's (GPU memory
+    shared: the judge takes ``judge_gpu_memory``, the solver its registry share minus that) or a
+    client of its server (``judge_base_url``)."""
+    from dataclasses import replace as _replace
+
+    from serving.registry import default_registry
+
+    reg = registry or default_registry()
+    if not own or not plan.separate_judge or not plan.needs_judge:
+        return reg, None
+    if plan.backend == "openai":
+        return reg, BackendSpec("openai", plan.judge, base_url=plan.judge_base_url or plan.base_url)
+    solver, judge = reg.get(plan.model), reg.get(plan.judge)
+    if solver.device == "gpu":
+        share = max(0.05, solver.gpu_memory_utilization - plan.judge_gpu_memory)
+        reg = reg.with_spec(_replace(solver, gpu_memory_utilization=round(share, 3)))
+    if judge.device == "gpu":
+        reg = reg.with_spec(_replace(judge, gpu_memory_utilization=plan.judge_gpu_memory))
+    return reg, BackendSpec("vllm", plan.judge)
+
+
+@contextlib.contextmanager
+def _maybe_opened(spec: BackendSpec | None, registry: Registry) -> Iterator[Backend | None]:
+    if spec is None:
+        yield None
+        return
+    with opened(spec, registry) as b:
+        yield b
+
+
 def reproduce(
     cfg: ReproConfig,
     out_dir: str | Path,
@@ -176,8 +213,9 @@ def reproduce(
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
             store = _smoke_store(out) if "lookup" in plan.tools else None
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
+        reg, judge_spec = _judge_engine(plan, reg, own=backend is None)
         spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
-        with opened(spec, reg, backend=backend) as be:
+        with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
             qo = run_qa(
                 cfg,
                 out,
@@ -186,6 +224,7 @@ def reproduce(
                 data_root=root,
                 plan=plan,
                 embedder=embedder,
+                judge_backend=jb,
                 progress=progress,
             )
         rows = list(qo.rows)

@@ -54,6 +54,7 @@ PAPERS = ("moira", "finacumen")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _QA_VARIANTS = ("base", "ft", "ft_fm")
 _QA_TOOLS = ("python", "lookup", "reparse", "retrieve")  # = agent.qa.toolset.TOOL_NAMES (a test checks)
+_QA_BASES = ("model_only", "constrained")  # = agent.qa.solver_config.BASE_MODES (a test checks)
 
 
 @dataclass(frozen=True)
@@ -180,10 +181,37 @@ class QAPlan:
     bank_temperature: float = 0.7
     bank: tuple[QASource, ...] = ()
     sets: tuple[QASource, ...] = ()
-    #: registry key of the model that judges FinTMMBench answers ("" = ``model``). The paper
-    #: judged with GPT-4o-mini, out of scope offline; the in-process engine serves one model,
-    #: so a different judge needs ``backend = "openai"`` (a server that serves both).
+    #: registry key of the model that judges FinTMMBench answers, in the evaluation's judge
+    #: pass and in the bank build ("" = ``model``). The paper judged with GPT-4o-mini, out of
+    #: scope offline; the GPU configs name a separate local model. With ``backend = "vllm"`` a
+    #: judge other than ``model`` gets its own in-process engine beside the solver's
+    #: (``judge_gpu_memory``); with ``backend = "openai"`` the server must serve both.
     judge_model: str = ""
+    #: fraction of each GPU's memory the separate judge's in-process engine takes (the solver's
+    #: engine keeps its registry share minus this); unused when the judge is ``model``
+    judge_gpu_memory: float = 0.25
+    #: the judge's server with ``backend = "openai"`` ("" = ``base_url``, a server that serves
+    #: both models)
+    judge_base_url: str = ""
+    #: items of each judged set on which the judge is checked (its verdicts on their gold
+    #: answers and on perturbed wrong ones, :mod:`agent.qa.judge_check`); 0 = no check
+    judge_check_items: int = 200
+    #: the Base variant's protocol: ``model_only`` (the paper's: question and context in, free
+    #: text out, the final answer read by :mod:`agent.qa.final_answer`) or ``constrained``
+    #: (one JSON reply with the question's answer format and a numeric pattern)
+    base: str = "model_only"
+    #: completion budget of the model-only Base reply (tokens; free text has no schema bound)
+    base_max_tokens: int = 4096
+    #: longest thought of one ReAct action (characters; the paper states none)
+    thought_chars: int = 400
+    #: most characters of one tool output or image transcription shown to the solver
+    observation_chars: int = 2000
+    #: failed answer checks sent back before a proposed answer stands; ``max_steps`` or more:
+    #: only the step budget stops the loop (the paper states no separate cap)
+    gate_rejections: int = 1
+    #: constrain the solver's plan and action replies by their JSON schema (off: free replies,
+    #: the first JSON object in each read and checked against the same schema)
+    action_schema: bool = True
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants if v not in _QA_VARIANTS]
@@ -191,12 +219,20 @@ class QAPlan:
             raise ConfigError(f"qa.variants={list(self.variants)}; allowed: {', '.join(_QA_VARIANTS)}")
         if self.backend not in BACKEND_KINDS and self.backend not in backend_kinds():
             raise ConfigError(f"qa.backend={self.backend!r}; allowed: {', '.join(backend_kinds())}")
-        if self.backend == "vllm" and self.judge_model not in ("", self.model):
-            raise ConfigError(
-                f"qa.judge_model={self.judge_model!r} differs from qa.model={self.model!r}; allowed with "
-                "backend 'vllm': '' or the model itself (the in-process engine serves one model); "
-                "use backend 'openai' for a separate judge"
-            )
+        if not 0.05 <= self.judge_gpu_memory <= 0.6:
+            raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
+        if self.judge_check_items < 0:
+            raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
+        if self.base not in _QA_BASES:
+            raise ConfigError(f"qa.base={self.base!r}; allowed: {', '.join(_QA_BASES)}")
+        if not 16 <= self.base_max_tokens <= 131_072:
+            raise ConfigError(f"qa.base_max_tokens={self.base_max_tokens}; allowed: 16..131072")
+        if not 10 <= self.thought_chars <= 20_000:
+            raise ConfigError(f"qa.thought_chars={self.thought_chars}; allowed: 10..20000")
+        if not 100 <= self.observation_chars <= 100_000:
+            raise ConfigError(f"qa.observation_chars={self.observation_chars}; allowed: 100..100000")
+        if not 0 <= self.gate_rejections <= 64:
+            raise ConfigError(f"qa.gate_rejections={self.gate_rejections}; allowed: 0..64")
         if not 1 <= self.max_steps <= 64:
             raise ConfigError(f"qa.max_steps={self.max_steps}; allowed: 1..64")
         if not 0.0 < self.tau < 1.0 or any(not 0.0 < t < 1.0 for t in self.taus):
@@ -243,6 +279,32 @@ class QAPlan:
     def judge(self) -> str:
         """The judge model's registry key (``judge_model``, or ``model`` when unset)."""
         return self.judge_model or self.model
+
+    @property
+    def separate_judge(self) -> bool:
+        """Whether the judge is another model than the solver's."""
+        return self.judge != self.model
+
+    @property
+    def needs_judge(self) -> bool:
+        """Whether anything this plan runs is judged (a judged set, or a judged bank source)."""
+        from agent.qa.scoring import JUDGED
+
+        srcs = [*self.sets, *(self.bank if self.needs_bank else ())]
+        return any(s.dataset in JUDGED for s in srcs)
+
+    def solver_overrides(self) -> dict[str, Any]:
+        """The solver settings this plan fixes (:class:`agent.qa.solver_config.SolverConfig`
+        fields)."""
+        return {
+            "max_steps": self.max_steps,
+            "base_mode": self.base,
+            "base_max_tokens": self.base_max_tokens,
+            "thought_chars": self.thought_chars,
+            "observation_chars": self.observation_chars,
+            "gate_rejections": self.gate_rejections,
+            "action_schema": self.action_schema,
+        }
 
 
 @dataclass(frozen=True)

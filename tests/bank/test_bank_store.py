@@ -52,6 +52,30 @@ def test_add_reopen_and_get(tmp_path: Path) -> None:
         bank.get([999])
 
 
+def test_an_entry_keeps_its_source_items_answer_and_an_older_bank_opens(tmp_path: Path) -> None:
+    """The paper's entry holds the source item's gold answer; a bank written before the column
+    existed gets it (empty) on open and keeps its rows."""
+    import sqlite3
+
+    x = clustered(3, 8, 1, 0.7, 0.0, seed=2)
+    old = tmp_path / "old"
+    with ExperienceBank.open(old) as bank:
+        bank.add(_entries(0, 2), x[:2], "m")
+    con = sqlite3.connect(old / "bank.sqlite")  # the table as it was: no answer column
+    con.executescript(
+        "CREATE TABLE e2 AS SELECT id, source_id, dataset, question, context_head, findings, cautions, "
+        "model_id, dim, created_at, use_count, hit_count, vector FROM entries; DROP TABLE entries; "
+        "ALTER TABLE e2 RENAME TO entries;"
+    )
+    con.close()
+    with ExperienceBank.open(old) as bank:
+        assert [e.answer for e in bank.get([0, 1])] == ["", ""]
+        bank.add([NewEntry("s9", "synth", "q9", "c9", ("f",), (), answer="33.2 million")], x[2:], "m")
+    with ExperienceBank.open(old) as bank:
+        assert bank.get([2])[0].answer == "33.2 million" and len(bank) == 3
+        assert bank.integrity_check().rows == 3
+
+
 def test_missing_or_stale_index_is_rebuilt(tmp_path: Path) -> None:
     x = clustered(120, 16, 5, 0.7, 0.0, seed=2)
     with ExperienceBank.open(tmp_path) as bank:

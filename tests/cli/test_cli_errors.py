@@ -83,6 +83,7 @@ CASES = [
     ),
     (["qa", "build-bank", "--dataset", "nope", "--data", "q.jsonl"], "dataset='nope'; allowed:"),
     (["qa", "analyze", "absent"], "no evaluation run folders"),
+    (["qa", "judge-check", "--data", "q.jsonl", "--limit", "0"], "--limit=0; allowed: >= 1"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
     (["export", "absent", "--out", "o"], "PATH=absent is not a folder"),

@@ -73,7 +73,7 @@ def test_analyze_prints_the_variant_table(capsys, tmp_path):
     ]
     scorer = lambda d, gold, pred: _Score(pred == "42")  # noqa: E731
     for name, answer in (("right", "42"), ("wrong", "7")):
-        backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "r", "answer": answer})])
+        backend = ScriptedBackend([Rule("qa_base", f"It is the total.\nAnswer: {answer}")])
         evaluate(items, backend, tmp_path / name, EvalConfig("base", SolverConfig(model="m")), scorer=scorer)
     assert main(["qa", "analyze", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -106,7 +106,7 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
         ok = "Apple Inc." in req.messages[-1].content
         return json.dumps({"verdict": "correct" if ok else "incorrect", "reason": "compared"})
 
-    backend = ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
+    backend = ScriptedBackend([Rule("qa_base", solve), Rule("judge", judge)])
     monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     run = tmp_path / "run"
     res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--run-dir", run)
@@ -114,7 +114,7 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
     judged = json.loads((run / "judge_scores.json").read_text(encoding="utf-8"))
     assert judged["correct"] == 1 and judged["n"] == 2
     assert '"judge"' in res.out
-    assert {r.call_type for r in backend.calls} == {"qa_solve", "judge"}
+    assert {r.call_type for r in backend.calls} == {"qa_base", "judge"}
 
 
 def _demo_items(path, *, missing_image: bool) -> None:
@@ -136,7 +136,7 @@ def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch)
 
     data = tmp_path / "items.jsonl"
     _demo_items(data, missing_image=True)
-    backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "r", "answer": "42"})])
+    backend = ScriptedBackend([Rule("qa_base", {"reasoning": "r", "answer": "42"})])  # the CPU model's Base
     monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     args = ("qa", "eval", "--variant", "base", "--dataset", "demo", "--data", data)
     res = cli(*args, "--run-dir", tmp_path / "kept", "--keep-missing-images")
@@ -186,3 +186,30 @@ def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monk
     trace = json.loads((run / "trace.jsonl").read_text(encoding="utf-8").splitlines()[0])
     step = next(s for s in trace["steps"] if s["action"] == "retrieve")
     assert step["tool_ok"] and "(uuid p1)" in step["observation"] and trace["gate_ok"] is True
+
+
+def test_judge_check_prints_both_rates(cli, tmp_path, monkeypatch):
+    """`qa judge-check`: the judge on the items' gold answers and on perturbed wrong ones."""
+    import localfin_cli.qa_cmd as qa_cmd
+    from serving.registry import default_registry
+
+    tmm = tmp_path / "fintmm"
+    tmm.mkdir()
+    qa = [
+        {"uuid": "t1", "question": "What was AAPL's close on day one?", "answers": [{"answer": "152.5"}]},
+        {"uuid": "t2", "question": "Did it close higher?", "answers": [{"answer": "Yes"}]},
+    ]
+    (tmm / "QA.json").write_text(json.dumps(qa), encoding="utf-8")
+
+    def judge(req) -> str:  # a judge that takes every candidate for right
+        return json.dumps({"verdict": "correct", "reason": "same"})
+
+    backend = ScriptedBackend([Rule("judge", judge)])
+    monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
+    res = cli("qa", "judge-check", "--data", tmm, "--judge", "qwen3-4b-nothink", "--out", tmp_path / "out")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out.strip().splitlines()[-1])
+    assert (doc["gold_right_rate"], doc["wrong_caught_rate"], doc["wrong_n"]) == (1.0, 0.0, 2)
+    assert doc["perturbations"] == {"number": 1, "yes_no": 1}
+    assert "qwen3-4b-nothink: 2/2 gold answers judged right, 0/2 perturbed answers judged wrong" in res.err
+    assert (tmp_path / "out" / "judge_check.json").is_file()

@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.reproduce.rehearse.checks import Check, check_calls, journal_records, probe_calls
 from agent.reproduce.rehearse.runs import RehearsalSize, run_config
-from agent.reproduce.rehearse.sizes import PromptSize, moira_sizes, qa_sizes
+from agent.reproduce.rehearse.sizes import PromptSize, moira_sizes
 from agent.reproduce.rehearse.standins import (
     Servers,
     StandInRouter,
@@ -52,6 +52,9 @@ class Rehearsal:
     notes: list[str] = field(default_factory=list)
     wall_s: dict[str, float] = field(default_factory=dict)
     calls_per_step: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: FinAcumen: per path, each dataset through the stages, and what the limits cut per call type
+    qa_stages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    qa_cuts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[Check]:
@@ -95,19 +98,32 @@ def _one_config(
     r: Rehearsal,
     shared: Path,
     size: RehearsalSize,
+    data_root: Path | None = None,
 ) -> None:
     router = StandInRouter(si, backends, rekey=path == "engine")
     where = out / cfg.name / path
     t0 = time.perf_counter()
-    ran = run_config(cfg, where, router, si.registry, size=size)
+    ran = run_config(cfg, where, router, si.registry, size=size, data_root=data_root)
     r.wall_s[path] = round(time.perf_counter() - t0, 1)
     recs = journal_records(where)
     r.checks += check_calls(cfg, path, recs, si.registry)
     r.checks += probe_calls(path, recs, router, si.registry)
     r.checks += list(ran.get("checks", ()))  # Moira: every stage of its data path ran
+    if cfg.kind == "qa":
+        from agent.qa.cuts import cuts_by_call_type
+        from agent.reproduce.rehearse.qa_rehearsal import stage_checks
+
+        r.checks += stage_checks(path, ran)
+        r.qa_stages[path] = list(ran["stages"])
+        r.qa_cuts[path] = cuts_by_call_type([where / "runs"])
     if not r.sizes:  # on the first path the config runs (the prompts are the same on both)
         r.notes += list(ran.get("notes", ()))
-        sizes, notes = (moira_sizes if cfg.kind == "moira" else qa_sizes)(cfg, recs, si.real, shared)
+        if cfg.kind == "moira":
+            sizes, notes = moira_sizes(cfg, recs, si.real, shared)
+        else:
+            from agent.reproduce.rehearse.qa_rehearsal import qa_sizes
+
+            sizes, notes = qa_sizes(cfg, recs, si.real, data_root)
         r.sizes += sizes
         r.notes += notes
         if cfg.kind == "moira":
@@ -199,9 +215,11 @@ def rehearse(
     progress: Progress = NULL_PROGRESS,
     running: Running = Running(),
     size: RehearsalSize = RehearsalSize(),
+    data_root: Path | None = None,
 ) -> dict[str, Rehearsal]:
     """Rehearse ``cfgs`` on ``paths`` into ``out`` (module docstring); returns per config.
-    ``running``: engines and servers to reuse; ``size``: how far windows and items shrink."""
+    ``running``: engines and servers to reuse; ``size``: how far windows and items shrink;
+    ``data_root``: where FinAcumen configs find their released benchmarks (None: stand-ins)."""
     out.mkdir(parents=True, exist_ok=True)
     keys = [k for c in cfgs for k in c.model_keys]
     archs = engine_groups(keys, registry)  # only what these configs use is reused
@@ -216,7 +234,7 @@ def rehearse(
         try:
             for i, cfg in enumerate(cfgs):
                 r = result.setdefault(cfg.name, Rehearsal())
-                _one_config(cfg, si, pool.get(needs[i]), path, out, r, shared, size)
+                _one_config(cfg, si, pool.get(needs[i]), path, out, r, shared, size, data_root)
                 pool.release(needs[i] - set().union(*needs[i + 1 :]))
                 r.notes += notes
         finally:
@@ -293,6 +311,10 @@ def write_rehearsal(result: dict[str, Rehearsal], out: Path, *, si_note: str = "
                 "basis",
             ),
         )
+        if r.qa_stages:
+            from agent.reproduce.rehearse.qa_rehearsal import stage_markdown
+
+            md += stage_markdown(r.qa_stages, r.qa_cuts)
         md += [""] + [f"- {n}" for n in r.notes] + [""]
         doc[name] = {
             "checks": [asdict(c) for c in r.checks],
@@ -302,6 +324,7 @@ def write_rehearsal(result: dict[str, Rehearsal], out: Path, *, si_note: str = "
             "calls_per_step": r.calls_per_step,
             "failed": len(r.failed),
             "too_long": [s.call_type for s in r.too_long],
+            **({"qa_stages": r.qa_stages, "qa_cuts": r.qa_cuts} if r.qa_stages else {}),
         }
         (out / name).mkdir(parents=True, exist_ok=True)
         (out / name / "rehearsal.json").write_text(

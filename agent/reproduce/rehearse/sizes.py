@@ -20,17 +20,13 @@ pool's real business descriptions (``../shared/data/companies.csv``, each cut at
 where the config leaves them unbounded). The real news file
 (``news/tradingview_bigtech_2025-04_05.csv``) says how close the pool's news comes to the cap.
 
-FinAcumen: every real item of the shared data (FinMMR Easy validation and TAT-QA dev as
-released; the other benchmarks are not on this machine, which the report says): the first
-solver prompt (question, context, the template) and its images; the tool loop keeps the
-conversation under ``max_prompt_chars`` (it elides the oldest tool outputs), so a later step is
-bounded by that plus the images.
+FinAcumen: :func:`agent.reproduce.rehearse.qa_rehearsal.qa_sizes` (every real item the data
+root holds for the config's sources), with the helpers here.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -40,7 +36,7 @@ from typing import Any
 from agent.reproduce.spec import ReproConfig
 from serving.registry import Registry
 
-__all__ = ["PromptSize", "image_tokens", "moira_sizes", "qa_sizes", "TOKEN_BASIS"]
+__all__ = ["PromptSize", "image_tokens", "moira_sizes", "TOKEN_BASIS"]
 
 TOKEN_BASIS = "estimate: ceil(chars / 3) (the project's estimate_tokens); bound: UTF-8 bytes (byte-level BPE)"
 _NEWS_CALLS = ("pair_selection", "direction", "news_verify", "break_check", "finmem_decision")
@@ -228,106 +224,3 @@ def _image_sizes(paths: Sequence[str]) -> int:
         except OSError:
             continue
     return total
-
-
-def qa_sizes(
-    cfg: ReproConfig, records: Sequence[Mapping[str, Any]], registry: Registry, shared: Path
-) -> tuple[list[PromptSize], list[str]]:
-    """Per QA call type: the real items' largest first solver prompt and the step bound; the
-    other call types as the rehearsal saw them (demo items), labelled so."""
-    from agent.qa.datasets import load_items
-    from agent.qa.solver_config import SolverConfig
-
-    assert cfg.qa is not None
-    model = cfg.qa.model
-    spec = registry.get(model)
-    counter = _counter(model, registry)
-    budgets: dict[str, int] = {}
-    for r in records:
-        q = r["request"]
-        budgets[q["call_type"]] = max(budgets.get(q["call_type"], 0), int(q["max_tokens"]))
-    sc = SolverConfig(model=model)
-    rel = shared / "qa" / "released"
-    items: list[Any] = []
-    notes: list[str] = []
-    loaders = (
-        (
-            "FinMMR Easy validation",
-            lambda: load_items("finmmr", rel / "finmmr", split="validation", subset="easy").items,
-        ),
-        ("TAT-QA dev", lambda: load_items("tatqa", rel / "tatqa", split="dev").items),
-    )
-    for label, load in loaders:
-        try:
-            got = list(load())
-        except Exception as exc:  # noqa: BLE001 - reported: the size stays unknown for that set
-            notes.append(f"{label}: not loaded here ({type(exc).__name__}: {str(exc)[:120]})")
-            continue
-        items += got
-        notes.append(f"{label}: {len(got)} real items sized")
-    notes.append("BizBench, FinTMMBench, FinMME: not on this machine; their prompts are not sized here")
-    out: list[PromptSize] = []
-    if items:
-
-        def first(it: Any) -> tuple[int, int, str]:
-            q = it.question
-            text = json.dumps(
-                {"question": q.text, "options": list(q.options), "context": q.context}, ensure_ascii=False
-            )
-            return len(text), _image_sizes([str(p) for p in q.images][:4]), text
-
-        sized = [first(it) for it in items]
-        chars, img, text = max(sized, key=lambda s: -(-s[0] // 3) + s[1])
-        template = 4000  # the qa_solve / qa_step system prompt and tool schemas, a generous bound
-        budget = budgets.get("qa_solve", 0)
-        out.append(
-            _size(
-                cfg.name,
-                "qa_solve (first call, real items)",
-                f"largest real item: {chars} chars + {template} template bound, {img} image tokens",
-                chars + template,
-                text + "x" * template,
-                img,
-                spec,
-                budget,
-                counter,
-            )
-        )
-        cap = sc.max_prompt_chars
-        img_max = max(s[1] for s in sized)
-        out.append(
-            _size(
-                cfg.name,
-                "qa_solve (later steps, bound)",
-                f"max_prompt_chars {cap} (the loop elides beyond it) + the largest real item's images "
-                f"({img_max} tokens)",
-                cap,
-                None,
-                img_max,
-                spec,
-                budget,
-                counter,
-            )
-        )
-    for r in records:
-        q = r["request"]
-        if q["call_type"] == "qa_solve":
-            continue
-        text = "\n".join(m.get("content") or "" for m in q["messages"])
-        key = f"{q['call_type']} (rehearsal, demo items)"
-        if not any(s.call_type == key and s.chars >= len(text) for s in out):
-            out = [s for s in out if s.call_type != key]
-            out.append(
-                _size(
-                    cfg.name,
-                    key,
-                    "observed in the rehearsal on the demo set (not real items)",
-                    len(text),
-                    text,
-                    0,
-                    spec,
-                    int(q["max_tokens"]),
-                    counter,
-                )
-            )
-    return out, notes

@@ -166,11 +166,20 @@ def change_model(req: ChatRequest) -> str:
     return act("calc", expr=f"{a}-{b}")
 
 
+def base_reply(req: ChatRequest) -> str:
+    """The Base variant's one reply: free text ending in an answer line (model-only), or the
+    constrained JSON."""
+    if req.json_schema is not None:
+        return json.dumps({"reasoning": "read it", "answer": "1"})
+    return "I read the table.\nAnswer: 1"
+
+
 def qa_backend() -> ScriptedBackend:
     return ScriptedBackend(
         [
             Rule("bank_summarize", summary_reply),
             Rule("qa_annotate", annotate_reply),
+            Rule("qa_base", base_reply),
             Rule("qa_solve", change_model),
         ]
     )

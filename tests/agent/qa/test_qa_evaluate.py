@@ -96,7 +96,10 @@ def test_base_variant_uses_no_tools(tmp_path):
         scorer=num_scorer,
     )
     assert s.model_calls == 2 and s.gate_pass_rate is None and s.mean_tool_steps == 0
-    assert all(set(r.json_schema["properties"]) == {"reasoning", "answer"} for r in backend.calls)
+    # the paper's model-only Base: one free-text call, no schema, the answer line read
+    assert all(r.call_type == "qa_base" and r.json_schema is None for r in backend.calls)
+    trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    assert [t["answer"] for t in trace] == ["1", "1"]
 
 
 def test_variant_and_memory_must_agree(tmp_path):
@@ -215,7 +218,7 @@ def test_no_prompt_of_a_test_run_contains_the_gold_and_the_gate_never_receives_i
             finally:
                 TrapGold.armed = False
     requests = [r for b in backends.values() for r in b.calls]
-    assert {r.call_type for r in requests} == {"qa_solve", "qa_annotate"}
+    assert {r.call_type for r in requests} == {"qa_solve", "qa_base", "qa_annotate"}
     assert sum(r.call_type == "qa_annotate" for r in requests) == 4  # memory was really used
     for r in requests:
         blob = json.dumps(r.to_dict())

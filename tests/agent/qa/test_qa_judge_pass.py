@@ -33,9 +33,9 @@ def _solver() -> ScriptedBackend:
     def reply(req) -> str:
         q = next(m.content for m in req.messages if m.role == "user")
         iid = next(i for i in _SOLVER_SAYS if f"case {i}?" in q)
-        return json.dumps({"reasoning": "read it", "answer": _SOLVER_SAYS[iid]})
+        return f"I read it.\nAnswer: {_SOLVER_SAYS[iid]}"
 
-    return ScriptedBackend([Rule("qa_solve", reply)])
+    return ScriptedBackend([Rule("qa_base", reply)])
 
 
 def _judge() -> ScriptedBackend:
@@ -86,7 +86,7 @@ def test_gold_goes_to_the_judge_only_and_the_journals_are_separate(tmp_path):
     judge_text = " ".join(r.messages[-1].content for r in judge.calls)
     assert all(g in judge_text for g in _GOLDS.values())
     run = tmp_path / "run"
-    assert _call_types(run / "journal.sqlite") == {"qa_solve"}
+    assert _call_types(run / "journal.sqlite") == {"qa_base"}
     assert _call_types(run / JUDGE_JOURNAL) == {"judge"}
 
 

@@ -151,6 +151,41 @@ def test_unusable_annotator_reply_falls_back_to_the_stored_entries(tmp_path):
     assert "Finding: Use calc for the change." in backend.calls[1].messages[1].content
 
 
+def test_the_entrys_gold_answer_reaches_the_annotator_but_never_the_gate(tmp_path):
+    """A training item's gold answer is stored with its entry (the paper's entry) and shown to
+    the annotator; the answer gate still reads only the test question's data and tool outputs,
+    so a number that only the memory holds does not pass it."""
+    from agent.qa.gate import Evidence, check_answer
+
+    q = change_items(1, "test")[0].question
+    entry = NewEntry("train-0", "demo", q.text, q.context[:600], ("Use calc for the change.",), (), "777.77")
+    with _bank(tmp_path / "bank", [entry]) as bank:
+        memory = ExperienceMemory(Retriever(bank, EMB))
+        (ret,) = memory.retrieve_many([q])
+        assert ret.entries[0].answer == "777.77"
+        req = memory.annotate_request(q, ret.entries, model="m")
+        assert "Its correct answer: 777.77" in req.messages[-1].content
+        solver = QASolver(SolverConfig(model="m", max_steps=1, gate_rejections=0), memory=memory)
+        backend = ScriptedBackend(
+            [
+                Rule("qa_annotate", "not json"),  # the fallback block shows the stored entry as is
+                Rule(
+                    "qa_solve",
+                    lambda r: (
+                        json.dumps({"thought": "t", "action": "final_answer", "args": {"answer": "777.77"}})
+                        if "plan" not in r.json_schema.get("properties", {})
+                        else json.dumps({"inputs": "a", "experience": "b", "plan": "c"})
+                    ),
+                ),
+            ]
+        )
+        traj = run_one(solver.solve(q, retrieval=ret), backend)
+    assert "Its answer: 777.77" in traj.memory_block
+    assert traj.answer == "777.77" and traj.gate_ok is False and "gate_unresolved" in traj.fallbacks
+    verdict = check_answer(q, "777.77", Evidence.build(q, (), []))
+    assert not verdict.ok and any("777.77" in r for r in verdict.reasons)
+
+
 def test_memory_config_validates():
     with pytest.raises(ConfigError, match="tau"):
         MemoryConfig(tau=1.5)

@@ -147,19 +147,97 @@ def test_many_questions_advance_in_lockstep():
     assert sizes == [5, 5, 5]  # plan, tool call, final: one engine batch per round
 
 
-def test_base_variant_is_one_call_without_tools():
+def test_model_only_base_is_one_free_call_read_by_the_answer_rule():
+    """The paper's Base: question and data in, free text out, no schema and no format hint."""
     s, made = solver()
-    backend = ScriptedBackend([Rule("qa_solve", {"reasoning": "read the table", "answer": "$1,496.5"})])
+    reply = "Total sales in 2019 were $1,496.5 million.\n**Answer:** $1,496.5 million."
+    backend = ScriptedBackend([Rule("qa_base", reply)])
     traj = run_one(s.solve_base(Q_SALES), backend)
-    assert traj.variant == "base" and traj.answer == "$1,496.5" and traj.gate_ok is None
+    assert traj.variant == "base" and traj.answer == "$1,496.5 million" and traj.gate_ok is None
     assert len(backend.calls) == 1 and made == []
+    req = backend.calls[0]
+    assert req.call_type == "qa_base" and req.json_schema is None and req.max_tokens == 4096
+    user = req.messages[-1].content
+    assert CONTEXT in user and "Answer format" not in user and 'a line "Answer:' in user
+    assert traj.steps[0].thought == reply and traj.answer_scale is None
+
+
+def test_constrained_base_stays_as_a_named_option():
+    s, _ = solver(base_mode="constrained")
+    backend = ScriptedBackend([Rule("qa_base", {"reasoning": "read the table", "answer": "$1,496.5"})])
+    q = Question("q3", "demo", Q_SALES.text, context=CONTEXT, answer_format="a number in millions")
+    traj = run_one(s.solve_base(q), backend)
+    assert traj.answer == "$1,496.5"
     assert set(backend.calls[0].json_schema["properties"]) == {"reasoning", "answer"}
+    assert "Answer format: a number in millions" in backend.calls[0].messages[-1].content
 
 
 def test_base_unusable_reply_leaves_no_answer():
-    s, _ = solver()
-    traj = run_one(s.solve_base(Q), ScriptedBackend([Rule("qa_solve", "nope")]))
+    s, _ = solver(base_mode="constrained")
+    traj = run_one(s.solve_base(Q), ScriptedBackend([Rule("qa_base", "nope")]))
     assert traj.answer == "" and traj.fallbacks == ("no_answer",)
+    s, _ = solver()
+    traj = run_one(s.solve_base(Q), ScriptedBackend([Rule("qa_base", "   ")]))
+    assert traj.answer == "" and traj.fallbacks == ("no_answer",)
+
+
+Q_TATQA = Question("t1", "tatqa", "What were total sales in 2019?", context=CONTEXT)
+
+
+def test_a_tatqa_final_answer_carries_its_scale_field():
+    s, _ = solver()
+    backend = scripted_solver([act("final_answer", answer="1,496.5", scale="million")])
+    traj = run_one(s.solve(Q_TATQA), backend)
+    assert (traj.answer, traj.answer_scale, traj.gate_ok) == ("1,496.5", "million", True)
+    final_alt = backend.calls[1].json_schema["anyOf"][-1]
+    assert final_alt["properties"]["args"]["properties"]["scale"]["enum"] == [
+        "", "thousand", "million", "billion", "percent",
+    ]  # fmt: skip
+    assert '"scale"' in backend.calls[0].messages[0].content  # the prompt names the field
+    # other benchmarks keep the one answer field
+    traj = run_one(s.solve(Q_SALES), scripted_solver([final("$1,496.5 million")]))
+    assert traj.answer_scale is None
+    # the constrained Base replies with a scale too; the model-only Base writes it in its text
+    b, _ = solver(base_mode="constrained")
+    t = run_one(
+        b.solve_base(Q_TATQA),
+        ScriptedBackend([Rule("qa_base", {"reasoning": "r", "answer": "1,496.5", "scale": "million"})]),
+    )
+    assert (t.answer, t.answer_scale) == ("1,496.5", "million")
+
+
+def test_without_the_action_schema_the_first_json_object_of_a_free_reply_is_read():
+    s, made = solver(action_schema=False)
+    replies = [
+        "I should compute first.\n```json\n" + act("calc", expr=EXPR) + "\n```",
+        "no json here",
+        'Done: {"thought": "t", "action": "final_answer", "args": {"answer": "24.41%"}} as planned',
+    ]
+    backend = scripted_solver(lambda r: json.dumps({"inputs": "a", "experience": "b", "plan": "c"})
+                              if turn_of(r) == 0 else replies[min(turn_of(r) - 1, 2)])  # fmt: skip
+    traj = run_one(s.solve(Q), backend)
+    assert all(r.json_schema is None for r in backend.calls)
+    assert traj.answer == "24.41%" and traj.gate_ok is True
+    assert [st.fallback for st in traj.steps] == [None, None, "bad_reply", None]
+    assert made[0].calls == [{"expr": EXPR}]
+
+
+def test_every_cut_is_recorded_on_its_step():
+    class Long(Calculator):
+        def __call__(self, args):
+            out = super().__call__(args)
+            return type(out)(out.ok, out.text + " " + "x" * 500, numbers=out.numbers)
+
+    s = QASolver(SolverConfig(model="m", observation_chars=200, context_chars=20, thought_chars=10),
+                 tools=lambda q: [Long()])  # fmt: skip
+    calc = json.dumps({"thought": "x" * 10, "action": "calc", "args": {"expr": EXPR}})
+    answer = json.dumps({"thought": "y", "action": "final_answer", "args": {"answer": "24.41%"}})
+    backend = scripted_solver([calc, answer])
+    traj = run_one(s.solve(Q), backend)
+    assert traj.steps[0].cuts == ("context",)
+    assert traj.steps[1].cuts == ("thought", "tool_output") and traj.steps[2].cuts == ()
+    assert traj.cut_counts == {"context": 1, "thought": 1, "tool_output": 1}
+    assert "chars cut]" in backend.calls[2].messages[-1].content
 
 
 def test_solver_config_names_the_bad_field():

@@ -96,8 +96,8 @@ def test_finmmr_yes_no_gold():
     assert not _ok("finmmr", Gold(False), "maybe")
 
 
-# --- TAT-QA: EM and F1 as the official evaluator (values checked against it; the 6,672-row
-# equality is in test_qa_tatqa_official.py) --------------------------------------------------------
+# --- TAT-QA: EM and F1 as the official evaluator on (answer, scale) (values checked against it;
+# the 8,416-row equality under both mappings is in test_qa_tatqa_official.py) ------------------
 SPAN_MILLION = Gold(["$1,496.5"], "span", "million")
 ARITH_MILLION = Gold(-12.6, "number", "million")
 ARITH_PCT = Gold(-22.22, "number", "percent")
@@ -113,7 +113,9 @@ MULTI = Gold(["fixed-price type", "cost-plus type", "time-and-material type"], "
         (SPAN_MILLION, "1,496.5 thousand", 0, 0.0),  # the scale word multiplies the value
         (SPAN_MILLION, "1,202.9 million", 0, 0.0),  # number gate: the gold number is absent
         (ARITH_MILLION, "-12.6 million", 1, 1.0),
-        (ARITH_MILLION, "-12.604 million", 0, 0.0),  # scaled first, then rounded: -12,604,000
+        # split to (-12.604, million): the official pair rounds to 2 decimals, then scales
+        (ARITH_MILLION, "-12.604 million", 1, 1.0),
+        (ARITH_MILLION, "(12.6) million", 1, 1.0),  # an accounting negative keeps its scale as a pair
         (ARITH_MILLION, "-12.64 million", 0, 0.0),
         (ARITH_MILLION, "-12.6", 0, 0.0),  # arithmetic: F1 = EM, scale required
         (ARITH_PCT, "-22.22%", 1, 1.0),

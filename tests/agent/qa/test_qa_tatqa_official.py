@@ -1,7 +1,9 @@
 """Our TAT-QA scorer equals the official evaluator (NExTplusplus/TAT-QA @ 870accc4).
 
-* on every row of the committed table (6,672 predictions over the released dev gold, scored by
-  the official ``TaTQAEmAndF1``; tests/agent/qa/data/README.md says how it was made);
+* on every row of the committed table (8,416 predictions over the released dev gold, scored by
+  the official ``TaTQAEmAndF1`` under both mappings: the string as written with no predicted
+  scale, and the pair (answer, scale) the documented split rule makes of it;
+  tests/agent/qa/data/README.md says how it was made);
 * on the authors' own published metric and utility tests (``tatqa_metric_test.py``,
   ``tatqa_utils_test.py``), re-stated here as data.
 """
@@ -22,8 +24,10 @@ from agent.qa.tatqa_metric import (
     number_value,
     official_em_f1,
     reads_as_number,
+    split_scale,
     tatqa_em_f1,
 )
+from localfin.errors import ConfigError
 
 TABLE = Path(__file__).parent / "data" / "tatqa_official_scores.jsonl"
 _TATQA_TO_OURS = {v: k for k, v in OUR_TYPES.items()}
@@ -35,42 +39,84 @@ def _rows() -> list[dict]:
 
 def test_the_table_is_large_and_covers_every_answer_type_and_scale():
     rows = _rows()
-    assert len(rows) >= 2000
+    assert len(rows) == 8416
     assert set(Counter(r["answer_type"] for r in rows)) == {"span", "multi-span", "arithmetic", "count"}
     assert set(Counter(r["scale"] for r in rows)) == {"", "thousand", "million", "billion", "percent"}
     verdicts = Counter((r["official_em"], r["official_f1"] > 0) for r in rows)
     assert verdicts[(1.0, True)] > 1000 and verdicts[(0.0, False)] > 1000 and verdicts[(0.0, True)] > 300
+    # the scale cases: the two mappings disagree both ways, hundreds of times
+    flips = Counter((r["official_em"], r["official_em_pair"]) for r in rows)
+    assert flips[(0.0, 1.0)] > 300 and flips[(1.0, 0.0)] > 100
+    assert Counter(r["pred_scale"] for r in rows).keys() == {"", "thousand", "million", "billion", "percent"}
 
 
-def test_equal_to_the_official_evaluator_on_every_row():
+def _gold_args(r: dict) -> tuple:
+    return r["answer"], r["scale"], r["answer_type"]
+
+
+def test_equal_to_the_official_evaluator_on_every_row_under_the_string_mapping():
+    """The string as the model wrote it, no predicted scale."""
     differ = []
     for r in _rows():
-        got = tatqa_em_f1(r["answer"], r["scale"], r["answer_type"], r["prediction"])
+        got = tatqa_em_f1(*_gold_args(r), r["prediction"], "")
         if got != (r["official_em"], r["official_f1"]):
             differ.append((r["uid"], r["prediction"], got, r["official_em"], r["official_f1"]))
     assert differ == []
 
 
-def test_score_answer_equals_the_official_evaluator_on_every_row():
-    """Through the public interface, with the gold as the loader builds it (our answer types,
-    empty spans of a multi-span gold dropped and counted)."""
+def test_equal_to_the_official_evaluator_on_every_row_under_the_pair_mapping():
+    """The pair (answer, scale), as TAT-QA's released evaluation takes a prediction."""
     differ = []
     for r in _rows():
-        answer = r["answer"]
-        dropped = 0
-        if isinstance(answer, list):
-            kept = [str(a) for a in answer if str(a).strip()]
-            dropped, answer = len(answer) - len(kept), kept
-        gold = Gold(
-            answer,
-            _TATQA_TO_OURS[r["answer_type"]],
-            r["scale"],
-            extra={"tatqa_answer_type": r["answer_type"], "dropped_empty_spans": dropped},
-        )
-        s = score_answer("tatqa", gold, r["prediction"])
-        if (float(s.correct), s.score) != (r["official_em"], r["official_f1"]):
-            differ.append((r["uid"], r["prediction"], s.detail, r["official_em"], r["official_f1"]))
+        got = tatqa_em_f1(*_gold_args(r), r["pred_answer"], r["pred_scale"])
+        if got != (r["official_em_pair"], r["official_f1_pair"]):
+            differ.append((r["uid"], r["pred_answer"], r["pred_scale"], got, r["official_em_pair"]))
     assert differ == []
+
+
+def test_the_split_rule_equals_its_restatement_in_the_corpus_script_on_every_row():
+    assert [
+        r["prediction"]
+        for r in _rows()
+        if split_scale(r["prediction"]) != (r["pred_answer"], r["pred_scale"])
+    ] == []
+
+
+def _loaded_gold(r: dict) -> Gold:
+    answer = r["answer"]
+    dropped = 0
+    if isinstance(answer, list):
+        kept = [str(a) for a in answer if str(a).strip()]
+        dropped, answer = len(answer) - len(kept), kept
+    return Gold(
+        answer,
+        _TATQA_TO_OURS[r["answer_type"]],
+        r["scale"],
+        extra={"tatqa_answer_type": r["answer_type"], "dropped_empty_spans": dropped},
+    )
+
+
+def test_score_answer_equals_the_official_pair_verdict_on_every_row():
+    """Through the public interface, with the gold as the loader builds it (our answer types,
+    empty spans of a multi-span gold dropped and counted): the string form is split by the
+    rule, and a solver's explicit scale field is scored as given."""
+    differ = []
+    for r in _rows():
+        gold = _loaded_gold(r)
+        want = (r["official_em_pair"], r["official_f1_pair"])
+        s = score_answer("tatqa", gold, r["prediction"])
+        t = score_answer("tatqa", gold, r["pred_answer"], scale=r["pred_scale"])
+        if (float(s.correct), s.score) != want or (float(t.correct), t.score) != want:
+            differ.append((r["uid"], r["prediction"], s.detail, t.detail, want))
+    assert differ == []
+
+
+def test_score_answer_rejects_a_scale_outside_the_release_format():
+    gold = Gold(33.0, "number", "million", extra={"tatqa_answer_type": "arithmetic"})
+    with pytest.raises(ConfigError, match=r"scale='millions'"):
+        score_answer("tatqa", gold, "33", scale="millions")
+    with pytest.raises(ConfigError, match=r"for finmmr"):
+        score_answer("finmmr", Gold(33.0), "33", scale="million")
 
 
 # The authors' tatqa_metric_test.py cases: (gold, prediction, pred_scale, EM, F1).
@@ -168,8 +214,33 @@ def test_the_authors_utility_cases():
         (("span", ["one two three"], ""), "one two", 0, 0.8, "F1 rounded to two places"),
     ],
 )
-def test_the_rules_the_issue_names(gold, pred, em, f1, why):
+def test_the_official_rules_on_hand_picked_cases(gold, pred, em, f1, why):
     assert official_em_f1(*gold, pred) == (em, f1), why
+
+
+@pytest.mark.parametrize(
+    ("gold", "text", "pair", "string_em", "pair_em"),
+    [
+        (("arithmetic", -33, "million"), "(33) million", ("(33)", "million"), 0, 1),
+        (("arithmetic", -6.75, "percent"), "(6.75)%", ("(6.75)", "percent"), 0, 1),
+        (("arithmetic", 283.8, "million"), "283.804 million", ("283.804", "million"), 0, 1),
+        (("arithmetic", 234, "million"), "0.234 billion", ("0.234", "billion"), 1, 0),
+        (
+            ("multi-span", ["1.2", "3.4"], "million"),
+            '["1.2", "3.4"] million',
+            ('["1.2", "3.4"]', "million"),
+            0,
+            1,
+        ),
+        (("arithmetic", 13.19, "percent"), "13.19%", ("13.19", "percent"), 1, 1),
+        (("arithmetic", 33, "million"), "33 million dollars", ("33 million dollars", ""), 1, 1),
+        (("span", ["12 months"], ""), "12 months", ("12 months", ""), 1, 1),
+    ],
+)
+def test_the_split_rule_and_the_two_mappings_on_the_scale_cases(gold, text, pair, string_em, pair_em):
+    assert split_scale(text) == pair
+    assert official_em_f1(*gold, text, "")[0] == string_em
+    assert tatqa_em_f1(gold[1], gold[2], gold[0], *pair)[0] == pair_em
 
 
 def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
@@ -183,6 +254,6 @@ def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
     differ = []
     for r in _rows():
         s = score_answer("tatqa", gold[r["uid"]], r["prediction"])
-        if (float(s.correct), s.score) != (r["official_em"], r["official_f1"]):
+        if (float(s.correct), s.score) != (r["official_em_pair"], r["official_f1_pair"]):
             differ.append((r["uid"], r["prediction"], s.detail))
     assert differ == []

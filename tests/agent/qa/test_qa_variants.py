@@ -41,13 +41,15 @@ def _items(tmp_path: Path) -> list[QAItem]:
 def _answering() -> ScriptedBackend:
     def reply(req: ChatRequest) -> str:
         props = (req.json_schema or {}).get("properties", {})
+        if req.call_type == "qa_base" and req.json_schema is None:
+            return "It reads 1.\nAnswer: 1"
         if "reasoning" in props:
             return json.dumps({"reasoning": "read", "answer": "1"})
         if "plan" in props:
             return json.dumps({"inputs": "a", "experience": "b", "plan": "c"})
         return json.dumps({"thought": "t", "action": "final_answer", "args": {"answer": "1"}})
 
-    return ScriptedBackend([Rule("qa_solve", reply)])
+    return ScriptedBackend([Rule("qa_solve", reply), Rule("qa_base", reply)])
 
 
 def _text(req: ChatRequest) -> str:

@@ -18,3 +18,17 @@ def real_store(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     with MarketStore(path) as s:
         import_files(s, prices=[prices], companies=[shared_data / "companies.csv"])
     return path
+
+
+@pytest.fixture(scope="module")
+def released_root(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data root whose ``benchmarks/`` holds the benchmarks released on this machine (links to
+    ``../shared/data/qa/released``: TAT-QA dev and FinMMR easy validation, as released)."""
+    rel = shared_data / "qa" / "released"
+    if not (rel / "finmmr").is_dir() or not (rel / "tatqa").is_dir():
+        pytest.skip(f"{rel} absent")
+    root = tmp_path_factory.mktemp("data_root")
+    (root / "benchmarks").mkdir()
+    for name in ("finmmr", "tatqa"):
+        (root / "benchmarks" / name).symlink_to(rel / name)
+    return root

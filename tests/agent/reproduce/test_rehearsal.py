@@ -2,14 +2,16 @@
 through the in-process engine and `vllm serve`, checked from the journals.
 
 The default suite rehearses one Moira config (A2: Qwen3-32B thinking on and off, one
-architecture) through `vllm serve` and one FinAcumen config (Table 2: Qwen3-VL-8B, Base / +FT /
-+FT+FM, images) through the in-process engine, both at their smallest size
-(:data:`~agent.reproduce.rehearse.runs.SMALLEST`: every call type once or twice). They start
-nothing of their own: the session's server and VL engine (tests/conftest.py) are the tiny Qwen3
+architecture) through `vllm serve` and one FinAcumen config (Table 1: Qwen3-VL-8B on all six
+benchmark settings, Base and FinAcumen, FinTMMBench judged by Qwen3-4B) through the in-process
+engine, both at their smallest size (:data:`~agent.reproduce.rehearse.runs.SMALLEST`: every call
+type once or twice). The session's server and VL engine (tests/conftest.py) are the tiny Qwen3
 and Qwen3-VL, built at the real entries' 32,768 positions, so they serve the stand-ins as the
-rehearsal's own would (what may differ, the server's tool parser, is reported and checked).
-The slow suite rehearses every config on both paths through the command line, with the
-stand-ins' own engines and servers.
+rehearsal's own would (what may differ, the server's tool parser, is reported and checked); the
+judge's tiny Qwen3 engine is the rehearsal's own (the session's in-process Qwen3 runs at a
+shorter context). Table 1 reads the released FinMMR Easy validation file of the shared data and
+stand-ins in their released layouts for the rest. The slow suite rehearses every config on both
+paths through the command line, with the stand-ins' own engines and servers.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from serving.registry import default_registry
 
 pytest.importorskip("vllm")
 
-PATH_OF = {"moira_table5_a2": "server", "finacumen_table2": "engine"}
+PATH_OF = {"moira_table5_a2": "server", "finacumen_table1": "engine"}
 
 
 @pytest.fixture(scope="module")
 def rehearsal(
     tmp_path_factory: pytest.TempPathFactory,
     shared_data: Path,
+    released_root: Path,
     openai_server,
     openai_server_spec,
     vllm_vl_backend,
@@ -51,6 +54,7 @@ def rehearsal(
             paths=(path,),
             running=running,
             size=SMALLEST,
+            data_root=released_root,
         )
     md, js = write_rehearsal(res, out)
     return res, md, json.loads(js.read_text(encoding="utf-8")), out
@@ -130,25 +134,64 @@ def test_a_cut_reply_is_a_counted_fallback(rehearsal) -> None:
 
 def test_images_reach_the_vision_model_through_the_engine(rehearsal) -> None:
     res, _, _, _ = rehearsal
-    imgs = _checks(res, "finacumen_table2", "images reach the model")
+    imgs = _checks(res, "finacumen_table1", "images reach the model")
     assert imgs and all(c.ok for c in imgs), imgs
     assert all(c.seen["image_tokens"] >= 64 * c.seen["images"] for c in imgs)
-    calls = {c.call_type for c in _checks(res, "finacumen_table2", "settings")}
-    assert {"qa_solve", "bank_summarize"} <= calls, calls
+    calls = {c.call_type for c in _checks(res, "finacumen_table1", "settings")}
+    assert {"qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge"} <= calls, calls
 
 
-def test_the_largest_prompts_are_sized_on_real_data_against_the_context(rehearsal) -> None:
+def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(rehearsal) -> None:
     res, md, _, _ = rehearsal
-    moira = {s.call_type: s for s in res["moira_table5_a2"].sizes}
-    assert {"pair_selection", "direction"} <= set(moira)
-    d = moira["direction"]
-    assert d.max_model_len == 32768 and d.max_tokens == 16384 and d.room == 16384
-    assert "news cap 12288" in d.basis and d.tokens_bound >= d.tokens_est
-    qa = {s.call_type: s for s in res["finacumen_table2"].sizes}
-    assert qa["qa_solve (first call, real items)"].image_tokens > 0  # FinMMR's real images
-    assert any("TAT-QA dev: 1668 real items sized" in n for n in res["finacumen_table2"].notes)
+    rows = {r["dataset"]: r for r in res["finacumen_table1"].qa_stages["engine"]}
+    assert len(rows) == 12  # six bank sources, six evaluation sets
+    assert rows["FinMMR Easy validation"]["file"] == "released"
+    assert rows["FinMMR Easy"]["file"] == "released, re-filed"
+    assert {rows[k]["file"] for k in ("BizBench SEC-NUM", "FinTMMBench", "FinMME Avg")} == {"stand-in"}
+    assert rows["FinTMMBench train part"]["scored_by"] == "judge qwen3-4b-nothink"
+    assert rows["BizBench SEC-NUM train"]["scored_by"] == "BizBench rule (1 % relative)"
+    tmm = rows["FinTMMBench"]
+    assert tmm["judged"] >= 2 and tmm["judge_checked"] >= 1 and tmm["scored_base"] == tmm["scored_ft_fm"] == 1
+    assert rows["FinMME Avg"]["finmme_avg_runs"] == 2
+    assert all(r["report_rows"] >= 2 for r in rows.values() if r["role"] == "set")
+    stages = [
+        c
+        for c in _checks(res, "finacumen_table1", "stages (set)")
+        + _checks(res, "finacumen_table1", "stages (bank)")
+    ]
+    assert len(stages) == 12 and all(c.ok for c in stages)
     text = md.read_text(encoding="utf-8")
-    assert "Largest prompt per call type" in text and "chars / 3" in text
+    assert "Datasets through the stages (engine)" in text and "per call type (engine)" in text
+
+
+def test_the_bank_holds_entries_from_every_source_of_table1(rehearsal) -> None:
+    """The bank build from every source (the released FinMMR file, stand-ins for the rest) ran to
+    completion on the tiny engine: every source set has entries."""
+    from bank.store import ExperienceBank
+
+    _, _, _, out = rehearsal
+    with ExperienceBank.open(out / "finacumen_table1" / "engine" / "bank") as bank:
+        sets = sorted(set(bank.datasets()))
+        answers = [e.answer for e in bank.get(list(range(len(bank))))]
+    assert sets == [
+        "bizbench/SEC-NUM", "finmme", "finmmr/easy", "finmmr/hard", "finmmr/medium", "fintmmbench",
+    ]  # fmt: skip
+    assert all(answers)  # each entry keeps its training item's gold answer
+
+
+def test_the_report_shows_the_protocol_and_the_judge_check_beside_fintmmbench(rehearsal) -> None:
+    _, _, _, out = rehearsal
+    doc = json.loads((out / "finacumen_table1" / "engine" / "reproduction.json").read_text(encoding="utf-8"))
+    rows = [r for r in doc["rows"] if r.get("variant") and r["set"] != "macro"]
+    assert {r["protocol"] for r in rows if r["variant"] == "base"} == {"model-only"}
+    assert {r["protocol"] for r in rows if r["variant"] == "ft_fm"} == {"ReAct 1 steps, schema"}
+    tmm = [r for r in rows if r["set"] == "FinTMMBench"]
+    assert tmm and all("judge_gold_right_pct" in r and "judge_wrong_caught_pct" in r for r in tmm)
+    assert "REHEARSAL" in (out / "finacumen_table1" / "engine" / "reproduction.md").read_text(
+        encoding="utf-8"
+    )
+    # the bank build runs the tools solver although Table 1 evaluates only Base and FinAcumen
+    assert set(doc["qa_details"]["protocol"]) == {"base", "ft_fm", "bank build (ft)"}
 
 
 def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) -> None:
@@ -183,3 +226,49 @@ def test_rehearse_all_passes_through_the_cli(cli, tmp_path: Path) -> None:
         assert {c["path"] for c in v["checks"]} == {"engine", "server"}, name
         assert v["sizes"], name
         assert load_repro(name).kind != "moira" or v["calls_per_step"], name
+
+
+RELEASED = Path(__file__).parent / "data" / "finacumen_released.toml"
+
+
+@pytest.mark.slow
+def test_the_variants_protocol_on_the_released_tatqa_and_finmmr_items(
+    tmp_path: Path, released_root: Path, vllm_vl_backend
+) -> None:
+    """Base, Base+FT and Base+FT+FM on a few released TAT-QA dev and FinMMR Easy items (the
+    shared data as released): each row names its protocol, the model-only Base replies in free
+    text read by the answer rule, and TAT-QA's tools answers carry a scale field."""
+    from agent.reproduce.rehearse.rehearsal import Running, rehearse, write_rehearsal
+    from agent.reproduce.rehearse.runs import SMALLEST
+
+    res = rehearse(
+        [load_repro(RELEASED)], tmp_path, shared=tmp_path, registry=default_registry(), paths=("engine",),
+        running=Running(engines={"qwen3-vl": vllm_vl_backend}), size=SMALLEST, data_root=released_root,
+    )  # fmt: skip
+    write_rehearsal(res, tmp_path)
+    r = res["finacumen_released"]
+    assert not r.failed, r.failed
+    rows = {x["dataset"]: x for x in r.qa_stages["engine"]}
+    assert rows["TAT-QA dev"]["file"] == "released" and rows["FinMMR Easy validation"]["file"] == "released"
+    assert rows["TAT-QA dev"]["scored_by"] == "TAT-QA official EM/F1 on (answer, scale)"
+    run = tmp_path / "finacumen_released" / "engine"
+    doc = json.loads((run / "reproduction.json").read_text(encoding="utf-8"))
+    by = {
+        (x["set"], x["variant"]): x["protocol"]
+        for x in doc["rows"]
+        if x.get("variant") and x["set"] != "macro"
+    }
+    assert by == {
+        ("TAT-QA dev", "base"): "model-only", ("TAT-QA dev", "ft"): "ReAct 1 steps, schema",
+        ("TAT-QA dev", "ft_fm"): "ReAct 1 steps, schema", ("FinMMR Easy", "base"): "model-only",
+        ("FinMMR Easy", "ft"): "ReAct 1 steps, schema", ("FinMMR Easy", "ft_fm"): "ReAct 1 steps, schema",
+    }  # fmt: skip
+    assert "free text out within 4096 tokens" in doc["qa_details"]["protocol"]["base"]
+    trace = [json.loads(x) for x in (run / "runs" / "tat-qa-dev-ft" / "trace.jsonl").read_text().splitlines()]
+    assert all(
+        t["answer_scale"] in ("", "thousand", "million", "billion", "percent") for t in trace if t["answer"]
+    )
+    base = [
+        json.loads(x) for x in (run / "runs" / "tat-qa-dev-base" / "trace.jsonl").read_text().splitlines()
+    ]
+    assert all(t["answer_scale"] is None for t in base)  # free text: the scale is split off when scored

@@ -151,25 +151,3 @@ def test_rehearsal_sizes_are_checked() -> None:
         RehearsalSize(qa_steps=0)
     with pytest.raises(ConfigError, match="validation_period=4; allowed: fewer than test_sessions=4"):
         RehearsalSize(test_sessions=4)
-
-
-def test_the_rehearsals_demo_set_lists_items_with_images_first(tmp_path) -> None:
-    """One test item per set (SMALLEST) still sends the vision model an image."""
-    import json
-
-    from agent.qa.demo_set import build_demo_set
-    from agent.reproduce.rehearse.runs import _images_first
-
-    d = build_demo_set(tmp_path / "qa_set", seed=0, n_train=4, n_test=4)
-
-    def rows():
-        return [json.loads(x) for x in (d / "items.jsonl").read_text(encoding="utf-8").splitlines()]
-
-    before = rows()
-    _images_first(d)
-    after = rows()
-    assert sorted(r["id"] for r in after) == sorted(r["id"] for r in before)  # nothing lost
-    test = [r for r in after if r["split"] == "test"]
-    assert test[0]["images"]
-    flags = [bool(r["images"]) for r in after]
-    assert flags == sorted(flags, reverse=True)  # every item with images before every one without

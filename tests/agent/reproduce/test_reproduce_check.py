@@ -60,7 +60,9 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         f"MISSING finacumen_table2: model qwen3-vl-8b: no config.json in {t}/models/Qwen3-VL-8B-Instruct; "
         f"fix: copy Qwen/Qwen3-VL-8B-Instruct into {t}/models/Qwen3-VL-8B-Instruct "
         "(or set LOCALFIN_MODELS_DIR)",
-        "9 items checked, 7 missing",
+        f"MISSING finacumen_table2: model qwen3-4b-nothink: no config.json in {t}/models/Qwen3-4B; "
+        f"fix: copy Qwen/Qwen3-4B into {t}/models/Qwen3-4B (or set LOCALFIN_MODELS_DIR)",
+        "10 items checked, 8 missing",
     ]
 
 
@@ -133,3 +135,61 @@ def test_check_present_items(bare_machine: Path, real_store: Path, tmp_path: Pat
     assert items["news"].status == "missing"
     assert items["company context"].status == "ok"
     assert items["model qwen3-32b"].status == "ok"
+
+
+_RELEASED = """
+[reproduce]
+name = "released_check"
+paper = "finacumen"
+table = "check"
+title = "scorers on the released files"
+kind = "qa"
+differs = ["a test config"]
+
+[qa]
+model = "qwen3-vl-8b"
+tools = ["python", "reparse"]
+variants = ["base", "ft_fm"]
+
+[[qa.bank]]
+label = "FinMMR Easy validation"
+dataset = "finmmr"
+path = "finmmr"
+split = "validation"
+subset = "easy"
+
+[[qa.sets]]
+label = "TAT-QA dev"
+dataset = "tatqa"
+path = "tatqa"
+split = "dev"
+"""
+
+
+def test_check_scores_each_released_benchmarks_gold_and_refuses_a_broken_scorer(
+    bare_machine: Path, released_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.qa import scoring
+
+    path = bare_machine / "released.toml"
+    path.write_text(_RELEASED, encoding="utf-8")
+    cfg = load_repro(path)
+    items = {i.what: i for i in check_config(cfg, data_root=released_root)}
+    assert items["scorer FinMMR Easy validation"].status == "ok"
+    assert items["scorer FinMMR Easy validation"].detail == (
+        "FinMMR get_acc (0.2 % relative): gold answers of 3 items score correct"
+    )
+    assert items["scorer TAT-QA dev"].detail.startswith("TAT-QA official EM/F1 on (answer, scale)")
+
+    def broken(gold, prediction):
+        raise ValueError("rule missing")
+
+    monkeypatch.setitem(scoring.RULES, "finmmr", broken)
+    items = {i.what: i for i in check_config(cfg, data_root=released_root)}
+    line = items["scorer FinMMR Easy validation"].line()
+    assert line.startswith(
+        "MISSING released_check: scorer FinMMR Easy validation: source 'finmmr/easy': "
+        "its scorer (FinMMR get_acc (0.2 % relative)) cannot score item"
+    )
+    assert "ValueError: rule missing" in line and "before any model call" in line
+    assert items["scorer TAT-QA dev"].status == "ok"

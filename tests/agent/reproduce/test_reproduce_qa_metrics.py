@@ -78,16 +78,16 @@ _CONFIG = {
 
 
 def _backend() -> ScriptedBackend:
-    def solve(req) -> str:
+    def solve(req) -> str:  # the model-only Base: free text ending in its answer line
         user = next(m.content for m in req.messages if m.role == "user")
         answer = next(a for q, a in _ANSWERS.items() if q in user)
-        return json.dumps({"reasoning": "read it", "answer": answer})
+        return f"I read the data.\nAnswer: {answer}"
 
     def judge(req) -> str:
         ok = "Candidate answer: Apple" in req.messages[-1].content
         return json.dumps({"verdict": "correct" if ok else "incorrect", "reason": "compared"})
 
-    return ScriptedBackend([Rule("qa_solve", solve), Rule("judge", judge)])
+    return ScriptedBackend([Rule("qa_base", solve), Rule("judge", judge)])
 
 
 def _reproduce(tmp_path: Path, backend: ScriptedBackend):
@@ -108,7 +108,15 @@ def test_fintmmbench_and_finmme_sets_get_their_own_metrics(tmp_path: Path) -> No
     tmm = rows["FinTMMBench"]
     assert tmm["accuracy_pct"] == 50.0 and tmm["metric"] == "judge accuracy (smollm2-135m)"
     judge_calls = [r for r in backend.calls if r.call_type == "judge"]
-    assert len(judge_calls) == 2 and {r.model for r in judge_calls} == {"smollm2-135m"}
+    # the judge pass (2) and the judge check (2 gold answers, 2 perturbed ones: here the other
+    # item's answer, since neither holds a number, a yes/no or a direction word)
+    assert len(judge_calls) == 6 and {r.model for r in judge_calls} == {"smollm2-135m"}
+    # the check's two rates beside the column: "Apple Inc." judged right, "Adobe" not; the
+    # swapped wrong answers: "Adobe" for Apple caught, "Apple Inc." for Adobe judged right
+    assert (tmm["judge_gold_right_pct"], tmm["judge_wrong_caught_pct"]) == (50.0, 50.0)
+    assert any(
+        n.startswith("judge check on FinTMMBench: 1 of 2 gold answers judged right") for n in res.notes
+    )
     run = tmp_path / "out" / "runs" / "fintmmbench-base"
     verdicts = json.loads((run / JUDGE_SCORES).read_text(encoding="utf-8"))
     assert [i["correct"] for i in verdicts["items"]] == [True, False]
@@ -156,7 +164,27 @@ def test_judge_model_key() -> None:
     assert plan().qa.judge == "smollm2-135m"
     cfg = plan(backend="openai", base_url="http://127.0.0.1:8000/v1", judge_model="qwen3-4b")
     assert cfg.qa.judge == "qwen3-4b" and cfg.model_keys == ("smollm2-135m", "qwen3-4b")
-    with pytest.raises(ConfigError, match=r"qa\.judge_model"):
-        plan(judge_model="qwen3-4b")  # the in-process engine serves one model
+    inproc = plan(judge_model="qwen3-4b")  # in process the judge gets its own engine
+    assert inproc.qa.separate_judge and inproc.qa.needs_judge and inproc.qa.judge_gpu_memory == 0.25
+    with pytest.raises(ConfigError, match=r"qa\.judge_gpu_memory=0\.9; allowed: 0\.05\.\.0\.6"):
+        plan(judge_model="qwen3-4b", judge_gpu_memory=0.9)
     with pytest.raises(ConfigError, match=r"unknown key.*qa\.judge"):
         plan(judge="qwen3-4b")
+
+
+def test_a_separate_in_process_judge_gets_its_own_engine_and_a_share_of_the_gpu() -> None:
+    from agent.reproduce.run import _judge_engine
+    from agent.reproduce.spec import load_repro
+
+    plan = load_repro("finacumen_table1").qa
+    reg, spec = _judge_engine(plan, default_registry(), own=True)
+    assert spec is not None and (spec.kind, spec.model) == ("vllm", "qwen3-4b-nothink")
+    assert reg.get("qwen3-vl-8b").gpu_memory_utilization == 0.65  # 0.90 - 0.25
+    assert reg.get("qwen3-4b-nothink").gpu_memory_utilization == 0.25
+    # a backend given by the caller serves both; the solver's own judge needs nothing
+    assert _judge_engine(plan, default_registry(), own=False)[1] is None
+    from dataclasses import replace
+
+    assert _judge_engine(replace(plan, judge_model=""), default_registry(), own=True)[1] is None
+    served = replace(plan, backend="openai", base_url="http://a:1/v1", judge_base_url="http://b:2/v1")
+    assert _judge_engine(served, default_registry(), own=True)[1].base_url == "http://b:2/v1"

@@ -40,8 +40,16 @@ def _backend() -> ScriptedBackend:
         answer = f"{a - b:.2f}" if "lesson 2" in first or seg % 2 == 0 else "0"
         return json.dumps({"thought": "t", "action": "final_answer", "args": {"answer": answer}})
 
+    def base(req: ChatRequest) -> str:  # the model-only Base: free text with its answer line
+        return "I cannot compute it without tools.\nAnswer: 0"
+
     return ScriptedBackend(
-        [Rule("bank_summarize", summary), Rule("qa_annotate", annotate), Rule("qa_solve", solve)]
+        [
+            Rule("bank_summarize", summary),
+            Rule("qa_annotate", annotate),
+            Rule("qa_base", base),
+            Rule("qa_solve", solve),
+        ]
     )
 
 
@@ -100,7 +108,14 @@ def test_sweep_bank_and_analytics_as_the_paper(tmp_path: Path) -> None:
     det = doc["qa_details"]
     # the bank: the train half of "pool", never an item of its test half
     bank = det["bank"]
-    assert bank["items"] == 8 and bank["by_source"] == {"demo": {"items": 8, "in_bank_before": 0, "added": 8}}
+    row = bank["by_source"]["demo"]
+    assert bank["items"] == 8 and (row["items"], row["in_bank_before"], row["run"], row["added"]) == (
+        8,
+        0,
+        8,
+        8,
+    )
+    assert row["trajectories"] == 16 and row["scored_by"] == "demo tolerance"
     assert bank["entries"] == 8 and bank["entries_by_source"] == {"demo": 8} and bank["trajectories"] == 16
     assert (
         bank["embedder"] == HashingEmbedder().model_id and bank["embedder_dim"] == 64 and bank["tau"] == 0.65

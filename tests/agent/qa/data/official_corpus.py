@@ -13,9 +13,14 @@ Two steps, each a subcommand:
             repository, with their dependencies installed) on a corpus file and writes the
             committed table: each row with the evaluator's verdict added.
 
-A TAT-QA prediction is handed to the official ``TaTQAEmAndF1`` as the string the model wrote,
-with ``pred_scale=""`` (a model writes its scale into the answer); a string that is a JSON list
-(our convention for multi-span answers) is handed over as that list, each element as ``str``.
+A TAT-QA prediction is handed to the official ``TaTQAEmAndF1`` twice: as the string the model
+wrote, with ``pred_scale=""`` (the string mapping), and as the pair ``(answer, scale)`` that the
+documented split rule makes of the string (the pair mapping, as TAT-QA's released evaluation
+takes a prediction); a string that is a JSON list (our convention for multi-span answers) is
+handed over as that list, each element as ``str``. The split rule is restated here from its
+documentation (``agent/qa/tatqa_metric.py``, rule P) with the standard library only: a
+trailing ``%`` or ``thousand``/``million``/``billion``/``percent`` word (optionally followed by
+one ".") after a number, or after a JSON list of numbers, is the scale.
 A FinMMR prediction is handed to ``get_acc`` as the string, and to the CoT evaluation's check
 (``vailid``: a non-empty answer without "none") before it.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import random
 import sys
@@ -32,7 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SEED = 17
+SCALE_SEED = 29  # the scale cases, added after the first table with their own generator
 TATQA_FORMS_PER_QUESTION = 3
+TATQA_SCALE_FORMS_PER_QUESTION = 2
 FINMMR_FORMS_PER_ITEM = 9
 
 
@@ -172,6 +180,110 @@ def tatqa_rows(dataset: list[dict]) -> Iterator[dict]:
                 }
 
 
+_MARKS = set("'\"\\$€£¥%(),[]")
+_SCALE_NAMES = ("hundred", "thousand", "million", "billion", "percent")
+
+
+def _reads_as_number(text: str) -> bool:
+    """TAT-QA's ``is_number``: marks dropped, a float first word, a scale word second if any."""
+    words = "".join(ch for ch in text if ch not in _MARKS).split()
+    if not words:
+        return False
+    try:
+        first = float(words[0])
+    except ValueError:
+        return False
+    if first != first:
+        return False
+    return len(words) < 2 or any(n in words[1].lower() for n in _SCALE_NAMES)
+
+
+def split_scale(text: str) -> tuple[str, str]:
+    """The documented split rule (rule P): ``(answer, scale)`` of an answer string."""
+    body = text.strip()
+    if body.endswith("."):
+        body = body[:-1]
+    scale, head = "", None
+    if body.endswith("%"):
+        scale, head = "percent", body[:-1].rstrip()
+    else:
+        parts = body.rsplit(None, 1)
+        if len(parts) == 2 and parts[1].lower() in ("thousand", "million", "billion", "percent"):
+            scale, head = parts[1].lower(), parts[0].rstrip()
+    if not head:
+        return text, ""
+    spans = _tatqa_prediction(head)
+    spans = spans if isinstance(spans, list) else [spans]
+    if not spans or not all(_reads_as_number(x) for x in spans):
+        return text, ""
+    return head, scale
+
+
+_UP = {"thousand": "million", "million": "billion"}
+_DOWN = {"million": "thousand", "billion": "million"}
+
+
+def _tatqa_scale_forms(answer: object, scale: str, kind: str) -> list[str]:
+    """Answers with their scale written in that the pair and the string score apart: accounting
+    negatives with a scale, values within (and just outside) the 2-decimal rounding, scale
+    shifts, and multi-span answers with one scale for all spans."""
+    if kind == "multi-span":
+        spans = [str(a) for a in answer]  # type: ignore[union-attr]
+        forms = [json.dumps(spans) + f" {scale}", json.dumps(spans[::-1]) + f" {scale}"]
+        return forms + [json.dumps(spans) + f" {_WRONG_SCALE.get(scale, 'million')}"]
+    text = str(answer[0]) if isinstance(answer, list) else str(answer)
+    try:
+        value = float(text.replace("$", "").replace(",", "").replace("%", "").strip("()"))
+    except ValueError:
+        return []
+    if text.strip().startswith("(") or text.strip().startswith("-"):
+        value = -abs(value)
+    a = abs(value)
+    word = "%" if scale == "percent" else f" {scale}"
+    forms = [
+        f"({_plain(a)}){word}",
+        f"({_commas(a)}){word}",
+        f"{value + 0.004:.3f}{word}",
+        f"{value - 0.004:.3f}{word}",
+        f"{value + 0.006:.3f}{word}",
+        f"{_plain(round(value, 2))}{word}",
+    ]
+    if scale in _UP:
+        forms += [f"{_plain(value / 1000)} {_UP[scale]}", f"{_plain(round(value / 1000, 3))} {_UP[scale]}"]
+    if scale in _DOWN:
+        forms += [f"{_commas(value * 1000, 0)} {_DOWN[scale]}", f"{_plain(value * 1000)} {_DOWN[scale]}"]
+    if scale == "percent":
+        forms += [f"{_plain(value)} percent", f"({_plain(a)}) percent"]
+    return forms
+
+
+def tatqa_scale_rows(dataset: list[dict]) -> Iterator[dict]:
+    """``TATQA_SCALE_FORMS_PER_QUESTION`` scale forms for every question with a scale and a
+    numeric or multi-span answer (seeded apart from :func:`tatqa_rows`, so that table stays)."""
+    rng = random.Random(SCALE_SEED)
+    for doc in dataset:
+        for q in doc["questions"]:
+            kind, answer, scale = q["answer_type"], q["answer"], q["scale"]
+            if not scale or kind == "count":
+                continue
+            forms = [f for f in dict.fromkeys(_tatqa_scale_forms(answer, scale, kind)) if f]
+            for form in rng.sample(forms, min(TATQA_SCALE_FORMS_PER_QUESTION, len(forms))):
+                yield {
+                    "uid": q["uid"],
+                    "answer_type": kind,
+                    "answer": answer,
+                    "scale": scale,
+                    "prediction": form,
+                }
+
+
+def with_pairs(rows: Iterator[dict]) -> Iterator[dict]:
+    """Each row with the pair the split rule makes of its prediction."""
+    for row in rows:
+        answer, scale = split_scale(row["prediction"])
+        yield {**row, "pred_answer": answer, "pred_scale": scale}
+
+
 # --- FinMMR -------------------------------------------------------------------------------
 def _finmmr_forms(gt: float | int, rng: random.Random) -> list[str]:
     v = _plain(gt)
@@ -247,12 +359,24 @@ def _tatqa_prediction(text: str) -> str | list[str]:
 def score_tatqa(rows: list[dict], checkout: Path) -> Iterator[dict]:
     sys.path.insert(0, str(checkout))
     metric = importlib.import_module("tatqa_metric")
-    for row in rows:
+
+    def official(gold: dict, prediction: str, scale: str) -> tuple[float, float]:
         scorer = metric.TaTQAEmAndF1()
-        gold = {"answer_type": row["answer_type"], "answer": row["answer"], "scale": row["scale"]}
-        scorer(ground_truth=gold, prediction=_tatqa_prediction(row["prediction"]), pred_scale="")
+        scorer(ground_truth=gold, prediction=_tatqa_prediction(prediction), pred_scale=scale)
         detail = scorer.get_raw()[-1]
-        yield {**row, "official_em": float(detail["em"]), "official_f1": float(detail["f1"])}
+        return float(detail["em"]), float(detail["f1"])
+
+    for row in rows:
+        gold = {"answer_type": row["answer_type"], "answer": row["answer"], "scale": row["scale"]}
+        em, f1 = official(gold, row["prediction"], "")
+        em_pair, f1_pair = official(gold, row["pred_answer"], row["pred_scale"])
+        yield {
+            **row,
+            "official_em": em,
+            "official_f1": f1,
+            "official_em_pair": em_pair,
+            "official_f1_pair": f1_pair,
+        }
 
 
 def score_finmmr(rows: list[dict], checkout: Path) -> Iterator[dict]:
@@ -294,7 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "corpus":
         data = json.loads(args.released.read_text(encoding="utf-8"))
-        rows = tatqa_rows(data) if args.benchmark == "tatqa" else finmmr_rows(data)
+        if args.benchmark == "tatqa":
+            rows = with_pairs(itertools.chain(tatqa_rows(data), tatqa_scale_rows(data)))
+        else:
+            rows = finmmr_rows(data)
     else:
         corpus = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines()]
         rows = (score_tatqa if args.benchmark == "tatqa" else score_finmmr)(corpus, args.checkout)
