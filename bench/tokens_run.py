@@ -119,6 +119,8 @@ def tokens_document(
     """The config's matrix document on ``store`` (module docstring)."""
     import copy
 
+    from agent.reproduce.rehearse.moira_rehearsal import FINMEM_REPLY_BOUNDS, REPLY_BOUNDS
+
     doc = copy.deepcopy(dict(cfg.document))
     doc["matrix"] = {**doc.get("matrix", {}), "seeds": [0], "exposures": [exposure]}
     doc["backbones"] = [{"key": model, "name": "cpu"}]
@@ -133,7 +135,10 @@ def tokens_document(
     doc["model"] = {"backend": "vllm", "temperature": 0.3, "max_num_seqs": 64, "chunk_size": 256}
     # a price file with one adjusted close column (as ../shared's big-tech file) is screened on it
     doc["screen"] = {**dict(doc.get("screen", {})), "price_field": "close"}
-    doc["baselines"] = {"methods": ["finmem"], "finmem": {"model": model}}
+    # the reply fields bounded as in a rehearsal (the config leaves them unbounded under 16,384-token
+    # budgets that the CPU model's context cannot hold); the prompt settings stay as shipped
+    doc["prompt"] = {**dict(doc.get("prompt", {})), **REPLY_BOUNDS}
+    doc["baselines"] = {"methods": ["finmem"], "finmem": {"model": model, **FINMEM_REPLY_BOUNDS}}
     return doc
 
 

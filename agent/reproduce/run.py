@@ -67,6 +67,9 @@ _SMOKE_PROMPT = {
 }
 
 _SMOKE_DDQN = {"episodes": 2, "min_replay": 32, "history_sessions": 120}
+#: FinMem's replies bounded for the CPU model as the agent's are (the reproduction configs leave
+#: them unbounded under their 16,384-token budgets, which a smoke run does not keep)
+_SMOKE_FINMEM = {"reason_max_chars": 60, "reflection_max_chars": 120}
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,10 @@ def smoke_document(
     # EG-DDQN trains on the CPU in seconds, not minutes (a smoke run proves the path, not the figure)
     bl = dict(doc.get("baselines") or {})
     doc["baselines"] = {**bl, "eg_ddqn": {**(bl.get("eg_ddqn") or {}), **_SMOKE_DDQN}}
-    fm = (doc.get("baselines") or {}).get("finmem")
-    if isinstance(fm, Mapping) and "model" in fm:  # the single FinMem row runs on the CPU model too
-        doc["baselines"] = {**doc["baselines"], "finmem": {**fm, "model": model}}
+    fm = dict((doc.get("baselines") or {}).get("finmem") or {})
+    if "model" in fm:  # the single FinMem row runs on the CPU model too
+        fm["model"] = model
+    doc["baselines"] = {**doc["baselines"], "finmem": {**fm, **_SMOKE_FINMEM}}
     return doc
 
 
@@ -142,9 +146,9 @@ def _judge_engine(plan: Any, registry: Registry | None, *, own: bool) -> tuple[R
     client of its server (``judge_base_url``)."""
     from dataclasses import replace as _replace
 
-    from serving.registry import default_registry
+    from serving.open import registry_with
 
-    reg = registry or default_registry()
+    reg = registry_with(plan.model, "", registry)
     if not own or not plan.separate_judge or not plan.needs_judge:
         return reg, None
     if plan.backend == "openai":

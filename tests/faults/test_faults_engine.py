@@ -43,13 +43,13 @@ def _replies(results: list[Any]) -> list[tuple[str, str]]:
 
 def test_a_prompt_over_the_context_is_its_fallback_and_the_batch_goes_on(vllm_backend, tmp_path):
     good = [_req(i) for i in range(3)]
-    too_long = _req(9, "word " * 5000)  # about 5,000 tokens on an engine of 2,048
+    too_long = _req(9, "word " * 5000)  # about 5,000 tokens, over the tiny engine's context
     alone = vllm_backend.chat(good)  # the uninterrupted replies of the good requests
     with Journal(tmp_path / "j.sqlite") as j:
         jb = JournaledBackend(vllm_backend, j)
         out = jb.chat([good[0], too_long, good[1], good[2]])
         assert out[1].finish_reason == "error" and out[1].is_fallback
-        assert "engine error" in out[1].parse_error and "2048" in out[1].parse_error  # the engine's reason
+        assert "engine error" in out[1].parse_error and "maximum context length" in out[1].parse_error
         assert _replies([out[0], out[2], out[3]]) == _replies(alone)
         assert j.count() == 3 and jb.called == 4  # the fallback is not journaled
         again = JournaledBackend(vllm_backend, j)  # a rerun (resume)

@@ -198,11 +198,14 @@ def probe_calls(
     """The cut and image probes (module docstring), sent through ``backend`` unjournaled."""
     from agent.pairs.moira.calls import _usable
 
-    by: dict[str, list[Mapping[str, Any]]] = {}
+    # the largest request of each call type, in thinking mode and not (a config whose backbones
+    # differ only in their thinking switch sends both, and each is cut its own way)
+    by: dict[tuple[str, bool], list[Mapping[str, Any]]] = {}
     for r in records:
-        by.setdefault(r["request"]["call_type"], []).append(r)
+        one = ChatRequest.from_dict(r["request"])
+        by.setdefault((r["request"]["call_type"], thinks(one, registry.get(one.model))), []).append(r)
     out: list[Check] = []
-    for call, recs in sorted(by.items()):
+    for (call, _), recs in sorted(by.items()):
         req = _largest(recs)
         assert req is not None
         probe = replace(req, max_tokens=CUT_PROBE_TOKENS, json_schema=req.json_schema)

@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 #: Reply bounds of the rehearsal (characters; the reproduction configs state none, 0).
 REPLY_BOUNDS = {"reason_max_chars": 120, "principle_max_chars": 160, "reflection_max_chars": 400}
-_FINMEM_BOUNDS = {"reason_max_chars": 120, "reflection_max_chars": 200}
+FINMEM_REPLY_BOUNDS = {"reason_max_chars": 120, "reflection_max_chars": 200}
 #: EG-DDQN trains on the CPU in seconds (the path, not the paper's figure)
 _DDQN = {"episodes": 2, "min_replay": 32, "history_sessions": 120}
 #: a keyword event written into every pool ticker's highlights on the second session of each window
@@ -315,7 +315,7 @@ def moira_document(
     doc["lifecycle"] = {**dict(src.get("lifecycle", {})), "validation_period": size.validation_period}
     base = dict(src.get("baselines") or {})
     fm = dict(base.get("finmem") or {})
-    for k, v in _FINMEM_BOUNDS.items():
+    for k, v in FINMEM_REPLY_BOUNDS.items():
         if fm.get(k, 1) == 0:
             fm[k] = v
     if fm:
