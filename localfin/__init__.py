@@ -2,7 +2,7 @@
 environment variables, run logging and progress display.
 
 It imports nothing else of ours and nothing heavy; ``kernels`` (pure array code) does not even
-import this. Directions of imports are listed in the README's layout section.
+import this. Directions of imports are listed in docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ _MEANING = {
 def cpu_lines(features: CpuFeatures, index_us: float | None) -> list[str]:
     """The demo's first lines: the CPU, its instruction set and what that means for the time."""
     idx = (
-        f"; speed index {index_us:.0f} us for one Engle-Granger window (README machine: 56 us)"
+        f"; speed index {index_us:.0f} us for one Engle-Granger window (README machine: 50-60 us)"
         if index_us is not None
         else ""
     )

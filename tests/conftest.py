@@ -32,8 +32,8 @@ def engine_cores_for_workers(cores: list[int], workers: int) -> str | None:
     at full load. With ``auto`` each engine pins an OpenMP thread to both cores, and every step
     waits at its barrier for the thread whose core the other worker holds. Back to back on the
     same code at a speed index of 55 us: pytest 354.5 s with ``auto`` (the default-suite
-    rehearsal's setup 139 s) against 292.2 s with the engines on core 1 (76 s); README "Two
-    commands", suite time.
+    rehearsal's setup 139 s) against 292.2 s with the engines on core 1 (76 s); docs/architecture.md,
+    "The test suite".
     """
     if workers < 2 or not cores:
         return None

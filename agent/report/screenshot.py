@@ -3,7 +3,7 @@
 Chromium runs with networking features off (no QUIC, no background networking, component
 updates or sync), a throw-away profile folder and a fixed window; ``--screenshot`` captures the
 window (the top ``height`` pixels of the page). :func:`shrink_png` makes a small copy for the
-README (scaled, 256-colour palette).
+documentation (scaled, 256-colour palette).
 """
 
 from __future__ import annotations

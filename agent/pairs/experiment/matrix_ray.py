@@ -26,7 +26,7 @@ rather than a silent new model call. The experiment folder is then exactly what 
 writes (``pairs run --resume`` replays it with no model call).
 
 Workers import localfin: on a local instance they share this interpreter's environment; on a
-cluster install localfin on every node (or pass a ``runtime_env``; see the README).
+cluster install localfin on every node (or pass a ``runtime_env``; see docs/experiments.md, "Ray").
 """
 
 from __future__ import annotations

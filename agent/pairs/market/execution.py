@@ -140,7 +140,7 @@ class ExecutionSettings:
 
 #: The papers' protocol: close to close, no costs.
 PAPER = ExecutionSettings()
-#: The report's "with frictions" row (README "Execution and frictions" says why these numbers):
+#: The report's "with frictions" row (docs/moira_runs.md, "Execution, frictions", says why these numbers):
 #: a decision taken on the close trades at the next open; 5 bps commission and fees and 5 bps
 #: slippage per unit of turnover, as for a liquid US large cap; 50 bps a year to borrow the
 #: short leg, a general-collateral fee (every ticker of our pools is an easy-to-borrow large cap).

@@ -11,7 +11,7 @@ URLs) are not read. The path may be the repository folder (``subset`` picks the 
 ``split`` picks ``validation`` or ``test``; default: all six files) or one of its JSON files
 (``images/`` is looked for beside it and up to two folders above).
 
-**Shared JSONL** (``qa/finmmr_easy_validation.jsonl``, see shared/data/README.md): one item per
+**JSONL export** (e.g. ``finmmr_easy_validation.jsonl``, one reshaped split): one item per
 line with ``id``, ``split`` (``easy_validation``), ``question``, ``context``, ``answer``,
 ``python_solution``, ``language``, ``grade``, ``orig_source``, ``images`` (paths relative to the
 folder of the JSONL file) and ``images_available``.

@@ -14,7 +14,7 @@ with a reason pointing to ``tatqa_dataset_test_gold.json``, so that file alone i
 ``tatqa_dataset_test.json`` is left out where ``tatqa_dataset_test_gold.json`` (the same
 questions with their answers) sits beside it.
 
-**Shared JSONL** (``qa/tatqa_dev.jsonl``, see shared/data/README.md): one question per line
+**JSONL export** (e.g. ``tatqa_dev.jsonl``, one reshaped split): one question per line
 with ``id``, ``split``, ``question``, ``table`` (the list of rows), ``paragraphs`` (a list of
 strings, in document order), ``answer``, ``scale``, ``answer_type``, ``answer_from``,
 ``derivation``, ``numeric``, ``table_uid``.

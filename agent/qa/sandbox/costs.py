@@ -1,7 +1,7 @@
 """What the sandbox costs: start-up of a worker and one round trip, against plain references
 measured in the same run (so a loaded machine shows as a ratio, not as a wrong figure).
 
-Command (the figures of the README came from it)::
+Command (the figures of docs/sandbox.md came from it)::
 
     .venv/bin/python -c "from agent.qa.sandbox.costs import measure_costs; print(measure_costs())"
 """

@@ -14,7 +14,7 @@ call's ``max_tokens`` (vLLM refuses a request whose prompt plus budget exceeds t
 Moira (an upper bound per call type): the largest prompt of the rehearsal (at the config's
 prompt settings, synthetic market) plus, in full, what real data adds at most: the news budget
 (``news_token_budget`` x 3 characters, the builders' own cap) where the prompt shows news, the
-pool's real business descriptions (``../shared/data/companies.csv``, each cut at
+pool's real business descriptions (``companies.csv`` of the data folder, each cut at
 ``description_max_chars``) where it shows company context, and ``max_principles`` x
 ``principle_max_chars`` of learned principles in the direction call (400 characters a principle
 where the config leaves them unbounded). The real news file

@@ -1,6 +1,6 @@
 """Our backtest metrics (agent.pairs.market.metrics) against empyrical-reloaded, the library quants
 use, on the same daily returns: where the definitions agree the figures agree to 1e-12; where
-they differ (README "Metrics and their conventions") the difference is pinned here so that a
+they differ (docs/moira_runs.md, "Metrics and their conventions") the difference is pinned here so that a
 change on either side is noticed. The Sharpe ratio's standard error (Lo 2002) has no empyrical
 counterpart and is checked against its formula."""
 
