@@ -1,8 +1,9 @@
 """Measurement: what FinAcumen's tau = 0.65 means for our embedder (MiniLM-L6-v2, 384-d).
 
 The paper's threshold was set on its own embedder's similarities; ours differ. This reads real
-questions (TAT-QA dev as released, ``../shared/data/qa/released/tatqa/dataset_raw/
-tatqa_dataset_dev.json``: 1,668 questions over 278 documents), embeds each as the bank does (the
+questions (TAT-QA dev as released, ``tatqa_dataset_dev.json`` of the authors' ``dataset_raw``
+folder, by default under ``$LOCALFIN_DATA_DIR/benchmarks/tatqa/``: 1,668 questions over 278
+documents), embeds each as the bank does (the
 question, a newline and the first 600 context characters; and the question alone, for
 comparison) with the real :class:`bank.embedder.MiniLMEmbedder`, and prints JSON lines:
 
@@ -34,7 +35,14 @@ __all__ = ["main"]
 
 _TAUS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 _PCT = (1, 5, 25, 50, 75, 95, 99)
-_DEFAULT = Path("../shared/data/qa/released/tatqa/dataset_raw/tatqa_dataset_dev.json")
+_DEFAULT_NAME = "tatqa_dataset_dev.json"
+
+
+def _default_data() -> Path:
+    """The released TAT-QA dev file under the data folder (``$LOCALFIN_DATA_DIR``)."""
+    from localfin import env
+
+    return env.data_dir() / "benchmarks" / "tatqa" / _DEFAULT_NAME
 
 
 def _emit(rec: dict[str, Any]) -> None:
@@ -77,7 +85,13 @@ def _measure(vecs: np.ndarray, docs: np.ndarray, form: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = BenchParser(prog="python -m bench.qa_tau", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=_DEFAULT, help="TAT-QA dataset_raw file (released layout)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="TAT-QA dataset_raw file (released layout; default: "
+        "$LOCALFIN_DATA_DIR/benchmarks/tatqa/tatqa_dataset_dev.json)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the embedder")
     args = ap.parse_args(argv)
     from agent.qa.datasets import load_items
@@ -85,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     from bank.schema import query_text
 
     _emit({"bench": "qa_tau_env", "loadavg_start": os.getloadavg(), "cpus": os.cpu_count()})
+    if args.data is None:
+        args.data = _default_data()
     items = load_items("tatqa", args.data).items
     docs = {c: i for i, c in enumerate(dict.fromkeys(it.question.context for it in items))}
     doc = np.asarray([docs[it.question.context] for it in items])

@@ -4,7 +4,8 @@ For each bank size: build times, p50/p99 query latency, completeness of threshol
 against an exact oracle, and the speed-up over float32 numpy brute force measured in the same
 run. Vectors are synthetic clustered unit vectors shaped like sentence embeddings (a shared
 direction, topic clusters, noise; see --common/--spread); with --real, MiniLM embeddings of
-../shared/data/qa/tatqa_dev.jsonl questions + context heads are measured too. Prints one
+the questions and context heads of a QA items file (``--qa``, the project's item format) are
+measured too. Prints one
 :mod:`bench.records` JSON line per figure.
 """
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["main", "synthetic_bank", "embedding_stats"]
 
 log = logging.getLogger(__name__)
-_QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "tatqa_dev.jsonl"
+_QA = Path("localfin_data") / "qa" / "tatqa_dev.jsonl"
 
 
 def _oracle(x: np.ndarray, q: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:

@@ -133,7 +133,7 @@ def tokens_document(
     # replay gate can accept a principle, which greedy decoding never lets it); budgets from the
     # reply schemas
     doc["model"] = {"backend": "vllm", "temperature": 0.3, "max_num_seqs": 64, "chunk_size": 256}
-    # a price file with one adjusted close column (as ../shared's big-tech file) is screened on it
+    # a price file with one adjusted close column (an adjusted-close file) is screened on it
     doc["screen"] = {**dict(doc.get("screen", {})), "price_field": "close"}
     # the reply fields bounded as in a rehearsal (the config leaves them unbounded under 16,384-token
     # budgets that the CPU model's context cannot hold); the prompt settings stay as shipped
