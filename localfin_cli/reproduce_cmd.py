@@ -52,7 +52,28 @@ _DATA_ROOT_HELP = "Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)
 
 
 def _config_arg(allow_all: bool):
-    return typer.Argument(..., metavar="CONFIG", help=_CONFIG + (", or all." if allow_all else "."))
+    return typer.Argument(
+        None, metavar="CONFIG", help=_CONFIG + (", or all" if allow_all else "") + " (or --config FILE)."
+    )
+
+
+_CONFIG_FILE = typer.Option(None, "--config", help="A config TOML file (instead of CONFIG).")
+
+
+def _which(config: str | None, config_file: Path | None) -> str:
+    """The config named positionally or given with ``--config FILE`` (one of the two)."""
+    from localfin.errors import ConfigError
+
+    if config and config_file:
+        raise ConfigError(f"CONFIG {config} and --config {config_file} given; allowed: one of them")
+    if config_file:
+        return str(config_file)
+    if not config:
+        raise ConfigError(
+            "CONFIG is missing; allowed: a name from `localfin reproduce list`, a .toml path, "
+            "or --config FILE"
+        )
+    return config
 
 
 def _data_root(extra: str = ""):
@@ -241,16 +262,18 @@ def list_() -> None:
 @app.command("check")
 def check(
     config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
     data_root: Path = _data_root(),
 ) -> None:
     """Say which data and model folders a config needs, present or missing (exit 1 if any is missing)."""
-    do_check(config, data_root)
+    do_check(_which(config, config_file), data_root)
 
 
 @app.command("run")
 def run(
     ctx: typer.Context,
     config: str = _config_arg(False),
+    config_file: Path = _CONFIG_FILE,
     out: Path = typer.Option(
         None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce/<config>)."
     ),
@@ -262,13 +285,14 @@ def run(
     ),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing)."""
-    do_run(ctx, config, out, data_root, resume=resume)
+    do_run(ctx, _which(config, config_file), out, data_root, resume=resume)
 
 
 @app.command("smoke")
 def smoke(
     ctx: typer.Context,
     config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
     out: Path = typer.Option(
         None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce-smoke/<config>)."
     ),
@@ -279,13 +303,14 @@ def smoke(
     ),
 ) -> None:
     """Run a config shrunk to CPU size (synthetic market, demo QA set), report included."""
-    do_run(ctx, config, out, data_root, smoke=True, model=model, resume=resume)
+    do_run(ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume)
 
 
 @app.command("rehearse")
 def rehearse(
     ctx: typer.Context,
     config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
     out: Path = typer.Option(None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/rehearse)."),
     paths: str = typer.Option("engine,server", "--paths", help="engine, server or both (comma-separated)."),
     data_root: Path = _data_root(
@@ -293,18 +318,19 @@ def rehearse(
     ),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, config, out, paths, data_root)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root)
 
 
 @app.command("plan")
 def plan(
     config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
     gpus: int = typer.Option(1, "--gpus", help="Number of GPUs."),
     gpu: str = typer.Option("h200", "--gpu", help="GPU kind (h100, h200, a100-80g, l40s)."),
     out: Path = typer.Option(None, "--out", help=_PLAN_OUT_HELP),
 ) -> None:
     """Print a config's engines, memory and an estimated wall time on GPUs."""
-    do_plan(config, gpus, gpu, out)
+    do_plan(_which(config, config_file), gpus, gpu, out)
 
 
 # --- the flag form of earlier releases ------------------------------------------------------------
