@@ -31,7 +31,7 @@ from bench.records import RecordWriter
 if TYPE_CHECKING:
     from bank.index import HnswIndex
 
-__all__ = ["main", "synthetic_bank", "embedding_stats"]
+__all__ = ["main", "parser", "synthetic_bank", "embedding_stats"]
 
 log = logging.getLogger(__name__)
 _QA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "tatqa_dev.jsonl"
@@ -284,7 +284,8 @@ def _emit_stats(w: RecordWriter, name: str, stats: dict[str, float]) -> None:
         w.metric("embedding_stats", key, value, "", vectors=name)
 
 
-def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     p = BenchParser(prog="localfin bench retrieval", description=__doc__)
     p.add_argument(
         "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
@@ -320,6 +321,11 @@ def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) 
     p.add_argument("--qa", default=str(_QA))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default="", help="folder to keep built hnsw indexes in (reused when present)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) -> int:
+    p = parser()
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.queries = [2400, 20_000], min(args.queries, 30)
