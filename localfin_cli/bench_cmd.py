@@ -126,11 +126,7 @@ def build_command(name: str) -> Any:
     ap = module.parser()
 
     def run(ctx: typer.Context, **values: Any) -> None:
-        from localfin_cli._common import is_verbose
-
-        argv = argv_from(ap, values)
-        if is_verbose(ctx) and "--verbose" in ap._option_string_actions and "--verbose" not in argv:
-            argv.append("--verbose")
+        argv = argv_from(ap, values)  # `localfin -v` reaches the benchmark as the logging level
         try:
             code = module.main(argv)
         except SystemExit as exc:

@@ -135,9 +135,10 @@ class LifecycleConfig:
     warning_severities: ... with one of these it is a news WARNING for ``news_window`` sessions.
     news_summary_max_items, news_summary_max_chars: bounds of the masked past-week summary
         sent to the model when the prompt has no news budget (``[prompt] news_token_budget`` 0,
-        the compact CPU size); item_max_chars bounds each item's text there and the matched
-        sentence of a candidate event. With a budget the summary holds whole items, newest
-        first, within it (:func:`agent.pairs.lifecycle.news.news_summary`).
+        the compact CPU size). With a budget the summary holds whole items, newest first,
+        within it (:func:`agent.pairs.lifecycle.news.news_summary`).
+    item_max_chars: the most characters of each item's text in that compact summary, and of
+        the matched sentence of a candidate event.
     """
 
     corr_window: int = 60
