@@ -44,7 +44,16 @@ from bench.records import RecordWriter
 from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
 
-__all__ = ["ENTRIES", "AgentRun", "main", "parser", "measure_modes", "resolve_entry", "token_records", "warm_up"]
+__all__ = [
+    "ENTRIES",
+    "AgentRun",
+    "main",
+    "parser",
+    "measure_modes",
+    "resolve_entry",
+    "token_records",
+    "warm_up",
+]
 
 #: agent -> (its timed run, unit of work)
 ENTRIES: dict[str, tuple[Callable[..., AgentRun], str]] = {
