@@ -237,7 +237,7 @@ def _sm_coint(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
 def universe_case(args: Any, w: RecordWriter, common: dict[str, Any]) -> None:
     """Emit the ``universe`` records (and ``universe_scaling`` with ``--universe-scaling``)."""
     from kernels import rolling_engle_granger_pairs
-    from localfin.machine import speed_index_us
+    from kernels.speed import speed_index_us
 
     window, days, n_tickers = args.universe_window, args.universe_days, args.universe_tickers
     n_pairs = n_tickers * (n_tickers - 1) // 2
