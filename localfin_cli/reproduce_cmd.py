@@ -47,14 +47,13 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CONFIG = "A config name (see `localfin reproduce list`) or a .toml path"
+_CONFIG = "A config name (see `localfin reproduce list`)"
 _DATA_ROOT_HELP = "Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
 
 
 def _config_arg(allow_all: bool):
-    return typer.Argument(
-        None, metavar="CONFIG", help=_CONFIG + (", or all" if allow_all else "") + " (or --config FILE)."
-    )
+    what = ", a .toml path, or all" if allow_all else " or a .toml path"
+    return typer.Argument(None, metavar="CONFIG", help=f"{_CONFIG}{what} (or --config FILE).")
 
 
 _CONFIG_FILE = typer.Option(None, "--config", help="A config TOML file (instead of CONFIG).")
