@@ -91,17 +91,26 @@ def backend(
         yield be
 
 
-def load_experiment_config(config: str | Path | Mapping[str, Any]) -> tuple[Any, str]:
+def load_experiment_config(
+    config: str | Path | Mapping[str, Any], *, model: str | None = None
+) -> tuple[Any, str]:
     """``(ExperimentConfig, TOML text)`` of an experiment file's path or of a document (the
-    parsed TOML as a dict: e.g. ``cf.merge(cf.read_toml(path), {"model": {"backbone": ...}})``;
-    relative ``store`` paths of a document resolve against the working directory)."""
+    parsed TOML as a dict: e.g. ``cf.merge(cf.read_toml(path), {"model": {"temperature": ...}})``;
+    relative ``store`` paths of a document resolve against the working directory, those of a file
+    against its folder). ``model``: a registry key replacing the config's ``[model] backbone``
+    (the text returned then holds it)."""
     from agent.pairs.experiment.config import load_config, parse_config
 
+    over = {"model": {"backbone": model}} if model else {}
     if isinstance(config, Mapping):
-        text = cf.dumps(config)
+        text = cf.dumps(cf.merge(config, over))
         return parse_config(cf.loads_toml(text, "the experiment document"), base_dir=Path.cwd()), text
     path = Path(config)
-    return load_config(path), path.read_text(encoding="utf-8")
+    if not over:
+        return load_config(path), path.read_text(encoding="utf-8")
+    text = cf.dumps(cf.merge(cf.read_toml(path, "config"), over))
+    doc = cf.loads_toml(text, str(path))
+    return parse_config(doc, base_dir=path.resolve().parent, file=path), text
 
 
 def check_models(cfg: Any, registry: Registry | None = None) -> Any:
@@ -124,6 +133,7 @@ def run_experiment(
     *,
     resume: bool = False,
     sequential: bool = False,
+    model: str | None = None,
     backend: Backend | None = None,
     registry: Registry | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -135,7 +145,8 @@ def run_experiment(
     opened (:func:`backend`; yours to close), else the config's ``[model]`` backend is opened and
     closed here. Every registry key the config names must be known before anything runs (an
     unknown key is a :class:`~localfin.errors.ConfigError` naming the known ones).
-    ``resume``: continue a folder (journaled calls replay).
+    ``resume``: continue a folder (journaled calls replay). ``model``: a registry key replacing
+    the config's ``[model] backbone``.
     """
     from contextlib import nullcontext
 
@@ -143,7 +154,7 @@ def run_experiment(
     from localfin import env
     from serving.open import check_backend, opened
 
-    cfg, text = load_experiment_config(config)
+    cfg, text = load_experiment_config(config, model=model)
     reg = registry or models()
     facts = check_models(cfg, reg)  # an unknown key fails before any folder, engine or call
     fm_spec = cfg.finmem_backend_spec()

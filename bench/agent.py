@@ -28,6 +28,7 @@ excluded; otherwise the whole call is timed). Token figures come from the journa
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import os
 import sys
@@ -43,7 +44,16 @@ from bench.records import RecordWriter
 from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
 
-__all__ = ["ENTRIES", "AgentRun", "main", "measure_modes", "resolve_entry", "token_records", "warm_up"]
+__all__ = [
+    "ENTRIES",
+    "AgentRun",
+    "main",
+    "parser",
+    "measure_modes",
+    "resolve_entry",
+    "token_records",
+    "warm_up",
+]
 
 #: agent -> (its timed run, unit of work)
 ENTRIES: dict[str, tuple[Callable[..., AgentRun], str]] = {
@@ -247,11 +257,8 @@ def _tiny_registry() -> Any:
     return reg.with_spec(reg.get("tiny-qwen3").with_path(path))
 
 
-def main(
-    argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Backend | None = None
-) -> int:
-    """Run the agent benchmark; ``backend``: an already started engine serving ``--model``
-    (tests pass their session engine; None: one is started here)."""
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(prog="localfin bench agent", description=__doc__.split("\n\n")[0])
     ap.add_argument("--agents", default=",".join(ENTRIES), help=f"from {', '.join(ENTRIES)}")
     ap.add_argument("--backend", default="vllm", help="backend kind (vllm: the in-process engine)")
@@ -259,6 +266,15 @@ def main(
     ap.add_argument("--moira-size", type=int, default=2, help="Moira runs (seeds x exposures)")
     ap.add_argument("--qa-size", type=int, default=4, help="FinAcumen questions")
     ap.add_argument("--tiny", action="store_true", help="tiny random Qwen3 (seconds; for tests)")
+    return ap
+
+
+def main(
+    argv: list[str] | None = None, writer: RecordWriter | None = None, backend: Backend | None = None
+) -> int:
+    """Run the agent benchmark; ``backend``: an already started engine serving ``--model``
+    (tests pass their session engine; None: one is started here)."""
+    ap = parser()
     args = ap.parse_args(argv)
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     bad = [a for a in agents if a not in ENTRIES]

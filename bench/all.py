@@ -13,6 +13,7 @@ is reported in the table and the others still run; the exit code is then 1.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import signal
@@ -27,7 +28,7 @@ from bench._args import BenchParser
 from bench.records import Record, RecordWriter, parse_record, read_records
 from bench.summary import replace_section, summary_markdown
 
-__all__ = ["PLAN", "main", "plan"]
+__all__ = ["PLAN", "main", "parser", "plan"]
 
 PLAN = ("kernels", "retrieval", "serving", "cpu_settings", "agent")
 
@@ -96,7 +97,8 @@ def _run(
     return recs, "" if rc == 0 else f"exit code {rc} (see bench-all.log)"
 
 
-def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(prog="localfin bench all", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="output folder (default: $LOCALFIN_REPORTS_DIR/bench)")
     ap.add_argument("--readme", default=None, help="README whose generated benchmark section to replace")
@@ -109,6 +111,11 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
         action="store_true",
         help="keep the records of benchmarks not run now from --out/records.jsonl (rerun a part)",
     )
+    return ap
+
+
+def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     bad = [n for n in only if n not in PLAN]

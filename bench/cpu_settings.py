@@ -28,7 +28,7 @@ from typing import Any
 from bench._args import BenchParser
 from bench.records import RecordWriter, read_records
 
-__all__ = ["VARIANTS", "main"]
+__all__ = ["VARIANTS", "main", "parser"]
 
 _KEYS = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND", "LOCALFIN_CPU_IOMP", "LD_PRELOAD")
 
@@ -63,7 +63,8 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench cpu-settings",
         description=__doc__,
@@ -78,6 +79,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--min-requests", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=1, help="1, or 2 (forward then reverse order)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per variant run")
+    return ap
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     bad = [v for v in args.variants if v not in VARIANTS]

@@ -34,7 +34,7 @@ import numpy as np
 from bench._args import BenchParser
 from bench.records import RecordWriter
 
-__all__ = ["ARCHS", "main", "model_config"]
+__all__ = ["ARCHS", "main", "parser", "model_config"]
 
 #: Published shapes (config.json of the released checkpoints), written out by hand.
 ARCHS: dict[str, dict[str, Any]] = {
@@ -333,8 +333,9 @@ def _bank(args: argparse.Namespace, w: RecordWriter, device: Any) -> None:
         )
 
 
-def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> int:
-    ap = BenchParser(prog="python -m bench.gpu_check", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
+    ap = BenchParser(prog="localfin bench gpu-check", description=__doc__.split("\n\n")[0])
     ap.add_argument("--tiny", action="store_true", help="tiny shapes on CPU (tests)")
     ap.add_argument("--models", default=",".join(ARCHS), help=f"from {', '.join(ARCHS)}")
     ap.add_argument("--batches", default="1,8,32,64,128,256", help="batch sizes of the sweep")
@@ -343,6 +344,11 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for the generation sweeps")
     ap.add_argument("--bank-rows", type=int, default=1_000_000)
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: generate, kernels, bank")
+    return ap
+
+
+def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     if any(m not in ARCHS for m in args.models):

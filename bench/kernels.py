@@ -37,7 +37,7 @@ from bench.kernels_universe import add_universe_args, resolve_universe_args, uni
 from bench.records import RecordWriter
 from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
 
-__all__ = ["main", "synthetic_panel"]
+__all__ = ["main", "parser", "synthetic_panel"]
 
 _COLD_COMPILE = """
 import json, time
@@ -110,7 +110,8 @@ def _blas_single_thread() -> tuple[Any, str]:
     return threadpool_limits(limits=1, user_api="blas"), "1"
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(prog="localfin bench kernels", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="small statsmodels samples, no cold compile; about a minute"
@@ -143,6 +144,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     add_universe_args(ap)
     ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.subset is None:
         args.subset = 8 if args.quick else 60

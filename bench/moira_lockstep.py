@@ -18,10 +18,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 
-def main(argv: list[str] | None = None, writer: object = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     from bench._args import BenchParser
 
     ap = BenchParser(
@@ -33,6 +34,11 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     ap.add_argument("--out", default=None, help="folder for the two experiment folders (default: temp)")
     ap.add_argument("--test-end", default=None, help="override windows.test_end (YYYY-MM-DD)")
     ap.add_argument("--max-cycles", type=int, default=None, help="override policy.max_cycles")
+    return ap
+
+
+def main(argv: list[str] | None = None, writer: object = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.max_cycles is not None and args.max_cycles < 0:
         ap.error(f"--max-cycles={args.max_cycles}; allowed: >= 0")

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "news_texts", "measure", "selection_sessions"]
+__all__ = ["main", "parser", "news_texts", "measure", "selection_sessions"]
 
 
 def news_texts(call_type: str, payload: Mapping[str, Any], pair: Sequence[str] = ()) -> list[str]:
@@ -273,8 +273,9 @@ def _pair_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(pair) if isinstance(pair, list) else ()
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.moira_news_share", description=__doc__)
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
+    ap = argparse.ArgumentParser(prog="localfin bench moira-news-share", description=__doc__)
     ap.add_argument("--experiment", required=True, help="a finished experiment folder (localfin pairs run)")
     ap.add_argument("--settings", required=True, help="a config whose [prompt] settings the prompts use")
     ap.add_argument("--tokenizer", default="", help="a Hugging Face tokenizer folder (default: the estimate)")
@@ -282,6 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--selection-sessions", default="", help="START:END (ISO dates): also every selection prompt there"
     )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     tok = None
     if args.tokenizer:

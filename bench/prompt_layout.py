@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRINCIPLES", "main", "cache_figures"]
+__all__ = ["PRINCIPLES", "main", "parser", "cache_figures"]
 
 #: Three transferable principles of the kind the training reflection proposes (ours; no ticker,
 #: date or fixed direction), standing in for an accepted policy memory.
@@ -54,11 +54,12 @@ def cache_figures(records: list[dict[str, Any]], call_type: str = "direction") -
     }
 
 
-def main(argv: list[str] | None = None, writer: object = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     from bench._args import BenchParser
 
     ap = BenchParser(
-        prog="python -m bench.prompt_layout",
+        prog="localfin bench prompt-layout",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
         default=None,
         help="KV-cache block (tokens), the prefix cache's granularity (default: vLLM's; 128 on the CPU)",
     )
+    return ap
+
+
+def main(argv: list[str] | None = None, writer: object = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
 
     import os

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from typing import Any
 
 from bench._args import BenchParser
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
 
@@ -135,12 +136,18 @@ def _finmmr(engine: Any, path: Path, limit: int) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = BenchParser(prog="python -m bench.qa_ocr", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
+    ap = BenchParser(prog="localfin bench qa-ocr", description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=0, help="demo set seed")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--finmmr", type=Path, default=None, help="FinMMR JSONL (shared layout) to measure on")
     ap.add_argument("--finmmr-limit", type=int, default=30, help="FinMMR items to read")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     from agent.qa.tools.ocr import OcrEngine
 

@@ -22,6 +22,7 @@ comparison) with the real :class:`bank.embedder.MiniLMEmbedder`, and prints JSON
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 _TAUS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 _PCT = (1, 5, 25, 50, 75, 95, 99)
@@ -83,8 +84,9 @@ def _measure(vecs: np.ndarray, docs: np.ndarray, form: str) -> None:
     _emit({"bench": "qa_tau", "form": form, "split": sizes, "by_tau": split})
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = BenchParser(prog="python -m bench.qa_tau", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
+    ap = BenchParser(prog="localfin bench qa-tau", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--data",
         type=Path,
@@ -93,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         "$LOCALFIN_DATA_DIR/benchmarks/tatqa/tatqa_dataset_dev.json)",
     )
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the embedder")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     from agent.qa.datasets import load_items
     from bank.embedder import MiniLMEmbedder

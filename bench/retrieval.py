@@ -32,7 +32,7 @@ from bench.records import RecordWriter
 if TYPE_CHECKING:
     from bank.index import HnswIndex
 
-__all__ = ["main", "synthetic_bank", "embedding_stats"]
+__all__ = ["main", "parser", "synthetic_bank", "embedding_stats"]
 
 log = logging.getLogger(__name__)
 _QA = Path("localfin_data") / "qa" / "tatqa_dev.jsonl"
@@ -285,7 +285,8 @@ def _emit_stats(w: RecordWriter, name: str, stats: dict[str, float]) -> None:
         w.metric("embedding_stats", key, value, "", vectors=name)
 
 
-def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     p = BenchParser(prog="localfin bench retrieval", description=__doc__)
     p.add_argument(
         "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
@@ -321,6 +322,11 @@ def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) 
     p.add_argument("--qa", default=str(_QA))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", default="", help="folder to keep built hnsw indexes in (reused when present)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, writer: RecordWriter | None = None) -> int:
+    p = parser()
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.queries = [2400, 20_000], min(args.queries, 30)

@@ -34,7 +34,7 @@ from bench.serving_drivers import InProcessDriver, ServerDriver, TransformersDri
 from bench.serving_stats import saturation_point, should_stop, summarize
 from bench.serving_workload import WORKLOADS, Workload, token_counter
 
-__all__ = ["main"]
+__all__ = ["main", "parser"]
 
 BACKENDS = ("vllm", "openai", "transformers")
 _LABEL = {
@@ -48,7 +48,8 @@ def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench serving",
         description=__doc__,
@@ -97,6 +98,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--plot", default=None, help="PNG path (default: $LOCALFIN_REPORTS_DIR/bench-serving.png)"
     )
     ap.add_argument("--no-plot", action="store_true")
+    return ap
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     bad = [b for b in args.backends if b not in BACKENDS]

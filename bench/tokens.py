@@ -35,7 +35,7 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["PAPER_RATIO", "SystemTokens", "count_run", "main", "tokens_table"]
+__all__ = ["PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
 
 #: Moira's chat tokens over FinMem's in the paper's A1 test ("approximately one quarter").
 PAPER_RATIO = 0.25
@@ -143,7 +143,8 @@ def tokens_table(results: Mapping[str, Mapping[str, SystemTokens]]) -> str:
     return "\n".join(lines)
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench tokens",
         description=__doc__,
@@ -173,6 +174,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--check", action="store_true", help="check the PyPI vocabularies against the model cards and exit"
     )
+    return ap
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     if not args.check and not args.out:
         ap.error("--out is required (or --check)")

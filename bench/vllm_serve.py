@@ -51,7 +51,7 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["Point", "bench_serve_command", "parse_points", "main", "figures_table"]
+__all__ = ["Point", "bench_serve_command", "parse_points", "main", "parser", "figures_table"]
 
 #: Runs vLLM's serving benchmark from its module where the ``vllm`` command cannot start (the
 #: CPU build: ``vllm bench`` reads the version of a distribution named ``vllm``). A child
@@ -251,7 +251,8 @@ def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",") if v.strip()]
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench vllm-serve",
         description=__doc__,
@@ -276,6 +277,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmups", type=int, default=2, help="untimed requests before each point")
     ap.add_argument("--no-ours", action="store_true", help="vLLM's benchmark only")
     ap.add_argument("--no-lockstep", action="store_true", help="skip our lock-step point")
+    return ap
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = parser()
     args = ap.parse_args(argv)
     if bool(args.journal) == bool(args.dataset):
         ap.error("give --journal (export) or --dataset (exported), not both")

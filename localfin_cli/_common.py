@@ -9,17 +9,23 @@ is written with :func:`result` to the real stdout, so it can be piped.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 
 from localfin.logs import RunLog, log_path, stdio_is_fds
 from localfin.progress import Progress, RichProgress, console_progress
 
-__all__ = ["is_verbose", "quiet_run", "progress_for", "result", "note"]
+__all__ = ["is_verbose", "quiet_run", "progress_for", "result", "note", "renamed"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def is_verbose(ctx: typer.Context | None) -> bool:
@@ -71,3 +77,16 @@ def note(rl: RunLog | None, text: str) -> None:
     stream = rl.stderr if rl is not None else sys.stderr
     stream.write(text + "\n")
     stream.flush()
+
+
+def renamed(value: T | None, old_value: T | None, old: str, new: str) -> T | None:
+    """The value of option ``new``, or of its deprecated name ``old`` (which logs a warning
+    naming ``new``); both given is an error."""
+    from localfin.errors import ConfigError
+
+    if old_value is None:
+        return value
+    if value is not None:
+        raise ConfigError(f"{old} and {new} given; allowed: {new} alone ({old} is its deprecated name)")
+    log.warning("%s is deprecated and goes in the next release; use %s", old, new)
+    return old_value

@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: aborted\n")
         return 1
     except _USAGE as exc:  # usage errors: unknown option, missing argument, bad type
-        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
+        if type(exc).__name__ != "NoArgsIsHelpError":  # a group without its command: help shown
+            sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except (LocalfinError, ValueError, OSError) as exc:
         global _stopped_at_once

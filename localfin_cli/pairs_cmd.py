@@ -165,20 +165,27 @@ def run(
     sequential: bool = typer.Option(
         False, "--sequential", help="Run the runs one after another instead of in lockstep (for comparison)."
     ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Registry key replacing the config's [model] backbone (checked before any call).",
+    ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
     from agent.api import check_models, load_experiment_config, run_experiment
     from localfin import env, interrupt, runlock
 
-    cfg, _ = load_experiment_config(config)
+    cfg, _ = load_experiment_config(config, model=model)
     check_models(cfg)  # an unknown registry key fails here, before the folder or any call
     folder = out or env.runs_dir() / cfg.name
-    hint = f"rerun with: localfin pairs run --config {config} --out {folder} --resume"
+    me = f"localfin pairs run --config {config}" + (f" --model {model}" if model else "")
+    hint = f"rerun with: {me} --out {folder} --resume"
     # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
-    me = f"localfin pairs run --config {config}"
     with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
-        res = run_experiment(config, folder, resume=resume, sequential=sequential, progress=progress_for(rl))
+        res = run_experiment(
+            config, folder, resume=resume, sequential=sequential, model=model, progress=progress_for(rl)
+        )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from localfin_cli._common import note, progress_for, quiet_run, result
+from localfin_cli._common import note, progress_for, quiet_run, renamed, result
 
 __all__ = ["app"]
 
@@ -58,7 +58,8 @@ _TOOLS = typer.Option(
 )
 _STORE = typer.Option(None, "--store", help="Market store for the lookup tool (default: none).")
 _STEPS = typer.Option(None, "--max-steps", help="Tool steps per question (default 16).")
-_RUN = typer.Option(None, "--run-dir", help="Run folder (default: named from the arguments under runs/qa).")
+_RUN = typer.Option(None, "--out", help="Run folder (default: named from the arguments under runs/qa).")
+_RUN_OLD = typer.Option(None, "--run-dir", hidden=True, help="Deprecated name of --out.")
 _EXCLUDE = typer.Option(
     None,
     "--exclude-run",
@@ -236,6 +237,7 @@ def build_bank_cmd(
         8, "--items-per-wave", help="Items whose trajectories run together (memory bound)."
     ),
     run_dir: Path = _RUN,
+    old_run_dir: Path = _RUN_OLD,
     sandbox_missing: str = _SANDBOX,
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
@@ -253,7 +255,9 @@ def build_bank_cmd(
     from localfin import env
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    run = run_dir or _default_run("bank", dataset, model, split, offset, limit, subset)
+    run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
+        "bank", dataset, model, split, offset, limit, subset
+    )
     judge_model = judge or model
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
@@ -329,6 +333,7 @@ def eval_cmd(
         64, "--max-active", help="Questions whose loops run together (memory bound)."
     ),
     run_dir: Path = _RUN,
+    old_run_dir: Path = _RUN_OLD,
     sandbox_missing: str = _SANDBOX,
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
@@ -351,7 +356,9 @@ def eval_cmd(
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    root = run_dir or _default_run(variant, dataset, model, split, offset, limit, subset)
+    root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
+        variant, dataset, model, split, offset, limit, subset
+    )
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,

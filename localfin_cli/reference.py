@@ -1,6 +1,7 @@
 """The command-line reference (``docs/reference/cli.md``), generated from the typer app itself:
-every command and group, its help, arguments and options with their defaults. The ``bench``
-commands forward their arguments to the benchmark modules, whose own ``--help`` is included.
+every command and group, its help, arguments and options with their defaults (hidden commands
+and options, the deprecated aliases, are left out). A benchmark's help is its module's
+docstring, shown as written.
 
 typer carries its own copy of click, so the command tree is walked by its methods
 (``list_commands``, ``get_command``, ``params``), not by click's classes.
@@ -8,9 +9,6 @@ typer carries its own copy of click, so the command tree is walked by its method
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,6 +60,8 @@ def _param_rows(cmd: Any, ctx: Any) -> list[str]:
             kind = "flag" if getattr(p, "is_flag", False) else kind
         default = None if callable(p.default) else p.default
         shown = "" if default in (None, (), [], False) else f"`{default}`"
+        if not shown and isinstance(getattr(p, "show_default", None), str):
+            shown = f"`{p.show_default}`"  # a default the command leaves to the code it calls
         if p.required:
             shown = "*required*"
         helptext = getattr(p, "help", "") or ""
@@ -69,15 +69,6 @@ def _param_rows(cmd: Any, ctx: Any) -> list[str]:
             helptext += f" (environment variable: `{p.envvar}`)"
         rows.append(f"| {name} | {_cell(kind)} | {_cell(shown)} | {_cell(helptext)} |")
     return rows
-
-
-def _bench_help(name: str) -> str:
-    """The benchmark module's own ``--help`` (its arguments are forwarded to it)."""
-    module = importlib.import_module(f"bench.{name.replace('-', '_')}")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        module.main(["--help"])
-    return out.getvalue().strip()
 
 
 def render_markdown() -> str:
@@ -97,7 +88,9 @@ def render_markdown() -> str:
         lines += ["", f"{level} `{full}` {{#{_anchor(full)}}}", ""]
         usage = " ".join(cmd.collect_usage_pieces(ctx))
         lines += ["```text", f"{full} {usage}".rstrip(), "```", ""]
-        if cmd.help:
+        if cmd.help and full.startswith("localfin bench ") and not _is_group(cmd):
+            lines += ["```text", cmd.help.strip(), "```", ""]  # a module docstring, not Markdown
+        elif cmd.help:
             lines += [cmd.help.strip(), ""]
         if _is_group(cmd):
             subs = [(n, cmd.get_command(ctx, n)) for n in sorted(cmd.list_commands(ctx))]
@@ -111,7 +104,4 @@ def render_markdown() -> str:
         rows = _param_rows(cmd, ctx)
         if rows:
             lines += ["| argument / option | type | default | what it does |", "|---|---|---|---|", *rows, ""]
-        if full.startswith("localfin bench ") and not _is_group(cmd):
-            forwarded = _bench_help(cmd.name)
-            lines += ["Its options (passed on to the benchmark):", "", "```text", forwarded, "```", ""]
     return "\n".join(lines) + "\n"

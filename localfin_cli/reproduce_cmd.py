@@ -1,22 +1,82 @@
 """`localfin reproduce`: the papers' tables as shipped configs (agent/reproduce/configs).
 
-localfin reproduce --list                 every config and the table it reproduces
-localfin reproduce --check CONFIG|all     data and model folders present or missing
-localfin reproduce CONFIG                 run it (refuses while anything is missing)
-localfin reproduce --smoke CONFIG|all     run it shrunk to CPU size, report included
-localfin reproduce --rehearse CONFIG|all  its GPU settings on tiny stand-ins, engine and server, checked
-localfin reproduce --plan CONFIG --gpus N --gpu KIND   engines, memory and estimated wall time on GPUs
+localfin reproduce list                      every config and the table it reproduces
+localfin reproduce check CONFIG|all          data and model folders present or missing
+localfin reproduce run CONFIG [--resume]     run it (refuses while anything is missing)
+localfin reproduce smoke CONFIG|all          run it shrunk to CPU size, report included
+localfin reproduce rehearse CONFIG|all       its GPU settings on tiny stand-ins, engine and server, checked
+localfin reproduce plan CONFIG|all --gpus N --gpu KIND   engines, memory and estimated wall time
+
+CONFIG is a shipped config name or a TOML path. The flag form of earlier releases
+(``localfin reproduce CONFIG --check``, ``--list``, ``--smoke``, ``--rehearse``, ``--plan``, and
+a bare ``localfin reproduce CONFIG`` for a run) still works for one release: :class:`_Group`
+routes it to a hidden command that warns, names the new form and calls the same mode function.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import typer
+from typer.core import TyperGroup
 
 from localfin_cli._common import note, progress_for, quiet_run, result
 
-__all__ = ["register", "reproduce"]
+__all__ = ["app", "register"]
+
+log = logging.getLogger(__name__)
+
+#: the hidden command that takes the flag form of earlier releases
+LEGACY = "legacy-flags"
+
+
+class _Group(TyperGroup):
+    """``reproduce``'s group: a first token that is no subcommand (a config name, a path or one
+    of the old flags) goes to the hidden :data:`LEGACY` command."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [LEGACY, *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=_Group,
+    help="Reproduce a table of Moira or FinAcumen from its shipped config.",
+    no_args_is_help=True,
+)
+
+_CONFIG = "A config name (see `localfin reproduce list`)"
+_DATA_ROOT_HELP = "Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR)."
+
+
+def _config_arg(allow_all: bool):
+    what = ", a .toml path, or all" if allow_all else " or a .toml path"
+    return typer.Argument(None, metavar="CONFIG", help=f"{_CONFIG}{what} (or --config FILE).")
+
+
+_CONFIG_FILE = typer.Option(None, "--config", help="A config TOML file (instead of CONFIG).")
+
+
+def _which(config: str | None, config_file: Path | None) -> str:
+    """The config named positionally or given with ``--config FILE`` (one of the two)."""
+    from localfin.errors import ConfigError
+
+    if config and config_file:
+        raise ConfigError(f"CONFIG {config} and --config {config_file} given; allowed: one of them")
+    if config_file:
+        return str(config_file)
+    if not config:
+        raise ConfigError(
+            "CONFIG is missing; allowed: a name from `localfin reproduce list`, a .toml path, "
+            "or --config FILE"
+        )
+    return config
+
+
+def _data_root(extra: str = ""):
+    return typer.Option(None, "--data-root", help=_DATA_ROOT_HELP + extra)
 
 
 def _configs(name: str):
@@ -25,7 +85,7 @@ def _configs(name: str):
     return load_all() if name == "all" else [load_repro(name)]
 
 
-def _list() -> str:
+def _table() -> str:
     from agent.reproduce.spec import load_all
 
     rows = [(c.name, f"{c.paper} {c.table}", ", ".join(c.model_keys), c.title) for c in load_all()]
@@ -35,91 +95,72 @@ def _list() -> str:
     return "\n".join(lines)
 
 
-def reproduce(
-    ctx: typer.Context,
-    config: str = typer.Argument(
-        None, metavar="[CONFIG]", help="A config name (see --list), a .toml path, or all."
-    ),
-    list_: bool = typer.Option(
-        False, "--list", help="List every shipped config and the table it reproduces."
-    ),
-    check: bool = typer.Option(
-        False, "--check", help="Say which data and model folders are present or missing."
-    ),
-    smoke: bool = typer.Option(
-        False, "--smoke", help="Run shrunk to CPU size (synthetic market, demo QA set)."
-    ),
-    out: Path = typer.Option(
-        None,
-        "--out",
-        help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce[-smoke]/<config>); --plan: the "
-        "--rehearse folder whose journal gives the calls per step (default: $LOCALFIN_RUNS_DIR/rehearse).",
-    ),
-    data_root: Path = typer.Option(
-        None,
-        "--data-root",
-        help="Data folder holding benchmarks/ (default: $LOCALFIN_DATA_DIR); --rehearse reads a few items "
-        "of the released benchmarks there and writes stand-ins for the rest.",
-    ),
-    model: str = typer.Option("smollm2-135m", "--model", help="--smoke: registry key of the CPU model."),
-    rehearse: bool = typer.Option(
-        False,
-        "--rehearse",
-        help="Run at the GPU settings on tiny random stand-ins (engine and server), checked.",
-    ),
-    plan: bool = typer.Option(False, "--plan", help="Print engines, memory and an estimated GPU wall time."),
-    gpus: int = typer.Option(1, "--gpus", help="--plan: number of GPUs."),
-    gpu: str = typer.Option("h200", "--gpu", help="--plan: GPU kind (h100, h200, a100-80g, l40s)."),
-    paths: str = typer.Option("engine,server", "--paths", help="--rehearse: engine, server or both."),
-) -> None:
-    """Reproduce a table of Moira or FinAcumen from its shipped config."""
+# --- the modes: both command forms call these ---------------------------------------------------
+
+
+def do_list() -> None:
+    result(None, _table())
+
+
+def do_check(config: str, data_root: Path | None) -> None:
     from agent.reproduce.check import check_config, format_items
+
+    items = [i for c in _configs(config) for i in check_config(c, data_root=data_root)]
+    result(None, format_items(items))
+    if any(i.status == "missing" for i in items):
+        raise typer.Exit(1)
+
+
+def _refuse_used(folder: Path, config: str, smoke: bool) -> None:
+    from localfin.errors import ConfigError
+
+    if folder.is_dir() and any(folder.iterdir()):
+        mode = "smoke" if smoke else "run"
+        raise ConfigError(
+            f"--out {folder} already holds a run; allowed: `localfin reproduce {mode} {config} --resume` "
+            "to continue it (every journaled call is replayed), or another --out"
+        )
+
+
+def do_run(
+    ctx: typer.Context | None,
+    config: str,
+    out: Path | None,
+    data_root: Path | None,
+    *,
+    smoke: bool = False,
+    model: str = "smollm2-135m",
+    resume: bool = True,
+) -> None:
+    """A full run (one config) or a smoke run (a config or all) into ``out``; without
+    ``resume`` a folder already holding a run is refused."""
+    from agent.reproduce.check import check_config
     from localfin import env
     from localfin.errors import ConfigError
 
-    if list_:
-        result(None, _list())
-        return
-    if not config:
-        raise ConfigError(
-            "CONFIG is missing; allowed: a name from `localfin reproduce --list`, a .toml path, or all"
-        )
-    modes = [
-        n
-        for n, on in (("--check", check), ("--smoke", smoke), ("--rehearse", rehearse), ("--plan", plan))
-        if on
-    ]
-    if len(modes) > 1:
-        raise ConfigError(f"{' and '.join(modes)} exclude each other; allowed: one of them")
-    if plan:
-        _plan(config, gpus, gpu, out)
-        return
     cfgs = _configs(config)
-    if rehearse:
-        _rehearse(ctx, cfgs, out, paths, data_root or env.data_dir())
-        return
-    if check:
-        items = [i for c in cfgs for i in check_config(c, data_root=data_root)]
-        result(None, format_items(items))
-        if any(i.status == "missing" for i in items):
-            raise typer.Exit(1)
-        return
+    mode = "smoke" if smoke else "run"
     if not smoke:
         if len(cfgs) > 1:
-            raise ConfigError("a full run takes one CONFIG (`all` is for --check and --smoke)")
+            raise ConfigError(
+                "a full run takes one CONFIG; allowed: a config name or a .toml path "
+                "(`all` is for check, smoke, rehearse and plan)"
+            )
         missing = [i for i in check_config(cfgs[0], data_root=data_root) if i.status == "missing"]
         if missing:
             raise ConfigError(
                 f"{len(missing)} item(s) missing, nothing started: "
                 + " | ".join(i.line() for i in missing)
-                + " (see `localfin reproduce --check "
-                + config
-                + "`)"
+                + f" (see `localfin reproduce check {config}`)"
             )
-    from agent.reproduce.run import reproduce as run
-
     root = env.runs_dir() / ("reproduce-smoke" if smoke else "reproduce")
     base = out or root
+    targets = [(c, (base / c.name) if (out is None or len(cfgs) > 1) else out) for c in cfgs]
+    if not resume:
+        for _, target in targets:
+            _refuse_used(target, config, smoke)
+    from agent.reproduce.run import reproduce as run_config
+
     with quiet_run(ctx, "reproduce", base) as rl:
         backend = None
         if smoke:
@@ -129,10 +170,9 @@ def reproduce(
             backend = open_backend(BackendSpec("vllm", model))
             note(rl, f"engine for {model} started in {backend.start():.0f} s")
         try:
-            for c in cfgs:
-                target = (base / c.name) if (out is None or len(cfgs) > 1) else out
-                note(rl, f"{c.name}: {c.paper} {c.table} -> {target}")
-                res = run(
+            for c, target in targets:
+                note(rl, f"{c.name}: {c.paper} {c.table} ({mode}) -> {target}")
+                res = run_config(
                     c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
                     progress=progress_for(rl),
                 )  # fmt: skip
@@ -142,7 +182,7 @@ def reproduce(
                 backend.close()
 
 
-def _plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
+def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from agent.reproduce.hardware import gpu_kind
     from localfin import env
@@ -167,7 +207,9 @@ def _plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
     result(None, "\n\n".join(texts))
 
 
-def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str, data_root: Path) -> None:
+def do_rehearse(
+    ctx: typer.Context | None, config: str, out: Path | None, paths: str, data_root: Path | None
+) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from localfin import env
     from localfin.errors import ConfigError
@@ -176,12 +218,13 @@ def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str, data
     chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
     if not chosen or any(p not in PATHS for p in chosen):
         raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
+    cfgs = _configs(config)
     base = out or env.runs_dir() / "rehearse"
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
         res = rehearse(
             cfgs, base, shared=shared, registry=default_registry(), paths=chosen, progress=progress_for(rl),
-            data_root=data_root,
+            data_root=data_root or env.data_dir(),
         )  # fmt: skip
         md, _ = write_rehearsal(res, base)
         failed = [
@@ -201,6 +244,147 @@ def _rehearse(ctx: typer.Context, cfgs: list, out: Path | None, paths: str, data
         raise typer.Exit(1)
 
 
-def register(app: typer.Typer) -> None:
-    """Attach ``localfin reproduce`` to ``app``."""
-    app.command("reproduce")(reproduce)
+# --- the subcommands --------------------------------------------------------------------------
+
+_PLAN_OUT_HELP = (
+    "The `reproduce rehearse` output folder whose journals give the calls per step "
+    "(default: $LOCALFIN_RUNS_DIR/rehearse)."
+)
+
+
+@app.command("list")
+def list_() -> None:
+    """List every shipped config and the table it reproduces."""
+    do_list()
+
+
+@app.command("check")
+def check(
+    config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
+    data_root: Path = _data_root(),
+) -> None:
+    """Say which data and model folders a config needs, present or missing (exit 1 if any is missing)."""
+    do_check(_which(config, config_file), data_root)
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    config: str = _config_arg(False),
+    config_file: Path = _CONFIG_FILE,
+    out: Path = typer.Option(
+        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce/<config>)."
+    ),
+    data_root: Path = _data_root(),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue the run already in the output folder (journaled calls are replayed).",
+    ),
+) -> None:
+    """Run a config at its paper settings (refuses while a data or model folder is missing)."""
+    do_run(ctx, _which(config, config_file), out, data_root, resume=resume)
+
+
+@app.command("smoke")
+def smoke(
+    ctx: typer.Context,
+    config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
+    out: Path = typer.Option(
+        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce-smoke/<config>)."
+    ),
+    data_root: Path = _data_root(),
+    model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the CPU model."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the smoke run already in the output folder."
+    ),
+) -> None:
+    """Run a config shrunk to CPU size (synthetic market, demo QA set), report included."""
+    do_run(ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume)
+
+
+@app.command("rehearse")
+def rehearse(
+    ctx: typer.Context,
+    config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
+    out: Path = typer.Option(None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/rehearse)."),
+    paths: str = typer.Option("engine,server", "--paths", help="engine, server or both (comma-separated)."),
+    data_root: Path = _data_root(
+        " A few items of the released benchmarks there are read; stand-ins are written for the rest."
+    ),
+) -> None:
+    """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root)
+
+
+@app.command("plan")
+def plan(
+    config: str = _config_arg(True),
+    config_file: Path = _CONFIG_FILE,
+    gpus: int = typer.Option(1, "--gpus", help="Number of GPUs."),
+    gpu: str = typer.Option("h200", "--gpu", help="GPU kind (h100, h200, a100-80g, l40s)."),
+    out: Path = typer.Option(None, "--out", help=_PLAN_OUT_HELP),
+) -> None:
+    """Print a config's engines, memory and an estimated wall time on GPUs."""
+    do_plan(_which(config, config_file), gpus, gpu, out)
+
+
+# --- the flag form of earlier releases ------------------------------------------------------------
+
+
+@app.command(LEGACY, hidden=True)
+def legacy(
+    ctx: typer.Context,
+    config: str = typer.Argument(None, metavar="[CONFIG]"),
+    list_: bool = typer.Option(False, "--list"),
+    check: bool = typer.Option(False, "--check"),
+    smoke: bool = typer.Option(False, "--smoke"),
+    out: Path = typer.Option(None, "--out"),
+    data_root: Path = typer.Option(None, "--data-root"),
+    model: str = typer.Option("smollm2-135m", "--model"),
+    rehearse: bool = typer.Option(False, "--rehearse"),
+    plan: bool = typer.Option(False, "--plan"),
+    gpus: int = typer.Option(1, "--gpus"),
+    gpu: str = typer.Option("h200", "--gpu"),
+    paths: str = typer.Option("engine,server", "--paths"),
+) -> None:
+    """The flag form (`localfin reproduce CONFIG --check`, ...): deprecated, one release left."""
+    from localfin.errors import ConfigError
+
+    if list_:
+        _deprecated("localfin reproduce --list", "localfin reproduce list")
+        do_list()
+        return
+    if not config:
+        raise ConfigError(
+            "CONFIG is missing; allowed: a name from `localfin reproduce list`, a .toml path, or all"
+        )
+    modes = [
+        n
+        for n, on in (("--check", check), ("--smoke", smoke), ("--rehearse", rehearse), ("--plan", plan))
+        if on
+    ]
+    if len(modes) > 1:
+        raise ConfigError(f"{' and '.join(modes)} exclude each other; allowed: one of them")
+    mode = modes[0][2:] if modes else "run"
+    _deprecated(f"localfin reproduce {' '.join([*modes, config])}", f"localfin reproduce {mode} {config}")
+    if plan:
+        do_plan(config, gpus, gpu, out)
+    elif rehearse:
+        do_rehearse(ctx, config, out, paths, data_root)
+    elif check:
+        do_check(config, data_root)
+    else:  # a run, or a smoke run; the flag form always continued a folder's run
+        do_run(ctx, config, out, data_root, smoke=smoke, model=model, resume=True)
+
+
+def _deprecated(old: str, new: str) -> None:
+    log.warning("the flag form `%s` is deprecated and goes in the next release; use `%s`", old, new)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach ``localfin reproduce`` to ``root``."""
+    root.add_typer(app, name="reproduce")

@@ -1,4 +1,4 @@
-"""``localfin reproduce --plan CONFIG --gpus N --gpu KIND``: engines, memory and an estimated
+"""``localfin reproduce plan CONFIG --gpus N --gpu KIND``: engines, memory and an estimated
 wall time of a config on GPUs, from published figures and a stated model (no GPU measured).
 
 **Engines.** One engine per checkpoint (thinking on/off entries share it, as the matrix runs

@@ -1,4 +1,4 @@
-"""Published figures the GPU plan (``localfin reproduce --plan``) computes with: GPU kinds and
+"""Published figures the GPU plan (``localfin reproduce plan``) computes with: GPU kinds and
 the backbones' architectures. Figures only; nothing here is measured by us.
 
 GPU kinds (vendor data sheets, dense bf16 tensor throughput without sparsity, SXM where both

@@ -1,4 +1,4 @@
-"""A FinAcumen plan shrunk onto the bundled demo set, for ``localfin reproduce --smoke``."""
+"""A FinAcumen plan shrunk onto the bundled demo set, for ``localfin reproduce smoke``."""
 
 from __future__ import annotations
 

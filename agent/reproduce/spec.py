@@ -453,7 +453,7 @@ def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
 
 
 def load_repro(name_or_path: str | Path) -> ReproConfig:
-    """A shipped config by name (``localfin reproduce --list``) or any config file by path."""
+    """A shipped config by name (``localfin reproduce list``) or any config file by path."""
     p = Path(name_or_path)
     if p.suffix == ".toml" and p.exists():
         text, source = p.read_text(encoding="utf-8"), p.resolve()

@@ -62,12 +62,19 @@ CASES = [
     (["bank", "analyze", "q.jsonl", "--embedder", "hashing", "--order", "sideways"], "order='sideways'"),
     (["bank", "analyze", "q.jsonl", "--embedder", "hashing", "--taus", "a,b"], "--taus 'a,b'"),
     (["bank", "build", "q.jsonl", "--embedder", "word2vec"], "embedder='word2vec'; allowed: minilm, hashing"),
-    (["bench", "kernels", "--bogus"], "localfin bench kernels: unrecognized arguments: --bogus"),
-    (["bench", "retrieval", "--bogus"], "localfin bench retrieval: unrecognized arguments: --bogus"),
+    (["bench", "kernels", "--bogus"], "No such option: --bogus"),
+    (["bench", "retrieval", "--bogus"], "No such option: --bogus"),
+    (["bench", "retrieval", "--sizes", "a,b"], "localfin bench retrieval: argument --sizes: invalid"),
     (["bench", "serving", "--max-tokens", "0"], "--max-tokens, --max-concurrency, --min-requests"),
     (["bench", "cpu-settings", "--variants", "turbo"], "turbo"),
     (["bench", "agent", "--agents", "finmem"], "finmem"),
-    (["bench", "all", "--bogus"], "localfin bench all: unrecognized arguments: --bogus"),
+    (["bench", "all", "--bogus"], "No such option: --bogus"),
+    (["bench", "all", "--timeout", "soon"], "Invalid value for '--timeout'"),
+    (["bench", "gpu-check", "--models", "gpt-2"], "--models ['gpt-2']; allowed:"),
+    (["bench", "qa-ocr", "--threads", "x"], "Invalid value for '--threads'"),
+    (["bench", "qa-tau", "--threads", "x"], "Invalid value for '--threads'"),
+    (["bench", "prompt-layout", "--block-size", "x"], "Invalid value for '--block-size'"),
+    (["bench", "moira-news-share", "--settings", "s.toml"], "Missing option '--experiment'"),
     (["bench", "tokens", "--out", "x"], "--prices is required to run the prompts"),
     (["bench", "vllm-serve", "--out", "x"], "give --journal (export) or --dataset (exported)"),
     (["chat", "tiny-qwen3", "hi", "--schema", "bad.json"], "schema file bad.json: not valid JSON"),
@@ -93,21 +100,30 @@ CASES = [
         ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--execution", "vwap"],
         "execution='vwap'; allowed: close, next_open",
     ),
-    (["reproduce", "table99"], "unknown reproduction config 'table99'"),
-    (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "list", "--bogus"], "No such option: --bogus"),
+    (["reproduce", "check", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "check", "x", "--config", "y.toml"], "CONFIG x and --config y.toml given"),
+    (["reproduce", "run", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "run", "all"], "a full run takes one CONFIG"),
+    (["reproduce", "run"], "CONFIG is missing"),
+    (["reproduce", "smoke", "moira_table3_main", "--model", "no-such-model"], "unknown model key"),
+    (["reproduce", "rehearse", "table99"], "unknown reproduction config 'table99'"),
     (
-        ["reproduce", "--rehearse", "moira_table5_a2", "--paths", "gpu"],
+        ["reproduce", "rehearse", "moira_table5_a2", "--paths", "gpu"],
         "--paths 'gpu'; allowed: engine, server",
     ),
     (
-        ["reproduce", "--plan", "table99", "--gpus", "1", "--gpu", "h200"],
+        ["reproduce", "plan", "table99", "--gpus", "1", "--gpu", "h200"],
         "unknown reproduction config 'table99'",
     ),
-    (["reproduce", "--plan", "moira_table3_main", "--gpus", "0"], "--gpus 0; allowed: a whole number >= 1"),
+    (["reproduce", "plan", "moira_table3_main", "--gpus", "0"], "--gpus 0; allowed: a whole number >= 1"),
     (
-        ["reproduce", "--plan", "moira_table3_main", "--gpu", "v100"],
+        ["reproduce", "plan", "moira_table3_main", "--gpu", "v100"],
         "--gpu 'v100'; allowed: h100, h200, a100-80g, l40s",
     ),
+    # the flag form of earlier releases (deprecated aliases)
+    (["reproduce", "table99"], "unknown reproduction config 'table99'"),
+    (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "--plan", "--smoke", "moira_table3_main"], "--smoke and --plan exclude each other"),
 ]
 
@@ -129,14 +145,19 @@ def test_every_command_has_a_bad_input_case():
     from localfin_cli.main import app
 
     group = typer.main.get_command(app)
-    commands = set()
-    for name, cmd in group.commands.items():
-        subs = getattr(cmd, "commands", None)
-        commands |= {f"{name} {sub}" for sub in subs} if subs else {name}
-    covered = {
-        " ".join(argv[:2]) if argv[0] in ("models", "data", "pairs", "bank", "bench", "qa") else argv[0]
-        for argv, _ in CASES
-    }
+    ctx = typer.Context(group)
+    commands, groups = set(), set()
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if not hasattr(cmd, "list_commands"):
+            commands.add(name)
+            continue
+        groups.add(name)
+        sub_ctx = typer.Context(cmd, parent=ctx, info_name=name)
+        subs = [s for s in cmd.list_commands(sub_ctx) if not cmd.get_command(sub_ctx, s).hidden]
+        commands |= {f"{name} {sub}" for sub in subs}
+    assert {"reproduce", "bench"} <= groups and "bench gpu-check" in commands
+    covered = {" ".join(argv[:2]) if argv[0] in groups else argv[0] for argv, _ in CASES}
     assert commands <= covered, sorted(commands - covered)
 
 

@@ -185,7 +185,7 @@ def _argv(command: str, path: Path, tmp: Path) -> list[object]:
         return ["pairs", "run", "--config", path, "--out", tmp / "out"]
     if command == "matrix":
         return ["pairs", "matrix", "--config", path, "--out", tmp / "out", "--dry-run"]
-    return ["reproduce", "--check", path]
+    return ["reproduce", "check", "--config", path]
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def test_bad_variant_and_missing_data_are_exit_2(capsys, tmp_path):
             "tatqa",
             "--data",
             str(data),
-            "--run-dir",
+            "--out",
             str(tmp_path / "r"),
         ]
     )
@@ -59,7 +59,7 @@ def test_bad_variant_and_missing_data_are_exit_2(capsys, tmp_path):
             str(data),
             "--bank-sizes",
             "some",
-            "--run-dir",
+            "--out",
             str(tmp_path / "r"),
         ]
     )
@@ -109,7 +109,7 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
     backend = ScriptedBackend([Rule("qa_base", solve), Rule("judge", judge)])
     monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     run = tmp_path / "run"
-    res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--run-dir", run)
+    res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--out", run)
     assert res.code == 0, res.err
     judged = json.loads((run / "judge_scores.json").read_text(encoding="utf-8"))
     assert judged["correct"] == 1 and judged["n"] == 2
@@ -139,13 +139,13 @@ def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch)
     backend = ScriptedBackend([Rule("qa_base", {"reasoning": "r", "answer": "42"})])  # the CPU model's Base
     monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     args = ("qa", "eval", "--variant", "base", "--dataset", "demo", "--data", data)
-    res = cli(*args, "--run-dir", tmp_path / "kept", "--keep-missing-images")
+    res = cli(*args, "--out", tmp_path / "kept", "--keep-missing-images")
     assert res.code == 0, res.err
     assert (
         f"demo {data}: 2 items selected; 1 records skipped (first: answer 'x' is not a number); "
         f"1 items loaded incomplete (first: image file missing: {tmp_path}/images/absent.png (1 of 1))"
     ) in res.err
-    res = cli(*args, "--run-dir", tmp_path / "skipped")
+    res = cli(*args, "--out", tmp_path / "skipped")
     assert res.code == 0, res.err
     assert f"demo {data}: 1 items selected; 2 records skipped (first: image file missing" in res.err
     assert "loaded incomplete" not in res.err
@@ -180,7 +180,7 @@ def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monk
     monkeypatch.setattr(qa_cmd, "_backend", lambda kind, model, url, *http: (backend, default_registry()))
     run = tmp_path / "run"
     args = ("--variant", "ft", "--dataset", "fintmmbench", "--data", tmm, "--tools", "retrieve")
-    res = cli("qa", "eval", *args, "--run-dir", run)
+    res = cli("qa", "eval", *args, "--out", run)
     assert res.code == 0, res.err
     assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["tools"] == ["retrieve"]
     trace = json.loads((run / "trace.jsonl").read_text(encoding="utf-8").splitlines()[0])

@@ -78,17 +78,43 @@ def test_the_description_finder_reads_comments_and_docstrings():
     assert rows["delta"].allowed == "true, false" and rows["eta"].description == ""
 
 
+def _command_tree() -> set[str]:
+    """Every visible command and group of the typer app, walked here on its own."""
+    import typer
+
+    from localfin_cli.main import app
+
+    found: set[str] = set()
+
+    def walk(cmd, path: tuple[str, ...], parent) -> None:
+        ctx = typer.Context(cmd, parent=parent, info_name=path[-1])
+        found.add(" ".join(path))
+        for name in getattr(cmd, "list_commands", lambda _: [])(ctx):
+            sub = cmd.get_command(ctx, name)
+            if not sub.hidden:
+                walk(sub, (*path, name), ctx)
+
+    walk(typer.main.get_command(app), ("localfin",), None)
+    return found
+
+
 def test_the_cli_reference_holds_every_command():
+    from localfin_cli.bench_cmd import BENCHMARKS
     from localfin_cli.reference import commands, render_markdown
 
     text = render_markdown()
     names = [full for full, _, _ in commands()]
-    assert len(names) >= 40 and "localfin reproduce" in names and "localfin bench kernels" in names
+    assert set(names) == _command_tree() and len(names) == len(set(names))
+    wanted = {f"localfin reproduce {m}" for m in ("list", "check", "run", "smoke", "rehearse", "plan")}
+    wanted |= {f"localfin bench {b}" for b in BENCHMARKS} | {"localfin pairs run", "localfin qa eval"}
+    assert wanted <= set(names) and len(names) >= 55, sorted(wanted - set(names))
     for full in names:
         assert f"`{full}` {{#{full.replace(' ', '-')}}}" in text, full
-    for option in ("--models-file", "--version", "--dry-run", "--config", "--resume"):
+    for option in ("--models-file", "--version", "--dry-run", "--config", "--resume", "--paths", "--quick"):
         assert f"`{option}`" in text, option
-    assert "usage: localfin bench kernels" in text  # the forwarded benchmark's own options
+    assert "legacy-flags" not in text and "--run-dir" not in text  # deprecated aliases stay hidden
+    pairs_run = text.split("{#localfin-pairs-run}")[1].split("{#localfin-pairs-")[0]
+    assert "`--model`" in pairs_run
 
 
 def _toml_blocks(page: str) -> list[str]:

@@ -84,7 +84,7 @@ def test_qa_eval_into_a_folder_in_use_is_refused_before_any_call(tmp_path, cli, 
             "fintmmbench",
             "--data",
             data,
-            "--run-dir",
+            "--out",
             run_dir,
         ]
         res = cli(*args)

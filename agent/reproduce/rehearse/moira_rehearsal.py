@@ -1,4 +1,4 @@
-"""The Moira rehearsal on a config's own data path (``localfin reproduce --rehearse`` of a Moira
+"""The Moira rehearsal on a config's own data path (``localfin reproduce rehearse`` of a Moira
 config): the path a GPU run takes, shrunk in windows and replies only.
 
 1. **Data, as a user imports it.** The Herculean (TheFinAI) layout: ``prices.parquet`` (``id,

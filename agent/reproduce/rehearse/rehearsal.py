@@ -1,4 +1,4 @@
-"""``localfin reproduce --rehearse CONFIG|all``: every shipped config at its GPU settings on the
+"""``localfin reproduce rehearse CONFIG|all``: every shipped config at its GPU settings on the
 CPU, through the in-process engine and through ``vllm serve`` on loopback, with tiny random
 stand-ins of its backbones (:mod:`agent.reproduce.rehearse.standins`), windows and items shrunk
 (:mod:`agent.reproduce.rehearse.runs`); then the checks (:mod:`agent.reproduce.rehearse.checks`)

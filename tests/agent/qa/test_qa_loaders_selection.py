@@ -115,7 +115,7 @@ def test_the_cli_exits_2_on_a_file_of_which_nothing_loads(tmp_path, capsys):
         "--data",
         str(raw / "tatqa_dataset_test.json"),
     ]
-    assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "commonest reason (2 of 2)" in err and err.count("error:") == 1
 
@@ -234,7 +234,7 @@ def test_the_cli_passes_subset_and_names_the_run_after_it(tmp_path, capsys):
         "finmmr",
         "--data",
         str(f),
-        "--run-dir",
+        "--out",
         str(tmp_path / "r"),
     ]
     assert main([*argv, "--subset", "hard"]) == 2

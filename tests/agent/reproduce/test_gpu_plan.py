@@ -1,4 +1,4 @@
-"""The GPU plan's arithmetic (`localfin reproduce --plan`): memory from the architecture, the
+"""The GPU plan's arithmetic (`localfin reproduce plan`): memory from the architecture, the
 tensor-parallel choice, the time model, and bad GPU kinds."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_zero_gpus_is_an_error() -> None:
 
 def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LOCALFIN_RUNS_DIR", str(tmp_path))  # no rehearsal there: config counts
-    r = cli("reproduce", "--plan", "moira_table3_main", "--gpus", "4", "--gpu", "h200")
+    r = cli("reproduce", "plan", "moira_table3_main", "--gpus", "4", "--gpu", "h200")
     assert r.code == 0, r.err
     assert "on 4 x NVIDIA H200" in r.out and "basis: bf16 weights" in r.out
     assert "engine llama-3.1-70b: tp 2 (registry 4) x dp 2" in r.out

@@ -1,4 +1,4 @@
-"""Prefix reuse from journals and the plan's vLLM-aware figures (`localfin reproduce --plan`)."""
+"""Prefix reuse from journals and the plan's vLLM-aware figures (`localfin reproduce plan`)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_moira_reuse_is_the_shared_share_of_its_prompts(tmp_path: Path, cli, mon
     assert e.prefill_vllm_h == pytest.approx(e.prefill_h * (1 - e.hit_vllm))
     assert e.batch_vllm == e.batch  # a lock-step stream of a few runs: demand, not memory, sets the batch
     monkeypatch.setenv("LOCALFIN_RUNS_DIR", str(tmp_path / "none"))
-    r = cli("reproduce", "--plan", cfg.name, "--gpus", "1", "--gpu", "h200", "--out", str(tmp_path))
+    r = cli("reproduce", "plan", cfg.name, "--gpus", "1", "--gpu", "h200", "--out", str(tmp_path))
     assert r.code == 0, r.err
     assert "time, plain:" in r.out and "time, vLLM:" in r.out and "budget:" in r.out
     assert "shared with an earlier prompt" in r.out

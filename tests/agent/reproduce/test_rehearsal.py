@@ -1,4 +1,4 @@
-"""`localfin reproduce --rehearse`: shipped configs at their GPU settings on tiny random stand-ins,
+"""`localfin reproduce rehearse`: shipped configs at their GPU settings on tiny random stand-ins,
 through the in-process engine and `vllm serve`, checked from the journals.
 
 The default suite rehearses one Moira config (A2: Qwen3-32B thinking on and off, one
@@ -216,7 +216,7 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
 @pytest.mark.slow
 @pytest.mark.timeout(3 * 3600)  # every config on both paths: 30 min on a quiet 2-core machine
 def test_rehearse_all_passes_through_the_cli(cli, tmp_path: Path) -> None:
-    r = cli("reproduce", "--rehearse", "all", "--out", str(tmp_path))
+    r = cli("reproduce", "rehearse", "all", "--out", str(tmp_path))
     assert r.code == 0, r.err
     doc = json.loads((tmp_path / "rehearsal.json").read_text(encoding="utf-8"))
     from agent.reproduce.spec import config_names, load_repro

@@ -1,4 +1,4 @@
-"""`localfin reproduce --check`: one line per item, the fix for each missing one, exit 1."""
+"""`localfin reproduce check`: one line per item, the fix for each missing one, exit 1."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
     t = bare_machine
-    run = cli("reproduce", "--check", "moira_table6_a3")
+    run = cli("reproduce", "check", "moira_table6_a3")
     assert run.code == 1
     assert run.out.splitlines() == [
         f"MISSING moira_table6_a3: market store: no store at {t}/data/market.sqlite; fix: localfin data "
@@ -36,7 +36,7 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         f"Qwen/Qwen3-32B into {t}/models/Qwen3-32B (or set LOCALFIN_MODELS_DIR)",
         "2 items checked, 2 missing",
     ]
-    run = cli("reproduce", "--check", "finacumen_table2")
+    run = cli("reproduce", "check", "finacumen_table2")
     assert run.code == 1
     b = f"{t}/data/benchmarks"
     assert run.out.splitlines() == [
@@ -67,7 +67,7 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
 
 
 def test_check_all_and_full_run_refusal(cli, bare_machine: Path) -> None:
-    run = cli("reproduce", "--check", "all")
+    run = cli("reproduce", "check", "all")
     assert run.code == 1
     lines = run.out.splitlines()
     ok = [line for line in lines[:-1] if not line.startswith("MISSING ")]
@@ -75,8 +75,11 @@ def test_check_all_and_full_run_refusal(cli, bare_machine: Path) -> None:
     assert lines[-1] == f"{len(lines) - 1} items checked, {len(lines) - 1 - len(ok)} missing"
     # the Qwen3-4B thinking and no-think keys share one folder: one line, not two
     assert sum("moira_table3_main: model qwen3-4b" in x for x in lines) == 1
-    run = cli("reproduce", "moira_table3_main")
+    run = cli("reproduce", "run", "moira_table3_main")
     assert run.code == 2 and "missing, nothing started" in run.err and "Llama-3.1-70B" in run.err
+    assert "see `localfin reproduce check moira_table3_main`" in run.err
+    run = cli("reproduce", "moira_table3_main")  # the flag form of earlier releases, deprecated
+    assert run.code == 2 and "missing, nothing started" in run.err
     assert not (bare_machine / "data").exists() or not any((bare_machine / "data").iterdir())
 
 
@@ -88,7 +91,7 @@ def test_check_names_a_missing_sandbox(cli, bare_machine: Path, monkeypatch: pyt
 
     monkeypatch.setattr(sandbox, "probe", probe)  # undo the fixture's stand-in
     monkeypatch.setenv("PATH", str(bare_machine / "empty-bin"))
-    run = cli("reproduce", "--check", "finacumen_table2")
+    run = cli("reproduce", "check", "finacumen_table2")
     assert run.code == 1
     (line,) = [x for x in run.out.splitlines() if "tool python (sandbox)" in x]
     assert line.startswith(

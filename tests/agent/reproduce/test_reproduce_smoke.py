@@ -57,7 +57,7 @@ def test_smoke_one_config_on_the_tiny_model(vllm_backend, tiny_registry, tmp_pat
 @pytest.mark.parametrize("name", config_names())
 def test_smoke_every_config_through_the_cli(cli, name: str, tmp_path: Path) -> None:
     out = tmp_path / name
-    run = cli("reproduce", "--smoke", name, "--out", out)
+    run = cli("reproduce", "smoke", name, "--out", out)
     assert run.code == 0, run.err
     assert f"{name}: report {out / 'reproduction.md'}" in run.out
     doc = json.loads((out / "reproduction.json").read_text(encoding="utf-8"))
