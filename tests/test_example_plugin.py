@@ -70,6 +70,7 @@ def _pip_install(src: Path, site: Path) -> None:
     work = site.parent / f"src-{src.name}"
     shutil.copytree(src, work)
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index"]
+    cmd += ["--disable-pip-version-check", "--no-cache-dir"]
     proc = subprocess.run([*cmd, "--target", str(site), str(work)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
