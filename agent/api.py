@@ -198,12 +198,14 @@ def evaluate_qa(
     """Evaluate one FinAcumen variant on a QA set into the run folder ``out``, as ``localfin qa
     eval`` does (one bank size and one retrieval depth; the command line sweeps several).
 
-    ``dataset``: ``tatqa``, ``finmmr``, ``bizbench``, ``fintmmbench``, ``finmme`` or ``demo``;
+    ``dataset``: ``tatqa``, ``finmmr``, ``bizbench``, ``fintmmbench``, ``finmme``, ``demo`` or an
+    installed plugin's dataset (scored by the plugin's scorer);
     ``data``: its local file or folder; ``variant``: ``base`` (no tools), ``ft`` (tools) or
     ``ft_fm`` (tools and the experience memory of the bank folder ``bank``, default
     ``$LOCALFIN_BANK``, at cosine threshold ``tau`` and depth ``k_max``). ``tools``: the tools of
-    ``ft``/``ft_fm`` (``lookup`` reads the market store ``store``). ``backend``: one you opened
-    (yours to close), else ``model``'s in-process engine is opened and closed here.
+    ``ft``/``ft_fm`` (``lookup`` reads the market store ``store``; installed plugins add tools).
+    ``backend``: one you opened (yours to close), else ``model``'s in-process engine is opened and
+    closed here.
     """
     from agent.qa.datasets import load_items
     from agent.qa.evaluate import VARIANTS, EvalConfig

@@ -117,7 +117,14 @@ def config_files() -> list[ConfigFile]:
                 note="Each variant is a name and any key of `[policy]` and `[selection]`, which it "
                 "overrides for its runs (default: one variant `full` with the tables as written).",
             ),
-            Table("baselines", BaselinesConfig, allowed={"methods": _words(BASELINE_METHODS)}),
+            Table(
+                "baselines",
+                BaselinesConfig,
+                skip=("plugin_options",),
+                allowed={"methods": _words(BASELINE_METHODS) + " or an installed plugin's baseline"},
+                note="An installed plugin's baseline takes its options from `[baselines.<name>]` "
+                "(see Extending localfin).",
+            ),
         ),
     )
     matrix = ConfigFile(

@@ -44,6 +44,18 @@ GROUPS: Mapping[str, str] = {
         "model entries: a serving.registry.ModelSpec, an iterable of them, or a callable returning "
         "either; the entry point's name only names the plugin"
     ),
+    "localfin.baselines": (
+        "a pair-trading baseline: an agent.pairs.baselines.plugins.BaselinePlugin (or a callable "
+        "returning one) whose name is the entry point's name"
+    ),
+    "localfin.qa_datasets": (
+        "a QA dataset with its scorer: an agent.qa.extensions.QADataset (or a callable returning "
+        "one) whose name is the entry point's name"
+    ),
+    "localfin.tools": (
+        "a FinAcumen tool: an agent.qa.extensions.ToolPlugin (or a callable returning one) whose "
+        "name is the entry point's name"
+    ),
 }
 
 #: the origin of localfin's own entries

@@ -23,7 +23,11 @@ app = typer.Typer(
     help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo.", no_args_is_help=True
 )
 
-_DATASET = typer.Option(..., "--dataset", help="tatqa, finmmr, bizbench, fintmmbench, finmme or demo.")
+_DATASET = typer.Option(
+    ...,
+    "--dataset",
+    help="tatqa, finmmr, bizbench, fintmmbench, finmme, demo, or an installed plugin's dataset.",
+)
 _DATA = typer.Option(..., "--data", help="Local file or folder of the dataset (nothing is downloaded).")
 _SPLIT = typer.Option(
     None,
@@ -54,7 +58,8 @@ _EMB = typer.Option("minilm", "--embedder", help="minilm (real) or hashing (test
 _TOOLS = typer.Option(
     "python,lookup,reparse,retrieve",
     "--tools",
-    help="Comma-separated tools for ft / ft_fm (lookup needs --store; retrieve serves FinTMMBench's corpus).",
+    help="Comma-separated tools for ft / ft_fm (lookup needs --store; retrieve serves FinTMMBench's corpus; "
+    "installed plugins add more).",
 )
 _STORE = typer.Option(None, "--store", help="Market store for the lookup tool (default: none).")
 _STEPS = typer.Option(None, "--max-steps", help="Tool steps per question (default 16).")

@@ -26,6 +26,10 @@ finmme      FinMME: the released parquet files (inline image bytes) or a JSON ex
 demo        the project's own demo set (:mod:`agent.qa.demo_set`)
 =========== ===============================================================================
 
+Installed plugins add datasets (entry-point group ``localfin.qa_datasets``,
+:mod:`agent.qa.extensions`): their own loader reads the path, their items go through the same
+split, limit and duplicate checks, and they have no subsets.
+
 Splits are taken as the data names them (a record's ``split`` field, else the file name, else
 the ``split`` asked for; see :mod:`agent.qa.loaders.common`), so ``test_gold`` is a split like
 any other; ``split=`` keeps the items of that split. ``subset=`` keeps one part of a benchmark
@@ -46,6 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.qa.extensions import BUILTIN_DATASETS, dataset_plugin, plugin_items
 from agent.qa.items import QAItem, check_split_name
 from agent.qa.loaders.finmmr import FINMMR_SUBSETS
 from agent.qa.loaders.records import IncompleteItem, Produced, SkippedItem
@@ -55,7 +60,8 @@ __all__ = ["DATASETS", "SUBSETS", "SkippedItem", "IncompleteItem", "LoadedItems"
 
 log = logging.getLogger(__name__)
 
-DATASETS = ("tatqa", "finmmr", "bizbench", "fintmmbench", "finmme", "demo")
+#: localfin's own datasets; installed plugins may add more (:func:`agent.qa.extensions.dataset_names`).
+DATASETS = BUILTIN_DATASETS
 #: Datasets with a fixed set of subsets. BizBench's subsets are its tasks, read from its files;
 #: the datasets not named here and not BizBench have none.
 SUBSETS: Mapping[str, tuple[str, ...]] = {"finmmr": FINMMR_SUBSETS}
@@ -168,7 +174,7 @@ def load_items(
     """Load the items of ``dataset`` from the local file or folder ``path``.
 
     Args:
-        dataset: one of :data:`DATASETS`.
+        dataset: one of :data:`DATASETS` or an installed plugin's dataset.
         path: a file or folder in the dataset's layout (see its loader module).
         split: keep only items of this split, as the data names it (e.g. ``train``,
             ``validation``, ``dev``, ``test``, ``test_gold``); records that name no split of
@@ -185,8 +191,7 @@ def load_items(
         image_cache: FinMME only: folder for the images its files carry inline (default
             ``$LOCALFIN_HOME/qa_images/finmme``).
     """
-    if dataset not in DATASETS:
-        raise ConfigError(f"dataset={dataset!r}; allowed: {', '.join(DATASETS)}")
+    plugin = dataset_plugin(dataset) if dataset not in DATASETS else None  # unknown: names the known
     if split is not None:
         check_split_name(split)
     _check_subset(dataset, subset)
@@ -196,7 +201,9 @@ def load_items(
     p = Path(path).expanduser()
     if not p.exists():
         raise InputError(f"{dataset} data not found at {p}")
-    if dataset == "tatqa":
+    if plugin is not None:
+        produced = plugin_items(plugin, p, split)
+    elif dataset == "tatqa":
         from agent.qa.loaders.tatqa import iter_tatqa
 
         produced = iter_tatqa(p, split=split)

@@ -26,6 +26,8 @@ demo        within the item's ``abs_tol`` (half a unit of the decimals the quest
             for); counts exactly
 =========== =========================================================================
 
+An installed plugin's dataset (:mod:`agent.qa.extensions`) is scored by the plugin's own scorer.
+
 BizBench, FinMME and demo numbers are read with :func:`agent.qa.numbers.parse_number`; an
 answer string that holds several numbers is not guessed at (only a string holding exactly one
 number is read). A magnitude word is never applied: the number as written is compared with the
@@ -40,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.qa.extensions import dataset_plugin, plugin_score
 from agent.qa.finmmr_metric import finmmr_acc
 from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold
@@ -62,6 +65,7 @@ __all__ = [
     "JUDGED",
     "RULES",
     "SCORER_NAMES",
+    "scorer_name",
 ]
 
 #: Relative tolerance of the numeric benchmarks (fractions: 0.01 = 1%).
@@ -194,6 +198,14 @@ SCORER_NAMES = {
 RULES: dict[str, Any] = {"finmmr": _finmmr, "bizbench": _bizbench, "finmme": _finmme, "demo": _demo}
 
 
+def scorer_name(dataset: str) -> str:
+    """How run reports name ``dataset``'s rule (a plugin's own ``scorer_name``)."""
+    if dataset in SCORER_NAMES:
+        return SCORER_NAMES[dataset]
+    plugin = dataset_plugin(dataset) if dataset not in JUDGED else None
+    return (plugin.scorer_name or f"{dataset} plugin scorer") if plugin is not None else dataset
+
+
 def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = None) -> ItemScore:
     """Score ``prediction`` against ``gold`` under ``dataset``'s rule (module docstring).
 
@@ -207,8 +219,7 @@ def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = 
             f"{dataset} is scored by a judge model: build the calls with judge_requests(items, "
             "predictions, model) and read them with judge_scores(results)"
         )
-    if dataset not in SCORED:
-        raise ConfigError(f"dataset={dataset!r}; allowed: {', '.join((*SCORED, *JUDGED))}")
+    plugin = dataset_plugin(dataset) if dataset not in SCORED else None  # unknown: names the known
     if scale is not None and (dataset != "tatqa" or scale not in TATQA_SCALES):
         raise ConfigError(
             f"scale={scale!r} for {dataset}; allowed: a TAT-QA scale ({', '.join(map(repr, TATQA_SCALES))}) "
@@ -216,6 +227,8 @@ def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = 
         )
     if not prediction.strip():
         return ItemScore(False, 0.0, "empty prediction")
+    if plugin is not None:
+        return plugin_score(plugin, gold, prediction)
     if dataset == "tatqa":
         return _tatqa(gold, prediction, scale)
     return RULES[dataset](gold, prediction)

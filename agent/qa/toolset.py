@@ -11,6 +11,10 @@ for questions that have images) and the Answer Consolidation Gate (``final_answe
 :mod:`agent.qa.gate`, always there). The same factory serves Base+FT and Base+FT+FM, so the tool
 suite and the calling protocol are identical in both.
 
+Installed plugins add tools (entry-point group ``localfin.tools``, :mod:`agent.qa.extensions`):
+a name in ``names`` that is a plugin's gives every question a fresh
+:class:`~agent.qa.extensions.PluginTool` around it.
+
 Where the Python sandbox cannot isolate code, ``python_unavailable="raise"`` (default) stops
 the run with the sandbox's error; ``"refuse"`` keeps the tool, which then refuses every call
 (the model sees the refusal), so an evaluation can still run without it. Model code never runs
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.data.store import MarketStore
+from agent.qa.extensions import BUILTIN_TOOLS, TOOLS_REGISTRY, PluginTool, tool_names, tool_plugin
 from agent.qa.items import Question
 from agent.qa.react import ToolFactory
 from agent.qa.sandbox import SandboxConfig
@@ -40,7 +45,8 @@ __all__ = ["TOOL_NAMES", "CORPUS_DATASETS", "ToolsetConfig", "tool_factory", "oc
 
 log = logging.getLogger(__name__)
 
-TOOL_NAMES = ("python", "lookup", "reparse", "retrieve")
+#: localfin's own tools; installed plugins may add more (:func:`agent.qa.extensions.tool_names`).
+TOOL_NAMES = BUILTIN_TOOLS
 #: Benchmarks whose questions get the ``retrieve`` tool over the benchmark's own corpus.
 CORPUS_DATASETS = ("fintmmbench",)
 
@@ -50,7 +56,8 @@ class ToolsetConfig:
     """Which tools and how.
 
     Attributes:
-        names: tools to offer, from :data:`TOOL_NAMES` (``lookup`` also needs ``store_path``,
+        names: tools to offer, from :data:`TOOL_NAMES` or the installed plugins' tools
+            (``lookup`` also needs ``store_path``,
             ``retrieve`` ``corpus_path``; ``reparse`` is added only to questions with images,
             ``retrieve`` only to questions of :data:`CORPUS_DATASETS`).
         store_path: the market store the lookup tool reads.
@@ -69,7 +76,12 @@ class ToolsetConfig:
     def __post_init__(self) -> None:
         bad = [n for n in self.names if n not in TOOL_NAMES]
         if bad:
-            raise ConfigError(f"ToolsetConfig.names has {bad}; allowed: {', '.join(TOOL_NAMES)}")
+            known = tool_names()  # the installed plugins' too (read only when needed)
+            bad = [n for n in bad if n not in known]
+            if bad:
+                raise ConfigError(f"ToolsetConfig.names has {bad}; allowed: {', '.join(known)}")
+        if len(set(self.names)) != len(self.names):
+            raise ConfigError(f"ToolsetConfig.names={list(self.names)} repeats a tool")
         if self.python_unavailable not in ("raise", "refuse"):
             raise ConfigError(
                 f"ToolsetConfig.python_unavailable={self.python_unavailable!r}; allowed: raise, refuse"
@@ -137,6 +149,13 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
             return ReparseImageTool(q.images, engine=engines[0])
 
         makers.append(reparse)
+
+    for name in cfg.names:
+        plugin = tool_plugin(name) if name not in TOOL_NAMES else None
+        if plugin is not None:
+            origin = TOOLS_REGISTRY.origin(name)
+            log.info("tool %s from %s", name, origin)
+            makers.append(lambda q, plugin=plugin, origin=origin: PluginTool(plugin, origin))
 
     def make(question: Question) -> Sequence[Tool]:
         return [t for t in (m(question) for m in makers) if t is not None]

@@ -7,7 +7,8 @@ settlement, metrics and run-folder code as the agent:
 * :mod:`~agent.pairs.baselines.eg_ddqn`: a Double DQN on z-score lags, position and half-life;
 * :mod:`~agent.pairs.baselines.runner`: run one baseline or all of them on a window;
 * :mod:`~agent.pairs.baselines.finmem.run`: the FinMem-style LLM trader (lockstep programs);
-* :mod:`~agent.pairs.baselines.rolling`: rolling yearly windows over a long history.
+* :mod:`~agent.pairs.baselines.rolling`: rolling yearly windows over a long history;
+* :mod:`~agent.pairs.baselines.plugins`: baselines of installed plugins (``localfin.baselines``).
 
 Names are re-exported lazily so that importing the package imports neither torch nor numba.
 """
@@ -37,6 +38,9 @@ __all__ = [
     "run_finmem",
     "RollingResult",
     "run_rolling",
+    "BaselinePlugin",
+    "PairView",
+    "Decision",
 ]
 
 _HOME = {
@@ -59,6 +63,9 @@ _HOME = {
     "run_finmem": "finmem.run",
     "RollingResult": "rolling",
     "run_rolling": "rolling",
+    "BaselinePlugin": "plugins",
+    "PairView": "plugins",
+    "Decision": "plugins",
 }
 
 

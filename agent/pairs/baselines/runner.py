@@ -44,6 +44,7 @@ from agent.pairs.baselines.fixed_direction import (
     fixed_actions,
 )
 from agent.pairs.baselines.ledger import Ledger, flat_records, settle_actions, write_run
+from agent.pairs.baselines.plugins import BASELINES, PluginBaselineConfig, plugin_actions
 from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.records import write_json
@@ -64,7 +65,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BaselineConfig = FixedDirectionConfig | EqualWeightConfig | EGZConfig | DDQNConfig
+#: A runner config: a built-in rule baseline's, or a plugin baseline's
+#: (:mod:`agent.pairs.baselines.plugins`: its positions are settled like the built-ins').
+BaselineConfig = FixedDirectionConfig | EqualWeightConfig | EGZConfig | DDQNConfig | PluginBaselineConfig
 #: Long-Short, Short-Long, Equal-Weight, EG+Z and EG-DDQN at their defaults.
 DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
     LONG_SHORT_CONFIG,
@@ -246,9 +249,15 @@ def _run_prepared(
             extra["training"] = {k: v for k, v in res.info.items() if k != "config"} | {
                 "file": "training.json"
             }
+        elif isinstance(config, PluginBaselineConfig):
+            actions, notes = plugin_actions(
+                s, ok, config, exposure=exposure, betas=betas, seed=seed, train=_train_range(prep)
+            )
+            extra["plugin"] = BASELINES.origin(method)
         else:
             raise ConfigError(
-                f"config {config!r}; allowed: one of {[type(c).__name__ for c in DEFAULT_BASELINES]}"
+                f"config {config!r}; allowed: one of "
+                f"{[type(c).__name__ for c in DEFAULT_BASELINES]} or a PluginBaselineConfig"
             )
         ledger = settle_actions(
             s,

@@ -2,7 +2,8 @@
 run on the experiment's store, pool, screen, windows, exposures, seeds and cost, into the
 experiment's ``runs/`` (kind ``baseline``), so that ``localfin report`` shows them beside the agent.
 
-* The non-LLM baselines (Long-Short, Short-Long, Equal-Weight, EG+Z, EG-DDQN) run before the
+* The non-LLM baselines (Long-Short, Short-Long, Equal-Weight, EG+Z, EG-DDQN, and the installed
+  plugins' baselines named in ``methods``: :mod:`agent.pairs.baselines.plugins`) run before the
   agent's lockstep rounds through :func:`agent.pairs.baselines.runner.run_planned` (the pair
   selected once, at test step 001, exactly as the runner does on its own). They are
   deterministic (EG-DDQN: fixed seeds, CPU torch); on ``--resume`` a run whose folder is
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.data.store import MarketStore
-from agent.pairs.baselines.config import SEEDED_METHODS, baseline_run_id
+from agent.pairs.baselines.config import baseline_run_id, is_seeded
 from agent.pairs.baselines.finmem.memory import EmbeddingCache, TextEmbedder
 from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem, write_finmem_run
 from agent.pairs.experiment.config import ExperimentConfig
@@ -68,7 +69,7 @@ def rule_plan(cfg: ExperimentConfig) -> list[tuple[Any, str, int, str]]:
     every exposure x seed, the deterministic ones once per exposure with the first seed."""
     plan = []
     for config in cfg.baselines.rule_configs():
-        seeds = cfg.seeds if config.method in SEEDED_METHODS else cfg.seeds[:1]
+        seeds = cfg.seeds if is_seeded(config.method) else cfg.seeds[:1]
         for e in cfg.exposures:
             for s in seeds:
                 plan.append((config, e, s, baseline_run_id(config.method, e, s)))
