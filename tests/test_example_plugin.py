@@ -190,7 +190,7 @@ def test_qa_eval_uses_the_plugin_dataset_scorer_and_tool(site, tmp_path):
         "scripted_test",
         "--model",
         "smollm2-135m",
-        "--run-dir",
+        "--out",
         str(run),
         cwd=tmp_path,
     )
