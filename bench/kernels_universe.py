@@ -6,7 +6,7 @@ Every pair of ``--universe-tickers`` series (500: 124,750 pairs) is tested on ea
 (2,520). The series are real log prices where ``--universe-prices`` files have them (long
 CSVs ``date,ticker,adj_close`` or ``date,ticker,close``; each ticker with a price on every
 session of the span is used, the span ending at the earliest last date among the files) and
-:func:`bench.kernels.synthetic_panel` series beyond.
+:func:`kernels.speed.synthetic_panel` series beyond.
 
 The timed run is a fresh subprocess (so its peak resident memory is the screen's, numba's cache
 loaded before the clock starts); it reports the whole year, the first date (every sum computed
@@ -134,7 +134,7 @@ def universe_panel(
 
     Returns the panel and the real tickers' names (the synthetic ones are unnamed).
     """
-    from bench.kernels import synthetic_panel
+    from kernels.speed import synthetic_panel
 
     real, names = _read_real(price_files, n_obs)
     real, names = real[:, :n_tickers], names[:n_tickers]

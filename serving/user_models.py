@@ -30,7 +30,7 @@ from localfin import configfile as cf
 from localfin import env
 from localfin.plugins import PluginError, entry_points_of
 from serving.errors import ConfigError
-from serving.registry import ModelSpec, Registry, packaged_specs
+from serving.model_specs import ModelSpec, Registry, packaged_specs
 
 __all__ = [
     "MODELS_FILE_KEYS",

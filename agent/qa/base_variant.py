@@ -11,7 +11,7 @@ the benchmarks of ``scale_datasets``) with the question's answer format and patt
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from agent.qa.final_answer import extract_final_answer
 from agent.qa.items import Question
@@ -22,13 +22,26 @@ from agent.qa.trajectory import Trajectory
 from serving.lockstep import Program
 from serving.types import Message
 
-if TYPE_CHECKING:
-    from agent.qa.react import QASolver
-
-__all__ = ["base_program"]
+__all__ = ["BaseSolver", "base_program"]
 
 
-def base_program(solver: QASolver, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
+class BaseSolver(Protocol):
+    """What the Base call takes from the solver (:class:`agent.qa.react.QASolver`): its config,
+    prompts and the request and data helpers every variant shares."""
+
+    config: Any
+    _base_free: Any
+    _base: Any
+    _base_schema: Any
+
+    def _data(self, question: Question, transcriptions: Any) -> tuple[dict[str, Any], Any]: ...
+    def _scaled(self, question: Question) -> bool: ...
+    def _images(self, question: Question) -> Any: ...
+    def _pattern(self, *args: Any, **kwargs: Any) -> Any: ...
+    def _request(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def base_program(solver: BaseSolver, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
     """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory).
 
     The request holds the question, its options and its text context; no OCR transcription
