@@ -69,7 +69,7 @@ class ModelSpec:
         thinking_default: the ``thinking`` value used when a request leaves it ``None``
             (``None``: the model has no thinking switch).
         repetition_penalty: default repetition penalty (1.0 = none; small CPU models loop
-            without one, SPEC §1).
+            without one).
         dtype: engine dtype (``auto``, ``bfloat16``, ``float32``).
         gpu_memory_utilization: fraction of GPU memory vLLM may use (GPU only).
         device: ``gpu`` or ``cpu``: which engine build it is meant for.

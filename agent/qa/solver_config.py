@@ -126,7 +126,7 @@ class SolverConfig:
 def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
     """Settings for a registry model: paper scale on a GPU (16,384-token budget for thinking
     models, the model-only Base), short bounds for the CPU model (small models loop on long
-    replies; SPEC §1) with the constrained Base (a 135M model's free text has no answer line to
+    replies) with the constrained Base (a 135M model's free text has no answer line to
     read)."""
     if spec.device == "cpu":
         base = SolverConfig(

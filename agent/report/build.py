@@ -96,7 +96,7 @@ def _window_comparison(sections: list[Section], ctx: PanelContext, prefix: str) 
 
 def _conventions(window: int) -> str:
     items = [
-        "Metrics (SPEC §2) are recomputed from each run's steps.parquet: cumulative return = "
+        "Metrics are recomputed from each run's steps.parquet: cumulative return = "
         "prod(1 + r) - 1; Sharpe = sqrt(252) mean / std (ddof 1) ± its standard error (Lo 2002, IID); "
         "maximum drawdown of the equity curve; annualised volatility; Sortino (target 0); win rate "
         "over transitions with a position; counterfactual (CF) action accuracy = share of transitions "

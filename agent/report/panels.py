@@ -32,7 +32,7 @@ __all__ = [
     "fallback_table",
 ]
 
-#: Columns of a results table (the paper's Tables 3-7 plus the rest of SPEC §2's metrics).
+#: Columns of a results table (the paper's Tables 3-7 plus the rest of the reported metrics).
 RESULT_HEADERS = (
     "setting",
     "runs (seeds)",

@@ -236,7 +236,7 @@ def break_scores(trace: Any, phase: str = "test") -> BreakView | None:
 
 def lifecycle_thresholds(manifest: Mapping[str, Any] | None) -> tuple[float, float]:
     """(WARNING, BREAK) levels of the break score: warning_factors / break_factors and 1, from the
-    experiment manifest's ``config.lifecycle`` (SPEC defaults 2 and 3 when absent)."""
+    experiment manifest's ``config.lifecycle`` (defaults 2 and 3 when absent)."""
     cfg = ((manifest or {}).get("config") or {}).get("lifecycle") or {}
     w, b = _f(cfg.get("warning_factors", 2)), _f(cfg.get("break_factors", 3))
     if not (math.isfinite(w) and math.isfinite(b) and b > 0):

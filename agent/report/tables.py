@@ -13,7 +13,7 @@ that disagrees):
 
 Tokens and fallbacks are in :mod:`agent.report.usage`.
 
-Settings and seeds (SPEC §2 protocol: several seeds per setting, report the median-return run
+Settings and seeds (several seeds per setting, report the median-return run
 and the spread across seeds): a *setting* is every run that shares the test window (first and
 last decision dates), the exposure, kind, method, variant, backbone, pool and whether its
 prompts named the stocks by aliases (``extra.anonymized``), differing only in seed. Its
@@ -95,7 +95,7 @@ def _finite(x: Any) -> bool:
 
 
 def step_metrics(run: RunData) -> Metrics:
-    """Every SPEC §2 metric of ``run``, recomputed from its steps (rules in the module doc)."""
+    """Every metric of ``run``, recomputed from its steps (rules in the module doc)."""
     steps = run.steps
     actions = [str(s.action) for s in steps]
     pair_actions = all(a in ACTIONS for a in actions)

@@ -29,7 +29,7 @@ __all__ = [
     "fallback_rows",
 ]
 
-#: Sessions between validation boundaries (SPEC §2), the paper's Table 10 cycle.
+#: Sessions between validation boundaries, the paper's Table 10 cycle.
 VALIDATION_PERIOD = 23
 
 

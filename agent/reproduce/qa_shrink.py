@@ -38,7 +38,7 @@ def shrink_plan(
     )
     sizes = tuple(sorted({0, 2, 4})) if plan.bank_sizes else ()
     tools = ("python", "lookup", "reparse") if store is not None else ("python", "reparse")
-    # the CPU model's bounds (SPEC §1: small models loop on long replies); the Base protocol stays
+    # the CPU model's bounds (small models loop on long replies); the Base protocol stays
     return replace(
         plan, model=model, backend="vllm", max_steps=max_steps, tools=tools, store=str(store or ""),
         bank_k=2, bank_sizes=sizes, bank=bank, sets=sets, judge_model="", judge_check_items=0,

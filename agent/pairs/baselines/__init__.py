@@ -1,4 +1,4 @@
-"""Moira's non-LLM baselines (SPEC §2 "Baselines"), one module each, on the same screen, calendar,
+"""Moira's non-LLM baselines, one module each, on the same screen, calendar,
 settlement, metrics and run-folder code as the agent:
 
 * :mod:`~agent.pairs.baselines.fixed_direction`: Long-Short and Short-Long on the top pair;

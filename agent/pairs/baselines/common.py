@@ -1,7 +1,7 @@
 """What every pair baseline shares: windows, the pair selected at step 001, its price history on
 the pool calendar, the tradable mask, the rolling betas and the spread signals.
 
-Timing follows SPEC §2 exactly as the Moira agent does: the test window's sessions are the pool's
+Timing follows the same rules as the Moira agent does: the test window's sessions are the pool's
 union calendar in [start, end]; its first session is step 001; the pair is the screen's top
 candidate at step 001 (data up to its close, :func:`agent.pairs.screen.causal.screen_store`); the action
 decided at session t is held to close t+1 and settled there, so N sessions give N-1 transitions.

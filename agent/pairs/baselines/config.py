@@ -66,7 +66,7 @@ __all__ = [
     "is_seeded",
 ]
 
-#: localfin's own baselines (SPEC §2), in display order; installed plugins may add more
+#: localfin's own baselines, in display order; installed plugins may add more
 #: (:func:`agent.pairs.baselines.plugins.baseline_names`).
 BASELINE_METHODS = tuple(BUILTIN_BASELINES)
 #: Built-in baselines whose result depends on the seed (run for every seed); the others run once

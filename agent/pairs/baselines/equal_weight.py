@@ -4,7 +4,7 @@ At the close of step 001 the capital is split equally over the N pool tickers th
 on that session (a ticker listed later is left out: it could not be bought), and the shares are
 then held to the end of the window without rebalancing: the weights drift with prices, which is
 what buy-and-hold means. The portfolio value at session t is V_t = sum_i (1/N) P_i(t) / P_i(001),
-and transition t earns V_{t+1} / V_t - 1 (SPEC §2 timing: N sessions, N-1 transitions).
+and transition t earns V_{t+1} / V_t - 1 (timing: N sessions, N-1 transitions).
 
 Gaps: a held ticker without a close on a session is valued at its last close (a halt earns 0
 until it trades again, and the move across the halt is then earned in full; a ticker that stops

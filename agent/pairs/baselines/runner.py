@@ -81,7 +81,7 @@ DEFAULT_BASELINES: tuple[BaselineConfig, ...] = (
 @dataclass(frozen=True)
 class RunSettings:
     """What the baselines share with the agent: the screen, the Beta exposure's rolling window
-    (sessions, SPEC §2: 20), the reading of the No-Beta legs
+    (sessions: 20), the reading of the No-Beta legs
     (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`) and the execution settings
     (:mod:`agent.pairs.market.execution`: ``execution`` close or next_open, ``cost_bps`` and
     ``slippage_bps`` per unit of turnover, ``borrow_bps_per_year`` for the short leg; default the

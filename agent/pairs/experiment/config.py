@@ -226,7 +226,7 @@ class ExperimentConfig:
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
     no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
-    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (SPEC §2, the
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (the
     default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
     reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
     """

@@ -12,7 +12,7 @@ Format (``agent/pairs/configs/matrix_cpu.toml`` is a complete example)::
     name = "matrix-cpu"            # required; names the experiments <name>-<backbone>-<windows>
     base = "staples_gpu.toml"      # optional: an experiment TOML (relative to this file); the
                                    # tables below override its tables key by key
-    seeds = [0, 1, 2]              # default [0, 1, 2] (SPEC §2: 3 seeds per setting; the base's
+    seeds = [0, 1, 2]              # default [0, 1, 2] (3 seeds per setting; the base's
                                    # experiment.seeds are ignored)
     exposures = ["no_beta", "beta"]   # default: experiment.exposures of the merged document
     synthetic_market = true        # optional: the runner writes the bundled synthetic market to

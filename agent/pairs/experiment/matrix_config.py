@@ -34,7 +34,7 @@ __all__ = [
     "load_matrix",
 ]
 
-#: Seeds of a setting when ``[matrix].seeds`` is not given (SPEC §2: 3 seeds per setting).
+#: Seeds of a setting when ``[matrix].seeds`` is not given (3 seeds per setting).
 DEFAULT_SEEDS = (0, 1, 2)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 _WINDOW_KEYS = ("train_start", "train_end", "test_start", "test_end")
@@ -238,7 +238,7 @@ class _MatrixTable:
     name: the matrix's name (its folder under ``$LOCALFIN_RUNS_DIR`` by default).
     base: an experiment file whose tables every cell starts from (relative: to this file);
         this file's own experiment tables are merged over it.
-    seeds: the seeds of every cell (SPEC §2: three per setting).
+    seeds: the seeds of every cell (three per setting).
     exposures: the exposures of every cell (unset: the base's, else both).
     synthetic_market: write the bundled synthetic market into the matrix folder and use it as
         every cell's store (the CPU demo's market).

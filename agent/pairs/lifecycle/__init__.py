@@ -1,4 +1,4 @@
-"""Lifecycle monitoring of the held pair (Moira paper §3.2.3; SPEC §2 "Lifecycle"): thresholds
+"""Lifecycle monitoring of the held pair (Moira paper §3.2.3): thresholds
 (:mod:`~agent.pairs.lifecycle.config`), the six statistical factors
 (:mod:`~agent.pairs.lifecycle.factors`), the keyword news matcher
 (:mod:`~agent.pairs.lifecycle.news`), the ``news_verify`` and ``break_check`` calls

@@ -1,4 +1,4 @@
-"""Every threshold of lifecycle monitoring, as one frozen config (SPEC §2 "Lifecycle").
+"""Every threshold of lifecycle monitoring, as one frozen config.
 
 Units: windows and counts are trading sessions of the pair's calendar; p-values, shares and
 correlations are fractions; the half-life is in sessions; z in standard deviations of the
@@ -84,7 +84,7 @@ DEFAULT_NEWS_KEYWORDS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True)
 class LifecycleConfig:
-    """Lifecycle thresholds (paper §3.2.3; SPEC §2).
+    """Lifecycle thresholds (paper §3.2.3).
 
     Statistical factors, computed at session t from data up to t only (a factor is *breached*
     when its value leaves the allowed range; a factor without enough complete sessions is

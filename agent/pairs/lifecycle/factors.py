@@ -1,4 +1,4 @@
-"""The six statistical lifecycle factors of a held pair at one session (SPEC §2 "Lifecycle").
+"""The six statistical lifecycle factors of a held pair at one session.
 
 Rolling correlation of daily log returns, half-life of the screen spread, ADF p-value of that
 spread, Engle-Granger p-value with the hedge ratio re-estimated over a recent window, z of

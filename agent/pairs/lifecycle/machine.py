@@ -1,4 +1,4 @@
-"""Lifecycle monitoring of the active pair (Moira paper §3.2.3; SPEC §2 "Lifecycle").
+"""Lifecycle monitoring of the active pair (Moira paper §3.2.3).
 
 Each session t the monitor computes six statistical factors of the held pair from data up to
 the close of t only (:func:`pair_factors`; thresholds in :class:`LifecycleConfig`): rolling
@@ -42,7 +42,7 @@ Boundary decision (after ``validation_period`` [23] held sessions), the cycle's 
   trips z, correlation and volatility), so (b) asks for persistence (about 7 of 23 sessions);
   the model's news reading is evidence, not a verdict (paper A.4: "the final BREAK is
   enforced by code"), so (c) needs the statistics to agree; a verified critical event is a
-  break by itself (SPEC). A fallback reply counts as no evidence: the state is kept.
+  break by itself. A fallback reply counts as no evidence: the state is kept.
 After a kept boundary call :meth:`CycleEvidence.next_cycle`; after a replacement open a new
 cycle for the new pair (the caller re-screens without the broken pair).
 

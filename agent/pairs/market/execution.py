@@ -4,7 +4,7 @@ of a run's recorded decisions under any execution settings (beyond the papers, i
 Settings (:class:`ExecutionSettings`, TOML keys of ``[experiment]``):
 
 * ``execution = "close"`` (the papers' protocol, the default): the action decided at the close of
-  t is filled at that close and settled at the close of t+1 (SPEC §2 "Timing");
+  t is filled at that close and settled at the close of t+1;
 * ``execution = "next_open"``: decided at the close of t, filled at the open of t+1, settled at
   the close of t+1. The position decided at t-1 is still held overnight from the close of t to
   the open of t+1, so transition t earns ``(1 + o)(1 + x) - 1``: ``o`` the previous position's

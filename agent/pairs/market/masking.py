@@ -1,4 +1,4 @@
-"""Date masking of every model-visible text (SPEC §2 "Masking"; Moira paper A.6).
+"""Date masking of every model-visible text (Moira paper A.6).
 
 Every prompt of the pair agent speaks in *step labels*: ``step 001`` is the first session of
 the current window (training replay or test), ``step XXX`` stands for any date that is not a

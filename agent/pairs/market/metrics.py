@@ -1,4 +1,4 @@
-"""Performance metrics of a backtest (SPEC §2 "Metrics"), shared by Moira, the baselines and
+"""Performance metrics of a backtest, shared by Moira, the baselines and
 the report.
 
 Inputs are the settled daily returns (fractions, one per finalized transition) and, where

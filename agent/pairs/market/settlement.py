@@ -1,4 +1,4 @@
-"""Settlement of pair positions (SPEC §2 "Timing" and "Exposures"), shared by Moira and every
+"""Settlement of pair positions, shared by Moira and every
 baseline so that all of them are scored by the same arithmetic.
 
 Timing: the action decided at session t (data up to and including close t) is held from close t
@@ -6,7 +6,7 @@ to close t+1 and settled at close t+1. A window of N sessions has N-1 settlement
 
 Exposures (gross exposure 1 in both):
 * ``no_beta``: legs of equal magnitude, read one of two ways (:data:`NO_BETA_LEGS`, the
-  experiment's ``no_beta_legs``; :func:`no_beta_weights`): ``dollar_neutral`` (SPEC §2), +0.5 of
+  experiment's ``no_beta_legs``; :func:`no_beta_weights`): ``dollar_neutral``, +0.5 of
   capital in A and -0.5 in B for LONG_SHORT; ``equal_shares`` (the paper's words, "equal-magnitude
   share legs"), one share of A against one share of B at the close of t, scaled to gross 1:
   w_A = P_A / (P_A + P_B), w_B = P_B / (P_A + P_B).

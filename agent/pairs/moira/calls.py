@@ -181,7 +181,7 @@ def direction_request(
 
 
 def parse_direction(result: ChatResult) -> Parsed:
-    """``{"action", "reason"}``; on a fallback the action is FLAT (SPEC: the step falls back)."""
+    """``{"action", "reason"}``; on a fallback the action is FLAT (the step falls back)."""
     why = _usable(result)
     action = result.parsed.get("action") if why is None else None
     if why is None and action not in ACTIONS:

@@ -1,6 +1,6 @@
 """One pass of Moira over one window (a training round or the test window), as a lockstep program.
 
-Timing (SPEC §2): the window's sessions are steps 001..N. At step k the agent sees data up to
+Timing: the window's sessions are steps 001..N. At step k the agent sees data up to
 and including the close of that session; the action decided there is held to the next session's
 close and settled then, so a window of N sessions has N-1 settlements and no decision is asked
 for at its last session. Each session runs, in this order:

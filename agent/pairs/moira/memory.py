@@ -94,7 +94,7 @@ class PairQuality:
 
 
 class PairMemory:
-    """Pair-quality memory (SPEC §2; shown to pair selection and direction, A.6): an ordered,
+    """Pair-quality memory (shown to pair selection and direction, A.6): an ordered,
     copyable map pair -> :class:`PairQuality`. Values are immutable; updates replace them."""
 
     def __init__(self, entries: Sequence[PairQuality] = ()) -> None:

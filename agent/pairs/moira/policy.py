@@ -1,4 +1,4 @@
-"""Policy memory: replay-gated consolidation of transferable principles (SPEC §2, paper D.1).
+"""Policy memory: replay-gated consolidation of transferable principles (paper D.1).
 
 1. Warmup: run the training window with no principles (No-Beta sizing).
 2. Reflection: the ``reflection`` call reads the latest round's decisions with every action's

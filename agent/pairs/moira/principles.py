@@ -1,4 +1,4 @@
-"""The transferable-principle rule of policy memory (SPEC §2 "Policy memory"), enforced in code.
+"""The transferable-principle rule of policy memory, enforced in code.
 
 A training reflection proposes 1-3 principles. A principle is kept only if it could transfer to
 another pair and another window, so code rejects one that names:

@@ -1,4 +1,4 @@
-"""The causal pair screen (SPEC §2 "Screen"): :mod:`~agent.pairs.screen.causal` ranks every pair
+"""The causal pair screen: :mod:`~agent.pairs.screen.causal` ranks every pair
 of the pool by its Engle-Granger p-value from data up to the selection date only;
 :mod:`~agent.pairs.screen.rolling` gives the same screen date after date with each pair's
 regression sums carried forward; :mod:`~agent.pairs.screen.evaluate` scores it against the

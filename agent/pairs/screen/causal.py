@@ -1,4 +1,4 @@
-"""The causal pair screen (SPEC §2 "Screen"; the paper's §4.1 and Appendix A.1).
+"""The causal pair screen (the paper's §4.1 and Appendix A.1).
 
 For a selection date and a pool, every pair (A, B) with A < B alphabetically is tested on the
 log prices of the ``lookback`` sessions ending at that date (2,520, the paper's "causal 10-year
@@ -30,7 +30,7 @@ with its reason (:attr:`PairStats.reason`):
 A p-value cut (``max_pvalue``) and a half-life band (``half_life_min`` / ``half_life_max``)
 are optional and off by default. On the shared real pools (monthly dates 2005-2023, adjusted
 closes) the top five's ten-year half-lives reach 94 (staples), 459 (tech) and 18,139 (energy)
-sessions, medians 45, 60 and 169, so the band [1, 60] that SPEC §2 once gave as an example
+sessions, medians 45, 60 and 169, so the band [1, 60] once given as an example
 left the energy pool without any candidate on 167 of 226 dates.
 
 Prices: ``price_field`` (``adj_close`` by default) is the store column screened, and, through

@@ -1,4 +1,4 @@
-"""Metrics of SPEC §2 against hand computations."""
+"""Backtest metrics against hand computations."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_screen_cli_on_the_real_store(real_store: Path, cli) -> None:
 
 
 def test_the_old_band_empties_the_energy_screen(real_store: Path) -> None:
-    """SPEC §2's former example band [1, 60] (now an opt-in setting) on a real ten-year window."""
+    """The former example band [1, 60] (now an opt-in setting) on a real ten-year window."""
     with MarketStore(real_store, create=False) as s:
         band = screen_store(
             s, "2015-06-30", pool=ENERGY, config=ScreenConfig(half_life_min=1, half_life_max=60)

@@ -1,4 +1,4 @@
-"""The FinMem-style baseline (SPEC §2 "Baselines"; Moira paper §4.1): an LLM trader with FinMem's
+"""The FinMem-style baseline (Moira paper §4.1): an LLM trader with FinMem's
 layered memory and risk character on the screen's top pair, with news and business context
 after selection.
 
@@ -118,7 +118,7 @@ class FinMemConfig:
     hedge_window: sessions of the OLS hedge behind the observation's z-scores, ending at the
         session (the screen's lookback, 2,520; fewer when history is shorter);
     hedge_min_sessions: fewest common sessions for that hedge (below: no z is shown);
-    z_window: sessions of the trading-window z (SPEC §2: 20).
+    z_window: sessions of the trading-window z (20).
     digest_every: a periodic digest of the pair's moves goes to the mid layer every this many
         sessions (FinMem's mid layer holds periodic reports).
     train_reflection: run the reflection call on settled training decisions (FinMem's training).
