@@ -179,6 +179,7 @@ def test_size_must_be_positive() -> None:
         agent.main(["--qa-size", "0"])
 
 
+@pytest.mark.slow  # heavy on 2 cores; the default suite measures the part on a stand-in engine
 def test_finacumen_part_on_the_real_tiny_engine(vllm_backend, capsys: pytest.CaptureFixture[str]) -> None:
     """The real entry point on the session's real engine (tiny random Qwen3): both modes run,
     every figure comes from their journals."""

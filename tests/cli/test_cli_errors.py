@@ -88,7 +88,7 @@ CASES = [
         ["qa", "eval", "--variant", "full", "--dataset", "tatqa", "--data", "q.jsonl"],
         "--variant='full'; allowed",
     ),
-    (["qa", "build-bank", "--dataset", "nope", "--data", "q.jsonl"], "dataset='nope'; allowed:"),
+    (["qa", "build-bank", "--dataset", "nope", "--data", "q.jsonl"], "unknown QA dataset 'nope'; allowed:"),
     (["qa", "analyze", "absent"], "no evaluation run folders"),
     (["qa", "judge-check", "--data", "q.jsonl", "--limit", "0"], "--limit=0; allowed: >= 1"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),

@@ -65,6 +65,7 @@ def rehearsal_qa_plan(
         bank_sizes=REHEARSAL_BANK_SIZES if plan.bank_sizes else (),
         store=str(store or ""),
         judge_check_items=min(plan.judge_check_items, size.qa_items + 1) if plan.judge_check_items else 0,
+        base_max_tokens=size.qa_base_tokens or plan.base_max_tokens,
     )
     return small, data
 

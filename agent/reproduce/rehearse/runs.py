@@ -49,12 +49,18 @@ class RehearsalSize:
     qa_steps: int = REHEARSAL_QA_STEPS
     bank_items: int = 2
     bank_k: int = 2
+    #: the model-only Base's completion budget (tokens; 0: the config's). The random stand-ins
+    #: never write an answer line, so each Base reply runs to this budget.
+    qa_base_tokens: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"RehearsalSize.{f.name}={v!r}; allowed: a whole number >= 1")
+            least = 0 if f.name == "qa_base_tokens" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ConfigError(f"RehearsalSize.{f.name}={v!r}; allowed: a whole number >= {least}")
+        if 0 < self.qa_base_tokens < 16:
+            raise ConfigError(f"RehearsalSize.qa_base_tokens={self.qa_base_tokens}; allowed: 0 or >= 16")
         if self.validation_period >= self.test_sessions:
             raise ConfigError(
                 f"RehearsalSize.validation_period={self.validation_period}; allowed: fewer than "
@@ -66,9 +72,17 @@ class RehearsalSize:
 #: sessions (a pair chosen, one direction each, one reflection cycle), four test sessions with a
 #: lifecycle boundary after two (break_check), FinMem on the same windows; one QA test item per
 #: set (one with a chart image: the rehearsal lists those first), one tool step, and one bank
-#: item with one trajectory.
+#: item with one trajectory; the model-only Base's budget 256 tokens (the random model's free text
+#: runs to the budget: the configs' 4,096 would make each Base call the longest of the run).
 SMALLEST = RehearsalSize(
-    train_sessions=2, test_sessions=4, validation_period=2, qa_items=1, qa_steps=1, bank_items=1, bank_k=1
+    train_sessions=2,
+    test_sessions=4,
+    validation_period=2,
+    qa_items=1,
+    qa_steps=1,
+    bank_items=1,
+    bank_k=1,
+    qa_base_tokens=256,
 )
 
 

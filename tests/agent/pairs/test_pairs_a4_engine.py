@@ -21,6 +21,7 @@ pytest.importorskip("vllm")
 RUNS = ("full-no_beta-s0", "a4-no-reselection-no_beta-s0")
 
 
+@pytest.mark.slow  # heavy on 2 cores; the default suite keeps the scripted twin
 def test_a4_variants_share_training_and_start_on_the_engine(vllm_backend, tiny_registry, tmp_path) -> None:
     cfg, text = small_config(
         small_store(),
