@@ -23,6 +23,7 @@ from agent.pairs.market.masking import StepCalendar
 pytest.importorskip("vllm")
 
 
+@pytest.mark.slow  # heavy on 2 cores; the default rehearsal sends both calls through the server
 def test_lifecycle_calls_on_the_real_engine(vllm_backend) -> None:
     rng = np.random.default_rng(0)
     b = np.cumsum(rng.normal(0, 0.01, 300))
