@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from qa_fakes import Calculator, change_items, num_scorer
 
 from agent.qa.evaluate import EvalConfig, evaluate
@@ -16,6 +17,7 @@ from agent.qa.trajectory import FALLBACKS
 from serving.types import Sampling
 
 
+@pytest.mark.slow  # heavy on 2 cores; the default rehearsal runs the ReAct loop on the engine
 def test_loop_runs_end_to_end_on_the_real_engine(vllm_backend, tmp_path):
     items = change_items(3, "test")
     cfg = EvalConfig(
