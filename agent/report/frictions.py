@@ -1,4 +1,4 @@
-"""The paper-protocol row and the with-frictions row of every setting, side by side (issue 20).
+"""The paper-protocol row and the with-frictions row of every setting, side by side.
 
 For each setting of a results section, two rows: *as run*, the representative (median-return)
 run's metrics under the execution settings it ran with (the papers' close, no costs, unless the

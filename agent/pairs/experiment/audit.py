@@ -1,5 +1,5 @@
 """``localfin audit RUN_OR_EXPERIMENT``: what every model call of a finished run saw, against the
-session it decided at, from what the run recorded while it ran (issue 20).
+session it decided at, from what the run recorded while it ran.
 
 Each Moira and FinMem run folder holds ``provenance.parquet`` (:mod:`agent.pairs.market.provenance`):
 per request, written when its payload was built, the decision session, the latest session of

@@ -1,5 +1,5 @@
 """Execution of pair decisions: when a decision is filled, what the fill costs, and the settlement
-of a run's recorded decisions under any execution settings (beyond the papers, issue 20).
+of a run's recorded decisions under any execution settings (beyond the papers).
 
 Settings (:class:`ExecutionSettings`, TOML keys of ``[experiment]``):
 

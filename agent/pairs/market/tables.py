@@ -1,4 +1,4 @@
-"""The tables a pandas user opens directly, computed from a run folder (issue 20).
+"""The tables a pandas user opens directly, computed from a run folder.
 
 Per run folder (written at the end of every experiment and rolling study, and by
 ``localfin export`` for any folder, older ones included):

@@ -3,7 +3,7 @@ the scripted model, FinMem's runs included. Masking: every prompt is free of cal
 weekdays and month names; dates inside news became step labels. Sizes: the short demo windows
 still hold every lifecycle event the demo shows (the break at test step 004 reaches the keyword
 path, the boundary at step 007 replaces the pair, decisions follow on the new one), in about 30
-lockstep rounds (the CPU time goal of issue 19)."""
+lockstep rounds (the CPU demo's time goal)."""
 
 from __future__ import annotations
 
