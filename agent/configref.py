@@ -67,6 +67,7 @@ def config_files() -> list[ConfigFile]:
     from agent.pairs.market.execution import FILLS
     from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
     from agent.pairs.moira.config import (
+        BLOCK_ORDERS,
         SELECTION_FALLBACKS,
         MaxTokens,
         PolicyConfig,
@@ -104,7 +105,7 @@ def config_files() -> list[ConfigFile]:
             Table("windows", WindowConfig, note="Inclusive calendar dates; sessions come from the store."),
             Table("model", ModelConfig, skip=("max_tokens",), allowed={"backend": backends}),
             Table("model.max_tokens", MaxTokens),
-            Table("prompt", PromptConfig),
+            Table("prompt", PromptConfig, allowed={"block_order": _words(BLOCK_ORDERS)}),
             Table("policy", PolicyConfig),
             Table("selection", SelectionConfig, allowed={"fallback": _words(SELECTION_FALLBACKS)}),
             Table("screen", ScreenConfig),
@@ -251,7 +252,8 @@ def render_markdown() -> str:
                 lines += ["", f"### `{header}`", ""]
                 if own.note:
                     lines += [own.note, ""]
-                lines += [f"Validated by `{cls.__module__}.{cls.__qualname__}`.", ""]
+                if not cls.__qualname__.startswith("_"):  # a private class is no user's business
+                    lines += [f"Validated by `{cls.__module__}.{cls.__qualname__}`.", ""]
                 lines += ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
                 rows = [
                     (d.name, d.type, d.default, own.allowed.get(d.name, d.allowed), d.description)

@@ -113,7 +113,7 @@ nav a{margin-right:14px;white-space:nowrap}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:12.5px}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
-white-space:nowrap}table.results td:first-child{white-space:nowrap}
+white-space:nowrap}table.results td:first-child{white-space:nowrap}td.num.wrap{white-space:normal}
 caption{caption-side:top;text-align:left;color:#555;padding:2px 0;font-size:12px}
 figure{margin:8px 0 16px;background:#fff;border:1px solid #e3e3e3;padding:6px}
 figure img{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:12px;margin-top:4px}

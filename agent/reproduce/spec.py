@@ -194,10 +194,10 @@ class QAPlan:
     #: both models)
     judge_base_url: str = ""
     #: items of each judged set on which the judge is checked (its verdicts on their gold
-    #: answers and on perturbed wrong ones, :mod:`agent.qa.judge_check`); 0 = no check
+    #: answers and on perturbed wrong ones, as ``localfin qa judge-check``); 0 = no check
     judge_check_items: int = 200
     #: the Base variant's protocol: ``model_only`` (the paper's: question and context in, free
-    #: text out, the final answer read by :mod:`agent.qa.final_answer`) or ``constrained``
+    #: text out, the final answer read from the text) or ``constrained``
     #: (one JSON reply with the question's answer format and a numeric pattern)
     base: str = "model_only"
     #: completion budget of the model-only Base reply (tokens; free text has no schema bound)

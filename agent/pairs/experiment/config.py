@@ -88,7 +88,7 @@ class ModelConfig:
 
     backbone: registry key (``localfin models list``).
     backend: ``vllm`` (in-process engine), ``openai`` (a running ``vllm serve`` at base_url) or
-        the kind of an installed backend plugin (``serving.open.backend_kinds``).
+        the kind of an installed backend plugin.
     base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
     server_default: the papers' "server-default sampling" (Moira Appendix C): every sampling
         field this table leaves unset (temperature, top_p, repetition_penalty) is left to the
@@ -225,10 +225,10 @@ class ExperimentConfig:
     cost_bps: fee per unit of turnover in basis points (the papers': 0).
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
-    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
-    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (the
-    default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
-    reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
+    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized:
+    ``dollar_neutral`` (the default: +-0.5 of capital) or ``equal_shares`` (one share of each
+    leg, the paper's words; the reproduction configs use it, the GPU reproduction guide says
+    why). Training and the baselines use it too.
     """
 
     name: str
@@ -251,7 +251,7 @@ class ExperimentConfig:
     slippage_bps: float = 0.0
     borrow_bps_per_year: float = 0.0
     #: memorization control: tickers and company names as stable aliases in every model-visible
-    #: text of the agent's and FinMem's runs (agent.pairs.market.anonymize)
+    #: text of the agent's and FinMem's runs
     anonymize: bool = False
 
     def __post_init__(self) -> None:

@@ -1,0 +1,124 @@
+"""The site as a reader sees it in a 1280-pixel window: no page wider than the window, no table
+that scrolls sideways, no code line cut off behind a scroll bar, no name in a table broken inside
+a word (measured in headless Chromium, ``slow``); the configuration reference speaks of keys and
+values, never of the code's internal constants; the hook that keeps names whole."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("agent", "serving", "bank", "kernels", "localfin", "localfin_cli")
+_CONSTANT = re.compile(r"_?[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+_CODE_PATH = re.compile(r"\b(?:{})\.[a-z_]+\.[\w.]+".format("|".join(PACKAGES)))
+
+
+def _hook():
+    spec = importlib.util.spec_from_file_location("table_names", ROOT / "docs" / "_hooks" / "table_names.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _assigned(node: ast.stmt) -> list[tuple[ast.expr, ast.expr | None]]:
+    """``(name, value)`` pairs a module-level assignment binds (``A, B = "a", "b"`` pairwise)."""
+    if isinstance(node, ast.Assign):
+        targets, value = node.targets, node.value
+    elif isinstance(node, ast.AnnAssign):
+        targets, value = [node.target], node.value
+    else:
+        return []
+    out: list[tuple[ast.expr, ast.expr | None]] = []
+    for target in targets:
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            out += list(zip(target.elts, value.elts))
+        else:
+            out.append((target, value))
+    return out
+
+
+def internal_constants() -> set[str]:
+    """Module-level UPPER_CASE names of our packages, except labels named as their own value
+    (``LONG_SHORT = "LONG_SHORT"``: the word a user reads in a trades table)."""
+    names: set[str] = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                for target, value in _assigned(node):
+                    if not isinstance(target, ast.Name) or not _CONSTANT.fullmatch(target.id):
+                        continue
+                    if not (isinstance(value, ast.Constant) and value.value == target.id):
+                        names.add(target.id.lstrip("_"))
+    return names
+
+
+def test_the_configuration_reference_names_no_internal_constant():
+    from agent.configref import render_markdown
+
+    page = render_markdown()
+    constants = internal_constants()
+    assert {"BASELINE_METHODS", "NO_BETA_LEGS", "BLOCK_ORDERS"} <= constants  # the scan sees them
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", page))
+    assert sorted(words & constants) == []
+    described = [line for line in page.splitlines() if not line.startswith("Validated by")]
+    paths = _CODE_PATH.findall("\n".join(described))
+    assert paths == []  # a key is described in the user's words, not by the code behind it
+    assert not re.search(r"`[\w.]*\._\w+`", page)  # no private class
+
+
+def test_names_in_table_cells_become_runs_that_wrap_only_after_a_separator():
+    keep = _hook().keep_names
+    assert (
+        keep("<td><code>--models-file</code></td>")
+        == '<td><code><span class="nb">--models-file</span></code></td>'
+    )
+    long = keep("<td><code>agent/prompts/pairs_select.yaml:17</code></td>")
+    assert long.count('<span class="nb">') == 6 and re.sub(r"<[^>]+>", "", long) == (
+        "agent/prompts/pairs_select.yaml:17"
+    )
+    assert keep('<th><code><span title="x.y">model_path</span></code></th>') == (
+        '<th><code><span class="nb"><span title="x.y">model_path</span></span></code></th>'
+    )
+    assert keep("<td><code>a b</code> and a/very/long/path/in/the/prose/text.json</td>") == (
+        "<td><code>a b</code> and a/<wbr>very/<wbr>long/<wbr>path/<wbr>in/<wbr>the/<wbr>prose/<wbr>text."
+        "<wbr>json</td>"
+    )
+    assert keep("<p><code>--models-file</code></p>") == "<p><code>--models-file</code></p>"  # tables only
+
+
+@pytest.mark.slow
+def test_every_page_fits_a_1280_pixel_window(tmp_path, page_layout):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(ROOT))
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    problems = {}
+    pages = sorted(p for p in site.rglob("index.html") if "assets" not in p.parts)
+    assert len(pages) > 20
+    for page in pages:
+        got = page_layout(page)
+        found = []
+        if got["page"] > got["width"]:
+            found.append(f"page {got['page']} px wide")
+        found += [f"table scrolls: {t['head']}" for t in got["tables"] if t["scrolls"]]
+        found += [f"table beyond the window: {t['head']}" for t in got["tables"] if t["right"] > got["width"]]
+        found += [f"code cut off: {line}" for line in got["code"]]
+        found += [f"name broken: {name}" for name in got["names"]]
+        if found:
+            problems[str(page.relative_to(site))] = found
+    assert problems == {}
