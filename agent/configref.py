@@ -229,6 +229,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _values(ty: str, allowed: str) -> str:
+    """A key's type with its allowed values (one column: four columns fit a laptop's page)."""
+    if not allowed or allowed == "true, false":
+        return ty
+    return f"{ty}: {'each ' if ty.startswith('array') else ''}one of {allowed}"
+
+
 def render_markdown() -> str:
     """The configuration reference page (Markdown)."""
     files = config_files()
@@ -254,7 +261,7 @@ def render_markdown() -> str:
                     lines += [own.note, ""]
                 if not cls.__qualname__.startswith("_"):  # a private class is no user's business
                     lines += [f"Validated by `{cls.__module__}.{cls.__qualname__}`.", ""]
-                lines += ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
+                lines += ["| key | type and values | default | description |", "|---|---|---|---|"]
                 rows = [
                     (d.name, d.type, d.default, own.allowed.get(d.name, d.allowed), d.description)
                     for d in docs
@@ -263,7 +270,7 @@ def render_markdown() -> str:
                 for name, ty, default, allowed, desc in rows:
                     shown = f"`{default}`" if default else "*required*"
                     lines.append(
-                        f"| `{name}` | {_cell(ty)} | {_cell(shown)} | {_cell(allowed)} | "
+                        f"| `{name}` | {_cell(_values(ty, allowed))} | {_cell(shown)} | "
                         f"{_cell(desc) or '*(no description yet)*'} |"
                     )
     return "\n".join(lines) + "\n"
