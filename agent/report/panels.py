@@ -87,7 +87,7 @@ def results_table(section: Section) -> str:
         rows.append(
             [
                 Cell(s.label + mark, sub=f"median run: {r['run_id']}" if s.n > 1 else f"run: {r['run_id']}"),
-                Cell(_seeds(s), s.n, "n_runs", "num wrap"),
+                Cell(_seeds(s), s.n, "n_runs", "num"),
                 Cell(fmt_pct(r["cumulative_return"]), r["cumulative_return"], "cumulative_return", "num"),
                 Cell(fmt_range(r["return_min"], r["return_max"]) if spread else "–", None, "", "num wrap"),
                 Cell(fmt_pm(r["sharpe"], r["sharpe_se"]), r["sharpe"], "sharpe", "num"),
