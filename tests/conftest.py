@@ -600,8 +600,8 @@ def cli(capsys: pytest.CaptureFixture[str]):
 
 #: what a page looks like in a 1280-pixel window, measured in the browser: the page's width, each
 #: table's right edge and whether it scrolls, code blocks whose lines run on behind a scroll bar,
-#: names (a table cell's code without a space) that the browser broke inside a word (a long name
-#: is made of runs, docs/_hooks/table_names.py: it may wrap between them)
+#: words of table cells that the browser broke over two lines (a long name is made of runs, in
+#: the site and the report alike: it may wrap between them, where a <wbr> splits its text)
 _LAYOUT_JS = """
 (() => {
   const W = document.documentElement.clientWidth, out = {width: W,
@@ -614,10 +614,19 @@ _LAYOUT_JS = """
   }
   for (const c of document.querySelectorAll('pre > code'))
     if (c.scrollWidth > c.clientWidth + 1) out.code.push(c.innerText.split('\\n')[0].slice(0, 80));
-  for (const c of document.querySelectorAll('td code, th code')) {
-    if (/\\s/.test(c.textContent)) continue;
-    const runs = c.querySelectorAll('.nb'), parts = runs.length ? [...runs] : [c];
-    if (parts.some(p => p.getClientRects().length > 1)) out.names.push(c.textContent);
+  // a word of a table cell laid out on two lines: a name broken inside (a plain hyphenated word
+  // such as "equal-magnitude" may break at its hyphen, as prose does)
+  const plain = /^[("'\u201c]*[A-Za-z]+(-[A-Za-z]+)*[)"'\u201d,.;:!?]*$/;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (!n.parentElement || !n.parentElement.closest('td, th')) continue;
+    for (const m of n.textContent.matchAll(/\\S+/g)) {
+      if (plain.test(m[0])) continue;
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      if (new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1) out.names.push(m[0]);
+    }
   }
   document.body.setAttribute('data-layout', JSON.stringify(out));
 })();

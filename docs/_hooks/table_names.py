@@ -1,53 +1,60 @@
-"""MkDocs hook: a name in a table cell (code without a space: a key, an option, a path) is never
-broken inside a word, and a table keeps to the page's width.
+"""MkDocs hook: a name in a table cell (a key, an option, a path, a date, a model) is never broken
+over two lines inside a word, and a table keeps to the page's width.
 
-The browser breaks code anywhere its style allows: inside a word (the theme's ``break-word``)
-or after a hyphen (``--models-`` / ``file``). Here every such name becomes a run that does not
-wrap (``stylesheets/layout.css``: ``code .nb``); a name longer than :data:`LONG` characters is
-cut into runs after its separators (``/ . _ , = : -``), so it can still wrap there. A long word
-of a cell's text (a path in a help text) gets the same break opportunities. Copying gives the
-text as written.
+The browser breaks a cell's text where its style allows: inside a word (the theme's
+``break-word`` for code) or after any hyphen (``--models-`` / ``file``, ``2024-12-`` / ``02``).
+Here every word of a cell that is not a plain one (it holds a ``-``, ``/``, ``_``, ``.``, ``:`` or
+``=``; ``equal-magnitude`` is plain and may break at its hyphen, as prose does) becomes a run that
+does not wrap (``stylesheets/layout.css``: ``.nb``); a long one is cut into runs after its
+separators, so it can still wrap there: a name given alone as code (a key, an option; not a
+path) beyond :data:`LONG_NAME` characters, any other word beyond :data:`LONG`. Copying gives the text as
+written.
 """
 
 from __future__ import annotations
 
 import re
 
-#: names up to this many characters are one run; longer ones may wrap after a separator
-LONG = 24
+#: words up to this many characters are one run; longer ones may wrap after a separator
+LONG = 14
+#: the same for a name given alone as code (a key in the configuration reference stays whole)
+LONG_NAME = 28
 
 _CELL = re.compile(r"(<t[dh][^>]*>)(.*?)(</t[dh]>)", re.S)
-_CODE = re.compile(r"<code>(.*?)</code>", re.S)
-_TAG = re.compile(r"<[^>]+>")
-_PARTS = re.compile(r"(<code>.*?</code>|<[^>]+>)", re.S)
-_LONG_WORD = re.compile(rf"[^\s]{{{LONG + 1},}}")
-_AFTER = re.compile(r"(?<=[/._,=:-])(?=[^/._,=:-])")
+_TAG = re.compile(r"(<[^>]+>)")
+_LONE_CODE = re.compile(r"(<code>)([^<\s]+)(</code>)")
+_WORD = re.compile(r"\S+")
+_NAME = re.compile(r"[^A-Za-z]")
+_PLAIN = re.compile(r"(?:\(|&quot;|&#x27;|[“‘])*[A-Za-z]+(?:-[A-Za-z]+)*(?:\)|&quot;|&#x27;|[”’,.;:!?])*")
+_ENTITY = re.compile(r"&(?:[a-z]+|#x?[0-9a-f]+);", re.I)
+_AFTER = re.compile(r"(?<=[/._,=:)|+-])(?=[^/._,=:)|+-])")
 
 
-def _runs(name: str) -> str:
-    """``name`` (the HTML inside a ``<code>``) as non-wrapping runs with a break opportunity
-    between them; a name with markup inside (a link, a title) is one run; code with a space is
-    left as it is."""
-    text = _TAG.sub("", name)
-    if not text or any(ch.isspace() for ch in text):
-        return name
-    plain = re.sub(r"&[a-z]+;|&#\d+;", "x", text)  # an entity counts as one character
-    pieces = [name] if len(plain) <= LONG or text != name else _AFTER.split(name)
+def _runs(word: str, long: int = LONG) -> str:
+    """One word of a cell (HTML-escaped) as non-wrapping runs with break opportunities between
+    them; a plain word as it is."""
+    if not _NAME.search(word) or _PLAIN.fullmatch(word):
+        return word
+    pieces = [word] if len(_ENTITY.sub("x", word)) <= long else _AFTER.split(word)
     return "<wbr>".join(f'<span class="nb">{p}</span>' for p in pieces if p)
 
 
 def keep_names(html: str) -> str:
-    """``html`` with every table cell's code-without-a-space made into runs (see the module)."""
+    """``html`` with every table cell's names made into runs (see the module)."""
 
-    def part(p: str) -> str:
-        if p.startswith("<code>"):
-            return _CODE.sub(lambda c: f"<code>{_runs(c.group(1))}</code>", p)
-        if p.startswith("<"):
-            return p
-        return _LONG_WORD.sub(lambda w: "<wbr>".join(_AFTER.split(w.group(0))), p)
+    def words(text: str) -> str:
+        return _WORD.sub(lambda w: _runs(w.group(0)), text)
 
     def cell(m: re.Match[str]) -> str:
-        return m.group(1) + "".join(part(p) for p in _PARTS.split(m.group(2))) + m.group(3)
+        out = []
+        for i, chunk in enumerate(_LONE_CODE.split(m.group(2))):
+            if i % 4 == 2:  # the name inside a <code> of its own (a path wraps after its /)
+                out.append(_runs(chunk, LONG if "/" in chunk else LONG_NAME))
+            elif i % 4 in (1, 3):  # <code>, </code>
+                out.append(chunk)
+            else:
+                out.append("".join(p if p.startswith("<") else words(p) for p in _TAG.split(chunk)))
+        return m.group(1) + "".join(out) + m.group(3)
 
     return _CELL.sub(cell, html)
 

@@ -72,25 +72,29 @@ def test_the_configuration_reference_names_no_internal_constant():
     paths = _CODE_PATH.findall("\n".join(described))
     assert paths == []  # a key is described in the user's words, not by the code behind it
     assert not re.search(r"`[\w.]*\._\w+`", page)  # no private class
+    assert "docs/" not in page  # a guide is named by its title, not by a file of the repository
 
 
 def test_names_in_table_cells_become_runs_that_wrap_only_after_a_separator():
     keep = _hook().keep_names
-    assert (
-        keep("<td><code>--models-file</code></td>")
-        == '<td><code><span class="nb">--models-file</span></code></td>'
+    assert keep("<td><code>--models-file</code></td>") == (
+        '<td><code><span class="nb">--models-file</span></code></td>'
     )
-    long = keep("<td><code>agent/prompts/pairs_select.yaml:17</code></td>")
-    assert long.count('<span class="nb">') == 6 and re.sub(r"<[^>]+>", "", long) == (
+    assert keep("<td><code>retry_backoff_max_s</code></td>") == (
+        '<td><code><span class="nb">retry_backoff_max_s</span></code></td>'  # a key stays whole
+    )
+    path = keep("<td><code>agent/prompts/pairs_select.yaml:17</code></td>")
+    assert path.count('<span class="nb">') == 6 and re.sub(r"<[^>]+>", "", path) == (
         "agent/prompts/pairs_select.yaml:17"
     )
     assert keep('<th><code><span title="x.y">model_path</span></code></th>') == (
-        '<th><code><span class="nb"><span title="x.y">model_path</span></span></code></th>'
+        '<th><code><span title="x.y"><span class="nb">model_path</span></span></code></th>'
     )
-    assert keep("<td><code>a b</code> and a/very/long/path/in/the/prose/text.json</td>") == (
-        "<td><code>a b</code> and a/<wbr>very/<wbr>long/<wbr>path/<wbr>in/<wbr>the/<wbr>prose/<wbr>text."
-        "<wbr>json</td>"
+    assert keep("<td>on 2024-12-02, the equal-magnitude legs</td>") == (
+        '<td>on <span class="nb">2024-12-02,</span> the equal-magnitude legs</td>'
     )
+    prose = keep("<td><code>a b</code> and a/very/long/path/in/text.json</td>")
+    assert prose.startswith("<td><code>a b</code> and ") and prose.count("<wbr>") == 6
     assert keep("<p><code>--models-file</code></p>") == "<p><code>--models-file</code></p>"  # tables only
 
 

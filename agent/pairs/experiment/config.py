@@ -108,7 +108,7 @@ class ModelConfig:
     max_retries, retry_backoff_s, retry_backoff_max_s: ``openai``: retries of a transient
         failure (connection refused or reset, timeout, HTTP 408/429/502/503/504), the first
         delay (doubling) and the longest one, in seconds; when they are spent the run stops at a
-        call boundary (exit code 4) and resumes with ``--resume`` (docs/faults.md).
+        call boundary (exit code 4) and resumes with ``--resume`` (see "Faults and recovery").
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
     """
