@@ -12,8 +12,14 @@ parquet file, or a JSON/JSONL export of the same rows. Fields, as ``eval.py`` re
 tolerance of a numerical answer), ``verified_caption``, ``related_sentences``,
 ``knowledge_domain`` and ``image`` (the datasets ``Image`` feature: a ``{bytes, path}`` struct
 in parquet; ``bytes`` base64 text in a JSON export); optionally ``id`` (which code built on
-the release reads). Split: a ``split`` field, else the file or folder name's, else the split
-asked for, else ``test``. FinMME has no subsets (its dimensions are scored, not selected).
+the release reads: the FinAcumen authors' adapter names an item ``finmme-<id>``, as we do).
+Split: a ``split`` field, else the file or folder name's, else the split asked for, else
+``test``. FinMME has no subsets (its dimensions are scored, not selected).
+
+A choice item whose ``options`` is empty is kept, as the official ``eval.py`` keeps it (it adds
+the options to the prompt only ``if options:``, and scores the letters either way): its
+Question has no options, its answer format is still the option letters (the question type is
+a per-item field the benchmark shows every solver), and its gold the letters as usual.
 
 Question: the text; context = the caption and related sentences (the official prompt shows
 both); options as ``"A. ..."`` strings; ``answer_format`` includes the published ``unit``. The
@@ -46,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question, numeric_format
+from agent.qa.answer_format import AnswerFormat, numeric_format
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, text_field
 from agent.qa.loaders.records import (
@@ -157,8 +163,6 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
         letters = sorted({c for c in raw_answer.upper() if "A" <= c <= "N"})
         if not letters:
             raise BadRecord(f"answer {raw_answer!r} of a choice item names no option letter")
-        if not options:
-            raise BadRecord("choice item without options")
         answer, answer_type = "".join(letters), "choice"
     cognitive = str(rec.get("cognitive_dimension") or "") or finmme_cognitive_dimension(question)
     if cognitive not in FINMME_DIMENSIONS[:3]:
@@ -179,7 +183,7 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
         answer_format=(
             numeric_format(question, unit=unit)
             if qtype == "numerical"
-            else answer_format_from_question(question, options=options)
+            else AnswerFormat("choice", n_options=len(options))
         ).describe(),
     )
     return QAItem(q, Gold(answer=answer, answer_type=answer_type, extra=extra), split)
