@@ -105,11 +105,14 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
         "items": len(items),
         "skipped": len(loaded.skipped),
         "incomplete": len(loaded.incomplete),
+        "renamed": len(loaded.renamed),
     }
     if loaded.skipped:
         record["first_skipped"] = loaded.skipped[0].reason
         n, first = len(loaded.skipped), record["first_skipped"]
         log.warning("%s: %d records skipped (first: %s)", src.label, n, first)
+    if loaded.renamed:
+        record["first_renamed"] = " -> ".join(loaded.renamed[0])
     if loaded.incomplete:
         record["first_incomplete"] = loaded.incomplete[0].reason
         log.warning(
@@ -127,6 +130,8 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
         parts.append(f"{rec['skipped']} records skipped (first: {rec['first_skipped']})")
     if rec["incomplete"]:
         parts.append(f"{rec['incomplete']} items loaded incomplete (first: {rec['first_incomplete']})")
+    if rec.get("renamed"):
+        parts.append(f"{rec['renamed']} repeated ids kept and numbered (first: {rec['first_renamed']})")
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 

@@ -26,7 +26,9 @@ both); options as ``"A. ..."`` strings; ``answer_format`` includes the published
 image bytes are written once to ``image_cache`` under their SHA-256 (the benchmark folder is
 never written to). Gold: letters (sorted, e.g. ``"AC"``) of type ``choice`` or a number of
 type ``number`` with ``extra['tolerance']``; ``extra['dimensions']`` names the two FinMME
-dimensions the item counts in (see :data:`FINMME_DIMENSIONS`).
+dimensions the item counts in (see :data:`FINMME_DIMENSIONS`); the answer text, tolerance and
+whether it has options, as released, go to ``extra`` for the official and the authors' scorers
+(``answer_text``, ``tolerance_published``, ``has_options``).
 
 FinMME's Avg (FinAcumen's Table 1) is the mean accuracy over six dimensions: three cognitive
 ones (comprehensive perception ``compre``, fine-grained perception ``fg``, cognition and
@@ -148,7 +150,14 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
     unit = str(rec.get("unit") or "").strip()
     options = _options(rec.get("options")) if qtype != "numerical" else ()
     raw_answer = text_field(rec, "answer")
-    extra: dict[str, Any] = {"question_type": qtype, "knowledge_domain": rec.get("knowledge_domain", "")}
+    extra: dict[str, Any] = {
+        "question_type": qtype,
+        "knowledge_domain": rec.get("knowledge_domain", ""),
+        # as released, for the official and the authors' scorers
+        "answer_text": raw_answer,
+        "tolerance_published": rec.get("tolerance"),
+        "has_options": bool(_options(rec.get("options"))),
+    }
     if qtype == "numerical":
         number = parse_number(raw_answer)
         if number is None:
