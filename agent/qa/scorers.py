@@ -15,7 +15,8 @@ finmmr      authors      the FinAcumen authors' rule (:func:`~agent.qa.authors_m
                          finmmr_authors`: ``\\boxed{}``, separators dropped, the last number)
 finmme      localfin     the option letters of the whole answer / absolute tolerance
 finmme      official     FinMME's ``eval.py`` (:mod:`agent.qa.finmme_metric`: the first token
-                         after ``Answer:``)
+                         after ``Answer:``; a final answer without ``Answer:`` is handed over
+                         as ``Answer: <answer>``, the reply format its prompt asks for)
 finmme      authors      the FinAcumen authors' rule (:func:`~agent.qa.authors_metrics.
                          finmme_authors`)
 fintmmbench localfin     a judge model, prompt ``qa_judge`` (the same fact, unit and scale)
@@ -38,6 +39,7 @@ the run writes the verdicts that count (``judge_scores.json``, ``extract_scores.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,9 +122,14 @@ def _finmme_fields(gold: Gold) -> tuple[str, Any, Any]:
     return str(ex.get("question_type", "")), text, ex.get("tolerance_published", ex.get("tolerance"))
 
 
+_ANSWER_MARK = re.compile(r"(?i)answer\s*:")
+
+
 def _finmme_official(gold: Gold, prediction: str, scale: str | None = None) -> ItemScore:
     qtype, text, tol = _finmme_fields(gold)
-    ok = finmme_official(qtype, text, prediction, tolerance=tol)
+    # the solver's final answer handed over as the official prompt asks a reply to end
+    reply = prediction if _ANSWER_MARK.search(prediction) else f"Answer: {prediction.strip()}"
+    ok = finmme_official(qtype, text, reply, tolerance=tol)
     return _verdict(ok, f"{qtype}: official eval.py on {prediction.strip()[:60]!r} vs gold {text!r}")
 
 
@@ -273,5 +280,8 @@ def spec_of(scorer: Any, dataset: str) -> ScorerSpec | None:
     if isinstance(scorer, NamedScorer):
         return scorer.spec(dataset)
     if scorer is None or scorer is score_answer:
-        return scorer_spec(dataset)
+        try:
+            return scorer_spec(dataset)
+        except ConfigError:  # a dataset no scorer knows (not installed): the caller decides
+            return None
     return None

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent.qa.answer_extract import extract_requests, extracted_answers, official_finmmr_scores, solution_text
+from agent.qa.finmme_metric import finmme_official
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.scorers import DEFAULT_SCORERS, NamedScorer, check_scorer_choice, scorer_names, scorer_spec
 from localfin.errors import ConfigError
@@ -103,14 +104,35 @@ def test_finmme_official_and_authors_equal_the_released_scorers_on_every_row():
         "numerical",
     }
     assert min(Counter(r["official"] for r in rows).values()) > 400
-    for name in ("official", "authors"):
-        scorer = NamedScorer({"finmme": name})
-        assert _differ(rows, scorer, "finmme", _finmme_gold, "reply", name) == [], name
-    # the official eval reads the first token after "Answer:" only
-    assert not NamedScorer({"finmme": "official"})(
-        "finmme", _finmme_gold({"question_type": "multiple_choice", "answer": "A,C", "tolerance": None,
-                                "options": ""}), "Answer: A, C"
-    ).correct  # fmt: skip
+    differ = [
+        r
+        for r in rows
+        if finmme_official(r["question_type"], r["answer"], r["reply"], tolerance=r["tolerance"])
+        != r["official"]
+    ]
+    assert differ == []
+    assert _differ(rows, NamedScorer({"finmme": "authors"}), "finmme", _finmme_gold, "reply", "authors") == []
+    # through the named scorer: a reply with "Answer:" is read as it is
+    marked = [r for r in rows if "answer:" in r["reply"].lower()]
+    assert len(marked) > 800
+    assert (
+        _differ(marked, NamedScorer({"finmme": "official"}), "finmme", _finmme_gold, "reply", "official")
+        == []
+    )
+
+
+def test_the_official_finmme_scorer_hands_a_bare_final_answer_over_in_the_reply_format():
+    official = NamedScorer({"finmme": "official"})
+    multi = _finmme_gold(
+        {"question_type": "multiple_choice", "answer": "A,C", "tolerance": None, "options": ""}
+    )
+    assert official("finmme", multi, "A,C").correct  # read as "Answer: A,C"
+    assert not official("finmme", multi, "A, C").correct  # the first token only: "A,"
+    assert official("finmme", multi, "\\boxed{AC}").correct
+    num = _finmme_gold({"question_type": "numerical", "answer": "12.5", "tolerance": 0.1, "options": None})
+    assert official("finmme", num, "12.45").correct and not official("finmme", num, "12.7").correct
+    bare = _finmme_gold({"question_type": "numerical", "answer": "12.5", "tolerance": None, "options": None})
+    assert not official("finmme", bare, "12.5").correct  # a null tolerance fails float() in eval.py
 
 
 def test_fintmmbench_authors_em_equals_the_authors_harness_on_every_row():
