@@ -216,7 +216,8 @@ class QAPlan:
     #: the papers state), ``official`` (the benchmark's released scorer: FinMMR with its answer
     #: extractor, FinMME's eval.py, TAT-QA's), ``authors`` (the FinAcumen authors' released
     #: scorers: what produced their Table 1), ``authors_em`` (FinTMMBench's SQuAD match alone),
-    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``)
+    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``),
+    #: written out here for every benchmark the plan reads
     scorer: dict[str, str] = field(default_factory=dict)
     #: registry key of the model that reads the final answers for a scorer that extracts them
     #: (FinMMR ``official``); "" = the judge model (``judge_model``, else ``model``)
@@ -232,9 +233,14 @@ class QAPlan:
             raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
         if self.judge_check_items < 0:
             raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
-        from agent.qa.scorers import check_scorer_choice
+        from agent.qa.scorers import check_scorer_choice, default_scorer_name
 
-        check_scorer_choice(self.scorer)
+        given = check_scorer_choice(self.scorer)
+        # every benchmark the plan reads gets its scorer written out (the effective settings
+        # then list each one, the default ones included)
+        used = dict.fromkeys(s.dataset for s in (*self.sets, *self.bank))
+        resolved = {d: given.get(d) or default_scorer_name(d) for d in used}
+        object.__setattr__(self, "scorer", resolved | given)
         if self.extract_model and self.extract_model not in (self.model, self.judge):
             raise ConfigError(
                 f"qa.extract_model={self.extract_model!r}; allowed: the solver model {self.model!r} or the "
