@@ -28,6 +28,7 @@ __all__ = [
     "cpu_preload_iomp",
     "ld_preload",
     "api_key",
+    "cuda_visible_devices",
     "offline_env",
     "apply_offline_env",
 ]
@@ -150,6 +151,12 @@ def api_key() -> str | None:
     server (``vllm serve --api-key``, ``localfin serve --api-key``) where the caller gives none;
     kept out of config files and manifests."""
     return os.environ.get("LOCALFIN_API_KEY") or None
+
+
+def cuda_visible_devices() -> str | None:
+    """``CUDA_VISIBLE_DEVICES`` as set (``None``: unset, every GPU visible; empty or ``-1``: none),
+    the devices this process and the engines it starts may use (indices or ``GPU-`` UUIDs)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
 def offline_env() -> dict[str, str]:

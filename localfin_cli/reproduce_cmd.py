@@ -184,21 +184,23 @@ def do_run(
 
 def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
     from agent.reproduce.gpu_plan import format_plan, plan_config
-    from agent.reproduce.hardware import gpu_kind
+    from agent.reproduce.placement import declared_inventory, place
     from localfin import env
     from localfin.errors import ConfigError
     from serving.registry import default_registry
 
     if gpus < 1:
         raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
-    gpu_kind(gpu)
+    inventory = declared_inventory(gpu, gpus)
     cfgs = _configs(config)
     texts = []
     base = rehearsed or env.runs_dir() / "rehearse"
+    reg = default_registry()
     for c in cfgs:
         rehearsal = base / c.name / "rehearsal.json"
-        engines = plan_config(c, gpus, gpu, registry=default_registry(), rehearsal=rehearsal)
-        text = format_plan(c, gpus, gpu, engines)
+        placement = place(c, inventory, registry=reg)
+        engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
+        text = format_plan(c, gpus, gpu, engines, placement)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
