@@ -89,7 +89,7 @@ def check_engine_fields(table: Any, name: str) -> None:
     """Validate the engine fields of a config table (``name``: ``model`` or ``qa``) with
     messages naming the key and the allowed values."""
     q = getattr(table, "quantization", "")
-    if q not in ("", *QUANTIZATIONS):
+    if q not in ("", None, *QUANTIZATIONS):
         raise ConfigError(f"{name}.quantization={q!r}; allowed: '' (the checkpoint's weights) or fp8")
     pp = getattr(table, "pipeline_parallel", 1)
     if isinstance(pp, bool) or not isinstance(pp, int) or not 1 <= pp <= 16:

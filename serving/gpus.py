@@ -326,17 +326,20 @@ def _from_torch(wanted: list[str] | None) -> list[Gpu]:
 
 def visible_inventory() -> Inventory:
     """The GPUs this process sees, as one node named after this host (no GPU: an empty
-    inventory). ``nvidia-smi`` first (no CUDA context is made), else ``torch.cuda``."""
+    inventory). ``nvidia-smi`` first (no CUDA context is made), else ``torch.cuda`` (not on the
+    CPU build of vLLM, which runs no engine on a GPU)."""
     wanted = _visible_filter()
     if wanted == []:
         return Inventory((Node(socket.gethostname() or "local"),), "CUDA_VISIBLE_DEVICES hides every GPU")
     gpus = _from_nvidia_smi(wanted)
     source = "nvidia-smi"
-    if gpus is None:
-        gpus, source = _from_torch(wanted), "torch.cuda"
-    return Inventory(
-        (Node(socket.gethostname() or "local", tuple(gpus)),), source if gpus else "no GPU visible"
-    )
+    if gpus is None and engine_platform() == "cpu":
+        # the CPU build of vLLM runs no engine on a GPU: torch (seconds to import) need not look
+        gpus, source = [], "no nvidia-smi on PATH, the CPU build of vLLM installed"
+    elif gpus is None:
+        gpus = _from_torch(wanted)
+        source = "torch.cuda" if gpus else "no nvidia-smi on PATH, torch.cuda sees none"
+    return Inventory((Node(socket.gethostname() or "local", tuple(gpus)),), source)
 
 
 def engine_platform() -> str:

@@ -319,6 +319,19 @@ def _remedies(need: EngineNeed, inv: Inventory) -> tuple[str, ...]:
     return tuple(out) or (f"GPUs with more than {need.per_gpu_gib(_MAX_TP):.1f} GiB each at tp {_MAX_TP}",)
 
 
+def _too_big(need: EngineNeed, inv: Inventory) -> str:
+    """Why ``need`` fits nowhere on ``inv`` (at tp 1; its share of the largest GPU)."""
+    cap = need.share or need.max_share
+    mem = _largest(inv)
+    what = "fp8 weights" if need.quantization == "fp8" else "weights"
+    return (
+        f"does not fit: {need.per_gpu_gib(1):.1f} GiB a GPU at tp 1 ({need.weights_gib():.1f} {what} + "
+        f"{need.kv_sequence_gib():.1f} for one {need.max_model_len:,}-token sequence + "
+        f"{need.overhead_gib:.1f} overhead), {cap:.2f} of a {mem:.1f} GiB GPU holds {cap * mem:.1f}; no "
+        f"tensor-parallel group of up to {inv.most_per_node} GPU(s) on one node holds it"
+    )
+
+
 def _cpu(need: EngineNeed, stage: int) -> EnginePlacement:
     if need.gpu_only:
         return EnginePlacement(
@@ -375,7 +388,7 @@ def _place_one(need: EngineNeed, stage: int, inv: Inventory, usage: _Usage) -> E
         "",
         None,
         round(need.weights_gib(), 2),
-        note=f"does not fit: {need.per_gpu_gib(1):.1f} GiB at tp 1 on {inv.describe()}",
+        note=_too_big(need, inv),
         remedies=_remedies(need, inv),
     )
 
@@ -458,7 +471,7 @@ def with_facts(need: EngineNeed, facts: dict[str, float] | None) -> EngineNeed:
 
 
 def spec_need(spec: Any, *, kv_cache_gib: float | None = None, quantization: str | None = None,
-              pipeline_parallel: int = 1) -> EngineNeed:  # fmt: skip
+              pipeline_parallel: int = 1, replicas: int = 1) -> EngineNeed:  # fmt: skip
     """The need of one engine serving registry entry ``spec`` alone, sized from its checkpoint
     folder (a CPU entry or a tiny model: small overhead and ``kv_cache_gib`` of KV cache,
     default 2 GiB; a GPU entry: what is free up to its share, one replica)."""
@@ -471,7 +484,7 @@ def spec_need(spec: Any, *, kv_cache_gib: float | None = None, quantization: str
         pipeline_parallel=pipeline_parallel,
         quantization=quantization,
         max_share=min(spec.gpu_memory_utilization, MAX_TOTAL_SHARE),
-        max_replicas=1,
+        max_replicas=replicas,
         gpu_only=False,
         overhead_gib=SMALL_OVERHEAD_GIB if small else DEFAULT_OVERHEAD_GIB,
         kv_cache_gib=float(kv_cache_gib or 2) if small else float(kv_cache_gib or 0),
@@ -483,15 +496,17 @@ def spec_need(spec: Any, *, kv_cache_gib: float | None = None, quantization: str
     return with_facts(need, checkpoint_facts(path))
 
 
-def default_layout(spec: Any, options: Any, inventory: Inventory) -> EngineLayout:
+def default_layout(spec: Any, options: Any, inventory: Inventory, *, replicas: int = 1) -> EngineLayout:
     """The layout of an engine opened without a placement on the CUDA build: ``spec`` alone on
-    ``inventory`` (one replica; a CPU entry or a tiny model with the share its
-    ``options.kv_cache_gib`` needs). A ConfigError when it does not fit, with the remedies."""
+    ``inventory`` (``replicas`` replicas at most, 0: one per group of GPUs that holds it; a CPU
+    entry or a tiny model with the share its ``options.kv_cache_gib`` needs). A ConfigError when
+    it does not fit, with the remedies."""
     need = spec_need(
         spec,
         kv_cache_gib=getattr(options, "kv_cache_gib", None),
         quantization=getattr(options, "quantization", None),
         pipeline_parallel=getattr(options, "pipeline_parallel", 1),
+        replicas=replicas,
     )
     (placed,) = place_stage([need], inventory)
     if placed.layout is None or placed.device != "cuda":

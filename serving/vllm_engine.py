@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -190,9 +190,7 @@ class EngineOptions:
         if self.kv_cache_gib is not None and self.kv_cache_gib < 1:
             raise ConfigError(f"kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or None")
         FailureStreak(self.max_failures_in_a_row)  # validates it
-        check_engine_fields(
-            replace(self, quantization=self.quantization or ""), "engine"
-        )  # pins, quantization, pipeline stages
+        check_engine_fields(self, "engine")  # pins, quantization, pipeline stages
         if not self.close_timeout_s > 0:
             raise ConfigError(f"close_timeout_s={self.close_timeout_s}; allowed: > 0 seconds")
 
