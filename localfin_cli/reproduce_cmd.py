@@ -129,16 +129,16 @@ def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: 
 
 def do_dry_run(config: str, gpus: int | None, gpu: str | None) -> None:
     """Print the placement and every engine's start arguments of a full run; start nothing."""
+    from agent.reproduce import placement as placing
     from agent.reproduce.dry_run import engine_starts, format_starts
-    from agent.reproduce.placement import format_placement, place
     from serving.registry import default_registry
 
     inventory = _inventory(gpus, gpu)
     reg = default_registry()
     texts, ok = [], True
     for c in _configs(config):
-        placed = place(c, inventory, registry=reg)
-        text = format_placement(placed)
+        placed = placing.place(c, inventory, registry=reg)
+        text = placing.format_placement(placed)
         if placed.ok:
             text += "\n" + format_starts(c, placed, engine_starts(c, placed, reg))
         ok = ok and placed.ok
@@ -225,22 +225,22 @@ def do_run(
 
 
 def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
+    from agent.reproduce import placement as placing
     from agent.reproduce.gpu_plan import format_plan, plan_config
-    from agent.reproduce.placement import declared_inventory, place
     from localfin import env
     from localfin.errors import ConfigError
     from serving.registry import default_registry
 
     if gpus < 1:
         raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
-    inventory = declared_inventory(gpu, gpus)
+    inventory = placing.declared_inventory(gpu, gpus)
     cfgs = _configs(config)
     texts = []
     base = rehearsed or env.runs_dir() / "rehearse"
     reg = default_registry()
     for c in cfgs:
         rehearsal = base / c.name / "rehearsal.json"
-        placement = place(c, inventory, registry=reg)
+        placement = placing.place(c, inventory, registry=reg)
         engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
         text = format_plan(c, gpus, gpu, engines, placement)
         if c.kind == "moira":

@@ -8,7 +8,9 @@ matrix, a larger tensor-parallel group) then runs its memory profiling beside me
 still held and fails. :func:`close_engine` therefore:
 
 1. notes the engine's processes before shutting it down (the engine-core processes vLLM keeps,
-   :func:`engine_processes`, and their descendants: the tensor-parallel workers);
+   :func:`engine_processes`, and their descendants: the tensor-parallel workers); the
+   engine-core processes are ``multiprocessing`` children of this process and are joined
+   through it (so ``multiprocessing`` reaps them and knows they ended), the others watched;
 2. calls vLLM's shutdown with ``grace_s``;
 3. waits, at most ``timeout_s`` in all, until every one of those processes has exited
    (:func:`wait_gone`) and, where ``nvidia-smi`` answers, until none of them holds GPU memory
@@ -48,14 +50,14 @@ CLOSE_TIMEOUT_S = 120.0
 _POLL_S = 0.2
 
 
-def engine_processes(llm: Any) -> list[int]:
-    """The process ids of a ``vllm.LLM``'s engine-core processes (vLLM 0.32: its client's
-    background resources hold the process manager); [] where it runs in process or the layout
-    differs."""
+def engine_processes(llm: Any) -> list[Any]:
+    """A ``vllm.LLM``'s engine-core processes (vLLM 0.32: its client's background resources hold
+    the process manager; ``multiprocessing`` processes, children of this one); [] where the
+    engine runs in process or the layout differs."""
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
     manager = getattr(getattr(core, "resources", None), "engine_manager", None)
     procs = getattr(manager, "processes", None) or []
-    return [int(p.pid) for p in procs if getattr(p, "pid", None)]
+    return [p for p in procs if getattr(p, "pid", None)]
 
 
 def process_tree(pids: Iterable[int]) -> list[Any]:
@@ -164,6 +166,15 @@ def wait_memory_back(
         time.sleep(poll_s)
 
 
+def _raise_left(left: list[Any], timeout_s: float, what: str) -> None:
+    names = ", ".join(f"pid {p.pid}" for p in left)
+    raise BackendError(
+        f"{what}: {len(left)} engine process(es) still running {timeout_s:.0f} s after the engine was "
+        f"shut down: {names}; they may hold GPU memory the next engine needs: end them (kill PID) and "
+        "rerun with --resume (journaled calls are kept)"
+    )
+
+
 def close_engine(
     llm: Any,
     *,
@@ -173,9 +184,14 @@ def close_engine(
     on_gpu: bool = True,
 ) -> None:
     """Shut ``llm`` (a ``vllm.LLM``) down and wait until its processes are gone and (``on_gpu``)
-    their GPU memory is back (module docstring)."""
-    pids = engine_processes(llm)
-    tree = process_tree(pids)
+    their GPU memory is back (module docstring). The engine-core processes are joined through
+    ``multiprocessing`` (which reaps them), their descendants (tensor-parallel workers) watched
+    with psutil."""
+    procs = engine_processes(llm)
+    pids = {int(p.pid) for p in procs}
+    watched = [q for q in process_tree(pids) if q.pid not in pids]
+    joinable = [p for p in procs if callable(getattr(p, "join", None))]
+    watched += [q for q in process_tree(p.pid for p in procs if p not in joinable)]
     t0 = time.monotonic()
     engine = getattr(llm, "llm_engine", None)
     shutdown = getattr(engine, "shutdown", None) or getattr(
@@ -189,9 +205,15 @@ def close_engine(
                 shutdown()
         except Exception as exc:  # noqa: BLE001 - shutdown is best effort; the wait below decides
             log.debug("engine shutdown raised %s", exc)
-    wait_gone(tree, timeout_s=timeout_s, what=what)
-    if on_gpu and tree:
-        left = timeout_s - (time.monotonic() - t0)
-        back = wait_memory_back([p.pid for p in tree], timeout_s=max(left, 1.0), what=what)
+    for p in joinable:
+        p.join(max(0.0, timeout_s - (time.monotonic() - t0)))
+    left = [p for p in joinable if p.is_alive()]
+    if left:
+        _raise_left(left, timeout_s, what)
+    wait_gone(watched, timeout_s=max(0.0, timeout_s - (time.monotonic() - t0)), what=what)
+    if on_gpu and pids:
+        every = pids | {q.pid for q in watched}
+        left_s = timeout_s - (time.monotonic() - t0)
+        back = wait_memory_back(every, timeout_s=max(left_s, 1.0), what=what)
         log.info("%s closed in %.1f s (GPU memory %s)", what, time.monotonic() - t0,
                  "released" if back else "not checked: no nvidia-smi")  # fmt: skip

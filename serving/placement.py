@@ -455,9 +455,18 @@ def checkpoint_facts(path: str | Path | None) -> dict[str, float] | None:
     }
 
 
-def with_facts(need: EngineNeed, facts: dict[str, float] | None) -> EngineNeed:
-    """``need`` with the sizes of ``facts`` (:func:`checkpoint_facts`); unsized without them."""
+#: Parameters (billions, bf16) assumed for a small model whose folder is not there yet (a tiny
+#: test model built at run time, SmolLM2-135M before ``models prepare``): under 1 GiB.
+SMALL_PARAMS_B = 0.5
+
+
+def with_facts(need: EngineNeed, facts: dict[str, float] | None, *, small: bool = False) -> EngineNeed:
+    """``need`` with the sizes of ``facts`` (:func:`checkpoint_facts`); without them, unsized,
+    or for a ``small`` model (a CPU entry, a tiny model) :data:`SMALL_PARAMS_B` parameters and
+    a KV cache of ``kv_cache_gib``."""
     if not facts:
+        if small:
+            return replace(need, params_b=SMALL_PARAMS_B, sized=True)
         return replace(need, sized=False)
     return replace(
         need,
@@ -493,7 +502,7 @@ def spec_need(spec: Any, *, kv_cache_gib: float | None = None, quantization: str
         path = spec.resolve_path()
     except Exception:  # noqa: BLE001 - weights absent: the need is unsized
         path = None
-    return with_facts(need, checkpoint_facts(path))
+    return with_facts(need, checkpoint_facts(path), small=small)
 
 
 def default_layout(spec: Any, options: Any, inventory: Inventory, *, replicas: int = 1) -> EngineLayout:

@@ -35,7 +35,8 @@ from agent.qa import sandbox
 from agent.qa.sandbox.launch import INSTALL_HINT
 from agent.qa.tools.corpus import CORPUS_FILES, corpus_root
 from agent.qa.toolset import CORPUS_DATASETS
-from agent.reproduce.placement import Placement, place
+from agent.reproduce import placement as placing
+from agent.reproduce.placement import Placement
 from agent.reproduce.spec import ReproConfig
 from localfin import env
 from serving.gpu_install import triton_pieces
@@ -356,7 +357,7 @@ def placement_item(cfg: ReproConfig, inventory: Inventory, registry: Registry | 
     """Whether every engine ``cfg`` starts can be placed on ``inventory``, and if not what
     would place it (:func:`agent.reproduce.placement.place`)."""
     reg = registry_with(cfg.model_keys[0], "", registry)
-    p = place(cfg, inventory, registry=reg)
+    p = placing.place(cfg, inventory, registry=reg)
     where = f"{inventory.describe()} ({inventory.source or 'declared'})"
     if p.ok:
         return CheckItem(cfg.name, "ok", "placement", f"{where}: {_summary(p)}")

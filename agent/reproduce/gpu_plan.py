@@ -60,8 +60,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent.reproduce import placement as placing
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
-from agent.reproduce.placement import Placement, declared_inventory, format_placement, place
+from agent.reproduce.placement import Placement, declared_inventory, format_placement
 from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
 from localfin.errors import ConfigError
@@ -277,7 +278,7 @@ def plan_config(
         raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
     gpu = gpu_kind(kind)
     reg = registry
-    placed = placement or place(cfg, declared_inventory(kind, gpus), registry=reg)
+    placed = placement or placing.place(cfg, declared_inventory(kind, gpus), registry=reg)
     per_step = _rehearsal_per_step(rehearsal)
     if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
         reuse = measure_rehearsal(rehearsal.parent)

@@ -184,7 +184,7 @@ def need_for(
         path = spec.resolve_path()
     except Exception:  # noqa: BLE001 - absent weights: the need is unsized, and says so
         path = None
-    return with_facts(need, checkpoint_facts(path))
+    return with_facts(need, checkpoint_facts(path), small=small)
 
 
 def _model_table(doc: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
