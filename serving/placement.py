@@ -73,6 +73,8 @@ DEFAULT_OVERHEAD_GIB = 4.0
 #: The same for tiny models (stand-ins, test models): their activations are megabytes.
 SMALL_OVERHEAD_GIB = 1.0
 _MAX_TP = 8
+#: The GPU a remedy names when there is no GPU to measure (an 80 GB-class card).
+_REFERENCE_GIB = 80.0
 
 
 @dataclass(frozen=True)
@@ -269,11 +271,15 @@ def _remedies(need: EngineNeed, inv: Inventory) -> tuple[str, ...]:
     out = []
     mem = _largest(inv) if not inv.empty else 0.0
     if inv.empty:
-        tp = _needed_tp(need, 80.0, need.share or need.max_share)
+        tp = _needed_tp(need, _REFERENCE_GIB, need.share or need.max_share)
         one = need.per_gpu_gib(1) / (need.share or need.max_share)
         out.append(
             f"a GPU machine: {need.per_gpu_gib(1):.1f} GiB at tp 1 (a GPU of at least {one:.0f} GiB)"
-            + (f", or tp {tp} over {tp} GPUs of 80 GiB on one node" if tp and tp > 1 else "")
+            + (
+                f", or tp {tp} over {tp} GPUs of {_REFERENCE_GIB:.0f} GiB on one node"
+                if tp and tp > 1
+                else ""
+            )
         )
         return tuple(out)
     cap = need.share or need.max_share

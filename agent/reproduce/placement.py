@@ -321,6 +321,13 @@ def _gpus(e: EnginePlacement) -> str:
     return "; ".join(f"{w}: {'|'.join(ix)} @ {share:.2f}" for (w, share), ix in groups.items())
 
 
+def _dtype(e: EnginePlacement) -> str:
+    """The weights' format of a placed engine: the declared quantization or the checkpoint's."""
+    if e.layout is not None and e.layout.quantization:
+        return e.layout.quantization
+    return {2.0: "bf16", 4.0: "fp32"}.get(float(e.need.bytes_per_param), f"{e.need.bytes_per_param:g} B")
+
+
 def format_placement(p: Placement) -> str:
     """The placement as a table: one row per engine, then what cannot be placed."""
     head = f"placement of {p.config} on {p.inventory.describe()} ({p.inventory.source or 'declared'}):"
@@ -341,7 +348,7 @@ def format_placement(p: Placement) -> str:
                 e.key,
                 e.need.role,
                 f"{lay.tensor_parallel} x {lay.pipeline_parallel}",
-                lay.quantization or "bf16" if e.need.sized else "?",
+                _dtype(e) if e.need.sized else "?",
                 str(len(lay.replicas)),
                 _gpus(e),
                 f"{e.weights_gib:.1f}" if e.need.sized else "?",
