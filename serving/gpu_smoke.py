@@ -10,9 +10,10 @@ or ``skipped`` (with why); the command exits 1 when one failed.
    need), started with the run's engine arguments (the pinned defaults: asynchronous scheduling
    off, ``spawn``; CUDA graphs on, as a run has them) and each answering.
 3. ``thinking + schema``: the Qwen3 engine answers JSON-schema requests with thinking on and
-   off, seeded, in one batch (the reasoning parser splits the reasoning from the JSON; a logit
-   bias on ``</think>`` lets the random model close its thinking); every reply satisfies the
-   schema, and a repeated request with the same seed gets the same reply.
+   off, sampled (temperature 0.7) with a seed, in one batch (the reasoning parser splits the
+   reasoning from the JSON; a logit bias on ``</think>`` lets the random model close its
+   thinking); every reply satisfies the schema, and a repeated request with the same seed gets
+   the same reply.
 4. ``close, start at once``: an engine at 0.50 of the GPU closed (its processes gone and, on a
    GPU, its memory back: :mod:`serving.engine_close`) and at once another at 0.60, which fits
    only once the first one's memory is back; it answers.
@@ -225,7 +226,13 @@ def _thinking(s: _Smoke, state: dict[str, Any]) -> str:
 
     reqs = [
         ChatRequest.simple(
-            "tiny-qwen3", "Give n and ok.", max_tokens=64, seed=7, json_schema=SCHEMA, thinking=t
+            "tiny-qwen3",
+            "Give n and ok.",
+            max_tokens=64,
+            seed=7,
+            temperature=0.7,
+            json_schema=SCHEMA,
+            thinking=t,
         )
         for t in (True, False, True)
     ]
