@@ -112,3 +112,38 @@ def test_bad_engine_settings_name_the_key() -> None:
         Opts(quantization="int4")
     with pytest.raises(ConfigError, match="close_timeout_s=0"):
         Opts(close_timeout_s=0)
+
+
+def test_the_manifest_records_the_pins_and_batch_invariance() -> None:
+    """A run's manifest holds the backend's settings (serving.open.backend_settings): the pinned
+    defaults and the batch-invariant switch are there before the engine starts."""
+    from serving.open import BackendSpec, backend_settings, open_backend
+
+    be = open_backend(
+        BackendSpec("vllm", "tiny-qwen3", engine=Opts(batch_invariant=True)), default_registry()
+    )
+    try:
+        engine = backend_settings(be)["engine"]
+        assert engine == {"async_scheduling": False, "worker_start_method": "spawn", "batch_invariant": True}
+    finally:
+        be.close()
+
+
+def test_config_tables_carry_the_engine_switches(tmp_path: Path) -> None:
+    from agent.pairs.experiment.config import config_to_dict, load_config
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "agent/pairs/configs/demo.toml").read_text(encoding="utf-8")
+    text = text.replace('backbone = "smollm2-135m"', 'backbone = "smollm2-135m"\nbatch_invariant = true')
+    path = tmp_path / "c.toml"
+    path.write_text(text, encoding="utf-8")
+    cfg = load_config(path)
+    opts = cfg.model.backend_spec().engine
+    assert (opts.batch_invariant, opts.async_scheduling, opts.worker_start_method) == (True, False, "spawn")
+    assert config_to_dict(cfg)["model"]["batch_invariant"] is True  # the manifest's resolved config
+    bad = text.replace("batch_invariant = true", 'quantization = "int8"')
+    path.write_text(bad, encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"model\.quantization='int8'; allowed: '' \(the checkpoint's weights\) or fp8"
+    ):
+        load_config(path)
