@@ -133,7 +133,8 @@ class _Smoke:
 
     def layouts(self, keys: list[str], reg: Any, *, share: float | None = None, tp: int = 1) -> list[Any]:
         """Where engines of ``keys`` run at once (None each on the CPU build)."""
-        from serving.placement import place_stage, spec_need
+        from serving.checkpoint_facts import spec_need
+        from serving.placement import place_stage
 
         if not self.on_gpu:
             return [None] * len(keys)
@@ -308,7 +309,8 @@ def _serve_image(s: _Smoke) -> str:
     reg = reg.with_spec(spec)
     layout = None
     if s.on_gpu:
-        from serving.placement import place_stage, spec_need
+        from serving.checkpoint_facts import spec_need
+        from serving.placement import place_stage
 
         (p,) = place_stage([replace(spec_need(spec, kv_cache_gib=1), max_replicas=1)], s.inventory)
         if p.layout is None:

@@ -22,7 +22,7 @@ docstring states the rules):
 
 Sizes come from the published architecture facts (:mod:`agent.reproduce.hardware`) where the
 key has them, so a plan made without the weights equals the run's; else from the checkpoint
-folder (:func:`serving.placement.checkpoint_facts`).
+folder (:func:`serving.checkpoint_facts.checkpoint_facts`).
 
 Inventories: :func:`serving.gpus.visible_inventory` (the run and ``check``), or
 :func:`declared_inventory` (``plan --gpus N --gpu KIND``, or ``--nodes N --gpus-per-node G``).
@@ -37,15 +37,9 @@ from typing import Any
 from agent.reproduce.hardware import ARCH_FACTS, gpu_kind
 from agent.reproduce.spec import ReproConfig
 from localfin.errors import ConfigError
+from serving.checkpoint_facts import checkpoint_facts, with_facts
 from serving.gpus import EngineLayout, Inventory
-from serving.placement import (
-    SMALL_OVERHEAD_GIB,
-    EngineNeed,
-    EnginePlacement,
-    checkpoint_facts,
-    place_stage,
-    with_facts,
-)
+from serving.placement import SMALL_OVERHEAD_GIB, EngineNeed, EnginePlacement, place_stage
 from serving.registry import ModelSpec, Registry
 
 __all__ = [
