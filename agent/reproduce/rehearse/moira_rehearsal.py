@@ -376,6 +376,18 @@ def _payload(req: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _same_training(cell: Path, runs: Sequence[str]) -> tuple[bool, int]:
+    """Whether the training rows of ``runs``' traces are the same requests (one training phase,
+    its warmup included), and how many model calls they hold."""
+    import pandas as pd
+
+    keys = []
+    for r in runs:
+        t = pd.read_parquet(cell / "runs" / r / "trace.parquet")
+        keys.append(list(t[(t.phase == "train") & (t.request_key != "")].request_key))
+    return bool(keys) and all(k == keys[0] for k in keys), len(keys[0]) if keys else 0
+
+
 def _a3_shared_warmup(cell: Path, config: Any, want: Sequence[str], written: set[str]) -> tuple[bool, str]:
     """Whether A3's conditions shared one warmup (paper §4.3.3): every run's metrics name one run
     of each variant as sharing its warmup; for the first seed and exposure, the warmup rows (its
@@ -496,10 +508,13 @@ def stage_checks(
             }
             starts = {d["extra"]["initial_pair"] for d in docs.values()}
             shared = all(len(d["extra"].get("training_shared_with", [])) > 1 for d in docs.values())
+            same, n = _same_training(cell, sorted(docs))
             stage(
                 f"A4 one start ({c.folder})",
-                len(starts) == 1 and shared,
-                f"initial pairs {sorted(starts)}; training shared: {shared}",
+                len(starts) == 1 and shared and same,
+                f"initial pairs {sorted(starts)}; training shared: {shared}; one warmup and training "
+                f"phase: {n} training calls (warmup round, its reflection, replays), the same requests in "
+                f"the traces of {', '.join(sorted(docs))}: {same}",
             )
         if any(not v.policy.consolidation for v in c.config.variants):
             ok, detail = _a3_shared_warmup(cell, c.config, want_runs, runs)
