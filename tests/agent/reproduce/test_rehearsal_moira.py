@@ -183,7 +183,7 @@ def test_the_a3_stage_shows_the_shared_warmup_and_fails_without_it(tmp_path: Pat
     from moira_support import small_config, small_store
 
     from agent.pairs.experiment.run import run_experiment
-    from agent.reproduce.rehearse.moira_rehearsal import _a3_shared_warmup
+    from agent.reproduce.rehearse.moira_rehearsal import _a3_shared_warmup, _same_training
 
     variants = [{"name": "full"}, {"name": "a3-no-consolidation", "consolidation": False}]
     cfg, text = small_config(small_store(), windows={"test_end": "2015-02-06"}, variants=variants)
@@ -194,6 +194,8 @@ def test_the_a3_stage_shows_the_shared_warmup_and_fails_without_it(tmp_path: Pat
     assert ok, detail
     assert "full-no_beta-s0 and a3-no-consolidation-no_beta-s0 share one warmup" in detail
     assert "first test request identical in both conditions: True" in detail
+    # A3's two conditions share the warmup, not the whole training (the control replays nothing)
+    assert _same_training(out, want) == (False, _same_training(out, want[:1])[1])
     # a control that ran its own warmup (its warmup rows other requests) fails the stage
     trace = out / "runs" / "a3-no-consolidation-no_beta-s0" / "trace.parquet"
     t = pd.read_parquet(trace)
