@@ -207,9 +207,15 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
     [with_it] = plan_config(cfg, 1, "h200", registry=reg, rehearsal=out / cfg.name / "rehearsal.json")
     [without] = plan_config(cfg, 1, "h200", registry=reg)
     assert "(rehearsal journal)" in with_it.work.basis and "lower bound" in without.work.basis
-    # per backbone: its paper decision steps x the calls per step journaled on the stand-in
-    steps = without.work.calls // 2  # one call a step for each of the two backbones
-    assert with_it.work.calls == sum(round(steps * v) for v in per_step.values())
+    # per backbone: its paper decision steps (FinMem's on the backbone it runs on) x the calls
+    # per step journaled on the stand-in
+    from agent.reproduce.workload import moira_work
+
+    paper = {w.name: (w.paper_train_sessions, w.paper_test_sessions) for w in cfg.windows}
+    work = moira_work(cfg.document, cfg.baselines, lambda cell: paper[cell[1]])
+    key = {b["name"]: b["key"] for b in cfg.document["backbones"]}
+    assert without.work.calls == sum(w.steps for w in work.values())  # one call a step
+    assert with_it.work.calls == sum(round(w.steps * per_step[key[n]]) for n, w in work.items())
     assert with_it.work.prompt_tokens > without.work.prompt_tokens
 
 
