@@ -200,8 +200,9 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
     _, _, doc, out = rehearsal
     per_step = doc["moira_table5_a2"]["calls_per_step"]
     assert set(per_step) == {"qwen3-32b", "qwen3-32b-nothink"}
-    # FinMem's decisions and reflections ride on the no-thinking backbone (A2's baseline)
-    assert per_step["qwen3-32b-nothink"] > per_step["qwen3-32b"] > 0.5
+    # FinMem's decisions and reflections ride on the no-thinking backbone (A2's baseline): its
+    # sessions count there as decision steps, as the plan counts them
+    assert per_step["qwen3-32b-nothink"] > 0.5 and per_step["qwen3-32b"] > 0.5
     cfg = load_repro("moira_table5_a2")
     reg = default_registry()
     [with_it] = plan_config(cfg, 1, "h200", registry=reg, rehearsal=out / cfg.name / "rehearsal.json")
