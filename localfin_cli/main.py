@@ -30,6 +30,7 @@ from localfin_cli import (
     bench_cmd,
     data_cmd,
     export_cmd,
+    gpu_cmd,
     models_cmd,
     pairs_cmd,
     qa_cmd,
@@ -99,6 +100,7 @@ report_cmd.register(app)
 export_cmd.register(app)
 audit_cmd.register(app)
 reproduce_cmd.register(app)
+gpu_cmd.register(app)
 
 
 def command() -> typer.core.TyperGroup:

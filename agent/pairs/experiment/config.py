@@ -10,10 +10,11 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
-                   slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
-                   are filled and what fills cost; defaults: the papers' close-to-close at no cost),
-                   anonymize (aliases for tickers and names in every prompt; default false)
+    [experiment]   name, store, pool, seeds, exposures, pairing, cost_bps, no_beta_legs,
+                   beta_window, execution, slippage_bps, borrow_bps_per_year
+                   (agent.pairs.market.execution: how decisions are filled and what fills cost;
+                   defaults: the papers' close-to-close at no cost), anonymize (aliases for
+                   tickers and names in every prompt; default false)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
@@ -21,11 +22,14 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    max_failures_in_a_row (faults: docs/faults.md)
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
-                   reflection_max_chars, news_per_leg, news_lookback_sessions,
-                   headline_max_chars, news_token_budget, block_order, description_max_chars,
-                   memory_records, reflection_max_records
+                   principle_min_chars, reflection_max_chars, news_per_leg,
+                   news_lookback_sessions, headline_max_chars, news_token_budget, block_order,
+                   description_max_chars, memory_records, reflection_max_records,
+                   pair_quality_min_held, pair_quality_reverting, pair_quality_weak,
+                   spread_far_z, spread_near_z
     [policy]       max_cycles, stop_after_rejections, max_principles, consolidation,
-                   carry_pair_memory, reflection_feedback, direction_rule
+                   warmup_floor, carry_pair_memory, reflection_feedback, direction_rule,
+                   principle_min_words, principle_rules
     [selection]    fallback, reselection, fixed_pair
     [screen]       any field of agent.pairs.screen.causal.ScreenConfig
     [lifecycle]    any field of agent.pairs.lifecycle.machine.LifecycleConfig
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -66,11 +71,13 @@ from agent.pairs.screen.causal import ScreenConfig
 from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
+from serving.engine_args import check_engine_fields, engine_pins
 from serving.open import BACKEND_KINDS, BackendSpec, backend_kinds
 from serving.types import Sampling
 from serving.vllm_engine import EngineOptions
 
 __all__ = [
+    "PAIRINGS",
     "ModelConfig",
     "WindowConfig",
     "ExperimentConfig",
@@ -80,6 +87,8 @@ __all__ = [
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: What the runs of one seed under the two exposures share (:class:`ExperimentConfig` ``pairing``).
+PAIRINGS = ("paired", "independent")
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,20 @@ class ModelConfig:
         call boundary (exit code 4) and resumes with ``--resume`` (see "Faults and recovery").
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
+    quantization: ``vllm``: a declared weight quantization of the engine, ``fp8`` (vLLM
+        ``--quantization fp8``: 8-bit weights quantized at load, half the memory of bf16, on
+        Hopper GPUs and newer; not the weights the papers ran) or "" (the checkpoint's own).
+    pipeline_parallel: ``vllm``: declared pipeline stages of the engine (1: none; more lets a
+        model too big for one node span nodes, which needs a Ray cluster).
+    batch_invariant: ``vllm``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``): a
+        reply no longer depends on which requests share its batch, so a resumed GPU run's new
+        replies equal an uninterrupted run's, at some speed (bf16 GPU kernels are otherwise not
+        batch-invariant; see "Faults and recovery", Determinism).
+    async_scheduling: ``vllm``: vLLM's asynchronous scheduling (its CUDA default), off until a
+        GPU check validates it with structured outputs, the reasoning parser and seeded requests.
+    worker_start_method: ``vllm``: how the engine's processes start (``spawn``, as the CPU
+        build always does; ``fork``, CUDA's default, copies a parent holding OpenMP and numba
+        thread pools).
     """
 
     backbone: str = "smollm2-135m"
@@ -129,6 +152,11 @@ class ModelConfig:
     retry_backoff_s: float = 1.0
     retry_backoff_max_s: float = 30.0
     max_failures_in_a_row: int = 8
+    quantization: str = ""
+    pipeline_parallel: int = 1
+    batch_invariant: bool = False
+    async_scheduling: bool = False
+    worker_start_method: str = "spawn"
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
 
     def __post_init__(self) -> None:
@@ -161,6 +189,7 @@ class ModelConfig:
             )
         if self.max_failures_in_a_row < 1:
             raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
+        check_engine_fields(self, "model")
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a run with ``seed``."""
@@ -172,6 +201,7 @@ class ModelConfig:
             max_num_seqs=self.max_num_seqs,
             kv_cache_gib=self.kv_cache_gib,
             max_failures_in_a_row=self.max_failures_in_a_row,
+            **engine_pins(self),
         )
         if self.backend == "vllm":
             return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
@@ -222,13 +252,24 @@ class ExperimentConfig:
     seeds: one run per seed (and exposure and variant); every request carries its run's seed.
     exposures: ``no_beta`` (equal-magnitude legs) and/or ``beta`` (hedge-ratio legs): the
         papers' two exposure settings, one run each.
+    pairing: what the runs of one seed under the two exposures share (:data:`PAIRINGS`):
+        ``paired`` (the default): ONE training phase (it sizes with No-Beta whatever the run's
+        exposure, as the paper trains) and, through it, one first test selection, so each
+        seed's Beta and No-Beta runs differ only in sizing and in what follows from it: a
+        Beta-against-No-Beta difference is a paired comparison. ``independent``: every exposure
+        trains on its own, selects its own first pair and draws its own seed stream (the
+        request seed is :meth:`request_seed`), so the two exposures of a seed are independent
+        replications. The paper reports three independent runs per setting and does not say
+        whether runs of one seed shared anything across exposures.
+    beta_window: sessions of the Beta exposure's rolling OLS hedge ratio, for the agent and
+        every baseline (paper §4.1: 20).
     cost_bps: fee per unit of turnover in basis points (the papers': 0).
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
     no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized:
-    ``dollar_neutral`` (the default: +-0.5 of capital) or ``equal_shares`` (one share of each
-    leg, the paper's words; the reproduction configs use it, the GPU reproduction guide says
-    why). Training and the baselines use it too.
+    ``equal_shares`` (the default: one share of each leg, the paper's words, §4.1) or
+    ``dollar_neutral`` (+-0.5 of capital, the CPU configs' reading). Training and the baselines
+    use it too.
     """
 
     name: str
@@ -237,8 +278,10 @@ class ExperimentConfig:
     pool: tuple[str, ...] = ()
     seeds: tuple[int, ...] = (0,)
     exposures: tuple[str, ...] = EXPOSURES
+    pairing: str = "paired"
     cost_bps: float = 0.0
-    no_beta_legs: str = "dollar_neutral"
+    no_beta_legs: str = "equal_shares"
+    beta_window: int = 20
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
@@ -272,6 +315,10 @@ class ExperimentConfig:
             raise ConfigError(
                 f"experiment.no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}"
             )
+        if self.pairing not in PAIRINGS:
+            raise ConfigError(f"experiment.pairing={self.pairing!r}; allowed: {', '.join(PAIRINGS)}")
+        if isinstance(self.beta_window, bool) or not 3 <= self.beta_window <= 2520:
+            raise ConfigError(f"experiment.beta_window={self.beta_window!r}; allowed: 3..2520 sessions")
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
         if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):
@@ -320,9 +367,21 @@ class ExperimentConfig:
         if "finmem" not in self.baselines.methods or fm.model == self.model.backbone:
             return None
         if self.model.backend == "vllm":
-            engine = EngineOptions(max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib)
+            pins = {**engine_pins(self.model), "quantization": None, "pipeline_parallel": 1}
+            engine = EngineOptions(
+                max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib, **pins
+            )
             return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
         return BackendSpec(self.model.backend, fm.model, base_url=fm.base_url)
+
+    def request_seed(self, seed: int, exposure: str) -> int:
+        """The seed every model request of the run (``seed``, ``exposure``) carries: the run seed
+        when ``pairing`` is ``paired``; for ``independent``, the first 31 bits of the SHA-256 of
+        ``"<seed>/<exposure>"`` (a stream of its own per exposure, the same on every machine)."""
+        if self.pairing == "paired":
+            return seed
+        digest = hashlib.sha256(f"{seed}/{exposure}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""

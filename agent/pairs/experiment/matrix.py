@@ -27,6 +27,8 @@ Format (``agent/pairs/configs/matrix_cpu.toml`` is a complete example)::
     base_url = "http://127.0.0.1:8000/v1"  # max_num_seqs, kv_cache_gib, chunk_size, max_tokens
     model_path = ""                # weights folder (``built`` test models: default
                                    # <model cache>/<key>, built on first use)
+    exposures = ["beta"]           # optional: this backbone's experiments run only these
+                                   # (default: the matrix's exposures)
 
     [[windows]]                    # one or more named windows sets (A1 long horizon, A2 another
     name = "main"                  # regime); a single [windows] table is the set "main"; with a

@@ -6,9 +6,10 @@ The experiment folder holds ``config.toml`` (the file the experiment was started
 token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
 each round, the pending calls of all runs go to the engine as one batch, which the
 :class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
-records in one transaction. Runs whose training is the same (the two exposures of a seed, and
-A4's full and no-reselection variants) share one training phase and start their test windows
-from the identical policy (:func:`agent.pairs.experiment.backtest.moira_group_program`);
+records in one transaction. Runs whose training is the same (the two exposures of a seed under
+``pairing = "paired"``, and A4's full and no-reselection variants) share one training phase and
+start their test windows from the identical policy, and A3's two conditions share one warmup
+(:func:`agent.pairs.experiment.backtest.moira_group_program`);
 identical requests of different runs are answered once. Resuming is rerunning: journaled calls
 replay, so a killed experiment continues to the identical result and the model only sees the
 calls it never answered.
@@ -29,7 +30,13 @@ from typing import Any
 
 from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
-from agent.pairs.experiment.backtest import RunSpec, moira_group_program, training_groups, write_run
+from agent.pairs.experiment.backtest import (
+    RunSpec,
+    moira_group_program,
+    training_groups,
+    training_rounds,
+    write_run,
+)
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
 from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
@@ -212,14 +219,10 @@ def run_experiment(
         )
         fm = eb.finmem_programs(store, cfg, view.pool, embedder)
     specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
-    groups = training_groups(specs)
+    groups = training_groups(specs, cfg.pairing)
     n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
     n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
-    per_group = [
-        n_train * (1 + (g[0].variant.policy.max_cycles if g[0].variant.policy.consolidation else 0))
-        + n_test * len(g)
-        for g in groups
-    ]
+    per_group = [training_rounds(g, cfg.pairing) * n_train + n_test * len(g) for g in groups]
     tally = _Tally(progress, sum(per_group), len(specs))
 
     inner: Backend = backend

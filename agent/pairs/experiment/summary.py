@@ -11,12 +11,25 @@ from typing import Any
 
 from agent.pairs.experiment.backtest import RunOutcome
 from agent.pairs.experiment.config import ExperimentConfig
-from agent.pairs.market.metrics import LIFECYCLE_STATES
+from agent.pairs.market.metrics import (
+    LIFECYCLE_STATES,
+    RETURN_NOTE,
+    ZERO_VARIANCE_MARK,
+    ZERO_VARIANCE_NOTE,
+    table_sharpe,
+)
 from agent.pairs.market.records import write_json
 from localfin.files import write_text
 from localfin.fmt import fmt_num, fmt_pct
 
-__all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell", "news_cuts"]
+__all__ = [
+    "ExperimentResult",
+    "write_summary",
+    "baseline_lines",
+    "sharpe_cell",
+    "lifecycle_cell",
+    "news_cuts",
+]
 
 
 @dataclass
@@ -79,8 +92,8 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         + ", ".join(f"{k} v{v['version']} {v['sha256'][:12]}" for k, v in doc["prompts"].items())
         + ").",
         "",
-        "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
-        "| switches | updates | fallbacks (test/train) | short/empty screens "
+        "| run | initial pair | return (compounded) | Sharpe (SE) | max DD | win rate | CF accuracy "
+        "| LS/SL/FLAT | switches | updates | fallbacks (test/train) | short/empty screens "
         "| lifecycle H/W/B/none | re-screens/replacements |",
         "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---|",
     ]
@@ -89,7 +102,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         ac = m["action_counts"]
         lines.append(
             f"| {r['run_id']} | {e['initial_pair'] or '-'} | {fmt_pct(m['cumulative_return'])} | "
-            f"{fmt_num(m['sharpe'])} ({fmt_num(m['sharpe_se'])}) | {fmt_pct(m['max_drawdown'])} | "
+            f"{sharpe_cell(m)} ({fmt_num(m['sharpe_se'])}) | {fmt_pct(m['max_drawdown'])} | "
             f"{fmt_num(m['win_rate'])} | {fmt_num(m['action_accuracy'])} | "
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
@@ -97,6 +110,9 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
             f"{e['screens_short']}/{e['screens_empty']} | {lifecycle_cell(e)} |"
         )
     lines += baseline_lines(res.baselines)
+    lines += ["", RETURN_NOTE]
+    if any(table_sharpe(d["metrics"])[1] for d in [*runs, *res.baselines]):
+        lines += ["", ZERO_VARIANCE_NOTE]
     lines += [
         "",
         "Tokens by call type (summed over the results each run received, agent and FinMem; journal "
@@ -144,6 +160,13 @@ def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
+def sharpe_cell(metrics: Any) -> str:
+    """The Sharpe ratio a table shows (:func:`agent.pairs.market.metrics.table_sharpe`: 0.00 with
+    its mark for a run whose every return is zero; ``n/a`` where undefined otherwise)."""
+    value, flat = table_sharpe(metrics)
+    return fmt_num(value) + (ZERO_VARIANCE_MARK if flat else "")
+
+
 def lifecycle_cell(extra: dict[str, Any]) -> str:
     """``H/W/B/none % | re-screens/replacements`` of a run's ``extra.lifecycle`` (n/a without)."""
     life = extra.get("lifecycle") or {}
@@ -161,7 +184,8 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         "",
         "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
         "",
-        "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
+        "| run | method | pair | return (compounded) | Sharpe (SE) | max DD | win rate | LS/SL/FLAT "
+        "| model calls "
         "| fallbacks | cut at max_tokens |",
         "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
@@ -174,7 +198,7 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
             f"{fmt_pct(m.get('cumulative_return'))} | "
-            f"{fmt_num(m.get('sharpe'))} ({fmt_num(m.get('sharpe_se'))}) | "
+            f"{sharpe_cell(m)} ({fmt_num(m.get('sharpe_se'))}) | "
             f"{fmt_pct(m.get('max_drawdown'))} | {fmt_num(m.get('win_rate'))} | "
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{calls} | {fb} | {cut} |"

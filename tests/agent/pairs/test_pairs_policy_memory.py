@@ -92,8 +92,11 @@ def test_accept_only_on_improvement_rollback_and_early_stop(tmp_path, oracle):
     assert sum(r.call_type == "reflection" for r in backend.calls) == 3
     test_prompts = [r.messages[0].content for r in backend.calls if r.call_type == "direction"][-5:]
     assert all(GOOD in p and BAD not in p for p in test_prompts)
+    # the warmup's own principle is the floor of rollback (kept, not a gated update)
+    assert "floor" in cycles[1]["reason"]
     extra = res.runs[0]["extra"]
-    assert extra["accepted_policy_updates"] == 1 and extra["principles"] == [GOOD]
+    assert extra["accepted_policy_updates"] == 0 and extra["principles"] == [GOOD]
+    assert extra["warmup_principles"] == [GOOD]
 
 
 def test_rejected_rule_is_recorded_and_no_replay_without_a_valid_principle(tmp_path, oracle):
