@@ -48,6 +48,8 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
+    from agent.data.coverage import check_date
+    from agent.data.store import MarketStore
     from agent.pairs.screen.causal import ScreenConfig, screen_store
     from localfin import env
 
@@ -61,7 +63,10 @@ def screen(
         half_life_max=half_life_max,
     )
     tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-    res = screen_store(store or env.default_store_path(), date, pool=tickers, config=cfg)
+    with MarketStore(store or env.default_store_path(), create=False) as db:
+        # before, or after, the data there is nothing to screen at the date: say the data's range
+        check_date(db, date, name="--date", tickers=tickers, pool_name="--pool")
+        res = screen_store(db, date, pool=tickers, config=cfg)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
@@ -174,10 +179,12 @@ def run(
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
     from agent.api import check_models, load_experiment_config, run_experiment
+    from agent.pairs.experiment.preflight import check_data
     from localfin import env, interrupt, runlock
 
     cfg, _ = load_experiment_config(config, model=model)
     check_models(cfg)  # an unknown registry key fails here, before the folder or any call
+    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
     folder = out or env.runs_dir() / cfg.name
     me = f"localfin pairs run --config {config}" + (f" --model {model}" if model else "")
     hint = f"rerun with: {me} --out {folder} --resume"
@@ -281,6 +288,24 @@ def _years(text: str) -> list[int]:
     return list(range(lo, hi + 1))
 
 
+def _check_years(store: Path, pools: dict[str, list[str]], years: list[int]) -> None:
+    """Each pool's tickers in the store and prices inside ``--years`` (else its range, exit 2)."""
+    from agent.data.coverage import check_window
+    from agent.data.store import MarketStore
+
+    shown = f"{years[0]}" + (f"-{years[-1]}" if years[-1] != years[0] else "")
+    with MarketStore(store, create=False) as db:
+        for name, tickers in pools.items():
+            check_window(
+                db,
+                f"{years[0]}-01-01",
+                f"{years[-1]}-12-31",
+                name=f"--years {shown} (pool {name})",
+                tickers=tickers,
+                pool_name=f"--pool {name}",
+            )
+
+
 @app.command("screen-sweep")
 def screen_sweep(
     ctx: typer.Context,
@@ -306,8 +331,10 @@ def screen_sweep(
 
     pools, span = _pools(pool), _years(years)
     cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback), price_field=price_field)
+    path = store or env.default_store_path()
+    _check_years(path, pools, span)
     with quiet_run(ctx, "pairs-screen-sweep", announce=False) as rl:
-        sweeps = sweep_store(store or env.default_store_path(), pools, span, cfg, progress_for(rl))
+        sweeps = sweep_store(path, pools, span, cfg, progress_for(rl))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             per_date = {
@@ -360,11 +387,13 @@ def lifecycle_sweep(
         if not sep or not grid[name.strip()]:
             raise typer.BadParameter(f"--vary {spec!r}: allowed NAME=V1,V2 (at least one value)")
     cfg = ScreenConfig(price_field=price_field)
+    path, pools, span = store or env.default_store_path(), _pools(pool), _years(years)
+    _check_years(path, pools, span)
     with quiet_run(ctx, "pairs-lifecycle-sweep", announce=False) as rl:
         rows = sweep_store(
-            store or env.default_store_path(),
-            _pools(pool),
-            _years(years),
+            path,
+            pools,
+            span,
             top=top,
             hold=hold,
             screen=cfg,
@@ -397,8 +426,21 @@ def baselines(
     borrow_bps: float = typer.Option(
         0.0, "--borrow-bps-per-year", help="Short leg's lending fee, bps a year, accrued per session."
     ),
+    methods: str = typer.Option(
+        "long_short,short_long,equal_weight,eg_z,eg_ddqn",
+        "--methods",
+        help="Comma-separated baselines: the built-in ones (default: all five) and any installed "
+        "plugin's (localfin plugins list).",
+    ),
+    options: list[str] = typer.Option(
+        [],
+        "--option",
+        help="METHOD.KEY=VALUE: a setting of one baseline, the value as in TOML (eg_z.entry_z=1.5, "
+        "a plugin's option); repeatable. Default: each baseline's defaults.",
+    ),
 ) -> None:
-    """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN) over rolling yearly windows."""
+    """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN, installed plugins' pair rules)
+    over rolling yearly windows; no model is called."""
     from agent.data.store import MarketStore
     from agent.pairs.baselines.rolling import run_rolling
     from agent.pairs.baselines.runner import RunSettings
@@ -407,12 +449,15 @@ def baselines(
     pools, span = _pools(pool), _years(years)
     if train_sessions < 1:
         raise typer.BadParameter(f"--train-sessions {train_sessions}: allowed >= 1")
+    configs = _baseline_configs(methods, options)
     settings = RunSettings(
         cost_bps=cost_bps, execution=execution, slippage_bps=slippage_bps, borrow_bps_per_year=borrow_bps
     )
+    path = store or env.default_store_path()
+    _check_years(path, pools, span)  # before the output folder is made
     with (
         quiet_run(ctx, "baselines", out) as rl,
-        MarketStore(store or env.default_store_path(), create=False) as st,
+        MarketStore(path, create=False) as st,
     ):
         res = run_rolling(
             st,
@@ -421,7 +466,47 @@ def baselines(
             out_dir=out,
             seed=seed,
             train_sessions=train_sessions,
+            configs=configs,
             settings=settings,
             progress=progress_for(rl),
         )
         result(rl, f"{len(res.rows)} runs; tables: {out / 'rolling.md'}")
+
+
+def _baseline_configs(methods: str, options: list[str]) -> list:
+    """The runner configs of ``--methods`` with the ``--option`` settings, read like an
+    experiment's ``[baselines]`` table (errors name the option)."""
+    from agent.pairs.baselines.config import parse_baselines
+    from agent.pairs.baselines.plugins import baseline_names
+    from agent.pairs.experiment.config import ModelConfig
+    from localfin import configfile as cf
+    from localfin.errors import ConfigError
+
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    known = [m for m in baseline_names() if m != "finmem"]
+    if "finmem" in names:
+        raise ConfigError(
+            "--methods finmem: FinMem calls a model; run it beside the agent (localfin pairs run, "
+            f'[baselines] methods = ["finmem"]); allowed here: {", ".join(known)}'
+        )
+    unknown = [m for m in names if m not in known]
+    if unknown or not names:
+        given = ", ".join(map(repr, unknown)) or "none"
+        raise ConfigError(f"--methods has {given}; allowed: {', '.join(known)}")
+    table: dict = {"methods": names}
+    for spec in options:
+        key, sep, text = spec.partition("=")
+        method, dot, field = key.strip().partition(".")
+        if not (sep and dot and field and method in names):
+            raise ConfigError(
+                f"--option {spec!r}; allowed: METHOD.KEY=VALUE, METHOD one of --methods ({', '.join(names)})"
+            )
+        try:
+            value = cf.loads_toml(f"v = {text.strip()}", "--option")["v"]
+        except ConfigError:
+            value = text.strip()  # a bare word: a string
+        table.setdefault(method, {})[field] = value
+    try:
+        return parse_baselines(table, ModelConfig()).rule_configs()
+    except ConfigError as exc:
+        raise ConfigError(f"--option: {exc}") from None

@@ -94,8 +94,12 @@ def _items(
 ):
     from agent.qa import runs
     from agent.qa.datasets import load_items
+    from agent.qa.extensions import dataset_names
     from localfin.errors import ConfigError
 
+    known = dataset_names()
+    if dataset not in known:
+        raise ConfigError(f"--dataset: unknown QA dataset {dataset!r}; allowed: {', '.join(known)}")
     if offset < 0:
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
@@ -167,6 +171,9 @@ def _guarded(folder: Path, command: str):
     return stack
 
 
+_EMBEDDERS = ("minilm", "hashing")
+
+
 def _embedder(name: str):
     from bank.embedder import HashingEmbedder, MiniLMEmbedder
     from localfin.errors import ConfigError
@@ -175,7 +182,7 @@ def _embedder(name: str):
         return MiniLMEmbedder()
     if name == "hashing":
         return HashingEmbedder()
-    raise ConfigError(f"--embedder={name!r}; allowed: minilm, hashing")
+    raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(_EMBEDDERS)}")
 
 
 def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
@@ -186,10 +193,55 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
     return solver_config_for(model_facts(model, reg), **over, **extra)
 
 
+def _checked(keys: dict[str, str | None], *, backend: str, base_url: str | None, embedder: str | None = None):
+    """Every name the options give, checked before any data is read or any engine starts, each
+    error naming the option: ``--model`` / ``--judge`` (registry keys), ``--backend`` (a backend
+    kind), ``--embedder``. ``keys``: option -> the registry key it gives (None: not given).
+    Returns the registry."""
+    from localfin.errors import ConfigError
+    from serving.open import BACKEND_KINDS, backend_kinds
+    from serving.registry import default_registry
+
+    if backend not in BACKEND_KINDS and backend not in backend_kinds():
+        raise ConfigError(f"--backend {backend!r}; allowed: {', '.join(backend_kinds())}")
+    if backend == "openai" and not base_url:
+        raise ConfigError("--base-url is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
+    reg = default_registry()
+    for option, key in keys.items():
+        if key is not None:
+            try:
+                reg.get(key)
+            except ConfigError as exc:
+                raise ConfigError(f"{option}: {exc}") from None
+    if embedder is not None and embedder not in _EMBEDDERS:
+        raise ConfigError(f"--embedder={embedder!r}; allowed: {', '.join(_EMBEDDERS)}")
+    return reg
+
+
+def _tool_names(tools: str, sandbox: str, store: Path | None) -> tuple[str, ...]:
+    """The ``--tools`` names, checked against the built-in and the installed plugins' tools,
+    with ``--sandbox-missing`` and ``--store`` (errors name the option)."""
+    from agent.qa.extensions import tool_names
+    from localfin.errors import ConfigError
+
+    names = tuple(t.strip() for t in tools.split(",") if t.strip())
+    known = tool_names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"--tools has {', '.join(map(repr, unknown))}; allowed: {', '.join(known)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--tools={tools!r} names a tool twice; allowed: each tool once")
+    if sandbox not in ("raise", "refuse"):
+        raise ConfigError(f"--sandbox-missing={sandbox!r}; allowed: raise, refuse")
+    if "lookup" in names and store is not None and not Path(store).is_file():
+        raise ConfigError(f"--store {store}: no market store there (localfin data import makes one)")
+    return names
+
+
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
     from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
-    names = tuple(t.strip() for t in tools.split(",") if t.strip())
+    names = _tool_names(tools, sandbox, store)
     corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
     cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
     return tool_factory(cfg), names
@@ -259,6 +311,8 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
+    _checked({"--model": model, "--judge": judge}, backend=backend, base_url=base_url, embedder=embedder)
+    _tool_names(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         "bank", dataset, model, split, offset, limit, subset
@@ -268,6 +322,7 @@ def build_bank_cmd(
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
     ):
+        factory, names = _tools(tools, store, sandbox_missing, dataset, data)  # before any engine
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         jb = None
         try:
@@ -275,7 +330,6 @@ def build_bank_cmd(
             if judge_model != model and any(it.question.dataset == "fintmmbench" for it in items):
                 jb, _ = _backend(backend, judge_model, judge_url or base_url, request_timeout, max_retries)
                 _start(jb, log)
-            factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
@@ -360,6 +414,10 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    ft_fm_embedder = embedder if variant == "ft_fm" else None
+    _checked({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
+    if variant != "base":
+        _tool_names(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         variant, dataset, model, split, offset, limit, subset
@@ -368,13 +426,13 @@ def eval_cmd(
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
     ):
+        factory, names = (  # before any engine: a missing sandbox or store fails here
+            _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+        )
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            factory, names = (
-                _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
-            )
             run = dict(
                 tools=factory,
                 scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
@@ -461,6 +519,7 @@ def judge_check_cmd(
     from agent.qa.judge_check import judge_check
     from localfin import env
 
+    _checked({"--judge": judge}, backend=backend, base_url=base_url)
     items, _ = _items(dataset, data, split, offset, limit, None, subset)
     target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
     with quiet_run(ctx, "qa-judge-check", target) as log:
