@@ -24,14 +24,7 @@ from typing import Any
 
 from localfin import configfile as cf
 
-__all__ = ["folder_copy", "same_path", "PATH_KEYS"]
-
-#: The config keys that hold paths: (table, key), the table as a dotted name.
-PATH_KEYS: tuple[tuple[str, str], ...] = (
-    ("experiment", "store"),
-    ("prompt", "dir"),
-    ("baselines.finmem", "prompt_dir"),
-)
+__all__ = ["folder_copy", "same_path"]
 
 _HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\s\"-]+?)\s*\]\s*(#.*)?$")
 

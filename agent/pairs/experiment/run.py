@@ -32,8 +32,8 @@ from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
 from agent.pairs.experiment.backtest import RunSpec, moira_group_program, training_groups, write_run
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
-from agent.pairs.experiment.folder_config import PATH_KEYS, folder_copy, same_path
-from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
+from agent.pairs.experiment.folder_config import folder_copy, same_path
+from agent.pairs.experiment.manifest import build_manifest, run_prompts, sampling_by_call_type
 from agent.pairs.experiment.preflight import check_data
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.anonymize import Aliases
@@ -79,7 +79,7 @@ def _prepare_folder(out: Path, config_text: str, copy_text: str, resume: bool) -
 
 
 #: The keys of a recorded config whose values are paths (compared by meaning, not spelling).
-_PATH_KEYS = {f"config.{table}.{key}" for table, key in PATH_KEYS}
+_PATH_KEYS = {"config.store", "config.prompt.dir", "config.baselines.finmem.prompt_dir"}
 
 
 def _differences(mine: Any, theirs: Any, where: str = "config") -> list[str]:
@@ -300,6 +300,7 @@ def run_experiment(
         engine_start,
         outcomes,
         eb.baseline_docs(out, baseline_ids),
+        repeated=jb.repeated,
     )
     write_summary(out, cfg, result, tokens)
     manifest = build_manifest(
@@ -311,6 +312,7 @@ def run_experiment(
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
         prompt_dir=cfg.prompt.dir,
+        prompts=run_prompts("finmem" in cfg.baselines.methods),
         extra={
             "mode": result.mode,
             "runs": [s.run_id for s in specs],
@@ -321,6 +323,7 @@ def run_experiment(
             "lockstep_rounds": rounds,
             "model_calls": jb.called,
             "replayed_from_journal": jb.replayed,
+            "repeated_requests": jb.repeated,
             "sampling": sampling,
             "backend": backend_settings(backend),
             "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},
