@@ -311,12 +311,11 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
+    given_run = renamed(run_dir, old_run_dir, "--run-dir", "--out")
     _checked({"--model": model, "--judge": judge}, backend=backend, base_url=base_url, embedder=embedder)
     _tool_names(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        "bank", dataset, model, split, offset, limit, subset
-    )
+    run = given_run or _default_run("bank", dataset, model, split, offset, limit, subset)
     judge_model = judge or model
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
@@ -422,14 +421,13 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    given_root = renamed(run_dir, old_run_dir, "--run-dir", "--out")
     ft_fm_embedder = embedder if variant == "ft_fm" else None
     _checked({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
     if variant != "base":
         _tool_names(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        variant, dataset, model, split, offset, limit, subset
-    )
+    root = given_root or _default_run(variant, dataset, model, split, offset, limit, subset)
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
