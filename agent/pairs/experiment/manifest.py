@@ -90,7 +90,8 @@ def prompt_set(directory: str = "", names: tuple[str, ...] = PROMPTS) -> str:
     if not directory:
         return "package"
     own = sum(1 for v in prompt_versions(directory, names).values() if v["source"] != "package")
-    return f"{directory} ({own} of {len(names)} prompt files; the rest packaged)"
+    rest = "; the rest packaged" if own < len(names) else ""
+    return f"{directory} ({own} of {len(names)} prompt files{rest})"
 
 
 def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
