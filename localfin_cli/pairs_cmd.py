@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from localfin_cli._common import progress_for, quiet_run, result
+from localfin_cli.pairs_options import baseline_configs, check_years, parse_pools, parse_years
 
 __all__ = ["app"]
 
@@ -266,46 +267,6 @@ def matrix(
         result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")
 
 
-def _pools(specs: list[str]) -> dict[str, list[str]]:
-    pools: dict[str, list[str]] = {}
-    for spec in specs:
-        name, sep, tickers = spec.partition("=")
-        names = [t.strip() for t in tickers.split(",") if t.strip()]
-        if not sep or not name.strip() or len(names) < 2:
-            raise typer.BadParameter(f"--pool {spec!r}: allowed NAME=T1,T2[,...] (at least two tickers)")
-        pools[name.strip()] = names
-    return pools
-
-
-def _years(text: str) -> list[int]:
-    first, _, last = text.partition("-")
-    try:
-        lo, hi = int(first), int(last or first)
-    except ValueError:
-        raise typer.BadParameter(f"--years {text!r}: allowed YEAR or FIRST-LAST, e.g. 2005-2023") from None
-    if not 1900 <= lo <= hi <= 2100:
-        raise typer.BadParameter(f"--years {text!r}: allowed FIRST <= LAST within 1900..2100")
-    return list(range(lo, hi + 1))
-
-
-def _check_years(store: Path, pools: dict[str, list[str]], years: list[int]) -> None:
-    """Each pool's tickers in the store and prices inside ``--years`` (else its range, exit 2)."""
-    from agent.data.coverage import check_window
-    from agent.data.store import MarketStore
-
-    shown = f"{years[0]}" + (f"-{years[-1]}" if years[-1] != years[0] else "")
-    with MarketStore(store, create=False) as db:
-        for name, tickers in pools.items():
-            check_window(
-                db,
-                f"{years[0]}-01-01",
-                f"{years[-1]}-12-31",
-                name=f"--years {shown} (pool {name})",
-                tickers=tickers,
-                pool_name=f"--pool {name}",
-            )
-
-
 @app.command("screen-sweep")
 def screen_sweep(
     ctx: typer.Context,
@@ -329,10 +290,10 @@ def screen_sweep(
     from agent.pairs.screen.evaluate import sweep_store
     from localfin import env
 
-    pools, span = _pools(pool), _years(years)
+    pools, span = parse_pools(pool), parse_years(years)
     cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback), price_field=price_field)
     path = store or env.default_store_path()
-    _check_years(path, pools, span)
+    check_years(path, pools, span)
     with quiet_run(ctx, "pairs-screen-sweep", announce=False) as rl:
         sweeps = sweep_store(path, pools, span, cfg, progress_for(rl))
         if out is not None:
@@ -387,8 +348,8 @@ def lifecycle_sweep(
         if not sep or not grid[name.strip()]:
             raise typer.BadParameter(f"--vary {spec!r}: allowed NAME=V1,V2 (at least one value)")
     cfg = ScreenConfig(price_field=price_field)
-    path, pools, span = store or env.default_store_path(), _pools(pool), _years(years)
-    _check_years(path, pools, span)
+    path, pools, span = store or env.default_store_path(), parse_pools(pool), parse_years(years)
+    check_years(path, pools, span)
     with quiet_run(ctx, "pairs-lifecycle-sweep", announce=False) as rl:
         rows = sweep_store(
             path,
@@ -446,15 +407,15 @@ def baselines(
     from agent.pairs.baselines.runner import RunSettings
     from localfin import env
 
-    pools, span = _pools(pool), _years(years)
+    pools, span = parse_pools(pool), parse_years(years)
     if train_sessions < 1:
         raise typer.BadParameter(f"--train-sessions {train_sessions}: allowed >= 1")
-    configs = _baseline_configs(methods, options)
+    configs = baseline_configs(methods, options)
     settings = RunSettings(
         cost_bps=cost_bps, execution=execution, slippage_bps=slippage_bps, borrow_bps_per_year=borrow_bps
     )
     path = store or env.default_store_path()
-    _check_years(path, pools, span)  # before the output folder is made
+    check_years(path, pools, span)  # before the output folder is made
     with (
         quiet_run(ctx, "baselines", out) as rl,
         MarketStore(path, create=False) as st,
@@ -471,42 +432,3 @@ def baselines(
             progress=progress_for(rl),
         )
         result(rl, f"{len(res.rows)} runs; tables: {out / 'rolling.md'}")
-
-
-def _baseline_configs(methods: str, options: list[str]) -> list:
-    """The runner configs of ``--methods`` with the ``--option`` settings, read like an
-    experiment's ``[baselines]`` table (errors name the option)."""
-    from agent.pairs.baselines.config import parse_baselines
-    from agent.pairs.baselines.plugins import baseline_names
-    from agent.pairs.experiment.config import ModelConfig
-    from localfin import configfile as cf
-    from localfin.errors import ConfigError
-
-    names = [m.strip() for m in methods.split(",") if m.strip()]
-    known = [m for m in baseline_names() if m != "finmem"]
-    if "finmem" in names:
-        raise ConfigError(
-            "--methods finmem: FinMem calls a model; run it beside the agent (localfin pairs run, "
-            f'[baselines] methods = ["finmem"]); allowed here: {", ".join(known)}'
-        )
-    unknown = [m for m in names if m not in known]
-    if unknown or not names:
-        given = ", ".join(map(repr, unknown)) or "none"
-        raise ConfigError(f"--methods has {given}; allowed: {', '.join(known)}")
-    table: dict = {"methods": names}
-    for spec in options:
-        key, sep, text = spec.partition("=")
-        method, dot, field = key.strip().partition(".")
-        if not (sep and dot and field and method in names):
-            raise ConfigError(
-                f"--option {spec!r}; allowed: METHOD.KEY=VALUE, METHOD one of --methods ({', '.join(names)})"
-            )
-        try:
-            value = cf.loads_toml(f"v = {text.strip()}", "--option")["v"]
-        except ConfigError:
-            value = text.strip()  # a bare word: a string
-        table.setdefault(method, {})[field] = value
-    try:
-        return parse_baselines(table, ModelConfig()).rule_configs()
-    except ConfigError as exc:
-        raise ConfigError(f"--option: {exc}") from None

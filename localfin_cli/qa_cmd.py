@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from localfin_cli._common import note, progress_for, quiet_run, renamed, result
+from localfin_cli.qa_checks import EMBEDDERS, checked_options, tool_names_of
 
 __all__ = ["app"]
 
@@ -171,9 +172,6 @@ def _guarded(folder: Path, command: str):
     return stack
 
 
-_EMBEDDERS = ("minilm", "hashing")
-
-
 def _embedder(name: str):
     from bank.embedder import HashingEmbedder, MiniLMEmbedder
     from localfin.errors import ConfigError
@@ -182,7 +180,7 @@ def _embedder(name: str):
         return MiniLMEmbedder()
     if name == "hashing":
         return HashingEmbedder()
-    raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(_EMBEDDERS)}")
+    raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(EMBEDDERS)}")
 
 
 def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
@@ -193,55 +191,10 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
     return solver_config_for(model_facts(model, reg), **over, **extra)
 
 
-def _checked(keys: dict[str, str | None], *, backend: str, base_url: str | None, embedder: str | None = None):
-    """Every name the options give, checked before any data is read or any engine starts, each
-    error naming the option: ``--model`` / ``--judge`` (registry keys), ``--backend`` (a backend
-    kind), ``--embedder``. ``keys``: option -> the registry key it gives (None: not given).
-    Returns the registry."""
-    from localfin.errors import ConfigError
-    from serving.open import BACKEND_KINDS, backend_kinds
-    from serving.registry import default_registry
-
-    if backend not in BACKEND_KINDS and backend not in backend_kinds():
-        raise ConfigError(f"--backend {backend!r}; allowed: {', '.join(backend_kinds())}")
-    if backend == "openai" and not base_url:
-        raise ConfigError("--base-url is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
-    reg = default_registry()
-    for option, key in keys.items():
-        if key is not None:
-            try:
-                reg.get(key)
-            except ConfigError as exc:
-                raise ConfigError(f"{option}: {exc}") from None
-    if embedder is not None and embedder not in _EMBEDDERS:
-        raise ConfigError(f"--embedder={embedder!r}; allowed: {', '.join(_EMBEDDERS)}")
-    return reg
-
-
-def _tool_names(tools: str, sandbox: str, store: Path | None) -> tuple[str, ...]:
-    """The ``--tools`` names, checked against the built-in and the installed plugins' tools,
-    with ``--sandbox-missing`` and ``--store`` (errors name the option)."""
-    from agent.qa.extensions import tool_names
-    from localfin.errors import ConfigError
-
-    names = tuple(t.strip() for t in tools.split(",") if t.strip())
-    known = tool_names()
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"--tools has {', '.join(map(repr, unknown))}; allowed: {', '.join(known)}")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"--tools={tools!r} names a tool twice; allowed: each tool once")
-    if sandbox not in ("raise", "refuse"):
-        raise ConfigError(f"--sandbox-missing={sandbox!r}; allowed: raise, refuse")
-    if "lookup" in names and store is not None and not Path(store).is_file():
-        raise ConfigError(f"--store {store}: no market store there (localfin data import makes one)")
-    return names
-
-
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
     from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
-    names = _tool_names(tools, sandbox, store)
+    names = tool_names_of(tools, sandbox, store)
     corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
     cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
     return tool_factory(cfg), names
@@ -312,8 +265,9 @@ def build_bank_cmd(
     from localfin import env
 
     given_run = renamed(run_dir, old_run_dir, "--run-dir", "--out")
-    _checked({"--model": model, "--judge": judge}, backend=backend, base_url=base_url, embedder=embedder)
-    _tool_names(tools, sandbox_missing, store)
+    keys = {"--model": model, "--judge": judge}
+    checked_options(keys, backend=backend, base_url=base_url, embedder=embedder)
+    tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = given_run or _default_run("bank", dataset, model, split, offset, limit, subset)
     judge_model = judge or model
@@ -423,9 +377,9 @@ def eval_cmd(
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
     given_root = renamed(run_dir, old_run_dir, "--run-dir", "--out")
     ft_fm_embedder = embedder if variant == "ft_fm" else None
-    _checked({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
+    checked_options({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
     if variant != "base":
-        _tool_names(tools, sandbox_missing, store)
+        tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = given_root or _default_run(variant, dataset, model, split, offset, limit, subset)
     with (
@@ -527,7 +481,7 @@ def judge_check_cmd(
     from agent.qa.judge_check import judge_check
     from localfin import env
 
-    _checked({"--judge": judge}, backend=backend, base_url=base_url)
+    checked_options({"--judge": judge}, backend=backend, base_url=base_url)
     items, _ = _items(dataset, data, split, offset, limit, None, subset)
     target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
     with quiet_run(ctx, "qa-judge-check", target) as log:
