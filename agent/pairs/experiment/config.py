@@ -50,6 +50,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -431,11 +432,22 @@ def _variant(raw: Any, k: int, policy: dict[str, Any], selection: dict[str, Any]
     )
 
 
+def _absolute(path: str, base_dir: Path | None) -> str:
+    """``path`` (``~`` expanded) as an absolute path: a relative one against ``base_dir`` (the
+    config file's folder), else against the working directory. The config then names the same
+    file wherever it is read from (the manifest records it; a run folder's copy states it)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = base_dir / p
+    return os.path.abspath(p)
+
+
 def parse_config(
     data: Mapping[str, Any], *, base_dir: Path | None = None, file: str | Path | None = None
 ) -> ExperimentConfig:
-    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
-    resolved against ``base_dir``; ``file`` names the document in errors)."""
+    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store``, ``[prompt]
+    dir`` and ``[baselines.finmem] prompt_dir`` paths are resolved against ``base_dir``, else the
+    working directory, to absolute paths; ``file`` names the document in errors)."""
     cf.check_keys(data, TABLES, file=file)
     tables = {k: data.get(k, [] if k == "variants" else {}) for k in TABLES}
     for k, v in tables.items():
@@ -451,15 +463,19 @@ def parse_config(
     )
     store = exp.get("store")
     if store is None:
-        exp["store"] = str(env.default_store_path())
+        exp["store"] = _absolute(str(env.default_store_path()), None)
     elif isinstance(store, str):
-        p = Path(store).expanduser()
-        exp["store"] = str(base_dir / p if not p.is_absolute() and base_dir is not None else p)
+        exp["store"] = _absolute(store, base_dir)
     windows = cf.load(WindowConfig, tables["windows"], key="windows", file=file)
     prompt_table = dict(tables["prompt"])
     if isinstance(prompt_table.get("dir"), str) and prompt_table["dir"]:
-        d = Path(prompt_table["dir"]).expanduser()
-        prompt_table["dir"] = str(base_dir / d if not d.is_absolute() and base_dir is not None else d)
+        prompt_table["dir"] = _absolute(prompt_table["dir"], base_dir)
+    baselines_table = tables["baselines"]
+    finmem_table = baselines_table.get("finmem") if isinstance(baselines_table, Mapping) else None
+    fm_dir = finmem_table.get("prompt_dir") if isinstance(finmem_table, Mapping) else None
+    if isinstance(fm_dir, str) and fm_dir:
+        finmem_table = {**finmem_table, "prompt_dir": _absolute(fm_dir, base_dir)}
+        baselines_table = {**baselines_table, "finmem": finmem_table}
     prompt = cf.load(PromptConfig, prompt_table, key="prompt", file=file)
     if prompt.dir:
         from agent.pairs.experiment.manifest import PROMPTS
@@ -485,7 +501,7 @@ def parse_config(
         screen=cf.load(ScreenConfig, tables["screen"], key="screen", file=file),
         lifecycle=cf.load(LifecycleConfig, tables["lifecycle"], key="lifecycle", file=file),
         variants=variants,
-        baselines=parse_baselines(tables["baselines"], model, file=file, prompt=prompt),
+        baselines=parse_baselines(baselines_table, model, file=file, prompt=prompt),
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig, ModelConfig, parse_config
+from agent.pairs.experiment.folder_config import folder_copy
 from agent.pairs.market.settlement import EXPOSURES
 from localfin import configfile as cf
 from localfin.errors import ConfigError
@@ -126,7 +127,8 @@ class WindowSet:
 class Cell:
     """One experiment of the matrix: a backbone on a windows set, every seed x exposure x
     variant of the matrix. ``folder`` is relative to the matrix folder; ``config_text`` is the
-    experiment TOML written into it (store resolved to an absolute path)."""
+    experiment TOML written into it (every path absolute:
+    :func:`agent.pairs.experiment.folder_config.folder_copy`)."""
 
     backbone: Backbone
     windows: WindowSet
@@ -224,7 +226,8 @@ class MatrixConfig:
                     if self.source_file:
                         where = f"file {self.source_file}, {where}"
                     raise ConfigError(f"{where}: {exc}") from exc
-                out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, text))
+                # the text the experiment folder holds (a store left to the default stated)
+                out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, folder_copy(text, cfg)))
         return out
 
 

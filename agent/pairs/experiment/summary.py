@@ -34,7 +34,9 @@ __all__ = [
 
 @dataclass
 class ExperimentResult:
-    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls."""
+    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls
+    (``model_calls`` sent to the model, ``replayed`` from an earlier run's journal, ``repeated``:
+    requests identical to one this run sent, answered by that call)."""
 
     out_dir: Path
     mode: str
@@ -46,13 +48,17 @@ class ExperimentResult:
     engine_start_s: float | None = None
     outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
     baselines: list[dict[str, Any]] = field(default_factory=list)
+    repeated: int = 0
 
 
 def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: Sequence[Any]) -> None:
     """The experiment folder's ``summary.json`` and ``summary.md``: every run's metrics, the
     baselines' table, the tokens by call type (of the runs' results and of the journal) and
     the prompt texts used (the packaged set or the user's ``[prompt] dir``)."""
-    from agent.pairs.experiment.manifest import prompt_set, prompt_versions
+    from agent.pairs.experiment.manifest import prompt_set, prompt_versions, run_prompts
+
+    # the prompts this experiment rendered (FinMem's only when FinMem ran)
+    prompts = run_prompts("finmem" in cfg.baselines.methods)
 
     runs = res.runs
     by_type: dict[str, dict[str, int]] = {}
@@ -69,13 +75,14 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         "lockstep_rounds": res.rounds,
         "model_calls": res.model_calls,
         "replayed_from_journal": res.replayed,
+        "repeated_requests": res.repeated,
         "runs": runs,
         "baselines": res.baselines,
         "tokens_by_call_type_runs": by_type,
         "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
-        "prompt_set": prompt_set(cfg.prompt.dir),
+        "prompt_set": prompt_set(cfg.prompt.dir, prompts),
         "news_budget_cuts": news_cuts([*runs, *res.baselines]),
-        "prompts": prompt_versions(cfg.prompt.dir),
+        "prompts": prompt_versions(cfg.prompt.dir, prompts),
     }
     write_json(out / "summary.json", doc)
     lines = [
@@ -84,10 +91,10 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         f"Model `{cfg.model.backbone}` ({cfg.model.backend}); {len(runs)} runs ({res.mode}); "
         f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
         f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
-        f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
+        f"{_calls_text(res)}.",
         "",
         "Prompt texts: "
-        + prompt_set(cfg.prompt.dir)
+        + prompt_set(cfg.prompt.dir, prompts)
         + " ("
         + ", ".join(f"{k} v{v['version']} {v['sha256'][:12]}" for k, v in doc["prompts"].items())
         + ").",
@@ -143,6 +150,17 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
     for k, v in sorted(cuts.items()):
         lines.append(f"- {k}: {v['prompts']} prompts, {v['items_omitted']} items left out")
     write_text(out / "summary.md", "\n".join(lines) + "\n")
+
+
+def _calls_text(res: ExperimentResult) -> str:
+    """``N model calls`` and, where there were any, the requests answered without a call: from an
+    earlier run's journal (a rerun, a resume), or by this run's own identical request."""
+    text = f"{res.model_calls} model calls"
+    if res.replayed:
+        text += f", {res.replayed} answered from the journal of an earlier run"
+    if res.repeated:
+        text += f", {res.repeated} repeating a request of this run (answered by its call)"
+    return text
 
 
 def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
