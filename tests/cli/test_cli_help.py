@@ -17,7 +17,7 @@ from localfin_cli.main import command
 
 _BOX = re.compile(r"[\s│╭╮╰╯─┃━]+")
 _EMPTY = re.compile(r"\(\s*\)|\[\s*\]")
-_ROLE = re.compile(r":(?:mod|func|class|data|meth|attr|obj|exc|ref|doc|term|py:\w+):`")
+_ROLE = re.compile(r":(?:mod|func|class|data|meth|attr|obj|exc|ref|doc|term|py:\w+):`?[\w.~]")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -56,8 +56,26 @@ def lost_words(raw: str, shown: str) -> list[str]:
     return lost
 
 
+#: what each finding means and how to fix the help text (shown when the test fails)
+FIXES = {
+    "usage in braces": "an argument shown as {name}: build the command through localfin_cli.main.command() "
+    "(help_format.tidy turns arguments into PlainArgument) or give it a metavar such as PATH",
+    "empty brackets": "a word in [brackets] was taken for a rich style tag: the command's typer.Typer needs "
+    "rich_markup_mode=help_format.MARKUP (Markdown, where [model] is shown as written)",
+    "a reST role": "help texts are Markdown: write `name`, not :mod:`name` (a benchmark's help is its "
+    "parser's description, not the module docstring)",
+    "double backticks": "help texts are Markdown: write `name`, not ``name``",
+    "a python -m example": "show the command a user types (localfin bench ...), not python -m",
+    "a flag's <bool>": "a plain flag shows no value type: help_format.tidy gives it metavar ''; a command "
+    "built outside localfin_cli.main.command() must call tidy itself",
+    "a Python type": 'give the option a metavar (metavar="PATH") or build it through help_format.tidy',
+    "lost words": "these words of the help text are not on the page: markup took them (square brackets "
+    "are rich style tags unless rich_markup_mode=help_format.MARKUP; *x* and _x_ become emphasis)",
+}
+
+
 def problems(shown: str) -> list[str]:
-    """What a user should not meet in a rendered help page."""
+    """What a user should not meet in a rendered help page, each as ``kind: the line``."""
     found = []
     usage = next((line for line in shown.splitlines() if "Usage:" in line), "")
     if "{" in usage or "}" in usage:
@@ -73,20 +91,40 @@ def problems(shown: str) -> list[str]:
         m = pattern.search(shown)
         if m:
             line = next(li for li in shown.splitlines() if m.group(0) in li)
-            found.append(f"{what}: {line.strip()}")
+            found.append(f"{what}: {line.strip().strip('│┃').strip()}")
     return found
+
+
+def _whose(param: Any) -> str:
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
+    return opts[0] if opts else str(param.name).upper()
+
+
+def report(name: str, found: list[str]) -> str:
+    """The failure message for help page ``name``: each finding with its fix."""
+    lines = [f"`{name} --help` does not read as written:"]
+    for f in found:
+        kind = f.split(":")[0]
+        lines += [f"  - {f}", f"    fix: {FIXES[kind]}"]
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(("localfin", *p)))
 def test_every_help_page_reads_as_written(cli, monkeypatch, path):
+    name = " ".join(("localfin", *path))
     monkeypatch.setenv("COLUMNS", "160")
     r = cli(*path, "--help")
-    assert r.code == 0, r.err
-    assert problems(r.out) == []
+    assert r.code == 0, f"`{name} --help` exits {r.code}:\n{r.err[-3000:]}"
+    found = problems(r.out)
     cmd = _find(path)
     params = [p for p in cmd.params if not getattr(p, "hidden", False)]  # a benchmark's: built now
-    texts = [cmd.help or "", *(p.help or "" for p in params)]
-    assert {t.split(".")[0]: lost_words(t, r.out) for t in texts if lost_words(t, r.out)} == {}
+    texts = [("the command's help", cmd.help or "")]
+    texts += [(f"help of {_whose(p)}", p.help or "") for p in params]
+    for whose, text in texts:
+        lost = lost_words(text, r.out)
+        if lost:
+            found.append(f"lost words: {whose} loses {lost}")
+    assert not found, report(name, found) + f"\n--- the page as shown ---\n{r.out}"
 
 
 def test_the_checks_catch_what_they_look_for():
@@ -109,3 +147,6 @@ def test_the_checks_catch_what_they_look_for():
         "high",
     ]
     assert lost_words("a b-c", " a\n│ b │ -c") == []
+    assert set(FIXES) >= {p.split(":")[0] for p in problems(shown)} | {"lost words"}
+    message = report("localfin x", problems(shown)[:1])
+    assert "`localfin x --help`" in message and "fix: " in message
