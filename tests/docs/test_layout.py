@@ -1,7 +1,8 @@
 """The site as a reader sees it in a 1280-pixel window: no page wider than the window, no table
 that scrolls sideways, no code line cut off behind a scroll bar, no name in a table broken inside
 a word (measured in headless Chromium, ``slow``); the configuration reference speaks of keys and
-values, never of the code's internal constants; the hook that keeps names whole."""
+values, never of the code's internal constants, classes or functions; the hook that keeps names
+whole."""
 
 from __future__ import annotations
 
@@ -73,6 +74,24 @@ def test_the_configuration_reference_names_no_internal_constant():
     assert paths == []  # a key is described in the user's words, not by the code behind it
     assert not re.search(r"`[\w.]*\._\w+`", page)  # no private class
     assert "docs/" not in page  # a guide is named by its title, not by a file of the repository
+    lone = set(re.findall(r"`([A-Z][A-Z0-9]+)`", page))  # a one-word constant given as code
+    assert sorted(lone & constants) == []
+
+
+def test_the_configuration_reference_describes_keys_without_the_code_behind_them():
+    """A key's description names no class, function, method or module (docstring roles), no
+    constant (``:data:`PAIRINGS```): the reader sees the values, not where the code keeps them."""
+    from agent.configref import config_files, walk
+
+    role = re.compile(r":(?:class|func|meth|mod|attr):`[^`]+`|:data:`~?[\w.]*[A-Z][A-Z0-9_]+`")
+    found = []
+    for f in config_files():
+        for t in f.tables:
+            for key, _cls, docs, own in walk(t):
+                texts = [(d.name, d.description or "") for d in docs]
+                texts += [(k, desc) for k, (_ty, _de, desc) in own.extra.items()]
+                found += [f"{f.name} [{key}] {name}: {m}" for name, text in texts for m in role.findall(text)]
+    assert found == []
 
 
 def test_names_in_table_cells_become_runs_that_wrap_only_after_a_separator():

@@ -250,18 +250,19 @@ class ExperimentConfig:
         digits, ``_``, ``-``, ``.``).
     store: the market store (SQLite, ``localfin data import``; default ``$LOCALFIN_STORE``).
     pool: tickers the screen chooses pairs from ([] = every ticker of the store).
-    seeds: one run per seed (and exposure and variant); every request carries its run's seed.
+    seeds: one run per seed (and exposure and variant); every request carries its run's seed
+        (under ``independent`` pairing, one derived from it).
     exposures: ``no_beta`` (equal-magnitude legs) and/or ``beta`` (hedge-ratio legs): the
         papers' two exposure settings, one run each.
-    pairing: what the runs of one seed under the two exposures share (:data:`PAIRINGS`):
+    pairing: what the runs of one seed under the two exposures share:
         ``paired`` (the default): ONE training phase (it sizes with No-Beta whatever the run's
         exposure, as the paper trains) and, through it, one first test selection, so each
         seed's Beta and No-Beta runs differ only in sizing and in what follows from it: a
         Beta-against-No-Beta difference is a paired comparison. ``independent``: every exposure
-        trains on its own, selects its own first pair and draws its own seed stream (the
-        request seed is :meth:`request_seed`), so the two exposures of a seed are independent
-        replications. The paper reports three independent runs per setting and does not say
-        whether runs of one seed shared anything across exposures.
+        trains on its own, selects its own first pair and draws its own seed stream (its
+        requests carry a seed derived from the run's seed and exposure), so the two exposures
+        of a seed are independent replications. The paper reports three independent runs per
+        setting and does not say whether runs of one seed shared anything across exposures.
     beta_window: sessions of the Beta exposure's rolling OLS hedge ratio, for the agent and
         every baseline (paper §4.1: 20).
     cost_bps: fee per unit of turnover in basis points (the papers': 0).
