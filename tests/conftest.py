@@ -600,8 +600,9 @@ def cli(capsys: pytest.CaptureFixture[str]):
 
 #: what a page looks like in a 1280-pixel window, measured in the browser: the page's width, each
 #: table's right edge and whether it scrolls, code blocks whose lines run on behind a scroll bar,
-#: words of table cells that the browser broke over two lines (a long name is made of runs, in
-#: the site and the report alike: it may wrap between them, where a <wbr> splits its text)
+#: words of table cells and of the site's navigation that the browser broke over two lines (a long
+#: name is made of runs, in the site and the report alike: it may wrap between them, where a <wbr>
+#: splits its text)
 _LAYOUT_JS = """
 (() => {
   const W = document.documentElement.clientWidth, out = {width: W,
@@ -615,13 +616,14 @@ _LAYOUT_JS = """
   for (const c of document.querySelectorAll('pre > code'))
     if (c.scrollWidth > c.clientWidth + 1) out.code.push(c.innerText.split('\\n')[0].slice(0, 80));
   // a word of a table cell laid out on two lines: a name broken inside (a plain hyphenated word
-  // such as "equal-magnitude" may break at its hyphen, as prose does)
-  const plain = /^[("'\u201c]*[A-Za-z]+(-[A-Za-z]+)*[)"'\u201d,.;:!?]*$/;
+  // such as "equal-magnitude" may break at its hyphen, as prose does; "YYYY-MM-DD" may not)
+  const plain = /^[("'\u201c]*[A-Za-z][a-z]*(-[A-Za-z][a-z]*)*[)"'\u201d,.;:!?]*$/;
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walk.nextNode(); n; n = walk.nextNode()) {
-    if (!n.parentElement || !n.parentElement.closest('td, th')) continue;
+    const el = n.parentElement, nav = el && el.closest('.md-nav__link');  // there, a word is a name
+    if (!el || !(nav || el.closest('td, th'))) continue;
     for (const m of n.textContent.matchAll(/\\S+/g)) {
-      if (plain.test(m[0])) continue;
+      if (nav ? !/[-/_.:=]/.test(m[0]) : plain.test(m[0])) continue;
       const r = document.createRange();
       r.setStart(n, m.index);
       r.setEnd(n, m.index + m[0].length);

@@ -115,6 +115,24 @@ def test_names_in_table_cells_become_runs_that_wrap_only_after_a_separator():
     prose = keep("<td><code>a b</code> and a/very/long/path/in/text.json</td>")
     assert prose.startswith("<td><code>a b</code> and ") and prose.count("<wbr>") == 6
     assert keep("<p><code>--models-file</code></p>") == "<p><code>--models-file</code></p>"  # tables only
+    assert keep("<td>date (YYYY-MM-DD), EG-DDQN</td>") == (  # parts that are not lower-case words
+        '<td>date <span class="nb">(YYYY-MM-DD),</span> <span class="nb">EG-DDQN</span></td>'
+    )
+
+
+def test_names_in_the_navigation_are_kept_whole():
+    nav = _hook().keep_nav_names
+    entry = '<span class="md-ellipsis">\n  [baselines.finmem.memory.reflection]\n</span>'
+    assert nav(entry) == (
+        '<span class="md-ellipsis">\n  <span class="nb">[baselines.</span><wbr>'
+        '<span class="nb">finmem.</span><wbr><span class="nb">memory.</span><wbr>'
+        '<span class="nb">reflection]</span>\n</span>'
+    )
+    assert nav('<span class="md-ellipsis">localfin bench moira-news-share</span>') == (
+        '<span class="md-ellipsis">localfin bench <span class="nb">moira-news-share</span></span>'
+    )
+    words = '<span class="md-ellipsis">The causal screen over many dates</span>'
+    assert nav(words) == words
 
 
 @pytest.mark.slow

@@ -222,8 +222,10 @@ class ModelConfig:
 class WindowConfig:
     """Training and test windows (inclusive calendar dates; sessions come from the store).
 
-    train_start, train_end: the training window (Moira's warm-up and replay cycles).
-    test_start, test_end: the test window, after train_end (the reported backtest).
+    train_start: the first day of the training window (Moira's warm-up and replay cycles).
+    train_end: the last day of the training window.
+    test_start: the first day of the test window (the reported backtest), after ``train_end``.
+    test_end: the last day of the test window.
     """
 
     train_start: dt.date

@@ -305,3 +305,5 @@ def test_names_in_table_cells_are_kept_whole() -> None:
         '<span class="nb">full-beta-s0/</span><wbr><span class="nb">trace.parquet</span>'
     )
     assert names("the equal-magnitude legs <b> & +2.49%") == "the equal-magnitude legs &lt;b&gt; &amp; +2.49%"
+    shown = names("EG-DDQN on YYYY-MM-DD")
+    assert shown == '<span class="nb">EG-DDQN</span> on <span class="nb">YYYY-MM-DD</span>'
