@@ -135,6 +135,18 @@ def test_names_in_the_navigation_are_kept_whole():
     assert nav(words) == words
 
 
+def test_a_table_a_command_prints_is_marked_to_keep_its_lines():
+    spec = importlib.util.spec_from_file_location("terminal_tables", ROOT / "docs/_hooks/terminal_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    head = '<div class="highlight"><pre><span></span><code>'
+    lines = '<span id="__span-9-1">┏━━┓\n</span><span id="__span-9-2">┃ a ┃\n</span>└──┘'
+    box = f"{head}{lines}</code></pre></div>"
+    assert module.mark_terminal_tables(box) == box.replace('"highlight"', '"highlight terminal-table"')
+    code = head + "localfin plugins list  # │ a comment\n</code></pre></div>"
+    assert module.mark_terminal_tables(code) == code
+
+
 @pytest.mark.slow
 def test_every_page_fits_a_1280_pixel_window(tmp_path, page_layout):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(ROOT))
