@@ -617,7 +617,7 @@ _LAYOUT_JS = """
     if (c.scrollWidth > c.clientWidth + 1) out.code.push(c.innerText.split('\\n')[0].slice(0, 80));
   // a word of a table cell laid out on two lines: a name broken inside (a plain hyphenated word
   // such as "equal-magnitude" may break at its hyphen, as prose does; "YYYY-MM-DD" may not)
-  const plain = /^[("'\u201c]*[A-Za-z][a-z]*(-[A-Za-z][a-z]*)*[)"'\u201d,.;:!?]*$/;
+  const plain = /^[("'\u201c]*([A-Za-z]+|[A-Za-z][a-z]*(-[A-Za-z][a-z]*)+)[)"'\u201d,.;:!?]*$/;
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walk.nextNode(); n; n = walk.nextNode()) {
     const el = n.parentElement, nav = el && el.closest('.md-nav__link');  // there, a word is a name

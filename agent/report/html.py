@@ -55,7 +55,7 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-_PLAIN_WORD = re.compile(r"[(\"'“]*[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)*[)\"'”,.;:!?]*")
+_PLAIN_WORD = re.compile(r"[(\"'“]*(?:[A-Za-z]+|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+)[)\"'”,.;:!?]*")
 
 
 def names(text: Any) -> str:

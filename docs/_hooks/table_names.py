@@ -32,7 +32,7 @@ _LONE_CODE = re.compile(r"(<code>)([^<\s]+)(</code>)")
 _WORD = re.compile(r"\S+")
 _NAME = re.compile(r"[^A-Za-z]")
 _PLAIN = re.compile(
-    r"(?:\(|&quot;|&#x27;|[“‘])*[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)*(?:\)|&quot;|&#x27;|[”’,.;:!?])*"
+    r"(?:\(|&quot;|&#x27;|[“‘])*(?:[A-Za-z]+|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+)(?:\)|&quot;|&#x27;|[”’,.;:!?])*"
 )
 _ENTITY = re.compile(r"&(?:[a-z]+|#x?[0-9a-f]+);", re.I)
 _AFTER = re.compile(r"(?<=[/._,=:)|+-])(?=[^/._,=:)|+-])")
@@ -40,11 +40,15 @@ _AFTER = re.compile(r"(?<=[/._,=:)|+-])(?=[^/._,=:)|+-])")
 
 def _runs(word: str, long: int = LONG, *, plain: bool = True) -> str:
     """One word of a cell (HTML-escaped) as non-wrapping runs with break opportunities between
-    them; a plain word as it is (with ``plain`` false, only a word without separators)."""
+    them; a plain word as it is (with ``plain`` false, only a word without separators). A word
+    ending in an opening bracket may wrap after it: in a type such as ``Callable[[PairView],
+    str]``, the name after it is a text of its own, which the browser would otherwise break
+    inside."""
     if not _NAME.search(word) or (plain and _PLAIN.fullmatch(word)):
         return word
     pieces = [word] if len(_ENTITY.sub("x", word)) <= long else _AFTER.split(word)
-    return "<wbr>".join(f'<span class="nb">{p}</span>' for p in pieces if p)
+    runs = "<wbr>".join(f'<span class="nb">{p}</span>' for p in pieces if p)
+    return runs + "<wbr>" if word.endswith(("[", "(")) else runs
 
 
 def keep_names(html: str) -> str:

@@ -115,6 +115,8 @@ def test_names_in_table_cells_become_runs_that_wrap_only_after_a_separator():
     prose = keep("<td><code>a b</code> and a/very/long/path/in/text.json</td>")
     assert prose.startswith("<td><code>a b</code> and ") and prose.count("<wbr>") == 6
     assert keep("<p><code>--models-file</code></p>") == "<p><code>--models-file</code></p>"  # tables only
+    typed = keep('<td><code><span title="c">Callable</span>[[<a title="p">PairView</a>], str]</code></td>')
+    assert '<span class="nb">[[</span><wbr><a title="p">PairView</a>' in typed  # may wrap before the name
     assert keep("<td>date (YYYY-MM-DD), EG-DDQN</td>") == (  # parts that are not lower-case words
         '<td>date <span class="nb">(YYYY-MM-DD),</span> <span class="nb">EG-DDQN</span></td>'
     )
