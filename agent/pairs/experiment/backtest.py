@@ -223,6 +223,7 @@ def _context(
             sampling=cfg.model.sampling(spec.seed),
             max_tokens=cfg.model.max_tokens,
             prompt=cfg.prompt,
+            decoding=cfg.model.decoding,
         ),
         prompt=cfg.prompt,
         selection=spec.variant.selection,

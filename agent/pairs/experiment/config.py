@@ -18,7 +18,7 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
                    request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
-                   max_failures_in_a_row (faults: docs/faults.md)
+                   max_failures_in_a_row (faults: docs/faults.md), decoding
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
                    reflection_max_chars, news_per_leg, news_lookback_sessions,
@@ -56,6 +56,7 @@ from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.moira.config import (
+    DECODINGS,
     MaxTokens,
     PolicyConfig,
     PromptConfig,
@@ -111,6 +112,13 @@ class ModelConfig:
         call boundary (exit code 4) and resumes with ``--resume`` (docs/faults.md).
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
+    decoding: how the agent's five calls are decoded and read
+        (:data:`agent.pairs.moira.config.DECODINGS`): ``schema`` (default; the CPU configs):
+        each reply schema goes to the engine as structured outputs; ``prompt`` (the
+        reproduction configs): the paper's way, JSON asked for in the prompt only, the final
+        text (after any reasoning) read for its JSON object and checked against the schema,
+        the training reflection in the paper's text form, a reply that does not parse a
+        recorded fallback with its text. FinMem's calls keep their schema either way.
     """
 
     backbone: str = "smollm2-135m"
@@ -130,6 +138,7 @@ class ModelConfig:
     retry_backoff_max_s: float = 30.0
     max_failures_in_a_row: int = 8
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
+    decoding: str = "schema"
 
     def __post_init__(self) -> None:
         if not self.backbone:
@@ -161,6 +170,8 @@ class ModelConfig:
             )
         if self.max_failures_in_a_row < 1:
             raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
+        if self.decoding not in DECODINGS:
+            raise ConfigError(f"model.decoding={self.decoding!r}; allowed: {', '.join(DECODINGS)}")
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a run with ``seed``."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 
+from agent.pairs.market.descriptions import DESCRIPTION_FILTERS
 from localfin.errors import ConfigError
 
 __all__ = [
     "CALL_KINDS",
     "BLOCK_ORDERS",
     "DIRECTION_RULES",
+    "DECODINGS",
     "MaxTokens",
     "PromptConfig",
     "PolicyConfig",
@@ -28,8 +30,16 @@ SELECTION_FALLBACKS = ("keep", "top_candidate")
 #: memory, learned principles); ``memory_last`` = company context, principles, memory (the
 #: memory changes every step, so the engine's prefix cache covers the principles too).
 BLOCK_ORDERS = ("paper", "memory_last")
+#: How the agent's replies are decoded and read (``[model] decoding``): ``schema`` = the reply
+#: schema goes to the engine as structured outputs (decoding is constrained to it); ``prompt`` =
+#: the paper's way (Appendix A asks for JSON in the prompt text; Appendix C: only the final
+#: answer, after any reasoning, is parsed): no structured outputs, the first JSON object of the
+#: final text is read and checked against the same schema, the training reflection replies in
+#: the paper's text form (a reflection, then a ``Principles:`` line and one principle a line),
+#: and a reply that does not parse is a recorded fallback with its text.
+DECODINGS = ("schema", "prompt")
 #: What the principle validator's ``direction`` rule rejects (:class:`PolicyConfig`).
-DIRECTION_RULES = ("recommendation", "any_mention")
+DIRECTION_RULES = ("recommendation", "any_recommendation", "any_mention")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PAIR = re.compile(r"^[A-Z0-9.\-]{1,10}/[A-Z0-9.\-]{1,10}$")
 
@@ -99,6 +109,12 @@ class PromptConfig:
         ``paper`` = A.6).
     description_max_chars: a company's business description is cut to this many characters
         (0: no description; 5000, the largest, keeps every real description whole).
+    description_filter: what is taken out of a business description before it is cut
+        (:data:`agent.pairs.market.descriptions.DESCRIPTION_FILTERS`): ``financial_results``
+        (paper A.1, "undated financial results are excluded"): every sentence that states a
+        financial result (market capitalization; revenue, sales, income, earnings, profit,
+        assets, dividends with a figure; the rule in :mod:`agent.pairs.market.descriptions`);
+        ``none``: the description as the companies file has it.
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
     reflection_max_records: most recent decisions shown to the training reflection (0 = every
         decision of the round, as the paper's payload).
@@ -117,6 +133,7 @@ class PromptConfig:
     news_token_budget: int = 0
     block_order: str = "paper"
     description_max_chars: int = 240
+    description_filter: str = "financial_results"
     memory_records: int = 3
     reflection_max_records: int = 30
     dir: str = ""
@@ -144,6 +161,9 @@ class PromptConfig:
                 raise ConfigError(f"prompt.{name}={v!r}; allowed: an integer in {lo}..{hi}{extra}")
         if not isinstance(self.dir, str):
             raise ConfigError(f"prompt.dir={self.dir!r}; allowed: a folder path or empty")
+        if self.description_filter not in DESCRIPTION_FILTERS:
+            allowed = ", ".join(DESCRIPTION_FILTERS)
+            raise ConfigError(f"prompt.description_filter={self.description_filter!r}; allowed: {allowed}")
         if self.block_order not in BLOCK_ORDERS:
             raise ConfigError(f"prompt.block_order={self.block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
 
@@ -164,10 +184,16 @@ class PolicyConfig:
         False (the paper's A.6 payload: decisions, win rate, mean PnL, counterfactual counts):
         a cycle whose reflection gave no valid principle replays nothing, so the next
         reflection is the same request and, journaled, gets the same reply.
-    direction_rule: which principles the ``direction`` rule of the validator rejects:
-        ``recommendation`` (paper A.3: one that recommends LONG_SHORT or SHORT_LONG as a fixed
-        choice, i.e. names a direction in a sentence that states no condition) or
-        ``any_mention`` (one that names either direction at all, the stricter reading).
+    direction_rule: what the ``direction`` rule of the validator rejects
+        (:mod:`agent.pairs.moira.principles`): ``any_recommendation`` (A.3 read strictly, the
+        reproduction configs: "a specific LONG_SHORT/SHORT_LONG recommendation" under a
+        condition too, so a principle naming either direction; and the ban covers the
+        reflection text: a reply whose reflection names a ticker, company, pair, date or step,
+        or recommends a direction, is rejected as a whole), ``recommendation`` (the lenient
+        reading, the default: a principle that recommends LONG_SHORT or SHORT_LONG as a fixed
+        choice, i.e. names a direction in a sentence that states no condition; "Choose
+        SHORT_LONG when the spread is far above its mean" is kept) or ``any_mention`` (a
+        principle naming either direction; the reflection text unchecked).
     """
 
     max_cycles: int = 8

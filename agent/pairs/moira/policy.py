@@ -3,8 +3,10 @@
 1. Warmup: run the training window with no principles (No-Beta sizing).
 2. Reflection: the ``reflection`` call reads the latest round's decisions with every action's
    counterfactual PnL and proposes 1-3 principles; code drops those that name a ticker,
-   company, pair, date, step or fixed direction (:mod:`agent.pairs.moira.principles`), recording the
-   rule each broke.
+   company, pair, date, step or a direction as ``direction_rule`` says
+   (:mod:`agent.pairs.moira.principles`), recording the rule each broke; with
+   ``any_recommendation`` a reply whose reflection text breaks A.3's ban loses all of them
+   (rule ``reflection_<rule>``).
 3. Replay: the training window again, with the candidate set = accepted principles + the new
    valid ones (the oldest dropped beyond ``max_principles``). Accepted only if the cumulative
    training return (sum of daily returns) is strictly higher than the best so far; otherwise
@@ -30,7 +32,7 @@ from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PolicyConfig
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call, run_window
 from agent.pairs.moira.memory import PairMemory
-from agent.pairs.moira.principles import PrincipleValidator
+from agent.pairs.moira.principles import PrincipleCheck, PrincipleValidator
 from agent.pairs.moira.stats import PhaseStats
 from serving.types import ChatRequest, ChatResult
 
@@ -124,7 +126,7 @@ def _reflect(
         prices=[rnd.spec.sessions[r.step] for r in rnd.records],
     )
     res = yield from call(req)
-    parsed = calls.parse_reflection(res)
+    parsed = calls.parse_reflection(res, ctx.settings)
     stats.count_call(res, parsed.fallback)
     if parsed.fallback:
         ctx.trace.add(
@@ -139,6 +141,11 @@ def _reflect(
         )
         return (), (), (), "", parsed.fallback
     checks = validator.check(parsed.value["principles"], keep=keep)
+    # A.3's ban covers the reflection text too (direction_rule "any_recommendation"): a reply
+    # whose reflection breaks it is rejected as a whole
+    broken = validator.reflection_rule(parsed.value["reflection"])
+    if broken:
+        checks = [PrincipleCheck(c.text, c.rule or f"reflection_{broken}") for c in checks]
     valid = tuple(c.text for c in checks if c.ok)
     rejected = tuple({"text": c.text, "rule": c.rule or ""} for c in checks if not c.ok)
     ctx.trace.add(

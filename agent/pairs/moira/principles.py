@@ -9,19 +9,36 @@ another pair and another window, so code rejects one that names:
 * ``pair``: a pair written as ``XXX/YYY`` or ``XXX-YYY`` of upper-case symbols;
 * ``date``: a calendar date, weekday, month name or year (the masking module's leak scan);
 * ``step``: a step number or label (``step 012``, ``step XXX``, ``day 5``, ``session 3``);
-* ``direction``: a recommendation of a fixed direction (paper A.3 forbids "a specific
-  LONG_SHORT/SHORT_LONG recommendation"): a sentence that names ``LONG_SHORT`` or
-  ``SHORT_LONG`` (any spelling with ``_``, ``-`` or a space) and states no condition, i.e. holds
-  neither a condition word (if, when, unless, only, ...) nor an observable the direction would
-  depend on (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG
-  when the spread is far above its mean" is kept; "Prefer LONG_SHORT" is rejected. With
-  ``direction_rule = "any_mention"`` every mention of either direction is rejected (the
-  stricter reading);
+* ``direction``: a direction named as ``direction_rule`` says (paper A.3 forbids "a specific
+  LONG_SHORT/SHORT_LONG recommendation"; ``LONG_SHORT`` / ``SHORT_LONG`` in any spelling with
+  ``_``, ``-`` or a space):
+
+  - ``any_recommendation`` (A.3 read strictly, the reproduction configs): a principle is advice
+    for later decisions, so any direction it names is a recommendation and is rejected, with or
+    without a condition ("Choose SHORT_LONG when the spread is far above its mean" is
+    rejected); and the ban covers the reflection text too (:meth:`PrincipleValidator.reflection_rule`);
+  - ``recommendation`` (the lenient reading, the code default): only a fixed choice is
+    rejected, a sentence that names a direction and states no condition, i.e. holds neither a
+    condition word (if, when, unless, only, ...) nor an observable the direction would depend on
+    (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG when the
+    spread is far above its mean" is kept; "Prefer LONG_SHORT" is rejected;
+  - ``any_mention``: a principle naming either direction is rejected (as
+    ``any_recommendation``), the reflection text is not checked;
 
 and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition and an action
 (fewer than ``min_words`` words), one ``too_long`` for its field, or a ``duplicate`` of another
 kept principle. The rules are checked in the order above; the first broken one is
 recorded with the principle (training.json keeps every rejected principle and its rule).
+
+The reflection text (``any_recommendation`` only, :meth:`PrincipleValidator.reflection_rule`):
+A.3's ban covers the whole reply, so the reflection may not name a ticker, company, pair, date
+or step either, nor recommend a direction. Describing one is allowed, since A.3 asks whether
+"one direction was systematically better": a sentence of the reflection breaks the rule when
+it names a direction together with a word that directs a choice (choose, take, prefer, favour,
+go, use, pick, select, enter, open, switch, default, lean, stick, consider, opt, avoid, should,
+must, always, never). "SHORT_LONG was systematically better" is kept; "Choose SHORT_LONG when
+the spread is far above its mean" is not. A reply whose reflection breaks a rule is rejected as
+a whole (:mod:`agent.pairs.moira.policy`).
 """
 
 from __future__ import annotations
@@ -65,6 +82,13 @@ _CONDITION = re.compile(
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
+#: a word that directs a choice: with a direction in one sentence of the reflection, a
+#: recommendation (``any_recommendation``)
+_DIRECTIVE = re.compile(
+    r"\b(choose|take|prefer|favou?r|go|use|pick|select|enter|open|switch|default|lean|stick|"
+    r"consider|opt|avoid|should|must|always|never)\b",
+    re.IGNORECASE,
+)
 
 
 def _plain_name(name: str) -> str:
@@ -97,8 +121,10 @@ class PrincipleValidator:
         company_names: their company names (ticker -> name).
         max_chars: the longest principle accepted (0: no length rule).
         min_words: the fewest words a principle may have.
-        direction_rule: ``recommendation`` (reject a fixed-direction recommendation) or
-            ``any_mention`` (reject any mention of a direction); module docstring.
+        direction_rule: ``any_recommendation`` (reject a principle naming a direction, and hold
+            the reflection text to the bans), ``recommendation`` (reject a fixed-direction
+            recommendation) or ``any_mention`` (reject a principle naming a direction); module
+            docstring.
     """
 
     def __init__(
@@ -138,6 +164,31 @@ class PrincipleValidator:
             return "too_short"
         if self.max_chars and len(body) > self.max_chars:
             return "too_long"
+        named = self._names_rule(body)
+        if named:
+            return named
+        if self._fixed_direction(body):
+            return "direction"
+        return None
+
+    def reflection_rule(self, text: str) -> str | None:
+        """The first rule the reflection text breaks (``ticker``, ``company``, ``pair``,
+        ``date``, ``step``, ``direction``: a direction recommended, module docstring), or None;
+        always None unless ``direction_rule`` is ``any_recommendation``."""
+        if self.direction_rule != "any_recommendation":
+            return None
+        body = " ".join(str(text).split())
+        named = self._names_rule(body) if body else None
+        if named:
+            return named
+        for sentence in _SENTENCES.split(str(text)):
+            if _DIRECTION.search(sentence) and _DIRECTIVE.search(_DIRECTION.sub(" ", sentence)):
+                return "direction"
+        return None
+
+    def _names_rule(self, body: str) -> str | None:
+        """``ticker``, ``company``, ``pair``, ``date`` or ``step``: the first of them ``body``
+        names, or None."""
         if self._ticker_re is not None and self._ticker_re.search(body):
             return "ticker"
         low = body.lower()
@@ -149,13 +200,11 @@ class PrincipleValidator:
             return "date"
         if _STEP.search(body):
             return "step"
-        if self._fixed_direction(body):
-            return "direction"
         return None
 
     def _fixed_direction(self, body: str) -> bool:
-        """The ``direction`` rule (module docstring)."""
-        if self.direction_rule == "any_mention":
+        """The ``direction`` rule of a principle (module docstring)."""
+        if self.direction_rule in ("any_mention", "any_recommendation"):
             return bool(_DIRECTION.search(body))
         for sentence in _SENTENCES.split(body):
             if _DIRECTION.search(sentence) and not _CONDITION.search(_DIRECTION.sub(" ", sentence)):

@@ -331,8 +331,9 @@ def run_moira_rehearsal(
     """Run ``cfg`` on its own data path, shrunk (module docstring), into ``out``; returns the
     document, the data files, the stage checks and notes (``checks``, ``notes``)."""
     from agent.data.store import MarketStore
-    from agent.reproduce.moira_run import moira_rows, run_moira
+    from agent.reproduce.moira_run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
     from agent.reproduce.report import write_report
+    from agent.reproduce.token_tables import token_tables
 
     data = prepare_store(
         cfg, out.parent / "data", train=size.train_sessions, test=size.test_sessions, data_root=data_root
@@ -353,7 +354,15 @@ def run_moira_rehearsal(
         *data.describe(),
         *outcome.notes,
     ]
-    write_report(cfg, out, rows, mode="rehearsal", notes=notes, extra={"data": data.to_dict()})
+    write_report(
+        cfg,
+        out,
+        rows,
+        mode="rehearsal",
+        notes=notes,
+        extra={"data": data.to_dict()},
+        tables=[(FALLBACK_TABLE, moira_fallback_rows(outcome)), *token_tables(outcome.cells)],
+    )
     path = out.name
     checks = stage_checks(cfg, out, doc, data, path)
     return {"document": doc, "data": data, "checks": checks, "notes": data.describe()}

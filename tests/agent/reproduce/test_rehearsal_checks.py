@@ -24,11 +24,21 @@ def _journal(tmp_path: Path, pairs) -> list[dict]:
     return journal_records(tmp_path)
 
 
-def _pair(key: str, raw: str, *, thinking: bool | None, max_tokens: int = 16384, temperature=None, **kw):
-    # server-default sampling: temperature and top_p left unset, the run seed set
+def _pair(
+    key: str,
+    raw: str,
+    *,
+    thinking: bool | None,
+    max_tokens: int = 16384,
+    temperature=None,
+    constrained=False,
+    **kw,
+):
+    # server-default sampling: temperature and top_p left unset, the run seed set; the
+    # reproduction configs' decoding: the schema checks the reply, nothing constrains it
     req = ChatRequest.simple(
         key, "Direction?", thinking=thinking, json_schema=SCHEMA, call_type="direction",
-        max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0,
+        max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0, constrained=constrained,
     )  # fmt: skip
     res = build_result(
         req, raw, finish_reason="stop", usage=Usage(10, 5), latency_s=0.1, backend="t", revision="r", **kw
@@ -75,6 +85,25 @@ def test_the_split_check_needs_reasoning_split_off_in_thinking_replies(tmp_path:
         "engine:direction"
     ]
     assert c.ok is False and "none with reasoning split off" in c.detail
+
+
+def test_the_settings_check_flags_a_decoding_other_than_the_configs(tmp_path: Path) -> None:
+    import dataclasses
+
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    assert cfg.document["model"]["decoding"] == "prompt"
+    # a reply written freely around its JSON: the split check reads its first JSON object
+    free = [_pair("qwen3-32b-nothink", 'Answer: {"action": "FLAT"} (final)', thinking=False)]
+    checks = check_calls(cfg, "engine", _journal(tmp_path / "a", free), reg)
+    assert _by(checks, "settings")["engine:direction"].ok
+    assert _by(checks, "thinking split")["engine:direction"].ok
+    constrained = [_pair("qwen3-32b-nothink", '{"action": "FLAT"}', thinking=False, constrained=True)]
+    flagged = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", constrained), reg), "settings")
+    assert "decoding prompt, but 1 request(s) constrained" in flagged["engine:direction"].detail
+    doc = {**cfg.document, "model": {**cfg.document["model"], "decoding": "schema"}}
+    schema_cfg = dataclasses.replace(cfg, document=doc)
+    flagged = _by(check_calls(schema_cfg, "engine", _journal(tmp_path / "c", free), reg), "settings")
+    assert "decoding schema, but 1 request(s) not constrained" in flagged["engine:direction"].detail
 
 
 def test_engine_groups_share_one_engine_per_architecture() -> None:
