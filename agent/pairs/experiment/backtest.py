@@ -231,6 +231,7 @@ def _context(
         trace=trace,
         on_session=on_session,
         no_beta_legs=cfg.no_beta_legs,
+        beta_window=cfg.beta_window,
         execution=cfg.execution_settings(),
     )
 

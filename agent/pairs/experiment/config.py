@@ -10,7 +10,7 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
+    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, beta_window, execution,
                    slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
                    are filled and what fills cost; defaults: the papers' close-to-close at no cost),
                    anonymize (aliases for tickers and names in every prompt; default false)
@@ -240,6 +240,8 @@ class ExperimentConfig:
     (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (the
     default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
     reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
+    beta_window: sessions (trading days) of the rolling hedge ratio that sizes the Beta exposure
+        (paper §4.1: "a rolling 20-session hedge ratio"), for the agent and the rule baselines.
     """
 
     name: str
@@ -250,6 +252,7 @@ class ExperimentConfig:
     exposures: tuple[str, ...] = EXPOSURES
     cost_bps: float = 0.0
     no_beta_legs: str = "dollar_neutral"
+    beta_window: int = 20
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
@@ -283,6 +286,12 @@ class ExperimentConfig:
             raise ConfigError(
                 f"experiment.no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}"
             )
+        if (
+            isinstance(self.beta_window, bool)
+            or not isinstance(self.beta_window, int)
+            or not (3 <= self.beta_window <= 2520)
+        ):
+            raise ConfigError(f"experiment.beta_window={self.beta_window!r}; allowed: 3..2520 sessions")
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
         if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):

@@ -185,15 +185,15 @@ class PolicyConfig:
         a cycle whose reflection gave no valid principle replays nothing, so the next
         reflection is the same request and, journaled, gets the same reply.
     direction_rule: what the ``direction`` rule of the validator rejects
-        (:mod:`agent.pairs.moira.principles`): ``any_recommendation`` (A.3 read strictly, the
-        reproduction configs: "a specific LONG_SHORT/SHORT_LONG recommendation" under a
-        condition too, so a principle naming either direction; and the ban covers the
-        reflection text: a reply whose reflection names a ticker, company, pair, date or step,
-        or recommends a direction, is rejected as a whole), ``recommendation`` (the lenient
-        reading, the default: a principle that recommends LONG_SHORT or SHORT_LONG as a fixed
-        choice, i.e. names a direction in a sentence that states no condition; "Choose
-        SHORT_LONG when the spread is far above its mean" is kept) or ``any_mention`` (a
-        principle naming either direction; the reflection text unchecked).
+        (:mod:`agent.pairs.moira.principles`): ``any_recommendation`` (the default, A.3 read
+        strictly: "a specific LONG_SHORT/SHORT_LONG recommendation" under a condition too, so a
+        principle naming either direction; and the ban covers the reflection text: a reply
+        whose reflection names a ticker, company, pair, date or step, or recommends a
+        direction, is rejected as a whole), ``recommendation`` (a lenient reading: a principle
+        that recommends LONG_SHORT or SHORT_LONG as a fixed choice, i.e. names a direction in a
+        sentence that states no condition; "Choose SHORT_LONG when the spread is far above its
+        mean" is kept) or ``any_mention`` (a principle naming either direction; the reflection
+        text unchecked).
     """
 
     max_cycles: int = 8
@@ -202,7 +202,7 @@ class PolicyConfig:
     consolidation: bool = True
     carry_pair_memory: bool = True
     reflection_feedback: bool = False
-    direction_rule: str = "recommendation"
+    direction_rule: str = "any_recommendation"
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_cycles <= 50:

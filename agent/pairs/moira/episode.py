@@ -63,6 +63,8 @@ class RunContext:
     trace: TraceLog
     on_session: Callable[[], None] = lambda: None
     no_beta_legs: str = "dollar_neutral"
+    #: sessions of the Beta exposure's rolling hedge ratio (paper §4.1: 20)
+    beta_window: int = 20
     #: fills and costs of every settlement (agent.pairs.market.execution; default the papers')
     execution: ExecutionSettings = PAPER
 
@@ -366,10 +368,10 @@ class _Window:
         no_beta = no_beta_weights(self.ctx.no_beta_legs, self.view.price(a, g), self.view.price(b, g))
         if self.spec.exposure == "no_beta":
             return no_beta, ""
-        beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g))[-1]
+        beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g), self.ctx.beta_window)[-1]
         if not math.isfinite(beta):
             self.stats.beta_fallbacks += 1
-            return no_beta, "no 20-session hedge ratio: No-Beta sizing"
+            return no_beta, f"no {self.ctx.beta_window}-session hedge ratio: No-Beta sizing"
         return leg_weights("beta", float(beta)), ""
 
     def decide(self, i: int) -> Gen:

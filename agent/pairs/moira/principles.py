@@ -13,11 +13,11 @@ another pair and another window, so code rejects one that names:
   LONG_SHORT/SHORT_LONG recommendation"; ``LONG_SHORT`` / ``SHORT_LONG`` in any spelling with
   ``_``, ``-`` or a space):
 
-  - ``any_recommendation`` (A.3 read strictly, the reproduction configs): a principle is advice
+  - ``any_recommendation`` (A.3 read strictly, the default): a principle is advice
     for later decisions, so any direction it names is a recommendation and is rejected, with or
     without a condition ("Choose SHORT_LONG when the spread is far above its mean" is
     rejected); and the ban covers the reflection text too (:meth:`PrincipleValidator.reflection_rule`);
-  - ``recommendation`` (the lenient reading, the code default): only a fixed choice is
+  - ``recommendation`` (a lenient reading): only a fixed choice is
     rejected, a sentence that names a direction and states no condition, i.e. holds neither a
     condition word (if, when, unless, only, ...) nor an observable the direction would depend on
     (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG when the
@@ -134,7 +134,7 @@ class PrincipleValidator:
         *,
         max_chars: int,
         min_words: int = 4,
-        direction_rule: str = "recommendation",
+        direction_rule: str = "any_recommendation",
     ) -> None:
         self.tickers = sorted({t for t in tickers if t}, key=len, reverse=True)
         names: set[str] = set()

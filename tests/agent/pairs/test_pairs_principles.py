@@ -1,5 +1,6 @@
 """The transferable-principle rule: each rule rejects what it should, names itself, and lets
-general principles through."""
+general principles through (``V``: the lenient ``recommendation`` reading; ``STRICT``: A.3 read
+strictly, the default)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ V = PrincipleValidator(
     ["KO", "PEP", "K", "CAG"],
     {"KO": "The Coca-Cola Company", "PEP": "PepsiCo, Inc.", "K": "Kellogg Company", "CAG": "Conagra Brands"},
     max_chars=160,
+    direction_rule="recommendation",
 )
 
 
