@@ -253,8 +253,9 @@ def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatReque
 #: The line that opens the principles in the paper's text form ("Principles:"), with the list
 #: or emphasis marks a model may put around it.
 _PRINCIPLES_LINE = re.compile(r"^[\s>#*_\-]*principles[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE)
-#: A list mark in front of a principle: "-", "*", "+", a bullet, "1.", "1)", "(1)".
-_MARK = re.compile(r"^\s*(?:[-*+\u2022]|\(?\d{1,2}[.)]|\(\d{1,2}\))\s*")
+#: A list mark in front of a principle: "-", "*", "+", a bullet, or "1.", "1)", "(1)" followed by
+#: a space (so that "1.5 standard deviations ..." keeps its number).
+_MARK = re.compile(r"^\s*(?:[-*+\u2022]\s*|\(?\d{1,2}[.)]\s+|\(\d{1,2}\)\s+)")
 
 
 def read_reflection_text(text: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -144,6 +144,7 @@ def _result(text: str, finish: str = "stop") -> ChatResult:
             None,
         ),
         (f"Principles: {PRINCIPLE}", [PRINCIPLE]),
+        ("R.\nPrinciples:\n- 1.5 standard deviations of the spread call for a trade.", None),
     ],
 )
 def test_the_reflection_text_form_is_read_after_its_principles_line(text, principles):
@@ -151,6 +152,8 @@ def test_the_reflection_text_form_is_read_after_its_principles_line(text, princi
     assert parsed.fallback is None
     if principles is not None:
         assert parsed.value["principles"] == principles
+    elif text.startswith("R."):
+        assert parsed.value["principles"] == ["1.5 standard deviations of the spread call for a trade."]
     else:
         assert parsed.value["principles"][1] == "Weigh the price change against the spread first."
         assert parsed.value["reflection"] == "Note."
