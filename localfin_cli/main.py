@@ -30,8 +30,10 @@ from localfin_cli import (
     bench_cmd,
     data_cmd,
     export_cmd,
+    gpu_cmd,
     models_cmd,
     pairs_cmd,
+    plugins_cmd,
     qa_cmd,
     report_cmd,
     reproduce_cmd,
@@ -92,11 +94,13 @@ app.add_typer(pairs_cmd.app, name="pairs")
 app.add_typer(bank_cmd.app, name="bank")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(qa_cmd.app, name="qa")
+app.add_typer(plugins_cmd.app, name="plugins")
 serve_cmd.register(app)
 report_cmd.register(app)
 export_cmd.register(app)
 audit_cmd.register(app)
 reproduce_cmd.register(app)
+gpu_cmd.register(app)
 
 
 # typer >= 0.2x carries its own copy of click: its exceptions are not click's, so both families

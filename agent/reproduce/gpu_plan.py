@@ -1,23 +1,28 @@
 """``localfin reproduce plan CONFIG --gpus N --gpu KIND``: engines, memory and an estimated
 wall time of a config on GPUs, from published figures and a stated model (no GPU measured).
 
-**Engines.** One engine per checkpoint (thinking on/off entries share it, as the matrix runs
-them). Tensor parallelism ``tp``: the smallest power of two (at most ``N``, dividing the KV and
-attention heads) whose shard holds the weights and at least one full-context sequence in
-``gpu_memory_utilization`` of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA
-graphs; the registry's own ``tensor_parallel_size`` is printed beside it. ``dp = N // tp``
-replicas share the work (``--data-parallel-size``), as far as there are sequences in flight
-for them (a lockstep stream of 6 runs keeps at most 6 replicas busy).
+**Engines.** Where each engine runs is the run's own placement
+(:func:`agent.reproduce.placement.place`, printed first): per engine its tensor parallelism
+``tp`` (the smallest power of two whose shard holds the weights and one full-context sequence
+in its share of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA graphs), its
+``dp`` data-parallel replicas (engine processes the run starts, as many as the work has
+sequences in flight for: a lock-step round of 6 runs keeps at most 6 busy) and its memory
+share, the judge's and FinMem's own engines included. The time of one checkpoint sums its
+entries' work (thinking on/off entries are engines started one after the other).
 
 **Memory per GPU.** Weights: parameters x 2 bytes (bf16) / tp. KV cache: 2 (K and V) x layers
 x KV heads x head dim x 2 bytes per token, / tp, for the sequences in flight at the config's
 ``max_model_len`` (the worst case an engine must hold) and at the workload's mean context.
 
-**Work.** Moira: decision steps per backbone from the config's windows (the paper's session
-counts), seeds, exposures and variants: training ``seeds x train x (1 + max_cycles)`` (asked
-once for both exposures) plus testing ``seeds x exposures x variants x test``; calls per step
-from the rehearsal's journal where ``--rehearse`` has run (its calls over its own decision
-steps), else one per step (a lower bound: say so). Tokens per call: :data:`MOIRA_PROMPT` prompt
+**Work.** Moira: decision steps per backbone entry of what the config runs
+(:func:`agent.reproduce.workload.moira_work`, the runner's own expansion and grouping), on the
+config's windows at the paper's session counts: training-window passes (one warmup per training
+phase, shared by A3's two conditions and, with ``pairing = "paired"``, by a seed's two
+exposures; ``max_cycles`` replays at most per consolidating training) plus one test window per
+run (seeds x that backbone's exposures x variants), plus FinMem's training and test sessions
+where the config runs FinMem on that backbone; calls per step from the rehearsal's journal
+where ``--rehearse`` has run (its calls over its own decision steps, counted the same way),
+else one per step (a lower bound: say so). Tokens per call: :data:`MOIRA_PROMPT` prompt
 and :data:`MOIRA_COMPLETION` completion (the paper's 1,762,999 chat tokens of one A1 run over
 its 555 decision steps, about 3,200 a step, split by the reply schemas' size), plus
 :data:`THINK_TOKENS` of reasoning per call for a thinking backbone (an assumption: the papers
@@ -59,9 +64,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent.reproduce import placement as placing
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
+from agent.reproduce.placement import Placement, declared_inventory, format_placement
 from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
+from agent.reproduce.workload import BackboneWork, moira_work
 from localfin.errors import ConfigError
 from serving.registry import Registry
 
@@ -72,7 +80,6 @@ __all__ = [
     "Engine",
     "Work",
     "engine_memory",
-    "choose_tp",
     "plan_config",
     "format_plan",
     "MAX_NUM_SEQS",
@@ -162,43 +169,24 @@ def engine_memory(key: str, tp: int, batch: int, context: int) -> tuple[float, f
     return weights, kv
 
 
-def _usable_gib(gpu: GpuKind, util: float) -> float:
-    return gpu.memory_gb * 1e9 * util / GIB - OVERHEAD_GIB
-
-
-def choose_tp(key: str, gpus: int, gpu: GpuKind, max_model_len: int, util: float = 0.90) -> int | None:
-    """The smallest power-of-two tp <= ``gpus`` holding the weights and one full-context
-    sequence (None: no tp up to ``gpus`` does)."""
-    a = arch_facts(key)
-    tp = 1
-    while tp <= gpus:
-        if a.kv_heads % tp == 0 and a.attn_heads % tp == 0:
-            w, kv = engine_memory(key, tp, 1, max_model_len)
-            if w + kv <= _usable_gib(gpu, util):
-                return tp
-        tp *= 2
-    return None
-
-
 def _moira_work(
-    cfg: ReproConfig, key: str, thinking: bool, per_step: float | None, reuse: Reuse | None = None
+    cfg: ReproConfig,
+    key: str,
+    thinking: bool,
+    per_step: float | None,
+    reuse: Reuse | None = None,
+    counted: BackboneWork | None = None,
 ) -> tuple[Work, int]:
-    doc = cfg.document
-    seeds = len(doc.get("matrix", {}).get("seeds", [0, 1, 2]))
-    exposures = len(doc.get("matrix", {}).get("exposures", ["no_beta", "beta"]))
-    variants = max(1, len(doc.get("variants", [])))
-    cycles = int(doc.get("policy", {}).get("max_cycles", 8))
-    steps = sum(
-        seeds * w.paper_train_sessions * (1 + cycles) + seeds * exposures * variants * w.paper_test_sessions
-        for w in cfg.windows
-    )
+    """The work of one backbone entry (``counted``: its :func:`~agent.reproduce.workload.moira_work`)."""
+    counted = counted or BackboneWork()
+    steps = counted.steps
     calls = round(steps * (per_step if per_step is not None else 1.0))
     comp = MOIRA_COMPLETION + (THINK_TOKENS if thinking else 0)
     basis = (
         f"{steps} decision steps x {per_step:.2f} calls/step (rehearsal journal)"
         if per_step is not None
         else f"{steps} decision steps x 1 call/step (config counts; no rehearsal: a lower bound)"
-    )
+    ) + f": {counted.describe()}"
     hit, how = 0.0, Work.reuse_basis
     if reuse is not None and reuse.shapes:
         hit = reuse.plain_hit()
@@ -208,7 +196,7 @@ def _moira_work(
         calls,
         calls * MOIRA_PROMPT,
         calls * comp,
-        seeds * exposures * variants,
+        max(1, counted.runs + counted.finmem_runs),
         MOIRA_PROMPT + comp // 2,
         basis,
         hit,
@@ -216,6 +204,12 @@ def _moira_work(
         how,
     )
     return work, steps
+
+
+def _paper_sessions(cfg: ReproConfig) -> Any:
+    """``(training, test)`` sessions of a windows set as the paper states them (the config's)."""
+    by = {w.name: (w.paper_train_sessions, w.paper_test_sessions) for w in cfg.windows}
+    return lambda cell: by[cell[1]]
 
 
 def _qa_work(cfg: ReproConfig, reuse: Reuse | None = None) -> Work:
@@ -284,25 +278,30 @@ def plan_config(
     registry: Registry,
     rehearsal: Path | None = None,
     reuse: Reuse | None = None,
+    placement: Placement | None = None,
 ) -> list[Engine]:
-    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring). ``reuse``: the
-    prefix shapes of the config's rehearsal (default: measured from the journals beside
-    ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
+    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring), on ``placement``
+    (default: :func:`~agent.reproduce.placement.place` on ``gpus`` GPUs of ``kind`` on one
+    node). ``reuse``: the prefix shapes of the config's rehearsal (default: measured from the
+    journals beside ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
     gpu = gpu_kind(kind)
     reg = registry
+    placed = placement or placing.place(cfg, declared_inventory(kind, gpus), registry=reg)
     per_step = _rehearsal_per_step(rehearsal)
     if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
         reuse = measure_rehearsal(rehearsal.parent)
     works: dict[str, list[Work]] = {}
     if cfg.kind == "moira":
+        counted = moira_work(cfg.document, cfg.baselines, _paper_sessions(cfg))
         for b in cfg.document.get("backbones", []):
             key = b if isinstance(b, str) else b["key"]
+            name = b if isinstance(b, str) else b.get("name", key)
             spec = reg.get(key)
             thinking = b.get("thinking") if isinstance(b, Mapping) else None
             thinking = spec.thinking_default if thinking is None else thinking
-            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse)
+            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse, counted.get(name))
             works.setdefault(spec.dirname or key, []).append(work)
         keys: dict[str, str] = {}
         for b in cfg.document.get("backbones", []):
@@ -330,29 +329,17 @@ def plan_config(
             ws[0].reuse_basis,
             max(w.demand or w.concurrency for w in ws),
         )
-        tp = choose_tp(key, gpus, gpu, spec.max_model_len, spec.gpu_memory_utilization)
-        if tp is None:
-            w1, _ = engine_memory(key, min(gpus, 8), 1, spec.max_model_len)
-            out.append(
-                Engine(
-                    key,
-                    0,
-                    spec.tensor_parallel_size,
-                    0,
-                    round(w1, 1),
-                    0.0,
-                    0.0,
-                    False,
-                    0,
-                    work,
-                    0.0,
-                    0.0,
-                    f"does not fit on {gpus} x {kind}: {w1:.1f} GiB of weights per GPU at tp {min(gpus, 8)}",
-                )
-            )
+        if not any(e.key == key for e in placed.engines):
+            continue  # served over HTTP: no engine of ours
+        pe = placed.find(key)
+        if not pe.fits or pe.layout is None or not pe.layout.replicas:
+            w1, _ = engine_memory(key, 1, 1, spec.max_model_len)
+            why = f"{pe.note}; what would place it: {'; or '.join(pe.remedies)}" if pe.remedies else pe.note
+            out.append(Engine(key, 0, spec.tensor_parallel_size, 0, round(w1, 1), 0.0, 0.0, False, 0, work,
+                              0.0, 0.0, why))  # fmt: skip
             continue
-        dp = gpus // tp
-        free = _usable_gib(gpu, spec.gpu_memory_utilization)
+        tp, dp = pe.layout.tensor_parallel, len(pe.layout.replicas)
+        free = pe.layout.replicas[0].share * gpu.memory_gib - OVERHEAD_GIB
         w, kv1 = engine_memory(key, tp, 1, spec.max_model_len)
         full_seqs = int((free - w) // kv1)
         batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
@@ -408,10 +395,13 @@ def plan_config(
     return out
 
 
-def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine]) -> str:
-    """The plan as text, its basis first."""
+def format_plan(
+    cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine], placement: Placement | None = None
+) -> str:
+    """The plan as text: the placement (where given), its basis, then each engine."""
     gpu = gpu_kind(kind)
-    lines = [
+    lines = [format_placement(placement)] if placement is not None else []
+    lines += [
         f"plan: {cfg.name} ({cfg.paper} {cfg.table}) on {gpus} x {gpu.label} "
         f"({gpu.memory_gb:g} GB, {gpu.bandwidth_tbs:g} TB/s, {gpu.bf16_tflops:g} bf16 TFLOP/s)",
         f"basis: bf16 weights; KV cache 2 x layers x KV heads x head dim x 2 B per token; prefill at "
@@ -428,7 +418,7 @@ def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine
         total += e.hours
         total_v += e.hours_vllm
         lines += [
-            f"engine {e.key}: tp {e.tp} (registry {e.registry_tp}) x dp {e.dp}; per GPU "
+            f"engine {e.key}: tp {e.tp} x dp {e.dp} (replicas); per GPU "
             f"{e.weights_gib:g} GiB weights + {e.kv_full_gib:g} GiB KV at full context for {e.batch} "
             f"sequence(s) ({e.kv_mean_gib:g} GiB at the mean "
             f"context {e.work.mean_context}); {e.note}",

@@ -26,9 +26,11 @@ another pair and another window, so code rejects one that names:
     ``any_recommendation``), the reflection text is not checked;
 
 and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition and an action
-(fewer than ``min_words`` words), one ``too_long`` for its field, or a ``duplicate`` of another
-kept principle. The rules are checked in the order above; the first broken one is
-recorded with the principle (training.json keeps every rejected principle and its rule).
+(fewer than ``min_words`` words or ``min_chars`` characters), one ``too_long`` for its field, or a
+``duplicate`` of another kept principle. The rules are checked in the order above; the first
+broken one is recorded with the principle (training.json keeps every rejected principle and its
+rule). ``rules`` names the rules that apply (``empty`` always does; the settings
+``policy.principle_rules``, ``policy.principle_min_words`` and ``prompt.principle_min_chars``).
 
 The reflection text (``any_recommendation`` only, :meth:`PrincipleValidator.reflection_rule`):
 A.3's ban covers the whole reply, so the reflection may not name a ticker, company, pair, date
@@ -44,7 +46,7 @@ a whole (:mod:`agent.pairs.moira.policy`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.pairs.market.masking import contains_calendar_leak
@@ -121,10 +123,12 @@ class PrincipleValidator:
         company_names: their company names (ticker -> name).
         max_chars: the longest principle accepted (0: no length rule).
         min_words: the fewest words a principle may have.
+        min_chars: the fewest characters a principle may have (0: none).
         direction_rule: ``any_recommendation`` (reject a principle naming a direction, and hold
             the reflection text to the bans), ``recommendation`` (reject a fixed-direction
             recommendation) or ``any_mention`` (reject a principle naming a direction); module
             docstring.
+        rules: the rules that apply (default: every one of :data:`RULES`; ``empty`` always).
     """
 
     def __init__(
@@ -134,7 +138,9 @@ class PrincipleValidator:
         *,
         max_chars: int,
         min_words: int = 4,
+        min_chars: int = 0,
         direction_rule: str = "any_recommendation",
+        rules: Iterable[str] = RULES,
     ) -> None:
         self.tickers = sorted({t for t in tickers if t}, key=len, reverse=True)
         names: set[str] = set()
@@ -145,7 +151,9 @@ class PrincipleValidator:
         self.names = sorted(names, key=len, reverse=True)
         self.max_chars = max_chars
         self.min_words = min_words
+        self.min_chars = min_chars
         self.direction_rule = direction_rule
+        self.rules = frozenset(rules) | {"empty"}
         self._ticker_re = (
             re.compile(
                 r"(?<![A-Za-z0-9])(" + "|".join(re.escape(t) for t in self.tickers) + r")(?![A-Za-z0-9])"
@@ -160,46 +168,47 @@ class PrincipleValidator:
         body = " ".join(str(text).split())
         if not body:
             return "empty"
-        if len(body.split()) < self.min_words:
-            return "too_short"
-        if self.max_chars and len(body) > self.max_chars:
-            return "too_long"
-        named = self._names_rule(body)
-        if named:
-            return named
-        if self._fixed_direction(body):
-            return "direction"
+        for rule, broken in self._tests(body):
+            if rule in self.rules and broken():
+                return rule
         return None
+
+    def _tests(self, body: str) -> tuple[tuple[str, Callable[[], bool]], ...]:
+        """The rules of a principle ``body`` in their order, each with its test."""
+        low = body.lower()
+        return (
+            ("too_short", lambda: len(body.split()) < self.min_words or len(body) < self.min_chars),
+            ("too_long", lambda: bool(self.max_chars) and len(body) > self.max_chars),
+            ("ticker", lambda: self._ticker_re is not None and bool(self._ticker_re.search(body))),
+            (
+                "company",
+                lambda: any(
+                    re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", low) for n in self.names
+                ),
+            ),
+            ("pair", lambda: bool(_PAIR_TEXT.search(body))),
+            ("date", lambda: contains_calendar_leak(body) or bool(_YEAR.search(body))),
+            ("step", lambda: bool(_STEP.search(body))),
+            ("direction", lambda: self._fixed_direction(body)),
+        )
 
     def reflection_rule(self, text: str) -> str | None:
         """The first rule the reflection text breaks (``ticker``, ``company``, ``pair``,
-        ``date``, ``step``, ``direction``: a direction recommended, module docstring), or None;
-        always None unless ``direction_rule`` is ``any_recommendation``."""
+        ``date``, ``step``, ``direction``: a direction recommended, module docstring) among the
+        rules that apply, or None; always None unless ``direction_rule`` is
+        ``any_recommendation``."""
         if self.direction_rule != "any_recommendation":
             return None
         body = " ".join(str(text).split())
-        named = self._names_rule(body) if body else None
-        if named:
-            return named
+        named = ("ticker", "company", "pair", "date", "step")
+        for rule, broken in self._tests(body):
+            if rule in named and rule in self.rules and body and broken():
+                return rule
+        if "direction" not in self.rules:
+            return None
         for sentence in _SENTENCES.split(str(text)):
             if _DIRECTION.search(sentence) and _DIRECTIVE.search(_DIRECTION.sub(" ", sentence)):
                 return "direction"
-        return None
-
-    def _names_rule(self, body: str) -> str | None:
-        """``ticker``, ``company``, ``pair``, ``date`` or ``step``: the first of them ``body``
-        names, or None."""
-        if self._ticker_re is not None and self._ticker_re.search(body):
-            return "ticker"
-        low = body.lower()
-        if any(re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", low) for n in self.names):
-            return "company"
-        if _PAIR_TEXT.search(body):
-            return "pair"
-        if contains_calendar_leak(body) or _YEAR.search(body):
-            return "date"
-        if _STEP.search(body):
-            return "step"
         return None
 
     def _fixed_direction(self, body: str) -> bool:
@@ -219,7 +228,7 @@ class PrincipleValidator:
         for p in principles:
             rule = self.rule_broken(p)
             norm = " ".join(str(p).lower().split())
-            if rule is None and norm in seen:
+            if rule is None and norm in seen and "duplicate" in self.rules:
                 rule = "duplicate"
             if rule is None:
                 seen.add(norm)
