@@ -50,7 +50,8 @@ __all__ = [
 
 #: The title of the fallbacks table of ``reproduction.md``.
 FALLBACK_TABLE = (
-    "Fallbacks per call type (agent calls whose reply was not used; a shared training counted once)"
+    "Fallbacks per call type (agent calls whose reply was not used; a shared training counted once, "
+    "a warmup shared by A3's conditions with each)"
 )
 
 log = logging.getLogger(__name__)

@@ -203,8 +203,9 @@ def fallback_lines(by_type: dict[str, dict[str, dict[str, Any]]], decoding: str)
     }.get(decoding, decoding)
     lines = [
         "",
-        f"Fallbacks per call type (decoding `{decoding}`: {how}; a shared training counted once; "
-        "each fallback's reason and reply text are in the runs' `trace.parquet`):",
+        f"Fallbacks per call type (decoding `{decoding}`: {how}; a shared training counted once, "
+        "a warmup shared by A3's conditions with each; each fallback's reason and reply text are in "
+        "the runs' `trace.parquet`):",
         "",
         "| call type | training calls | training fallbacks | test calls | test fallbacks | kinds |",
         "|---|---:|---:|---:|---:|---|",

@@ -78,13 +78,35 @@ def test_the_split_check_needs_reasoning_split_off_in_thinking_replies(tmp_path:
     c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", split), reg), "thinking split")[
         "engine:direction"
     ]
-    assert c.ok and c.seen == {"thinking_calls": 1, "with_reasoning": 1}
+    assert c.ok and c.seen == {"thinking_calls": 1, "with_reasoning": 1, "tags_after_split": 0}
     # a thinking reply whose answer came back with no reasoning at all: nothing was split
     none = [_pair("qwen3-32b", '{"action": "FLAT"}', thinking=True, reasoning="")]
     c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", none), reg), "thinking split")[
         "engine:direction"
     ]
     assert c.ok is False and "none with reasoning split off" in c.detail
+
+
+def test_a_free_answer_may_write_a_think_tag_after_the_split_but_not_without_one(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    # a random stand-in closes its thinking again in its answer: answer text, read for its JSON
+    after = [_pair("qwen3-32b", 'plan</think>{"action": "FLAT"}</think>', thinking=True)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", after), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok, c.detail
+    assert c.seen["tags_after_split"] == 1 and "after the split" in c.detail
+    # nothing split off, or a tag under structured outputs: the split missed
+    missed = [_pair("qwen3-32b", '{"action": "FLAT"}</think>', thinking=True, reasoning="")]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", missed), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
+    held = [_pair("qwen3-32b", 'plan</think>{"action": "FLAT"}</think>', thinking=True, constrained=True)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "c", held), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
 
 
 def test_the_settings_check_flags_a_decoding_other_than_the_configs(tmp_path: Path) -> None:
