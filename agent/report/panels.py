@@ -31,7 +31,14 @@ from agent.report.html import (
 )
 from agent.report.memorization import memorization_table
 from agent.report.tables import Section, Setting, results_row
-from agent.report.usage import VALIDATION_PERIOD, FallbackRow, fallback_rows, token_rows, tokens_per_cycle
+from agent.report.usage import (
+    VALIDATION_PERIOD,
+    FallbackRow,
+    fallback_rows,
+    finmem_tokens_per_cycle,
+    token_rows,
+    tokens_per_cycle,
+)
 
 __all__ = [
     "PanelContext",
@@ -167,8 +174,10 @@ def _range(r: tuple[int, int] | None) -> str:
 
 def token_table(setting: Setting) -> str:
     """Tokens by call type of the setting's representative run ('' when it called no model): totals
-    over training and test, test tokens per finalized step, one call's prompt and completion
-    tokens (min .. max), and the test tokens per validation cycle under the table."""
+    over training and test, test tokens per finalized step, one call's prompt, completion and
+    total tokens (min .. max, each on its own: Table 9), and under the table the test tokens per
+    validation cycle (Table 10: Moira's test total per step x 23; FinMem's mean of its first
+    complete cycles)."""
     rep = setting.representative
     rows = token_rows(rep.run, rep.metrics.n_transitions)
     if not rows:
@@ -189,16 +198,19 @@ def token_table(setting: Setting) -> str:
             ),
             Cell(_range(t.prompt_per_call), None, "", "num"),
             Cell(_range(t.completion_per_call), None, "", "num"),
+            Cell(_range(t.total_per_call), None, "", "num"),
         ]
         for t in rows
     ]
-    cycle = tokens_per_cycle(rows)
+    cycle, how = tokens_per_cycle(rows), f"test tokens per step x {VALIDATION_PERIOD}"
+    fm_cycle, n_cycles = finmem_tokens_per_cycle(rep.run.extra, rep.metrics.n_transitions)
+    if fm_cycle is not None:
+        cycle, how = fm_cycle, f"the mean of the test's first {n_cycles} complete cycles"
     after = ""
     if cycle is not None:
         after = (
             f'<p class="small" data-metric="tokens_per_cycle" data-value="{cycle!r}">Test tokens per '
-            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_int(round(cycle))} (test tokens per step x "
-            f"{VALIDATION_PERIOD}).</p>"
+            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_int(round(cycle))} ({how}).</p>"
         )
     return (
         table(
@@ -211,6 +223,7 @@ def token_table(setting: Setting) -> str:
                 "test tokens per finalized step",
                 "prompt tokens per call",
                 "completion tokens per call",
+                "total tokens per call",
             ),
             body,
             cls="tokens",

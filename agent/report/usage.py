@@ -5,7 +5,16 @@ Sources (written by the agents, read here): ``metrics.json`` ``extra.tokens_by_c
 FinMem: ``extra.tokens_by_phase.test``); ``trace.parquet`` rows of model calls (one row per call,
 with its prompt and completion tokens and, when the reply was not used, the fallback reason);
 the experiment's engine totals (:class:`agent.report.load.ExperimentInfo`). Per finalized step
-means per settled test transition, the paper's Table 10 unit; the per-call ranges are its Table 9.
+means per settled test transition, the paper's Table 10 unit; the per-call ranges are its Table 9
+(input, output and total tokens of one call, each range taken on its own, as the paper's
+"ranges are reported independently").
+
+Table 10's two cycle estimates (D.2), as the paper computes them: Moira's is its test total
+divided by the finalized test steps and multiplied by the 23-step cycle
+(:func:`tokens_per_cycle`); FinMem's averages its first complete 23-step cycles of the test
+(:func:`finmem_tokens_per_cycle`: 13 of them in the paper's 303-step test, the four remaining
+steps left out), from the chat tokens of its test calls per session step
+(``extra.test_tokens_by_step``).
 """
 
 from __future__ import annotations
@@ -23,8 +32,11 @@ __all__ = [
     "TokenRow",
     "FallbackRow",
     "token_rows",
+    "CallRange",
+    "call_ranges",
     "per_call_ranges",
     "tokens_per_cycle",
+    "finmem_tokens_per_cycle",
     "engine_token_rows",
     "fallback_rows",
 ]
@@ -45,8 +57,9 @@ class TokenRow:
     """Tokens of one call type of one run (``call_type`` ``total`` for the sum): calls, prompt,
     completion and cached tokens over training and test (cached None when the run does not
     record it); the test phase's prompt + completion tokens per finalized test transition (None
-    when the run does not split tokens by phase); the smallest and largest prompt and completion
-    tokens of one call (None without a trace of the calls; None on the total row)."""
+    when the run does not split tokens by phase); the smallest and largest prompt (input),
+    completion (output) and prompt + completion (total) tokens of one call, each range on its
+    own (None without a trace of the calls; None on the total row)."""
 
     call_type: str
     calls: int
@@ -56,6 +69,7 @@ class TokenRow:
     test_tokens_per_step: float | None
     prompt_per_call: tuple[int, int] | None = None
     completion_per_call: tuple[int, int] | None = None
+    total_per_call: tuple[int, int] | None = None
 
 
 def _by_type(doc: Any) -> dict[str, dict[str, Any]]:
@@ -77,21 +91,42 @@ def _n(v: Mapping[str, Any], key: str) -> int:
     return int(x) if _finite(x) else 0
 
 
-def per_call_ranges(trace: Any) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
-    """Per call type, (min, max) of the prompt tokens and of the completion tokens of one call,
-    over the trace rows of model calls (rows with a request key), training and test."""
+@dataclass(frozen=True)
+class CallRange:
+    """One call type's per-call tokens over the traced calls (Table 9): how many calls, and the
+    (min, max) of one call's input (prompt), output (completion) and total tokens, each range
+    taken on its own."""
+
+    calls: int
+    input: tuple[int, int]
+    output: tuple[int, int]
+    total: tuple[int, int]
+
+
+def call_ranges(trace: Any, phase: str | None = None) -> dict[str, CallRange]:
+    """Per call type, :class:`CallRange` over the trace rows of model calls (rows with a request
+    key), training and test or only ``phase``."""
     if trace is None or not {"call_type", "request_key", "prompt_tokens", "completion_tokens"} <= set(
         trace.columns
     ):
         return {}
     calls = trace[trace["request_key"].astype(str) != ""]
+    if phase is not None and "phase" in calls.columns:
+        calls = calls[calls["phase"].astype(str) == phase]
     out = {}
     for ct in sorted({str(c) for c in calls["call_type"]}):
         sel = calls[calls["call_type"].astype(str) == ct]
         p = [int(x) for x in sel["prompt_tokens"]]
         c = [int(x) for x in sel["completion_tokens"]]
-        out[ct] = ((min(p), max(p)), (min(c), max(c)))
+        t = [a + b for a, b in zip(p, c)]
+        out[ct] = CallRange(len(p), (min(p), max(p)), (min(c), max(c)), (min(t), max(t)))
     return out
+
+
+def per_call_ranges(trace: Any) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+    """Per call type, (min, max) of the prompt tokens and of the completion tokens of one call,
+    over the trace rows of model calls (rows with a request key), training and test."""
+    return {ct: (r.input, r.output) for ct, r in call_ranges(trace).items()}
 
 
 def token_rows(run: RunData, n_transitions: int) -> list[TokenRow]:
@@ -101,7 +136,7 @@ def token_rows(run: RunData, n_transitions: int) -> list[TokenRow]:
     if not totals:
         return []
     test = _test_tokens(run.extra)
-    ranges = per_call_ranges(run.trace)
+    ranges = call_ranges(run.trace)
     has_cached = all("cached_tokens" in v for v in totals.values())
     rows = []
     for ct in sorted(totals):
@@ -119,8 +154,9 @@ def token_rows(run: RunData, n_transitions: int) -> list[TokenRow]:
                 _n(v, "completion_tokens"),
                 _n(v, "cached_tokens") if has_cached else None,
                 per_step,
-                rng[0] if rng else None,
-                rng[1] if rng else None,
+                rng.input if rng else None,
+                rng.output if rng else None,
+                rng.total if rng else None,
             )
         )
     per = [r.test_tokens_per_step for r in rows]
@@ -144,6 +180,23 @@ def tokens_per_cycle(rows: list[TokenRow], period: int = VALIDATION_PERIOD) -> f
     if total is None or total.test_tokens_per_step is None:
         return None
     return total.test_tokens_per_step * period
+
+
+def finmem_tokens_per_cycle(
+    extra: Mapping[str, Any], n_transitions: int, period: int = VALIDATION_PERIOD
+) -> tuple[float | None, int]:
+    """FinMem's Table 10 cycle estimate: the mean chat tokens (prompt + completion) of its first
+    complete ``period``-step cycles of the test, and how many there are (``n_transitions //
+    period``: 13 of 303 steps; the remaining steps are left out). None (and 0) without
+    ``extra.test_tokens_by_step`` or without a complete cycle. The calls made at session step k
+    (1-based: the reflection on the decision of step k - 1 and the decision of step k) belong to
+    the cycle of transition k."""
+    by_step = extra.get("test_tokens_by_step")
+    cycles = n_transitions // period if period > 0 else 0
+    if not isinstance(by_step, (list, tuple)) or cycles == 0:
+        return None, 0
+    steps = [int(x) if _finite(x) else 0 for x in by_step]
+    return sum(steps[: cycles * period]) / cycles, cycles
 
 
 def engine_token_rows(info: ExperimentInfo) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from serving.registry import Registry
 
 __all__ = [
     "MoiraOutcome",
+    "FALLBACK_TABLE",
     "with_baselines",
     "pairing_of",
     "pairing_note",
@@ -44,7 +45,14 @@ __all__ = [
     "placed_factory",
     "run_moira",
     "moira_rows",
+    "moira_fallback_rows",
 ]
+
+#: The title of the fallbacks table of ``reproduction.md``.
+FALLBACK_TABLE = (
+    "Fallbacks per call type (agent calls whose reply was not used; a shared training counted once, "
+    "a warmup shared by A3's conditions with each)"
+)
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +257,37 @@ def moira_rows(outcome: MoiraOutcome) -> list[dict[str, Any]]:
                     "variant": f"full minus {r['variant']}",
                     "exposure": r["exposure"],
                     "return_pct": round(ref["return_pct"] - r["return_pct"], 2),
+                }
+            )
+    return rows
+
+
+def moira_fallback_rows(outcome: MoiraOutcome) -> list[dict[str, Any]]:
+    """Per cell (backbone, windows) and call type of the agent: the decoding, the training and
+    test calls, the fallbacks among them and their kinds (the cells' ``summary.json``)."""
+    rows: list[dict[str, Any]] = []
+    for cell in outcome.cells:
+        summary = cell / "summary.json"
+        if not summary.exists():
+            continue
+        doc = json.loads(summary.read_text(encoding="utf-8"))
+        for ct, phases in sorted((doc.get("fallbacks_by_call_type") or {}).items()):
+            tr, te = phases.get("train", {}), phases.get("test", {})
+            kinds: dict[str, int] = {}
+            for d in (tr, te):
+                for k, n in (d.get("kinds") or {}).items():
+                    kinds[k] = kinds.get(k, 0) + int(n)
+            rows.append(
+                {
+                    "backbone": cell.parent.name,
+                    "windows": cell.name,
+                    "decoding": doc.get("decoding", "schema"),
+                    "call_type": ct,
+                    "train_calls": tr.get("calls", 0),
+                    "train_fallbacks": tr.get("fallbacks", 0),
+                    "test_calls": te.get("calls", 0),
+                    "test_fallbacks": te.get("fallbacks", 0),
+                    "kinds": ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "none",
                 }
             )
     return rows

@@ -250,7 +250,8 @@ def reproduce(
     extra: dict[str, Any] = {}
     tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = ()
     if cfg.kind == "moira":
-        from agent.reproduce.moira_run import moira_rows, run_moira
+        from agent.reproduce.moira_run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
+        from agent.reproduce.token_tables import token_tables
 
         document: Mapping[str, Any] | None = None
         if smoke:
@@ -262,6 +263,7 @@ def reproduce(
         )
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
+        tables = [(FALLBACK_TABLE, moira_fallback_rows(outcome)), *token_tables(outcome.cells)]
         if html_report:
             res = build_report(outcome.matrix_dir, out / "report", progress=progress)
             notes.append(f"HTML report of every run: {res.html}")

@@ -60,6 +60,10 @@ class Counter(Protocol):
 
     def count(self, messages: Sequence[Mapping[str, Any]], thinking: bool | None = None) -> int: ...
 
+    def count_text(self, text: str) -> int:
+        """The tokens of a reply ``text`` as the model writes it, with the end-of-turn token."""
+        ...
+
 
 def render_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A journaled request's messages in the OpenAI chat form (text only; an image part becomes
@@ -108,6 +112,9 @@ class DirCounter:
         if hasattr(ids, "keys"):
             ids = ids["input_ids"]
         return len(ids)
+
+    def count_text(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False)) + 1
 
 
 @dataclass(frozen=True)
@@ -308,6 +315,9 @@ class PackageCounter:
             n += text.count(name)
             text = text.replace(name, "")
         return n + len(self._enc.encode_with_special(text))
+
+    def count_text(self, text: str) -> int:
+        return len(self._enc.encode_with_special(text)) + 1
 
 
 def open_counter(spec: str) -> Counter:

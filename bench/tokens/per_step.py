@@ -1,6 +1,6 @@
-"""Prompt tokens per test step of Moira and of FinMem, counted with each GPU backbone's real
-tokenizer, beside the Moira paper's claim (Appendix D.2, Tables 9-10: over the A1 test, Moira
-uses about a quarter of FinMem's chat tokens, "about 75 % fewer").
+"""Prompt and chat tokens per test step of Moira and of FinMem, counted with each GPU backbone's
+real tokenizer, beside the Moira paper's claim (Appendix D.2, Tables 9-10: over the A1 test,
+Moira uses about a quarter of FinMem's chat tokens, "about 75 % fewer").
 
 Two steps, one command:
 
@@ -15,8 +15,13 @@ Two steps, one command:
    ``steps.parquet`` rows: a window of N sessions has N - 1 decisions). The ratio is Moira's per
    step over FinMem's.
 
-Prompt tokens only: completions depend on the model that answers (the CPU model here), and
-images are not counted. ::
+Two counts. Prompt tokens: what each backbone would read. Chat tokens, Table 10's unit: the
+prompts plus the replies (each reply's text and reasoning, with its end-of-turn token), counted
+with the same tokenizer; the replies are the answering CPU model's, so they stand in for a
+backbone's. Table 10 as the paper computes it, per tokenizer: Moira's chat tokens per 23-step
+cycle as its test total divided by the finalized test steps times 23, FinMem's as the mean of
+its first complete 23-step cycles (each call at the session step the run's provenance gives),
+and the ratios over the full test and per cycle. Images are not counted. ::
 
     localfin bench tokens --out runs/tokens --prices ../data/bigtech_adjclose_2015_2025.csv \\
         --news ../data/tradingview_bigtech_2025-04_05.csv --companies ../data/companies.csv
@@ -35,17 +40,20 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["HELP", "PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
+__all__ = ["CYCLE", "HELP", "PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
 
 #: Moira's chat tokens over FinMem's in the paper's A1 test ("approximately one quarter").
 PAPER_RATIO = 0.25
 DEFAULT_TOKENIZERS = ("pypi:llama-3.1", "pypi:qwen3", "pypi:qwen3-vl")
+#: Steps of the validation cycle of Table 10.
+CYCLE = 23
 SYSTEMS = ("moira", "finmem")
 
 
 @dataclass
 class SystemTokens:
-    """One system's test-phase prompts under one tokenizer."""
+    """One system's test-phase calls under one tokenizer: prompt tokens and completion tokens
+    by call type, and chat tokens (prompt + completion) by the session step of each call."""
 
     system: str
     run_id: str
@@ -54,6 +62,10 @@ class SystemTokens:
     tokens: dict[str, int] = field(default_factory=dict)
     engine_tokens: dict[str, int] = field(default_factory=dict)
     missing: int = 0
+    completion: dict[str, int] = field(default_factory=dict)
+    by_step: dict[int, int] = field(default_factory=dict)
+    #: calls whose reply the journal does not hold (a failed call): no completion counted
+    no_reply: int = 0
 
     @property
     def total(self) -> int:
@@ -62,6 +74,27 @@ class SystemTokens:
     @property
     def per_step(self) -> float:
         return self.total / self.steps if self.steps else float("nan")
+
+    @property
+    def chat_total(self) -> int:
+        return self.total + sum(self.completion.values())
+
+    @property
+    def chat_per_step(self) -> float:
+        return self.chat_total / self.steps if self.steps else float("nan")
+
+    @property
+    def cycle_by_formula(self) -> float:
+        """Table 10's Moira estimate: the test's chat tokens / finalized steps x 23."""
+        return self.chat_per_step * CYCLE
+
+    def first_cycles(self) -> tuple[float, int]:
+        """Table 10's FinMem estimate: the mean chat tokens of the first complete 23-step cycles
+        (the remaining steps left out) and how many there are (NaN and 0 without one)."""
+        n = self.steps // CYCLE
+        if not n:
+            return float("nan"), 0
+        return sum(v for k, v in self.by_step.items() if 1 <= k <= n * CYCLE) / n, n
 
 
 def _runs(cell: Path) -> dict[str, Path]:
@@ -97,9 +130,9 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
         prov = pd.read_parquet(run / "provenance.parquet")
         steps = len(pd.read_parquet(run / "steps.parquet")) if (run / "steps.parquet").is_file() else 0
         st = SystemTokens(system, run.name, steps)
-        for key, call in prov.loc[prov["phase"] == "test", ["request_key", "call_type"]].itertuples(
-            index=False
-        ):
+        test = prov.loc[prov["phase"] == "test"]
+        steps_of = test["step"] if "step" in test.columns else [0] * len(test)
+        for key, call, step in zip(test["request_key"], test["call_type"], steps_of):
             req = requests.get(key) or (journal[key]["request"] if key in journal else None)
             if req is None:
                 st.missing += 1
@@ -107,16 +140,24 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
             n = counter.count(render_messages(req), req.get("thinking"))
             st.calls[call] = st.calls.get(call, 0) + 1
             st.tokens[call] = st.tokens.get(call, 0) + n
+            done = 0
             if key in journal:
-                used = int(journal[key]["result"]["usage"]["prompt_tokens"])
+                res = journal[key]["result"]
+                used = int(res["usage"]["prompt_tokens"])
                 st.engine_tokens[call] = st.engine_tokens.get(call, 0) + used
+                done = counter.count_text((res.get("reasoning") or "") + (res.get("text") or ""))
+                st.completion[call] = st.completion.get(call, 0) + done
+            else:
+                st.no_reply += 1
+            st.by_step[int(step)] = st.by_step.get(int(step), 0) + n + done
         out[system] = st
     return out
 
 
 def tokens_table(results: Mapping[str, Mapping[str, SystemTokens]]) -> str:
     """Markdown: per tokenizer, prompt tokens per finalized test step of each system and the
-    ratio beside the paper's."""
+    ratio beside the paper's; Table 10 as the paper computes it (chat tokens, per cycle); the
+    calls by type."""
     lines = [
         "| tokenizer | Moira prompt tokens / test step | FinMem prompt tokens / test step "
         "| Moira / FinMem | paper (A1 test, chat tokens) |",
@@ -130,28 +171,49 @@ def tokens_table(results: Mapping[str, Mapping[str, SystemTokens]]) -> str:
         )
     lines += [
         "",
-        "| tokenizer | system | call type | test calls | prompt tokens | per test step |",
-        "|---|---|---|---:|---:|---:|",
+        "| tokenizer | Moira chat tokens / test step | FinMem chat tokens / test step | Moira / FinMem "
+        f"(full test) | Moira per {CYCLE}-step cycle (test total / steps x {CYCLE}) | FinMem per cycle "
+        "(mean of its first complete cycles) | Moira / FinMem (per cycle) | paper (A1 test) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, by in results.items():
+        m, f = by["moira"], by["finmem"]
+        fc, n = f.first_cycles()
+        per_cycle = m.cycle_by_formula / fc if n else float("nan")
+        cycles = f"{fc:,.0f} ({n} cycle{'s' if n != 1 else ''})" if n else "no complete cycle"
+        lines.append(
+            f"| {name} | {m.chat_per_step:,.0f} | {f.chat_per_step:,.0f} | "
+            f"{m.chat_total / f.chat_total:.2f} | {m.cycle_by_formula:,.0f} | {cycles} | "
+            f"{per_cycle:.2f} | about {PAPER_RATIO:.2f} |"
+        )
+    lines += [
+        "",
+        "| tokenizer | system | call type | test calls | prompt tokens | per test step | completion tokens |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for name, by in results.items():
         for st in by.values():
             for call in sorted(st.tokens):
                 lines.append(
                     f"| {name} | {st.system} | {call} | {st.calls[call]} | {st.tokens[call]:,} | "
-                    f"{st.tokens[call] / st.steps:,.0f} |"
+                    f"{st.tokens[call] / st.steps:,.0f} | {st.completion.get(call, 0):,} |"
                 )
     return "\n".join(lines)
 
 
 #: the command's help (`localfin bench ... --help`), in the user's words
-HELP = """Prompt tokens per test step of Moira and of FinMem, counted with each GPU backbone's tokenizer,
-beside the Moira paper's claim (Appendix D.2: about 75 % fewer).
+HELP = """Prompt and chat tokens per test step of Moira and of FinMem, counted with each GPU backbone's
+tokenizer, beside the Moira paper's claim (Appendix D.2, Tables 9-10: over the A1 test Moira uses
+about a quarter of FinMem's chat tokens).
 
 Runs Moira and FinMem over a reproduction config's windows on real prices and news with the CPU
 model, recording every request as sent (skipped with --count-only, or replayed from the journal of a
 finished run), then renders every test-phase request with each backbone's chat template, counts its
 tokens (a tokenizer folder, or a checked vocabulary from PyPI) and divides by the run's finalized
-test steps. Prompt tokens only: completions depend on the answering model.
+test steps. Prompt tokens: what each backbone would read. Chat tokens, Table 10's unit: the prompts
+plus the replies (the CPU model's replies stand in for a backbone's). Table 10 as the paper computes
+it, per tokenizer: Moira's chat tokens per 23-step cycle from its whole test, FinMem's as the mean of
+its first complete cycles, and both ratios. Images are not counted.
 
     localfin bench tokens --out runs/tokens --prices P.csv --news N.csv --companies C.csv
     localfin bench tokens --out runs/tokens --count-only --tokenizer /models/Qwen3-32B
@@ -277,12 +339,33 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             headline=True,
             config=cfg.name,
         )
+        fc, n = f.first_cycles()
+        w.metric(
+            f"moira_vs_finmem:{c.name}",
+            "chat_token_ratio",
+            m.chat_total / f.chat_total,
+            "x",
+            paper=PAPER_RATIO,
+            per_cycle=m.cycle_by_formula / fc if n else None,
+            moira_per_cycle=m.cycle_by_formula,
+            finmem_per_cycle=fc if n else None,
+            finmem_cycles=n,
+            config=cfg.name,
+        )
     table = tokens_table(results)
     (out / "tokens.md").write_text(table + "\n", encoding="utf-8")
     (out / "tokens.json").write_text(
         json.dumps(
             {
-                n: {s: vars(st) | {"per_step": st.per_step} for s, st in by.items()}
+                n: {
+                    s: vars(st)
+                    | {
+                        "per_step": st.per_step,
+                        "chat_per_step": st.chat_per_step,
+                        "first_cycles": st.first_cycles(),
+                    }
+                    for s, st in by.items()
+                }
                 for n, by in results.items()
             },
             indent=1,

@@ -131,6 +131,7 @@ def _cell(tmp_path: Path) -> tuple[Path, dict[str, list[ChatRequest]]]:
                 "phase": [p for p, _ in rows],
                 "request_key": [r.key() for _, r in rows],
                 "call_type": [r.call_type for _, r in rows],
+                "step": [min(k, 3) for k in range(len(rows))],
             }
         ).to_parquet(d / "provenance.parquet")
         pd.DataFrame({"step": [1, 2, 3]}).to_parquet(d / "steps.parquet")
@@ -149,6 +150,11 @@ def test_tokens_per_test_step_count_the_test_phase_of_each_run(tmp_path: Path) -
     want = sum(qwen.count([x.to_openai() for x in r.messages]) for r in test["full-no_beta-s0"])
     assert m.total == want and m.per_step == pytest.approx(want / 3)
     assert m.engine_tokens == {"direction": 21, "break_check": 7}  # what the journal recorded
+    # the replies ("{}") counted with the same tokenizer, one end-of-turn token each
+    reply = qwen.count_text("{}")
+    assert reply == len(qwen._enc.encode_with_special("{}")) + 1
+    assert m.completion == {"direction": 3 * reply, "break_check": reply}
+    assert m.chat_total == want + 4 * reply and sum(m.by_step.values()) == m.chat_total
     assert f.per_step > m.per_step
     table = tokens_table({"pypi:qwen3": by})
     assert (
@@ -172,3 +178,31 @@ def test_the_command_checks_and_names_what_it_needs(capsys: pytest.CaptureFixtur
     assert recs and all(r["value"] is True for r in recs)
     with pytest.raises(ConfigError, match="--prices is required"):
         main(["--out", "x"])
+
+
+def test_table_10_as_the_paper_computes_it() -> None:
+    from bench.tokens.per_step import CYCLE, SystemTokens
+
+    # 50 finalized steps: two complete 23-step cycles, four steps left out of FinMem's mean
+    moira = SystemTokens(
+        "moira",
+        "full-no_beta-s0",
+        50,
+        calls={"direction": 50},
+        tokens={"direction": 40_000},
+        completion={"direction": 10_000},
+    )
+    finmem = SystemTokens(
+        "finmem",
+        "finmem-no_beta-seed0",
+        50,
+        calls={"finmem_decision": 50},
+        tokens={"finmem_decision": 90_000},
+    )
+    finmem.by_step = {k: (1_000 if k <= CYCLE else 3_000) for k in range(1, 51)}
+    assert finmem.first_cycles() == ((23 * 1_000 + 23 * 3_000) / 2, 2)
+    assert moira.cycle_by_formula == pytest.approx(50_000 / 50 * 23)
+    assert SystemTokens("finmem", "f", 22).first_cycles()[1] == 0
+    table = tokens_table({"pypi:qwen3": {"moira": moira, "finmem": finmem}})
+    row = [r for r in table.splitlines() if r.startswith("| pypi:qwen3 | 1,000 | 1,800 |")]
+    assert row == ["| pypi:qwen3 | 1,000 | 1,800 | 0.56 | 23,000 | 46,000 (2 cycles) | 0.50 | about 0.25 |"]

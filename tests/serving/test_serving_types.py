@@ -6,7 +6,7 @@ import pytest
 
 from serving.errors import ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec, default_registry
-from serving.replies import build_result, parse_reply, split_reasoning
+from serving.replies import build_result, first_json_object, parse_reply, split_reasoning
 from serving.types import ChatRequest, ChatResult, Message, Usage, image_data_url
 
 SCHEMA = {
@@ -239,3 +239,78 @@ def test_one_bad_request_is_isolated_as_a_recorded_fallback(tiny_registry):
     out = backend.chat([req(), req(max_tokens=13), req(seed=5)])
     assert [r.finish_reason for r in out] == ["stop", "error", "stop"]
     assert "prompt too long" in out[1].parse_error and out[1].is_fallback
+
+
+def test_an_unconstrained_request_keeps_its_schema_for_the_check_and_has_its_own_key():
+    constrained, free = req(json_schema=SCHEMA), req(json_schema=SCHEMA, constrained=False)
+    # the default is left out of the key's document, so constrained requests keep the keys
+    # they had before the field existed (journals of earlier runs still replay)
+    assert "constrained" not in constrained.to_dict() and free.to_dict()["constrained"] is False
+    assert constrained.key() != free.key()
+    assert ChatRequest.from_dict(free.to_dict()) == free
+    assert ChatRequest.from_dict(constrained.to_dict()) == constrained
+    with pytest.raises(ConfigError, match="constrained"):
+        req(constrained="no")
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ('{"action": "FLAT", "reason": "r"}', "FLAT"),
+        ('Here is my answer:\n{"action": "SHORT_LONG", "reason": "wide spread"}\nThanks.', "SHORT_LONG"),
+        ('```json\n{"action": "LONG_SHORT", "reason": ""}\n```', "LONG_SHORT"),
+        ('Draft {not json} then {"action": "FLAT", "reason": "x"}', "FLAT"),
+        ('Step 1: {"note": 1} is an object too; {"action": "FLAT", "reason": "x"}', None),
+    ],
+)
+def test_an_unconstrained_reply_is_read_for_its_first_json_object(text, want):
+    value, err = parse_reply(text, SCHEMA, constrained=False)
+    if want is None:  # the first object decodes, and fails the schema: no second guess
+        assert value is None and err.startswith("schema violation")
+    else:
+        assert err is None and value["action"] == want
+    # a constrained reply must be JSON as a whole
+    if not text.startswith(("{", "```")):
+        assert parse_reply(text, SCHEMA)[1].startswith("invalid JSON")
+
+
+def test_an_unconstrained_reply_without_json_is_a_fallback_that_keeps_its_text():
+    assert first_json_object("I would go long the spread.") == (None, "no JSON object in the reply")
+    assert first_json_object('{"action": "FLAT", "reas')[1].startswith("invalid JSON")
+    r = req(json_schema=SCHEMA, constrained=False)
+    res = build_result(
+        r,
+        "<think>z is 2.1</think>I choose SHORT_LONG because the spread is wide.",
+        finish_reason="stop",
+        usage=Usage(1, 9),
+        latency_s=0.0,
+        backend="t",
+        revision="r",
+        thinking=True,
+    )
+    assert res.is_fallback and res.parsed is None and res.parse_error == "no JSON object in the reply"
+    assert res.text == "I choose SHORT_LONG because the spread is wide." and res.reasoning == "z is 2.1"
+    thought = build_result(
+        r,
+        '<think>{"action": "LONG_SHORT", "reason": "draft"}</think>{"action": "FLAT", "reason": "x"}',
+        finish_reason="stop",
+        usage=Usage(1, 9),
+        latency_s=0.0,
+        backend="t",
+        revision="r",
+    )
+    assert thought.parsed == {"action": "FLAT", "reason": "x"}  # only the final text is read
+
+
+def test_only_constrained_requests_send_their_schema_to_the_server():
+    from serving.openai_http import OpenAIBackend
+
+    reg = default_registry()
+    http = OpenAIBackend("http://127.0.0.1:9/v1", registry=reg)
+    spec = reg.get("smollm2-135m")
+    assert http._body(req(model="smollm2-135m", json_schema=SCHEMA), spec)["structured_outputs"] == {
+        "json": SCHEMA
+    }
+    assert "structured_outputs" not in http._body(
+        req(model="smollm2-135m", json_schema=SCHEMA, constrained=False), spec
+    )

@@ -257,6 +257,7 @@ def _context(
             sampling=cfg.model.sampling(cfg.request_seed(spec.seed, spec.exposure)),
             max_tokens=cfg.model.max_tokens,
             prompt=cfg.prompt,
+            decoding=cfg.model.decoding,
         ),
         prompt=cfg.prompt,
         selection=spec.variant.selection,

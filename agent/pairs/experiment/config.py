@@ -19,7 +19,7 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
                    request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
-                   max_failures_in_a_row (faults: docs/faults.md)
+                   max_failures_in_a_row (faults: docs/faults.md), decoding
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
                    principle_min_chars, reflection_max_chars, news_per_leg,
@@ -62,6 +62,7 @@ from agent.pairs.lifecycle.config import LifecycleConfig
 from agent.pairs.market.execution import ExecutionSettings
 from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
 from agent.pairs.moira.config import (
+    DECODINGS,
     MaxTokens,
     PolicyConfig,
     PromptConfig,
@@ -121,6 +122,13 @@ class ModelConfig:
         call boundary (exit code 4) and resumes with ``--resume`` (see "Faults and recovery").
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
+    decoding: how the agent's five calls are decoded and read
+        (:data:`agent.pairs.moira.config.DECODINGS`): ``schema`` (default; the CPU configs):
+        each reply schema goes to the engine as structured outputs; ``prompt`` (the
+        reproduction configs): the paper's way, JSON asked for in the prompt only, the final
+        text (after any reasoning) read for its JSON object and checked against the schema,
+        the training reflection in the paper's text form, a reply that does not parse a
+        recorded fallback with its text. FinMem's calls keep their schema either way.
     quantization: ``vllm``: a declared weight quantization of the engine, ``fp8`` (vLLM
         ``--quantization fp8``: 8-bit weights quantized at load, half the memory of bf16, on
         Hopper GPUs and newer; not the weights the papers ran) or "" (the checkpoint's own).
@@ -159,6 +167,7 @@ class ModelConfig:
     async_scheduling: bool = False
     worker_start_method: str = "spawn"
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
+    decoding: str = "schema"
 
     def __post_init__(self) -> None:
         if not self.backbone:
@@ -190,6 +199,8 @@ class ModelConfig:
             )
         if self.max_failures_in_a_row < 1:
             raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
+        if self.decoding not in DECODINGS:
+            raise ConfigError(f"model.decoding={self.decoding!r}; allowed: {', '.join(DECODINGS)}")
         check_engine_fields(self, "model")
 
     def sampling(self, seed: int) -> Sampling:
@@ -321,7 +332,11 @@ class ExperimentConfig:
             )
         if self.pairing not in PAIRINGS:
             raise ConfigError(f"experiment.pairing={self.pairing!r}; allowed: {', '.join(PAIRINGS)}")
-        if isinstance(self.beta_window, bool) or not 3 <= self.beta_window <= 2520:
+        if (
+            isinstance(self.beta_window, bool)
+            or not isinstance(self.beta_window, int)
+            or not (3 <= self.beta_window <= 2520)
+        ):
             raise ConfigError(f"experiment.beta_window={self.beta_window!r}; allowed: 3..2520 sessions")
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")

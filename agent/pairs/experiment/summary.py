@@ -29,6 +29,8 @@ __all__ = [
     "sharpe_cell",
     "lifecycle_cell",
     "news_cuts",
+    "fallbacks_by_call_type",
+    "fallback_lines",
 ]
 
 
@@ -83,6 +85,8 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         "prompt_set": prompt_set(cfg.prompt.dir, prompts),
         "news_budget_cuts": news_cuts([*runs, *res.baselines]),
         "prompts": prompt_versions(cfg.prompt.dir, prompts),
+        "decoding": cfg.model.decoding,
+        "fallbacks_by_call_type": fallbacks_by_call_type(runs),
     }
     write_json(out / "summary.json", doc)
     lines = [
@@ -116,6 +120,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
             f"{e['test']['invalid_replies']}/{e['train']['invalid_replies']} | "
             f"{e['screens_short']}/{e['screens_empty']} | {lifecycle_cell(e)} |"
         )
+    lines += fallback_lines(doc["fallbacks_by_call_type"], cfg.model.decoding)
     lines += baseline_lines(res.baselines)
     lines += ["", RETURN_NOTE]
     if any(table_sharpe(d["metrics"])[1] for d in [*runs, *res.baselines]):
@@ -161,6 +166,62 @@ def _calls_text(res: ExperimentResult) -> str:
     if res.repeated:
         text += f", {res.repeated} repeating a request of this run (answered by its call)"
     return text
+
+
+def fallbacks_by_call_type(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per call type and phase (``train``, ``test``): the agent's calls, its fallbacks (replies
+    not used) and their kinds (:func:`agent.pairs.moira.stats.fallback_kind`), summed over the
+    runs' ``metrics.json`` documents; a training phase shared by several runs
+    (``training_shared_with``) counts once."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    seen: set[tuple[str, ...]] = set()
+    for r in runs:
+        e = r.get("extra", {})
+        group = tuple(sorted(e.get("training_shared_with") or [r.get("run_id", "")]))
+        phases = ["test"]
+        if group not in seen:
+            seen.add(group)
+            phases.insert(0, "train")
+        for phase in phases:
+            d = e.get(phase) or {}
+            fb = d.get("fallbacks_by_call_type") or {}
+            kinds = d.get("fallback_kinds_by_call_type") or {}
+            for ct, v in (d.get("tokens_by_call_type") or {}).items():
+                t = out.setdefault(ct, {}).setdefault(phase, {"calls": 0, "fallbacks": 0, "kinds": {}})
+                t["calls"] += int(v.get("calls", 0))
+                t["fallbacks"] += int(fb.get(ct, 0))
+                for kind, n in (kinds.get(ct) or {}).items():
+                    t["kinds"][kind] = t["kinds"].get(kind, 0) + int(n)
+    return out
+
+
+def fallback_lines(by_type: dict[str, dict[str, dict[str, Any]]], decoding: str) -> list[str]:
+    """The fallbacks-per-call-type table of ``summary.md`` (:func:`fallbacks_by_call_type`)."""
+    how = {
+        "schema": "each reply schema sent as structured outputs",
+        "prompt": "JSON asked for in the prompt only, the first JSON object of the final text read",
+    }.get(decoding, decoding)
+    lines = [
+        "",
+        f"Fallbacks per call type (decoding `{decoding}`: {how}; a shared training counted once, "
+        "a warmup shared by A3's conditions with each; each fallback's reason and reply text are in "
+        "the runs' `trace.parquet`):",
+        "",
+        "| call type | training calls | training fallbacks | test calls | test fallbacks | kinds |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for ct, phases in sorted(by_type.items()):
+        tr, te = phases.get("train", {}), phases.get("test", {})
+        kinds: dict[str, int] = {}
+        for d in (tr, te):
+            for k, n in (d.get("kinds") or {}).items():
+                kinds[k] = kinds.get(k, 0) + n
+        cell = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "-"
+        lines.append(
+            f"| {ct} | {tr.get('calls', 0)} | {tr.get('fallbacks', 0)} | {te.get('calls', 0)} | "
+            f"{te.get('fallbacks', 0)} | {cell} |"
+        )
+    return lines
 
 
 def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:

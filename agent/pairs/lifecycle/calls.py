@@ -10,7 +10,9 @@
 Prompts are ``agent/prompts/pairs_news_verify.yaml`` and ``pairs_break.yaml`` (or the user's
 files of the same format in ``prompt_dir``: :func:`agent.prompting.load_prompt`); the payload is
 the JSON user message; ``reason_max_chars`` sets the reason's maxLength (0: none; None: the
-prompt file's). Builders take masked texts and refuse a payload in which
+prompt file's); ``constrained`` False sends the schema only to check the reply (the paper's
+decoding: the first JSON object of the final text is read, ``[model] decoding = "prompt"``).
+Builders take masked texts and refuse a payload in which
 :func:`agent.pairs.market.masking.contains_calendar_leak` finds a date (an :class:`InputError` naming
 the field): masking is the caller's job and this is its guard. Parsers never raise on a bad
 reply: an invalid, schema-violating or cut reply gives a verdict with ``fallback=True`` and
@@ -230,6 +232,7 @@ def _request(
     sampling: Sampling | None,
     prompt_dir: str = "",
     reason_max_chars: int | None = None,
+    constrained: bool = True,
 ) -> ChatRequest:
 
     _check_masked(payload, call_type)
@@ -242,6 +245,7 @@ def _request(
         max_tokens=max_tokens,
         json_schema=reply_schema(call_type, prompt_dir=prompt_dir, reason_max_chars=reason_max_chars),
         call_type=call_type,
+        constrained=constrained,
         **{**(sampling or _GREEDY).request_fields(), "seed": seed},
     )
 
@@ -258,6 +262,7 @@ def build_news_verify_request(
     sampling: Sampling | None = None,
     prompt_dir: str = "",
     reason_max_chars: int | None = None,
+    constrained: bool = True,
 ) -> ChatRequest:
     """The ``news_verify`` request (prompt ``pairs_news_verify``) for one candidate event.
 
@@ -281,6 +286,7 @@ def build_news_verify_request(
         sampling=sampling,
         prompt_dir=prompt_dir,
         reason_max_chars=reason_max_chars,
+        constrained=constrained,
     )
 
 
@@ -293,6 +299,7 @@ def build_break_check_request(
     sampling: Sampling | None = None,
     prompt_dir: str = "",
     reason_max_chars: int | None = None,
+    constrained: bool = True,
 ) -> ChatRequest:
     """The ``break_check`` request (prompt ``pairs_break``) for a validation boundary.
 
@@ -312,6 +319,7 @@ def build_break_check_request(
         sampling=sampling,
         prompt_dir=prompt_dir,
         reason_max_chars=reason_max_chars,
+        constrained=constrained,
     )
 
 

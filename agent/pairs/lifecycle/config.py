@@ -119,8 +119,14 @@ class LifecycleConfig:
 
     News:
 
-    news_window: sessions of past news the boundary assessment reads (and for which a
-        non-critical but relevant verified event keeps the news level at WARNING).
+    news_window_days: calendar days of past news the break check and the news verification
+        read (paper A.4 "PAST-7-DAY NEWS", A.5/A.6 ``past_week_news_summary``): both legs'
+        items dated within the last ``news_window_days`` calendar days up to the session, the
+        session's own day included (7: the session's day and the six before it, weekends and
+        holidays counted). 0: count ``news_window`` sessions instead.
+    news_window: sessions (trading days) for which a non-critical but relevant verified event
+        keeps the news level at WARNING (the paper states no such span), and the past news
+        the two calls read when ``news_window_days`` is 0.
     news_keywords: (category, phrase) pairs of the keyword matcher.
     negation_cues, negation_span: a keyword preceded within ``negation_span`` words of its
         own clause by one of these is negated ("denies merger talks") and not a candidate.
@@ -161,6 +167,7 @@ class LifecycleConfig:
     validation_period: int = 23
     break_share: float = 0.3
     warning_share: float = 0.3
+    news_window_days: int = 7
     news_window: int = 7
     news_keywords: tuple[tuple[str, str], ...] = DEFAULT_NEWS_KEYWORDS
     negation_cues: tuple[str, ...] = (
@@ -228,6 +235,15 @@ class LifecycleConfig:
         for name, (value, low) in windows.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"LifecycleConfig.{name}={value!r}; allowed: an int >= {low}")
+        if (
+            isinstance(self.news_window_days, bool)
+            or not isinstance(self.news_window_days, int)
+            or not (0 <= self.news_window_days <= 366)
+        ):
+            raise ConfigError(
+                f"LifecycleConfig.news_window_days={self.news_window_days!r}; allowed: 0 (count "
+                "news_window sessions) or an int in 1..366 (calendar days)"
+            )
         if (
             not isinstance(self.vol_reference_window, int)
             or self.vol_reference_window <= self.vol_recent_window

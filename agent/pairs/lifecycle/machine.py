@@ -369,9 +369,10 @@ def break_check_payload(
     """The A.6 observation of the ``break_check`` call at the evidence's latest session.
 
     current_step: the session's step label; news_summary: :func:`summarize_news` of the past
-    ``news_window`` sessions of both legs (masked); candidates: live keyword candidates of those
-    sessions (they set ``monitoring_event_type``). Non-finite numbers become null (an infinite
-    half-life means no mean reversion; it is listed in statistical_deterioration).
+    week's news of both legs (``news_window_days`` calendar days; masked); candidates: live
+    keyword candidates of those days (they set ``monitoring_event_type``). Non-finite numbers
+    become null (an infinite half-life means no mean reversion; it is listed in
+    statistical_deterioration).
     """
     report = evidence.latest_report
     if report is None:
@@ -429,6 +430,8 @@ class LifecycleMonitor:
     news_token_budget: 0 = the compact past-week summary (the config's line and item bounds);
         > 0 = whole items, newest first, within this many estimated tokens per prompt (a
         verification's candidate event counts against it first).
+    constrained: the reply schemas go to the engine as structured outputs (False: they only
+        check the replies, ``[model] decoding = "prompt"``).
     """
 
     model: str
@@ -439,6 +442,7 @@ class LifecycleMonitor:
     prompt_dir: str = ""
     reason_max_chars: int | None = None
     news_token_budget: int = 0
+    constrained: bool = True
 
     def open(self, pair: Sequence[str], t: int, report: FactorReport | None = None) -> CycleEvidence:
         """A cycle for ``pair`` selected (or validated) at session ``t``."""
@@ -467,6 +471,7 @@ class LifecycleMonitor:
             "sampling": self.sampling,
             "prompt_dir": self.prompt_dir,
             "reason_max_chars": self.reason_max_chars,
+            "constrained": self.constrained,
         }
 
     def session(
@@ -483,8 +488,9 @@ class LifecycleMonitor:
         """One held session: verify today's candidates, observe, validate at a boundary, assess.
 
         report: :func:`pair_factors` at this session; current_step: its step label; news_today:
-        both legs' items of this session; past_news: both legs' items of the last
-        ``news_window`` sessions (today included), oldest first; names: ticker -> company name.
+        both legs' items of this session; past_news: both legs' items of the past week
+        (``news_window_days`` calendar days, or ``news_window`` sessions; today included),
+        oldest first; names: ticker -> company name.
         """
         cfg, budget = self.config, self.news_token_budget
         candidates = match_critical_news(news_today, cfg, names=names)

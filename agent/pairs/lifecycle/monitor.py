@@ -7,8 +7,9 @@ calendar; the spread uses the screen's alpha and beta of that session) and runs
 data up to that session, keyword-matched news of the day to ``news_verify``, and, once the
 cycle holds ``validation_period`` sessions, the ``break_check`` call and the boundary decision
 (``state.replace``). News of a session is what is dated after the previous session and up to
-it (weekend items count on the next session); the past-week news is the last ``news_window``
-sessions of both legs. Every step is a trace row; fallbacks of the two calls are counted.
+it (weekend items count on the next session); the past-week news is both legs' items of the
+last ``news_window_days`` calendar days up to the session (or of the last ``news_window``
+sessions with ``news_window_days`` 0). Every step is a trace row; fallbacks of the two calls are counted.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class PairMonitor:
             prompt_dir=ctx.prompt.dir,
             reason_max_chars=ctx.prompt.reason_max_chars,
             news_token_budget=ctx.prompt.news_token_budget,
+            constrained=s.constrained,
         )
         self.names = {t: c.name for t, c in view.companies.items() if t in pair}
         report = self._factors(g0) if self.usable else None
@@ -115,6 +117,14 @@ class PairMonitor:
         self.price_days = [view.dates[len(ya) - 1], view.dates[len(yb) - 1]]
         return pair_factors(ya, yb, g, self.beta, self.alpha, self.ctx.lifecycle)
 
+    def past_news_start(self, g: int) -> dt.date:
+        """The first day of the past-week news at market session ``g``: ``news_window_days``
+        calendar days back, the session's day included, or ``news_window`` sessions back."""
+        cfg, dates = self.ctx.lifecycle, self.ctx.view.dates
+        if cfg.news_window_days:
+            return dates[g] - dt.timedelta(days=cfg.news_window_days - 1)
+        return dates[max(0, g - cfg.news_window + 1)]
+
     def _news(self, first: dt.date, g: int) -> list[Any]:
         view = self.ctx.view
         items = [n for t in self.pair for n in view.news_until(t, first, g)]
@@ -125,10 +135,10 @@ class PairMonitor:
         """One held session; returns the :class:`LifecycleState` (``None`` without factors)."""
         if not self.usable:
             return None
-        view, cfg = self.ctx.view, self.ctx.lifecycle
+        view = self.ctx.view
         report = self._factors(g)
         today = self._news(view.dates[g - 1] + dt.timedelta(days=1), g) if g > 0 else self._news(day, g)
-        past = self._news(view.dates[max(0, g - cfg.news_window + 1)], g)
+        past = self._news(self.past_news_start(g), g)
         label = self.calendar.label_at(i)
         results: list[ChatResult] = []
         news_days = [n.date for n in today] + [n.date for n in past]

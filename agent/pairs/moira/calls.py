@@ -7,6 +7,13 @@ observation travels as a JSON user message (paper A.6); company context, pair-qu
 accepted principles are appended to the system prompt. Parsers turn a :class:`ChatResult` into
 a value or a fallback reason; they never raise on a bad reply.
 
+Decoding (``CallSettings.decoding``, :data:`agent.pairs.moira.config.DECODINGS`): ``schema``
+sends each schema as structured outputs; ``prompt`` (the paper's) sends it only to check the
+reply (``ChatRequest.constrained`` False: serving reads the first JSON object of the final text,
+after any reasoning), and the training reflection asks for the paper's text form instead of
+JSON: the reflection, then a line ``Principles:`` and one principle a line
+(:func:`read_reflection_text`), checked against the same schema as the JSON form.
+
 Every text that reaches the model has passed through the masking helper first (the payload
 builders in :mod:`agent.pairs.moira.payloads` do that); these builders add only fixed prompt text.
 The prompt texts are the packaged ones or, with ``[prompt] dir``, the user's files of the same
@@ -18,15 +25,17 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent.pairs.lifecycle.calls import budget
 from agent.pairs.market.settlement import ACTIONS, FLAT
-from agent.pairs.moira.config import BLOCK_ORDERS, MaxTokens, PromptConfig
+from agent.pairs.moira.config import BLOCK_ORDERS, DECODINGS, MaxTokens, PromptConfig
 from agent.prompting import Prompt, load_prompt
 from localfin.errors import ConfigError
+from serving.replies import parse_reply
 from serving.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
@@ -40,6 +49,7 @@ __all__ = [
     "parse_direction",
     "reflection_request",
     "parse_reflection",
+    "read_reflection_text",
     "Parsed",
 ]
 
@@ -61,12 +71,23 @@ def set_bound(prop: dict[str, Any], limit: int, key: str = "maxLength") -> None:
 @dataclass(frozen=True)
 class CallSettings:
     """What every request of one run shares: model key, sampling (the run's seed in it),
-    budgets, prompt sizes."""
+    budgets, prompt sizes, and how replies are decoded (``schema`` or ``prompt``, module
+    docstring)."""
 
     model: str
     sampling: Sampling
     max_tokens: MaxTokens
     prompt: PromptConfig
+    decoding: str = "schema"
+
+    def __post_init__(self) -> None:
+        if self.decoding not in DECODINGS:
+            raise ConfigError(f"model.decoding={self.decoding!r}; allowed: {', '.join(DECODINGS)}")
+
+    @property
+    def constrained(self) -> bool:
+        """Whether reply schemas go to the engine as structured outputs."""
+        return self.decoding == "schema"
 
 
 @dataclass(frozen=True)
@@ -83,14 +104,23 @@ def render_payload(payload: Mapping[str, Any]) -> str:
 
 
 def _request(
-    s: CallSettings, call_type: str, system: str, user: str, schema: Mapping[str, Any]
+    s: CallSettings,
+    call_type: str,
+    system: str,
+    user: str,
+    schema: Mapping[str, Any],
+    *,
+    send_schema: bool = True,
 ) -> ChatRequest:
+    """The request; ``schema`` sets the auto budget and, with ``send_schema``, checks the reply
+    (constrained under ``schema`` decoding); without it the reply is free text the caller reads."""
     return ChatRequest(
         model=s.model,
         messages=(Message("system", system), Message("user", user)),
         max_tokens=budget(s.max_tokens.for_call(call_type), schema),
-        json_schema=schema,
+        json_schema=schema if send_schema else None,
         call_type=call_type,
+        constrained=s.constrained,
         **s.sampling.request_fields(),
     )
 
@@ -98,6 +128,15 @@ def _request(
 def _check_order(block_order: str) -> None:
     if block_order not in BLOCK_ORDERS:
         raise ConfigError(f"prompt.block_order={block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
+
+
+def _usable_text(result: ChatResult) -> str | None:
+    """Why a free-text reply (no schema on its request) cannot be read, or None."""
+    if result.finish_reason == "length":
+        return "cut at max_tokens"
+    if result.finish_reason == "error":
+        return f"backend error: {result.parse_error or ''}"[:200]
+    return None
 
 
 def _usable(result: ChatResult) -> str | None:
@@ -194,19 +233,67 @@ def parse_direction(result: ChatResult) -> Parsed:
 # -- training reflection -------------------------------------------------------------------------
 
 
-def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatRequest:
-    """The training reflection on one round (``payload``: :func:`payloads.reflection_payload`)."""
-    p = prompt_of("pairs_reflect", s.prompt.dir)
-    system, user = p.render(payload=render_payload(payload))
-    schema = copy.deepcopy(p.schema)
+def _reflection_schema(s: CallSettings) -> dict[str, Any]:
+    schema = copy.deepcopy(prompt_of("pairs_reflect", s.prompt.dir).schema)
     set_bound(schema["properties"]["principles"]["items"], s.prompt.principle_max_chars)
     set_bound(schema["properties"]["principles"]["items"], s.prompt.principle_min_chars, "minLength")
     set_bound(schema["properties"]["reflection"], s.prompt.reflection_max_chars)
-    return _request(s, "reflection", system, user, schema)
+    return schema
 
 
-def parse_reflection(result: ChatResult) -> Parsed:
-    """``{"reflection", "principles"}`` (principles unchecked; see :mod:`agent.pairs.moira.principles`)."""
+def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatRequest:
+    """The training reflection on one round (``payload``: :func:`payloads.reflection_payload`).
+    Under ``prompt`` decoding it asks for the paper's text form and carries no schema (the
+    reply is read by :func:`parse_reflection`)."""
+    p = prompt_of("pairs_reflect", s.prompt.dir)
+    text = not s.constrained
+    system, user = p.render(payload=render_payload(payload), text_reply=text)
+    return _request(s, "reflection", system, user, _reflection_schema(s), send_schema=not text)
+
+
+#: The line that opens the principles in the paper's text form ("Principles:"), with the list
+#: or emphasis marks a model may put around it.
+_PRINCIPLES_LINE = re.compile(r"^[\s>#*_\-]*principles[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE)
+#: A list mark in front of a principle: "-", "*", "+", a bullet, or "1.", "1)", "(1)" followed by
+#: a space (so that "1.5 standard deviations ..." keeps its number).
+_MARK = re.compile(r"^\s*(?:[-*+\u2022]\s*|\(?\d{1,2}[.)]\s+|\(\d{1,2}\)\s+)")
+
+
+def read_reflection_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The paper's text form of a reflection reply as ``{"reflection", "principles"}``, or the
+    reason it cannot be read: the text before the last ``Principles:`` line is the reflection,
+    every non-empty line after it (and any text after the colon) a principle, with list marks
+    removed. No such line, or no principle after it, does not parse."""
+    lines = text.strip().splitlines()
+    at = None
+    for k, line in enumerate(lines):
+        if _PRINCIPLES_LINE.match(line):
+            at = k
+    if at is None:
+        return None, "no 'Principles:' line in the reply"
+    head = _PRINCIPLES_LINE.match(lines[at])
+    rest = ([head.group(1)] if head and head.group(1).strip() else []) + lines[at + 1 :]
+    principles = [_MARK.sub("", x).strip().strip("*_").strip() for x in rest]
+    principles = [x for x in principles if x]
+    if not principles:
+        return None, "no principle after the 'Principles:' line"
+    return {"reflection": "\n".join(lines[:at]).strip(), "principles": principles}, None
+
+
+def parse_reflection(result: ChatResult, s: CallSettings | None = None) -> Parsed:
+    """``{"reflection", "principles"}`` (principles unchecked; see :mod:`agent.pairs.moira.principles`).
+    ``s`` under ``prompt`` decoding: the reply is the paper's text form
+    (:func:`read_reflection_text`), checked against the same schema as the JSON form."""
+    if s is not None and not s.constrained:
+        why = _usable_text(result)
+        if why:
+            return Parsed(None, why)
+        value, why = read_reflection_text(result.text)
+        if value is not None:
+            value, why = parse_reply(json.dumps(value), _reflection_schema(s))
+        if why:
+            return Parsed(None, f"invalid reply: {why}"[:200])
+        return Parsed({"reflection": value["reflection"], "principles": list(value["principles"])})
     why = _usable(result)
     if why:
         return Parsed(None, why)

@@ -9,12 +9,14 @@ import math
 import re
 from dataclasses import dataclass, field, fields, replace
 
+from agent.pairs.market.descriptions import DESCRIPTION_FILTERS
 from localfin.errors import ConfigError
 
 __all__ = [
     "CALL_KINDS",
     "BLOCK_ORDERS",
     "DIRECTION_RULES",
+    "DECODINGS",
     "PRINCIPLE_RULES",
     "CONSOLIDATION_FIELDS",
     "MaxTokens",
@@ -31,8 +33,16 @@ SELECTION_FALLBACKS = ("keep", "top_candidate")
 #: memory, learned principles); ``memory_last`` = company context, principles, memory (the
 #: memory changes every step, so the engine's prefix cache covers the principles too).
 BLOCK_ORDERS = ("paper", "memory_last")
+#: How the agent's replies are decoded and read (``[model] decoding``): ``schema`` = the reply
+#: schema goes to the engine as structured outputs (decoding is constrained to it); ``prompt`` =
+#: the paper's way (Appendix A asks for JSON in the prompt text; Appendix C: only the final
+#: answer, after any reasoning, is parsed): no structured outputs, the first JSON object of the
+#: final text is read and checked against the same schema, the training reflection replies in
+#: the paper's text form (a reflection, then a ``Principles:`` line and one principle a line),
+#: and a reply that does not parse is a recorded fallback with its text.
+DECODINGS = ("schema", "prompt")
 #: What the principle validator's ``direction`` rule rejects (:class:`PolicyConfig`).
-DIRECTION_RULES = ("recommendation", "any_mention")
+DIRECTION_RULES = ("recommendation", "any_recommendation", "any_mention")
 #: The rules of the principle validator a config may switch on or off
 #: (:mod:`agent.pairs.moira.principles`; ``empty`` always applies).
 PRINCIPLE_RULES = (
@@ -135,6 +145,12 @@ class PromptConfig:
         before the memory).
     description_max_chars: a company's business description is cut to this many characters
         (0: no description; 5000, the largest, keeps every real description whole).
+    description_filter: what is taken out of a business description before it is cut
+        (:data:`agent.pairs.market.descriptions.DESCRIPTION_FILTERS`): ``financial_results``
+        (paper A.1, "undated financial results are excluded"): every sentence that states a
+        financial result (market capitalization; revenue, sales, income, earnings, profit,
+        assets, dividends with a figure; the rule in :mod:`agent.pairs.market.descriptions`);
+        ``none``: the description as the companies file has it.
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
     pair_quality_min_held: a pair of the pair-quality memory held for fewer settled steps than
         this is shown as ``new`` (no verdict yet).
@@ -162,6 +178,7 @@ class PromptConfig:
     news_token_budget: int = 0
     block_order: str = "paper"
     description_max_chars: int = 240
+    description_filter: str = "financial_results"
     memory_records: int = 3
     reflection_max_records: int = 30
     pair_quality_min_held: int = 3
@@ -213,6 +230,9 @@ class PromptConfig:
             )
         if not isinstance(self.dir, str):
             raise ConfigError(f"prompt.dir={self.dir!r}; allowed: a folder path or empty")
+        if self.description_filter not in DESCRIPTION_FILTERS:
+            allowed = ", ".join(DESCRIPTION_FILTERS)
+            raise ConfigError(f"prompt.description_filter={self.description_filter!r}; allowed: {allowed}")
         if self.block_order not in BLOCK_ORDERS:
             raise ConfigError(f"prompt.block_order={self.block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
 
@@ -239,10 +259,16 @@ class PolicyConfig:
         False (the paper's A.6 payload: decisions, win rate, mean PnL, counterfactual counts):
         a cycle whose reflection gave no valid principle replays nothing, so the next
         reflection is the same request and, journaled, gets the same reply.
-    direction_rule: which principles the ``direction`` rule of the validator rejects:
-        ``recommendation`` (paper A.3: one that recommends LONG_SHORT or SHORT_LONG as a fixed
-        choice, i.e. names a direction in a sentence that states no condition) or
-        ``any_mention`` (one that names either direction at all, the stricter reading).
+    direction_rule: what the ``direction`` rule of the validator rejects
+        (:mod:`agent.pairs.moira.principles`): ``any_recommendation`` (the default, A.3 read
+        strictly: "a specific LONG_SHORT/SHORT_LONG recommendation" under a condition too, so a
+        principle naming either direction; and the ban covers the reflection text: a reply
+        whose reflection names a ticker, company, pair, date or step, or recommends a
+        direction, is rejected as a whole), ``recommendation`` (a lenient reading: a principle
+        that recommends LONG_SHORT or SHORT_LONG as a fixed choice, i.e. names a direction in a
+        sentence that states no condition; "Choose SHORT_LONG when the spread is far above its
+        mean" is kept) or ``any_mention`` (a principle naming either direction; the reflection
+        text unchecked).
     principle_min_words: the fewest words a kept principle has (the validator's ``too_short``
         rule, with ``prompt.principle_min_chars``).
     principle_rules: the validator's rules that apply (``empty`` always does): the paper's A.3
@@ -258,7 +284,7 @@ class PolicyConfig:
     warmup_floor: bool = True
     carry_pair_memory: bool = True
     reflection_feedback: bool = False
-    direction_rule: str = "recommendation"
+    direction_rule: str = "any_recommendation"
     principle_min_words: int = 4
     principle_rules: tuple[str, ...] = PRINCIPLE_RULES
     train_exposure: str = "no_beta"

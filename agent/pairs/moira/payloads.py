@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.data.schema import Company, NewsItem
+from agent.pairs.market.descriptions import filter_description
 from agent.pairs.market.masking import mask_text
 from agent.pairs.market.newsbudget import BudgetCut, estimate_tokens, fit_newest_first
 from agent.pairs.market.view import PairState, spread_state_label
@@ -67,13 +68,16 @@ def _cut(text: str, n: int) -> str:
 def company_lines(
     tickers: Sequence[str], companies: Mapping[str, Company], cfg: PromptConfig, calendar: Any
 ) -> list[str]:
-    """``TICKER -- Name: business description`` per ticker (masked, cut to the configured size)."""
+    """``TICKER -- Name: business description`` per ticker: the description without what
+    ``description_filter`` takes out (financial results, A.1), masked, cut to the configured
+    size."""
 
     out = []
     for t in dict.fromkeys(tickers):
         c = companies.get(t)
         name = c.name if c else t
-        desc = mask_text(c.description, calendar) if c and c.description else ""
+        text = filter_description(c.description, cfg.description_filter)[0] if c and c.description else ""
+        desc = mask_text(text, calendar) if text else ""
         desc = _cut(desc, cfg.description_max_chars) if cfg.description_max_chars else ""
         out.append(f"{t} -- {mask_text(name, calendar)}" + (f": {desc}" if desc else ""))
     return out
@@ -233,7 +237,8 @@ def reflection_payload(
     step_label: str, records: Sequence[CounterfactualRecord], cfg: PromptConfig, label_of: Any
 ) -> dict[str, Any]:
     """The training round's decisions (the latest ``reflection_max_records``; 0: all) with every
-    action's PnL, the win rate and mean PnL of the round, and the diagnostic counts (A.6)."""
+    action's PnL, the win rate and mean PnL of the round (``avg_pnl``, A.6's key, in percent
+    like the decisions' PnL fields), and the diagnostic counts (A.6)."""
     shown = list(records)[-cfg.reflection_max_records :] if cfg.reflection_max_records else list(records)
     held = [r for r in records if r.action != "FLAT"]
     wins = sum(1 for r in held if r.realized > 0)
@@ -254,6 +259,6 @@ def reflection_payload(
             for r in shown
         ],
         "win_rate": num(wins / len(held), 3) if held else None,
-        "avg_pnl_pct": pct(avg),
+        "avg_pnl": pct(avg),  # A.6's key; percent, as the decisions' PnL fields
         "counterfactual_summary": reflection_summary(records),
     }

@@ -1,13 +1,15 @@
 """Policy memory: replay-gated consolidation of transferable principles (paper D.1).
 
 1. Warmup: run the training window with no principles (``train_exposure`` sizing: No-Beta,
-   Appendix C), then the ``reflection``
-   call on it: it reads the round's decisions with every action's counterfactual PnL and
-   proposes 1-3 principles; code drops those that name a ticker, company, pair, date, step or
-   fixed direction (:mod:`agent.pairs.moira.principles`), recording the rule each broke. The
-   valid ones are the warmup's reflection memory (:class:`Warmup`). Runs that differ only in
-   what follows (:data:`agent.pairs.moira.config.CONSOLIDATION_FIELDS`: the two A3 conditions)
-   share ONE warmup (:func:`warmup`, journaled once).
+   Appendix C), then the ``reflection`` call on it: it reads the round's decisions with every
+   action's counterfactual PnL and proposes 1-3 principles; code drops those that name a
+   ticker, company, pair, date, step or a direction as ``direction_rule`` says
+   (:mod:`agent.pairs.moira.principles`), recording the rule each broke; with
+   ``any_recommendation`` a reply whose reflection text breaks A.3's ban loses all of them
+   (rule ``reflection_<rule>``). The valid ones are the warmup's reflection memory
+   (:class:`Warmup`). Runs that differ only in what follows
+   (:data:`agent.pairs.moira.config.CONSOLIDATION_FIELDS`: the two A3 conditions) share ONE
+   warmup (:func:`warmup`, journaled once).
 2. Replay: the training window again, with the candidate set = accepted principles + the new
    valid ones (the oldest dropped beyond ``max_principles``). Accepted only if the cumulative
    training return (sum of daily returns) is strictly higher than the best so far; otherwise
@@ -40,7 +42,7 @@ from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PolicyConfig
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call, run_window
 from agent.pairs.moira.memory import PairMemory
-from agent.pairs.moira.principles import PrincipleValidator
+from agent.pairs.moira.principles import PrincipleCheck, PrincipleValidator
 from agent.pairs.moira.stats import PhaseStats
 from serving.types import ChatRequest, ChatResult
 
@@ -139,7 +141,7 @@ def _reflect(
         prices=[rnd.spec.sessions[r.step] for r in rnd.records],
     )
     res = yield from call(req)
-    parsed = calls.parse_reflection(res)
+    parsed = calls.parse_reflection(res, ctx.settings)
     stats.count_call(res, parsed.fallback)
     if parsed.fallback:
         ctx.trace.add(
@@ -154,6 +156,11 @@ def _reflect(
         )
         return (), (), (), "", parsed.fallback
     checks = validator.check(parsed.value["principles"], keep=keep)
+    # A.3's ban covers the reflection text too (direction_rule "any_recommendation"): a reply
+    # whose reflection breaks it is rejected as a whole
+    broken = validator.reflection_rule(parsed.value["reflection"])
+    if broken:
+        checks = [PrincipleCheck(c.text, c.rule or f"reflection_{broken}") for c in checks]
     valid = tuple(c.text for c in checks if c.ok)
     rejected = tuple({"text": c.text, "rule": c.rule or ""} for c in checks if not c.ok)
     ctx.trace.add(

@@ -9,14 +9,21 @@ another pair and another window, so code rejects one that names:
 * ``pair``: a pair written as ``XXX/YYY`` or ``XXX-YYY`` of upper-case symbols;
 * ``date``: a calendar date, weekday, month name or year (the masking module's leak scan);
 * ``step``: a step number or label (``step 012``, ``step XXX``, ``day 5``, ``session 3``);
-* ``direction``: a recommendation of a fixed direction (paper A.3 forbids "a specific
-  LONG_SHORT/SHORT_LONG recommendation"): a sentence that names ``LONG_SHORT`` or
-  ``SHORT_LONG`` (any spelling with ``_``, ``-`` or a space) and states no condition, i.e. holds
-  neither a condition word (if, when, unless, only, ...) nor an observable the direction would
-  depend on (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG
-  when the spread is far above its mean" is kept; "Prefer LONG_SHORT" is rejected. With
-  ``direction_rule = "any_mention"`` every mention of either direction is rejected (the
-  stricter reading);
+* ``direction``: a direction named as ``direction_rule`` says (paper A.3 forbids "a specific
+  LONG_SHORT/SHORT_LONG recommendation"; ``LONG_SHORT`` / ``SHORT_LONG`` in any spelling with
+  ``_``, ``-`` or a space):
+
+  - ``any_recommendation`` (A.3 read strictly, the default): a principle is advice
+    for later decisions, so any direction it names is a recommendation and is rejected, with or
+    without a condition ("Choose SHORT_LONG when the spread is far above its mean" is
+    rejected); and the ban covers the reflection text too (:meth:`PrincipleValidator.reflection_rule`);
+  - ``recommendation`` (a lenient reading): only a fixed choice is
+    rejected, a sentence that names a direction and states no condition, i.e. holds neither a
+    condition word (if, when, unless, only, ...) nor an observable the direction would depend on
+    (spread, z-score, price move, news, memory, above/below, ...). "Choose SHORT_LONG when the
+    spread is far above its mean" is kept; "Prefer LONG_SHORT" is rejected;
+  - ``any_mention``: a principle naming either direction is rejected (as
+    ``any_recommendation``), the reflection text is not checked;
 
 and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition and an action
 (fewer than ``min_words`` words or ``min_chars`` characters), one ``too_long`` for its field, or a
@@ -24,12 +31,22 @@ and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition
 broken one is recorded with the principle (training.json keeps every rejected principle and its
 rule). ``rules`` names the rules that apply (``empty`` always does; the settings
 ``policy.principle_rules``, ``policy.principle_min_words`` and ``prompt.principle_min_chars``).
+
+The reflection text (``any_recommendation`` only, :meth:`PrincipleValidator.reflection_rule`):
+A.3's ban covers the whole reply, so the reflection may not name a ticker, company, pair, date
+or step either, nor recommend a direction. Describing one is allowed, since A.3 asks whether
+"one direction was systematically better": a sentence of the reflection breaks the rule when
+it names a direction together with a word that directs a choice (choose, take, prefer, favour,
+go, use, pick, select, enter, open, switch, default, lean, stick, consider, opt, avoid, should,
+must, always, never). "SHORT_LONG was systematically better" is kept; "Choose SHORT_LONG when
+the spread is far above its mean" is not. A reply whose reflection breaks a rule is rejected as
+a whole (:mod:`agent.pairs.moira.policy`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.pairs.market.masking import contains_calendar_leak
@@ -67,6 +84,13 @@ _CONDITION = re.compile(
     re.IGNORECASE,
 )
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
+#: a word that directs a choice: with a direction in one sentence of the reflection, a
+#: recommendation (``any_recommendation``)
+_DIRECTIVE = re.compile(
+    r"\b(choose|take|prefer|favou?r|go|use|pick|select|enter|open|switch|default|lean|stick|"
+    r"consider|opt|avoid|should|must|always|never)\b",
+    re.IGNORECASE,
+)
 
 
 def _plain_name(name: str) -> str:
@@ -100,8 +124,10 @@ class PrincipleValidator:
         max_chars: the longest principle accepted (0: no length rule).
         min_words: the fewest words a principle may have.
         min_chars: the fewest characters a principle may have (0: none).
-        direction_rule: ``recommendation`` (reject a fixed-direction recommendation) or
-            ``any_mention`` (reject any mention of a direction); module docstring.
+        direction_rule: ``any_recommendation`` (reject a principle naming a direction, and hold
+            the reflection text to the bans), ``recommendation`` (reject a fixed-direction
+            recommendation) or ``any_mention`` (reject a principle naming a direction); module
+            docstring.
         rules: the rules that apply (default: every one of :data:`RULES`; ``empty`` always).
     """
 
@@ -113,7 +139,7 @@ class PrincipleValidator:
         max_chars: int,
         min_words: int = 4,
         min_chars: int = 0,
-        direction_rule: str = "recommendation",
+        direction_rule: str = "any_recommendation",
         rules: Iterable[str] = RULES,
     ) -> None:
         self.tickers = sorted({t for t in tickers if t}, key=len, reverse=True)
@@ -142,8 +168,15 @@ class PrincipleValidator:
         body = " ".join(str(text).split())
         if not body:
             return "empty"
+        for rule, broken in self._tests(body):
+            if rule in self.rules and broken():
+                return rule
+        return None
+
+    def _tests(self, body: str) -> tuple[tuple[str, Callable[[], bool]], ...]:
+        """The rules of a principle ``body`` in their order, each with its test."""
         low = body.lower()
-        tests = (
+        return (
             ("too_short", lambda: len(body.split()) < self.min_words or len(body) < self.min_chars),
             ("too_long", lambda: bool(self.max_chars) and len(body) > self.max_chars),
             ("ticker", lambda: self._ticker_re is not None and bool(self._ticker_re.search(body))),
@@ -158,14 +191,29 @@ class PrincipleValidator:
             ("step", lambda: bool(_STEP.search(body))),
             ("direction", lambda: self._fixed_direction(body)),
         )
-        for rule, broken in tests:
-            if rule in self.rules and broken():
+
+    def reflection_rule(self, text: str) -> str | None:
+        """The first rule the reflection text breaks (``ticker``, ``company``, ``pair``,
+        ``date``, ``step``, ``direction``: a direction recommended, module docstring) among the
+        rules that apply, or None; always None unless ``direction_rule`` is
+        ``any_recommendation``."""
+        if self.direction_rule != "any_recommendation":
+            return None
+        body = " ".join(str(text).split())
+        named = ("ticker", "company", "pair", "date", "step")
+        for rule, broken in self._tests(body):
+            if rule in named and rule in self.rules and body and broken():
                 return rule
+        if "direction" not in self.rules:
+            return None
+        for sentence in _SENTENCES.split(str(text)):
+            if _DIRECTION.search(sentence) and _DIRECTIVE.search(_DIRECTION.sub(" ", sentence)):
+                return "direction"
         return None
 
     def _fixed_direction(self, body: str) -> bool:
-        """The ``direction`` rule (module docstring)."""
-        if self.direction_rule == "any_mention":
+        """The ``direction`` rule of a principle (module docstring)."""
+        if self.direction_rule in ("any_mention", "any_recommendation"):
             return bool(_DIRECTION.search(body))
         for sentence in _SENTENCES.split(body):
             if _DIRECTION.search(sentence) and not _CONDITION.search(_DIRECTION.sub(" ", sentence)):

@@ -9,7 +9,30 @@ from typing import Any
 
 from serving.types import ChatResult
 
-__all__ = ["PhaseStats"]
+__all__ = ["FALLBACK_KINDS", "fallback_kind", "PhaseStats"]
+
+#: What made a reply unusable, coarsely (:func:`fallback_kind`).
+FALLBACK_KINDS = ("cut", "no_json", "invalid_json", "schema", "value", "error")
+
+
+def fallback_kind(reason: str) -> str:
+    """The kind of a fallback reason: ``cut`` (cut at max_tokens), ``no_json`` (no JSON object,
+    or no principles block, in the reply), ``invalid_json`` (JSON that does not decode),
+    ``schema`` (JSON against the reply schema), ``value`` (a valid reply with an unusable value:
+    a pair that is not a candidate, an action not in the list) or ``error`` (the backend failed
+    the request)."""
+    r = reason.lower()
+    if "max_tokens" in r or "finish_reason=length" in r:
+        return "cut"
+    if r.startswith("backend error") or "finish_reason=error" in r:
+        return "error"
+    if "no json object" in r or "principles:" in r or "nothing parsed" in r:
+        return "no_json"
+    if "invalid json" in r:
+        return "invalid_json"
+    if "schema violation" in r or "schema is invalid" in r:
+        return "schema"
+    return "value"
 
 
 @dataclass
@@ -25,6 +48,7 @@ class PhaseStats:
     boundary_breaks, replacements, news_verifications. beta_fallbacks: Beta steps sized
     No-Beta because no 20-session hedge ratio existed. news_cuts / news_omitted: by call type,
     the prompts whose news the ``news_token_budget`` cut and the items it left out of them.
+    fallback_kinds: by (call type, :func:`fallback_kind`), what made the fallbacks unusable.
     """
 
     calls: Counter = field(default_factory=Counter)
@@ -45,6 +69,7 @@ class PhaseStats:
     beta_fallbacks: int = 0
     news_cuts: Counter = field(default_factory=Counter)
     news_omitted: Counter = field(default_factory=Counter)
+    fallback_kinds: Counter = field(default_factory=Counter)
 
     def count_news(self, call_type: str, omitted: int) -> None:
         """One prompt of ``call_type`` whose news budget left ``omitted`` items out (0: none)."""
@@ -59,9 +84,18 @@ class PhaseStats:
         self.completion_tokens[ct] += int(result.usage.completion_tokens)
         if fallback:
             self.fallbacks[ct] += 1
+            self.fallback_kinds[(ct, fallback_kind(fallback))] += 1
 
     def merge(self, other: PhaseStats) -> None:
-        for name in ("calls", "prompt_tokens", "completion_tokens", "fallbacks", "news_cuts", "news_omitted"):
+        for name in (
+            "calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "fallbacks",
+            "news_cuts",
+            "news_omitted",
+            "fallback_kinds",
+        ):
             getattr(self, name).update(getattr(other, name))
         for name in (
             "screens",
@@ -94,6 +128,15 @@ class PhaseStats:
             "prompt_tokens": int(sum(self.prompt_tokens.values())),
             "completion_tokens": int(sum(self.completion_tokens.values())),
             "fallbacks_by_call_type": {k: int(self.fallbacks[k]) for k in kinds if self.fallbacks[k]},
+            "fallback_kinds_by_call_type": {
+                k: {
+                    kind: int(self.fallback_kinds[(k, kind)])
+                    for kind in FALLBACK_KINDS
+                    if self.fallback_kinds[(k, kind)]
+                }
+                for k in kinds
+                if self.fallbacks[k]
+            },
             "invalid_replies": int(sum(self.fallbacks.values())),
             "screens": self.screens,
             "screens_short": len(self.short_screen_dates),

@@ -7,8 +7,12 @@ Per call type (the ``call_type`` of the journaled requests):
   ``[model.max_tokens]`` budget of the call, FinMem's decision and reflection on the direction
   and reflection budgets; each backbone's thinking switch; with ``server_default`` no
   temperature, top_p or repetition penalty and a seed in every request);
+- **decoding**: Moira's five call types as ``[model] decoding`` asks (``schema``: every request
+  constrained to its schema; ``prompt``: none constrained, the training reflection without a
+  schema, its reply in the paper's text form); FinMem's calls constrained either way;
 - **split**: no reply text keeps a think tag, every parsed reply is its text's JSON (only the
-  final text is parsed), and a thinking call type has replies whose reasoning came apart;
+  final text is parsed; an unconstrained reply's first JSON object), and a thinking call type
+  has replies whose reasoning came apart;
 - **cut**: the probe re-sends the call type's largest request with a budget of
   :data:`CUT_PROBE_TOKENS`: the reply must come back cut (``finish_reason = length``), a
   fallback with no think tag in its text (for a thinking request, cut mid-thought: reasoning
@@ -32,7 +36,7 @@ from typing import Any
 from agent.reproduce.spec import ReproConfig
 from serving.journal import Journal
 from serving.registry import Registry
-from serving.replies import thinks
+from serving.replies import first_json_object, thinks
 from serving.types import ChatRequest
 
 __all__ = ["CUT_PROBE_TOKENS", "MIN_IMAGE_TOKENS", "Check", "journal_records", "check_calls", "probe_calls"]
@@ -40,6 +44,8 @@ __all__ = ["CUT_PROBE_TOKENS", "MIN_IMAGE_TOKENS", "Check", "journal_records", "
 CUT_PROBE_TOKENS = 12
 MIN_IMAGE_TOKENS = 64
 _FINMEM_BUDGET = {"finmem_decision": "direction", "finmem_reflection": "reflection"}
+#: Moira's own call types, which follow ``[model] decoding``
+_AGENT_CALLS = ("pair_selection", "direction", "reflection", "break_check", "news_verify")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,26 @@ def journal_records(out: Path) -> list[dict[str, Any]]:
         with Journal(p) as j:
             recs += j.records()
     return recs
+
+
+def _decoding(cfg: ReproConfig) -> str:
+    return str(dict(cfg.document.get("model", {})).get("decoding", "schema")) if cfg.kind == "moira" else ""
+
+
+def _decoding_issue(call: str, reqs: Sequence[Mapping[str, Any]], decoding: str) -> str:
+    """What in ``reqs`` (journaled requests of ``call``) differs from ``decoding`` ("": none)."""
+    if call not in _AGENT_CALLS or not decoding:
+        return ""
+    free = [q for q in reqs if q.get("json_schema") is None]
+    loose = [q for q in reqs if q.get("constrained", True) is False]
+    if decoding == "schema" and (free or loose):
+        return f"decoding schema, but {len(free) + len(loose)} request(s) not constrained to a schema"
+    if decoding == "prompt":
+        if call == "reflection" and len(free) != len(reqs):
+            return "decoding prompt: a reflection request carries a schema (the paper's text form has none)"
+        if call != "reflection" and len(loose) != len(reqs):
+            return f"decoding prompt, but {len(reqs) - len(loose)} request(s) constrained to the schema"
+    return ""
 
 
 def _expected(cfg: ReproConfig) -> tuple[dict[str, int], dict[str, bool | None], bool]:
@@ -89,6 +115,7 @@ def check_calls(
 ) -> list[Check]:
     """The settings, split and run-fallback checks of every call type (module docstring)."""
     budgets, thinking, server_default = _expected(cfg)
+    decoding = _decoding(cfg)
     by: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
         by.setdefault(r["request"]["call_type"], []).append(r)
@@ -105,6 +132,7 @@ def check_calls(
             "repetition_penalty": _values(reqs, "repetition_penalty"),
             "seeded": all(q.get("seed") is not None for q in reqs),
             "schema": all(q.get("json_schema") is not None for q in reqs),
+            "constrained": all(q.get("json_schema") is not None and q.get("constrained", True) for q in reqs),
             "max_images": max(_images(q) for q in reqs),
             "prompt_tokens_max": max(int(r["result"]["usage"]["prompt_tokens"]) for r in recs),
             "prompt_chars_max": max(sum(len(m.get("content") or "") for m in q["messages"]) for q in reqs),
@@ -126,6 +154,9 @@ def check_calls(
             if q["model"] in thinking and q.get("thinking") != thinking[q["model"]]:
                 bad.append(f"{q['model']}: thinking {q.get('thinking')} != backbone {thinking[q['model']]}")
                 break
+        issue = _decoding_issue(call, reqs, decoding)
+        if issue:
+            bad.append(issue)
         if server_default:
             if any(
                 q.get(f) is not None for q in reqs for f in ("temperature", "top_p", "repetition_penalty")
@@ -156,12 +187,24 @@ def check_calls(
 
 def _split_check(path: str, call: str, recs: Sequence[Mapping[str, Any]], registry: Registry) -> Check:
     bad: list[str] = []
-    with_reasoning = thinking_calls = 0
+    with_reasoning = thinking_calls = tags_after = 0
     for r in recs:
         res, req = r["result"], ChatRequest.from_dict(r["request"])
         if "<think>" in res["text"] or "</think>" in res["text"]:
-            bad.append(f"a think tag left in the answer text of {res['request_key'][:10]}")
-        if res["parsed"] is not None and json.loads(res["text"]) != res["parsed"]:
+            # a free reply (decoding "prompt") may write a tag after its reasoning was split off:
+            # the random stand-ins do, a biased one closes its thinking again and again; that is
+            # answer text, read for its first JSON object. With no reasoning split off, or under
+            # structured outputs (which allow no tag), the split missed
+            if not req.constrained and res["reasoning"]:
+                tags_after += 1
+            else:
+                bad.append(f"a think tag left in the answer text of {res['request_key'][:10]}")
+        read = (
+            (json.loads(res["text"]) if req.constrained else first_json_object(res["text"])[0])
+            if res["parsed"] is not None
+            else None
+        )
+        if res["parsed"] is not None and read != res["parsed"]:
             bad.append(f"parsed value is not the final text's JSON ({res['request_key'][:10]})")
         if thinks(req, registry.get(req.model)):
             thinking_calls += 1
@@ -174,13 +217,15 @@ def _split_check(path: str, call: str, recs: Sequence[Mapping[str, Any]], regist
         if thinking_calls
         else "no thinking calls; final text only parsed"
     )
+    if tags_after and not bad:
+        detail += f"; {tags_after} free answer(s) wrote a think tag after the split (answer text)"
     return Check(
         path,
         call,
         "thinking split",
         not bad,
         detail,
-        {"thinking_calls": thinking_calls, "with_reasoning": with_reasoning},
+        {"thinking_calls": thinking_calls, "with_reasoning": with_reasoning, "tags_after_split": tags_after},
     )
 
 
@@ -214,7 +259,7 @@ def probe_calls(
         bad = []
         if res.finish_reason != "length" or not res.is_fallback or res.parsed is not None:
             bad.append(f"finish {res.finish_reason}, fallback {res.is_fallback}")
-        if "<think>" in res.text or "</think>" in res.text:
+        if ("<think>" in res.text or "</think>" in res.text) and (probe.constrained or not res.reasoning):
             bad.append(f"a think tag left in the cut answer text {res.text[:40]!r}")
         if thinking and not res.text and not res.reasoning:
             bad.append("thinking reply cut with neither reasoning nor answer text")

@@ -20,7 +20,13 @@ config): the path a GPU run takes, shrunk in windows and replies only.
    ``test_sessions`` test sessions, the first seed, one replay cycle, a ``validation_period``
    short enough for a boundary in the test window, EG-DDQN trained briefly, and the reply fields
    bounded (:data:`REPLY_BOUNDS`: the random stand-ins would otherwise fill an unbounded reason
-   up to the 16,384-token budget). Then the matrix summary and ``reproduction.md``.
+   up to the 16,384-token budget). A config that reads replies as the paper does
+   (``[model] decoding = "prompt"``) sends no schema to constrain a reply, and nothing but its
+   budget stops a random model's free text, nor does it ever write a parseable reply: its
+   rehearsal gives every agent call :data:`FREE_REPLY_TOKENS` tokens and takes the screen's top
+   candidate when a selection reply does not parse (``[selection] fallback = "top_candidate"``),
+   so that every stage is reached with the replies recorded as fallbacks. Then the matrix
+   summary and ``reproduction.md``.
 3. **Stages.** :func:`stage_checks` reads back what ran: the files imported (rows per kind),
    screens with candidates, every model call type of the agent and of FinMem, news in the
    selection, direction, break-check and verification prompts, every baseline and variant run,
@@ -46,6 +52,7 @@ from localfin import env
 from localfin.errors import ConfigError
 
 __all__ = [
+    "FREE_REPLY_TOKENS",
     "REPLY_BOUNDS",
     "DataFiles",
     "user_files",
@@ -59,6 +66,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Completion budget of every agent call of a rehearsal under ``decoding = "prompt"`` (tokens;
+#: FinMem's calls follow the direction and reflection budgets, as in a run).
+FREE_REPLY_TOKENS = 256
 #: Reply bounds of the rehearsal (characters; the reproduction configs state none, 0).
 REPLY_BOUNDS = {"reason_max_chars": 120, "principle_max_chars": 160, "reflection_max_chars": 400}
 FINMEM_REPLY_BOUNDS = {"reason_max_chars": 120, "reflection_max_chars": 200}
@@ -307,6 +317,9 @@ def moira_document(
     exp["store"] = str(store)
     doc["experiment"] = exp
     doc["model"] = {**dict(src.get("model", {})), "backend": "vllm"}
+    if doc["model"].get("decoding") == "prompt":
+        doc["model"]["max_tokens"] = dict.fromkeys(_AGENT_CALLS, FREE_REPLY_TOKENS)
+        doc["selection"] = {**dict(src.get("selection", {})), "fallback": "top_candidate"}
     prompt = dict(src.get("prompt", {}))
     for k, v in REPLY_BOUNDS.items():
         if not prompt.get(k, 1):
@@ -334,8 +347,9 @@ def run_moira_rehearsal(
     """Run ``cfg`` on its own data path, shrunk (module docstring), into ``out``; returns the
     document, the data files, the stage checks and notes (``checks``, ``notes``)."""
     from agent.data.store import MarketStore
-    from agent.reproduce.moira_run import moira_rows, run_moira
+    from agent.reproduce.moira_run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
     from agent.reproduce.report import write_report
+    from agent.reproduce.token_tables import token_tables
 
     data = prepare_store(
         cfg, out.parent / "data", train=size.train_sessions, test=size.test_sessions, data_root=data_root
@@ -353,10 +367,27 @@ def run_moira_rehearsal(
         f"seed, one replay cycle, validation every {size.validation_period} sessions), reply fields bounded "
         f"for the random stand-ins ({', '.join(f'{k} {v}' for k, v in REPLY_BOUNDS.items())}); its figures "
         "say nothing about the paper's.",
+        *(
+            [
+                f"decoding prompt (the paper's): every agent call given {FREE_REPLY_TOKENS} tokens and an "
+                "unparsed selection reply taking the screen's top candidate, since a random stand-in "
+                "writes free text that neither ends nor parses; its replies are recorded fallbacks"
+            ]
+            if doc["model"].get("decoding") == "prompt"
+            else []
+        ),
         *data.describe(),
         *outcome.notes,
     ]
-    write_report(cfg, out, rows, mode="rehearsal", notes=notes, extra={"data": data.to_dict()})
+    write_report(
+        cfg,
+        out,
+        rows,
+        mode="rehearsal",
+        notes=notes,
+        extra={"data": data.to_dict()},
+        tables=[(FALLBACK_TABLE, moira_fallback_rows(outcome)), *token_tables(outcome.cells)],
+    )
     path = out.name
     checks = stage_checks(cfg, out, doc, data, path)
     return {"document": doc, "data": data, "checks": checks, "notes": data.describe()}

@@ -109,7 +109,10 @@ def _one_config(
     ran = run_config(cfg, where, router, si.registry, size=size, data_root=data_root)
     r.wall_s[path] = round(time.perf_counter() - t0, 1)
     recs = journal_records(where)
-    r.checks += check_calls(cfg, path, recs, si.registry)
+    # Moira: the settings as the rehearsal ran them (its document: a config decoding as the
+    # paper does runs on smaller budgets, moira_rehearsal.FREE_REPLY_TOKENS)
+    ran_cfg = replace(cfg, document=ran["document"]) if "document" in ran else cfg
+    r.checks += check_calls(ran_cfg, path, recs, si.registry)
     r.checks += probe_calls(path, recs, router, si.registry)
     r.checks += list(ran.get("checks", ()))  # Moira: every stage of its data path ran
     if cfg.kind == "qa":

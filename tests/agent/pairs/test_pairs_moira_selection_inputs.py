@@ -116,14 +116,14 @@ def test_direction_blocks_follow_a6_by_default():
     text = _direction_system("paper")
     company = text.index("COMPANY CONTEXT")
     memory = text.index("PAIR QUALITY MEMORY")
-    principles = text.index("Learned decision principles")
+    principles = text.index("Learned Decision Principles")
     assert company < memory < principles  # A.6: company context, pair memory, principles
     assert text.index("- AAA -- Alpha Corp") < memory < text.index("- AAA/BBB: new") < principles
 
 
 def test_memory_last_is_the_named_alternative():
     text = _direction_system("memory_last")
-    assert text.index("COMPANY CONTEXT") < text.index("Learned decision") < text.index("PAIR QUALITY MEMORY")
+    assert text.index("COMPANY CONTEXT") < text.index("Learned Decision") < text.index("PAIR QUALITY MEMORY")
     # same blocks, only moved
     assert sorted(text.splitlines()) == sorted(_direction_system("paper").splitlines())
     with pytest.raises(ConfigError, match="block_order"):

@@ -132,7 +132,7 @@ def test_the_papers_reflection_payload_repeats_a_reflection_that_gave_no_valid_p
     )
     asked = [payload(r) for r in backend.calls if r.call_type == "reflection"]
     assert len(asked) == 1  # the second, identical request came from the journal
-    assert set(asked[0]) == {"current_step", "decisions", "win_rate", "avg_pnl_pct", "counterfactual_summary"}
+    assert set(asked[0]) == {"current_step", "decisions", "win_rate", "avg_pnl", "counterfactual_summary"}
     assert {"pnl_long_short_pct", "pnl_short_long_pct", "pnl_flat_pct"} <= set(asked[0]["decisions"][0])
     c1, c2 = training["cycles"][1:]
     assert c1["rejected_principles"] == c2["rejected_principles"]

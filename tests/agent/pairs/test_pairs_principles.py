@@ -1,5 +1,6 @@
 """The transferable-principle rule: each rule rejects what it should, names itself, and lets
-general principles through."""
+general principles through (``V``: the lenient ``recommendation`` reading; ``STRICT``: A.3 read
+strictly, the default)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ V = PrincipleValidator(
     ["KO", "PEP", "K", "CAG"],
     {"KO": "The Coca-Cola Company", "PEP": "PepsiCo, Inc.", "K": "Kellogg Company", "CAG": "Conagra Brands"},
     max_chars=160,
+    direction_rule="recommendation",
 )
 
 
@@ -95,3 +97,45 @@ def test_no_length_rule_at_max_chars_zero():
     long = "When the trading-window z-score is stretched, trade toward the mean. " * 10
     assert V.rule_broken(long) == "too_long"
     assert PrincipleValidator(["KO"], {}, max_chars=0).rule_broken(long) is None
+
+
+# A.3 read strictly (direction_rule "any_recommendation", the reproduction configs): "a specific
+# LONG_SHORT/SHORT_LONG recommendation" under a condition too, and the ban covers the reflection.
+STRICT = PrincipleValidator(
+    ["KO", "PEP"], {"KO": "The Coca-Cola Company"}, max_chars=160, direction_rule="any_recommendation"
+)
+
+
+@pytest.mark.parametrize("text", [*CONDITIONAL, "Choose SHORT_LONG when the spread is far above its mean."])
+def test_the_strict_reading_rejects_a_direction_under_a_condition(text):
+    assert V.rule_broken(text) is None  # the lenient default keeps it
+    assert STRICT.rule_broken(text) == "direction"
+
+
+def test_the_strict_reading_keeps_principles_that_name_no_direction():
+    for text in (
+        "When the trading-window z-score is stretched and news is quiet, trade toward the mean.",
+        "Stay FLAT only when the news of the two legs points in opposite directions.",
+    ):
+        assert STRICT.rule_broken(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("The agent matched the best action on 9 of 14 steps.", None),
+        ("SHORT_LONG was systematically better than LONG_SHORT this round.", None),
+        ("The agent chose LONG_SHORT too often when the price change went against it.", None),
+        ("FLAT was over-used.\nChoose SHORT_LONG when the spread is far above its mean.", "direction"),
+        ("Going forward you should prefer long-short trades.", "direction"),
+        ("KO lagged its peer through the round.", "ticker"),
+        ("Coca-Cola news moved the spread twice.", "company"),
+        ("The round went wrong after step 7.", "step"),
+        ("Losses came in March, when both legs reported.", "date"),
+    ],
+)
+def test_the_strict_reading_holds_the_reflection_text_to_the_same_bans(text, rule):
+    assert STRICT.reflection_rule(text) == rule
+    # the other readings leave the reflection text unchecked, as before
+    assert V.reflection_rule(text) is None
+    assert PrincipleValidator([], {}, max_chars=0, direction_rule="any_mention").reflection_rule(text) is None

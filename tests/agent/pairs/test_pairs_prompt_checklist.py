@@ -62,3 +62,41 @@ def test_a_rule_whose_line_is_removed_is_reported_missing(entries, tmp_path: Pat
     assert not found[("A.2-31", "agent/prompts/pairs_direction.yaml")].ok
     assert found[("A.2-30", "agent/prompts/pairs_direction.yaml")].ok
     assert "(MISSING)" in render_markdown(list(found.values()))
+
+
+# A.6 fixes these words: the blocks appended "exactly as follows", the runtime instruction's
+# "from model pretraining" and the reflection payload's keys. Our wording elsewhere is our own.
+A6_HEADERS = (
+    "COMPANY CONTEXT (business only):",
+    "PAIR QUALITY MEMORY (spread mean-reversion only):",
+    "Learned Decision Principles (transferable; from training reflection):",
+)
+
+
+def test_the_headers_and_keys_the_paper_fixes_are_exact() -> None:
+    from agent.pairs.moira.config import PromptConfig
+    from agent.pairs.moira.memory import CounterfactualRecord
+    from agent.pairs.moira.payloads import reflection_payload
+    from agent.prompting import load_prompt
+
+    system, _ = load_prompt("pairs_direction").render(
+        company_lines=["AAA -- Alpha: makes a"],
+        memory_lines=["AAA/BBB: good (reverted)"],
+        principles=["When the z-score is stretched, trade toward the mean."],
+        memory_last=False,
+        payload="{}",
+    )
+    at = [system.index(h) for h in A6_HEADERS]
+    assert at == sorted(at)  # A.6's order: company context, pair-quality memory, principles
+    assert "- AAA -- Alpha: makes a" in system and "- AAA/BBB: good (reverted)" in system
+    select, _ = load_prompt("pairs_select").render(
+        company_lines=["AAA -- Alpha"], memory_lines=["AAA/BBB: good (x)"], payload="{}"
+    )
+    assert A6_HEADERS[0] in select and A6_HEADERS[1] in select
+    for name in PROMPTS:
+        text = load_prompt(name).system
+        assert "from model pretraining" in text and "what you learned in training" not in text, name
+    assert "(no memory)" in load_prompt("pairs_break").system
+    rec = CounterfactualRecord(1, "AAA/BBB", "FLAT", 0.01, -0.01, "LONG_SHORT", False, 0.5, 0.0, "x")
+    keys = set(reflection_payload("step 002", [rec], PromptConfig(), lambda k: f"step {k:03d}"))
+    assert keys == {"current_step", "decisions", "win_rate", "avg_pnl", "counterfactual_summary"}

@@ -174,7 +174,8 @@ def test_tokens_and_fallbacks_are_on_the_page(built) -> None:
     assert total["calls"] == (14.0, "14") and total["prompt_tokens"][1] == "1,600"
     assert total["test_tokens_per_step"][1] == fmt_num((660 + 320) / 6, 1)
     assert total["cached_tokens"][1] == "n/a"
-    assert [t for _, t in tok[0][1]][-2:] == ["92 .. 102", "9 .. 14"]  # one direction call's tokens
+    # one direction call's prompt, completion and total tokens (Table 9: each range on its own)
+    assert [t for _, t in tok[0][1]][-3:] == ["92 .. 102", "9 .. 14", "101 .. 116"]
     cycle = re.search(r'data-metric="tokens_per_cycle" data-value="([^"]+)">([^<]*)', res.html.read_text())
     assert cycle and float(cycle.group(1)) == pytest.approx((660 + 320) / 6 * 23)
     assert f": {fmt_int(round((660 + 320) / 6 * 23))} (" in cycle.group(2)

@@ -22,7 +22,13 @@ from agent.report.tables import (
     run_results,
     step_metrics,
 )
-from agent.report.usage import engine_token_rows, fallback_rows, token_rows, tokens_per_cycle
+from agent.report.usage import (
+    engine_token_rows,
+    fallback_rows,
+    finmem_tokens_per_cycle,
+    token_rows,
+    tokens_per_cycle,
+)
 
 SQ = math.sqrt(252)
 
@@ -141,6 +147,8 @@ def test_token_rows_of_moira_and_finmem_shapes(exp: Path, tmp_path: Path) -> Non
     assert tot.test_tokens_per_step == pytest.approx((660 + 320) / 6) and tot.cached_tokens is None
     # one call's tokens from the trace: training 100 + 12, test steps 1..6: 90 + 2 step, 8 + step
     assert (d.prompt_per_call, d.completion_per_call) == ((92, 102), (9, 14))
+    # Table 9's total: each range on its own (training 112, test 98 + 3 step: 101 .. 116)
+    assert d.total_per_call == (101, 116) and tot.total_per_call is None
     assert (ps.prompt_per_call, ps.completion_per_call) == ((150, 150), (10, 10))
     assert rf.prompt_per_call is None and tot.prompt_per_call is None  # no traced reflection call
     assert tokens_per_cycle(rows) == pytest.approx((660 + 320) / 6 * 23)
@@ -218,3 +226,16 @@ def test_fallbacks_come_with_their_steps(exp: Path, tmp_path: Path) -> None:
         ("test", "direction", 3, ("2", "5", "6")),
         ("train", "direction", 1, ()),
     ]
+
+
+def test_finmems_cycle_is_the_mean_of_its_first_complete_cycles() -> None:
+    # the paper's 303-step test: 13 complete 23-step cycles, the last four steps left out
+    by_step = [100] * (13 * 23) + [10_000] * 4 + [5]  # the last session's reflection call
+    value, n = finmem_tokens_per_cycle({"test_tokens_by_step": by_step}, 303)
+    assert n == 13 and value == pytest.approx(23 * 100)
+    # a growing memory: later cycles cost more, and the mean is over the cycles, not the steps
+    grow = [c * 10 for c in range(13) for _ in range(23)]
+    assert finmem_tokens_per_cycle({"test_tokens_by_step": grow}, 303)[0] == pytest.approx(23 * 60)
+    # Moira's formula on the same steps would count the last four: not FinMem's
+    assert finmem_tokens_per_cycle({"test_tokens_by_step": by_step}, 22) == (None, 0)
+    assert finmem_tokens_per_cycle({}, 303) == (None, 0)

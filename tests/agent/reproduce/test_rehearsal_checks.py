@@ -24,11 +24,21 @@ def _journal(tmp_path: Path, pairs) -> list[dict]:
     return journal_records(tmp_path)
 
 
-def _pair(key: str, raw: str, *, thinking: bool | None, max_tokens: int = 16384, temperature=None, **kw):
-    # server-default sampling: temperature and top_p left unset, the run seed set
+def _pair(
+    key: str,
+    raw: str,
+    *,
+    thinking: bool | None,
+    max_tokens: int = 16384,
+    temperature=None,
+    constrained=False,
+    **kw,
+):
+    # server-default sampling: temperature and top_p left unset, the run seed set; the
+    # reproduction configs' decoding: the schema checks the reply, nothing constrains it
     req = ChatRequest.simple(
         key, "Direction?", thinking=thinking, json_schema=SCHEMA, call_type="direction",
-        max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0,
+        max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0, constrained=constrained,
     )  # fmt: skip
     res = build_result(
         req, raw, finish_reason="stop", usage=Usage(10, 5), latency_s=0.1, backend="t", revision="r", **kw
@@ -68,13 +78,54 @@ def test_the_split_check_needs_reasoning_split_off_in_thinking_replies(tmp_path:
     c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", split), reg), "thinking split")[
         "engine:direction"
     ]
-    assert c.ok and c.seen == {"thinking_calls": 1, "with_reasoning": 1}
+    assert c.ok and c.seen == {"thinking_calls": 1, "with_reasoning": 1, "tags_after_split": 0}
     # a thinking reply whose answer came back with no reasoning at all: nothing was split
     none = [_pair("qwen3-32b", '{"action": "FLAT"}', thinking=True, reasoning="")]
     c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", none), reg), "thinking split")[
         "engine:direction"
     ]
     assert c.ok is False and "none with reasoning split off" in c.detail
+
+
+def test_a_free_answer_may_write_a_think_tag_after_the_split_but_not_without_one(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    # a random stand-in closes its thinking again in its answer: answer text, read for its JSON
+    after = [_pair("qwen3-32b", 'plan</think>{"action": "FLAT"}</think>', thinking=True)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", after), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok, c.detail
+    assert c.seen["tags_after_split"] == 1 and "after the split" in c.detail
+    # nothing split off, or a tag under structured outputs: the split missed
+    missed = [_pair("qwen3-32b", '{"action": "FLAT"}</think>', thinking=True, reasoning="")]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", missed), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
+    held = [_pair("qwen3-32b", 'plan</think>{"action": "FLAT"}</think>', thinking=True, constrained=True)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "c", held), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
+
+
+def test_the_settings_check_flags_a_decoding_other_than_the_configs(tmp_path: Path) -> None:
+    import dataclasses
+
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    assert cfg.document["model"]["decoding"] == "prompt"
+    # a reply written freely around its JSON: the split check reads its first JSON object
+    free = [_pair("qwen3-32b-nothink", 'Answer: {"action": "FLAT"} (final)', thinking=False)]
+    checks = check_calls(cfg, "engine", _journal(tmp_path / "a", free), reg)
+    assert _by(checks, "settings")["engine:direction"].ok
+    assert _by(checks, "thinking split")["engine:direction"].ok
+    constrained = [_pair("qwen3-32b-nothink", '{"action": "FLAT"}', thinking=False, constrained=True)]
+    flagged = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", constrained), reg), "settings")
+    assert "decoding prompt, but 1 request(s) constrained" in flagged["engine:direction"].detail
+    doc = {**cfg.document, "model": {**cfg.document["model"], "decoding": "schema"}}
+    schema_cfg = dataclasses.replace(cfg, document=doc)
+    flagged = _by(check_calls(schema_cfg, "engine", _journal(tmp_path / "c", free), reg), "settings")
+    assert "decoding schema, but 1 request(s) not constrained" in flagged["engine:direction"].detail
 
 
 def test_engine_groups_share_one_engine_per_architecture() -> None:

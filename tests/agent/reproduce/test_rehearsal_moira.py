@@ -179,6 +179,21 @@ def test_the_users_files_are_used_when_present(tmp_path: Path) -> None:
     assert again == files
 
 
+def test_a_config_that_reads_replies_as_the_paper_runs_on_short_free_replies(rehearsed) -> None:
+    from agent.reproduce.rehearse.moira_rehearsal import FREE_REPLY_TOKENS
+
+    cfg, out, ran = rehearsed
+    assert cfg.document["model"]["decoding"] == "prompt"
+    doc = ran["document"]
+    assert set(doc["model"]["max_tokens"].values()) == {FREE_REPLY_TOKENS}
+    assert doc["selection"]["fallback"] == "top_candidate"
+    text = (out / "reproduction.md").read_text(encoding="utf-8")
+    # the fallbacks per call type and the paper's token tables, as computed there
+    assert "## Fallbacks per call type" in text and "| prompt | direction |" in text
+    assert "## Table 9 as the paper computes it" in text and "## Table 10 as the paper computes it" in text
+    assert "decoding prompt (the paper's)" in text
+
+
 def test_the_a3_stage_shows_the_shared_warmup_and_fails_without_it(tmp_path: Path) -> None:
     from moira_support import small_config, small_store
 

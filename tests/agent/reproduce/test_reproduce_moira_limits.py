@@ -26,8 +26,11 @@ def test_no_unstated_limit_in_the_reproduction_config(name: str) -> None:
         assert p.reflection_max_records == 0 and p.description_max_chars == 5000
         assert p.news_token_budget == 4096 and p.news_per_leg == 50 and p.news_lookback_sessions == 20
         assert p.memory_records == 3 and p.block_order == "paper" and p.dir == ""
+        assert p.description_filter == "financial_results" and cfg.lifecycle.news_window_days == 7
+        # the paper's decoding: JSON asked for in the prompt, the final text read
+        assert cfg.model.decoding == "prompt"
         for v in cfg.variants:
-            assert v.policy.reflection_feedback is False and v.policy.direction_rule == "recommendation"
+            assert v.policy.reflection_feedback is False and v.policy.direction_rule == "any_recommendation"
         assert all(
             cfg.model.max_tokens.for_call(k) == 16384 for k in ("direction", "reflection", "break_check")
         )

@@ -109,8 +109,10 @@ class AgentState:
     #: decision prompts whose recalled news the news budget cut, and the items it left out
     news_cuts: int = 0
     news_omitted: int = 0
+    #: chat tokens (prompt + completion) of the test phase's calls by 1-based session step
+    test_step_tokens: Counter = field(default_factory=Counter)
 
-    def count(self, result: ChatResult, phase: str, fallback: bool) -> None:
+    def count(self, result: ChatResult, phase: str, fallback: bool, step: int = 0) -> None:
         c = self.tokens.setdefault(phase, {}).setdefault(result.call_type, _counter())
         u = result.usage
         c["calls"] += 1
@@ -121,6 +123,8 @@ class AgentState:
         c["cut"] += int(result.finish_reason == "length")
         c["replayed"] += int(result.from_journal)
         self.calls.append({"phase": phase, "call_type": result.call_type, "request_key": result.request_key})
+        if phase == "test" and step > 0:
+            self.test_step_tokens[step] += u.prompt_tokens + u.completion_tokens
 
     def summary(self, n_transitions: int) -> dict[str, Any]:
         by_type: dict[str, dict[str, int]] = {}
@@ -139,6 +143,11 @@ class AgentState:
             "tokens_by_call_type": by_type,
             "tokens_by_phase": self.tokens,
             "test_tokens_per_step": per_step,
+            # chat tokens of the test calls made at each session step (1-based; a reflection on
+            # the previous decision and the day's decision), for per-cycle figures
+            "test_tokens_by_step": [
+                int(self.test_step_tokens[k]) for k in range(1, max(self.test_step_tokens, default=0) + 1)
+            ],
             "fallbacks": {
                 "total": sum(v["fallbacks"] for v in by_type.values()),
                 # replies cut at max_tokens (a thinking model's reasoning overrunning the budget)
@@ -295,7 +304,7 @@ def run_agent(
                     sources(req, k, g, [_day(s, g), _day(s, pending.index), *then_prices], then_news)
                     (res,) = yield [req]
                     parsed = parse_reflection(res, pending.shown)
-                    st.count(res, phase, parsed.fallback is not None)
+                    st.count(res, phase, parsed.fallback is not None, k + 1)
                     if parsed.fallback:
                         st.fallback_reasons[f"reflection: {parsed.fallback.split(':')[0]}"] += 1
                     else:
@@ -347,7 +356,7 @@ def run_agent(
                 (res,) = yield [req]
                 key = res.request_key
                 parsed = parse_decision(res, dec.shown)
-                st.count(res, phase, parsed.fallback is not None)
+                st.count(res, phase, parsed.fallback is not None, k + 1)
                 st.decisions += 1
                 dec.called = True
                 dec.action, dec.reason, dec.cited = (
