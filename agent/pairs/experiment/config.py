@@ -122,8 +122,8 @@ class ModelConfig:
         call boundary (exit code 4) and resumes with ``--resume`` (see "Faults and recovery").
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
-    decoding: how the agent's five calls are decoded and read
-        (:data:`agent.pairs.moira.config.DECODINGS`): ``schema`` (default; the CPU configs):
+    decoding: how the agent's five calls are decoded and read, one of ``schema`` (default; the
+        CPU configs):
         each reply schema goes to the engine as structured outputs; ``prompt`` (the
         reproduction configs): the paper's way, JSON asked for in the prompt only, the final
         text (after any reasoning) read for its JSON object and checked against the schema,

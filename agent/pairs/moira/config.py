@@ -145,12 +145,11 @@ class PromptConfig:
         before the memory).
     description_max_chars: a company's business description is cut to this many characters
         (0: no description; 5000, the largest, keeps every real description whole).
-    description_filter: what is taken out of a business description before it is cut
-        (:data:`agent.pairs.market.descriptions.DESCRIPTION_FILTERS`): ``financial_results``
-        (paper A.1, "undated financial results are excluded"): every sentence that states a
-        financial result (market capitalization; revenue, sales, income, earnings, profit,
-        assets, dividends with a figure; the rule in :mod:`agent.pairs.market.descriptions`);
-        ``none``: the description as the companies file has it.
+    description_filter: what is taken out of a business description before it is cut, one of
+        ``financial_results`` (paper A.1, "undated financial results are excluded"): every
+        sentence that states a financial result (market capitalization; revenue, sales, income,
+        earnings, profit, assets, dividends with a figure) or ``none``: the description as the
+        companies file has it.
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
     pair_quality_min_held: a pair of the pair-quality memory held for fewer settled steps than
         this is shown as ``new`` (no verdict yet).
@@ -259,8 +258,8 @@ class PolicyConfig:
         False (the paper's A.6 payload: decisions, win rate, mean PnL, counterfactual counts):
         a cycle whose reflection gave no valid principle replays nothing, so the next
         reflection is the same request and, journaled, gets the same reply.
-    direction_rule: what the ``direction`` rule of the validator rejects
-        (:mod:`agent.pairs.moira.principles`): ``any_recommendation`` (the default, A.3 read
+    direction_rule: what the ``direction`` rule of the principle validator rejects, one of
+        ``any_recommendation`` (the default, A.3 read
         strictly: "a specific LONG_SHORT/SHORT_LONG recommendation" under a condition too, so a
         principle naming either direction; and the ban covers the reflection text: a reply
         whose reflection names a ticker, company, pair, date or step, or recommends a
