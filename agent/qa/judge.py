@@ -24,9 +24,13 @@ from agent.qa.schemas import char_bound
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
 
-__all__ = ["JUDGE_PROMPT", "judge_requests", "judge_scores"]
+__all__ = ["JUDGE_PROMPT", "JUDGE_PROMPTS", "judge_requests", "judge_scores"]
 
 JUDGE_PROMPT = "qa_judge"
+#: the judge's rules by name: ``lenient`` (ours: the same fact written differently agrees, 4.2
+#: billion and 4,200 million) and ``strict`` (the authors' released judge, ``ft/eval/fintmm_eval.py``:
+#: any numeric difference, a missing unit, another entity or a text-for-number answer is wrong)
+JUDGE_PROMPTS = {"lenient": "qa_judge", "strict": "qa_judge_strict"}
 _MAX_CANDIDATE_CHARS = 2000
 
 
@@ -36,6 +40,7 @@ def judge_requests(
     model: str,
     *,
     max_tokens: int | None = None,
+    prompt: str = "lenient",
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -45,14 +50,17 @@ def judge_requests(
         model: registry key of the judge model.
         max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
             one character), so a reply is never cut before its JSON closes.
+        prompt: the judge's rules, a key of :data:`JUDGE_PROMPTS`.
     """
     if len(items) != len(predictions):
         raise ConfigError(
             f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
         )
-    prompt = load_prompt(JUDGE_PROMPT)
+    if prompt not in JUDGE_PROMPTS:
+        raise ConfigError(f"judge prompt={prompt!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
+    template = load_prompt(JUDGE_PROMPTS[prompt])
     if max_tokens is None:
-        max_tokens = char_bound(prompt.schema or {}) + 16
+        max_tokens = char_bound(template.schema or {}) + 16
     if not 16 <= max_tokens <= 4096:
         raise ConfigError(f"max_tokens={max_tokens}; allowed: 16..4096")
     out = []
@@ -60,14 +68,14 @@ def judge_requests(
         gold = item.gold.answer
         reference = "; ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
         candidate = str(pred).strip()[:_MAX_CANDIDATE_CHARS] or "(empty)"
-        system, user = prompt.render(question=item.question.text, reference=reference, candidate=candidate)
+        system, user = template.render(question=item.question.text, reference=reference, candidate=candidate)
         out.append(
             ChatRequest(
                 model=model,
                 messages=(Message("system", system), Message("user", user)),
                 max_tokens=max_tokens,
                 temperature=0.0,
-                json_schema=prompt.schema,
+                json_schema=template.schema,
                 call_type="judge",
             )
         )

@@ -134,9 +134,11 @@ def judge_check(
     *,
     chunk_size: int = 256,
     max_tokens: int | None = None,
+    prompt: str = "lenient",
 ) -> JudgeCheck:
     """Judge every item's gold answer and a perturbed wrong answer with ``judge_model`` (on
-    ``backend``); writes ``judge_check.json`` in ``out_dir`` and returns the rates."""
+    ``backend``, under the judge rules ``prompt``); writes ``judge_check.json`` in ``out_dir``
+    and returns the rates."""
     if not items:
         raise ConfigError("judge_check needs at least one item")
     if not judge_model:
@@ -150,8 +152,9 @@ def judge_check(
         if made is not None:
             wrong.append((it, *made))
     requests = judge_requests(
-        [*items, *(w[0] for w in wrong)], [*golds, *(w[2] for w in wrong)], judge_model, max_tokens=max_tokens
-    )
+        [*items, *(w[0] for w in wrong)], [*golds, *(w[2] for w in wrong)], judge_model,
+        max_tokens=max_tokens, prompt=prompt,
+    )  # fmt: skip
     with Journal(out / JUDGE_CHECK_JOURNAL, run_id=f"{out.name}-judge-check") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         scores = judge_scores(jb.chat(requests))

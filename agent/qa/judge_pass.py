@@ -79,6 +79,7 @@ def judge_run(
     *,
     chunk_size: int = 256,
     max_tokens: int | None = None,
+    prompt: str = "lenient",
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -89,6 +90,7 @@ def judge_run(
         judge_model: registry key of the judge model.
         chunk_size: judge calls per journal transaction.
         max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
+        prompt: the judge's rules (:data:`agent.qa.judge.JUDGE_PROMPTS`).
     """
     run = Path(run_dir)
     trace = runs.read_jsonl(run / runs.TRACE)
@@ -100,7 +102,7 @@ def judge_run(
             "run the evaluation to the end first"
         )
     predictions = [answers[it.item_id] for it in items]
-    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens)
+    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens, prompt=prompt)
     with Journal(run / JUDGE_JOURNAL, run_id=f"{run.name}-judge") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         results = jb.chat(requests) if requests else []

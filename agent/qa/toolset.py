@@ -41,7 +41,14 @@ from agent.qa.tools.ocr import OcrEngine, ReparseImageTool, transcribe
 from agent.qa.tools.python_tool import PythonTool
 from localfin.errors import ConfigError
 
-__all__ = ["TOOL_NAMES", "CORPUS_DATASETS", "ToolsetConfig", "tool_factory", "ocr_transcriber"]
+__all__ = [
+    "TOOL_NAMES",
+    "CORPUS_DATASETS",
+    "CORPUS_SCOPES",
+    "ToolsetConfig",
+    "tool_factory",
+    "ocr_transcriber",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +56,8 @@ log = logging.getLogger(__name__)
 TOOL_NAMES = BUILTIN_TOOLS
 #: Benchmarks whose questions get the ``retrieve`` tool over the benchmark's own corpus.
 CORPUS_DATASETS = ("fintmmbench",)
+#: ``own``: ``retrieve`` for the questions of :data:`CORPUS_DATASETS`; ``all``: for every question
+CORPUS_SCOPES = ("own", "all")
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,9 @@ class ToolsetConfig:
         store_path: the market store the lookup tool reads.
         corpus_path: the FinTMMBench folder (``QA.json`` + ``data/``) whose corpus ``retrieve``
             searches.
+        corpus_scope: which questions get ``retrieve``: ``own`` (those of
+            :data:`CORPUS_DATASETS`) or ``all`` (every question, as the authors' lookup tool over
+            FinTMMBench's data is offered to every benchmark's).
         python_unavailable: ``raise`` or ``refuse`` (see the module docstring).
         max_code_chars: longest code the model may send to the Python tool (characters).
     """
@@ -72,6 +84,7 @@ class ToolsetConfig:
     corpus_path: Path | None = None
     python_unavailable: str = "raise"
     max_code_chars: int = 2000
+    corpus_scope: str = "own"
 
     def __post_init__(self) -> None:
         bad = [n for n in self.names if n not in TOOL_NAMES]
@@ -85,6 +98,10 @@ class ToolsetConfig:
         if self.python_unavailable not in ("raise", "refuse"):
             raise ConfigError(
                 f"ToolsetConfig.python_unavailable={self.python_unavailable!r}; allowed: raise, refuse"
+            )
+        if self.corpus_scope not in CORPUS_SCOPES:
+            raise ConfigError(
+                f"ToolsetConfig.corpus_scope={self.corpus_scope!r}; allowed: {', '.join(CORPUS_SCOPES)}"
             )
         if not 10 <= self.max_code_chars <= 1_000_000:
             raise ConfigError(f"ToolsetConfig.max_code_chars={self.max_code_chars}; allowed: 10..1000000")
@@ -131,8 +148,10 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
         corpus = Corpus.load(cfg.corpus_path)  # loaded and indexed once, shared read-only
         log.info("retrieve tool over %s: %s", cfg.corpus_path, corpus.describe())
 
+        every = cfg.corpus_scope == "all"
+
         def retrieve(q: Question) -> Tool | None:
-            return RetrieveTool(corpus) if q.dataset in CORPUS_DATASETS else None
+            return RetrieveTool(corpus) if every or q.dataset in CORPUS_DATASETS else None
 
         makers.append(retrieve)
     elif "retrieve" in cfg.names:

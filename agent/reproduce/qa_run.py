@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs, sandbox
+from agent.qa import runs
 from agent.qa.datasets import load_items
 from agent.qa.holdout import hold_out
 from agent.qa.intervals import EvalRun, run_intervals
@@ -46,17 +46,23 @@ from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
 from agent.qa.scoring import SCORER_NAMES, finmme_avg
 from agent.qa.trajectory import CUTS
+from agent.reproduce.qa_setup import (
+    corpus_folder,
+    plan_line,
+    reads_gold_lines,
+    solver_settings,
+    tool_factory_of,
+)
 from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
-from localfin.errors import ConfigError, InputError
+from localfin.errors import InputError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
-from serving.open import model_facts
 from serving.registry import Registry
 
-__all__ = ["QAOutcome", "finmme_run_avg", "run_qa", "shrink_plan", "slug"]
+__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "run_qa", "shrink_plan", "slug"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +82,9 @@ class QAOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     #: extra report tables: (title, rows), e.g. the paired differences with their intervals
     tables: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
+    #: one line per setting that reads the gold answer or gold evidence at test time
+    #: (:func:`reads_gold_lines`; one line saying none does otherwise)
+    reads_gold: tuple[str, ...] = ()
 
 
 def slug(text: str) -> str:
@@ -217,33 +226,6 @@ def _add_intervals(
     return record, rep.differences
 
 
-def _tools(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> tuple[Any, list[str]]:
-    """The tool factory of the plan: the market store and, for FinTMMBench, its corpus."""
-    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
-
-    notes = []
-    if "python" in p.tools:
-        sandbox.probe()  # a worker starts and answers, or SandboxUnavailable says why and what to do
-    store = p.store_path(data_root)
-    if store is not None and not store.exists():
-        raise ConfigError(
-            f"qa.store: no market store at {store} (the lookup tool reads it); fix: localfin data import "
-            f"--prices <daily prices CSV> --store {store}, or drop lookup from qa.tools"
-        )
-    corpus = next((s.resolve(data_root) for s in sources if s.dataset in CORPUS_DATASETS), None)
-    if "retrieve" in p.tools and corpus is not None:
-        notes.append(f"FinTMMBench questions get the retrieve tool over the benchmark's corpus at {corpus}")
-    factory = tool_factory(
-        ToolsetConfig(
-            names=p.tools,
-            store_path=store,
-            corpus_path=corpus if "retrieve" in p.tools else None,
-            python_unavailable="raise",  # a tools variant without its Python tool is not the paper's
-        )
-    )
-    return factory, notes
-
-
 def run_qa(
     cfg: ReproConfig,
     out_dir: Path,
@@ -252,33 +234,69 @@ def run_qa(
     registry: Registry | None,
     data_root: Path,
     plan: QAPlan | None = None,
+    shrink: Callable[[QAPlan], QAPlan] | None = None,
     embedder: Embedder | None = None,
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
     model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
-    ``backend``, which must then serve it)."""
+    ``backend``, which must then serve it). A plan with arms runs each arm's plan into
+    ``out_dir/arms/<name>`` (:mod:`agent.reproduce.qa_arms`); ``shrink`` is applied to each plan
+    that runs (a rehearsal's or a smoke run's)."""
+    from agent.reproduce.qa_arms import run_arms
+    from agent.reproduce.spec import qa_arms
+
+    p = plan or cfg.qa
+    assert p is not None
+    kw: dict[str, Any] = dict(
+        backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
+        judge_backend=judge_backend, progress=progress,
+    )  # fmt: skip
+    arms = qa_arms(p, cfg.qa_explicit)
+    if arms[0][0] is None:
+        return run_plan(cfg, out_dir, shrink(p) if shrink else p, **kw)
+    return run_arms(
+        cfg, out_dir, [(a, shrink(ap) if shrink else ap) for a, ap in arms if a is not None], **kw
+    )
+
+
+def run_plan(
+    cfg: ReproConfig,
+    out_dir: Path,
+    p: QAPlan,
+    *,
+    backend: Backend,
+    registry: Registry | None,
+    data_root: Path,
+    embedder: Embedder,
+    judge_backend: Backend | None = None,
+    progress: Progress = NULL_PROGRESS,
+    bank_from: Path | None = None,
+) -> QAOutcome:
+    """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
+    that bank and build none), evaluate every set and variant, judge, analyse."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
     from agent.qa.evaluate import EvalConfig, evaluate
+    from agent.qa.gold_inputs import GoldInputs, with_gold_inputs
     from agent.qa.judge_check import judge_check
     from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
+    from agent.qa.memory import MemoryConfig
+    from agent.qa.model_ocr import ModelTranscriber
     from agent.qa.programs import ByModel
     from agent.qa.protocol import protocol_label, protocol_line
-    from agent.qa.react import QASolver, solver_config_for
+    from agent.qa.react import QASolver
     from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ocr_transcriber
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
-    p = plan or cfg.qa
-    assert p is not None
     out_dir.mkdir(parents=True, exist_ok=True)
-    solver_cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
+    solver_cfg = solver_settings(p, registry)
     notes: list[str] = []
-    emb = embedder or MiniLMEmbedder()
+    emb = embedder
     details: dict[str, Any] = {"judge": {}, "finmme": {}, "judge_check": {}, "scoring": {}}
     jback = judge_backend or backend
     # one backend for every call: the judge's requests go to the judge's engine (by model key)
@@ -295,7 +313,9 @@ def run_qa(
         """The judge's verdicts on the set's gold and perturbed answers (once per set)."""
         if src.label not in checked and p.judge_check_items and items:
             where = out_dir / "runs" / f"{slug(src.label)}-judge_check"
-            checked[src.label] = judge_check(items[: p.judge_check_items], jback, p.judge, where)
+            checked[src.label] = judge_check(
+                items[: p.judge_check_items], jback, p.judge, where, prompt=p.judge_prompt
+            )
             details["judge_check"][src.label] = runs.to_jsonable(checked[src.label])
         return checked.get(src.label)
 
@@ -305,7 +325,7 @@ def run_qa(
         details["scoring"][run.name] = {"set": src.label, "dataset": src.dataset, "scorer": scorer,
                                         "n": row["n"]}  # fmt: skip
         if src.dataset in JUDGED_DATASETS:
-            js = judge_run(run, items, jback, p.judge)
+            js = judge_run(run, items, jback, p.judge, prompt=p.judge_prompt)
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
             jc = check_judge(src, items)
@@ -324,11 +344,16 @@ def run_qa(
     bank_sources = p.bank if p.needs_bank else ()
     loaded_sets = [(s, *_load(s, data_root)) for s in p.sets]
     loaded_bank = [(s, *_load(s, data_root)) for s in bank_sources]
-    sets = [(s, items) for s, items, _ in loaded_sets]
-    bank_items = [it for _, items, _ in loaded_bank for it in items]
+    # the authors' protocol reads the gold into the questions (recorded on each, and said above)
+    gold = GoldInputs(p.gold_format_hints, p.gold_evidence, corpus_folder(p, data_root, [*p.sets, *p.bank]))
+    sets = [(s, with_gold_inputs(items, gold)) for s, items, _ in loaded_sets]
+    bank_items = with_gold_inputs([it for _, items, _ in loaded_bank for it in items], gold)
     details["data"] = {"sets": [r for *_, r in loaded_sets], "bank": [r for *_, r in loaded_bank]}
+    details["reads_gold"] = list(p.reads_gold)
     notes += [n for *_, r in (*loaded_sets, *loaded_bank) if (n := _data_note(r))]
-    factory, tool_notes = (None, []) if not p.needs_tools else _tools(p, data_root, [*p.sets, *bank_sources])
+    factory, tool_notes = (
+        (None, []) if not p.needs_tools else tool_factory_of(p, data_root, [*p.sets, *bank_sources])
+    )
     notes += tool_notes
     # every set and bank source can be scored, checked before any model call
     scorers = check_scorers([it for _, items in sets for it in items] + bank_items, None, p.judge)
@@ -336,12 +361,22 @@ def run_qa(
     with_images = any(it.question.images for _, items in sets for it in items) or any(
         it.question.images for it in bank_items
     )
-    transcriber = ocr_transcriber() if "reparse" in p.tools and with_images and p.needs_tools else None
+    transcriber: Any = None
+    if "reparse" in p.tools and with_images and p.needs_tools:
+        if p.ocr == "model":  # the served model transcribes (its own journal in out_dir/ocr)
+            transcriber = ModelTranscriber(backend, p.model, out_dir / "ocr")
+            notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
+        else:
+            transcriber = ocr_transcriber()
     rows: list[dict[str, Any]] = []
     evals: list[tuple[dict[str, Any], EvalRun]] = []
     tables: list[tuple[str, tuple[dict[str, Any], ...]]] = []
-    with ExperienceBank.open(out_dir / "bank") as bank:
-        if p.needs_bank:
+    with ExperienceBank.open(bank_from or out_dir / "bank") as bank:
+        if p.needs_bank and bank_from is not None:
+            notes.append(f"the bank is read from {bank_from} ({len(bank)} entries; none built here)")
+        if p.needs_bank and bank_from is None:
+            if isinstance(transcriber, ModelTranscriber):  # one batch for every bank image
+                transcriber.many([img for it in bank_items for img in it.question.images])
             rep = build_bank(
                 bank_items,
                 QASolver(solver_cfg, tools=factory),
@@ -349,8 +384,19 @@ def run_qa(
                 bank,
                 emb,
                 out_dir / "runs" / "bank_build",
-                config=BankBuildConfig(k=p.bank_k, temperature=p.bank_temperature),
+                config=BankBuildConfig(
+                    k=p.bank_k,
+                    temperature=p.bank_temperature,
+                    steps_chars=p.summary_chars,
+                    lesson_chars=p.lesson_chars,
+                    max_lessons=p.max_lessons,
+                    max_tokens=p.summary_max_tokens,
+                    view=p.summary_view,
+                    summary_temperature=p.summary_temperature,
+                    analysis=p.summary_analysis,
+                ),
                 judge_model=p.judge,
+                judge_prompt=p.judge_prompt,
                 data_files=[s.resolve(data_root) for s in p.bank],
                 transcriber=transcriber,
                 progress=progress,
@@ -386,7 +432,7 @@ def run_qa(
             )
             for v in p.variants:
                 ecfg = EvalConfig(v, solver_cfg)
-                proto = {"protocol": protocol_label(v, solver_cfg)}
+                proto = {"protocol": p.protocol, "variant_protocol": protocol_label(v, solver_cfg)}
                 if v != "ft_fm":
                     run = out_dir / "runs" / f"{slug(src.label)}-{v}"
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
@@ -394,7 +440,11 @@ def run_qa(
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
-                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max))
+                mem = MemoryConfig(
+                    tau=p.tau, directive_chars=p.directive_chars, max_directives=p.max_directives,
+                    entry_chars=p.entry_chars, block=p.memory_block, annotator=p.annotator,
+                )  # fmt: skip
+                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max), mem)
                 for s in sweep_memory(
                     items,
                     backend,
@@ -440,7 +490,7 @@ def run_qa(
     ran = [v for v in ("base", "ft", "ft_fm") if v in p.variants or (v == "ft" and p.needs_bank)]
     proto_rows = [
         {"variant": "bank build (ft)" if v == "ft" and "ft" not in p.variants else v,
-         "protocol": protocol_line(v, solver_cfg)}
+         "protocol": f"{p.protocol}: " + protocol_line(v, solver_cfg) + plan_line(v, p)}
         for v in ran
     ]  # fmt: skip
     details["protocol"] = {r["variant"]: r["protocol"] for r in proto_rows}
@@ -461,7 +511,7 @@ def run_qa(
             f"answers judged wrong ({100 * jc.wrong_caught_rate:.1f} %); judge_check.json in {jc.out_dir}"
         )
     details = {k: v for k, v in details.items() if v}
-    return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables))
+    return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables), tuple(reads_gold_lines(p)))
 
 
 def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
