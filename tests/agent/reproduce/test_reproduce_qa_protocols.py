@@ -132,6 +132,12 @@ def test_the_report_names_each_rows_protocol_and_what_reads_the_gold(tmp_path) -
     mine = [f for f in doc["paper_vs_ours"] if f["column"] == "BizBench SEC-NUM" and f["ours"] is not None]
     assert [(f["ours"], f["our protocol"]) for f in mine] == [(70.0, "authors (arm authors)")]
     assert doc["reads_gold"] == gold
+    # the HTML report of the folder shows the same, the reads_gold lines first and marked
+    from agent.report.build import build_report
+
+    html = build_report(tmp_path).html.read_text(encoding="utf-8")
+    assert '<li class="warn">reads_gold (arm authors): qa.gold_format_hints' in html
+    assert "authors (arm authors)" in html and "<th>our protocol</th>" in html
 
 
 def test_the_plans_solver_keys_reach_the_solver_and_unset_ones_keep_the_models_defaults() -> None:
