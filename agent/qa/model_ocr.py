@@ -1,7 +1,7 @@
 """OCR by the served vision-language model (``qa.ocr = "model"``): each image goes to the model
 with a request to transcribe it (call type ``qa_ocr``, temperature 0, at most 2,000 tokens, as
 the authors' OCR tool asks, ``ft/tool/ocr.py``), and its reply is the transcription put before
-the loop. The calls go through their own journal (``ocr.sqlite`` in the folder given), so a
+the loop. The calls go through their own journal (``journal.sqlite`` in the folder given), so a
 rerun replays them; a reply that is cut, an error, or one shorter than 8 characters (the
 authors drop such replies as empty) gives an empty transcription, counted in
 :attr:`ModelTranscriber.empty`.
@@ -26,7 +26,7 @@ __all__ = ["OCR_JOURNAL", "ModelTranscriber"]
 
 log = logging.getLogger(__name__)
 
-OCR_JOURNAL = "ocr.sqlite"
+OCR_JOURNAL = "journal.sqlite"
 _MIN_CHARS = 8
 _FENCE = re.compile(r"^```[\w-]*\n?|\n?```$")
 

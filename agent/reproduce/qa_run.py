@@ -57,9 +57,10 @@ from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
-from localfin.errors import InputError
+from localfin.errors import ConfigError, InputError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.open import model_facts
 from serving.registry import Registry
 
 __all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "run_qa", "shrink_plan", "slug"]
@@ -364,6 +365,11 @@ def run_plan(
     transcriber: Any = None
     if "reparse" in p.tools and with_images and p.needs_tools:
         if p.ocr == "model":  # the served model transcribes (its own journal in out_dir/ocr)
+            if not model_facts(p.model, registry).accepts_images:
+                raise ConfigError(
+                    f"qa.ocr='model' needs a model that takes images; {p.model} takes none; "
+                    "allowed: ocr = 'rapidocr' for this model"
+                )
             transcriber = ModelTranscriber(backend, p.model, out_dir / "ocr")
             notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
         else:
