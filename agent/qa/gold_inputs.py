@@ -219,7 +219,7 @@ class _Corpus:
             except (OSError, json.JSONDecodeError) as exc:
                 raise InputError(f"cannot read FinTMMBench corpus file {f}: {exc}") from exc
             for r in rows if isinstance(rows, list) else []:
-                key = r.get("uuid") if isinstance(r, Mapping) else None
+                key = (r.get("uuid") or r.get("UUID")) if isinstance(r, Mapping) else None
                 if key:
                     self.rows[str(key)] = r
 

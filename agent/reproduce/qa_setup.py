@@ -44,8 +44,8 @@ def tool_factory_of(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> 
         )
     corpus = corpus_folder(p, data_root, sources)
     if "retrieve" in p.tools and corpus is not None:
-        who = "every question" if p.corpus_scope == "all" else "FinTMMBench questions"
-        notes.append(f"{who} get the retrieve tool over FinTMMBench's corpus at {corpus}")
+        who = "every question gets" if p.corpus_scope == "all" else "FinTMMBench questions get"
+        notes.append(f"{who} the retrieve tool over FinTMMBench's corpus at {corpus}")
     elif "retrieve" in p.tools and p.corpus_scope == "all":
         notes.append(
             "no FinTMMBench corpus (qa.corpus or a FinTMMBench source): the retrieve tool is left out"

@@ -53,12 +53,13 @@ def test_gold_text_writes_floats_to_six_significant_digits() -> None:
 
 
 def _fintmm(tmp_path):
+    """A corpus in the released layout (rows keyed by ``uuid``; one file spelling it ``UUID``)."""
     data = tmp_path / "fintmm" / "data"
     (data / "Chart").mkdir(parents=True)
     (data / "Chart" / "AMD_2022-W10_Kline.png").write_bytes(b"\x89PNG fake")
     news = [{"uuid": "n1", "Company": "AMD", "Symbol": ["AMD", "NVDA"], "Date": "2022-03-08",
              "content": "AMD shares rose after the launch."}]  # fmt: skip
-    table = [{"uuid": "t1", "Company": "AMD", "Symbol": "AMD", "Date": "2022-03-31",
+    table = [{"UUID": "t1", "Company": "AMD", "Symbol": "AMD", "Date": "2022-03-31",
               "indicator_name": "revenue", "indicator_value": "5887000000", "unit": "USD"}]  # fmt: skip
     (data / "News.json").write_text(json.dumps(news), encoding="utf-8")
     (data / "FinancialTable.json").write_text(json.dumps(table), encoding="utf-8")
