@@ -83,7 +83,6 @@ def config_files() -> list[ConfigFile]:
         EMBEDDERS,
         FORMAT_HINTS,
         GOLD_EVIDENCE,
-        JUDGE_PROMPTS,
         MEMORY_BLOCKS,
         OCR_ENGINES,
         PROTOCOLS,
@@ -188,7 +187,6 @@ def config_files() -> list[ConfigFile]:
                     "summary_view": _words(SUMMARY_VIEWS),
                     "ocr": _words(OCR_ENGINES),
                     "corpus_scope": _words(CORPUS_SCOPES),
-                    "judge_prompt": _words(JUDGE_PROMPTS),
                     "embedder": _words(EMBEDDERS),
                 },
                 note="`protocol` sets a group of the keys below to the paper's or the authors' released "

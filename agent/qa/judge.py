@@ -11,6 +11,12 @@ turns the results into :class:`agent.qa.item_score.ItemScore` values. A reply th
 does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
 fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
 are scoring, never part of a solver's run.
+
+Two prompts, the same verdict schema: ``qa_judge`` (:data:`JUDGE_PROMPT`, localfin's: the same
+fact, in the same unit and scale, wording free) and ``qa_judge_strict``
+(:data:`STRICT_JUDGE_PROMPT`, the rules of the FinAcumen authors' judge in our words: any
+numeric difference, a unit the reference has and the answer lacks, another entity, a number for
+a text or a text for a number, a non-answer or a contradicted direction is incorrect).
 """
 
 from __future__ import annotations
@@ -24,13 +30,12 @@ from agent.qa.schemas import char_bound
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
 
-__all__ = ["JUDGE_PROMPT", "JUDGE_PROMPTS", "judge_requests", "judge_scores"]
+__all__ = ["JUDGE_PROMPT", "STRICT_JUDGE_PROMPT", "JUDGE_PROMPTS", "judge_requests", "judge_scores"]
 
 JUDGE_PROMPT = "qa_judge"
-#: the judge's rules by name: ``lenient`` (ours: the same fact written differently agrees, 4.2
-#: billion and 4,200 million) and ``strict`` (the authors' released judge, ``ft/eval/fintmm_eval.py``:
-#: any numeric difference, a missing unit, another entity or a text-for-number answer is wrong)
-JUDGE_PROMPTS = {"lenient": "qa_judge", "strict": "qa_judge_strict"}
+STRICT_JUDGE_PROMPT = "qa_judge_strict"
+#: The judge prompts a scorer may name.
+JUDGE_PROMPTS = (JUDGE_PROMPT, STRICT_JUDGE_PROMPT)
 _MAX_CANDIDATE_CHARS = 2000
 
 
@@ -40,7 +45,7 @@ def judge_requests(
     model: str,
     *,
     max_tokens: int | None = None,
-    prompt: str = "lenient",
+    prompt_name: str = JUDGE_PROMPT,
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -50,17 +55,17 @@ def judge_requests(
         model: registry key of the judge model.
         max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
             one character), so a reply is never cut before its JSON closes.
-        prompt: the judge's rules, a key of :data:`JUDGE_PROMPTS`.
+        prompt_name: one of :data:`JUDGE_PROMPTS`.
     """
     if len(items) != len(predictions):
         raise ConfigError(
             f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
         )
-    if prompt not in JUDGE_PROMPTS:
-        raise ConfigError(f"judge prompt={prompt!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
-    template = load_prompt(JUDGE_PROMPTS[prompt])
+    if prompt_name not in JUDGE_PROMPTS:
+        raise ConfigError(f"prompt_name={prompt_name!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
+    prompt = load_prompt(prompt_name)
     if max_tokens is None:
-        max_tokens = char_bound(template.schema or {}) + 16
+        max_tokens = char_bound(prompt.schema or {}) + 16
     if not 16 <= max_tokens <= 4096:
         raise ConfigError(f"max_tokens={max_tokens}; allowed: 16..4096")
     out = []
@@ -68,14 +73,14 @@ def judge_requests(
         gold = item.gold.answer
         reference = "; ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
         candidate = str(pred).strip()[:_MAX_CANDIDATE_CHARS] or "(empty)"
-        system, user = template.render(question=item.question.text, reference=reference, candidate=candidate)
+        system, user = prompt.render(question=item.question.text, reference=reference, candidate=candidate)
         out.append(
             ChatRequest(
                 model=model,
                 messages=(Message("system", system), Message("user", user)),
                 max_tokens=max_tokens,
                 temperature=0.0,
-                json_schema=template.schema,
+                json_schema=prompt.schema,
                 call_type="judge",
             )
         )

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from agent.qa import runs
 from agent.qa.items import QAItem
-from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
 from localfin.errors import ConfigError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
@@ -134,11 +134,11 @@ def judge_check(
     *,
     chunk_size: int = 256,
     max_tokens: int | None = None,
-    prompt: str = "lenient",
+    prompt_name: str = JUDGE_PROMPT,
 ) -> JudgeCheck:
     """Judge every item's gold answer and a perturbed wrong answer with ``judge_model`` (on
-    ``backend``, under the judge rules ``prompt``); writes ``judge_check.json`` in ``out_dir``
-    and returns the rates."""
+    ``backend``, with the judge prompt ``prompt_name``); writes ``judge_check.json`` in
+    ``out_dir`` and returns the rates."""
     if not items:
         raise ConfigError("judge_check needs at least one item")
     if not judge_model:
@@ -152,9 +152,12 @@ def judge_check(
         if made is not None:
             wrong.append((it, *made))
     requests = judge_requests(
-        [*items, *(w[0] for w in wrong)], [*golds, *(w[2] for w in wrong)], judge_model,
-        max_tokens=max_tokens, prompt=prompt,
-    )  # fmt: skip
+        [*items, *(w[0] for w in wrong)],
+        [*golds, *(w[2] for w in wrong)],
+        judge_model,
+        max_tokens=max_tokens,
+        prompt_name=prompt_name,
+    )
     with Journal(out / JUDGE_CHECK_JOURNAL, run_id=f"{out.name}-judge-check") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         scores = judge_scores(jb.chat(requests))

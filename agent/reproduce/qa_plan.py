@@ -34,7 +34,6 @@ __all__ = [
     "SUMMARY_VIEWS",
     "OCR_ENGINES",
     "CORPUS_SCOPES",
-    "JUDGE_PROMPTS",
     "EMBEDDERS",
     "arm_plan",
 ]
@@ -57,9 +56,6 @@ OCR_ENGINES = ("rapidocr", "model")
 #: ``own``: ``retrieve`` for the questions of the benchmark that ships the corpus (FinTMMBench);
 #: ``all``: for every question of every benchmark
 CORPUS_SCOPES = ("own", "all")
-#: ``lenient``: equal values written differently agree; ``strict``: any numeric difference, a
-#: missing unit or another entity is wrong
-JUDGE_PROMPTS = ("lenient", "strict")
 #: the embedding models the bank can use offline
 EMBEDDERS = ("minilm",)
 
@@ -174,9 +170,6 @@ class QAPlan:
     #: judge other than ``model`` gets its own in-process engine beside the solver's
     #: (``judge_gpu_memory``); with ``backend = "openai"`` the server must serve both.
     judge_model: str = ""
-    #: the judge's rules: ``lenient`` (the same fact written differently is right) or
-    #: ``strict`` (any numeric difference, a missing unit or another entity is wrong)
-    judge_prompt: str = "lenient"
     #: fraction of each GPU's memory the separate judge's in-process engine takes (the solver's
     #: engine keeps its registry share minus this); unused when the judge is ``model``
     judge_gpu_memory: float = 0.25
@@ -288,6 +281,15 @@ class QAPlan:
     scale_datasets: tuple[str, ...] | None = None
     #: the answer gate's settings (``[qa.gate]``)
     gate: GateConfig = field(default_factory=GateConfig)
+    #: the scorer of each benchmark, by name (:mod:`agent.qa.scorers`): ``localfin`` (the rules
+    #: the papers state), ``official`` (the benchmark's released scorer: FinMMR with its answer
+    #: extractor, FinMME's eval.py, TAT-QA's), ``authors`` (the FinAcumen authors' released
+    #: scorers: what produced their Table 1), ``authors_em`` (FinTMMBench's SQuAD match alone),
+    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``)
+    scorer: dict[str, str] = field(default_factory=dict)
+    #: registry key of the model that reads the final answers for a scorer that extracts them
+    #: (FinMMR ``official``); "" = the judge model (``judge_model``, else ``model``)
+    extract_model: str = ""
 
     def __post_init__(self) -> None:
         _one_of("protocol", self.protocol, PROTOCOLS)
@@ -300,6 +302,14 @@ class QAPlan:
             raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
         if self.judge_check_items < 0:
             raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
+        from agent.qa.scorers import check_scorer_choice
+
+        check_scorer_choice(self.scorer)
+        if self.extract_model and self.extract_model not in (self.model, self.judge):
+            raise ConfigError(
+                f"qa.extract_model={self.extract_model!r}; allowed: the solver model {self.model!r} or the "
+                f'judge model {self.judge!r} (their engines serve it), or "" for the judge model'
+            )
         if self.base not in _QA_BASES:
             raise ConfigError(f"qa.base={self.base!r}; allowed: {', '.join(_QA_BASES)}")
         if not 16 <= self.base_max_tokens <= 131_072:
@@ -350,7 +360,6 @@ class QAPlan:
     def _check_protocol_points(self) -> None:
         _one_of("corpus_scope", self.corpus_scope, CORPUS_SCOPES)
         _one_of("embedder", self.embedder, EMBEDDERS)
-        _one_of("judge_prompt", self.judge_prompt, JUDGE_PROMPTS)
         _one_of("gold_evidence", self.gold_evidence, GOLD_EVIDENCE)
         _one_of("gold_format_hints", self.gold_format_hints, FORMAT_HINTS)
         _one_of("memory_block", self.memory_block, MEMORY_BLOCKS)
@@ -422,12 +431,28 @@ class QAPlan:
         return self.judge != self.model
 
     @property
+    def extractor(self) -> str:
+        """The answer extractor's registry key (``extract_model``, or the judge's)."""
+        return self.extract_model or self.judge
+
+    def scorer_of(self, dataset: str) -> Any:
+        """The :class:`agent.qa.scorers.ScorerSpec` this plan grades ``dataset`` by."""
+        from agent.qa.scorers import scorer_spec
+
+        return scorer_spec(dataset, self.scorer.get(dataset))
+
+    def _sources(self) -> list[QASource]:
+        return [*self.sets, *(self.bank if self.needs_bank else ())]
+
+    @property
     def needs_judge(self) -> bool:
         """Whether anything this plan runs is judged (a judged set, or a judged bank source)."""
-        from agent.qa.scoring import JUDGED
+        return any(self.scorer_of(s.dataset).judge_prompt for s in self._sources())
 
-        srcs = [*self.sets, *(self.bank if self.needs_bank else ())]
-        return any(s.dataset in JUDGED for s in srcs)
+    @property
+    def needs_extract(self) -> bool:
+        """Whether anything this plan runs is scored through the answer extractor."""
+        return any(self.scorer_of(s.dataset).extract for s in self._sources())
 
     def solver_overrides(self) -> dict[str, Any]:
         """The solver settings this plan fixes (:class:`agent.qa.solver_config.SolverConfig`

@@ -30,7 +30,8 @@ The authors' points, and the value ``authors`` takes:
   ``base_temperature = 0`` (``baseline_raw.py`` asks at 0).
 - ``observation_chars = 4000`` (``max_observe``), ``gate_rejections = 0`` (the terminate guard
   only logs a warning, ``fm/terminate_guard.py``).
-- ``judge_prompt = "strict"`` (``ft/eval/fintmm_eval.py``).
+- ``scorer``: the authors' scorer of each benchmark (``ft/eval/*.py``; FinTMMBench's judged under
+  their strict rules, :mod:`agent.qa.scorers`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ _PAPER: dict[str, Any] = {
     "base_temperature": None,
     "observation_chars": 8000,
     "gate_rejections": 16,
-    "judge_prompt": "lenient",
+    "scorer": {},
 }
 
 _AUTHORS: dict[str, Any] = {
@@ -84,7 +85,7 @@ _AUTHORS: dict[str, Any] = {
     "base_temperature": 0.0,
     "observation_chars": 4000,
     "gate_rejections": 0,
-    "judge_prompt": "strict",
+    "scorer": {"bizbench": "authors", "finmmr": "authors", "finmme": "authors", "fintmmbench": "authors"},
 }
 
 _VALUES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
@@ -112,5 +113,5 @@ def apply_protocol(table: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(table)
     for k, v in values.items():
         if k not in out and v is not None:
-            out[k] = list(v) if isinstance(v, tuple) else v
+            out[k] = list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, Mapping) else v
     return out

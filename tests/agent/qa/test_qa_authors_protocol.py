@@ -1,7 +1,7 @@
 """The solver-side points of the authors' released protocol, each on a scripted model: the
 memory block of whole entries (with their images, no annotator call), the summarizer over whole
 trajectories with an analysis and unbounded lessons, format instructions shown to the tools
-variants and never to Base, the strict judge, and OCR by the served model (journaled)."""
+variants and never to Base, and OCR by the served model (journaled)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from qa_fakes import Calculator, base_reply, change_items, change_model, num_sco
 from agent.qa.bank_build import BankBuildConfig, build_bank
 from agent.qa.evaluate import EvalConfig, evaluate
 from agent.qa.gold_inputs import GoldInputs, with_gold_inputs
-from agent.qa.judge import judge_requests
 from agent.qa.memory import ExperienceMemory, MemoryConfig
 from agent.qa.model_ocr import OCR_JOURNAL, ModelTranscriber
 from agent.qa.react import QASolver, SolverConfig
@@ -129,14 +128,6 @@ def test_format_instructions_reach_the_tools_variants_and_never_base(tmp_path):
     assert "Instructions" not in base.messages[1].content and "Round" not in base.messages[1].content
     manifest = json.loads((tmp_path / "ft" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["from_gold"] == {"format_hints:authors": 2}
-
-
-def test_the_strict_judge_is_another_prompt_with_a_one_word_verdict():
-    (it,) = change_items(1, "test")
-    lenient, strict = (judge_requests([it], ["200"], "j", prompt=p)[0] for p in ("lenient", "strict"))
-    assert "4,200 million agree" in lenient.messages[0].content
-    assert "differs from the reference's by any amount" in strict.messages[0].content
-    assert list(strict.json_schema["properties"]) == ["verdict"]
 
 
 def test_model_ocr_batches_the_images_and_journals_the_calls(tmp_path):

@@ -15,7 +15,11 @@ from localfin.errors import ConfigError
 
 
 def test_the_paper_protocol_is_the_plans_defaults_and_both_protocols_set_the_same_keys() -> None:
-    defaults = {f.name: f.default for f in dataclasses.fields(QAPlan) if f.name in PROTOCOL_KEYS}
+    defaults = {
+        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        for f in dataclasses.fields(QAPlan)
+        if f.name in PROTOCOL_KEYS
+    }
     assert defaults == dict(protocol_values("paper"))
     assert set(protocol_values("authors")) == set(PROTOCOL_KEYS)
     differ = {k for k in PROTOCOL_KEYS if protocol_values("paper")[k] != protocol_values("authors")[k]}
@@ -28,7 +32,8 @@ def test_the_authors_table1_takes_the_authors_values_and_keeps_its_own_keys() ->
     assert paper.k_max == (5,) and authors.k_max == (3,)
     assert (authors.gold_format_hints, authors.gold_evidence) == ("authors", "authors")
     assert (authors.memory_block, authors.annotator, authors.ocr) == ("entries", False, "model")
-    assert (authors.temperature, authors.base_temperature, authors.judge_prompt) == (0.6, 0.0, "strict")
+    assert (authors.temperature, authors.base_temperature) == (0.6, 0.0)
+    assert {authors.scorer_of(d).name for d in ("bizbench", "finmmr", "fintmmbench")} == {"authors"}
     assert authors.thought_chars == paper.thought_chars == 1000  # set in both files: ours
     assert authors.sets == paper.sets and authors.bank == paper.bank
     assert paper.reads_gold == () and authors.reads_gold == ("gold_format_hints", "gold_evidence")
@@ -71,13 +76,9 @@ def test_the_leak_ablations_arms() -> None:
     assert arms["hints_format"].gold_format_hints == "format"
     # the paper arm takes the paper's values for the group the [qa] table leaves unset
     p = arms["paper"]
-    assert (p.protocol, p.k_max, p.memory_block, p.temperature, p.judge_prompt) == (
-        "paper",
-        (5,),
-        "directives",
-        None,
-        "lenient",
-    )
+    assert (p.protocol, p.k_max, p.memory_block, p.temperature) == ("paper", (5,), "directives", None)
+    # every arm is scored by the authors' scorers (set in the [qa] table): only the protocol moves
+    assert all(ap.scorer_of("fintmmbench").name == "authors" for ap in arms.values())
     assert p.tools == ("python", "lookup", "reparse", "retrieve") and p.store == "market.sqlite"
     banks = {a.name: a.bank_of for a in cfg.qa.arms}
     assert banks == {"authors": "", "hints_format": "authors", "no_hints": "authors",
