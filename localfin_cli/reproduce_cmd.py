@@ -2,6 +2,7 @@
 
 localfin reproduce list                      every config and the table it reproduces
 localfin reproduce check CONFIG|all          data and model folders present or missing
+localfin reproduce settings CONFIG [--json]  every effective setting with its provenance
 localfin reproduce run CONFIG [--resume]     run it (refuses while anything is missing)
 localfin reproduce smoke CONFIG|all          run it shrunk to CPU size, report included
 localfin reproduce rehearse CONFIG|all       its GPU settings on tiny stand-ins, engine and server, checked
@@ -104,11 +105,29 @@ def do_list() -> None:
 
 def do_check(config: str, data_root: Path | None) -> None:
     from agent.reproduce.check import check_config, format_items
+    from agent.reproduce.ledger.resolve import differs_section, resolve_config
 
-    items = [i for c in _configs(config) for i in check_config(c, data_root=data_root)]
+    configs = _configs(config)
+    items = [i for c in configs for i in check_config(c, data_root=data_root)]
     result(None, format_items(items))
+    for c in configs:
+        result(None, "\n".join(["", *differs_section(c, resolve_config(c), heading=f"{c.name}: ")]))
     if any(i.status == "missing" for i in items):
         raise typer.Exit(1)
+
+
+def do_settings(config: str, as_json: bool) -> None:
+    import json
+
+    from agent.reproduce.ledger.resolve import format_settings, resolve_config, settings_json
+    from agent.reproduce.spec import load_repro
+
+    cfg = load_repro(config)
+    rows = resolve_config(cfg)
+    if as_json:
+        result(None, json.dumps(settings_json(cfg, rows), indent=2, default=str))
+    else:
+        result(None, format_settings(cfg, rows))
 
 
 def _refuse_used(folder: Path, config: str, smoke: bool) -> None:
@@ -274,6 +293,17 @@ def check(
 ) -> None:
     """Say which data and model folders a config needs, present or missing (exit 1 if any is missing)."""
     do_check(_which(config, config_file), data_root)
+
+
+@app.command("settings")
+def settings(
+    config: str = _config_arg(False),
+    config_file: Path = _CONFIG_FILE,
+    as_json: bool = typer.Option(False, "--json", help="One JSON document instead of lines."),
+) -> None:
+    """Print every effective setting of a config, defaults included, with its value and provenance
+    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list)."""
+    do_settings(_which(config, config_file), as_json)
 
 
 @app.command("run")
