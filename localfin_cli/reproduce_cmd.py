@@ -361,7 +361,7 @@ def rehearse(
     ),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size)
 
 
 @app.command("plan")
