@@ -1,7 +1,8 @@
 """A FinAcumen plan with arms (``[[qa.arms]]``): each arm's plan runs into
 ``<out>/arms/<name>`` (:func:`agent.reproduce.qa_run.run_plan`), in the order written; an arm
 with ``bank_of`` reads the bank the named arm built and builds none, so arms that change only
-what the model is given at test time are compared on one bank.
+what the model is given at test time are compared on one bank. The model OCR's journal
+(``<out>/ocr``) is shared: an image is transcribed once for every arm.
 
 The outcome is the arms' together: every row carries its ``arm``; the notes, the extra tables
 and the per-run details are the arms' (run folders named ``<arm>/<run>``), with each arm's own
@@ -43,7 +44,8 @@ def run_arms(cfg: ReproConfig, out_dir: Path, arms: Sequence[tuple[QAArm, QAPlan
         where = out_dir / "arms" / arm.name
         bank_from = out_dir / "arms" / arm.bank_of / "bank" if arm.bank_of else None
         log.info("arm %s: %s", arm.name, arm.title or "as the [qa] table")
-        got = run_plan(cfg, where, plan, bank_from=bank_from, **kw)
+        # one OCR journal for every arm: a transcription depends on the model and the image only
+        got = run_plan(cfg, where, plan, bank_from=bank_from, ocr_dir=out_dir / "ocr", **kw)
         gold += [line.replace("reads_gold:", f"reads_gold (arm {arm.name}):", 1) for line in got.reads_gold]
         bank_rows = max(bank_rows, got.bank_rows)
         rows += [{"arm": arm.name, **r} for r in got.rows]

@@ -279,9 +279,11 @@ def run_plan(
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
     bank_from: Path | None = None,
+    ocr_dir: Path | None = None,
 ) -> QAOutcome:
     """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
-    that bank and build none), evaluate every set and variant, judge, analyse."""
+    that bank and build none), evaluate every set and variant, judge, analyse. ``ocr_dir``: the
+    folder of the model OCR's journal (default ``out_dir/ocr``; arms share one)."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
@@ -395,7 +397,7 @@ def run_plan(
                     f"qa.ocr='model' needs a model that takes images; {p.model} takes none; "
                     "allowed: ocr = 'rapidocr' for this model"
                 )
-            transcriber = ModelTranscriber(backend, p.model, out_dir / "ocr")
+            transcriber = ModelTranscriber(backend, p.model, ocr_dir or out_dir / "ocr")
             notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
         else:
             transcriber = ocr_transcriber()
