@@ -343,10 +343,17 @@ def eval_cmd(
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
     max_retries: int = _RETRIES,
+    scorer_name: str = typer.Option(
+        None,
+        "--scorer",
+        help="The dataset's scorer by name: localfin (default; TAT-QA official), official, authors, "
+        "authors_em (FinTMMBench) or a plugin's name; model-graded ones use --model as judge/extractor.",
+    ),
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
     from agent.qa.judge_pass import deferred_scorer
+    from agent.qa.scorers import NamedScorer
     from agent.qa.sweep import MemoryGrid, evaluate_variant
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
@@ -355,6 +362,7 @@ def eval_cmd(
 
     if variant not in VARIANTS:
         raise ConfigError(f"--variant={variant!r}; allowed: {', '.join(VARIANTS)}")
+    named = NamedScorer({dataset: scorer_name} if scorer_name else {})
     sizes = _parse_sizes(bank_sizes)
     try:
         ks = [int(x) for x in k_max.split(",") if x.strip()]
@@ -377,7 +385,7 @@ def eval_cmd(
             )
             run = dict(
                 tools=factory,
-                scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
+                scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
                 transcriber=_transcriber(names, items),
                 data_files=[data],
                 progress=progress_for(log),
@@ -395,6 +403,8 @@ def eval_cmd(
             result(log, json.dumps(summary.__dict__))
         for j in res.judged:
             result(log, json.dumps({"judge": j.__dict__}))
+        for x in res.extracted:
+            result(log, json.dumps({"extract": x.__dict__}))
 
 
 @app.command("analyze")

@@ -85,6 +85,7 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
             return ItemScore(s.correct, s.score, said)
         return ItemScore(False, 0.0, f"graded by a model after the run: see {where}")
 
+    scorer.inner = inner  # type: ignore[attr-defined]  # the scorer the model passes follow
     return scorer
 
 

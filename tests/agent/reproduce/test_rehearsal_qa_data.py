@@ -144,15 +144,16 @@ class _NoCalls:
 
 
 def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
-    from agent.qa import scoring
+    from agent.qa.scorers import SCORERS
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
     from serving.registry import default_registry
 
-    def broken(gold, prediction):
+    def broken(gold, prediction, scale=None):
         raise KeyError("the BizBench rule is missing")
 
-    monkeypatch.setitem(scoring.RULES, "bizbench", broken)
     cfg = load_repro("finacumen_table1")
+    chosen = cfg.qa.scorer_of("bizbench")  # the config's own choice: the authors' rule
+    monkeypatch.setitem(SCORERS["bizbench"], chosen.name, replace(chosen, rule=broken))
     ran = run_qa_rehearsal(cfg, tmp_path, _NoCalls(), default_registry(), size=SMALLEST, data_root=None)
     assert "source 'bizbench/SEC-NUM'" in ran["error"] and "the BizBench rule is missing" in ran["error"]
     checks = stage_checks("engine", ran)
