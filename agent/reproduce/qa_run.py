@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,10 @@ from typing import Any
 from agent.qa import runs
 from agent.qa.datasets import load_items
 from agent.qa.holdout import hold_out
-from agent.qa.intervals import EvalRun, run_intervals
-from agent.qa.item_score import ItemScore
+from agent.qa.intervals import EvalRun
 from agent.qa.items import QAItem
-from agent.qa.scoring import finmme_avg
 from agent.qa.trajectory import CUTS
+from agent.reproduce.qa_rows import add_intervals, analytics_row, eval_row, finmme_run_avg, macro_rows
 from agent.reproduce.qa_setup import (
     corpus_folder,
     plan_line,
@@ -57,7 +56,7 @@ from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
-from localfin.errors import ConfigError, InputError
+from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.open import model_facts
@@ -143,93 +142,6 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
     if rec.get("renamed"):
         parts.append(f"{rec['renamed']} repeated ids kept and numbered (first: {rec['first_renamed']})")
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
-
-
-def _row(label: str, variant: str, s: Any, k: int | None, size: int | None, n_bank: int) -> dict[str, Any]:
-    row = {
-        "set": label,
-        "variant": variant,
-        "k_max": "" if k is None else str(k),
-        "bank_n": "" if variant != "ft_fm" else str(n_bank if size is None else min(size, n_bank)),
-        # the snapshot asked for ("all": the whole bank), for matching the paper's nominal sizes
-        "snapshot": "" if variant != "ft_fm" else ("all" if size is None else str(size)),
-        "n": s.n,
-        "metric": "accuracy",
-        "accuracy_pct": round(100 * s.accuracy, 2),
-        "memory_hit_rate": s.memory_hit_rate,
-        "tokens_per_q": round(s.mean_total_tokens),
-    }
-    if s.images_unseen:
-        row["images_unseen"] = s.images_unseen
-        row["image_only_unseen"] = s.image_only_unseen
-    return row
-
-
-def _headline(r: Mapping[str, Any]) -> float | None:
-    v = r.get("finmme_avg_pct", r.get("accuracy_pct"))
-    return None if v is None else float(v)
-
-
-def _macro(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        if _headline(r) is not None:
-            groups.setdefault((r["variant"], r["k_max"], r["bank_n"]), []).append(r)
-    out = []
-    for (variant, k, n), rs in groups.items():
-        if len(rs) > 1:
-            acc = sum(_headline(r) or 0.0 for r in rs) / len(rs)
-            out.append(
-                {"set": "macro", "variant": variant, "k_max": k, "bank_n": n, "snapshot": rs[0]["snapshot"],
-                 "n": sum(r["n"] for r in rs), "metric": "mean of the sets' figures",
-                 "accuracy_pct": round(acc, 2)}
-            )  # fmt: skip
-    return out
-
-
-def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
-    """FinMME's Avg of a finished evaluation: per-item correctness from the run's trace, the
-    dimensions from the items' golds (``extra['dimensions']``). Returns the Avg, the accuracy
-    and item count per dimension (fractions), the empty dimensions and the plain item accuracy."""
-
-    correct = {str(r["item_id"]): bool(r["correct"]) for r in runs.read_jsonl(run_dir / runs.TRACE)}
-    missing = [it.item_id for it in items if it.item_id not in correct]
-    if missing:
-        raise InputError(f"{run_dir / runs.TRACE} has no row for item {missing[0]!r}")
-    scores = [ItemScore(correct[it.item_id], float(correct[it.item_id]), "") for it in items]
-    a = finmme_avg([it.gold for it in items], scores)
-    return {
-        "avg": a.avg,
-        "accuracy": dict(a.accuracy),
-        "counts": dict(a.counts),
-        "missing": list(a.missing),
-        "item_accuracy": sum(s.correct for s in scores) / len(scores) if scores else 0.0,
-    }
-
-
-def _add_intervals(
-    rows: list[dict[str, Any]], evals: Sequence[tuple[dict[str, Any], EvalRun]]
-) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
-    """Bootstrap 95 % intervals (percent) onto the evaluation and macro rows; returns the
-    intervals' record for the JSON and the paired differences."""
-    rep = run_intervals([e for _, e in evals])
-    point_of: dict[tuple[str, str, str], tuple[str, int | None, int | None]] = {}
-    for row, e in evals:
-        iv = rep.per_run[str(e.run_dir)].to_pct()
-        row.update(ci95_low=iv["low"], ci95_high=iv["high"])
-        point_of[(row["variant"], row["k_max"], row["bank_n"])] = e.point
-    for row in rows:
-        if row.get("set") == "macro":
-            point = point_of.get((row["variant"], row["k_max"], row["bank_n"]))
-            if point in rep.macro:
-                iv = rep.macro[point].to_pct()
-                row.update(ci95_low=iv["low"], ci95_high=iv["high"])
-    record = {
-        "method": f"percentile bootstrap over questions, {rep.resamples} resamples, seed {rep.seed}, "
-        "sets resampled independently, differences paired (the same draws for both runs)",
-        "differences": list(rep.differences),
-    }
-    return record, rep.differences
 
 
 def run_qa(
@@ -470,7 +382,7 @@ def run_plan(
                 if v != "ft_fm":
                     run = out_dir / "runs" / f"{slug(src.label)}-{v}"
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
-                    row = finish(src, items, run, _row(src.label, v, s, None, None, n_bank) | proto)
+                    row = finish(src, items, run, eval_row(src.label, v, s, None, None, n_bank) | proto)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
@@ -491,13 +403,13 @@ def run_plan(
                     tools=factory,
                     **common,
                 ):
-                    row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank) | proto
+                    row = eval_row(src.label, v, s, s.k_max, s.bank_limit, n_bank) | proto
                     row = finish(src, items, Path(s.run_dir), row)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, s.k_max, s.bank_limit, Path(s.run_dir), items)))
-        rows += _macro(rows)
+        rows += macro_rows(rows)
         if evals:
-            details["intervals"], diffs = _add_intervals(rows, evals)
+            details["intervals"], diffs = add_intervals(rows, evals)
             if diffs:
                 tables.append(("Paired differences with bootstrap 95 % intervals (points)", diffs))
         unseen = [r for r in rows if r.get("images_unseen")]
@@ -518,7 +430,7 @@ def run_plan(
             skip = ("snapshots", "by_set", "tau_sweep")
             details["analytics"] = {k: v for k, v in ana.items() if k not in skip}
             per_set = [r for label in ana["by_set"] for r in ana["by_set"][label]]
-            rows += [_analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
+            rows += [analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
             if n_bank < max(p.bank_sizes or (0,)):
                 notes.append(f"the bank holds {n_bank} entries: snapshots above that equal the whole bank")
     ran = [v for v in ("base", "ft", "ft_fm") if v in p.variants or (v == "ft" and p.needs_bank)]
@@ -546,19 +458,3 @@ def run_plan(
         )
     details = {k: v for k, v in details.items() if v}
     return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables), tuple(reads_gold_lines(p)))
-
-
-def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    def r3(x: float | None) -> float | None:
-        return None if x is None else round(x, 3)
-
-    return {
-        "set": r["set"],
-        "tau": f"{r['tau']:.2f}".rstrip("0").rstrip("."),
-        "bank_n": str(r["n"]),
-        "hit_rate_pct": round(100 * r["hit_rate"], 1),
-        "hit_rate": round(r["hit_rate"], 3),
-        "mean_entries": round(r["mean_entries"], 2),
-        "jaccard_prev": r3(r["jaccard_prev"]),
-        "change_prev": r3(r["change_prev"]),
-    }
