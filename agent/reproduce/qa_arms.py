@@ -69,7 +69,7 @@ def run_arms(cfg: ReproConfig, out_dir: Path, arms: Sequence[tuple[QAArm, QAPlan
                 "arm": arm.name,
                 "protocol": plan.protocol,
                 "changes": arm.title or ", ".join(f"{k} = {v!r}" for k, v in arm.set.items()) or "-",
-                "bank": f"arm {arm.bank_of}'s" if arm.bank_of else "its own",
+                "bank": f"the bank of arm {arm.bank_of}" if arm.bank_of else "its own",
                 "reads_gold": ", ".join(f"{k} = {getattr(plan, k)!r}" for k in plan.reads_gold) or "none",
             }
         )
