@@ -28,6 +28,8 @@ __all__ = [
     "cpu_preload_iomp",
     "ld_preload",
     "api_key",
+    "cuda_visible_devices",
+    "c_compiler",
     "offline_env",
     "apply_offline_env",
 ]
@@ -150,6 +152,18 @@ def api_key() -> str | None:
     server (``vllm serve --api-key``, ``localfin serve --api-key``) where the caller gives none;
     kept out of config files and manifests."""
     return os.environ.get("LOCALFIN_API_KEY") or None
+
+
+def cuda_visible_devices() -> str | None:
+    """``CUDA_VISIBLE_DEVICES`` as set (``None``: unset, every GPU visible; empty or ``-1``: none),
+    the devices this process and the engines it starts may use (indices or ``GPU-`` UUIDs)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def c_compiler() -> str:
+    """``CC`` (default empty): the C compiler triton builds its CUDA launcher with (unset: the
+    first of ``cc``, ``gcc``, ``clang`` on ``PATH``)."""
+    return os.environ.get("CC", "").strip()
 
 
 def offline_env() -> dict[str, str]:

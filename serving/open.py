@@ -44,6 +44,7 @@ __all__ = [
     "open_backend",
     "opened",
     "registry_with",
+    "model_spec",
     "model_facts",
     "check_weights",
     "WeightsStatus",
@@ -158,6 +159,12 @@ def registry_with(model: str, model_path: str = "", registry: Registry | None = 
     return reg
 
 
+def model_spec(model: str, registry: Registry | None = None) -> ModelSpec:
+    """The registry entry of ``model`` (``registry``: default the packaged one with the user's
+    models files and plugins); an unknown key is a ConfigError naming the allowed ones."""
+    return (registry or default_registry()).get(model)
+
+
 def model_facts(model: str, registry: Registry | None = None) -> ModelFacts:
     """The :class:`ModelFacts` of ``model`` (an unknown key is a ConfigError naming the allowed ones)."""
     spec = (registry or default_registry()).get(model)
@@ -225,10 +232,23 @@ def opened(
 
 
 def _open_vllm(spec: BackendSpec, registry: Registry) -> Backend:
+    """One in-process engine, or one per replica of its layout (:mod:`serving.replicas`)."""
     reg = registry
     if spec.model_path:
         reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
-    return VLLMBackend(spec.model, registry=reg, options=spec.engine)
+    layout = spec.engine.layout
+    if layout is None or len(layout.replicas) < 2:
+        return VLLMBackend(spec.model, registry=reg, options=spec.engine)
+    from dataclasses import replace
+
+    from serving.replicas import ReplicatedBackend
+
+    return ReplicatedBackend(
+        [
+            VLLMBackend(spec.model, registry=reg, options=replace(spec.engine, layout=layout.one(k)))
+            for k in range(len(layout.replicas))
+        ]
+    )
 
 
 def _open_openai(spec: BackendSpec, registry: Registry) -> Backend:

@@ -60,6 +60,7 @@ __all__ = [
     "scorer_names",
     "scorer_spec",
     "check_scorer_choice",
+    "default_scorer_name",
     "NamedScorer",
     "spec_of",
 ]
@@ -208,6 +209,11 @@ def _plugin_spec(dataset: str) -> ScorerSpec:
 
     label = plugin.scorer_name or f"{dataset} plugin scorer"
     return ScorerSpec(dataset, dataset, label, rule, source=f"the {dataset} plugin")
+
+
+def default_scorer_name(dataset: str) -> str:
+    """The scorer ``dataset`` gets when a choice does not name one (a plugin's: its own)."""
+    return DEFAULT_SCORERS.get(dataset) or _plugin_spec(dataset).name
 
 
 def scorer_names(dataset: str) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from agent.qa.gate import GateConfig
 from agent.qa.gold_inputs import EVIDENCE_FORMS as GOLD_EVIDENCE
 from agent.qa.gold_inputs import FORMAT_HINTS
 from localfin.errors import ConfigError
+from serving.engine_args import check_engine_fields
 from serving.open import BACKEND_KINDS, backend_kinds
 
 __all__ = [
@@ -285,11 +286,29 @@ class QAPlan:
     #: the papers state), ``official`` (the benchmark's released scorer: FinMMR with its answer
     #: extractor, FinMME's eval.py, TAT-QA's), ``authors`` (the FinAcumen authors' released
     #: scorers: what produced their Table 1), ``authors_em`` (FinTMMBench's SQuAD match alone),
-    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``)
+    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``),
+    #: written out here for every benchmark the plan reads
     scorer: dict[str, str] = field(default_factory=dict)
     #: registry key of the model that reads the final answers for a scorer that extracts them
     #: (FinMMR ``official``); "" = the judge model (``judge_model``, else ``model``)
     extract_model: str = ""
+    #: ``backend = "vllm"``: a declared weight quantization of the solver's engine, ``fp8``
+    #: (vLLM ``--quantization fp8``, half the memory of bf16; not the weights the paper ran),
+    #: or "" (the checkpoint's own)
+    quantization: str = ""
+    #: ``backend = "vllm"``: declared pipeline stages of the solver's engine (1: none; more
+    #: spans nodes, which needs a Ray cluster)
+    pipeline_parallel: int = 1
+    #: ``backend = "vllm"``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``) in the
+    #: solver's and the judge's engines, so a resumed GPU run's new replies equal an
+    #: uninterrupted run's (docs/faults.md, "Determinism")
+    batch_invariant: bool = False
+    #: ``backend = "vllm"``: vLLM's asynchronous scheduling (its CUDA default), off until a GPU
+    #: check validates it with structured outputs and seeded requests
+    async_scheduling: bool = False
+    #: ``backend = "vllm"``: how the engines' processes start (``spawn``, as the CPU build
+    #: always does, or ``fork``)
+    worker_start_method: str = "spawn"
 
     def __post_init__(self) -> None:
         _one_of("protocol", self.protocol, PROTOCOLS)
@@ -302,9 +321,14 @@ class QAPlan:
             raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
         if self.judge_check_items < 0:
             raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
-        from agent.qa.scorers import check_scorer_choice
+        from agent.qa.scorers import check_scorer_choice, default_scorer_name
 
-        check_scorer_choice(self.scorer)
+        given = check_scorer_choice(self.scorer)
+        # every benchmark the plan reads gets its scorer written out (the effective settings
+        # then list each one, the default ones included)
+        used = dict.fromkeys(s.dataset for s in (*self.sets, *self.bank))
+        resolved = {d: given.get(d) or default_scorer_name(d) for d in used}
+        object.__setattr__(self, "scorer", resolved | given)
         if self.extract_model and self.extract_model not in (self.model, self.judge):
             raise ConfigError(
                 f"qa.extract_model={self.extract_model!r}; allowed: the solver model {self.model!r} or the "
@@ -322,6 +346,7 @@ class QAPlan:
             raise ConfigError(f"qa.gate_rejections={self.gate_rejections}; allowed: 0..64")
         if not 1 <= self.max_steps <= 64:
             raise ConfigError(f"qa.max_steps={self.max_steps}; allowed: 1..64")
+        check_engine_fields(self, "qa")
         if not 0.0 < self.tau < 1.0 or any(not 0.0 < t < 1.0 for t in self.taus):
             raise ConfigError(f"qa.tau / qa.taus must lie in (0, 1); got {self.tau}, {list(self.taus)}")
         if not self.k_max or any(k < 1 for k in self.k_max):

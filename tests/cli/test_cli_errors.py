@@ -122,6 +122,8 @@ CASES = [
         ["reproduce", "plan", "moira_table3_main", "--gpu", "v100"],
         "--gpu 'v100'; allowed: h100, h200, a100-80g, l40s",
     ),
+    (["gpu-check", "--out", "/dev/null"], "--out /dev/null is not a folder"),
+    (["reproduce", "check", "moira_table3_main", "--gpus", "2"], "--gpus and --gpu go together"),
     # the flag form of earlier releases (deprecated aliases)
     (["reproduce", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),
