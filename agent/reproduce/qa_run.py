@@ -457,4 +457,11 @@ def run_plan(
             f"answers judged wrong ({100 * jc.wrong_caught_rate:.1f} %); judge_check.json in {jc.out_dir}"
         )
     details = {k: v for k, v in details.items() if v}
-    return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables), tuple(reads_gold_lines(p)))
+    return QAOutcome(
+        tuple(rows),
+        n_bank,
+        tuple(notes),
+        details,
+        tuple(tables),
+        tuple(reads_gold_lines(p, own_bank=bank_from is None)),
+    )

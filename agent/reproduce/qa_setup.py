@@ -75,26 +75,30 @@ def solver_settings(p: QAPlan, registry: Registry | None) -> Any:
     return cfg
 
 
-def reads_gold_lines(p: QAPlan, arm: str = "") -> list[str]:
+def reads_gold_lines(p: QAPlan, arm: str = "", own_bank: bool = True) -> list[str]:
     """One line per setting of ``p`` that reads the gold answer or gold evidence at test time
-    (``reads_gold: ...``); one line saying there is none otherwise."""
+    (``reads_gold: ...``); one line saying there is none otherwise. ``own_bank``: the plan
+    builds its bank (its trajectories then get the same inputs; False: it reads another's)."""
     where = f" (arm {arm})" if arm else ""
+    bank = p.needs_bank and own_bank
     out = []
     if p.gold_format_hints != "none":
         example = (
             "; the rounding instruction's example is the gold number itself"
             if p.gold_format_hints == "authors" else ""
         )  # fmt: skip
+        who = "the tools variants' prompts and the bank's trajectories carry" if bank else (
+            "the tools variants' prompts carry")  # fmt: skip
         out.append(
-            f'reads_gold{where}: qa.gold_format_hints = "{p.gold_format_hints}": the tools variants\' '
-            f"prompts and the bank's trajectories carry instructions derived from the item's gold "
-            f"answer{example}; Base gets none"
+            f'reads_gold{where}: qa.gold_format_hints = "{p.gold_format_hints}": {who} instructions '
+            f"derived from the item's gold answer{example}; Base gets none"
         )
     if p.gold_evidence != "none":
+        also = ", and the bank's trajectories'" if bank else ""
         out.append(
             f'reads_gold{where}: qa.gold_evidence = "{p.gold_evidence}": FinTMMBench\'s corpus rows and '
-            "charts cited by the gold annotation's sources are put into every variant's context, Base "
-            "included, and the bank's trajectories'"
+            f"charts cited by the gold annotation's sources are put into every variant's context, Base "
+            f"included{also}"
         )
     return out or [f"reads_gold{where}: none (nothing reads the gold answer or gold evidence at test time)"]
 
