@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from localfin_cli._common import note, progress_for, quiet_run, renamed, result
+from localfin_cli.qa_checks import EMBEDDERS, checked_options, tool_names_of
 
 __all__ = ["app"]
 
@@ -94,8 +95,12 @@ def _items(
 ):
     from agent.qa import runs
     from agent.qa.datasets import load_items
+    from agent.qa.extensions import dataset_names
     from localfin.errors import ConfigError
 
+    known = dataset_names()
+    if dataset not in known:
+        raise ConfigError(f"--dataset: unknown QA dataset {dataset!r}; allowed: {', '.join(known)}")
     if offset < 0:
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
@@ -199,7 +204,7 @@ def _embedder(name: str):
         return MiniLMEmbedder()
     if name == "hashing":
         return HashingEmbedder()
-    raise ConfigError(f"--embedder={name!r}; allowed: minilm, hashing")
+    raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(EMBEDDERS)}")
 
 
 def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
@@ -213,7 +218,7 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
     from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
-    names = tuple(t.strip() for t in tools.split(",") if t.strip())
+    names = tool_names_of(tools, sandbox, store)
     corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
     cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
     return tool_factory(cfg), names
@@ -283,10 +288,12 @@ def build_bank_cmd(
     from bank.store import ExperienceBank
     from localfin import env
 
+    given_run = renamed(run_dir, old_run_dir, "--run-dir", "--out")
+    keys = {"--model": model, "--judge": judge}
+    checked_options(keys, backend=backend, base_url=base_url, embedder=embedder)
+    tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        "bank", dataset, model, split, offset, limit, subset
-    )
+    run = given_run or _default_run("bank", dataset, model, split, offset, limit, subset)
     judge_model = judge or model
     judged = judge_model != model and any(it.question.dataset == "fintmmbench" for it in items)
     solver_at, judge_at = _beside(backend, model, judge_model) if judged else (None, None)
@@ -294,6 +301,7 @@ def build_bank_cmd(
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
     ):
+        factory, names = _tools(tools, store, sandbox_missing, dataset, data)  # before any engine
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries, layout=solver_at)
         jb = None
         try:
@@ -303,7 +311,6 @@ def build_bank_cmd(
                     backend, judge_model, judge_url or base_url, request_timeout, max_retries, layout=judge_at
                 )
                 _start(jb, log)
-            factory, names = _tools(tools, store, sandbox_missing, dataset, data)
             solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
             with ExperienceBank.open(bank or env.default_bank_dir()) as b:
                 rep = build_bank(
@@ -396,21 +403,24 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    given_root = renamed(run_dir, old_run_dir, "--run-dir", "--out")
+    ft_fm_embedder = embedder if variant == "ft_fm" else None
+    checked_options({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
+    if variant != "base":
+        tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        variant, dataset, model, split, offset, limit, subset
-    )
+    root = given_root or _default_run(variant, dataset, model, split, offset, limit, subset)
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
     ):
+        factory, names = (  # before any engine: a missing sandbox or store fails here
+            _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+        )
         be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
         try:
             _start(be, log)
             cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            factory, names = (
-                _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
-            )
             run = dict(
                 tools=factory,
                 scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
@@ -499,6 +509,7 @@ def judge_check_cmd(
     from agent.qa.judge_check import judge_check
     from localfin import env
 
+    checked_options({"--judge": judge}, backend=backend, base_url=base_url)
     items, _ = _items(dataset, data, split, offset, limit, None, subset)
     target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
     with quiet_run(ctx, "qa-judge-check", target) as log:

@@ -52,6 +52,15 @@ CASES = [
     (["pairs", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["pairs", "matrix", "--config", "absent.toml"], "cannot read matrix config absent.toml"),
     (["pairs", "baselines", "--pool", "x=AAA", "--years", "2020", "--out", "o"], "at least two tickers"),
+    (
+        ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--methods", "finmem"],
+        "--methods finmem: FinMem calls a model",
+    ),
+    (
+        ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--option", "eg_z=1"],
+        "--option 'eg_z=1'; allowed: METHOD.KEY=VALUE",
+    ),
+    (["plugins", "list", "--kind", "widgets"], "--kind 'widgets'; allowed: models, backends, baselines"),
     (["pairs", "demo", "--model", "qwen3-32b"], "no config.json in"),
     (["bench", "moira-lockstep", "--max-cycles", "-1"], "--max-cycles=-1; allowed: >= 0"),
     (["bank", "build", "absent.jsonl", "--embedder", "hashing"], "absent.jsonl: cannot read it"),
