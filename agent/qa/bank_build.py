@@ -51,7 +51,7 @@ from agent.prompting import load_prompt
 from agent.qa import runs
 from agent.qa.answer_extract import extract_requests, extracted_answers, official_finmmr_scores, solution_text
 from agent.qa.items import Gold, QAItem
-from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.programs import merged
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
@@ -102,6 +102,7 @@ class BankBuildConfig:
         summary_temperature: sampling temperature of the summary call.
         analysis: the summary reply starts with an analysis of the item.
         context_chars: context characters stored as the entry's head (and shown in the prompt).
+        judge_candidate_chars: most characters of a trajectory's answer shown to the judge.
         max_tokens: summary reply budget; None = the schema's worst case.
         add_batch: entries per bank transaction.
         items_per_wave: items whose K trajectories run together (each trajectory holds a
@@ -121,6 +122,7 @@ class BankBuildConfig:
     view: str = "digest"
     summary_temperature: float = 0.0
     analysis: bool = False
+    judge_candidate_chars: int = CANDIDATE_CHARS
 
     def __post_init__(self) -> None:
         if self.items_per_wave is not None and self.items_per_wave < 1:
@@ -321,8 +323,9 @@ class _Builder:
             assert self.judge_model
             answers = [_answer_text(t) for t in trajs]
             verdicts = yield judge_requests(
-                [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt
-            )
+                [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt,
+                candidate_chars=c.judge_candidate_chars,
+            )  # fmt: skip
             correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
         elif spec is not None and spec.extract:
             assert self.extract_model

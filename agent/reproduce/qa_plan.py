@@ -309,6 +309,29 @@ class QAPlan:
     #: ``backend = "vllm"``: how the engines' processes start (``spawn``, as the CPU build
     #: always does, or ``fork``)
     worker_start_method: str = "spawn"
+    # ------------------------------------------------------------------ bounds and seeds
+    #: seed of the hash that draws the test part of a benchmark without a split
+    #: (``test_share``: FinTMMBench, FinMME; :func:`agent.qa.holdout.hold_out`)
+    holdout_seed: int = 42
+    #: leading context characters embedded with the question, for retrieval and for the
+    #: bank's entries (the paper: the question and the first 600 characters of its context)
+    memory_context_chars: int = 600
+    #: most characters of one tool output shown to the solver (before ``observation_chars``)
+    tool_text_chars: int = 4000
+    #: characters of a FinTMMBench corpus row kept as its text (indexed and shown)
+    corpus_text_chars: int = 4000
+    #: characters of one ``retrieve`` result's text shown to the solver
+    corpus_shown_chars: int = 400
+    #: most results one ``retrieve`` call may ask for
+    corpus_max_k: int = 10
+    #: most sessions ``lookup`` lists one by one (a longer period is summarised)
+    lookup_max_listed: int = 40
+    #: longest ``window`` (sessions) a ``lookup`` call may ask for
+    lookup_max_window: int = 5040
+    #: longest image side the local OCR engine reads (pixels; a larger image is shrunk)
+    ocr_max_side: int = 2000
+    #: most characters of a final answer shown to the judge (the rest is dropped)
+    judge_candidate_chars: int = 2000
 
     def __post_init__(self) -> None:
         _one_of("protocol", self.protocol, PROTOCOLS)
@@ -372,6 +395,7 @@ class QAPlan:
                 )
         self._check_protocol_points()
         self._check_solver()
+        self._check_bounds()
         names = [a.name for a in self.arms]
         if len(set(names)) != len(names):
             raise ConfigError(f"qa.arms names {names} repeat; allowed: a distinct name per arm")
@@ -417,6 +441,32 @@ class QAPlan:
         _within("max_prompt_chars", self.max_prompt_chars, 1000, 10_000_000)
         _within("max_bad_replies", self.max_bad_replies, 1, 16)
         _within("max_images", self.max_images, 0, 64)
+
+    def _check_bounds(self) -> None:
+        from agent.qa.toolset import ToolsetConfig
+
+        if self.holdout_seed < 0:
+            raise ConfigError(f"qa.holdout_seed={self.holdout_seed}; allowed: a whole number >= 0")
+        _within("memory_context_chars", self.memory_context_chars, 0, 100_000, unset=False)
+        _within("judge_candidate_chars", self.judge_candidate_chars, 10, 100_000, unset=False)
+        try:
+            self.toolset_bounds(ToolsetConfig)
+        except ConfigError as exc:  # the message names the plan's key
+            said = str(exc).replace("ToolsetConfig.", "qa.").replace("qa.text_chars", "qa.tool_text_chars")
+            raise ConfigError(said) from None
+
+    def toolset_bounds(self, make: Any = dict) -> Any:
+        """The tool bounds this plan sets, as :class:`agent.qa.toolset.ToolsetConfig` keywords
+        (``make``: what to build from them)."""
+        return make(
+            text_chars=self.tool_text_chars,
+            corpus_text_chars=self.corpus_text_chars,
+            corpus_shown_chars=self.corpus_shown_chars,
+            corpus_max_k=self.corpus_max_k,
+            lookup_max_listed=self.lookup_max_listed,
+            lookup_max_window=self.lookup_max_window,
+            ocr_max_side=self.ocr_max_side,
+        )
 
     @property
     def needs_bank(self) -> bool:

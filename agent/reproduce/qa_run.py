@@ -92,8 +92,9 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
-    """The source's items and what loading them left out (skipped records, incomplete items)."""
+def _load(src: QASource, root: Path, seed: int) -> tuple[list[QAItem], dict[str, Any]]:
+    """The source's items and what loading them left out (skipped records, incomplete items);
+    ``seed``: of the draw of a benchmark's test part (``test_share``)."""
     derived = src.test_share > 0
     loaded = load_items(
         src.dataset,
@@ -106,7 +107,7 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
     items = list(loaded.items)
     if derived:  # the benchmark ships no split: a fixed share is its test part
         assert src.split is not None
-        items = hold_out(items, src.test_share, src.split)[: src.limit]
+        items = hold_out(items, src.test_share, src.split, seed=seed)[: src.limit]
     record: dict[str, Any] = {
         "label": src.label,
         "dataset": src.dataset,
@@ -257,7 +258,14 @@ def run_plan(
                                         "scorer_name": spec.name, "n": row["n"]}  # fmt: skip
         row["scorer"] = spec.name
         if spec.judge_prompt:
-            js = judge_run(run, items, jback, p.judge, prompt_name=spec.judge_prompt)
+            js = judge_run(
+                run,
+                items,
+                jback,
+                p.judge,
+                prompt_name=spec.judge_prompt,
+                candidate_chars=p.judge_candidate_chars,
+            )
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
             jc = check_judge(src, items, spec.judge_prompt)
@@ -280,8 +288,8 @@ def run_plan(
         return row
 
     bank_sources = p.bank if p.needs_bank else ()
-    loaded_sets = [(s, *_load(s, data_root)) for s in p.sets]
-    loaded_bank = [(s, *_load(s, data_root)) for s in bank_sources]
+    loaded_sets = [(s, *_load(s, data_root, p.holdout_seed)) for s in p.sets]
+    loaded_bank = [(s, *_load(s, data_root, p.holdout_seed)) for s in bank_sources]
     # the authors' protocol reads the gold into the questions (recorded on each, and said above)
     gold = GoldInputs(p.gold_format_hints, p.gold_evidence, corpus_folder(p, data_root, [*p.sets, *p.bank]))
     sets = [(s, with_gold_inputs(items, gold)) for s, items, _ in loaded_sets]
@@ -312,7 +320,7 @@ def run_plan(
             transcriber = ModelTranscriber(backend, p.model, ocr_dir or out_dir / "ocr")
             notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
         else:
-            transcriber = ocr_transcriber()
+            transcriber = ocr_transcriber(max_side=p.ocr_max_side)
     rows: list[dict[str, Any]] = []
     evals: list[tuple[dict[str, Any], EvalRun]] = []
     tables: list[tuple[str, tuple[dict[str, Any], ...]]] = []
@@ -339,6 +347,8 @@ def run_plan(
                     view=p.summary_view,
                     summary_temperature=p.summary_temperature,
                     analysis=p.summary_analysis,
+                    context_chars=p.memory_context_chars,
+                    judge_candidate_chars=p.judge_candidate_chars,
                 ),
                 judge_model=p.judge,
                 data_files=[s.resolve(data_root) for s in p.bank],
@@ -389,6 +399,7 @@ def run_plan(
                 mem = MemoryConfig(
                     tau=p.tau, directive_chars=p.directive_chars, max_directives=p.max_directives,
                     entry_chars=p.entry_chars, block=p.memory_block, annotator=p.annotator,
+                    context_chars=p.memory_context_chars,
                 )  # fmt: skip
                 grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max), mem)
                 for s in sweep_memory(

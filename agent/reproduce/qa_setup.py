@@ -57,6 +57,7 @@ def tool_factory_of(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> 
             corpus_path=corpus if "retrieve" in p.tools else None,
             python_unavailable="raise",  # a tools variant without its Python tool is not the paper's
             corpus_scope=p.corpus_scope,
+            **p.toolset_bounds(),
         )
     )
     return factory, notes
