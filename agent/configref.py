@@ -81,6 +81,17 @@ def config_files() -> list[ConfigFile]:
     from agent.qa.datasets import DATASETS
     from agent.qa.evaluate import VARIANTS
     from agent.qa.toolset import TOOL_NAMES
+    from agent.reproduce.qa_plan import (
+        CORPUS_SCOPES,
+        EMBEDDERS,
+        FORMAT_HINTS,
+        GOLD_EVIDENCE,
+        MEMORY_BLOCKS,
+        OCR_ENGINES,
+        PROTOCOLS,
+        SUMMARY_VIEWS,
+        QAArm,
+    )
     from agent.reproduce.spec import KINDS, PAPERS, PaperFigure, QAPlan, QASource, WindowSpec, _Meta
     from serving.open import backend_kinds
     from serving.registry import ARCHS, SOURCES, ModelSpec
@@ -177,11 +188,33 @@ def config_files() -> list[ConfigFile]:
             Table(
                 "qa",
                 QAPlan,
-                skip=("bank", "sets"),
-                allowed={"backend": backends, "tools": _words(TOOL_NAMES), "variants": _words(VARIANTS)},
+                skip=("bank", "sets", "arms"),
+                allowed={
+                    "backend": backends,
+                    "tools": _words(TOOL_NAMES),
+                    "variants": _words(VARIANTS),
+                    "protocol": _words(PROTOCOLS),
+                    "gold_format_hints": _words(FORMAT_HINTS),
+                    "gold_evidence": _words(GOLD_EVIDENCE),
+                    "memory_block": _words(MEMORY_BLOCKS),
+                    "summary_view": _words(SUMMARY_VIEWS),
+                    "ocr": _words(OCR_ENGINES),
+                    "corpus_scope": _words(CORPUS_SCOPES),
+                    "embedder": _words(EMBEDDERS),
+                },
+                note="`protocol` sets a group of the keys below to the paper's or the authors' released "
+                "code's values (listed in the FinAcumen page of the guide); a key the table sets keeps "
+                "its own value.",
             ),
             Table("qa.bank", QASource, array=True, allowed={"dataset": _words(DATASETS)}),
             Table("qa.sets", QASource, array=True, allowed={"dataset": _words(DATASETS)}),
+            Table(
+                "qa.arms",
+                QAArm,
+                array=True,
+                note="Each arm runs the plan again into `arms/<name>` with the `[qa]` keys of its `set` "
+                "table changed; its rows carry its name.",
+            ),
         ),
         includes=("Matrix file",),
     )

@@ -56,6 +56,8 @@ class NewEntry:
     cautions: tuple[str, ...] = ()  # guard rules from trajectories that failed
     #: the source item's gold answer as text (a training item's; "" when not recorded)
     answer: str = ""
+    #: the source item's image files (shown with the entry where a memory block shows entries)
+    images: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.source_id:
@@ -85,6 +87,7 @@ class BankEntry:
     use_count: int = 0  # times rendered into a prompt
     hit_count: int = 0  # times returned by retrieval
     answer: str = ""  # the source item's gold answer ("" in banks built before it was stored)
+    images: tuple[str, ...] = ()  # the source item's image files (() in banks built before)
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class EntryRecord(BaseModel):
     findings: list[str] = Field(default_factory=list)
     cautions: list[str] = Field(default_factory=list)
     answer: str = ""  # the source item's gold answer (training items only)
+    images: list[str] = Field(default_factory=list)  # the source item's image files
 
     def to_new_entry(self, context_chars: int = CONTEXT_CHARS) -> NewEntry:
         head = self.context_head if self.context_head is not None else self.context[:context_chars]
@@ -138,6 +142,7 @@ class EntryRecord(BaseModel):
             findings=tuple(self.findings),
             cautions=tuple(self.cautions),
             answer=self.answer,
+            images=tuple(self.images),
         )
 
 

@@ -52,12 +52,13 @@ CREATE TABLE IF NOT EXISTS entries (
     use_count INTEGER NOT NULL DEFAULT 0,
     hit_count INTEGER NOT NULL DEFAULT 0,
     vector BLOB NOT NULL,
-    answer TEXT NOT NULL DEFAULT ''
+    answer TEXT NOT NULL DEFAULT '',
+    images TEXT NOT NULL DEFAULT '[]'
 );
 """
 _COLS = (
     "id, source_id, dataset, question, context_head, findings, cautions, model_id, dim, created_at, "
-    "use_count, hit_count, answer"
+    "use_count, hit_count, answer, images"
 )
 
 
@@ -104,7 +105,7 @@ class ExperienceBank:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL+NORMAL: durable across process crashes
             conn.executescript(_DDL)
-            _add_answer_column(conn)
+            _add_columns(conn)
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         except sqlite3.Error as exc:
             raise BankError(f"could not open bank database {folder / DB_NAME}: {exc}") from exc
@@ -211,6 +212,7 @@ class ExperienceBank:
                     0,
                     0,
                     e.answer,
+                    json.dumps(list(e.images)),
                     vecs[i].tobytes(),
                 )
                 for i, e in enumerate(entries)
@@ -221,7 +223,7 @@ class ExperienceBank:
                     self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id,))
                     self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
                 self._conn.executemany(
-                    f"INSERT INTO entries ({_COLS}, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+                    f"INSERT INTO entries ({_COLS}, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
                 )
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -388,11 +390,15 @@ def _entry(r: tuple) -> BankEntry:
         use_count=r[10],
         hit_count=r[11],
         answer=r[12],
+        images=tuple(json.loads(r[13] or "[]")),
     )
 
 
-def _add_answer_column(conn: sqlite3.Connection) -> None:
-    """A bank made before entries stored their source item's answer gets the column (empty)."""
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """A bank made before entries stored their source item's answer (or its images) gets the
+    column, empty."""
     cols = {r[1] for r in conn.execute("PRAGMA table_info(entries)")}
     if "answer" not in cols:
         conn.execute("ALTER TABLE entries ADD COLUMN answer TEXT NOT NULL DEFAULT ''")
+    if "images" not in cols:
+        conn.execute("ALTER TABLE entries ADD COLUMN images TEXT NOT NULL DEFAULT '[]'")

@@ -271,9 +271,15 @@ def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
 
 
 def do_rehearse(
-    ctx: typer.Context | None, config: str, out: Path | None, paths: str, data_root: Path | None
+    ctx: typer.Context | None,
+    config: str,
+    out: Path | None,
+    paths: str,
+    data_root: Path | None,
+    size: str = "default",
 ) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
+    from agent.reproduce.rehearse.runs import SIZES
     from localfin import env
     from localfin.errors import ConfigError
     from serving.registry import default_registry
@@ -281,13 +287,15 @@ def do_rehearse(
     chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
     if not chosen or any(p not in PATHS for p in chosen):
         raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
+    if size not in SIZES:
+        raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
     cfgs = _configs(config)
     base = out or env.runs_dir() / "rehearse"
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
         res = rehearse(
             cfgs, base, shared=shared, registry=default_registry(), paths=chosen, progress=progress_for(rl),
-            data_root=data_root or env.data_dir(),
+            data_root=data_root or env.data_dir(), size=SIZES[size],
         )  # fmt: skip
         md, _ = write_rehearsal(res, base)
         failed = [
@@ -420,9 +428,15 @@ def rehearse(
     data_root: Path = _data_root(
         " A few items of the released benchmarks there are read; stand-ins are written for the rest."
     ),
+    size: str = typer.Option(
+        "default",
+        "--size",
+        help="How far windows and items shrink: default (2 items a set, 2 tool steps, 2 bank items x 2 "
+        "trajectories) or smallest (1 of each: every call type still sent, in about half the time).",
+    ),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, _which(config, config_file), out, paths, data_root)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size)
 
 
 @app.command("plan")

@@ -4,9 +4,15 @@ For each training item: K trajectories of the tools-only solver sampled at tempe
 (K requests with K different seeds reach the engine in one batch, round after round), each
 scored against the gold answer with the benchmark's scorer; then one summary call (call type
 ``bank_summarize``) that sees the gold answer and the scored trajectories and writes findings
-(only when some trajectory succeeded) and cautions (only when some failed). Each summary
+(only when some trajectory succeeded) and cautions (only when some failed). What the summary
+call sees of each trajectory is ``BankBuildConfig.view``: ``digest`` (its actions, cut to
+``steps_chars``, with the first ``context_chars`` of the item's context) or ``whole`` (every
+step's thought, action, arguments, output and check, uncut, with the whole context: what the
+authors' summarizer reads); with ``analysis`` its reply first derives the gold answer, as the
+authors' does. Each summary
 becomes one :class:`bank.schema.NewEntry` (source item id, question, context head, the
-training item's gold answer, findings, cautions: the paper's entry, G.2), embedded with
+training item's gold answer, findings, cautions: the paper's entry, G.2; and the item's image
+files, which the ``entries`` memory block shows), embedded with
 question + the first 600 context characters; its ``dataset`` is the
 item's source set (``finmmr/easy``, :attr:`agent.qa.items.QAItem.source_set`), the group the
 paper's stratified snapshots draw from. The report counts items and entries per source set and
@@ -32,6 +38,7 @@ evaluation never writes to the bank.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -44,7 +51,7 @@ from agent.prompting import load_prompt
 from agent.qa import runs
 from agent.qa.answer_extract import extract_requests, extracted_answers, official_finmmr_scores, solution_text
 from agent.qa.items import Gold, QAItem
-from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.programs import merged
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
@@ -76,6 +83,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: what the summariser sees of each trajectory (:class:`BankBuildConfig` ``view``)
+SUMMARY_VIEWS = ("digest", "whole")
+
 
 @dataclass(frozen=True)
 class BankBuildConfig:
@@ -85,10 +95,14 @@ class BankBuildConfig:
         k: trajectories per item (8 in the paper).
         temperature: their sampling temperature (> 0).
         seed: trajectory j of every item uses seed ``seed + j``.
-        steps_chars: characters of one trajectory's description shown to the summariser.
-        lesson_chars: longest finding or caution (characters).
-        max_lessons: most findings and most cautions per entry.
+        steps_chars: characters of one trajectory's digest shown to the summariser.
+        lesson_chars: longest finding or caution (characters; 0: no bound).
+        max_lessons: most findings and most cautions per entry (0: no bound).
+        view: what the summariser sees of a trajectory, ``digest`` or ``whole``.
+        summary_temperature: sampling temperature of the summary call.
+        analysis: the summary reply starts with an analysis of the item.
         context_chars: context characters stored as the entry's head (and shown in the prompt).
+        judge_candidate_chars: most characters of a trajectory's answer shown to the judge.
         max_tokens: summary reply budget; None = the schema's worst case.
         add_batch: entries per bank transaction.
         items_per_wave: items whose K trajectories run together (each trajectory holds a
@@ -105,6 +119,10 @@ class BankBuildConfig:
     max_tokens: int | None = None
     add_batch: int = 64
     items_per_wave: int | None = 8
+    view: str = "digest"
+    summary_temperature: float = 0.0
+    analysis: bool = False
+    judge_candidate_chars: int = CANDIDATE_CHARS
 
     def __post_init__(self) -> None:
         if self.items_per_wave is not None and self.items_per_wave < 1:
@@ -115,10 +133,21 @@ class BankBuildConfig:
             raise ConfigError(f"BankBuildConfig.temperature={self.temperature}; allowed: (0, 2]")
         if not 50 <= self.steps_chars <= 20_000:
             raise ConfigError(f"BankBuildConfig.steps_chars={self.steps_chars}; allowed: 50..20000")
-        if not 20 <= self.lesson_chars <= 2000:
-            raise ConfigError(f"BankBuildConfig.lesson_chars={self.lesson_chars}; allowed: 20..2000")
-        if not 1 <= self.max_lessons <= 10:
-            raise ConfigError(f"BankBuildConfig.max_lessons={self.max_lessons}; allowed: 1..10")
+        if self.lesson_chars and not 20 <= self.lesson_chars <= 2000:
+            raise ConfigError(f"BankBuildConfig.lesson_chars={self.lesson_chars}; allowed: 0 or 20..2000")
+        if not 0 <= self.max_lessons <= 10:
+            raise ConfigError(f"BankBuildConfig.max_lessons={self.max_lessons}; allowed: 0..10")
+        if self.view not in SUMMARY_VIEWS:
+            raise ConfigError(f"BankBuildConfig.view={self.view!r}; allowed: {', '.join(SUMMARY_VIEWS)}")
+        if not 0.0 <= self.summary_temperature <= 2.0:
+            raise ConfigError(
+                f"BankBuildConfig.summary_temperature={self.summary_temperature}; allowed: 0..2"
+            )
+        if (not self.lesson_chars or not self.max_lessons or self.analysis) and self.max_tokens is None:
+            raise ConfigError(
+                "BankBuildConfig: unbounded lessons or an analysis leave the summary reply without a "
+                "worst case; allowed: set max_tokens"
+            )
         if self.add_batch < 1:
             raise ConfigError(f"BankBuildConfig.add_batch={self.add_batch}; allowed: >= 1")
 
@@ -178,6 +207,27 @@ def describe(traj: Trajectory, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 3] + "..."
 
 
+def describe_whole(traj: Trajectory) -> str:
+    """Every step of a trajectory, uncut: the plan, then each action's thought, action,
+    arguments and output (or the check's reasons, or what was wrong with the reply)."""
+    parts = []
+    for s in traj.steps:
+        if s.kind == "plan":
+            parts.append(f"[plan]\n{s.thought or s.reply}")
+        elif s.kind in ("action", "final_forced"):
+            if not s.action:
+                parts.append(f"[unusable reply]\n{s.reply}\n[told]\n{s.observation}")
+                continue
+            args = json.dumps(s.args, ensure_ascii=False, sort_keys=True)
+            parts.append(f"[thought]\n{s.thought}\n[{s.action}]\n{args}")
+            if s.action == "final_answer" and s.gate is not None:
+                verdict = "passed" if s.gate.get("ok") else "failed: " + "; ".join(s.gate.get("reasons", []))
+                parts.append(f"[answer check] {verdict}")
+            elif s.observation:
+                parts.append(f"[{s.action} output{'' if s.tool_ok else ', failed'}]\n{s.observation}")
+    return "\n\n".join(parts) or "no steps"
+
+
 def _gold_text(gold: Gold) -> str:
     ans = gold.answer
     text = ", ".join(str(a) for a in ans) if isinstance(ans, (list, tuple)) else str(ans)
@@ -205,35 +255,51 @@ class _Builder:
         self, item: QAItem, trajs: Sequence[Trajectory], correct: Sequence[bool]
     ) -> ChatRequest:
         c = self.config
-        schema = with_lengths(self.prompt.schema, {"findings": c.lesson_chars, "cautions": c.lesson_chars})
+        schema = copy.deepcopy(dict(self.prompt.schema or {}))
+        if c.lesson_chars:
+            schema = with_lengths(schema, {"findings": c.lesson_chars, "cautions": c.lesson_chars})
+        else:  # no bound on a lesson's length
+            for name in ("findings", "cautions"):
+                schema["properties"][name]["items"].pop("maxLength", None)
         f, k = schema["properties"]["findings"], schema["properties"]["cautions"]
-        f["maxItems"] = c.max_lessons if any(correct) else 0
-        k["maxItems"] = c.max_lessons if not all(correct) else 0
+        for prop, some in ((f, any(correct)), (k, not all(correct))):
+            if not some:
+                prop["maxItems"] = 0
+            elif c.max_lessons:
+                prop["maxItems"] = c.max_lessons
+            else:
+                prop.pop("maxItems", None)
+        if c.analysis:  # first in the reply: the item's derivation before the lessons
+            schema["properties"] = {"analysis": {"type": "string", "minLength": 1}, **schema["properties"]}
+            schema["required"] = ["analysis", *schema["required"]]
         # a lesson is asked for where there is something to learn from (a success, a failure)
-        f["minItems"], k["minItems"] = min(1, f["maxItems"]), min(1, k["maxItems"])
+        f["minItems"], k["minItems"] = (min(1, p.get("maxItems", 1)) for p in (f, k))
         for prop in (f, k):
             prop["items"]["minLength"] = 1
         q = item.question
+        whole = c.view == "whole"
         shown = [
             {
                 "index": j + 1,
                 "correct": ok,
-                "answer": _answer_text(t)[:120],
-                "steps": describe(t, c.steps_chars),
+                "answer": _answer_text(t) if whole else _answer_text(t)[:120],
+                "steps": describe_whole(t) if whole else describe(t, c.steps_chars),
             }
             for j, (t, ok) in enumerate(zip(trajs, correct))
         ]
         system, user = self.prompt.render(
             question=q.text,
-            context_head=q.context[: c.context_chars],
+            context_head=q.context if whole else q.context[: c.context_chars],
+            whole_context=whole,
             gold=_gold_text(item.gold),
             trajectories=shown,
+            analysis=c.analysis,
         )
         return ChatRequest(
             model=self.solver.config.model,
             messages=(Message("system", system), Message("user", user)),
             max_tokens=c.max_tokens or char_bound(schema) + 16,
-            temperature=0.0,
+            temperature=c.summary_temperature,
             seed=c.seed,
             json_schema=schema,
             call_type="bank_summarize",
@@ -257,8 +323,9 @@ class _Builder:
             assert self.judge_model
             answers = [_answer_text(t) for t in trajs]
             verdicts = yield judge_requests(
-                [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt
-            )
+                [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt,
+                candidate_chars=c.judge_candidate_chars,
+            )  # fmt: skip
             correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
         elif spec is not None and spec.extract:
             assert self.extract_model
@@ -288,6 +355,7 @@ class _Builder:
             findings=findings,
             cautions=cautions,
             answer=_gold_text(item.gold),
+            images=q.images,
         )
         return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text, **done)
 

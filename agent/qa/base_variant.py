@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from agent.qa.final_answer import extract_final_answer
 from agent.qa.items import Question
 from agent.qa.schemas import answer_property
+from agent.qa.solver_config import base_temperature
 from agent.qa.solver_replies import step_from
 from agent.qa.tatqa_metric import TATQA_SCALES
 from agent.qa.trajectory import Trajectory
@@ -57,16 +58,17 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
     t0 = time.perf_counter()
     c = solver.config
     seed_ = c.sampling.seed if seed is None else seed
+    temp = base_temperature(c)
     data, cuts = solver._data(question, ())
     del data["transcriptions"]
+    del data["instructions"]  # Base shows no answer instructions (the authors' Base neither)
     scaled = solver._scaled(question)
     if c.base_mode == "model_only":
         del data["answer_format"]
         system, user = solver._base_free.render(**data)
         msgs = [Message("system", system), Message("user", user, solver._images(question))]
         req = solver._request(
-            msgs, None, seed=seed_, temperature=c.sampling.temperature,
-            max_tokens=c.base_max_tokens, call_type="qa_base",
+            msgs, None, seed=seed_, temperature=temp, max_tokens=c.base_max_tokens, call_type="qa_base",
         )  # fmt: skip
         (res,) = yield [req]
         ok = res.finish_reason not in ("length", "error")
@@ -81,7 +83,6 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
         if scaled:
             schema["properties"]["scale"] = {"type": "string", "enum": list(TATQA_SCALES)}
             schema["required"] = [*schema["required"], "scale"]
-        temp = c.sampling.temperature
         (res,) = yield [solver._request(msgs, schema, seed=seed_, temperature=temp, call_type="qa_base")]
         ok = not res.is_fallback and isinstance(res.parsed, dict)
         answer = extract_final_answer(str(res.parsed.get("answer", ""))) if ok else ""
@@ -98,7 +99,7 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
         dataset=question.dataset,
         variant="base",
         seed=seed_,
-        temperature=c.sampling.temperature,
+        temperature=temp,
         steps=(step,),
         answer=answer,
         gate_ok=None,

@@ -13,7 +13,9 @@ as one batch. Every call goes through a
 evaluation rerun with the same arguments replays what it had and calls the model for the rest.
 
 The agent only ever receives ``item.question``; gold answers are read by the scorer after all
-programs have ended. The bank is only read (no hit counters are written).
+programs have ended. (A question may carry inputs a run read from the gold before it started,
+the authors' protocol, :mod:`agent.qa.gold_inputs`: the manifest counts them under
+``from_gold``.) The bank is only read (no hit counters are written).
 
 Latency: ``engine_s`` of a question is its share of the engine time of the batches its calls
 were in (batch wall time / batch size). Shares are kept in the run folder's ``timings.json``
@@ -37,6 +39,7 @@ from typing import Any
 
 from agent.qa import runs
 from agent.qa.bank_build import Scorer, default_scorer, score_with
+from agent.qa.gold_inputs import gold_input_counts
 from agent.qa.items import QAItem, Question
 from agent.qa.memory import ExperienceMemory
 from agent.qa.programs import run_waves
@@ -152,23 +155,23 @@ class _Meter:
 def _transcriptions(
     questions: Sequence[Question], transcriber: Transcriber | None, run_dir: Path
 ) -> dict[str, tuple[str, ...]]:
-    """Image transcriptions per question, cached in the run folder (so a rerun skips the OCR)."""
+    """Image transcriptions per question, cached in the run folder (so a rerun skips the OCR).
+    A transcriber with a ``many`` method (:class:`agent.qa.model_ocr.ModelTranscriber`) gets
+    every image not in the cache in one call."""
     path = run_dir / "transcriptions.jsonl"
     cache = {r["path"]: r["text"] for r in runs.read_jsonl(path)} if path.exists() else {}
     out: dict[str, tuple[str, ...]] = {}
-    new = False
+    if transcriber is None:
+        return {q.item_id: () for q in questions}
+    todo = list(dict.fromkeys(img for q in questions for img in q.images if img not in cache))
+    many = getattr(transcriber, "many", None)
+    if todo and callable(many):
+        cache.update(zip(todo, many(todo)))
+    else:
+        cache.update((img, transcriber(img)) for img in todo)
     for q in questions:
-        if not q.images or transcriber is None:
-            out[q.item_id] = ()
-            continue
-        texts = []
-        for img in q.images:
-            if img not in cache:
-                cache[img] = transcriber(img)
-                new = True
-            texts.append(cache[img])
-        out[q.item_id] = tuple(texts)
-    if new:
+        out[q.item_id] = tuple(cache[img] for img in q.images)
+    if todo:
         runs.write_jsonl(path, ({"path": p, "text": t} for p, t in cache.items()))
     return out
 
@@ -321,6 +324,8 @@ def evaluate(
                 "variant": v,
                 "items": ids,
                 "tools": _tool_names(tools, questions),
+                # inputs read from the gold at test time (the authors' protocol), per kind
+                "from_gold": gold_input_counts(questions),
                 "backend": backend_settings(backend),
                 **bank_info,
             },

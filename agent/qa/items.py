@@ -3,7 +3,10 @@
 A :class:`QAItem` pairs a :class:`Question` (the only thing a solver, its tools, its memory
 and its answer gate receive) with a :class:`Gold` (read only by scorers and by the bank
 builder on training items). Loaders build items; evaluation code hands ``item.question`` to
-the agent and ``item.gold`` to the scorer, never the other way round.
+the agent and ``item.gold`` to the scorer, never the other way round. The one exception is
+explicit and recorded: a run that reproduces the authors' released protocol may put inputs
+read from the gold into the question (:mod:`agent.qa.gold_inputs`), and such a question names
+them in ``from_gold``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,12 @@ class Question:
         options: answer options for multiple-choice items (empty otherwise).
         answer_format: what the question asks for, derived from the question text only (or the
             benchmark's published per-item instruction), never from the gold answer.
+        instructions: answer instructions shown with the question to the tools variants (empty
+            unless a run asks for instructions derived from the gold answer,
+            :mod:`agent.qa.gold_inputs`).
+        from_gold: what of this question was read from its gold at test time (e.g.
+            ``format_hints:authors``, ``evidence:authors``; empty: nothing). Loaders never set
+            it; :func:`agent.qa.gold_inputs.with_gold_inputs` does, and says so.
     """
 
     item_id: str
@@ -70,6 +79,8 @@ class Question:
     images: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     answer_format: str = ""
+    instructions: tuple[str, ...] = ()
+    from_gold: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.item_id:

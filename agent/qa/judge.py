@@ -30,13 +30,21 @@ from agent.qa.schemas import char_bound
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
 
-__all__ = ["JUDGE_PROMPT", "STRICT_JUDGE_PROMPT", "JUDGE_PROMPTS", "judge_requests", "judge_scores"]
+__all__ = [
+    "JUDGE_PROMPT",
+    "STRICT_JUDGE_PROMPT",
+    "JUDGE_PROMPTS",
+    "CANDIDATE_CHARS",
+    "judge_requests",
+    "judge_scores",
+]
 
 JUDGE_PROMPT = "qa_judge"
 STRICT_JUDGE_PROMPT = "qa_judge_strict"
 #: The judge prompts a scorer may name.
 JUDGE_PROMPTS = (JUDGE_PROMPT, STRICT_JUDGE_PROMPT)
-_MAX_CANDIDATE_CHARS = 2000
+#: Most characters of a candidate answer the judge is shown by default (the rest is dropped).
+CANDIDATE_CHARS = 2000
 
 
 def judge_requests(
@@ -46,6 +54,7 @@ def judge_requests(
     *,
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
+    candidate_chars: int = CANDIDATE_CHARS,
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -56,6 +65,7 @@ def judge_requests(
         max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
             one character), so a reply is never cut before its JSON closes.
         prompt_name: one of :data:`JUDGE_PROMPTS`.
+        candidate_chars: most characters of a prediction shown to the judge.
     """
     if len(items) != len(predictions):
         raise ConfigError(
@@ -63,6 +73,8 @@ def judge_requests(
         )
     if prompt_name not in JUDGE_PROMPTS:
         raise ConfigError(f"prompt_name={prompt_name!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
+    if not 10 <= candidate_chars <= 100_000:
+        raise ConfigError(f"candidate_chars={candidate_chars}; allowed: 10..100000")
     prompt = load_prompt(prompt_name)
     if max_tokens is None:
         max_tokens = char_bound(prompt.schema or {}) + 16
@@ -72,7 +84,7 @@ def judge_requests(
     for item, pred in zip(items, predictions):
         gold = item.gold.answer
         reference = "; ".join(map(str, gold)) if isinstance(gold, (list, tuple)) else str(gold)
-        candidate = str(pred).strip()[:_MAX_CANDIDATE_CHARS] or "(empty)"
+        candidate = str(pred).strip()[:candidate_chars] or "(empty)"
         system, user = prompt.render(question=item.question.text, reference=reference, candidate=candidate)
         out.append(
             ChatRequest(

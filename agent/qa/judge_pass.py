@@ -31,7 +31,7 @@ from agent.qa import runs
 from agent.qa.bank_build import Scorer
 from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold, QAItem
-from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.scorers import spec_of
 from agent.qa.scoring import score_answer
 from localfin.errors import InputError
@@ -98,6 +98,7 @@ def judge_run(
     chunk_size: int = 256,
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
+    candidate_chars: int = CANDIDATE_CHARS,
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -109,6 +110,7 @@ def judge_run(
         chunk_size: judge calls per journal transaction.
         max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
         prompt_name: the judge prompt (:data:`agent.qa.judge.JUDGE_PROMPTS`).
+        candidate_chars: most characters of an answer shown to the judge.
     """
     run = Path(run_dir)
     trace = runs.read_jsonl(run / runs.TRACE)
@@ -120,7 +122,10 @@ def judge_run(
             "run the evaluation to the end first"
         )
     predictions = [answers[it.item_id] for it in items]
-    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens, prompt_name=prompt_name)
+    requests = judge_requests(
+        items, predictions, judge_model, max_tokens=max_tokens, prompt_name=prompt_name,
+        candidate_chars=candidate_chars,
+    )  # fmt: skip
     with Journal(run / JUDGE_JOURNAL, run_id=f"{run.name}-judge") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         results = jb.chat(requests) if requests else []

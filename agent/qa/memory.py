@@ -6,12 +6,17 @@ k_max = 5). Retrieval only reads the bank: hit counters are not written at test 
 bank-size snapshot (``bank_limit``) takes its entries in the paper's stratified order by
 default (:mod:`bank.snapshots`), the same entries the retrieval analytics use.
 
-When at least one entry passes tau, one annotator call (call type ``qa_annotate``) rewrites
-the entries into directives for this question, and the solver's prompt starts with a memory
-block made of them. When none passes, there is no annotator call and no memory block at all:
-the solver's requests are byte-identical to the tools-only variant's. If the annotator's reply
-is unusable (bad JSON, cut), the block shows the retrieved findings and cautions as stored
-(fallback ``annotate_unparsed``); if the annotator keeps no directive, the block is empty.
+When at least one entry passes tau, the solver's prompt starts with a memory block
+(:mod:`agent.qa.memory_block`). With the annotator on (``annotator``, the default), one
+annotator call (call type ``qa_annotate``) first rewrites the entries into directives for this
+question. The ``directives`` block (``block``, the default) is made of those directives; if the
+annotator's reply is unusable (bad JSON, cut), or the annotator is off, it shows the retrieved
+findings and cautions as stored (fallback ``annotate_unparsed`` for the unusable reply); if the
+annotator keeps no directive, the block is empty. The ``entries`` block (the authors' released
+code) shows every retrieved entry (question, answer, findings, cautions) with its images, and
+the directives after them when the annotator is on. When no entry passes tau there is no
+annotator call and no memory block at all: the solver's requests are byte-identical to the
+tools-only variant's.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 from agent.prompting import load_prompt
 from agent.qa.items import Question
+from agent.qa.memory_block import BLOCKS, MEMORY_HEADER, directives_block, entries_block
 from agent.qa.schemas import char_bound, with_lengths
 from agent.qa.trajectory import Step
 from bank.retrieval import RetrievalResult, Retriever, format_memory_block, retrieve_vector
@@ -36,8 +42,6 @@ from serving.types import ChatRequest, Message
 __all__ = ["MemoryConfig", "ExperienceMemory", "MEMORY_HEADER"]
 
 log = logging.getLogger(__name__)
-
-MEMORY_HEADER = "Guidance from similar solved problems (follow it where it fits this question):"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class MemoryConfig:
         max_directives: most directives kept.
         entry_chars: longest finding/caution shown to the annotator (characters).
         max_tokens: annotator reply budget; None = the schema's worst case.
+        block: the memory block's form, one of :data:`agent.qa.memory_block.BLOCKS`.
+        annotator: make the annotator call (off: no call; see the module docstring).
     """
 
     tau: float = 0.65
@@ -69,6 +75,8 @@ class MemoryConfig:
     max_directives: int = 5
     entry_chars: int = 300
     max_tokens: int | None = None
+    block: str = "directives"
+    annotator: bool = True
 
     def __post_init__(self) -> None:
         RetrievalConfig(tau=self.tau, k_max=self.k_max, context_chars=self.context_chars)  # validates
@@ -84,6 +92,8 @@ class MemoryConfig:
             raise ConfigError(f"MemoryConfig.max_directives={self.max_directives}; allowed: 1..20")
         if not 20 <= self.entry_chars <= 4000:
             raise ConfigError(f"MemoryConfig.entry_chars={self.entry_chars}; allowed: 20..4000")
+        if self.block not in BLOCKS:
+            raise ConfigError(f"MemoryConfig.block={self.block!r}; allowed: {', '.join(BLOCKS)}")
 
     @property
     def retrieval(self) -> RetrievalConfig:
@@ -175,21 +185,34 @@ class ExperienceMemory:
         )
 
     def annotate(
-        self, question: Question, retrieval: RetrievalResult, *, model: str
-    ) -> Program[tuple[str, Step | None]]:
-        """Sub-program: ``(memory block, annotate step)``; ``("", None)`` without a hit (no call)."""
+        self, question: Question, retrieval: RetrievalResult, *, model: str, image_room: int = 0
+    ) -> Program[tuple[str, Step | None, tuple[str, ...]]]:
+        """Sub-program: ``(memory block, annotate step, entry images to attach)``; ``("", None,
+        ())`` without a hit (no call). ``image_room``: most entry images the prompt can take."""
         if not retrieval.entries:
-            return "", None
-        req = self.annotate_request(question, retrieval.entries, model=model)
+            return "", None, ()
+        c, entries = self.config, retrieval.entries
+        if not c.annotator:
+            if c.block == "entries":
+                block, images = entries_block(entries, max_images=image_room)
+                return block, None, images
+            return format_memory_block(entries), None, ()
+        req = self.annotate_request(question, entries, model=model)
         (res,) = yield [req]
         fallback = None
+        directives: list[str] = []
         if res.is_fallback or not isinstance(res.parsed, dict):
             fallback = "annotate_unparsed"
-            block = format_memory_block(retrieval.entries)
             log.debug("annotator reply unusable for %s: %s", question.item_id, res.parse_error)
         else:
-            directives = [d.strip() for d in res.parsed.get("directives", []) if d.strip()]
-            block = "\n".join([MEMORY_HEADER, *(f"- {d}" for d in directives)]) if directives else ""
+            directives = [str(d) for d in res.parsed.get("directives", [])]
+        images: tuple[str, ...] = ()
+        if c.block == "entries":
+            block, images = entries_block(entries, directives, max_images=image_room)
+        elif fallback:
+            block = format_memory_block(entries)
+        else:
+            block = directives_block(directives)
         step = Step(
             index=0,
             kind="annotate",
@@ -203,4 +226,4 @@ class ExperienceMemory:
             finish_reason=res.finish_reason,
             request_key=res.request_key,
         )
-        return block, step
+        return block, step, images

@@ -37,7 +37,7 @@ def protocol_line(variant: str, cfg: SolverConfig) -> str:
             "the model alone, one JSON reply (reasoning, answer) with the question's answer format "
             f"and, for a numeric answer, a pattern; {answer}"
         )
-    memory = ", retrieved experience annotated before the plan" if variant == "ft_fm" else ""
+    memory = ", retrieved experience before the plan" if variant == "ft_fm" else ""
     schema = "schema-constrained" if cfg.action_schema else "free replies, the first JSON object read"
     rejections = "bounded by the steps" if cfg.gate_rejections >= cfg.max_steps else f"{cfg.gate_rejections}"
     return (

@@ -152,6 +152,7 @@ class QASolver:
             "question": question.text,
             "options": list(question.options),
             "answer_format": question.answer_format,
+            "instructions": list(question.instructions),
             "context": context,
             "transcriptions": shown,
         }
@@ -163,6 +164,11 @@ class QASolver:
 
     def _images(self, question: Question) -> tuple[str, ...]:
         return tuple(image_data_url(p) for p in question.images) if self.config.send_images else ()
+
+    def _memory_images(self, paths: Sequence[str]) -> tuple[str, ...]:
+        """The memory entries' images (the ``entries`` block), put ahead of the question's own
+        (as the authors' code orders them), for a model that takes images."""
+        return tuple(image_data_url(p) for p in paths) if self.config.send_images else ()
 
     def _attach(self, images: Sequence[str], messages: Sequence[Message]) -> tuple[tuple[str, ...], str]:
         """The images of a tool output that go with the next message (as ``data:`` URLs), and
@@ -254,9 +260,13 @@ class QASolver:
             if step.fallback:
                 fallbacks.append(step.fallback)
 
-        block = ""
+        block, memory_images = "", ()
+        own_images = self._images(question)
         if self.memory is not None and retrieval is not None:
-            block, ann = yield from self.memory.annotate(question, retrieval, model=c.model)
+            room = max(0, c.max_images - len(own_images)) if c.send_images else 0
+            block, ann, memory_images = yield from self.memory.annotate(
+                question, retrieval, model=c.model, image_room=room
+            )
             if ann is not None:
                 record(ann)
 
@@ -269,7 +279,8 @@ class QASolver:
             answer_scale=scaled,
             **data,
         )
-        msgs: list[Message] = [Message("system", system), Message("user", user, self._images(question))]
+        shown = self._memory_images(memory_images) + own_images
+        msgs: list[Message] = [Message("system", system), Message("user", user, shown)]
         observed: list[int] = []
         pattern = self._pattern(question)
         schema = action_schema(

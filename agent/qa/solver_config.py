@@ -12,7 +12,7 @@ from serving.open import ModelFacts
 from serving.registry import MAX_IMAGES
 from serving.types import Sampling
 
-__all__ = ["BASE_MODES", "SolverConfig", "solver_config_for"]
+__all__ = ["BASE_MODES", "SolverConfig", "base_temperature", "solver_config_for"]
 
 #: ``model_only``: the paper's Base (G.2): question, options and context in, free text out, the
 #: final answer read by :func:`agent.qa.final_answer.extract_final_answer`; ``constrained``: one
@@ -53,6 +53,7 @@ class SolverConfig:
         base_mode: the Base variant's protocol, one of :data:`BASE_MODES`.
         base_max_tokens: completion budget of the model-only Base reply (tokens; its free text
             has no schema to bound it).
+        base_temperature: sampling temperature of the Base call (None: the sampling's).
         scale_datasets: benchmarks whose final answer carries a separate scale field, as
             their release format scores it (TAT-QA: ``[answer, scale]``); the tools variants
             and the constrained Base then reply with ``scale`` beside ``answer``.
@@ -81,6 +82,7 @@ class SolverConfig:
     action_schema: bool = True
     base_mode: str = "model_only"
     base_max_tokens: int = 4096
+    base_temperature: float | None = None
     scale_datasets: tuple[str, ...] = ("tatqa",)
     send_images: bool = False
     max_images: int = MAX_IMAGES
@@ -117,6 +119,8 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.base_mode={self.base_mode!r}; allowed: {', '.join(BASE_MODES)}")
         if not 16 <= self.base_max_tokens <= 131_072:
             raise ConfigError(f"SolverConfig.base_max_tokens={self.base_max_tokens}; allowed: 16..131072")
+        if self.base_temperature is not None and not 0.0 <= self.base_temperature <= 2.0:
+            raise ConfigError(f"SolverConfig.base_temperature={self.base_temperature}; allowed: 0..2 or None")
         if not 0 <= self.max_images <= MAX_IMAGES:
             raise ConfigError(f"SolverConfig.max_images={self.max_images}; allowed: 0..{MAX_IMAGES}")
         if not 1 <= self.max_bad_replies <= 16:
@@ -150,3 +154,10 @@ def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:
             send_images=spec.accepts_images,
         )
     return replace(base, **overrides)
+
+
+def base_temperature(cfg: SolverConfig) -> float:
+    """The Base call's sampling temperature (``base_temperature``, else the sampling's)."""
+    t = cfg.base_temperature if cfg.base_temperature is not None else cfg.sampling.temperature
+    assert t is not None
+    return float(t)

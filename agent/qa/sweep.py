@@ -14,7 +14,7 @@ the judge reads the gold, the solver never does), with the judge prompt of the c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +34,18 @@ __all__ = ["MemoryGrid", "VariantResult", "sweep_memory", "evaluate_variant"]
 @dataclass(frozen=True)
 class MemoryGrid:
     """The experience memory of Base+FT+FM over a grid: bank-size snapshots (None: the whole
-    bank) x retrieval depths, at one cosine threshold ``tau``."""
+    bank) x retrieval depths, at one cosine threshold ``tau``; ``config``: the memory's other
+    settings (block, annotator, bounds; its tau, k_max and bank_limit are the grid's)."""
 
     retriever: Retriever
     tau: float = 0.65
     bank_sizes: tuple[int | None, ...] = (None,)
     k_maxes: tuple[int, ...] = (5,)
+    config: MemoryConfig = field(default_factory=MemoryConfig)
 
     def memory(self, bank_limit: int | None, k_max: int) -> ExperienceMemory:
-        return ExperienceMemory(
-            self.retriever, MemoryConfig(tau=self.tau, k_max=k_max, bank_limit=bank_limit)
-        )
+        cfg = replace(self.config, tau=self.tau, k_max=k_max, bank_limit=bank_limit)
+        return ExperienceMemory(self.retriever, cfg)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from agent.report.html import (
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
 from agent.report.qa import qa_section
+from agent.report.repro import find_reproductions, repro_section
 from agent.report.tables import (
     RunResult,
     Section,
@@ -286,11 +287,14 @@ def render(
                 k += 1
                 task.advance()
     qa_html = qa_section(inp.root, fig_dir.parent, exclude=fig_dir.parent)
+    repro_html = repro_section(inp.root, fig_dir.parent, exclude=fig_dir.parent)
     happened = happened_section(inp.root, exclude=fig_dir.parent)
     if happened:
         nav.insert(0, '<a href="#happened">what happened</a>')
     if qa_html:
         nav.append('<a href="#qa">financial QA</a>')
+    if repro_html:
+        nav.append('<a href="#repro">reproductions</a>')
     nav += [
         '<a href="#engine">engine tokens</a>',
         '<a href="#runs">all runs</a>',
@@ -303,6 +307,8 @@ def render(
     body += main
     if qa_html:
         body.append('<h2 id="qa">Financial QA (FinAcumen)</h2>' + qa_html)
+    if repro_html:
+        body.append('<h2 id="repro">Reproductions</h2>' + repro_html)
     body.append('<h2 id="engine">Engine tokens by call type</h2>' + _engine_tables(inp))
     body.append('<h2 id="runs">All runs</h2>' + _all_runs(results))
     notes = list(ctx.notes)
@@ -326,6 +332,27 @@ def render(
     )
     ctx.notes[:] = notes
     return page("localfin report", "\n".join(body)), ctx, len(sections)
+
+
+def _reproductions_only(root: Path, out: Path) -> ReportResult:
+    """The page of a folder that holds reproductions and no Moira run (a FinAcumen reproduction):
+    the reproductions panel alone, written as :func:`build_report` writes a page."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        html = '<h2 id="repro">Reproductions</h2>' + repro_section(root, out, exclude=out)
+        (tmp / "index.html").write_text(page("localfin report", html), encoding="utf-8")
+        _replace_dir(tmp, out)
+    except OSError as exc:  # the previous report stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise write_failed(out, exc) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    n = len(find_reproductions(root, exclude=out))
+    log.info("report of %d reproduction(s) written to %s", n, out / "index.html")
+    return ReportResult(out, out / "index.html", (), 0, n, (), ())
 
 
 def is_report_dir(path: Path) -> bool:
@@ -379,6 +406,8 @@ def build_report(
     out = Path(out_dir) if out_dir is not None else root / "report"
     _check_out(out)
     inp = load_input(root, exclude=out)
+    if not inp.runs and find_reproductions(root, exclude=out):  # a FinAcumen reproduction
+        return _reproductions_only(root, out)
     if not inp.runs:
         why = "; ".join(f"{p}: {w}" for p, w in inp.skipped[:3])
         raise InputError(

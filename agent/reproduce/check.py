@@ -222,9 +222,15 @@ def _sandbox(name: str) -> CheckItem:
 
 
 def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
-    """What the plan's tools need, where anything runs them."""
-    p = cfg.qa
-    assert p is not None
+    """What the plan's tools need, where anything runs them (with arms: what any arm's tools
+    need)."""
+    from dataclasses import replace
+
+    assert cfg.qa is not None
+    plans = [ap for _, ap in cfg.qa_arms()]
+    tools = tuple(dict.fromkeys(t for ap in plans for t in ap.tools))
+    store = next((ap.store for ap in plans if "lookup" in ap.tools), cfg.qa.store)
+    p = replace(plans[0], tools=tools, store=store) if len(plans) > 1 else plans[0]
     if not p.needs_tools:
         return []
     out = []

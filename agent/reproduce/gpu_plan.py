@@ -101,6 +101,8 @@ MAX_NUM_SEQS = 64
 #: test questions per QA config (the benchmarks' released test sizes, docs/reproduce.md)
 QA_QUESTIONS = {
     "finacumen_table1": 8_756,
+    "finacumen_table1_authors": 8_756,
+    "finacumen_leak_ablation": 8_756,
     "finacumen_table2": 1_200,
     "finacumen_kmax_sweep": 500,
     "finacumen_fig2_accumulation": 2_000,
@@ -218,15 +220,20 @@ def _qa_work(cfg: ReproConfig, reuse: Reuse | None = None) -> Work:
     variants = list(cfg.qa.variants)
     snapshots = max(1, len(cfg.qa.bank_sizes)) if "ft_fm" in variants else 1
     k = len(cfg.qa.k_max)
-    tokens = sum(q * QA_TOKENS[v] * (snapshots * k if v == "ft_fm" else 1) for v in variants)
-    bank = BANK_ITEMS * cfg.qa.bank_k * QA_TOKENS["base"] if cfg.qa.needs_bank else 0
+    # a config with arms evaluates once per arm and builds a bank per arm that reads no other's
+    n_arms = max(1, len(cfg.qa.arms))
+    n_banks = max(1, sum(1 for a in cfg.qa.arms if not a.bank_of))
+    tokens = n_arms * sum(q * QA_TOKENS[v] * (snapshots * k if v == "ft_fm" else 1) for v in variants)
+    bank = n_banks * BANK_ITEMS * cfg.qa.bank_k * QA_TOKENS["base"] if cfg.qa.needs_bank else 0
     total = tokens + bank
     calls = round(total / (QA_TOKENS["base"] / QA_CALLS))
     comp = round(total * QA_COMPLETION_SHARE)
+    arms = f"x {n_arms} arms " if n_arms > 1 else ""
+    banks = f"{n_banks} banks of" if n_banks > 1 else "bank"
     basis = (
-        f"{q} questions x variants {variants} (x {snapshots} bank sizes x {k} k_max for ft_fm) "
+        f"{q} questions x variants {variants} (x {snapshots} bank sizes x {k} k_max for ft_fm) {arms}"
         "at Appendix K's "
-        f"tokens/question" + (f" + bank {BANK_ITEMS} items x K={cfg.qa.bank_k}" if bank else "")
+        f"tokens/question" + (f" + {banks} {BANK_ITEMS} items x K={cfg.qa.bank_k}" if bank else "")
     )
     per_call = QA_TOKENS["ft_fm"] // QA_CALLS
     hit, final, how = 0.0, per_call, Work.reuse_basis

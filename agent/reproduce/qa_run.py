@@ -33,30 +33,36 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs, sandbox
+from agent.qa import runs
 from agent.qa.datasets import load_items
 from agent.qa.holdout import hold_out
-from agent.qa.intervals import EvalRun, run_intervals
-from agent.qa.item_score import ItemScore
+from agent.qa.intervals import EvalRun
 from agent.qa.items import QAItem
-from agent.qa.scoring import finmme_avg
 from agent.qa.trajectory import CUTS
+from agent.reproduce.qa_rows import add_intervals, analytics_row, eval_row, finmme_run_avg, macro_rows
+from agent.reproduce.qa_setup import (
+    corpus_folder,
+    plan_line,
+    reads_gold_lines,
+    solver_settings,
+    tool_factory_of,
+)
 from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
 from bank.embedder import Embedder, MiniLMEmbedder
 from bank.snapshots import SNAPSHOT_SEED
-from localfin.errors import ConfigError, InputError
+from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.open import model_facts
 from serving.registry import Registry
 
-__all__ = ["QAOutcome", "finmme_run_avg", "run_qa", "shrink_plan", "slug"]
+__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "run_qa", "shrink_plan", "slug"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +82,9 @@ class QAOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     #: extra report tables: (title, rows), e.g. the paired differences with their intervals
     tables: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
+    #: one line per setting that reads the gold answer or gold evidence at test time
+    #: (:func:`reads_gold_lines`; one line saying none does otherwise)
+    reads_gold: tuple[str, ...] = ()
 
 
 def slug(text: str) -> str:
@@ -83,8 +92,9 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
-    """The source's items and what loading them left out (skipped records, incomplete items)."""
+def _load(src: QASource, root: Path, seed: int) -> tuple[list[QAItem], dict[str, Any]]:
+    """The source's items and what loading them left out (skipped records, incomplete items);
+    ``seed``: of the draw of a benchmark's test part (``test_share``)."""
     derived = src.test_share > 0
     loaded = load_items(
         src.dataset,
@@ -97,7 +107,7 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
     items = list(loaded.items)
     if derived:  # the benchmark ships no split: a fixed share is its test part
         assert src.split is not None
-        items = hold_out(items, src.test_share, src.split)[: src.limit]
+        items = hold_out(items, src.test_share, src.split, seed=seed)[: src.limit]
     record: dict[str, Any] = {
         "label": src.label,
         "dataset": src.dataset,
@@ -135,120 +145,6 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 
-def _row(label: str, variant: str, s: Any, k: int | None, size: int | None, n_bank: int) -> dict[str, Any]:
-    row = {
-        "set": label,
-        "variant": variant,
-        "k_max": "" if k is None else str(k),
-        "bank_n": "" if variant != "ft_fm" else str(n_bank if size is None else min(size, n_bank)),
-        # the snapshot asked for ("all": the whole bank), for matching the paper's nominal sizes
-        "snapshot": "" if variant != "ft_fm" else ("all" if size is None else str(size)),
-        "n": s.n,
-        "metric": "accuracy",
-        "accuracy_pct": round(100 * s.accuracy, 2),
-        "memory_hit_rate": s.memory_hit_rate,
-        "tokens_per_q": round(s.mean_total_tokens),
-    }
-    if s.images_unseen:
-        row["images_unseen"] = s.images_unseen
-        row["image_only_unseen"] = s.image_only_unseen
-    return row
-
-
-def _headline(r: Mapping[str, Any]) -> float | None:
-    v = r.get("finmme_avg_pct", r.get("accuracy_pct"))
-    return None if v is None else float(v)
-
-
-def _macro(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        if _headline(r) is not None:
-            groups.setdefault((r["variant"], r["k_max"], r["bank_n"]), []).append(r)
-    out = []
-    for (variant, k, n), rs in groups.items():
-        if len(rs) > 1:
-            acc = sum(_headline(r) or 0.0 for r in rs) / len(rs)
-            out.append(
-                {"set": "macro", "variant": variant, "k_max": k, "bank_n": n, "snapshot": rs[0]["snapshot"],
-                 "n": sum(r["n"] for r in rs), "metric": "mean of the sets' figures",
-                 "accuracy_pct": round(acc, 2)}
-            )  # fmt: skip
-    return out
-
-
-def finmme_run_avg(run_dir: Path, items: Sequence[Any]) -> dict[str, Any]:
-    """FinMME's Avg of a finished evaluation: per-item correctness from the run's trace, the
-    dimensions from the items' golds (``extra['dimensions']``). Returns the Avg, the accuracy
-    and item count per dimension (fractions), the empty dimensions and the plain item accuracy."""
-
-    correct = {str(r["item_id"]): bool(r["correct"]) for r in runs.read_jsonl(run_dir / runs.TRACE)}
-    missing = [it.item_id for it in items if it.item_id not in correct]
-    if missing:
-        raise InputError(f"{run_dir / runs.TRACE} has no row for item {missing[0]!r}")
-    scores = [ItemScore(correct[it.item_id], float(correct[it.item_id]), "") for it in items]
-    a = finmme_avg([it.gold for it in items], scores)
-    return {
-        "avg": a.avg,
-        "accuracy": dict(a.accuracy),
-        "counts": dict(a.counts),
-        "missing": list(a.missing),
-        "item_accuracy": sum(s.correct for s in scores) / len(scores) if scores else 0.0,
-    }
-
-
-def _add_intervals(
-    rows: list[dict[str, Any]], evals: Sequence[tuple[dict[str, Any], EvalRun]]
-) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
-    """Bootstrap 95 % intervals (percent) onto the evaluation and macro rows; returns the
-    intervals' record for the JSON and the paired differences."""
-    rep = run_intervals([e for _, e in evals])
-    point_of: dict[tuple[str, str, str], tuple[str, int | None, int | None]] = {}
-    for row, e in evals:
-        iv = rep.per_run[str(e.run_dir)].to_pct()
-        row.update(ci95_low=iv["low"], ci95_high=iv["high"])
-        point_of[(row["variant"], row["k_max"], row["bank_n"])] = e.point
-    for row in rows:
-        if row.get("set") == "macro":
-            point = point_of.get((row["variant"], row["k_max"], row["bank_n"]))
-            if point in rep.macro:
-                iv = rep.macro[point].to_pct()
-                row.update(ci95_low=iv["low"], ci95_high=iv["high"])
-    record = {
-        "method": f"percentile bootstrap over questions, {rep.resamples} resamples, seed {rep.seed}, "
-        "sets resampled independently, differences paired (the same draws for both runs)",
-        "differences": list(rep.differences),
-    }
-    return record, rep.differences
-
-
-def _tools(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> tuple[Any, list[str]]:
-    """The tool factory of the plan: the market store and, for FinTMMBench, its corpus."""
-    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
-
-    notes = []
-    if "python" in p.tools:
-        sandbox.probe()  # a worker starts and answers, or SandboxUnavailable says why and what to do
-    store = p.store_path(data_root)
-    if store is not None and not store.exists():
-        raise ConfigError(
-            f"qa.store: no market store at {store} (the lookup tool reads it); fix: localfin data import "
-            f"--prices <daily prices CSV> --store {store}, or drop lookup from qa.tools"
-        )
-    corpus = next((s.resolve(data_root) for s in sources if s.dataset in CORPUS_DATASETS), None)
-    if "retrieve" in p.tools and corpus is not None:
-        notes.append(f"FinTMMBench questions get the retrieve tool over the benchmark's corpus at {corpus}")
-    factory = tool_factory(
-        ToolsetConfig(
-            names=p.tools,
-            store_path=store,
-            corpus_path=corpus if "retrieve" in p.tools else None,
-            python_unavailable="raise",  # a tools variant without its Python tool is not the paper's
-        )
-    )
-    return factory, notes
-
-
 def run_qa(
     cfg: ReproConfig,
     out_dir: Path,
@@ -257,35 +153,73 @@ def run_qa(
     registry: Registry | None,
     data_root: Path,
     plan: QAPlan | None = None,
+    shrink: Callable[[QAPlan], QAPlan] | None = None,
     embedder: Embedder | None = None,
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
     model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
-    ``backend``, which must then serve it)."""
+    ``backend``, which must then serve it). A plan with arms runs each arm's plan into
+    ``out_dir/arms/<name>`` (:mod:`agent.reproduce.qa_arms`); ``shrink`` is applied to each plan
+    that runs (a rehearsal's or a smoke run's)."""
+    from agent.reproduce.qa_arms import run_arms
+    from agent.reproduce.spec import qa_arms
+
+    p = plan or cfg.qa
+    assert p is not None
+    kw: dict[str, Any] = dict(
+        backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
+        judge_backend=judge_backend, progress=progress,
+    )  # fmt: skip
+    arms = qa_arms(p, cfg.qa_explicit)
+    if arms[0][0] is None:
+        return run_plan(cfg, out_dir, shrink(p) if shrink else p, **kw)
+    return run_arms(
+        cfg, out_dir, [(a, shrink(ap) if shrink else ap) for a, ap in arms if a is not None], **kw
+    )
+
+
+def run_plan(
+    cfg: ReproConfig,
+    out_dir: Path,
+    p: QAPlan,
+    *,
+    backend: Backend,
+    registry: Registry | None,
+    data_root: Path,
+    embedder: Embedder,
+    judge_backend: Backend | None = None,
+    progress: Progress = NULL_PROGRESS,
+    bank_from: Path | None = None,
+    ocr_dir: Path | None = None,
+) -> QAOutcome:
+    """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
+    that bank and build none), evaluate every set and variant, judge, analyse. ``ocr_dir``: the
+    folder of the model OCR's journal (default ``out_dir/ocr``; arms share one)."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
     from agent.qa.evaluate import EvalConfig, evaluate
     from agent.qa.extract_pass import extract_run
+    from agent.qa.gold_inputs import GoldInputs, with_gold_inputs
     from agent.qa.judge_check import judge_check
     from agent.qa.judge_pass import deferred_scorer, judge_run
+    from agent.qa.memory import MemoryConfig
+    from agent.qa.model_ocr import ModelTranscriber
     from agent.qa.programs import ByModel
     from agent.qa.protocol import protocol_label, protocol_line
-    from agent.qa.react import QASolver, solver_config_for
+    from agent.qa.react import QASolver
     from agent.qa.scorers import NamedScorer
     from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ocr_transcriber
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
-    p = plan or cfg.qa
-    assert p is not None
     out_dir.mkdir(parents=True, exist_ok=True)
-    solver_cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
+    solver_cfg = solver_settings(p, registry)
     notes: list[str] = []
-    emb = embedder or MiniLMEmbedder()
+    emb = embedder
     details: dict[str, Any] = {"judge": {}, "finmme": {}, "judge_check": {}, "scoring": {}}
     jback = judge_backend or backend
     # one backend for every call: the judge's requests go to the judge's engine (by model key)
@@ -324,7 +258,14 @@ def run_qa(
                                         "scorer_name": spec.name, "n": row["n"]}  # fmt: skip
         row["scorer"] = spec.name
         if spec.judge_prompt:
-            js = judge_run(run, items, jback, p.judge, prompt_name=spec.judge_prompt)
+            js = judge_run(
+                run,
+                items,
+                jback,
+                p.judge,
+                prompt_name=spec.judge_prompt,
+                candidate_chars=p.judge_candidate_chars,
+            )
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
             jc = check_judge(src, items, spec.judge_prompt)
@@ -347,13 +288,18 @@ def run_qa(
         return row
 
     bank_sources = p.bank if p.needs_bank else ()
-    loaded_sets = [(s, *_load(s, data_root)) for s in p.sets]
-    loaded_bank = [(s, *_load(s, data_root)) for s in bank_sources]
-    sets = [(s, items) for s, items, _ in loaded_sets]
-    bank_items = [it for _, items, _ in loaded_bank for it in items]
+    loaded_sets = [(s, *_load(s, data_root, p.holdout_seed)) for s in p.sets]
+    loaded_bank = [(s, *_load(s, data_root, p.holdout_seed)) for s in bank_sources]
+    # the authors' protocol reads the gold into the questions (recorded on each, and said above)
+    gold = GoldInputs(p.gold_format_hints, p.gold_evidence, corpus_folder(p, data_root, [*p.sets, *p.bank]))
+    sets = [(s, with_gold_inputs(items, gold)) for s, items, _ in loaded_sets]
+    bank_items = with_gold_inputs([it for _, items, _ in loaded_bank for it in items], gold)
     details["data"] = {"sets": [r for *_, r in loaded_sets], "bank": [r for *_, r in loaded_bank]}
+    details["reads_gold"] = list(p.reads_gold)
     notes += [n for *_, r in (*loaded_sets, *loaded_bank) if (n := _data_note(r))]
-    factory, tool_notes = (None, []) if not p.needs_tools else _tools(p, data_root, [*p.sets, *bank_sources])
+    factory, tool_notes = (
+        (None, []) if not p.needs_tools else tool_factory_of(p, data_root, [*p.sets, *bank_sources])
+    )
     notes += tool_notes
     # every set and bank source can be scored, checked before any model call
     scorers = check_scorers(
@@ -363,12 +309,27 @@ def run_qa(
     with_images = any(it.question.images for _, items in sets for it in items) or any(
         it.question.images for it in bank_items
     )
-    transcriber = ocr_transcriber() if "reparse" in p.tools and with_images and p.needs_tools else None
+    transcriber: Any = None
+    if "reparse" in p.tools and with_images and p.needs_tools:
+        if p.ocr == "model":  # the served model transcribes (its own journal in out_dir/ocr)
+            if not model_facts(p.model, registry).accepts_images:
+                raise ConfigError(
+                    f"qa.ocr='model' needs a model that takes images; {p.model} takes none; "
+                    "allowed: ocr = 'rapidocr' for this model"
+                )
+            transcriber = ModelTranscriber(backend, p.model, ocr_dir or out_dir / "ocr")
+            notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
+        else:
+            transcriber = ocr_transcriber(max_side=p.ocr_max_side)
     rows: list[dict[str, Any]] = []
     evals: list[tuple[dict[str, Any], EvalRun]] = []
     tables: list[tuple[str, tuple[dict[str, Any], ...]]] = []
-    with ExperienceBank.open(out_dir / "bank") as bank:
-        if p.needs_bank:
+    with ExperienceBank.open(bank_from or out_dir / "bank") as bank:
+        if p.needs_bank and bank_from is not None:
+            notes.append(f"the bank is read from {bank_from} ({len(bank)} entries; none built here)")
+        if p.needs_bank and bank_from is None:
+            if isinstance(transcriber, ModelTranscriber):  # one batch for every bank image
+                transcriber.many([img for it in bank_items for img in it.question.images])
             rep = build_bank(
                 bank_items,
                 QASolver(solver_cfg, tools=factory),
@@ -376,7 +337,19 @@ def run_qa(
                 bank,
                 emb,
                 out_dir / "runs" / "bank_build",
-                config=BankBuildConfig(k=p.bank_k, temperature=p.bank_temperature),
+                config=BankBuildConfig(
+                    k=p.bank_k,
+                    temperature=p.bank_temperature,
+                    steps_chars=p.summary_chars,
+                    lesson_chars=p.lesson_chars,
+                    max_lessons=p.max_lessons,
+                    max_tokens=p.summary_max_tokens,
+                    view=p.summary_view,
+                    summary_temperature=p.summary_temperature,
+                    analysis=p.summary_analysis,
+                    context_chars=p.memory_context_chars,
+                    judge_candidate_chars=p.judge_candidate_chars,
+                ),
                 judge_model=p.judge,
                 data_files=[s.resolve(data_root) for s in p.bank],
                 transcriber=transcriber,
@@ -415,15 +388,20 @@ def run_qa(
             )
             for v in p.variants:
                 ecfg = EvalConfig(v, solver_cfg)
-                proto = {"protocol": protocol_label(v, solver_cfg)}
+                proto = {"protocol": p.protocol, "variant_protocol": protocol_label(v, solver_cfg)}
                 if v != "ft_fm":
                     run = out_dir / "runs" / f"{slug(src.label)}-{v}"
                     s = evaluate(items, backend, run, ecfg, tools=factory if v == "ft" else None, **common)
-                    row = finish(src, items, run, _row(src.label, v, s, None, None, n_bank) | proto)
+                    row = finish(src, items, run, eval_row(src.label, v, s, None, None, n_bank) | proto)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
-                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max))
+                mem = MemoryConfig(
+                    tau=p.tau, directive_chars=p.directive_chars, max_directives=p.max_directives,
+                    entry_chars=p.entry_chars, block=p.memory_block, annotator=p.annotator,
+                    context_chars=p.memory_context_chars,
+                )  # fmt: skip
+                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max), mem)
                 for s in sweep_memory(
                     items,
                     backend,
@@ -436,13 +414,13 @@ def run_qa(
                     tools=factory,
                     **common,
                 ):
-                    row = _row(src.label, v, s, s.k_max, s.bank_limit, n_bank) | proto
+                    row = eval_row(src.label, v, s, s.k_max, s.bank_limit, n_bank) | proto
                     row = finish(src, items, Path(s.run_dir), row)
                     rows.append(row)
                     evals.append((row, EvalRun(src.label, v, s.k_max, s.bank_limit, Path(s.run_dir), items)))
-        rows += _macro(rows)
+        rows += macro_rows(rows)
         if evals:
-            details["intervals"], diffs = _add_intervals(rows, evals)
+            details["intervals"], diffs = add_intervals(rows, evals)
             if diffs:
                 tables.append(("Paired differences with bootstrap 95 % intervals (points)", diffs))
         unseen = [r for r in rows if r.get("images_unseen")]
@@ -463,13 +441,13 @@ def run_qa(
             skip = ("snapshots", "by_set", "tau_sweep")
             details["analytics"] = {k: v for k, v in ana.items() if k not in skip}
             per_set = [r for label in ana["by_set"] for r in ana["by_set"][label]]
-            rows += [_analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
+            rows += [analytics_row(r) for r in (*ana["tau_sweep"], *per_set)]
             if n_bank < max(p.bank_sizes or (0,)):
                 notes.append(f"the bank holds {n_bank} entries: snapshots above that equal the whole bank")
     ran = [v for v in ("base", "ft", "ft_fm") if v in p.variants or (v == "ft" and p.needs_bank)]
     proto_rows = [
         {"variant": "bank build (ft)" if v == "ft" and "ft" not in p.variants else v,
-         "protocol": protocol_line(v, solver_cfg)}
+         "protocol": f"{p.protocol}: " + protocol_line(v, solver_cfg) + plan_line(v, p)}
         for v in ran
     ]  # fmt: skip
     details["protocol"] = {r["variant"]: r["protocol"] for r in proto_rows}
@@ -490,20 +468,11 @@ def run_qa(
             f"answers judged wrong ({100 * jc.wrong_caught_rate:.1f} %); judge_check.json in {jc.out_dir}"
         )
     details = {k: v for k, v in details.items() if v}
-    return QAOutcome(tuple(rows), n_bank, tuple(notes), details, tuple(tables))
-
-
-def _analytics_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    def r3(x: float | None) -> float | None:
-        return None if x is None else round(x, 3)
-
-    return {
-        "set": r["set"],
-        "tau": f"{r['tau']:.2f}".rstrip("0").rstrip("."),
-        "bank_n": str(r["n"]),
-        "hit_rate_pct": round(100 * r["hit_rate"], 1),
-        "hit_rate": round(r["hit_rate"], 3),
-        "mean_entries": round(r["mean_entries"], 2),
-        "jaccard_prev": r3(r["jaccard_prev"]),
-        "change_prev": r3(r["change_prev"]),
-    }
+    return QAOutcome(
+        tuple(rows),
+        n_bank,
+        tuple(notes),
+        details,
+        tuple(tables),
+        tuple(reads_gold_lines(p, own_bank=bank_from is None)),
+    )

@@ -17,8 +17,9 @@ def shrink_plan(
     sets ``n_items`` test items each (labelled ``demo as <set>``, so no paper figure is printed
     beside a smoke figure); bank-size snapshots become 0/2/4, k_max and tau are kept. The tools
     are the paper's that the demo set can use: Python, OCR + reparse and, with ``store`` (a
-    small market store), lookup over it. The solver's lengths and the Base budget take the CPU
-    model's bounds; the Base protocol is the config's."""
+    small market store), lookup over it; OCR by rapidocr (the CPU model takes no images). The
+    solver's lengths and the Base budget take the CPU model's bounds; the Base protocol is the
+    config's."""
     bank = tuple(
         replace(s, dataset="demo", path=str(demo_dir), split="train", subset=None, limit=2, test_share=0.0)
         for s in plan.bank[:1]
@@ -42,5 +43,5 @@ def shrink_plan(
     return replace(
         plan, model=model, backend="vllm", max_steps=max_steps, tools=tools, store=str(store or ""),
         bank_k=2, bank_sizes=sizes, bank=bank, sets=sets, judge_model="", judge_check_items=0,
-        thought_chars=120, observation_chars=600, gate_rejections=1, base_max_tokens=256,
+        thought_chars=120, observation_chars=600, gate_rejections=1, base_max_tokens=256, ocr="rapidocr",
     )  # fmt: skip

@@ -41,17 +41,23 @@ def _fmt(v: Any) -> str:
 
 def match_figures(figures: Sequence[PaperFigure], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each figure with the value of the first row of ours that equals every ``match`` field
-    (``None`` when there is no match clause or no such row)."""
+    (``None`` when there is no match clause or no such row), and that row's protocol (FinAcumen:
+    ``paper`` or ``authors``, with its arm) where it names one."""
     out = []
     for f in figures:
-        ours = None
+        ours, protocol = None, None
         field = OURS_METRIC.get(f.unit)
         if f.match and field:
             for r in rows:
                 if field in r and all(str(r.get(k, "")) == v for k, v in f.match):
                     ours = r[field]
+                    if r.get("protocol"):
+                        protocol = str(r["protocol"]) + (f" (arm {r['arm']})" if r.get("arm") else "")
                     break
-        out.append({"row": f.row, "column": f.column, "paper": f.value, "unit": f.unit, "ours": ours})
+        row = {"row": f.row, "column": f.column, "paper": f.value, "unit": f.unit, "ours": ours}
+        if protocol is not None:
+            row["our protocol"] = protocol
+        out.append(row)
     return out
 
 
@@ -75,10 +81,13 @@ def write_report(
     notes: Sequence[str] = (),
     extra: Mapping[str, Any] | None = None,
     tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = (),
+    reads_gold: Sequence[str] = (),
 ) -> Path:
     """Write the report; returns the Markdown path. ``mode``: ``full``, ``smoke`` or ``rehearsal``
     (no paper figure beside the last two); ``tables``:
-    further (title, rows) tables printed after ours (in the JSON under ``tables``)."""
+    further (title, rows) tables printed after ours (in the JSON under ``tables``); ``reads_gold``:
+    one line per setting that reads the gold answer or gold evidence at test time (FinAcumen; its
+    own section, and ``reads_gold`` in the JSON)."""
     # a smoke run's figures come from the demo set / synthetic market: never beside the paper's
     figs = match_figures(cfg.figures, rows if mode == "full" else ())
     lines = [
@@ -109,6 +118,8 @@ def write_report(
     rows_led = resolve_config(cfg)
     section = differs_section(cfg, rows_led)
     lines += ["", "## " + section[0], *section[1:]]
+    if reads_gold:
+        lines += ["", "## What reads the gold at test time", ""] + [f"- {x}" for x in reads_gold]
     if notes:
         lines += ["", "## Notes from this run", ""] + [f"- {n}" for n in notes]
     lines += [
@@ -139,6 +150,7 @@ def write_report(
         "settings": settings_json(cfg, rows_led)["settings"],
         "settings_counts": provenance_counts(rows_led),
         "notes": list(notes),
+        **({"reads_gold": list(reads_gold)} if reads_gold else {}),
         "paper_vs_ours": figs,
         "rows": list(rows),
         **({"tables": {title: list(trows) for title, trows in tables}} if tables else {}),

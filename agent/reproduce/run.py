@@ -247,6 +247,7 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     reg = registry
     notes: list[str] = []
+    reads_gold: Sequence[str] = ()
     extra: dict[str, Any] = {}
     tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = ()
     if cfg.kind == "moira":
@@ -271,10 +272,15 @@ def reproduce(
         assert cfg.qa is not None
         plan = cfg.qa
         root = data_root or env.data_dir()
+        shrink = None
         if smoke:
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
-            store = _smoke_store(out) if "lookup" in plan.tools else None
-            plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
+
+            def shrink(p: Any) -> Any:
+                store = _smoke_store(out) if "lookup" in p.tools else None
+                return shrink_plan(p, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
+
+            plan = shrink(plan)
         reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
         with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
             qo = run_qa(
@@ -283,7 +289,7 @@ def reproduce(
                 backend=be,
                 registry=reg,
                 data_root=root,
-                plan=plan,
+                shrink=shrink,
                 embedder=embedder,
                 judge_backend=jb,
                 progress=progress,
@@ -291,9 +297,15 @@ def reproduce(
         rows = list(qo.rows)
         notes += list(qo.notes)
         tables = qo.tables
+        reads_gold = qo.reads_gold
         if qo.details:
             extra["qa_details"] = qo.details
 
     mode = "smoke" if smoke else "full"
-    md = write_report(cfg, out, rows, mode=mode, notes=notes, extra=extra, tables=tables)
+    md = write_report(
+        cfg, out, rows, mode=mode, notes=notes, extra=extra, tables=tables, reads_gold=reads_gold
+    )
+    if cfg.kind == "qa" and html_report:  # the page reads reproduction.json, written just now
+        res = build_report(out, out / "report", progress=progress)
+        notes.append(f"HTML report: {res.html}")
     return ReproResult(md, tuple(rows), tuple(notes))

@@ -12,13 +12,28 @@ Tools hold per-question state (e.g. a Python worker) until :meth:`Tool.close`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ToolResult", "Tool", "MAX_TOOL_TEXT"]
+__all__ = ["ToolResult", "Tool", "MAX_TOOL_TEXT", "TOOL_TEXT_CEILING", "cut_text", "bounded"]
 
-#: Most characters of one tool output shown to the model (the rest is cut with a marker).
+#: Most characters of one tool output shown to the model by default (the toolset's
+#: ``text_chars``; the rest is cut with a marker).
 MAX_TOOL_TEXT = 4000
+#: Most characters a :class:`ToolResult` holds whatever the toolset's bound (memory only).
+TOOL_TEXT_CEILING = 100_000
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked and counted."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 40] + f"\n... [{len(text) - limit + 40} chars cut]"
+
+
+def bounded(result: ToolResult, limit: int) -> ToolResult:
+    """``result`` with its text cut to ``limit`` characters (the same result when shorter)."""
+    return result if len(result.text) <= limit else replace(result, text=cut_text(result.text, limit))
 
 
 @dataclass(frozen=True)
@@ -27,7 +42,8 @@ class ToolResult:
 
     Attributes:
         ok: False for a failed call (bad arguments, error in the code, limit hit, tool crash).
-        text: what the model sees, at most :data:`MAX_TOOL_TEXT` characters.
+        text: what the model sees (the toolset cuts it to its ``text_chars``, by default
+            :data:`MAX_TOOL_TEXT`; at most :data:`TOOL_TEXT_CEILING` characters here).
         numbers: numeric values the output contains (for the answer gate's provenance check).
         error: short machine-readable reason when not ok (e.g. ``timeout``, ``memory``,
             ``bad_args``, ``exception``, ``refused``).
@@ -42,9 +58,8 @@ class ToolResult:
     images: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        if len(self.text) > MAX_TOOL_TEXT:
-            cut = self.text[: MAX_TOOL_TEXT - 40] + f"\n... [{len(self.text) - MAX_TOOL_TEXT + 40} chars cut]"
-            object.__setattr__(self, "text", cut)
+        if len(self.text) > TOOL_TEXT_CEILING:
+            object.__setattr__(self, "text", cut_text(self.text, TOOL_TEXT_CEILING))
 
 
 @runtime_checkable

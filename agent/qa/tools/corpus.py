@@ -57,10 +57,13 @@ _SYMBOL_KEYS = ("symbol", "ticker", "stock", "stock_symbol")
 _COMPANY_KEYS = ("company", "company_name", "name")
 _DATE_KEYS = ("date", "published", "published_date", "publish_date", "time", "datetime")
 _UUID_KEYS = ("uuid", "id")
-_TEXT_CHARS = 4000  # characters of a row kept as its text (indexed and shown, cut when shown)
-_SHOWN_CHARS = 400  # characters of one result shown to the model
+#: characters of a row kept as its text (indexed, and shown cut to ``SHOWN_CHARS``)
+TEXT_CHARS = 4000
+#: characters of one result's text shown to the model
+SHOWN_CHARS = 400
+#: most results one call may ask for
+MAX_K = 10
 _K1, _B = 1.2, 0.75
-_MAX_K = 10
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,14 @@ class CorpusDoc:
         """The tickers as shown: comma-separated ("" for none)."""
         return ",".join(self.symbols)
 
-    def line(self) -> str:
-        """How one result is shown: kind, day or period, symbol, uuid, then the text (cut)."""
+    def line(self, shown_chars: int = SHOWN_CHARS) -> str:
+        """How one result is shown: kind, day or period, symbol, uuid, then the text (cut to
+        ``shown_chars``)."""
         when = "" if self.start is None else str(self.start)
         if self.end is not None and self.end != self.start:
             when += f"..{self.end}"
         head = " ".join(x for x in (self.kind, when, self.symbol) if x)
-        body = self.text if len(self.text) <= _SHOWN_CHARS else self.text[: _SHOWN_CHARS - 3] + "..."
+        body = self.text if len(self.text) <= shown_chars else self.text[: shown_chars - 3] + "..."
         return f"{head} (uuid {self.uuid}): {body}"
 
 
@@ -136,7 +140,7 @@ def _day(text: str) -> dt.date | None:
         return None
 
 
-def _render(row: Mapping[str, Any], skip: Iterable[str]) -> str:
+def _render(row: Mapping[str, Any], skip: Iterable[str], text_chars: int) -> str:
     skip = {s.lower() for s in skip}
     parts = []
     for k, v in row.items():
@@ -145,7 +149,7 @@ def _render(row: Mapping[str, Any], skip: Iterable[str]) -> str:
         value = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
         parts.append(f"{k}: {value}")
     text = "; ".join(parts)
-    return text[:_TEXT_CHARS]
+    return text[:text_chars]
 
 
 def _chart_period(year: int, unit: str, number: int) -> tuple[dt.date, dt.date] | None:
@@ -212,8 +216,9 @@ class Corpus:
         return cls(docs)
 
     @classmethod
-    def load(cls, path: str | Path) -> Corpus:
-        """The corpus under ``path`` (the benchmark folder, its ``QA.json`` or its ``data/``).
+    def load(cls, path: str | Path, text_chars: int = TEXT_CHARS) -> Corpus:
+        """The corpus under ``path`` (the benchmark folder, its ``QA.json`` or its ``data/``),
+        each row's text cut to ``text_chars`` characters.
 
         Raises:
             InputError: nothing of the corpus is there, or a file cannot be read.
@@ -239,7 +244,7 @@ class Corpus:
                         company=_field(row, _COMPANY_KEYS),
                         start=day,
                         end=day,
-                        text=_render(row, _UUID_KEYS),
+                        text=_render(row, _UUID_KEYS, text_chars),
                     )
                 )
         charts = root / _CHART_DIR
@@ -334,14 +339,20 @@ class RetrieveTool:
             "start_date": {"type": "string", "pattern": _DATE, "maxLength": 10},
             "end_date": {"type": "string", "pattern": _DATE, "maxLength": 10},
             "kind": {"type": "string", "enum": list(KINDS)},
-            "k": {"type": "integer", "minimum": 1, "maximum": _MAX_K},
+            "k": {"type": "integer", "minimum": 1, "maximum": MAX_K},
         },
         "required": ["query"],
         "additionalProperties": False,
     }
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus, *, shown_chars: int = SHOWN_CHARS, max_k: int = MAX_K) -> None:
         self.corpus = corpus
+        self.shown_chars, self.max_k = shown_chars, max_k
+        if max_k != MAX_K:
+            k = {"type": "integer", "minimum": 1, "maximum": max_k}
+            props = {**self.args_schema["properties"], "k": k}
+            self.args_schema = {**self.args_schema, "properties": props}
+            self.description = self.description.replace("(1-10)", f"(1-{max_k})")
 
     def close(self) -> None:
         """Nothing per question to release (the corpus is shared)."""
@@ -360,9 +371,9 @@ class RetrieveTool:
         kind = args.get("kind", "") or ""
         if kind not in ("", *KINDS):
             return ToolResult(False, f"kind={kind!r}; allowed: {', '.join(KINDS)}", error="bad_args")
-        k = args.get("k", 5)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
-            return ToolResult(False, f"k={k!r}; allowed: a whole number 1..{_MAX_K}", error="bad_args")
+        k = args.get("k", min(5, self.max_k))
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.max_k:
+            return ToolResult(False, f"k={k!r}; allowed: a whole number 1..{self.max_k}", error="bad_args")
         symbol = args.get("symbol", "") or ""
         if not isinstance(symbol, str):
             text = f"symbol={symbol!r}; allowed: a ticker or a word of the company name"
@@ -381,7 +392,7 @@ class RetrieveTool:
         if not hits:
             return ToolResult(True, f"no document matches (0 of {len(self.corpus.docs)} pass the filters)")
         lines = [f"{len(hits)} of {passing} matching documents:"]
-        lines += [f"[{i}] {d.line()}" for i, (d, _) in enumerate(hits, 1)]
+        lines += [f"[{i}] {d.line(self.shown_chars)}" for i, (d, _) in enumerate(hits, 1)]
         charts = tuple(d.path for d, _ in hits if d.kind == "chart" and d.path)
         text = "\n".join(lines)
         return ToolResult(True, text, numbers=extract_numbers(text), images=charts)

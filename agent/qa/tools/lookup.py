@@ -46,8 +46,10 @@ PAIR_INDICATORS = ("beta", "hedge_ratio", "half_life", "zscore")
 INDICATORS = (*PRICE_INDICATORS, "return", "volatility", *PAIR_INDICATORS)
 _SYMBOL = r"^[A-Za-z0-9][A-Za-z0-9.\-]{0,11}$"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
-_MAX_LISTED = 40
-_MAX_WINDOW = 5040
+#: most sessions listed one by one (a longer period is summarised)
+MAX_LISTED = 40
+#: longest ``window`` a call may ask for (sessions)
+MAX_WINDOW = 5040
 
 
 class _BadArgs(ValueError):
@@ -91,15 +93,22 @@ class LookupTool:
             "date": {"type": "string", "pattern": _DATE, "maxLength": 10},
             "start": {"type": "string", "pattern": _DATE, "maxLength": 10},
             "end": {"type": "string", "pattern": _DATE, "maxLength": 10},
-            "window": {"type": "integer", "minimum": 3, "maximum": _MAX_WINDOW},
+            "window": {"type": "integer", "minimum": 3, "maximum": MAX_WINDOW},
             "other": {"type": "string", "pattern": _SYMBOL, "maxLength": 12},
         },
         "required": ["symbol", "indicator"],
         "additionalProperties": False,
     }
 
-    def __init__(self, store: MarketStore) -> None:
+    def __init__(
+        self, store: MarketStore, *, max_listed: int = MAX_LISTED, max_window: int = MAX_WINDOW
+    ) -> None:
         self.store = store
+        self.max_listed, self.max_window = max_listed, max_window
+        if max_window != MAX_WINDOW:
+            window = {"type": "integer", "minimum": 3, "maximum": max_window}
+            props = {**self.args_schema["properties"], "window": window}
+            self.args_schema = {**self.args_schema, "properties": props}
 
     def close(self) -> None:
         """Nothing to release (the store belongs to the caller)."""
@@ -125,9 +134,9 @@ class LookupTool:
         start, end, day = _date(args, "start"), _date(args, "end"), _date(args, "date")
         window = args.get("window")
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-            raise _BadArgs(f"window={window!r}; allowed: a whole number 3..{_MAX_WINDOW}")
-        if window is not None and not 3 <= window <= _MAX_WINDOW:
-            raise _BadArgs(f"window={window}; allowed: 3..{_MAX_WINDOW}")
+            raise _BadArgs(f"window={window!r}; allowed: a whole number 3..{self.max_window}")
+        if window is not None and not 3 <= window <= self.max_window:
+            raise _BadArgs(f"window={window}; allowed: 3..{self.max_window}")
         if start is not None and window is not None:
             raise _BadArgs("give either start (and end) or window, not both")
         if start is None and window is None:
@@ -176,7 +185,7 @@ class LookupTool:
         dates, vals = hist.dates[keep], col[keep]
         if len(vals) == 0:
             raise _BadArgs(f"no {sym} sessions in {start}..{end or 'last'}")
-        if len(vals) <= _MAX_LISTED:
+        if len(vals) <= self.max_listed:
             rows = [f"{d}: {v:.2f}" if field != "volume" else f"{d}: {v:.0f}" for d, v in zip(dates, vals)]
             nums = tuple(_r(v, 2) for v in vals)
             return ToolResult(True, f"{sym} {field}, {len(vals)} sessions:\n" + "\n".join(rows), numbers=nums)

@@ -54,9 +54,9 @@ log = logging.getLogger(__name__)
 
 #: Re-parse modes: ``auto`` upscales small text only, ``upscale`` always reads at 2x.
 MODES = ("auto", "upscale")
-#: Longest image side the engine works on (rapidocr's ``max_side_len``; larger images are
-#: shrunk to it), so ``auto`` upscales only images up to half of it.
-_MAX_SIDE = 2000
+#: Longest image side the engine works on by default (rapidocr's ``max_side_len``; larger
+#: images are shrunk to it), so ``auto`` upscales only images up to half of it.
+MAX_SIDE = 2000
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,7 @@ class OcrEngine:
         cache_size: transcriptions kept in memory, keyed by file (path, size, mtime), region
             and mode: the same image read again (another variant, trajectory or re-parse with
             the same arguments) costs nothing.
+        max_side: longest image side the engine reads (pixels); a larger image is shrunk to it.
     """
 
     def __init__(
@@ -195,6 +196,7 @@ class OcrEngine:
         min_confidence: float = 0.30,
         threads: int | None = 1,
         cache_size: int = 256,
+        max_side: int = MAX_SIDE,
     ) -> None:
         if not 0.0 <= min_confidence <= low_confidence <= 1.0:
             raise ConfigError(
@@ -208,6 +210,9 @@ class OcrEngine:
         self.low_confidence = low_confidence
         self.small_text_px = small_text_px
         self.min_confidence = min_confidence
+        if not 100 <= max_side <= 20_000:
+            raise ConfigError(f"max_side={max_side}; allowed: 100..20000")
+        self.max_side = max_side
         if not 0 <= cache_size <= 100_000:
             raise ConfigError(f"cache_size={cache_size}; allowed: 0..100000")
         self._cache: dict[tuple[Any, ...], Transcription] = {}
@@ -216,7 +221,7 @@ class OcrEngine:
         apply_offline_env()  # ORT_DISABLE_TELEMETRY=1 must be set before onnxruntime initialises
         from rapidocr_onnxruntime import RapidOCR
 
-        kwargs: dict[str, Any] = {"text_score": min_confidence, "max_side_len": _MAX_SIDE}
+        kwargs: dict[str, Any] = {"text_score": min_confidence, "max_side_len": max_side}
         if threads is not None:
             kwargs.update(intra_op_num_threads=threads, inter_op_num_threads=1)
         self._ocr = RapidOCR(**kwargs)
@@ -265,8 +270,8 @@ class OcrEngine:
         boxes = [] if upscaled else self._read(img, 1.0)
         small = bool(boxes) and statistics.median(b.height for b in boxes) < self.small_text_px
         big = None
-        if upscaled or (small and 2 * max(img.shape[:2]) <= _MAX_SIDE):
-            # the engine shrinks any side above _MAX_SIDE back down, so 2x only helps below half
+        if upscaled or (small and 2 * max(img.shape[:2]) <= self.max_side):
+            # the engine shrinks any side above max_side back down, so 2x only helps below half
             big = self._read(cv2.resize(img, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC), 2.0)
         if big is not None:
             boxes = big if upscaled else _merge_passes(boxes, big)

@@ -70,6 +70,8 @@ class PythonTool:
         config: sandbox limits (defaults: :class:`SandboxConfig`).
         on_unavailable: ``"raise"`` (default) raises :class:`SandboxUnavailable` here when no
             isolation is possible; ``"refuse"`` builds a tool that refuses every call.
+        text_chars: longest output shown (characters); a longer one keeps its head and its
+            last part (the error or value).
     """
 
     name = "python"
@@ -83,10 +85,12 @@ class PythonTool:
         config: SandboxConfig | None = None,
         *,
         on_unavailable: Literal["raise", "refuse"] = "raise",
+        text_chars: int = MAX_TOOL_TEXT,
     ) -> None:
         if on_unavailable not in ("raise", "refuse"):
             raise ValueError(f"on_unavailable must be 'raise' or 'refuse', got {on_unavailable!r}")
         self.config = config or SandboxConfig()
+        self.text_chars = text_chars
         self.args_schema: Mapping[str, Any] = {
             "type": "object",
             "properties": {
@@ -148,7 +152,7 @@ class PythonTool:
         if result.ok:
             if result.stdout == "" and result.value is None:
                 parts.append("(no output: print() a value or end the code with an expression)")
-            return ToolResult(True, _fit(parts), numbers, None)
+            return ToolResult(True, _fit(parts, self.text_chars), numbers, None)
         kind = result.error_kind or "crashed"
         reason = {
             "timeout": f"the call ran past its CPU limit ({cfg.cpu_seconds:g} s) and was interrupted; "
@@ -163,7 +167,7 @@ class PythonTool:
         parts.append(f"Error ({kind})" + (f": {reason}" if reason else ":"))
         if detail:
             parts.append(detail.rstrip("\n"))
-        return ToolResult(False, _fit(parts), numbers, kind)
+        return ToolResult(False, _fit(parts, self.text_chars), numbers, kind)
 
     def close(self) -> None:
         """Kill the worker (the question is done)."""
@@ -177,12 +181,13 @@ class PythonTool:
         self.close()
 
 
-def _fit(parts: list[str]) -> str:
-    """Join the parts; keep the end (the error or value) when the printed output is too long."""
+def _fit(parts: list[str], limit: int) -> str:
+    """Join the parts; keep the end (the error or value) when the printed output is longer
+    than ``limit`` characters."""
     text = "\n".join(parts)
-    if len(text) <= MAX_TOOL_TEXT:
+    if len(text) <= limit:
         return text
-    tail = "\n".join(parts[-1:])[-(MAX_TOOL_TEXT // 2) :]
-    head_room = MAX_TOOL_TEXT - len(tail) - 60
+    tail = "\n".join(parts[-1:])[-(limit // 2) :]
+    head_room = limit - len(tail) - 60
     cut = len(text) - head_room - len(tail)
     return text[:head_room] + f"\n... [{cut} chars cut] ...\n" + tail

@@ -7,7 +7,7 @@ expansion, baselines merged in), flattened (``policy`` and ``selection`` live in
 dtype, parsers, default budget). FinAcumen (a ``[qa]`` plan): the plan (``qa.*``, its sources as
 ``qa.bank[]`` and ``qa.sets[]``), the solver settings it resolves to for its model
 (``solver.*``: what the plan leaves unset, as the solver takes it) and ``backbone.*`` of the
-model.
+model; a plan with arms (``[[qa.arms]]``), each arm's plan, scoped by its arm.
 
 A key whose value differs between the cells (or array elements) of one config is one
 :class:`Setting` per distinct value, each with its ``scope`` (the cells or elements that use
@@ -56,7 +56,9 @@ BACKBONE_FIELDS = (
     "gpu_memory_utilization",
     "timeout_s",
 )
-#: Solver fields the ``[qa]`` plan sets under its own names (listed there as ``qa.*``).
+#: Solver fields the ``[qa]`` plan always sets under its own names (listed there as ``qa.*``);
+#: a solver field the plan may leave unset is listed twice: ``qa.*`` as the config sets it and
+#: ``solver.*`` as the solver takes it (the model's default when unset).
 _PLAN_SOLVER = {
     "model",
     "max_steps",
@@ -66,6 +68,7 @@ _PLAN_SOLVER = {
     "action_schema",
     "base_mode",
     "base_max_tokens",
+    "gate",
 }
 #: Experiment keys that are the cell's identity, not a setting (its folder and store path are
 #: listed as ``experiment`` keys below).
@@ -170,17 +173,27 @@ def _solver(plan: Any, registry: Any = None) -> dict[str, Any]:
         thinking_default=spec.thinking_default,
     )
     solver = solver_config_for(facts, **plan.solver_overrides())
+    if plan.sampling_overrides():  # the plan's temperature and seed, as the run applies them
+        from dataclasses import replace
+
+        solver = replace(solver, sampling=replace(solver.sampling, **plan.sampling_overrides()))
     return {f.name: canon(getattr(solver, f.name)) for f in fields(solver) if f.name not in _PLAN_SOLVER}
 
 
 def _qa_rows(cfg: ReproConfig, registry: Any = None) -> list[tuple[str, Any, str, str]]:
-    plan = cfg.qa
-    assert plan is not None
-    qa = cf.plain(plan)
-    if not qa["bank"]:  # no bank sources: nothing to list
-        del qa["bank"]
-    table = {"qa": qa, "solver": _solver(plan, registry), "backbone": _backbone(plan.model, registry)}
-    return [(k, v, el, "") for k, v, el in flatten(table)]
+    """The plan's settings; a plan with arms: each arm's plan (``qa.arms`` expanded), scoped by
+    its arm."""
+    assert cfg.qa is not None
+    rows = []
+    for arm, plan in cfg.qa_arms():
+        qa = cf.plain(plan)
+        qa.pop("arms", None)
+        if not qa["bank"]:  # no bank sources: nothing to list
+            del qa["bank"]
+        table = {"qa": qa, "solver": _solver(plan, registry), "backbone": _backbone(plan.model, registry)}
+        cell = f"arm {arm.name}" if arm is not None else ""
+        rows += [(k, v, el, cell) for k, v, el in flatten(table)]
+    return rows
 
 
 def effective_settings(cfg: ReproConfig, registry: Any = None) -> list[Setting]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,29 +45,38 @@ def rehearsal_qa_plan(
     cfg: ReproConfig, out: Path, size: Any, data_root: Path | None
 ) -> tuple[QAPlan, RehearsalData]:
     """The config's plan on its rehearsal data (module docstring), and that data."""
+    assert cfg.qa is not None
+    data = rehearsal_data(cfg.qa, data_root, out, items=max(size.qa_items, size.bank_items) + 1)
+    return rehearsal_shrink(out, size, data)(cfg.qa), data
+
+
+def rehearsal_shrink(out: Path, size: Any, data: RehearsalData) -> Callable[[QAPlan], QAPlan]:
+    """Shrinks a plan of the config (or of one of its arms) onto the rehearsal ``data``: the
+    sources moved there and limited, tool steps, trajectories and bank sizes shrunk, a small
+    market store for a plan whose tools have ``lookup``."""
     from agent.reproduce.run import _smoke_store
 
-    assert cfg.qa is not None
-    plan = cfg.qa
-    data = rehearsal_data(plan, data_root, out, items=max(size.qa_items, size.bank_items) + 1)
     where = data.root / "benchmarks"
 
     def moved(s: Any, limit: int) -> Any:
         return replace(s, path=str(where / s.path), limit=limit)
 
-    store = _smoke_store(out) if "lookup" in plan.tools else None
-    small = replace(
-        plan,
-        bank=tuple(moved(s, size.bank_items) for s in plan.bank),
-        sets=tuple(moved(s, size.qa_items) for s in plan.sets),
-        max_steps=size.qa_steps,
-        bank_k=size.bank_k,
-        bank_sizes=REHEARSAL_BANK_SIZES if plan.bank_sizes else (),
-        store=str(store or ""),
-        judge_check_items=min(plan.judge_check_items, size.qa_items + 1) if plan.judge_check_items else 0,
-        base_max_tokens=size.qa_base_tokens or plan.base_max_tokens,
-    )
-    return small, data
+    def shrink(plan: QAPlan) -> QAPlan:
+        store = _smoke_store(out) if "lookup" in plan.tools else None
+        return replace(
+            plan,
+            bank=tuple(moved(s, size.bank_items) for s in plan.bank),
+            sets=tuple(moved(s, size.qa_items) for s in plan.sets),
+            max_steps=size.qa_steps,
+            bank_k=size.bank_k,
+            bank_sizes=REHEARSAL_BANK_SIZES if plan.bank_sizes else (),
+            store=str(store or ""),
+            judge_check_items=min(plan.judge_check_items, size.qa_items + 1) if plan.judge_check_items else 0,
+            base_max_tokens=size.qa_base_tokens or plan.base_max_tokens,
+            corpus=str(where / plan.corpus) if plan.corpus else "",
+        )
+
+    return shrink
 
 
 def run_qa_rehearsal(
@@ -81,15 +90,17 @@ def run_qa_rehearsal(
     plan, data = rehearsal_qa_plan(cfg, out, size, data_root)
     outcome, error = None, ""
     try:
-        outcome = run_qa(cfg, out, backend=backend, registry=registry, data_root=data.root, plan=plan)
+        shrink = rehearsal_shrink(out, size, data)
+        outcome = run_qa(cfg, out, backend=backend, registry=registry, data_root=data.root, shrink=shrink)
         extra = {"qa_details": outcome.details} if outcome.details else {}
         write_report(cfg, out, outcome.rows, mode="rehearsal", notes=outcome.notes, extra=extra,
-                     tables=outcome.tables)  # fmt: skip
+                     tables=outcome.tables, reads_gold=outcome.reads_gold)  # fmt: skip
     except LocalfinError as exc:
         error = f"{type(exc).__name__}: {exc}"
         log.warning("rehearsal of %s stopped: %s", cfg.name, error)
     stages = stage_table(plan, data, outcome, out)
-    return {"plan": plan, "data": data, "outcome": outcome, "error": error, "stages": stages}
+    gold = list(outcome.reads_gold) if outcome is not None else []
+    return {"plan": plan, "data": data, "outcome": outcome, "error": error, "stages": stages, "notes": gold}
 
 
 # --------------------------------------------------------------------------- stages

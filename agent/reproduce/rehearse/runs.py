@@ -27,6 +27,7 @@ __all__ = [
     "REHEARSAL_QA_ITEMS",
     "REHEARSAL_QA_STEPS",
     "RehearsalSize",
+    "SIZES",
     "SMALLEST",
     "run_config",
 ]
@@ -84,6 +85,10 @@ SMALLEST = RehearsalSize(
     bank_k=1,
     qa_base_tokens=256,
 )
+
+
+#: the sizes ``localfin reproduce rehearse --size`` names
+SIZES = {"default": RehearsalSize(), "smallest": SMALLEST}
 
 
 def run_config(

@@ -186,8 +186,9 @@ def test_the_report_shows_the_protocol_and_the_judge_check_beside_fintmmbench(re
     _, _, _, out = rehearsal
     doc = json.loads((out / "finacumen_table1" / "engine" / "reproduction.json").read_text(encoding="utf-8"))
     rows = [r for r in doc["rows"] if r.get("variant") and r["set"] != "macro"]
-    assert {r["protocol"] for r in rows if r["variant"] == "base"} == {"model-only"}
-    assert {r["protocol"] for r in rows if r["variant"] == "ft_fm"} == {"ReAct 1 steps, schema"}
+    assert {r["protocol"] for r in rows} == {"paper"}  # the config's protocol on every row
+    assert {r["variant_protocol"] for r in rows if r["variant"] == "base"} == {"model-only"}
+    assert {r["variant_protocol"] for r in rows if r["variant"] == "ft_fm"} == {"ReAct 1 steps, schema"}
     tmm = [r for r in rows if r["set"] == "FinTMMBench"]
     assert tmm and all("judge_gold_right_pct" in r and "judge_wrong_caught_pct" in r for r in tmm)
     assert "REHEARSAL" in (out / "finacumen_table1" / "engine" / "reproduction.md").read_text(
@@ -264,7 +265,7 @@ def test_the_variants_protocol_on_the_released_tatqa_and_finmmr_items(
     run = tmp_path / "finacumen_released" / "engine"
     doc = json.loads((run / "reproduction.json").read_text(encoding="utf-8"))
     by = {
-        (x["set"], x["variant"]): x["protocol"]
+        (x["set"], x["variant"]): x["variant_protocol"]
         for x in doc["rows"]
         if x.get("variant") and x["set"] != "macro"
     }

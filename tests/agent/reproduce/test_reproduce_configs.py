@@ -115,8 +115,9 @@ def test_figures_are_the_papers() -> None:
 
 def test_finacumen_configs_share_the_papers_bank_mix_and_tools() -> None:
     """About 2,400 training items pooled from the six settings (FinMMR's validation split holds 300
-    a difficulty, the others give 500 each), the four tools with a named market store, and
-    FinTMMBench/FinMME tested on their fixed 20 % parts."""
+    a difficulty, the others give 500 each), the four tools with a named market store (under the
+    authors' protocol: the lookup over FinTMMBench's corpus for every question, no market store),
+    and FinTMMBench/FinMME tested on their fixed 20 % parts."""
     from agent.qa.toolset import TOOL_NAMES
     from agent.reproduce.spec import _QA_TOOLS
 
@@ -136,7 +137,10 @@ def test_finacumen_configs_share_the_papers_bank_mix_and_tools() -> None:
     ]
     assert 500 + 3 * 300 + 500 + 500 == 2400
     for c in qa:
-        assert c.qa.tools == ("python", "lookup", "reparse", "retrieve") and c.qa.store == "market.sqlite"
+        if c.qa.protocol == "paper":
+            assert c.qa.tools == ("python", "lookup", "reparse", "retrieve") and c.qa.store == "market.sqlite"
+        else:
+            assert c.qa.tools == ("python", "reparse", "retrieve") and c.qa.corpus_scope == "all", c.name
         for s in c.qa.sets:
             if s.dataset in ("fintmmbench", "finmme"):
                 assert (s.split, s.test_share) == ("test", 0.2), (c.name, s.label)
