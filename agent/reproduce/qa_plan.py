@@ -128,7 +128,7 @@ class QAPlan:
     #: registry key of the model that answers (the paper: Qwen3-VL-8B-Instruct)
     model: str
     #: ``paper`` or ``authors``: the group of settings the keys below default to
-    #: (:mod:`agent.reproduce.qa_protocols`; a key set in the table wins over its protocol)
+    #: (the FinAcumen page lists both groups; a key set in the table wins over its protocol)
     protocol: str = "paper"
     #: ``vllm`` (in-process engine), ``openai`` (a running server) or a plugin's kind
     backend: str = "vllm"
@@ -311,7 +311,7 @@ class QAPlan:
     worker_start_method: str = "spawn"
     # ------------------------------------------------------------------ bounds and seeds
     #: seed of the hash that draws the test part of a benchmark without a split
-    #: (``test_share``: FinTMMBench, FinMME; :func:`agent.qa.holdout.hold_out`)
+    #: (``test_share``: FinTMMBench, FinMME; a seeded hash of the item ids)
     holdout_seed: int = 42
     #: leading context characters embedded with the question, for retrieval and for the
     #: bank's entries (the paper: the question and the first 600 characters of its context)
