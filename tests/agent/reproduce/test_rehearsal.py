@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.reproduce.rehearse.moira_rehearsal import FREE_REPLY_TOKENS
 from agent.reproduce.spec import load_repro
 from serving.registry import default_registry
 
@@ -88,13 +89,20 @@ def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(r
         "finmem_decision",
     } <= set(seen), seen
     d = seen["direction"]
-    assert d["max_tokens"] == [16384]  # [model.max_tokens] as shipped, not shrunk
+    # A2 reads replies as the paper does (decoding = "prompt"): the rehearsal's random stand-ins
+    # write free text to their budget, so every agent call runs at the rehearsal's free-reply
+    # budget instead of [model.max_tokens]
+    assert d["max_tokens"] == [FREE_REPLY_TOKENS]
     assert d["models"] == ["qwen3-32b", "qwen3-32b-nothink"]
     assert d["thinking"] == ["false", "true"]  # each backbone's switch, journaled
     assert d["temperature"] == d["top_p"] == ["null"] and d["seeded"]  # server-default sampling
     eng = d["engine"]["qwen3-32b"]
     assert (eng["reasoning_parser"], eng["max_model_len"], eng["timeout_s"]) == ("qwen3", 32768, 600.0)
-    assert seen["pair_selection"]["schema"] and seen["pair_selection"]["prompt_tokens_max"] > 1000
+    # JSON asked for in the prompt only: each agent call carries its schema to check the reply
+    # against, and the engine does not constrain decoding to it; FinMem's calls keep theirs
+    sel = seen["pair_selection"]
+    assert sel["schema"] and not sel["constrained"] and sel["prompt_tokens_max"] > 1000
+    assert seen["finmem_decision"]["constrained"]
 
 
 def test_moira_ran_on_its_own_data_path_with_every_stage(rehearsal) -> None:
@@ -221,7 +229,8 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
     key = {b["name"]: b["key"] for b in cfg.document["backbones"]}
     assert without.work.calls == sum(w.steps for w in work.values())  # one call a step
     assert with_it.work.calls == sum(round(w.steps * per_step[key[n]]) for n, w in work.items())
-    assert with_it.work.prompt_tokens > without.work.prompt_tokens
+    # the tokens follow the calls (a session without a pair held makes no direction call)
+    assert with_it.work.prompt_tokens * without.work.calls == without.work.prompt_tokens * with_it.work.calls
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def test_with_no_data_root_every_benchmark_is_a_stand_in_its_loader_reads_and_it
     assert {f.kind for f in data.files.values()} == {"stand-in"}
     items = []
     for s in _all_sources(plan):
-        got, rec = _load(replace(s, limit=2), data.root)
+        got, rec = _load(replace(s, limit=2), data.root, 42)  # the plan's default seed
         assert len(got) == 2 and rec["skipped"] == 0, (s.label, rec)
         items += got
     # the released layouts: file names as the authors publish them
@@ -97,7 +97,7 @@ def test_released_files_are_read_as_released_and_missing_parts_re_filed_without_
     ids: dict[str, list[str]] = {}
     for s in _all_sources(plan):
         if s.dataset == "finmmr":
-            got, _ = _load(replace(s, limit=3), data.root)
+            got, _ = _load(replace(s, limit=3), data.root, 42)
             ids[s.label] = [it.item_id for it in got]
     assert ids["FinMMR Easy validation"] == ["easy-validation-0", "easy-validation-1", "easy-validation-2"]
     flat = [i for v in ids.values() for i in v]
