@@ -81,6 +81,7 @@ from localfin import runlock
 from localfin.errors import ConfigError
 from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.cluster.endpoints import Endpoints
 from serving.registry import Registry
 
 __all__ = ["MatrixResult", "SummaryWriter", "run_matrix", "write_experiments_summary", "read_manifest"]
@@ -149,6 +150,7 @@ def run_matrix(
     registry: Registry | None = None,
     backend_factory: BackendFactory | None = None,
     ray_address: str | None = None,
+    endpoints: Endpoints | None = None,
     summary: SummaryWriter | None = None,
     progress: Progress = NULL_PROGRESS,
     on_cell: Callable[[CellResult], None] | None = None,
@@ -162,6 +164,8 @@ def run_matrix(
         backend_factory: opens each engine group's backend (default: from ``[model]``).
         ray_address: run the runs as Ray tasks on this cluster (``local`` starts one here;
             :mod:`agent.pairs.experiment.matrix_ray`).
+        endpoints: with ``ray_address``: servers of the backbones besides the file's ``base_url``
+            (:mod:`serving.cluster.endpoints`).
         summary: writes the per-setting summary (the report's writer; None: the experiments'
             table only, :func:`write_experiments_summary`).
         on_cell: called after each experiment finishes (tests use it as a gate).
@@ -181,6 +185,7 @@ def run_matrix(
             registry=registry,
             backend_factory=backend_factory,
             address=ray_address,
+            endpoints=endpoints,
             progress=progress,
             on_cell=on_cell,
         )
