@@ -26,7 +26,16 @@ from typing import Any
 
 from serving.errors import ClusterUnavailableError, ConfigError
 
-__all__ = ["ADDRESS_FORMS", "Node", "Cluster", "check_address", "probe_head", "joined", "alive_nodes"]
+__all__ = [
+    "ADDRESS_FORMS",
+    "Node",
+    "Cluster",
+    "check_address",
+    "probe_head",
+    "preflight",
+    "joined",
+    "alive_nodes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +99,15 @@ def probe_head(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
             f"it (`ray start --head --port={port}` on {host}) or give the address `ray start` printed, "
             f"then rerun (with --resume to continue a run)"
         ) from exc
+
+
+def preflight(address: str) -> str:
+    """Before a run writes anything: ``address`` checked, and a ``HOST:PORT`` head tried
+    (:func:`probe_head`); returns the address stripped."""
+    a = check_address(address)
+    if a not in ("local", "auto"):
+        probe_head(a)
+    return a
 
 
 def _resolve_auto() -> str:

@@ -81,6 +81,7 @@ from localfin import runlock
 from localfin.errors import ConfigError
 from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.cluster.connect import preflight
 from serving.cluster.endpoints import Endpoints
 from serving.registry import Registry
 
@@ -174,6 +175,8 @@ def run_matrix(
 
     out = Path(out_dir)
     plan = plan_matrix(cfg, out)
+    if ray_address is not None:
+        preflight(ray_address)  # a head that does not answer: nothing written yet
     _prepare(out, config_text, resume)
     if cfg.synthetic_market:
         synthetic_store(out)
