@@ -10,6 +10,7 @@ its journal.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,13 @@ _KEEP = typer.Option(
     "--keep-missing-images",
     help="Keep items whose image files this copy lacks (listed as loaded incomplete); default: skip them.",
 )
+_RAY = typer.Option(
+    None,
+    "--ray",
+    help="Shard the items as Ray tasks on the cluster at this address (HOST:PORT of the head, auto, "
+    "or local); each node calls its own servers (LOCALFIN_ENDPOINTS) or --base-url. See docs/cluster.md.",
+)
+_SHARDS = typer.Option(None, "--shards", help="With --ray: shards per stage (default: two per node).")
 _SANDBOX = typer.Option(
     "raise",
     "--sandbox-missing",
@@ -150,6 +158,30 @@ def _backend(
     reg = default_registry()
     spec = BackendSpec(kind, model, base_url=base_url or "", timeout_s=timeout_s, max_retries=max_retries)
     return open_backend(spec, reg), reg
+
+
+def _cluster(
+    ray: str,
+    base: Path,
+    model: str,
+    base_url: str | None,
+    judge: str,
+    judge_url: str | None,
+    timeout_s: float | None,
+    max_retries: int,
+    shards: int | None,
+):
+    """The sharded stages on the Ray cluster at ``ray`` (:mod:`agent.qa.cluster.driver`): the
+    model's servers are each node's own or ``base_url``, the judge's ``judge_url``."""
+    from agent.qa.cluster.driver import qa_cluster
+    from agent.qa.cluster.tasks import Servers
+    from serving.cluster.endpoints import Endpoints
+    from serving.registry import default_registry
+
+    named = Endpoints.of({model: [base_url] if base_url else [], judge: [judge_url] if judge_url else []})
+    servers = Servers(model, endpoints=named, registry=default_registry(), timeout_s=timeout_s,
+                      max_retries=max_retries)  # fmt: skip
+    return qa_cluster(ray, base, servers, shards=shards)
 
 
 def _guarded(folder: Path, command: str):
@@ -251,6 +283,8 @@ def build_bank_cmd(
         None, "--judge", help="Judge model of judged items (FinTMMBench; default: the solver's model)."
     ),
     judge_url: str = typer.Option(None, "--judge-base-url", help="The judge's server (--backend openai)."),
+    ray: str = _RAY,
+    shards: int = _SHARDS,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
@@ -258,43 +292,57 @@ def build_bank_cmd(
     from agent.qa.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
+    from serving.cluster.connect import preflight
 
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         "bank", dataset, model, split, offset, limit, subset
     )
     judge_model = judge or model
+    if ray is not None:
+        ray = preflight(ray)
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
+        ExitStack() as stack,
     ):
-        be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
-        jb = None
-        try:
+        if ray is not None:  # the shards call the servers; nothing is opened here
+            from serving.registry import default_registry
+
+            reg, served = default_registry(), None
+            qc = stack.enter_context(
+                _cluster(
+                    ray, run, model, base_url, judge_model, judge_url, request_timeout, max_retries, shards
+                )
+            )
+            build = qc.build_bank
+        else:
+            be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
+            stack.callback(be.close)
             _start(be, log)
+            served = be
             if judge_model != model and any(it.question.dataset == "fintmmbench" for it in items):
                 jb, _ = _backend(backend, judge_model, judge_url or base_url, request_timeout, max_retries)
+                stack.callback(jb.close)
                 _start(jb, log)
-            factory, names = _tools(tools, store, sandbox_missing, dataset, data)
-            solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
-            with ExperienceBank.open(bank or env.default_bank_dir()) as b:
-                rep = build_bank(
-                    items,
-                    solver,
-                    ByModel(be, {judge_model: jb}) if jb is not None else be,
-                    b,
-                    _embedder(embedder),
-                    run,
-                    config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
-                    judge_model=judge_model,
-                    data_files=[data],
-                    transcriber=_transcriber(names, items),
-                    progress=progress_for(log),
-                )
-        finally:
-            be.close()
-            if jb is not None:
-                jb.close()
+                served = ByModel(be, {judge_model: jb})
+            build = build_bank
+        factory, names = _tools(tools, store, sandbox_missing, dataset, data)
+        solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
+        with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+            rep = build(
+                items,
+                solver,
+                served,
+                b,
+                _embedder(embedder),
+                run,
+                config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
+                judge_model=judge_model,
+                data_files=[data],
+                transcriber=_transcriber(names, items),
+                progress=progress_for(log),
+            )
         result(log, json.dumps(rep.__dict__))
 
 
@@ -343,6 +391,8 @@ def eval_cmd(
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
     max_retries: int = _RETRIES,
+    ray: str = _RAY,
+    shards: int = _SHARDS,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
@@ -364,33 +414,46 @@ def eval_cmd(
     root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         variant, dataset, model, split, offset, limit, subset
     )
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
+        ExitStack() as stack,
     ):
-        be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
-        try:
+        if ray is not None:  # the shards call the servers; nothing is opened here
+            from serving.registry import default_registry
+
+            be, reg = None, default_registry()
+            qc = stack.enter_context(
+                _cluster(ray, root, model, base_url, model, None, request_timeout, max_retries, shards)
+            )
+        else:
+            be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
+            stack.callback(be.close)
             _start(be, log)
-            cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            factory, names = (
-                _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
-            )
-            run = dict(
-                tools=factory,
-                scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
-                transcriber=_transcriber(names, items),
-                data_files=[data],
-                progress=progress_for(log),
-                judge_model=model,  # the solver's model judges (it reads the gold: scoring only)
-            )
-            if variant != "ft_fm":
-                res = evaluate_variant(items, be, root, cfg, **run)
-            else:
-                with ExperienceBank.open(bank or env.default_bank_dir()) as b:
-                    grid = MemoryGrid(Retriever(b, _embedder(embedder)), tau, tuple(sizes), tuple(ks))
-                    res = evaluate_variant(items, be, root, cfg, grid=grid, **run)
-        finally:
-            be.close()
+            qc = None
+        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
+        factory, names = (
+            _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+        )
+        run = dict(
+            tools=factory,
+            scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
+            transcriber=_transcriber(names, items),
+            data_files=[data],
+            progress=progress_for(log),
+            judge_model=model,  # the solver's model judges (it reads the gold: scoring only)
+            cluster=qc,
+        )
+        if variant != "ft_fm":
+            res = evaluate_variant(items, be, root, cfg, **run)
+        else:
+            with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+                grid = MemoryGrid(Retriever(b, _embedder(embedder)), tau, tuple(sizes), tuple(ks))
+                res = evaluate_variant(items, be, root, cfg, grid=grid, **run)
         for summary in res.summaries:
             result(log, json.dumps(summary.__dict__))
         for j in res.judged:

@@ -131,12 +131,17 @@ def do_run(
     smoke: bool = False,
     model: str = "smollm2-135m",
     resume: bool = True,
+    ray: str | None = None,
+    endpoint: list[str] | None = None,
+    shards: int | None = None,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
-    ``resume`` a folder already holding a run is refused."""
+    ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
+    cluster, its calls to each node's servers or ``endpoint`` (KEY=URL)."""
     from agent.reproduce.check import check_config
     from localfin import env
     from localfin.errors import ConfigError
+    from serving.cluster.endpoints import Endpoints, parse_endpoints
 
     cfgs = _configs(config)
     mode = "smoke" if smoke else "run"
@@ -146,13 +151,23 @@ def do_run(
                 "a full run takes one CONFIG; allowed: a config name or a .toml path "
                 "(`all` is for check, smoke, rehearse and plan)"
             )
-        missing = [i for i in check_config(cfgs[0], data_root=data_root) if i.status == "missing"]
+        # on a cluster the weights are the serving nodes' (their `vllm serve`), not this machine's
+        missing = [
+            i
+            for i in check_config(cfgs[0], data_root=data_root)
+            if i.status == "missing" and not (ray is not None and i.what.startswith("model "))
+        ]
         if missing:
             raise ConfigError(
                 f"{len(missing)} item(s) missing, nothing started: "
                 + " | ".join(i.line() for i in missing)
                 + f" (see `localfin reproduce check {config}`)"
             )
+    named = Endpoints.of(parse_endpoints(endpoint or [], "--endpoint"))
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)  # a head that does not answer: nothing written
     root = env.runs_dir() / ("reproduce-smoke" if smoke else "reproduce")
     base = out or root
     targets = [(c, (base / c.name) if (out is None or len(cfgs) > 1) else out) for c in cfgs]
@@ -174,7 +189,8 @@ def do_run(
                 note(rl, f"{c.name}: {c.paper} {c.table} ({mode}) -> {target}")
                 res = run_config(
                     c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
-                    progress=progress_for(rl),
+                    progress=progress_for(rl), ray_address=ray, endpoints=named if ray else None,
+                    shards=shards,
                 )  # fmt: skip
                 result(rl, f"{c.name}: report {res.report}")
         finally:
@@ -282,9 +298,26 @@ def run(
         "--resume",
         help="Continue the run already in the output folder (journaled calls are replayed).",
     ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        help="Run on the Ray cluster at this address (HOST:PORT of the head, auto, or local): Moira's runs "
+        "and FinAcumen's items as Ray tasks against each node's servers. See docs/cluster.md.",
+    ),
+    endpoint: list[str] = typer.Option(
+        None,
+        "--endpoint",
+        help="With --ray: a server of a model, KEY=URL (repeat); a node's own LOCALFIN_ENDPOINTS come first.",
+    ),
+    shards: int = typer.Option(
+        None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
+    ),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing)."""
-    do_run(ctx, _which(config, config_file), out, data_root, resume=resume)
+    do_run(
+        ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
+        shards=shards,
+    )  # fmt: skip
 
 
 @app.command("smoke")

@@ -248,17 +248,21 @@ def run_qa(
     cfg: ReproConfig,
     out_dir: Path,
     *,
-    backend: Backend,
+    backend: Backend | None,
     registry: Registry | None,
     data_root: Path,
     plan: QAPlan | None = None,
     embedder: Embedder | None = None,
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
+    cluster: Any = None,
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
     model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
-    ``backend``, which must then serve it)."""
+    ``backend``, which must then serve it). ``cluster``: a
+    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations and the
+    judge passes sharded over a Ray cluster (``backend`` is then None: the shards call their
+    servers); the run folder is the one-process one."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
@@ -275,6 +279,9 @@ def run_qa(
 
     p = plan or cfg.qa
     assert p is not None
+    if cluster is not None:  # the sharded stages, with the same signatures
+        evaluate, build_bank = cluster.evaluate, cluster.build_bank
+        judge_run, judge_check = cluster.judge_run, cluster.judge_check
     out_dir.mkdir(parents=True, exist_ok=True)
     solver_cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
     notes: list[str] = []
@@ -404,6 +411,7 @@ def run_qa(
                     bank_sizes=grid.bank_sizes,
                     k_maxes=grid.k_maxes,
                     prefix=f"{slug(src.label)}-ft_fm-",
+                    evaluator=evaluate,
                     tools=factory,
                     **common,
                 ):

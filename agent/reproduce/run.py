@@ -40,8 +40,10 @@ from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
 from bank.embedder import Embedder
 from localfin import env
+from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.cluster.endpoints import Endpoints
 from serving.open import BackendSpec, opened
 from serving.registry import Registry
 
@@ -162,6 +164,37 @@ def _judge_engine(plan: Any, registry: Registry | None, *, own: bool) -> tuple[R
     return reg, BackendSpec("vllm", plan.judge)
 
 
+def _run_qa_cluster(
+    cfg: ReproConfig,
+    out: Path,
+    plan: Any,
+    registry: Registry | None,
+    root: Path,
+    embedder: Embedder | None,
+    progress: Progress,
+    address: str,
+    endpoints: Endpoints | None,
+    shards: int | None,
+) -> Any:
+    """The QA plan sharded over the Ray cluster at ``address``; its servers: each node's own,
+    else ``endpoints`` and the config's ``base_url`` / ``judge_base_url``."""
+    from agent.qa.cluster.driver import qa_cluster
+    from agent.qa.cluster.tasks import Servers
+    from serving.open import registry_with
+
+    named = endpoints or Endpoints()
+    if plan.backend == "openai" and plan.base_url:
+        named = named.with_named(plan.model, [plan.base_url])
+    if plan.judge_base_url:
+        named = named.with_named(plan.judge, [plan.judge_base_url])
+    reg = registry_with(plan.model, "", registry)
+    with qa_cluster(address, out, Servers(plan.model, endpoints=named, registry=reg), shards=shards) as qc:
+        return run_qa(
+            cfg, out, backend=None, registry=reg, data_root=root, plan=plan, embedder=embedder,
+            progress=progress, cluster=qc,
+        )  # fmt: skip
+
+
 @contextlib.contextmanager
 def _maybe_opened(spec: BackendSpec | None, registry: Registry) -> Iterator[Backend | None]:
     if spec is None:
@@ -183,11 +216,23 @@ def reproduce(
     embedder: Embedder | None = None,
     html_report: bool = True,
     progress: Progress = NULL_PROGRESS,
+    ray_address: str | None = None,
+    endpoints: Endpoints | None = None,
+    shards: int | None = None,
 ) -> ReproResult:
     """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
     closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
-    for the run) and closed at the end."""
+    for the run) and closed at the end.
+
+    ``ray_address``: run on that Ray cluster instead (docs/cluster.md): Moira's runs as Ray
+    tasks (:mod:`agent.pairs.experiment.matrix_ray`), FinAcumen's stages sharded
+    (:mod:`agent.qa.cluster.driver`, ``shards`` per stage, default two per node), every call to
+    a ``vllm serve`` of each node (``LOCALFIN_ENDPOINTS``) or one of ``endpoints`` / the
+    config's ``base_url``. The report is the one-process run's; where the shards ran goes to
+    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira)."""
+    if ray_address is not None and (smoke or backend is not None):
+        raise ConfigError("a cluster run calls servers: give no backend and no smoke mode with ray_address")
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -203,7 +248,10 @@ def reproduce(
             from agent.pairs.experiment.demo import synthetic_store
 
             document = smoke_document(cfg, synthetic_store(out), model)
-        outcome = run_moira(cfg, out, document=document, backend=backend, registry=reg, progress=progress)
+        outcome = run_moira(
+            cfg, out, document=document, backend=backend, registry=reg, progress=progress,
+            ray_address=ray_address, endpoints=endpoints,
+        )  # fmt: skip
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
         if html_report:
@@ -217,20 +265,24 @@ def reproduce(
             demo = build_demo_set(out / "qa_set", seed=0, n_train=4, n_test=4)
             store = _smoke_store(out) if "lookup" in plan.tools else None
             plan = shrink_plan(plan, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
-        reg, judge_spec = _judge_engine(plan, reg, own=backend is None)
-        spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
-        with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
-            qo = run_qa(
-                cfg,
-                out,
-                backend=be,
-                registry=reg,
-                data_root=root,
-                plan=plan,
-                embedder=embedder,
-                judge_backend=jb,
-                progress=progress,
-            )
+        if ray_address is not None:
+            where = (ray_address, endpoints, shards)
+            qo = _run_qa_cluster(cfg, out, plan, reg, root, embedder, progress, *where)
+        else:
+            reg, judge_spec = _judge_engine(plan, reg, own=backend is None)
+            spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
+            with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
+                qo = run_qa(
+                    cfg,
+                    out,
+                    backend=be,
+                    registry=reg,
+                    data_root=root,
+                    plan=plan,
+                    embedder=embedder,
+                    judge_backend=jb,
+                    progress=progress,
+                )
         rows = list(qo.rows)
         notes += list(qo.notes)
         tables = qo.tables
