@@ -21,7 +21,8 @@ from localfin_cli._common import note, progress_for, quiet_run, renamed, result
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo.", no_args_is_help=True
+    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo, demo-set.",
+    no_args_is_help=True,
 )
 
 _DATASET = typer.Option(
@@ -539,6 +540,21 @@ def judge_check_cmd(
             f"{check.wrong_caught}/{check.wrong_n} perturbed answers judged wrong",
         )
         result(log, json.dumps(check.__dict__))
+
+
+@app.command("demo-set")
+def demo_set_cmd(
+    out: Path = typer.Option(..., "--out", help="Folder to write (items.jsonl and images/)."),
+    train: int = typer.Option(24, "--train", help="Train items (they feed a bank)."),
+    test: int = typer.Option(24, "--test", help="Test items (train + test <= 72)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the synthetic companies and every choice."),
+) -> None:
+    """Write the bundled demo QA set (synthetic companies, tables and charts as images) for
+    `qa eval` / `qa build-bank --dataset demo --data DIR`; nothing is downloaded."""
+    from agent.qa.demo_set import build_demo_set
+
+    folder = build_demo_set(out, seed=seed, n_train=train, n_test=test)
+    result(None, f"demo QA set: {train} train + {test} test items in {folder}")
 
 
 @app.command("demo")

@@ -188,3 +188,63 @@ def test_a_shard_lost_mid_way_resumes_from_the_keeper_without_sending_a_journale
     assert len(sent) == len(set(sent)) == ref.model_calls
     assert got.accuracy == ref.accuracy and got.model_calls == len(sent) - before
     assert _keys(tmp_path / "one" / "journal.sqlite") == _keys(tmp_path / "many" / "run" / "journal.sqlite")
+
+
+def _judged_items() -> list:
+    from agent.qa.items import Gold, QAItem, Question
+
+    return [
+        QAItem(
+            Question(f"t-{i}", "fintmmbench", f"Which company closed higher in case t-{i}?"), Gold(g, "free")
+        )
+        for i, g in enumerate(["Zyqorp 7713", "Wexalin 4409", "Quorvane 5581", "Brinel 1200", "Caskor 88"])
+    ]
+
+
+def _judged_solver():
+    from serving.scripted import Rule, ScriptedBackend
+
+    def reply(req) -> str:
+        q = next(m.content for m in req.messages if m.role == "user")
+        return "I read it.\nAnswer: " + ("ZYQ" if "t-0?" in q or "t-3?" in q else "other")
+
+    return ScriptedBackend([Rule("qa_base", reply)])
+
+
+def _judge(model: str = "judge-m"):
+    from serving.scripted import Rule, ScriptedBackend
+
+    def reply(req) -> str:
+        user = req.messages[-1].content
+        return json.dumps(
+            {"verdict": "correct" if "ZYQ" in user or "Zyq" in user else "incorrect", "reason": "r"}
+        )
+
+    return ScriptedBackend([Rule("judge", reply)])
+
+
+def test_a_sharded_judge_pass_and_judge_check_write_the_one_process_verdicts(tmp_path):
+    from agent.qa.judge_check import JUDGE_CHECK_FILE, JUDGE_CHECK_JOURNAL, judge_check
+    from agent.qa.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
+
+    items = _judged_items()
+    cfg = EvalConfig("base", SolverConfig(model="m"))
+    for where in ("one", "many"):
+        evaluate(items, _judged_solver(), tmp_path / where / "run", cfg, scorer=deferred_scorer())
+    ref = judge_run(tmp_path / "one" / "run", items, _judge(), "judge-m")
+    qc = QACluster(LocalRunner(tmp_path / "many" / ".ray-tasks", own={}), tmp_path / "many",
+                   Servers("m", factory=_judge), shards=2)  # fmt: skip
+    got = qc.judge_run(tmp_path / "many" / "run", items, None, "judge-m")
+    assert _stable(got.__dict__) == _stable(ref.__dict__) and ref.correct == 2
+    one, many = (json.loads((tmp_path / w / "run" / JUDGE_SCORES).read_text()) for w in ("one", "many"))
+    assert _stable(one) == _stable(many)
+    assert _keys(tmp_path / "one" / "run" / JUDGE_JOURNAL) == _keys(tmp_path / "many" / "run" / JUDGE_JOURNAL)
+
+    ref_c = judge_check(items, _judge(), "judge-m", tmp_path / "one" / "check")
+    got_c = qc.judge_check(items, None, "judge-m", tmp_path / "many" / "check")
+    assert _stable(got_c.__dict__ | {"out_dir": ""}) == _stable(ref_c.__dict__ | {"out_dir": ""})
+    a, b = (json.loads((tmp_path / w / "check" / JUDGE_CHECK_FILE).read_text()) for w in ("one", "many"))
+    assert a["verdicts"] == b["verdicts"] and a["gold_right"] == b["gold_right"]
+    check = JUDGE_CHECK_JOURNAL
+    assert _keys(tmp_path / "one" / "check" / check) == _keys(tmp_path / "many" / "check" / check)
+    assert [s["stage"] for s in qc.record()["stages"]] == ["judge", "judge_check"]
