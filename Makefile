@@ -18,7 +18,7 @@ export ORT_DISABLE_TELEMETRY := 1
 # Material for MkDocs prints a banner about its successor on every build
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install lint demo test test-slow bench docs docs-serve clean-venv
+.PHONY: install install-gpu lint demo test test-slow bench docs docs-serve clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
@@ -48,6 +48,23 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The GPU machine's .venv: the CUDA build of vLLM (the gpu extra) and what pip does not bring:
+# the OCR package without its dependencies (as for the CPU build), bubblewrap (installed as
+# root), and what triton compiles its CUDA launcher with at the first engine start (a C compiler
+# and the Python headers): each missing one is named with its apt step. Then `localfin gpu-check`.
+install-gpu:
+	{ command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install -y bubblewrap)"; }
+	{ command -v cc || command -v gcc; } >/dev/null || echo "note: no C compiler: triton needs one (apt-get install -y build-essential)"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import sysconfig, pathlib, sys; p = pathlib.Path(sysconfig.get_paths()['include'], 'Python.h'); \
+		p.is_file() or print(f'note: no {p}: triton needs the Python headers (apt-get install -y python{sys.version_info[0]}.{sys.version_info[1]}-dev)')"
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[gpu,dev,ray,docs]'
+	$(BIN)/python -m pip install --quiet --no-deps rapidocr-onnxruntime==1.4.4
+	ORT_DISABLE_TELEMETRY=1 $(BIN)/python -c "import vllm, cv2, rapidocr_onnxruntime, numba, hnswlib"
+	@echo "next: $(BIN)/localfin gpu-check"
 
 demo: install
 	$(BIN)/localfin models prepare smollm2-135m

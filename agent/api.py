@@ -127,6 +127,28 @@ def check_models(cfg: Any, registry: Registry | None = None) -> Any:
     return facts
 
 
+def _placed_specs(cfg: Any, spec: Any, fm_spec: Any, reg: Registry) -> tuple[Any, Any]:
+    """The backbone's and FinMem's backend specs with their layouts on the visible GPUs (both
+    engines at once: :func:`agent.reproduce.placement.place_experiment`); unchanged on the CPU
+    build. A ConfigError, before any folder or engine, when they cannot be placed."""
+    from dataclasses import replace
+
+    from agent.reproduce.placement import place_experiment
+    from serving.gpus import engine_platform, visible_inventory
+
+    if engine_platform() != "cuda" or spec.kind != "vllm":
+        return spec, fm_spec
+    placed = place_experiment(cfg, visible_inventory(), registry=reg)
+    if not placed.ok:
+        raise ConfigError(f"{cfg.name}: nothing started: {placed.problem()}")
+    spec = replace(spec, engine=replace(spec.engine, layout=placed.layout_for(spec.model, "backbone")))
+    if fm_spec is not None and fm_spec.kind == "vllm":
+        fm_spec = replace(
+            fm_spec, engine=replace(fm_spec.engine, layout=placed.layout_for(fm_spec.model, "finmem"))
+        )
+    return spec, fm_spec
+
+
 def run_experiment(
     config: str | Path | Mapping[str, Any],
     out: str | Path | None = None,
@@ -159,8 +181,11 @@ def run_experiment(
     facts = check_models(cfg, reg)  # an unknown key fails before any folder, engine or call
     fm_spec = cfg.finmem_backend_spec()
     folder = Path(out) if out is not None else env.runs_dir() / cfg.name
+    spec = cfg.model.backend_spec()
+    if backend is None:
+        spec, fm_spec = _placed_specs(cfg, spec, fm_spec, reg)
     with (
-        opened(cfg.model.backend_spec(), reg, backend=backend) as be,
+        opened(spec, reg, backend=backend) as be,
         opened(fm_spec, reg) if fm_spec else nullcontext() as fm,
     ):
         check_backend(be)  # a server that is down or refuses the key fails here, before any work

@@ -29,6 +29,8 @@ __all__ = [
     "ld_preload",
     "api_key",
     "node_endpoints",
+    "cuda_visible_devices",
+    "c_compiler",
     "offline_env",
     "apply_offline_env",
 ]
@@ -160,6 +162,18 @@ def node_endpoints() -> str:
     separated by commas. Set it where ``ray start`` runs: Ray's workers inherit the environment
     of their node (:mod:`serving.cluster.endpoints` reads the value)."""
     return os.environ.get("LOCALFIN_ENDPOINTS", "").strip()
+
+
+def cuda_visible_devices() -> str | None:
+    """``CUDA_VISIBLE_DEVICES`` as set (``None``: unset, every GPU visible; empty or ``-1``: none),
+    the devices this process and the engines it starts may use (indices or ``GPU-`` UUIDs)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def c_compiler() -> str:
+    """``CC`` (default empty): the C compiler triton builds its CUDA launcher with (unset: the
+    first of ``cc``, ``gcc``, ``clang`` on ``PATH``)."""
+    return os.environ.get("CC", "").strip()
 
 
 def offline_env() -> dict[str, str]:

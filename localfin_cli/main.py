@@ -30,6 +30,7 @@ from localfin_cli import (
     bench_cmd,
     data_cmd,
     export_cmd,
+    gpu_cmd,
     models_cmd,
     pairs_cmd,
     qa_cmd,
@@ -97,6 +98,7 @@ report_cmd.register(app)
 export_cmd.register(app)
 audit_cmd.register(app)
 reproduce_cmd.register(app)
+gpu_cmd.register(app)
 
 
 # typer >= 0.2x carries its own copy of click: its exceptions are not click's, so both families

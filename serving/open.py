@@ -225,10 +225,23 @@ def opened(
 
 
 def _open_vllm(spec: BackendSpec, registry: Registry) -> Backend:
+    """One in-process engine, or one per replica of its layout (:mod:`serving.replicas`)."""
     reg = registry
     if spec.model_path:
         reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
-    return VLLMBackend(spec.model, registry=reg, options=spec.engine)
+    layout = spec.engine.layout
+    if layout is None or len(layout.replicas) < 2:
+        return VLLMBackend(spec.model, registry=reg, options=spec.engine)
+    from dataclasses import replace
+
+    from serving.replicas import ReplicatedBackend
+
+    return ReplicatedBackend(
+        [
+            VLLMBackend(spec.model, registry=reg, options=replace(spec.engine, layout=layout.one(k)))
+            for k in range(len(layout.replicas))
+        ]
+    )
 
 
 def _open_openai(spec: BackendSpec, registry: Registry) -> Backend:

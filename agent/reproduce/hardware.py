@@ -25,6 +25,12 @@ class GpuKind:
     bandwidth_tbs: float
     bf16_tflops: float
 
+    @property
+    def memory_gib(self) -> float:
+        """The data sheet's memory in GiB (GB x 1e9 / 2^30; the driver reports a little more on
+        some kinds, so a placement on a declared kind errs on the safe side)."""
+        return self.memory_gb * 1e9 / 1024**3
+
 
 GPU_KINDS = {
     g.name: g

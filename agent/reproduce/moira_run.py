@@ -28,7 +28,15 @@ from serving.backend import Backend
 from serving.cluster.endpoints import Endpoints
 from serving.registry import Registry
 
-__all__ = ["MoiraOutcome", "with_baselines", "expand_cells", "run_moira", "moira_rows"]
+__all__ = [
+    "MoiraOutcome",
+    "with_baselines",
+    "expand_cells",
+    "placed_spec",
+    "placed_factory",
+    "run_moira",
+    "moira_rows",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,28 @@ class _Shared:
         return getattr(self._inner, name)
 
 
+def placed_spec(cell: Any, placement: Any) -> Any:
+    """The backend spec of ``cell``'s engine (its ``[model]``) where ``placement``
+    (:class:`agent.reproduce.placement.Placement`) puts it."""
+    from dataclasses import replace
+
+    spec = cell.config.model.backend_spec()
+    if spec.kind == "vllm":
+        spec = replace(spec, engine=replace(spec.engine, layout=placement.layout_for(cell.backbone.key)))
+    return spec
+
+
+def placed_factory(placement: Any) -> Any:
+    """The matrix's backend factory that opens each backbone's engine where ``placement`` puts
+    it (:func:`placed_spec`)."""
+    from serving.open import open_backend
+
+    def factory(cell: Any, reg: Registry) -> Backend:
+        return open_backend(placed_spec(cell, placement), reg)
+
+    return factory
+
+
 def run_moira(
     cfg: ReproConfig,
     out_dir: Path,
@@ -82,13 +112,15 @@ def run_moira(
     backend: Backend | None = None,
     registry: Registry | None = None,
     progress: Progress = NULL_PROGRESS,
+    placement: Any = None,
     ray_address: str | None = None,
     endpoints: Endpoints | None = None,
 ) -> MoiraOutcome:
     """Run the config's matrix into ``out_dir/matrix`` (``document`` replaces the config's
-    document, e.g. the smoke version; ``backend`` serves every cell when given;
-    ``ray_address``: its runs as Ray tasks on that cluster, against each node's servers or
-    ``endpoints``)."""
+    document, e.g. the smoke version; ``backend`` serves every cell when given; else each
+    backbone's engine opens where ``placement`` puts it, or with the engine's defaults;
+    ``ray_address``: its runs as Ray tasks on that cluster instead, against each node's servers
+    or ``endpoints``)."""
     doc, note = with_baselines(document if document is not None else cfg.document, cfg.baselines)
     text = f"# written by `localfin reproduce` from {cfg.name} ({cfg.table})\n" + cf.dumps(doc)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +129,9 @@ def run_moira(
     mcfg = load_matrix(out_dir / "matrix.toml")
     cells = mcfg.cells()  # validates every cell before any engine starts
     notes = [note] if note else []
-    factory = None if backend is None else (lambda cell, reg: _Shared(backend))
+    factory = (lambda cell, reg: _Shared(backend)) if backend is not None else None
+    if factory is None and placement is not None:
+        factory = placed_factory(placement)
     run_matrix(
         mcfg,
         mdir,

@@ -17,9 +17,14 @@ without a GPU or the papers' data:
   small synthetic market store), K = 2 trajectories; variants, tau and k_max grids as the
   config has them.
 
-A full FinAcumen run whose judge is a separate model opens a second backend for it: an
-in-process engine beside the solver's on the same GPUs (``[qa] judge_gpu_memory``), or a client
-of the judge's server (``judge_base_url``).
+A full run opens every engine where the config's placement puts it
+(:func:`agent.reproduce.placement.place`, the function ``reproduce plan`` prints and
+``reproduce check`` checks, on the GPUs this process sees): its tensor parallelism, its memory
+share, its data-parallel replicas (one engine process each, :mod:`serving.replicas`), a
+declared FP8 quantization. A config that cannot be placed stops here, before any engine starts,
+with what would place it. A FinAcumen run whose judge is a separate model opens a second
+backend for it: an in-process engine beside the solver's (``[qa] judge_gpu_memory`` of its GPU),
+or a client of the judge's server (``judge_base_url``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 from agent.data.store import MarketStore
 from agent.qa.demo_set import build_demo_set
 from agent.report.build import build_report
+from agent.reproduce import placement as placing
 from agent.reproduce.qa_run import run_qa, shrink_plan
 from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
@@ -44,8 +50,11 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
 from serving.cluster.endpoints import Endpoints
-from serving.open import BackendSpec, opened
+from serving.engine_args import engine_pins
+from serving.gpus import Inventory, engine_platform, visible_inventory
+from serving.open import BackendSpec, opened, registry_with
 from serving.registry import Registry
+from serving.vllm_engine import EngineOptions
 
 __all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
 
@@ -141,27 +150,68 @@ def _smoke_store(out: Path) -> Path:
     return path
 
 
-def _judge_engine(plan: Any, registry: Registry | None, *, own: bool) -> tuple[Registry, BackendSpec | None]:
-    """The registry the run opens its engines from and the judge's own backend, if it needs one:
-    a separate judge model gets a second in-process engine beside the solver's (GPU memory
-    shared: the judge takes ``judge_gpu_memory``, the solver its registry share minus that) or a
-    client of its server (``judge_base_url``)."""
-    from dataclasses import replace as _replace
-
-    from serving.open import registry_with
-
+def _judge_engine(
+    plan: Any, registry: Registry | None, *, own: bool, placed: placing.Placement | None = None
+) -> tuple[Registry, BackendSpec, BackendSpec | None]:
+    """The registry the run opens its engines from, the solver's backend and the judge's own,
+    if it needs one: a separate judge model gets a second in-process engine beside the
+    solver's (each where ``placed`` puts it: the judge at ``judge_gpu_memory`` of its GPU, the
+    solver on what is left) or a client of its server (``judge_base_url``)."""
     reg = registry_with(plan.model, "", registry)
+    pins = engine_pins(plan)
+
+    def layout(key: str, role: str) -> Any:
+        return placed.layout_for(key, role) if placed is not None else None
+
+    solver = BackendSpec(
+        plan.backend,
+        plan.model,
+        base_url=plan.base_url,
+        engine=EngineOptions(**pins, layout=layout(plan.model, "solver") if plan.backend == "vllm" else None),
+    )
     if not own or not plan.separate_judge or not plan.needs_judge:
-        return reg, None
+        return reg, solver, None
     if plan.backend == "openai":
-        return reg, BackendSpec("openai", plan.judge, base_url=plan.judge_base_url or plan.base_url)
-    solver, judge = reg.get(plan.model), reg.get(plan.judge)
-    if solver.device == "gpu":
-        share = max(0.05, solver.gpu_memory_utilization - plan.judge_gpu_memory)
-        reg = reg.with_spec(_replace(solver, gpu_memory_utilization=round(share, 3)))
-    if judge.device == "gpu":
-        reg = reg.with_spec(_replace(judge, gpu_memory_utilization=plan.judge_gpu_memory))
-    return reg, BackendSpec("vllm", plan.judge)
+        return reg, solver, BackendSpec("openai", plan.judge, base_url=plan.judge_base_url or plan.base_url)
+    judge_pins = {**pins, "quantization": None, "pipeline_parallel": 1}
+    judge = BackendSpec(
+        "vllm", plan.judge, engine=EngineOptions(**judge_pins, layout=layout(plan.judge, "judge"))
+    )
+    return reg, solver, judge
+
+
+def engine_specs(
+    cfg: ReproConfig, placed: placing.Placement, registry: Registry | None
+) -> list[tuple[str, Any]]:
+    """(label, backend spec) of the engines a full FinAcumen run opens on ``placed``: the
+    solver and a separate judge (what :func:`reproduce` opens; a dry run prints them)."""
+    assert cfg.qa is not None
+    _, solver, judge = _judge_engine(cfg.qa, registry, own=True, placed=placed)
+    out = [("solver", solver)] if solver.kind == "vllm" else []
+    if judge is not None and judge.kind == "vllm":
+        out.append(("judge", judge))
+    return out
+
+
+def run_placement(
+    cfg: ReproConfig, registry: Registry | None, inventory: Inventory | None = None
+) -> placing.Placement | None:
+    """The placement a full run opens its engines with (None on the CPU build, where engines
+    take vLLM's CPU defaults): :func:`agent.reproduce.placement.place` on ``inventory``
+    (default: the GPUs this process sees). A config that cannot be placed is a ConfigError
+    naming what would place it, before any engine starts."""
+    if inventory is None:
+        if engine_platform() != "cuda":
+            return None
+        inventory = visible_inventory()
+    reg = registry_with(cfg.model_keys[0], "", registry)
+    placed = placing.place(cfg, inventory, registry=reg)
+    if not placed.ok:
+        raise ConfigError(
+            f"{cfg.name} cannot be placed, nothing started: {placed.problem()} (see `localfin reproduce "
+            f"plan {cfg.name}` and `localfin reproduce check {cfg.name}`)"
+        )
+    return placed
 
 
 def _run_qa_cluster(
@@ -180,7 +230,6 @@ def _run_qa_cluster(
     else ``endpoints`` and the config's ``base_url`` / ``judge_base_url``."""
     from agent.qa.cluster.driver import qa_cluster
     from agent.qa.cluster.tasks import Servers
-    from serving.open import registry_with
 
     named = endpoints or Endpoints()
     if plan.backend == "openai" and plan.base_url:
@@ -216,14 +265,16 @@ def reproduce(
     embedder: Embedder | None = None,
     html_report: bool = True,
     progress: Progress = NULL_PROGRESS,
+    inventory: Inventory | None = None,
     ray_address: str | None = None,
     endpoints: Endpoints | None = None,
     shards: int | None = None,
 ) -> ReproResult:
     """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
-    closed here); otherwise engines are built from the config (Moira: one per backbone; QA: one
-    for the run) and closed at the end.
+    closed here); otherwise engines are built from the config (Moira: one per backbone; QA: the
+    solver and its judge) where :func:`run_placement` puts them on ``inventory`` (default: the
+    visible GPUs), and closed at the end.
 
     ``ray_address``: run on that Ray cluster instead (docs/cluster.md): Moira's runs as Ray
     tasks (:mod:`agent.pairs.experiment.matrix_ray`), FinAcumen's stages sharded
@@ -233,7 +284,9 @@ def reproduce(
     ``cluster.json`` (FinAcumen) or the matrix folder's (Moira)."""
     if ray_address is not None and (smoke or backend is not None):
         raise ConfigError("a cluster run calls servers: give no backend and no smoke mode with ray_address")
-
+    # on a cluster the engines are the nodes' servers: nothing is opened (or placed) here
+    cluster = ray_address is not None
+    placed = None if (smoke or backend is not None or cluster) else run_placement(cfg, registry, inventory)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     reg = registry
@@ -249,7 +302,7 @@ def reproduce(
 
             document = smoke_document(cfg, synthetic_store(out), model)
         outcome = run_moira(
-            cfg, out, document=document, backend=backend, registry=reg, progress=progress,
+            cfg, out, document=document, backend=backend, registry=reg, progress=progress, placement=placed,
             ray_address=ray_address, endpoints=endpoints,
         )  # fmt: skip
         rows = moira_rows(outcome)
@@ -269,8 +322,7 @@ def reproduce(
             where = (ray_address, endpoints, shards)
             qo = _run_qa_cluster(cfg, out, plan, reg, root, embedder, progress, *where)
         else:
-            reg, judge_spec = _judge_engine(plan, reg, own=backend is None)
-            spec = BackendSpec(plan.backend, plan.model, base_url=plan.base_url)
+            reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
             with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
                 qo = run_qa(
                     cfg,

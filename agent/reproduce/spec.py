@@ -34,6 +34,7 @@ from typing import Any
 from agent.qa.datasets import DATASETS
 from localfin import configfile as cf
 from localfin.errors import ConfigError
+from serving.engine_args import check_engine_fields
 from serving.open import BACKEND_KINDS, backend_kinds
 
 __all__ = [
@@ -212,6 +213,23 @@ class QAPlan:
     #: constrain the solver's plan and action replies by their JSON schema (off: free replies,
     #: the first JSON object in each read and checked against the same schema)
     action_schema: bool = True
+    #: ``backend = "vllm"``: a declared weight quantization of the solver's engine, ``fp8``
+    #: (vLLM ``--quantization fp8``, half the memory of bf16; not the weights the paper ran),
+    #: or "" (the checkpoint's own)
+    quantization: str = ""
+    #: ``backend = "vllm"``: declared pipeline stages of the solver's engine (1: none; more
+    #: spans nodes, which needs a Ray cluster)
+    pipeline_parallel: int = 1
+    #: ``backend = "vllm"``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``) in the
+    #: solver's and the judge's engines, so a resumed GPU run's new replies equal an
+    #: uninterrupted run's (docs/faults.md, "Determinism")
+    batch_invariant: bool = False
+    #: ``backend = "vllm"``: vLLM's asynchronous scheduling (its CUDA default), off until a GPU
+    #: check validates it with structured outputs and seeded requests
+    async_scheduling: bool = False
+    #: ``backend = "vllm"``: how the engines' processes start (``spawn``, as the CPU build
+    #: always does, or ``fork``)
+    worker_start_method: str = "spawn"
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants if v not in _QA_VARIANTS]
@@ -235,6 +253,7 @@ class QAPlan:
             raise ConfigError(f"qa.gate_rejections={self.gate_rejections}; allowed: 0..64")
         if not 1 <= self.max_steps <= 64:
             raise ConfigError(f"qa.max_steps={self.max_steps}; allowed: 1..64")
+        check_engine_fields(self, "qa")
         if not 0.0 < self.tau < 1.0 or any(not 0.0 < t < 1.0 for t in self.taus):
             raise ConfigError(f"qa.tau / qa.taus must lie in (0, 1); got {self.tau}, {list(self.taus)}")
         if not self.k_max or any(k < 1 for k in self.k_max):

@@ -52,3 +52,30 @@ def test_vllm_engine_on_cuda_gives_schema_valid_json(tmp_path):
     )
     backend.close()
     assert sum(not r.is_fallback for r in out) == 64
+
+
+def test_the_gpu_smoke_passes(tmp_path):
+    """`localfin gpu-check` on this GPU machine: every check passes (tensor parallelism 2 is
+    skipped only with one GPU visible)."""
+    pytest.importorskip("vllm")
+    from serving.gpu_smoke import format_report, run_smoke
+    from serving.gpus import visible_inventory
+
+    report = run_smoke(tmp_path / "gpu-check")
+    assert not report.failed, format_report(report)
+    status = {c.name: c.status for c in report.checks}
+    assert status["two engines"] == status["thinking + schema"] == status["serve + image"] == "ok"
+    assert status["close, start at once"] == "ok"
+    assert status["tensor parallel 2"] == ("ok" if visible_inventory().most_per_node >= 2 else "skipped")
+
+
+def test_an_unplaceable_model_is_refused_before_its_engine_starts(tmp_path):
+    """A Qwen3-32B-sized need on this GPU's visible memory: the placement and the engine say
+    what would place it before vLLM is asked."""
+    from serving.gpus import visible_inventory
+    from serving.placement import EngineNeed, place_stage
+
+    inv = visible_inventory()
+    huge = EngineNeed("huge", params_b=4000.0, kv_bytes_per_token=1, attention_heads=64, kv_heads=8)
+    (p,) = place_stage([huge], inv)
+    assert not p.fits and p.remedies

@@ -89,7 +89,10 @@ def test_a_stand_in_needs_an_architecture(tmp_path: Path) -> None:
         cpu_stand_in(spec, tmp_path)
 
 
-def test_image_models_are_served_with_the_image_limit() -> None:
+def test_image_models_are_served_with_the_image_limit_and_no_other_modality() -> None:
+    """vLLM's default for a modality the limits do not name is 999 (its start-up profiling then
+    budgets videos): every modality but images is 0."""
     args = default_registry().get("qwen3-vl-8b").serve_args()
-    assert args[args.index("--limit-mm-per-prompt") + 1] == f'{{"image": {MAX_IMAGES}}}'
+    limits = f'{{"image": {MAX_IMAGES}, "video": 0, "audio": 0}}'
+    assert args[args.index("--limit-mm-per-prompt") + 1] == limits
     assert "--limit-mm-per-prompt" not in default_registry().get("qwen3-4b").serve_args()

@@ -186,8 +186,9 @@ def test_registry_keys_and_errors(tmp_path, monkeypatch):
     assert reg.get("qwen3-4b-nothink").thinking_default is False
     assert reg.get("qwen3-vl-8b").accepts_images and not q.accepts_images
     assert reg.get("llama-3.1-8b").default_max_tokens == 16_384 and q.timeout_s == 600
-    args = reg.get("qwen3-32b").serve_args(port=9000)
-    assert args[args.index("--tensor-parallel-size") + 1] == "2"
+    args = reg.get("qwen3-32b").serve_args(port=9000, platform="cuda")
+    # the least tensor parallelism; the placement widens it where one GPU cannot hold the model
+    assert args[args.index("--tensor-parallel-size") + 1] == "1" and "--no-async-scheduling" in args
     assert "--reasoning-parser" in args and "--enable-prompt-tokens-details" in args
     monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelNotPreparedError, match="Qwen/Qwen3-4B"):

@@ -66,6 +66,7 @@ from agent.pairs.screen.causal import ScreenConfig
 from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
+from serving.engine_args import check_engine_fields, engine_pins
 from serving.open import BACKEND_KINDS, BackendSpec, backend_kinds
 from serving.types import Sampling
 from serving.vllm_engine import EngineOptions
@@ -111,6 +112,20 @@ class ModelConfig:
         call boundary (exit code 4) and resumes with ``--resume`` (docs/faults.md).
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
+    quantization: ``vllm``: a declared weight quantization of the engine, ``fp8`` (vLLM
+        ``--quantization fp8``: 8-bit weights quantized at load, half the memory of bf16, on
+        Hopper GPUs and newer; not the weights the papers ran) or "" (the checkpoint's own).
+    pipeline_parallel: ``vllm``: declared pipeline stages of the engine (1: none; more lets a
+        model too big for one node span nodes, which needs a Ray cluster).
+    batch_invariant: ``vllm``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``): a
+        reply no longer depends on which requests share its batch, so a resumed GPU run's new
+        replies equal an uninterrupted run's, at some speed (bf16 GPU kernels are otherwise not
+        batch-invariant; docs/faults.md, "Determinism").
+    async_scheduling: ``vllm``: vLLM's asynchronous scheduling (its CUDA default), off until a
+        GPU check validates it with structured outputs, the reasoning parser and seeded requests.
+    worker_start_method: ``vllm``: how the engine's processes start (``spawn``, as the CPU
+        build always does; ``fork``, CUDA's default, copies a parent holding OpenMP and numba
+        thread pools).
     """
 
     backbone: str = "smollm2-135m"
@@ -129,6 +144,11 @@ class ModelConfig:
     retry_backoff_s: float = 1.0
     retry_backoff_max_s: float = 30.0
     max_failures_in_a_row: int = 8
+    quantization: str = ""
+    pipeline_parallel: int = 1
+    batch_invariant: bool = False
+    async_scheduling: bool = False
+    worker_start_method: str = "spawn"
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
 
     def __post_init__(self) -> None:
@@ -161,6 +181,7 @@ class ModelConfig:
             )
         if self.max_failures_in_a_row < 1:
             raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
+        check_engine_fields(self, "model")
 
     def sampling(self, seed: int) -> Sampling:
         """The sampling of every call of a run with ``seed``."""
@@ -172,6 +193,7 @@ class ModelConfig:
             max_num_seqs=self.max_num_seqs,
             kv_cache_gib=self.kv_cache_gib,
             max_failures_in_a_row=self.max_failures_in_a_row,
+            **engine_pins(self),
         )
         if self.backend == "vllm":
             return BackendSpec("vllm", self.backbone, model_path=model_path, engine=engine)
@@ -320,7 +342,10 @@ class ExperimentConfig:
         if "finmem" not in self.baselines.methods or fm.model == self.model.backbone:
             return None
         if self.model.backend == "vllm":
-            engine = EngineOptions(max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib)
+            pins = {**engine_pins(self.model), "quantization": None, "pipeline_parallel": 1}
+            engine = EngineOptions(
+                max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib, **pins
+            )
             return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
         return BackendSpec(self.model.backend, fm.model, base_url=fm.base_url)
 

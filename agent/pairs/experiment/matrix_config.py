@@ -41,7 +41,17 @@ _WINDOW_KEYS = ("train_start", "train_end", "test_start", "test_end")
 #: ``[model]`` keys a backbone entry may override (everything but ``backbone``, set by ``key``).
 _MODEL_KEYS = tuple(f.name for f in fields(ModelConfig) if f.name != "backbone")
 #: Model settings that make two backbone entries need two engines (the others are per request).
-_ENGINE_KEYS = ("backend", "base_url", "max_num_seqs", "kv_cache_gib")
+_ENGINE_KEYS = (
+    "backend",
+    "base_url",
+    "max_num_seqs",
+    "kv_cache_gib",
+    "quantization",
+    "pipeline_parallel",
+    "batch_invariant",
+    "async_scheduling",
+    "worker_start_method",
+)
 
 
 def _name(value: Any, key: str) -> str:

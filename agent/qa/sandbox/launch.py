@@ -83,9 +83,10 @@ _SYSTEM_LIB_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64")
 _HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 INSTALL_HINT = (
-    "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; `make install` does it when run "
-    "as root) and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on "
-    "Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
+    "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; `make install` and `make "
+    "install-gpu` do it when run as root) and allow unprivileged user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
+    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
 )
 
 # Run as root inside `unshare --mount --propagation private`: mount a 0755 tmpfs on the stage

@@ -38,6 +38,7 @@ __all__ = [
     "think_bias",
     "engine_groups",
     "stand_ins",
+    "stand_in_layouts",
 ]
 
 log = logging.getLogger(__name__)
@@ -220,22 +221,41 @@ def check_reuse(si: StandIns, arch: str, engine: ModelSpec, path: str) -> list[s
     return notes
 
 
+def stand_in_layouts(si: StandIns, *, kv_cache_gib: int = 1) -> dict[str, Any]:
+    """arch -> where its engine or server runs on the CUDA build: every architecture's stand-in
+    placed at once on the visible GPUs, each with the share its weights and ``kv_cache_gib`` of
+    KV cache need (:func:`agent.reproduce.placement.place_stand_ins`); {} on the CPU build."""
+    from agent.reproduce.placement import place_stand_ins
+    from serving.gpus import engine_platform, visible_inventory
+
+    if engine_platform() != "cuda":
+        return {}
+    first = {a: ks[0] for a, ks in si.groups.items()}
+    placed = place_stand_ins(first.values(), si.registry, visible_inventory(), kv_cache_gib=kv_cache_gib)
+    if not placed.ok:
+        raise ConfigError(f"the rehearsal's stand-ins: {placed.problem()}")
+    return {a: placed.layout_for(k) for a, k in first.items()}
+
+
 def open_engines(
     si: StandIns, *, kv_cache_gib: int = 1, max_num_seqs: int = 64, archs: Iterable[str] | None = None
 ) -> dict[str, Backend]:
     """One in-process vLLM engine per architecture (``archs``: only these), on the group's first
-    key (started on first use)."""
+    key (started on first use), where :func:`stand_in_layouts` puts it."""
     from serving.open import BackendSpec, open_backend
     from serving.vllm_engine import EngineOptions
 
     out: dict[str, Backend] = {}
     only = set(si.groups if archs is None else archs)
+    layouts = stand_in_layouts(si, kv_cache_gib=kv_cache_gib)
     for arch, ks in si.groups.items():
         if arch not in only:
             continue
         spec = si.registry.get(ks[0])
         bias = think_bias(si.models[arch]) if spec.reasoning_parser else {}
-        opts = EngineOptions(kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, logit_bias=bias)
+        opts = EngineOptions(
+            kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, logit_bias=bias, layout=layouts.get(arch)
+        )
         out[arch] = open_backend(BackendSpec("vllm", ks[0], engine=opts), si.registry)
     return out
 
@@ -292,14 +312,16 @@ def start_servers(
     old = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
     os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gib)
     only = set(si.groups if archs is None else archs)
+    layouts = stand_in_layouts(si, kv_cache_gib=kv_cache_gib)
     try:
         for arch, ks in si.groups.items():
             if arch not in only:
                 continue
             spec = si.registry.get(ks[0])
             h = start_server(
-                spec, log_path=log_dir / f"serve-{arch}.log", api_key="rehearsal", ready_timeout_s=600
-            )
+                spec, log_path=log_dir / f"serve-{arch}.log", api_key="rehearsal", ready_timeout_s=600,
+                layout=layouts.get(arch),
+            )  # fmt: skip
             servers.handles[arch] = h
             servers.clients[arch] = server_client(si, arch, h.base_url, api_key="rehearsal")
     except BaseException:

@@ -10,11 +10,11 @@ from agent.reproduce.gpu_plan import (
     PREFILL_EFFICIENCY,
     Work,
     _time,
-    choose_tp,
     engine_memory,
     plan_config,
 )
 from agent.reproduce.hardware import GPU_KINDS, gpu_kind
+from agent.reproduce.placement import declared_inventory, place
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
 from serving.registry import default_registry
@@ -33,11 +33,15 @@ def test_memory_of_llama_8b_by_hand() -> None:
 
 
 def test_tensor_parallel_is_the_smallest_that_holds_the_weights_and_one_sequence() -> None:
-    h200, l40s = gpu_kind("h200"), gpu_kind("l40s")
-    assert choose_tp("llama-3.1-70b", 1, h200, 32_768) is None  # 131.5 GiB of weights > 0.9 x 141 GB - 4 GiB
-    assert choose_tp("llama-3.1-70b", 4, h200, 32_768) == 2
-    assert choose_tp("qwen3-32b", 1, h200, 32_768) == 1
-    assert choose_tp("qwen3-32b", 4, l40s, 32_768) == 2  # 61 GiB of weights cannot sit on one 48 GB card
+    def tp(config: str, key: str, gpus: int, kind: str) -> int | None:
+        e = place(load_repro(config), declared_inventory(kind, gpus), registry=default_registry()).find(key)
+        return e.layout.tensor_parallel if e.fits and e.layout else None
+
+    assert tp("moira_table3_main", "llama-3.1-70b", 1, "h200") is None  # 131.5 GiB of weights > 0.9 x 141 GB
+    assert tp("moira_table3_main", "llama-3.1-70b", 4, "h200") == 2
+    assert tp("moira_table6_a3", "qwen3-32b", 1, "h200") == 1
+    # 61 GiB of weights cannot sit on one 48 GB card
+    assert tp("moira_table6_a3", "qwen3-32b", 4, "l40s") == 2
 
 
 def test_time_model_by_hand() -> None:
@@ -78,7 +82,8 @@ def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> N
     r = cli("reproduce", "plan", "moira_table3_main", "--gpus", "4", "--gpu", "h200")
     assert r.code == 0, r.err
     assert "on 4 x NVIDIA H200" in r.out and "basis: bf16 weights" in r.out
-    assert "engine llama-3.1-70b: tp 2 (registry 4) x dp 2" in r.out
+    assert "engine llama-3.1-70b: tp 2 x dp 2 (replicas)" in r.out
+    assert "placement of moira_table3_main on 4 x h200" in r.out
     assert (
         "config counts; no rehearsal: a lower bound" in r.out and "total (engines one after another)" in r.out
     )

@@ -14,10 +14,16 @@ from agent.reproduce.spec import load_repro
 
 @pytest.fixture()
 def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No GPU weights, no store, no benchmarks: what this CPU machine has (the sandbox probe
-    answers as on a machine where bubblewrap works, so the lines do not depend on this one)."""
+    """No GPU weights, no store, no benchmarks, no GPU: what this CPU machine has (the sandbox
+    probe answers as on a machine where bubblewrap works, and the GPUs are seen as none by a
+    fixed probe, so the lines do not depend on this one)."""
     from agent.qa import sandbox
+    from agent.reproduce import check
+    from serving import gpus
 
+    none = gpus.Inventory((gpus.Node("vm"),), "no nvidia-smi on PATH")
+    monkeypatch.setattr(gpus, "visible_inventory", lambda: none)
+    monkeypatch.setattr(check, "visible_inventory", lambda: none)
     monkeypatch.setenv("LOCALFIN_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("LOCALFIN_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("LOCALFIN_STORE", raising=False)
@@ -34,7 +40,10 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         f"import --herculean <Herculean folder> --store {t}/data/market.sqlite",
         f"MISSING moira_table6_a3: model qwen3-32b: no config.json in {t}/models/Qwen3-32B; fix: copy "
         f"Qwen/Qwen3-32B into {t}/models/Qwen3-32B (or set LOCALFIN_MODELS_DIR)",
-        "2 items checked, 2 missing",
+        "MISSING moira_table6_a3: placement: no GPU visible (no nvidia-smi on PATH): qwen3-32b needs 73.1 "
+        "GiB of one GPU at tp 1; qwen3-32b-nothink needs 73.1 GiB of one GPU at tp 1; fix: run on a GPU "
+        "machine; to check one from here: localfin reproduce check moira_table6_a3 --gpus N --gpu KIND",
+        "3 items checked, 3 missing",
     ]
     run = cli("reproduce", "check", "finacumen_table2")
     assert run.code == 1
@@ -62,7 +71,10 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
         "(or set LOCALFIN_MODELS_DIR)",
         f"MISSING finacumen_table2: model qwen3-4b-nothink: no config.json in {t}/models/Qwen3-4B; "
         f"fix: copy Qwen/Qwen3-4B into {t}/models/Qwen3-4B (or set LOCALFIN_MODELS_DIR)",
-        "10 items checked, 8 missing",
+        "MISSING finacumen_table2: placement: no GPU visible (no nvidia-smi on PATH): qwen3-vl-8b needs "
+        "24.8 GiB of one GPU at tp 1; qwen3-4b-nothink needs 16.0 GiB of one GPU at tp 1; fix: run on a GPU "
+        "machine; to check one from here: localfin reproduce check finacumen_table2 --gpus N --gpu KIND",
+        "11 items checked, 9 missing",
     ]
 
 

@@ -173,18 +173,21 @@ def test_judge_model_key() -> None:
 
 
 def test_a_separate_in_process_judge_gets_its_own_engine_and_a_share_of_the_gpu() -> None:
+    from agent.reproduce.placement import declared_inventory, place
     from agent.reproduce.run import _judge_engine
     from agent.reproduce.spec import load_repro
 
-    plan = load_repro("finacumen_table1").qa
-    reg, spec = _judge_engine(plan, default_registry(), own=True)
+    cfg = load_repro("finacumen_table1")
+    plan = cfg.qa
+    placed = place(cfg, declared_inventory("h100", 1), registry=default_registry())
+    _, solver, spec = _judge_engine(plan, default_registry(), own=True, placed=placed)
     assert spec is not None and (spec.kind, spec.model) == ("vllm", "qwen3-4b-nothink")
-    assert reg.get("qwen3-vl-8b").gpu_memory_utilization == 0.65  # 0.90 - 0.25
-    assert reg.get("qwen3-4b-nothink").gpu_memory_utilization == 0.25
+    assert solver.engine.layout.share == 0.65  # 0.90 - 0.25, on the judge's GPU
+    assert spec.engine.layout.share == 0.25
     # a backend given by the caller serves both; the solver's own judge needs nothing
-    assert _judge_engine(plan, default_registry(), own=False)[1] is None
+    assert _judge_engine(plan, default_registry(), own=False)[2] is None
     from dataclasses import replace
 
-    assert _judge_engine(replace(plan, judge_model=""), default_registry(), own=True)[1] is None
+    assert _judge_engine(replace(plan, judge_model=""), default_registry(), own=True)[2] is None
     served = replace(plan, backend="openai", base_url="http://a:1/v1", judge_base_url="http://b:2/v1")
-    assert _judge_engine(served, default_registry(), own=True)[1].base_url == "http://b:2/v1"
+    assert _judge_engine(served, default_registry(), own=True)[2].base_url == "http://b:2/v1"
