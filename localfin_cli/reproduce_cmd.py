@@ -242,16 +242,27 @@ def do_run(
                 backend.close()
 
 
-def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
+def do_plan(
+    config: str,
+    gpus: int | None,
+    gpu: str,
+    rehearsed: Path | None,
+    *,
+    nodes: int = 1,
+    gpus_per_node: int | None = None,
+) -> None:
+    """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
+    ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
     from agent.reproduce import placement as placing
+    from agent.reproduce.cluster_plan import format_node_servers
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from localfin import env
-    from localfin.errors import ConfigError
     from serving.registry import default_registry
 
-    if gpus < 1:
-        raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
-    inventory = placing.declared_inventory(gpu, gpus)
+    if gpus is None and gpus_per_node is None:
+        gpus = 1
+    inventory = placing.declared_inventory(gpu, gpus, nodes=nodes, gpus_per_node=gpus_per_node)
+    gpus = inventory.count
     cfgs = _configs(config)
     texts = []
     base = rehearsed or env.runs_dir() / "rehearse"
@@ -261,6 +272,8 @@ def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
         placement = placing.place(c, inventory, registry=reg)
         engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
         text = format_plan(c, gpus, gpu, engines, placement)
+        if nodes > 1:
+            text += "\n" + format_node_servers(placement, c.name)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
@@ -434,12 +447,17 @@ def rehearse(
 def plan(
     config: str = _config_arg(True),
     config_file: Path = _CONFIG_FILE,
-    gpus: int = typer.Option(1, "--gpus", help="Number of GPUs."),
+    gpus: int = typer.Option(None, "--gpus", help="Number of GPUs on one node (default 1)."),
     gpu: str = typer.Option("h200", "--gpu", help="GPU kind (h100, h200, a100-80g, l40s)."),
     out: Path = typer.Option(None, "--out", help=_PLAN_OUT_HELP),
+    nodes: int = typer.Option(1, "--nodes", help="Nodes of a cluster (with --gpus-per-node)."),
+    gpus_per_node: int = typer.Option(
+        None, "--gpus-per-node", help="GPUs of each node of a cluster; also prints each node's servers."
+    ),
 ) -> None:
-    """Print a config's engines, memory and an estimated wall time on GPUs."""
-    do_plan(_which(config, config_file), gpus, gpu, out)
+    """Print a config's engines (where each goes), memory and an estimated wall time on GPUs of
+    one node or of a cluster."""
+    do_plan(_which(config, config_file), gpus, gpu, out, nodes=nodes, gpus_per_node=gpus_per_node)
 
 
 # --- the flag form of earlier releases ------------------------------------------------------------
