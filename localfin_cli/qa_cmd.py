@@ -148,16 +148,26 @@ def _start(be, log) -> None:
 
 
 def _backend(
-    kind: str, model: str, base_url: str | None, timeout_s: float | None = None, max_retries: int = 4
+    kind: str,
+    model: str,
+    base_url: str | None,
+    timeout_s: float | None = None,
+    max_retries: int = 4,
+    layout: object | None = None,
 ):
-    """The backend the options name, and the registry that holds the model."""
+    """The backend the options name (an in-process engine where ``layout`` puts it), and the
+    registry that holds the model."""
     from serving.open import BackendSpec, open_backend
     from serving.registry import default_registry
+    from serving.vllm_engine import EngineOptions
 
     if kind == "openai" and not base_url:
         raise typer.BadParameter("--base-url is required with --backend openai")
     reg = default_registry()
-    spec = BackendSpec(kind, model, base_url=base_url or "", timeout_s=timeout_s, max_retries=max_retries)
+    spec = BackendSpec(
+        kind, model, base_url=base_url or "", timeout_s=timeout_s, max_retries=max_retries,
+        engine=EngineOptions(layout=layout),  # type: ignore[arg-type]
+    )  # fmt: skip
     return open_backend(spec, reg), reg
 
 
@@ -183,6 +193,20 @@ def _cluster(
     servers = Servers(model, endpoints=named, registry=default_registry(), timeout_s=timeout_s,
                       max_retries=max_retries)  # fmt: skip
     return qa_cluster(ray, base, servers, shards=shards)
+
+
+def _beside(kind: str, model: str, judge: str) -> tuple[object | None, object | None]:
+    """Layouts of the solver's and the judge's in-process engines side by side on the visible
+    GPUs (None, None: not both in process, or the CPU build)."""
+    from serving.gpus import engine_platform, visible_inventory
+    from serving.placement import side_by_side
+    from serving.registry import default_registry
+
+    if kind != "vllm" or judge == model or engine_platform() != "cuda":
+        return None, None
+    reg = default_registry()
+    solver, other = side_by_side(reg.get(model), [reg.get(judge)], visible_inventory())
+    return solver, other
 
 
 def _guarded(folder: Path, command: str):
@@ -302,6 +326,9 @@ def build_bank_cmd(
     judge_model = judge or model
     if ray is not None:
         ray = preflight(ray)
+    judged = judge_model != model and any(it.question.dataset == "fintmmbench" for it in items)
+    in_process = judged and ray is None
+    solver_at, judge_at = _beside(backend, model, judge_model) if in_process else (None, None)
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
@@ -318,12 +345,14 @@ def build_bank_cmd(
             )
             build = qc.build_bank
         else:
-            be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
+            be, reg = _backend(backend, model, base_url, request_timeout, max_retries, layout=solver_at)
             stack.callback(be.close)
             _start(be, log)
             served = be
-            if judge_model != model and any(it.question.dataset == "fintmmbench" for it in items):
-                jb, _ = _backend(backend, judge_model, judge_url or base_url, request_timeout, max_retries)
+            if judged:
+                jb, _ = _backend(
+                    backend, judge_model, judge_url or base_url, request_timeout, max_retries, layout=judge_at
+                )
                 stack.callback(jb.close)
                 _start(jb, log)
                 served = ByModel(be, {judge_model: jb})

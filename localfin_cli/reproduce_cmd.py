@@ -2,6 +2,7 @@
 
 localfin reproduce list                      every config and the table it reproduces
 localfin reproduce check CONFIG|all          data, model folders and the GPU placement, present or missing
+localfin reproduce settings CONFIG [--json]  every effective setting with its provenance
 localfin reproduce run CONFIG [--resume]     run it (refuses while anything is missing)
 localfin reproduce smoke CONFIG|all          run it shrunk to CPU size, report included
 localfin reproduce rehearse CONFIG|all       its GPU settings on tiny stand-ins, engine and server, checked
@@ -119,10 +120,14 @@ def _inventory(gpus: int | None, gpu: str | None):
 
 def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None) -> None:
     from agent.reproduce.check import check_config, format_items
+    from agent.reproduce.ledger.resolve import differs_section, resolve_config
 
     inventory = _inventory(gpus, gpu)
-    items = [i for c in _configs(config) for i in check_config(c, data_root=data_root, inventory=inventory)]
+    configs = _configs(config)
+    items = [i for c in configs for i in check_config(c, data_root=data_root, inventory=inventory)]
     result(None, format_items(items))
+    for c in configs:
+        result(None, "\n".join(["", *differs_section(c, resolve_config(c), heading=f"{c.name}: ")]))
     if any(i.status == "missing" for i in items):
         raise typer.Exit(1)
 
@@ -146,6 +151,20 @@ def do_dry_run(config: str, gpus: int | None, gpu: str | None) -> None:
     result(None, "\n\n".join(texts))
     if not ok:
         raise typer.Exit(1)
+
+
+def do_settings(config: str, as_json: bool) -> None:
+    import json
+
+    from agent.reproduce.ledger.resolve import format_settings, resolve_config, settings_json
+    from agent.reproduce.spec import load_repro
+
+    cfg = load_repro(config)
+    rows = resolve_config(cfg)
+    if as_json:
+        result(None, json.dumps(settings_json(cfg, rows), indent=2, default=str))
+    else:
+        result(None, format_settings(cfg, rows))
 
 
 def _refuse_used(folder: Path, config: str, smoke: bool) -> None:
@@ -350,6 +369,17 @@ def check(
     The placement line says where every engine would run on the GPUs, or what would place the
     ones that do not fit (more GPUs, FP8 weights); nothing starts."""
     do_check(_which(config, config_file), data_root, gpus, gpu)
+
+
+@app.command("settings")
+def settings(
+    config: str = _config_arg(False),
+    config_file: Path = _CONFIG_FILE,
+    as_json: bool = typer.Option(False, "--json", help="One JSON document instead of lines."),
+) -> None:
+    """Print every effective setting of a config, defaults included, with its value and provenance
+    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list)."""
+    do_settings(_which(config, config_file), as_json)
 
 
 @app.command("run")

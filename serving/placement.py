@@ -59,6 +59,8 @@ __all__ = [
     "place_stage",
     "tp_allowed",
     "default_layout",
+    "BESIDE_KV_GIB",
+    "side_by_side",
 ]
 
 #: The most the engines of one stage take together of any GPU (module docstring).
@@ -447,3 +449,32 @@ def default_layout(spec: Any, options: Any, inventory: Inventory, *, replicas: i
             f"place it: {fix}"
         )
     return placed.layout
+
+
+#: KV cache (GiB) an engine opened beside the main one gets when nothing else says (a judge,
+#: FinMem's own model: short calls, few at once).
+BESIDE_KV_GIB = 8.0
+
+
+def side_by_side(main: Any, beside: Sequence[Any], inventory: Inventory) -> list[EngineLayout]:
+    """Layouts of engines that run at the same time outside a reproduction config (``localfin
+    qa build-bank --judge``): each of ``beside`` (registry entries) with the share its weights
+    and :data:`BESIDE_KV_GIB` of KV cache need, then ``main`` on what is left, one replica each;
+    in the order ``[main, *beside]``. A ConfigError with the remedies when one does not fit."""
+    from dataclasses import replace
+
+    from serving.checkpoint_facts import spec_need
+
+    needs = [replace(spec_need(main), role="main")]
+    needs += [replace(spec_need(s, kv_cache_gib=BESIDE_KV_GIB), role="beside") for s in beside]
+    placed = place_stage(needs, inventory)
+    bad = [p for p in placed if p.layout is None or p.device != "cuda"]
+    if bad:
+        raise ConfigError(
+            "; ".join(
+                f"model {p.key!r} cannot be placed beside the others on {inventory.describe()}: "
+                f"{p.note} ({'; or '.join(p.remedies)})"
+                for p in bad
+            )
+        )
+    return [p.layout for p in placed if p.layout is not None]

@@ -193,8 +193,14 @@ class ServerHandle:
     log_path: Path
 
     def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM to the server's process group (SIGKILL after ``timeout_s``), then wait until
+        every process of it has exited and, where ``nvidia-smi`` answers, none holds GPU memory
+        (:mod:`serving.engine_close`: a server started at once after this one finds it free)."""
+        from serving.engine_close import CLOSE_TIMEOUT_S, process_tree, wait_gone, wait_memory_back
+
         if self.process.poll() is not None:
             return
+        tree = [p for p in process_tree([self.process.pid]) if p.pid != self.process.pid]
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -204,6 +210,9 @@ class ServerHandle:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
+        what = f"stopping the server at {self.base_url}"
+        wait_gone(tree, timeout_s=CLOSE_TIMEOUT_S, what=what)
+        wait_memory_back([self.process.pid, *(p.pid for p in tree)], timeout_s=CLOSE_TIMEOUT_S, what=what)
 
     def __enter__(self) -> ServerHandle:
         return self

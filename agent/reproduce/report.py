@@ -1,6 +1,7 @@
 """The reproduction report: ``reproduction.md`` and ``reproduction.json`` in the output folder.
 
-Three parts: what the config reproduces and what differs from the paper; the paper's published
+Three parts: what the config reproduces and what differs from the paper (every setting whose
+value is not the paper's, generated from the protocol ledger, then the config's facts); the paper's published
 figures (copied from the paper, labelled as such), each with ours beside it where one of our
 rows matches the figure's ``match`` fields; and every row of ours. Nothing here computes a
 figure: it arranges what the runs wrote.
@@ -97,7 +98,16 @@ def write_report(
             "its own datasets. It shows that every stage runs on these data; its figures say nothing "
             "about the paper's.",
         ]
-    lines += ["", "## What differs from the paper", ""] + [f"- {d}" for d in cfg.differs]
+    from agent.reproduce.ledger.resolve import (
+        differs_section,
+        provenance_counts,
+        resolve_config,
+        settings_json,
+    )
+
+    rows_led = resolve_config(cfg)
+    section = differs_section(cfg, rows_led)
+    lines += ["", "## " + section[0], *section[1:]]
     if notes:
         lines += ["", "## Notes from this run", ""] + [f"- {n}" for n in notes]
     lines += [
@@ -121,6 +131,8 @@ def write_report(
         "table": cfg.table,
         "mode": mode,
         "differs": list(cfg.differs),
+        "settings": settings_json(cfg, rows_led)["settings"],
+        "settings_counts": provenance_counts(rows_led),
         "notes": list(notes),
         "paper_vs_ours": figs,
         "rows": list(rows),

@@ -104,6 +104,7 @@ CASES = [
     (["reproduce", "list", "--bogus"], "No such option: --bogus"),
     (["reproduce", "check", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "check", "x", "--config", "y.toml"], "CONFIG x and --config y.toml given"),
+    (["reproduce", "settings", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "run", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "run", "all"], "a full run takes one CONFIG"),
     (["reproduce", "run"], "CONFIG is missing"),

@@ -131,3 +131,28 @@ def test_gpu_memory_is_waited_for_until_the_driver_releases_it() -> None:
     assert wait_memory_back([41], timeout_s=60, what="w", holders=lambda: None) is False
     with pytest.raises(BackendError, match=r"still counts memory .* \(pid 41: 30.0 GiB\)"):
         wait_memory_back([41], timeout_s=0.0, what="w", holders=lambda: {41: 30.0}, poll_s=0.0)
+
+
+def test_a_stopped_server_leaves_no_process_of_its_group(tmp_path: Path) -> None:
+    """`ServerHandle.stop`: the server's workers (its children, which outlive it by a gate here)
+    are waited for too."""
+    from serving.server import ServerHandle
+
+    worker = tmp_path / "worker.py"
+    worker.write_text(_CHILD, encoding="utf-8")
+    marker, gate = tmp_path / "w-term", tmp_path / "w-gate"
+    server = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(worker)!r}, {str(marker)!r}, {str(gate)!r}, 'gate'])\n"
+        "while True:\n    time.sleep(0.05)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", server], start_new_session=True)
+    _wait_for(Path(str(marker) + ".up"))
+    handle = ServerHandle(proc, "http://127.0.0.1:1/v1", tmp_path / "log")
+    t = threading.Thread(target=handle.stop)
+    t.start()
+    _wait_for(marker)  # the worker got SIGTERM and holds on until the gate opens
+    assert t.is_alive()
+    gate.touch()
+    t.join(timeout=120)
+    assert not t.is_alive() and proc.poll() is not None

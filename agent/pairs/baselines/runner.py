@@ -90,7 +90,7 @@ class RunSettings:
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     beta_window: int = 20
     cost_bps: float = 0.0
-    no_beta_legs: str = "dollar_neutral"
+    no_beta_legs: str = "equal_shares"
     execution: str = "close"
     slippage_bps: float = 0.0
     borrow_bps_per_year: float = 0.0

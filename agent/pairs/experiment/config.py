@@ -248,9 +248,9 @@ class ExperimentConfig:
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
     no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
-    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``dollar_neutral`` (the
-    default: +-0.5 of capital) or ``equal_shares`` (one share of each leg, the paper's words; the
-    reproduction configs use it, docs/reproduce.md says why). Training and the baselines use it too.
+    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``equal_shares`` (the default: one
+    share of each leg, the paper's words, §4.1) or ``dollar_neutral`` (+-0.5 of capital, the CPU
+    configs' reading). Training and the baselines use it too.
     """
 
     name: str
@@ -260,7 +260,7 @@ class ExperimentConfig:
     seeds: tuple[int, ...] = (0,)
     exposures: tuple[str, ...] = EXPOSURES
     cost_bps: float = 0.0
-    no_beta_legs: str = "dollar_neutral"
+    no_beta_legs: str = "equal_shares"
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)

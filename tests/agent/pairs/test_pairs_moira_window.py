@@ -17,7 +17,7 @@ from moira_support import BREAK_DATE, payload, scripted, small_config, small_sto
 from agent.data.store import MarketStore
 from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.records import read_json, read_steps
-from agent.pairs.market.settlement import FLAT, causal_betas, leg_weights
+from agent.pairs.market.settlement import FLAT, causal_betas, leg_weights, no_beta_weights
 from agent.pairs.market.view import MarketView
 from agent.pairs.screen.causal import ScreenConfig
 
@@ -53,8 +53,8 @@ def test_settlement_at_t_plus_1_under_both_exposures(both_exposures):
             g = view.index(days[k])
             r_a = view.price(a, g + 1) / view.price(a, g) - 1
             r_b = view.price(b, g + 1) / view.price(b, g) - 1
-            if exposure == "no_beta":
-                w = leg_weights("no_beta")
+            if exposure == "no_beta":  # the default reading: one share of each leg (§4.1)
+                w = no_beta_weights("equal_shares", view.price(a, g), view.price(b, g))
             else:
                 w = leg_weights("beta", float(causal_betas(view.log_prices(a, g), view.log_prices(b, g))[-1]))
             ls = w.w_a * r_a - w.w_b * r_b

@@ -149,3 +149,32 @@ def test_check_refuses_an_unplaceable_config_with_what_would_place_it(
         run_mod.run_placement(
             load_repro("moira_table3_main"), default_registry(), declared_inventory("h100", 1)
         )
+
+
+def test_pairs_run_opens_the_backbone_and_finmem_where_placed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`localfin pairs run` on a GPU with FinMem on its own model: both engines placed at once
+    (agent.reproduce.placement.place_experiment), each opened with its layout."""
+    from agent import api
+    from serving import gpus
+
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "agent/pairs/configs/demo.toml").read_text(encoding="utf-8")
+    text = text.replace('backbone = "smollm2-135m"', 'backbone = "qwen3-32b"').replace(
+        "[baselines.finmem]\n", '[baselines.finmem]\nmodel = "qwen3-4b-nothink"\n', 1
+    )
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(gpus, "engine_platform", lambda: "cuda")
+    monkeypatch.setattr(gpus, "visible_inventory", lambda: declared_inventory("h200", 1))
+    specs = _opened(monkeypatch, stop_after=2)
+    with pytest.raises(_Stop):
+        api.run_experiment(cfg, tmp_path / "out", registry=default_registry())
+    backbone, finmem = specs
+    assert (backbone.model, finmem.model) == ("qwen3-32b", "qwen3-4b-nothink")
+    shares = backbone.engine.layout.share, finmem.engine.layout.share
+    assert shares[0] > 0.5 and shares[1] < 0.25 and sum(shares) <= 0.90
+    monkeypatch.setattr(gpus, "visible_inventory", lambda: declared_inventory("l40s", 1))
+    with pytest.raises(ConfigError, match="nothing started: engine qwen3-32b"):
+        api.run_experiment(cfg, tmp_path / "out2", registry=default_registry())

@@ -31,11 +31,17 @@ def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def _items(out: str) -> list[str]:
+    """The item lines of check's output and their count line (the ledger's "What differs"
+    sections follow after a blank line)."""
+    return out.split("\n\n", 1)[0].splitlines()
+
+
 def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
     t = bare_machine
     run = cli("reproduce", "check", "moira_table6_a3")
     assert run.code == 1
-    assert run.out.splitlines() == [
+    assert _items(run.out) == [
         f"MISSING moira_table6_a3: market store: no store at {t}/data/market.sqlite; fix: localfin data "
         f"import --herculean <Herculean folder> --store {t}/data/market.sqlite",
         f"MISSING moira_table6_a3: model qwen3-32b: no config.json in {t}/models/Qwen3-32B; fix: copy "
@@ -48,7 +54,7 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
     run = cli("reproduce", "check", "finacumen_table2")
     assert run.code == 1
     b = f"{t}/data/benchmarks"
-    assert run.out.splitlines() == [
+    assert _items(run.out) == [
         f"MISSING finacumen_table2: benchmark bizbench: nothing at {b}/bizbench; fix: put "
         "the released bizbench files there (layout: agent/qa/loaders/bizbench.py (data/train-*.parquet, "
         "data/test-*.parquet)) or pass --data-root",
@@ -81,7 +87,7 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
 def test_check_all_and_full_run_refusal(cli, bare_machine: Path) -> None:
     run = cli("reproduce", "check", "all")
     assert run.code == 1
-    lines = run.out.splitlines()
+    lines = _items(run.out)
     ok = [line for line in lines[:-1] if not line.startswith("MISSING ")]
     assert ok and all(line.startswith("OK ") and ": tool " in line for line in ok)  # sandbox and OCR only
     assert lines[-1] == f"{len(lines) - 1} items checked, {len(lines) - 1 - len(ok)} missing"
