@@ -6,8 +6,8 @@ One line is one measured figure::
      "reference": {"name": "statsmodels coint", "value": 1448.0}, "ratio": 1945.2,
      "params": {"pairs": 45, "days": 300, ...}, "machine": {"cpus": 2, "loadavg": [...], ...}}
 
-- ``benchmark``: the ``bench.<name>`` module (``kernels``, ``retrieval``, ``serving``,
-  ``cpu_settings``, ``agent``, ``gpu``); ``case``: what was run; ``metric``: what was measured.
+- ``benchmark``: the benchmark's name (``kernels``, ``retrieval``, ``serving``,
+  ``cpu_settings``, ``agent``, ``gpu``, ...); ``case``: what was run; ``metric``: what was measured.
 - ``value`` is a number (or a short string / ``None`` for status records such as a skip); ``unit``
   is one of :data:`UNITS`.
 - ``reference``: the baseline measured in the same run (name and value, same unit), or ``None``.

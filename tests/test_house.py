@@ -66,9 +66,62 @@ def test_the_rows_have_no_circle():
             assert pkg not in ALLOWED[other], f"{pkg} <-> {other}"
 
 
+#: inside bench: what each subpackage may import of bench besides itself and the shared base
+#: (``bench._args``, ``bench.records``, which import no subpackage); the suite runs the others
+BENCH_ALLOWED = {
+    "kernels": set(),
+    "retrieval": set(),
+    "serving": set(),
+    "tokens": set(),
+    "agents": set(),
+    "suite": {"kernels", "retrieval", "serving", "tokens", "agents"},
+}
+BENCH_BASE = {"__init__", "_args", "records"}
+
+
+def bench_crossings(root: Path = ROOT) -> list[str]:
+    """``file:line imports X`` for every import inside bench that its subpackage's row does not
+    allow (the base importing a subpackage, or a subpackage one beside it)."""
+    found = []
+    for path in sorted((root / "bench").rglob("*.py")):
+        rel = path.relative_to(root / "bench").parts
+        own = rel[0] if len(rel) > 1 else None
+        for line, mod in _imports(path):
+            parts = mod.split(".")
+            if parts[0] != "bench" or len(parts) < 2 or parts[1] in BENCH_BASE or parts[1] == own:
+                continue
+            if own is None or parts[1] not in BENCH_ALLOWED.get(own, set()):
+                found.append(f"bench/{'/'.join(rel)}:{line} imports {mod}")
+    return found
+
+
+def test_bench_holds_the_shared_base_and_one_subpackage_per_measured_thing():
+    top = {p.stem for p in (ROOT / "bench").glob("*.py")}
+    subs = {p.name for p in (ROOT / "bench").iterdir() if (p / "__init__.py").is_file()}
+    assert top == BENCH_BASE
+    assert subs == set(BENCH_ALLOWED)
+
+
+def test_no_bench_subpackage_imports_one_beside_it():
+    assert bench_crossings() == []
+
+
+def test_the_bench_scan_finds_a_subpackage_importing_one_beside_it(tmp_path):
+    (tmp_path / "bench" / "kernels").mkdir(parents=True)
+    (tmp_path / "bench" / "kernels" / "m.py").write_text(
+        "from bench.records import RecordWriter\nfrom bench.serving.stats import summarize\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "bench" / "records.py").write_text("import bench.suite.all\n", encoding="utf-8")
+    assert bench_crossings(tmp_path) == [
+        "bench/kernels/m.py:2 imports bench.serving.stats",
+        "bench/records.py:1 imports bench.suite.all",
+    ]
+
+
 def test_the_scan_finds_an_upward_import_inside_a_function(tmp_path):
     (tmp_path / "localfin").mkdir()
     (tmp_path / "localfin" / "m.py").write_text(
-        "def f():\n    from bench.kernels import synthetic_panel\n", encoding="utf-8"
+        "def f():\n    from bench.kernels.speed import synthetic_panel\n", encoding="utf-8"
     )
-    assert upward_imports("localfin", tmp_path) == ["localfin/m.py:2 imports bench.kernels"]
+    assert upward_imports("localfin", tmp_path) == ["localfin/m.py:2 imports bench.kernels.speed"]

@@ -360,7 +360,7 @@ def build_demo_set(out_dir: Path, *, seed: int = 0, n_train: int = 24, n_test: i
         rows.append({"id": f"demo-{seed}-{n:03d}", "split": want, **q})
     lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
     (out / "items.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # what each image prints, for measuring OCR (bench/qa_ocr.py); never shown to a solver
+    # what each image prints, for measuring OCR (bench/agents/ocr.py); never shown to a solver
     (out / "image_truth.json").write_text(
         json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )

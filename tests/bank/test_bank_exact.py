@@ -168,7 +168,7 @@ def test_exact_parallel_parts_match_brute_force(monkeypatch: pytest.MonkeyPatch)
 
 
 def _embedding_like(n: int, seed: int) -> np.ndarray:
-    from bench.retrieval import synthetic_bank
+    from bench.retrieval.synth import synthetic_bank
 
     return synthetic_bank(n, 384, seed=seed)  # calibrated to MiniLM embeddings of TAT-QA
 

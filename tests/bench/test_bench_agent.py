@@ -1,4 +1,5 @@
-"""bench.agent: an agent that cannot run is skipped, not faked; token figures come from a real journal."""
+"""bench.agents.measure: an agent that cannot run is skipped, not faked; token figures come from a
+real journal."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import agent
+from bench.agents import measure as agent
 from bench.records import RecordWriter, read_records
 from localfin.errors import ConfigError
 
@@ -139,7 +140,7 @@ def test_a_failing_agent_is_reported_and_the_other_still_runs(
 
 
 def test_summary_shows_agent_rows_and_their_status(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.summary import summary_markdown
+    from bench.suite.summary import summary_markdown
 
     good = _fake_entry({"lockstep": 4.0, "sequential": 6.0}, [])
 

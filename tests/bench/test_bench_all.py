@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import all as bench_all
-from bench import cpu_settings
 from bench.records import read_records
-from bench.summary import BEGIN, END
+from bench.serving import cpu_settings
+from bench.suite import all as bench_all
+from bench.suite.summary import BEGIN, END
 from localfin.errors import ConfigError
 
 
@@ -68,7 +68,7 @@ def test_cpu_settings_tiny_two_variants(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_gpu_check_tiny_on_cpu(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    from bench.gpu_check import main
+    from bench.suite.gpu_check import main
 
     assert main(["--tiny", "--models", "qwen3-4b", "--batches", "1,2"]) == 0
     recs = list(read_records(capsys.readouterr().out.splitlines()))
@@ -88,7 +88,7 @@ def test_gpu_check_configs_have_the_published_sizes(name: str, billions: float) 
     torch = pytest.importorskip("torch")
     from transformers import AutoModelForCausalLM
 
-    from bench.gpu_check import model_config
+    from bench.suite.gpu_check import model_config
 
     with torch.device("meta"):  # shapes only, no memory
         model = AutoModelForCausalLM.from_config(model_config(name))
@@ -97,9 +97,13 @@ def test_gpu_check_configs_have_the_published_sizes(name: str, billions: float) 
 
 
 def test_gpu_check_script_is_runnable() -> None:
-    script = Path(__file__).resolve().parents[2] / "bench" / "gpu_check.sh"
+    script = Path(__file__).resolve().parents[2] / "bench" / "suite" / "gpu_check.sh"
     text = script.read_text(encoding="utf-8")
-    assert text.startswith("#!/usr/bin/env bash") and "-m bench.gpu_check" in text and "timeout 570" in text
+    assert (
+        text.startswith("#!/usr/bin/env bash")
+        and "-m bench.suite.gpu_check" in text
+        and "timeout 570" in text
+    )
 
 
 def test_all_keep_reruns_one_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

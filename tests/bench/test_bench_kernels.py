@@ -1,4 +1,4 @@
-"""bench.kernels runs end to end on a tiny problem and prints well-formed records."""
+"""bench.kernels.speed runs end to end on a tiny problem and prints well-formed records."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytest.importorskip("statsmodels")
 
 
 def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.kernels import main
+    from bench.kernels.speed import main
 
     argv = "--quick --series 3 --window 120 --days 5 --subset 2 --beta-window 10 --pool 6 --pool-sample 3"
     universe = "--universe-tickers 7 --universe-days 6 --universe-window 90 --universe-sample 3"
@@ -65,7 +65,7 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
 def test_universe_panel_takes_real_tickers_first(shared_data: object) -> None:
     from pathlib import Path
 
-    from bench.kernels_universe import universe_panel
+    from bench.kernels.universe import universe_panel
 
     files = [
         Path(str(shared_data)) / "prices" / f

@@ -13,7 +13,7 @@ from moira_support import scripted, small_config, small_store, with_finmem
 
 from agent.pairs.experiment.run import run_experiment
 from bank.embedder import HashingEmbedder
-from bench.moira_news_share import measure, news_texts
+from bench.tokens.news_share import measure, news_texts
 
 
 def test_news_texts_of_each_payload() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.records import Record, RecordWriter, parse_record, read_records, speedup
-from bench.summary import BEGIN, END, format_value, replace_section, summary_markdown
+from bench.suite.summary import BEGIN, END, format_value, replace_section, summary_markdown
 
 
 def test_writer_prints_records_that_parse_back() -> None:
@@ -118,7 +118,7 @@ def test_replace_section_only_between_markers(tmp_path: Path) -> None:
 
 
 def test_length_table_compares_at_equal_lengths() -> None:
-    from bench.summary import serving_lengths_markdown
+    from bench.suite.summary import serving_lengths_markdown
 
     w = RecordWriter("serving", stream=io.StringIO())
     for backend, tput in (("vllm", 300.0), ("transformers", 100.0)):

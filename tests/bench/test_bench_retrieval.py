@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import retrieval
 from bench.records import read_records
+from bench.retrieval import synth, threshold
 
 
 def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
@@ -14,7 +14,7 @@ def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         "--sizes 1500 --queries 5 --dim 32 --clusters 20 --no-real --taus 0.6,0.8 --min-rows 500 "
         "--stage-dims 8,16 --ef-construction 20 --evict-mib 8"
     )
-    assert retrieval.main(argv.split()) == 0
+    assert threshold.main(argv.split()) == 0
     recs = list(read_records(capsys.readouterr().out.splitlines()))
     assert {r.benchmark for r in recs} == {"retrieval"}
     search = [r for r in recs if r.case == "threshold_search"]
@@ -34,6 +34,6 @@ def test_bench_retrieval_tiny(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_synthetic_bank_shape() -> None:
-    x = retrieval.synthetic_bank(100, 16, clusters=4, seed=0)
+    x = synth.synthetic_bank(100, 16, clusters=4, seed=0)
     assert x.shape == (100, 16) and x.dtype == np.float32
     assert np.allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from bench.records import read_records
-from bench.serving_drivers import Sample
-from bench.serving_stats import percentile, saturation_point, should_stop, summarize
-from bench.serving_workload import SCHEMA, Workload, token_counter
+from bench.serving.drivers import Sample
+from bench.serving.stats import percentile, saturation_point, should_stop, summarize
+from bench.serving.workload import SCHEMA, Workload, token_counter
 
 
 def _sample(
@@ -78,7 +78,7 @@ def test_workload_requests_are_unique_and_sized(tiny_work: Workload, tiny_model_
 def test_transformers_driver_counts_real_tokens(
     tiny_work: Workload, tiny_model_dir: Path, tiny_registry
 ) -> None:
-    from bench.serving_drivers import TransformersDriver
+    from bench.serving.drivers import TransformersDriver
 
     drv = TransformersDriver(tiny_model_dir, tiny_registry.get("tiny-qwen3"))
     drv.start()
@@ -98,7 +98,7 @@ def test_transformers_reference_dtype_and_threads_on_cpu(tiny_model_dir: Path, t
     the reference computes on every usable core."""
     import os
 
-    from bench.serving_drivers import TransformersDriver
+    from bench.serving.drivers import TransformersDriver
 
     spec = tiny_registry.get("tiny-qwen3")
     for asked, got in (("auto", "float32"), ("bfloat16", "bfloat16")):
@@ -113,7 +113,7 @@ def test_transformers_reference_dtype_and_threads_on_cpu(tiny_model_dir: Path, t
 def test_in_process_and_server_drivers(
     vllm_backend, openai_server, tiny_registry, tiny_model_dir: Path
 ) -> None:
-    from bench.serving_drivers import InProcessDriver, ServerDriver
+    from bench.serving.drivers import InProcessDriver, ServerDriver
 
     counter = token_counter(str(tiny_model_dir))
     text = Workload("tiny-qwen3", "text", counter)
@@ -134,7 +134,7 @@ def test_in_process_and_server_drivers(
 
 
 def test_command_with_the_transformers_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.serving import main
+    from bench.serving.backends import main
 
     png = tmp_path / "serving.png"
     argv = (
@@ -157,7 +157,7 @@ def test_command_with_the_transformers_reference(tmp_path: Path, capsys: pytest.
 
 @pytest.mark.slow
 def test_command_three_backends_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.serving import main
+    from bench.serving.backends import main
 
     argv = (
         "--tiny --levels 1,2 --min-requests 2 --prompt-tokens 64 --max-tokens 4 --prompt-lengths 64 "

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import token_count
-from bench.token_count import PACKAGE_FACTS, DirCounter, PackageCounter, check_package, open_counter
-from bench.tokens import count_run, tokens_table
-from bench.tokens_run import REQUESTS_FILE, read_requests
+from bench.tokens import count as token_count
+from bench.tokens.count import PACKAGE_FACTS, DirCounter, PackageCounter, check_package, open_counter
+from bench.tokens.per_step import count_run, tokens_table
+from bench.tokens.prompts import REQUESTS_FILE, read_requests
 from localfin.errors import ConfigError
 from serving.journal import Journal
 from serving.replies import build_result
@@ -165,7 +165,7 @@ def test_tokens_per_test_step_count_the_test_phase_of_each_run(tmp_path: Path) -
 
 
 def test_the_command_checks_and_names_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.tokens import main
+    from bench.tokens.per_step import main
 
     assert main(["--check"]) == 0
     recs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.serve_dataset import agent_of, export_dataset, find_journals, journal_calls, read_dataset
-from bench.serving_drivers import Sample
-from bench.serving_stats import VLLM_FIGURES, vllm_figures
-from bench.vllm_serve import Point, bench_serve_command, parse_points
+from bench.serving.dataset import agent_of, export_dataset, find_journals, journal_calls, read_dataset
+from bench.serving.drivers import Sample
+from bench.serving.stats import VLLM_FIGURES, vllm_figures
+from bench.serving.vllm_serve import Point, bench_serve_command, parse_points
 from localfin.errors import ConfigError
 from serving.journal import Journal
 from serving.replies import build_result
@@ -147,7 +147,7 @@ def test_our_figures_are_computed_as_vllm_computes_them() -> None:
 def test_vllms_benchmark_and_our_driver_on_the_same_server(
     openai_server, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bench.vllm_serve import main
+    from bench.serving.vllm_serve import main
 
     _journal(tmp_path / "j" / "journal.sqlite")
     code = main(
@@ -181,7 +181,7 @@ def test_vllms_benchmark_and_our_driver_on_the_same_server(
 
 
 def test_the_gpu_instructions_run_vllms_benchmark_as_the_command_does() -> None:
-    script = (Path(__file__).resolve().parents[2] / "bench" / "gpu_check.sh").read_text()
+    script = (Path(__file__).resolve().parents[2] / "bench" / "suite" / "gpu_check.sh").read_text()
     start = script.index("#   vllm bench serve")
     block = []
     for line in script[start:].splitlines():

@@ -163,7 +163,7 @@ def test_bench_help_lists_every_benchmark_without_importing_them():
 def test_every_benchmark_option_is_a_command_option(name):
     import importlib
 
-    module = importlib.import_module(f"bench.{bench_cmd.BENCHMARKS[name][0]}")
+    module = importlib.import_module(bench_cmd.BENCHMARKS[name][0])
     ap = module.parser()
     cmd = bench_cmd.build_command(name)
     opts = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
@@ -173,12 +173,12 @@ def test_every_benchmark_option_is_a_command_option(name):
 
 
 def test_bench_passes_the_options_given_on(cli, monkeypatch):
-    import bench.serving
-    import bench.vllm_serve
+    import bench.serving.backends
+    import bench.serving.vllm_serve
 
     seen: list[list[str]] = []
-    monkeypatch.setattr(bench.vllm_serve, "main", lambda argv: seen.append(argv) or 0)
-    monkeypatch.setattr(bench.serving, "main", lambda argv: seen.append(argv) or 3)
+    monkeypatch.setattr(bench.serving.vllm_serve, "main", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr(bench.serving.backends, "main", lambda argv: seen.append(argv) or 3)
     r = cli(
         "bench", "vllm-serve", "--journal", "a", "--journal", "b", "--out", "o", "--no-ours", "--rates", "1,2"
     )

@@ -1,4 +1,4 @@
-"""bench.agent_runs.finacumen_run, the `localfin bench agent` contract: units are questions, the
+"""bench.agents.runs.finacumen_run, the `localfin bench agent` contract: units are questions, the
 journal holds every call, lock-step batches the questions' calls and sequential sends them one
 question at a time, bad arguments are ConfigErrors naming the parameter."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from qa_fakes import final, scripted_solver
 
-from bench.agent_runs import QA_MAX_SIZE as BENCH_MAX_SIZE
-from bench.agent_runs import finacumen_run as bench_run
+from bench.agents.runs import QA_MAX_SIZE as BENCH_MAX_SIZE
+from bench.agents.runs import finacumen_run as bench_run
 from localfin.errors import ConfigError
 from serving.journal import Journal
 from serving.registry import default_registry

@@ -11,7 +11,7 @@ schemas. The model's replies set what later prompts hold (the pair it picks, its
 principles the replay accepts, FinMem's remembered reasoning), so a real model answers; its own
 token counts are not the measurement: every request is recorded as it is sent
 (``requests.jsonl``, failed calls included, which the journal skips) and counted later with each
-backbone's tokenizer (:mod:`bench.tokens`).
+backbone's tokenizer (:mod:`bench.tokens.per_step`).
 
 A rerun into the same folder replays the journal and calls the model only for what is missing.
 """

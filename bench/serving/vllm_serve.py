@@ -1,7 +1,7 @@
 """Serving figures under vLLM's own benchmark, on the agents' real prompts, beside our driver's.
 
 ``localfin bench vllm-serve`` exports a dataset from the agents' journals
-(:mod:`bench.serve_dataset`: Moira's selection, direction, reflection and lifecycle calls and
+(:mod:`bench.serving.dataset`: Moira's selection, direction, reflection and lifecycle calls and
 FinMem's, FinAcumen's ReAct steps), starts the model's OpenAI server exactly as ``localfin serve``
 does (:func:`serving.server.plan_server`; or uses ``--base-url``), and measures each load point
 twice on the same server and the same requests:
@@ -14,9 +14,9 @@ twice on the same server and the same requests:
   (``--ignore-eos``), greedy; its figures under its names: request, output and total token
   throughput; TTFT, TPOT, ITL and E2EL mean, median and p99. These are the figures to compare
   with published vLLM numbers.
-- **our driver** (:class:`bench.serving_drivers.ServerDriver`), streaming the same messages to
+- **our driver** (:class:`bench.serving.drivers.ServerDriver`), streaming the same messages to
   ``/v1/chat/completions`` as the agents' HTTP backend builds them, with ``ignore_eos`` and the
-  same lengths, its figures computed as vLLM computes them (:func:`bench.serving_stats.vllm_figures`),
+  same lengths, its figures computed as vLLM computes them (:func:`bench.serving.stats.vllm_figures`),
   at the same points, as a cross-check of the two clients; and at one point vLLM's benchmark
   cannot run: **lock-step rounds** (the agents' way: ``C`` requests sent together, the next
   round only when the slowest of them has answered).
@@ -186,7 +186,7 @@ def _requests(rows: Sequence[Mapping[str, Any]], model: str) -> list[Any]:
 
 
 def _ours(driver: Any, reqs: Sequence[Any], point: Point, mode: str, warm: Sequence[Any]) -> dict[str, float]:
-    from bench.serving_stats import vllm_figures
+    from bench.serving.stats import vllm_figures
 
     if warm:
         driver.run(list(warm), len(warm))
@@ -292,8 +292,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None, writer: Any = None) -> int:
     from bench.records import RecordWriter
-    from bench.serve_dataset import export_dataset, find_journals, journal_calls, read_dataset
-    from bench.serving_drivers import ServerDriver
+    from bench.serving.dataset import export_dataset, find_journals, journal_calls, read_dataset
+    from bench.serving.drivers import ServerDriver
     from serving.registry import default_registry
 
     args = _parse(argv)

@@ -24,13 +24,21 @@ import time
 from pathlib import Path
 from typing import IO
 
-from bench._args import BenchParser
+from bench._args import BenchParser, run_main
 from bench.records import Record, RecordWriter, parse_record, read_records
-from bench.summary import replace_section, summary_markdown
+from bench.suite.summary import replace_section, summary_markdown
 
-__all__ = ["PLAN", "main", "parser", "plan"]
+__all__ = ["MODULES", "PLAN", "main", "parser", "plan"]
 
 PLAN = ("kernels", "retrieval", "serving", "cpu_settings", "agent")
+#: the module each part of the plan runs (``python -m``)
+MODULES = {
+    "kernels": "bench.kernels.speed",
+    "retrieval": "bench.retrieval.threshold",
+    "serving": "bench.serving.backends",
+    "cpu_settings": "bench.serving.cpu_settings",
+    "agent": "bench.agents.measure",
+}
 
 
 def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]:
@@ -73,8 +81,9 @@ def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]
 def _run(
     name: str, argv: list[str], log: IO[str], w: RecordWriter, timeout: float
 ) -> tuple[list[Record], str]:
-    """Run ``bench.<name>`` in a subprocess; its records (re-emitted through ``w``) and an error."""
-    cmd = [sys.executable, "-m", f"bench.{name}", *argv]
+    """Run part ``name`` of the plan in a subprocess; its records (re-emitted through ``w``) and an
+    error."""
+    cmd = [sys.executable, "-m", MODULES[name], *argv]
     log.write(f"\n=== {' '.join(cmd)}\n")
     log.flush()
     recs: list[Record] = []
@@ -184,4 +193,4 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    run_main(main)

@@ -11,14 +11,14 @@ stops rising by more than 10 %, at an out-of-memory error, or when ``--budget`` 
 Then on the CPUs: the Engle-Granger kernels (all threads vs one, and vs the plain numpy twin on a
 sample) and the exact threshold index against numpy brute force (and torch on the GPU).
 
-    bash bench/gpu_check.sh              # on the lent GPU machine, < 10 minutes
-    python -m bench.gpu_check --tiny     # anywhere, tiny shapes on CPU, seconds
+    bash bench/suite/gpu_check.sh              # on the lent GPU machine, < 10 minutes
+    python -m bench.suite.gpu_check --tiny     # anywhere, tiny shapes on CPU, seconds
 
 vLLM GPU figures need a workstation with vLLM and a checkpoint: ``localfin serve qwen3-4b``, then
 vLLM's own serving benchmark on the agents' journaled prompts beside our driver
 (``localfin bench vllm-serve --journal RUN_DIR --out OUT --model qwen3-4b --base-url
 http://127.0.0.1:8000/v1 --rates 2,8 --max-concurrency 64``; the ``vllm bench serve`` line it runs
-is in ``bench/gpu_check.sh``), and ``localfin bench serving --backends openai,transformers
+is in ``bench/suite/gpu_check.sh``), and ``localfin bench serving --backends openai,transformers
 --base-url http://127.0.0.1:8000/v1 --model qwen3-4b`` for the transformers reference.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bench._args import BenchParser
+from bench._args import BenchParser, run_main
 from bench.records import RecordWriter
 
 __all__ = ["ARCHS", "main", "parser", "model_config"]
@@ -209,7 +209,7 @@ def _generation(args: argparse.Namespace, w: RecordWriter, device: Any, deadline
 def _kernels(args: argparse.Namespace, w: RecordWriter) -> None:
     import numba
 
-    from bench.kernels import synthetic_panel
+    from bench.kernels.speed import synthetic_panel
     from kernels import engle_granger_pairs, rolling_engle_granger_pairs
     from kernels.reference import eg_reference
 
@@ -275,7 +275,7 @@ def _bank(args: argparse.Namespace, w: RecordWriter, device: Any) -> None:
     import torch
 
     from bank.exact import ExactConfig, ExactThresholdIndex
-    from bench.bank_synth import synthetic_bank
+    from bench.retrieval.synth import synthetic_bank
 
     n = 3000 if args.tiny else args.bank_rows
     dim = 32 if args.tiny else 384
@@ -383,4 +383,4 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    run_main(main)

@@ -26,8 +26,8 @@ from bank.exact import ExactConfig, ExactThresholdIndex, exact_sims
 from bank.retrieval import threshold_hits
 from bank.schema import RetrievalConfig
 from bench._args import BenchParser, run_main
-from bench.bank_synth import embedding_stats, synthetic_bank
 from bench.records import RecordWriter
+from bench.retrieval.synth import embedding_stats, synthetic_bank
 
 if TYPE_CHECKING:
     from bank.index import HnswIndex

@@ -10,7 +10,7 @@ schema-valid share and the prefix-cache hit rate. One JSON line per point (:mod:
 metric ``output_tokens_per_s``, every other figure in ``params``), then the saturation point of
 each backend, each backend's best against transformers' best, and a PNG plot.
 
-What each backend can observe, and how concurrency is applied, is in :mod:`bench.serving_drivers`
+What each backend can observe, and how concurrency is applied, is in :mod:`bench.serving.drivers`
 (TTFT/ITL of vLLM come from the server's streaming API; the in-process batch API returns all
 answers at the end of a call).
 
@@ -30,9 +30,9 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 from bench.records import RecordWriter
-from bench.serving_drivers import InProcessDriver, ServerDriver, TransformersDriver
-from bench.serving_stats import saturation_point, should_stop, summarize
-from bench.serving_workload import WORKLOADS, Workload, token_counter
+from bench.serving.drivers import InProcessDriver, ServerDriver, TransformersDriver
+from bench.serving.stats import saturation_point, should_stop, summarize
+from bench.serving.workload import WORKLOADS, Workload, token_counter
 
 __all__ = ["main", "parser"]
 
@@ -354,7 +354,7 @@ def _main(args: argparse.Namespace, writer: RecordWriter | None) -> int:
             sys.stderr.write(f"serving benchmark: backend {name} failed: {exc}\n")
     _compare(w, points)
     if not args.no_plot:
-        from bench.serving_plot import plot_serving
+        from bench.serving.plot import plot_serving
 
         path = Path(args.plot) if args.plot else env.reports_dir() / "bench-serving.png"
         plot_serving(points, path, title=f"{spec.key} on {os.cpu_count()} CPUs")

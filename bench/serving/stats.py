@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.serving_drivers import Sample
+from bench.serving.drivers import Sample
 
 __all__ = ["percentile", "summarize", "should_stop", "saturation_point", "VLLM_FIGURES", "vllm_figures"]
 

@@ -12,7 +12,7 @@ in it (selection: every candidate leg's items; direction: both legs' items; brea
 verification: the past week's block and the candidate event; FinMem: the recalled news items),
 by the project's estimate (characters / 3) and, with ``--tokenizer``, by a real tokenizer.
 
-    python -m bench.moira_news_share --experiment RUN_DIR \\
+    python -m bench.tokens.news_share --experiment RUN_DIR \\
         --settings agent/reproduce/configs/moira_table3_main.toml \\
         --tokenizer ~/.cache/localfin/models/smollm2-135m
 
@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from bench._args import BenchParser, run_main
 
 __all__ = ["main", "parser", "news_texts", "measure", "selection_sessions"]
 
@@ -275,7 +277,7 @@ def _pair_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
 
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    ap = argparse.ArgumentParser(prog="localfin bench moira-news-share", description=__doc__)
+    ap = BenchParser(prog="localfin bench moira-news-share", description=__doc__)
     ap.add_argument("--experiment", required=True, help="a finished experiment folder (localfin pairs run)")
     ap.add_argument("--settings", required=True, help="a config whose [prompt] settings the prompts use")
     ap.add_argument("--tokenizer", default="", help="a Hugging Face tokenizer folder (default: the estimate)")
@@ -305,5 +307,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # pragma: no cover
+    run_main(main)

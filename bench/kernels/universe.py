@@ -211,7 +211,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "bench.kernels_universe", json.dumps(spec)],
+        [sys.executable, "-m", "bench.kernels.universe", json.dumps(spec)],
         capture_output=True,
         text=True,
         timeout=3600,

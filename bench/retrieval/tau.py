@@ -17,7 +17,7 @@ comparison) with the real :class:`bank.embedder.MiniLMEmbedder`, and prints JSON
   H and mean entries per query E (every entry above tau, one per source) for each tau;
 * the load average at start and end.
 
-``python -m bench.qa_tau [--data PATH] [--threads N]``
+``python -m bench.retrieval.tau [--data PATH] [--threads N]``
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Benchmark: numba kernels vs statsmodels / pandas, printed as JSON lines.
 
-``python -m bench.kernels [--quick]`` or ``localfin bench kernels [--quick]``. Every ratio is
+``python -m bench.kernels.speed [--quick]`` or ``localfin bench kernels [--quick]``. Every ratio is
 measured in the same run on the same data: statsmodels ``coint`` vs :func:`kernels.engle_granger`
 for one window, for all pairs of a pool on one window, and for the daily re-screen (all pairs
 over ``--days`` rolling windows); pandas rolling cov/var and statsmodels ``RollingOLS`` vs
@@ -12,7 +12,7 @@ subprocess with an empty numba cache (skipped with --quick), and this process's 
 (normally a cache load). Two more cases: ``large_pool`` (one selection date over every pair of a
 500-ticker synthetic pool, statsmodels timed on a random sample of pairs and extrapolated) and
 ``busy_core`` (the parallel re-screen against one thread, idle and with one core kept busy by a
-busy loop started in the same run; see :mod:`bench.kernels_threads`). Records follow
+busy loop started in the same run; see :mod:`bench.kernels.threads`). Records follow
 :mod:`bench.records`; each carries the load average when it was taken.
 """
 
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
-from bench.kernels_universe import add_universe_args, resolve_universe_args, universe_case
+from bench.kernels.universe import add_universe_args, resolve_universe_args, universe_case
 from bench.records import RecordWriter
 from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
 
@@ -263,7 +263,7 @@ def _run(args: argparse.Namespace, blas_label: str, w: RecordWriter) -> int:
     if "large_pool" not in args.skip:
         _large_pool(args, w, common)
     if "busy_core" not in args.skip:
-        from bench.kernels_threads import busy_core_case
+        from bench.kernels.threads import busy_core_case
 
         busy_days = min(args.busy_days, args.days)
         busy_core_case(w, panel, args.window, busy_days, args.busy_repeats, **common)

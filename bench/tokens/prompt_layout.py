@@ -11,7 +11,7 @@ prefix cache emptied first. From each journal: the direction calls' prompt token
 engine served from its prefix cache, and the prompt tokens it had to compute (records in the
 :mod:`bench.records` format).
 
-    python -m bench.prompt_layout [--model smollm2-135m] [--test-end 2022-09-30]
+    python -m bench.tokens.prompt_layout [--model smollm2-135m] [--test-end 2022-09-30]
 """
 
 from __future__ import annotations

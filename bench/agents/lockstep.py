@@ -2,7 +2,7 @@
 lockstep (each round's calls of all runs in one engine batch) against the same runs one after
 another, in one process on the same engine.
 
-It measures through :func:`bench.agent.measure_modes`, the code path of ``localfin bench
+It measures through :func:`bench.agents.measure.measure_modes`, the code path of ``localfin bench
 agent``'s Moira part (one warmed-up engine, start-up outside the timed runs, the prefix cache
 emptied before each mode, fresh journals, records in the :mod:`bench.records` format); only the
 experiment differs: the whole demo experiment (optionally with a shorter test window or fewer
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     from agent.pairs.experiment.config import parse_config
     from agent.pairs.experiment.demo import demo_document, synthetic_store
     from agent.pairs.experiment.run import run_experiment
-    from bench.agent import measure_modes, warm_up
-    from bench.agent_runs import BenchRun
+    from bench.agents.measure import measure_modes, warm_up
+    from bench.agents.runs import BenchRun
     from bench.records import RecordWriter
     from localfin import configfile as cf
     from localfin import env

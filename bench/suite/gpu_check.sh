@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# GPU machine check (see bench/gpu_check.py): transformers generation on random-weight Qwen3-4B
+# GPU machine check (see bench/suite/gpu_check.py): transformers generation on random-weight Qwen3-4B
 # and Llama-3.1-8B shapes (batch sweep), then the kernels and the bank on the machine's CPUs.
 # Uses only PyTorch, transformers, numba and numpy already installed there; downloads nothing.
 # One call, under 10 minutes; JSON lines on stdout and in $OUT/gpu_check.jsonl (OUT: default .).
 #
-#   bash bench/gpu_check.sh            # on the lent GPU machine
-#   bash bench/gpu_check.sh --tiny     # anywhere: tiny shapes on CPU, seconds
+#   bash bench/suite/gpu_check.sh            # on the lent GPU machine
+#   bash bench/suite/gpu_check.sh --tiny     # anywhere: tiny shapes on CPU, seconds
 #
 # vLLM serving figures comparable with published vLLM numbers need a workstation with vLLM and
 # a checkpoint (docs/benchmarks.md, "Serving (vLLM's benchmark)"): serve, export the agents'
@@ -20,7 +20,7 @@
 #       --custom-output-len -1 --ignore-eos --temperature 0 --request-rate 8 \
 #       --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY="${PYTHON:-$(command -v python3 || command -v python)}"
 OUT="${OUT:-.}"
@@ -28,4 +28,4 @@ mkdir -p "$OUT"
 "$PY" -c "import torch, transformers, numba, numpy" >/dev/null
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2 2>/dev/null || true
 # 570 s: the run tool allows 600 s per call; a hung step must still leave the lines written so far
-timeout 570 "$PY" -m bench.gpu_check "$@" | tee "$OUT/gpu_check.jsonl"
+timeout 570 "$PY" -m bench.suite.gpu_check "$@" | tee "$OUT/gpu_check.jsonl"

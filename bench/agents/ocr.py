@@ -1,6 +1,6 @@
 """Benchmark: the OCR visual decoder on the demo set's images and on real FinMMR tables.
 
-``python -m bench.qa_ocr [--threads N] [--finmmr PATH --finmmr-limit N]`` prints JSON lines:
+``python -m bench.agents.ocr [--threads N] [--finmmr PATH --finmmr-limit N]`` prints JSON lines:
 
 * one line per demo image (bar chart or table): seconds, whether it was read at 2x, and the
   share of the numbers the image prints (``image_truth.json`` of the demo set) that the OCR
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._args import BenchParser
+from bench._args import BenchParser, run_main
 
 __all__ = ["main", "parser"]
 
@@ -162,5 +162,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # pragma: no cover
+    run_main(main)

@@ -14,7 +14,7 @@ An agent that cannot run here (``--tiny`` needs an entry that takes a registry) 
 ``value: "failed"`` record with the error, the other agent still runs and the exit code is 1.
 No figure is ever made up.
 
-The agents' timed runs are :mod:`bench.agent_runs` (see :data:`ENTRIES`), each a callable that takes
+The agents' timed runs are :mod:`bench.agents.runs` (see :data:`ENTRIES`), each a callable that takes
 ``(backend_kind, model, mode, size, out_dir)`` and optionally the keywords ``backend`` (an
 already started engine) and ``registry``, with ``mode`` in ``("lockstep", "sequential")``, and
 returns an object with ``journal_path`` (the run's call journal), ``units`` (finalized trading
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench._args import BenchParser
-from bench.agent_runs import finacumen_run, moira_run
+from bench.agents.runs import finacumen_run, moira_run
 from bench.records import RecordWriter
 from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
@@ -68,7 +68,7 @@ class AgentRun(Protocol):
 
 
 def resolve_entry(agent: str) -> tuple[Callable[..., AgentRun] | None, str]:
-    """The agent's benchmark entry point (:mod:`bench.agent_runs`), or ``None`` and why it cannot
+    """The agent's benchmark entry point (:mod:`bench.agents.runs`), or ``None`` and why it cannot
     run here."""
     return ENTRIES[agent][0], ""
 
