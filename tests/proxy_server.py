@@ -41,11 +41,13 @@ class Hold:
 
 
 class CountingProxy:
-    """Forwards every request to ``upstream`` (``http://host:port/v1``) (module doc)."""
+    """Forwards every request to ``upstream`` (``http://host:port/v1``; or the one given to
+    :meth:`forward_to` later) (module doc)."""
 
-    def __init__(self, upstream: str) -> None:
-        u = urlsplit(upstream)
-        self.host, self.port_up = u.hostname or "127.0.0.1", int(u.port or 80)
+    def __init__(self, upstream: str = "") -> None:
+        self.host, self.port_up = "127.0.0.1", 0
+        if upstream:
+            self.forward_to(upstream)
         self.holds: dict[int, Hold] = {}
         self.n = 0
         self.received: list[str] = []
@@ -81,6 +83,11 @@ class CountingProxy:
         self.port = int(self.httpd.server_address[1])
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="proxy", daemon=True)
         self._thread.start()
+
+    def forward_to(self, upstream: str) -> None:
+        """Forward to ``upstream`` (``http://host:port/v1``) from now on."""
+        u = urlsplit(upstream)
+        self.host, self.port_up = u.hostname or "127.0.0.1", int(u.port or 80)
 
     @property
     def base_url(self) -> str:

@@ -29,6 +29,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 RAY = Path(sys.executable).parent / "ray"
 #: object store of each node (bytes): small, the shards exchange kilobytes
 OBJECT_STORE = 80 * 1024 * 1024
+#: tries of one node's ``ray start``
+START_TRIES = 3
 
 
 def free_ports(n: int) -> list[int]:
@@ -103,6 +105,23 @@ class RayCluster:
     nodes: list[RayNode] = field(default_factory=list)
 
     def _start(self, name: str, args: list[str], endpoints: str, cpus: int, resources: str) -> RayNode:
+        """``ray start`` for one node; tried again (up to :data:`START_TRIES` times, every
+        process of the failed try killed first) when the node did not come up, as a user
+        reruns it: on a busy machine a raylet can miss Ray's fixed 30 s to register."""
+        for attempt in range(1, START_TRIES + 1):
+            node, code = self._try_start(name, args, endpoints, cpus, resources)
+            if code == 0:
+                self.nodes.append(node)
+                return node
+            _signal_all(node, signal.SIGKILL)
+            shutil.rmtree(node.temp_dir, ignore_errors=True)
+            if attempt == START_TRIES:
+                raise RuntimeError(f"ray start ({name}) failed with {code}: {node.log.read_text()[-2000:]}")
+        raise AssertionError("unreachable")
+
+    def _try_start(
+        self, name: str, args: list[str], endpoints: str, cpus: int, resources: str
+    ) -> tuple[RayNode, int]:
         temp = Path(tempfile.mkdtemp(prefix=f"lf{name}-", dir="/tmp"))
         log = self.root / f"{name}.log"
         ports = free_ports(6)
@@ -123,14 +142,10 @@ class RayCluster:
             "--disable-usage-stats",
         ]
         env = base_env({"LOCALFIN_ENDPOINTS": endpoints} if endpoints else None)
-        with open(log, "w") as fh:
+        with open(log, "a") as fh:
             proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             code = proc.wait(timeout=300)
-        node = RayNode(name, proc.pid, temp, log, endpoints)
-        self.nodes.append(node)
-        if code != 0:
-            raise RuntimeError(f"ray start ({name}) failed with {code}: {log.read_text()[-2000:]}")
-        return node
+        return RayNode(name, proc.pid, temp, log, endpoints), code
 
     def start_head(self, *, cpus: int = 1, endpoints: str = "") -> RayNode:
         port, client, dash = free_ports(3)

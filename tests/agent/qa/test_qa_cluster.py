@@ -142,8 +142,9 @@ def smol(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def proxies(smol):
-    a, b = CountingProxy(smol.base_url), CountingProxy(smol.base_url)
+def proxies():
+    """One proxy per node; they forward to the model server once it is up (``one``)."""
+    a, b = CountingProxy(), CountingProxy()
     yield a, b
     a.close()
     b.close()
@@ -162,9 +163,13 @@ def cluster(proxies, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def one(smol, tmp_path_factory):
-    """The config and its one-process run."""
+def one(cluster, proxies, smol, tmp_path_factory):
+    """The config and its one-process run (the cluster is started first, before the model
+    server loads, so that its nodes register on a quieter machine)."""
     from agent.qa.demo_set import build_demo_set
+
+    for p in proxies:
+        p.forward_to(smol.base_url)
 
     root = tmp_path_factory.mktemp("one")
     demo = build_demo_set(root / "demo", seed=0, n_train=4, n_test=4)
