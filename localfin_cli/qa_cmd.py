@@ -319,13 +319,13 @@ def build_bank_cmd(
     from localfin import env
     from serving.cluster.connect import preflight
 
+    if ray is not None:
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         "bank", dataset, model, split, offset, limit, subset
     )
     judge_model = judge or model
-    if ray is not None:
-        ray = preflight(ray)
     judged = judge_model != model and any(it.question.dataset == "fintmmbench" for it in items)
     in_process = judged and ray is None
     solver_at, judge_at = _beside(backend, model, judge_model) if in_process else (None, None)
@@ -440,14 +440,14 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
     root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
         variant, dataset, model, split, offset, limit, subset
     )
-    if ray is not None:
-        from serving.cluster.connect import preflight
-
-        ray = preflight(ray)
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,

@@ -200,6 +200,10 @@ def do_run(
     from serving.cluster.endpoints import Endpoints, parse_endpoints
     from serving.gpus import engine_platform, visible_inventory
 
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     cfgs = _configs(config)
     mode = "smoke" if smoke else "run"
     inventory = None
@@ -226,10 +230,6 @@ def do_run(
                 + f" (see `localfin reproduce check {config}`)"
             )
     named = Endpoints.of(parse_endpoints(endpoint or [], "--endpoint"))
-    if ray is not None:
-        from serving.cluster.connect import preflight
-
-        ray = preflight(ray)  # a head that does not answer: nothing written
     root = env.runs_dir() / ("reproduce-smoke" if smoke else "reproduce")
     base = out or root
     targets = [(c, (base / c.name) if (out is None or len(cfgs) > 1) else out) for c in cfgs]

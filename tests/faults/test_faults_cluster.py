@@ -187,3 +187,19 @@ def test_an_unreachable_head_is_exit_4_naming_the_address(cli, tmp_path):
     assert f"the Ray cluster's head at 127.0.0.1:{port} did not answer" in run.err
     assert f"ray start --head --port={port}" in run.err
     assert not (out / "matrix.toml").exists()  # nothing written: a rerun needs no --resume
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reproduce", "run", "finacumen_table2"],
+        ["qa", "eval", "--variant", "base", "--dataset", "demo", "--data", "absent"],
+        ["qa", "build-bank", "--dataset", "demo", "--data", "absent"],
+    ],
+    ids=["reproduce run", "qa eval", "qa build-bank"],
+)
+def test_every_ray_command_stops_at_once_when_the_head_does_not_answer(cli, tmp_path, argv):
+    (port,) = free_ports(1)
+    run = cli(*argv, "--out", tmp_path / "out", "--ray", f"127.0.0.1:{port}")
+    assert run.code == 4 and f"head at 127.0.0.1:{port} did not answer" in run.err
+    assert not (tmp_path / "out").exists()
