@@ -33,7 +33,8 @@ import pytest
 from proxy_server import CountingProxy, Hold, request_digest
 from ray_cluster import RayCluster, driver, start_driver
 
-pytestmark = pytest.mark.slow
+#: a CPU model on a busy 2-core machine: an hour or more for the two runs
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3 * 3600)]
 pytest.importorskip("ray")
 
 #: the worker node's proxy request at which the node is killed
