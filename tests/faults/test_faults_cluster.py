@@ -109,6 +109,7 @@ def single(servers, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_the_matrix_runs_on_both_nodes_and_equals_the_single_node_run(cluster, servers, single, tmp_path):
     a, b = servers
     config, ref = single
@@ -134,6 +135,7 @@ def test_the_matrix_runs_on_both_nodes_and_equals_the_single_node_run(cluster, s
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_a_node_killed_mid_matrix_loses_no_call_and_the_matrix_equals_the_single_node_run(
     cluster, servers, single, tmp_path
 ):
