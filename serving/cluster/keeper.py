@@ -12,7 +12,9 @@ journaled; the new attempt sends them again (docs/faults.md counts them).
 
 :class:`Relay` is the backend wrapper that sends each engine call's answered requests to the
 keeper; with the actor it waits for the keeper's write (the call counts as journaled only
-then). The keeper also records each shard's attempts and the node each ran on.
+then). The keeper also records each shard's attempts and the node each ran on
+(``attempts.txt`` beside the journal). Everything it keeps is on disk, so a keeper that dies
+(Ray's memory monitor may pick it) is started again on the driver's node and carries on.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from serving.errors import BackendError, ConfigError, ServerUnavailableError
 from serving.journal import Journal
 from serving.types import ChatRequest, ChatResult
 
-__all__ = ["JOURNAL", "JournalKeeper", "Relay", "check_key", "write_snapshot", "start_keeper"]
+__all__ = ["JOURNAL", "ATTEMPTS", "JournalKeeper", "Relay", "check_key", "write_snapshot", "start_keeper"]
 
 log = logging.getLogger(__name__)
 
 JOURNAL = "journal.sqlite"
+#: the node of each attempt of a shard, one line each, beside its journal
+ATTEMPTS = "attempts.txt"
 
 #: receives the answered (request, result) pairs of one engine call
 Keep = Callable[[list[tuple[ChatRequest, ChatResult]]], None]
@@ -54,7 +58,6 @@ class JournalKeeper:
     def __init__(self, root: str) -> None:
         self.root = Path(root)
         self._open: dict[str, Journal] = {}
-        self._attempts: dict[str, list[str]] = {}
 
     def path(self, key: str) -> str:
         return str(self.root / check_key(key) / JOURNAL)
@@ -65,15 +68,24 @@ class JournalKeeper:
             j = self._open[key] = Journal(self.path(key), run_id=key)
         return j
 
+    def _attempts_file(self, key: str) -> Path:
+        return self.root / check_key(key) / ATTEMPTS
+
     def begin(self, key: str, node: str) -> int:
-        """Record an attempt of shard ``key`` on ``node``; returns its number (1 for the first)."""
-        seen = self._attempts.setdefault(check_key(key), [])
-        seen.append(node)
-        return len(seen)
+        """Record an attempt of shard ``key`` on ``node`` (on disk: a keeper started again
+        keeps the count); returns its number (1 for the first)."""
+        path = self._attempts_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(node + "\n")
+        return len(path.read_text(encoding="utf-8").split())
 
     def attempts(self) -> dict[str, list[str]]:
-        """Per shard key, the node of each attempt, in order."""
-        return {k: list(v) for k, v in self._attempts.items()}
+        """Per shard key, the node of each attempt, in order (every run into this root)."""
+        out = {}
+        for p in sorted(self.root.glob(f"**/{ATTEMPTS}")):
+            out[str(p.parent.relative_to(self.root))] = p.read_text(encoding="utf-8").split()
+        return out
 
     def put(self, key: str, pairs: Sequence[tuple[ChatRequest, ChatResult]]) -> int:
         """Journal answered calls of shard ``key`` (one transaction); returns the rows added."""
@@ -116,10 +128,13 @@ def write_snapshot(data: bytes | None, path: Path) -> int:
 
 
 def start_keeper(ray: Any, root: Path, driver_node: str) -> Any:
-    """The keeper actor, pinned to the driver's node (its journals are the driver's files)."""
+    """The keeper actor, pinned to the driver's node (its journals are the driver's files).
+    Killed (Ray's memory monitor may pick it), it is started again there and the calls sent
+    to it meanwhile are made again: everything it keeps is on disk, and writing a call twice
+    keeps it once."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    actor = ray.remote(num_cpus=0, max_restarts=0)(JournalKeeper)
+    actor = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(JournalKeeper)
     strategy = NodeAffinitySchedulingStrategy(node_id=driver_node, soft=False)
     return actor.options(scheduling_strategy=strategy).remote(str(root))
 
