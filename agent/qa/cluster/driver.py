@@ -22,8 +22,10 @@ same way on one process or a cluster. Each call is one stage:
    order and meaning this way: the shards only make the calls (in waves of ``items_per_wave``
    among their own items, the memory bound), and the driver adds the entries wave by wave in
    the one-process order. A sweep's snapshots are stages of their own, evaluated against the
-   same bank snapshot on every shard. The counts of model calls and replays in the scores are
-   the shards' (what this invocation sent to the models).
+   same bank snapshot on every shard. The scores count the model calls as one process does:
+   the calls the models answered for this run (the rows the merge added to the journal, a
+   lost attempt's journaled calls included) and the requests replayed from calls journaled
+   before it.
 
 Where shards ran, with their attempts, goes to ``cluster.json`` (:meth:`QACluster.record`).
 """
@@ -121,8 +123,10 @@ class QACluster:
 
     def _run(
         self, stage: str, run_dir: Path, bodies: Sequence[Any], journal: Path, progress: Progress
-    ) -> tuple[list[ShardOutcome], float]:
-        """Seed, run and merge the shards of one stage; returns their outcomes and its wall time."""
+    ) -> tuple[list[ShardOutcome], float, int]:
+        """Seed, run and merge the shards of one stage; returns their outcomes, its wall time and
+        the calls the merge added to the run's journal (what the models answered for this run,
+        over every attempt of every shard: a lost attempt's journaled calls included)."""
         shards = [Shard(self._key(run_dir, stage, k), k, b) for k, b in enumerate(bodies)]
         if journal.is_file():  # calls an earlier attempt journaled here are not asked again
             for s in shards:
@@ -130,9 +134,10 @@ class QACluster:
         t0 = time.perf_counter()
         outs = self.runner.run(shards, f"{stage} {run_dir.name}", progress) if shards else []
         wall = round(time.perf_counter() - t0, 3)
+        added = 0
         for s in shards:
             if self._kept(s.key).is_file():
-                merge_journal(journal, self._kept(s.key), run_id=self._run_id(stage, run_dir))
+                added += merge_journal(journal, self._kept(s.key), run_id=self._run_id(stage, run_dir))
         self.stages.append(
             {
                 "stage": stage,
@@ -143,9 +148,10 @@ class QACluster:
                     for o in outs
                 ],
                 "wall_s": wall,
+                "calls": added,
             }
         )
-        return outs, wall
+        return outs, wall, added
 
     @staticmethod
     def _run_id(stage: str, run_dir: Path) -> str:
@@ -158,8 +164,10 @@ class QACluster:
         return JournalOnly(what, self.servers.settings(self.address, shards))
 
     @staticmethod
-    def _sums(outs: Sequence[ShardOutcome]) -> tuple[int, int]:
-        return sum(o.value["calls"] for o in outs), sum(o.value["replayed"] for o in outs)
+    def _counts(added: int, replayed_in_gather: int) -> tuple[int, int]:
+        """(model calls, replayed) of a stage as one process counts them: the calls the models
+        answered for this run, and the requests its journal already held before."""
+        return added, max(0, replayed_in_gather - added)
 
     def record(self) -> dict[str, Any]:
         """Every stage's shards (node, attempts, calls) and where each shard ran."""
@@ -197,9 +205,8 @@ class QACluster:
                       transcriber is not None)
             for part in _deal(items, n) if part
         ]  # fmt: skip
-        outs, wall = self._run("eval", run, bodies, run / runs.JOURNAL, progress)
-        calls, replayed = self._sums(outs)
-        _merge_timings(run, outs, wall, calls, replayed)
+        outs, wall, added = self._run("eval", run, bodies, run / runs.JOURNAL, progress)
+        _merge_timings(run, outs, wall, added)
         _merge_transcriptions(run, outs)
         s = evaluate(
             items,
@@ -213,6 +220,7 @@ class QACluster:
             data_files=data_files,
             progress=progress,
         )
+        calls, replayed = self._counts(added, s.replayed)
         s = replace(s, model_calls=calls, replayed=replayed)
         runs.write_json(run / runs.SCORES, s)
         return s
@@ -250,8 +258,7 @@ class QACluster:
                       _toolset(solver.tools), judge_model, scorer, transcriber is not None)
             for part in _deal(todo, n) if part
         ]  # fmt: skip
-        outs, wall = self._run("bank", run, bodies, run / runs.JOURNAL, progress)
-        calls, replayed = self._sums(outs)
+        outs, wall, added = self._run("bank", run, bodies, run / runs.JOURNAL, progress)
         seen = {p: t for o in outs for p, t in o.value["transcriptions"].items()}
         rep = build_bank(
             items,
@@ -267,6 +274,7 @@ class QACluster:
             transcriber=_Cached(seen, transcriber) if transcriber is not None else None,
             progress=progress,
         )
+        calls, replayed = self._counts(added, rep.replayed)
         rep = replace(rep, model_calls=calls, replayed=replayed, wall_s=rep.wall_s + wall)
         runs.write_json(run / runs.SCORES, rep)
         return rep
@@ -284,10 +292,10 @@ class QACluster:
         """:func:`agent.qa.judge_pass.judge_run`, its requests sharded."""
         run = Path(run_dir)
         requests = judge_requests(items, run_answers(run, items), judge_model, max_tokens=max_tokens)
-        outs = self._batch("judge", run, requests, JUDGE_JOURNAL, judge_model, chunk_size)
+        outs, added = self._batch("judge", run, requests, JUDGE_JOURNAL, judge_model, chunk_size)
         js = judge_run(run, items, self._backend(f"judge pass {run}", len(outs)), judge_model,
                        chunk_size=chunk_size, max_tokens=max_tokens)  # fmt: skip
-        calls, replayed = self._sums(outs)
+        calls, replayed = self._counts(added, js.replayed)
         js = replace(js, model_calls=calls, replayed=replayed)
         doc = runs.read_json(run / JUDGE_SCORES)
         runs.write_json(run / JUDGE_SCORES, {**doc, "model_calls": calls, "replayed": replayed})
@@ -307,10 +315,10 @@ class QACluster:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         _, _, requests = check_requests(items, judge_model, max_tokens=max_tokens)
-        outs = self._batch("judge_check", out, requests, JUDGE_CHECK_JOURNAL, judge_model, chunk_size)
+        outs, added = self._batch("judge_check", out, requests, JUDGE_CHECK_JOURNAL, judge_model, chunk_size)
         jc = judge_check(items, self._backend(f"judge check {out}", len(outs)), judge_model, out,
                          chunk_size=chunk_size, max_tokens=max_tokens)  # fmt: skip
-        calls, replayed = self._sums(outs)
+        calls, replayed = self._counts(added, jc.replayed)
         jc = replace(jc, model_calls=calls, replayed=replayed)
         doc = runs.read_json(out / JUDGE_CHECK_FILE)
         runs.write_json(out / JUDGE_CHECK_FILE, {**doc, "model_calls": calls, "replayed": replayed})
@@ -318,12 +326,12 @@ class QACluster:
 
     def _batch(
         self, stage: str, run: Path, requests: Sequence[Any], journal: str, model: str, chunk_size: int
-    ) -> list[ShardOutcome]:
+    ) -> tuple[list[ShardOutcome], int]:
         n = self._count(len(requests))
         servers = self.servers.only(model)
         bodies = [BatchShard(tuple(p), journal, servers, chunk_size) for p in _deal(requests, n) if p]
-        outs, _ = self._run(stage, run, bodies, run / journal, NULL_PROGRESS)
-        return outs
+        outs, _, added = self._run(stage, run, bodies, run / journal, NULL_PROGRESS)
+        return outs, added
 
 
 def _toolset(tools: Any) -> Any:
@@ -342,17 +350,16 @@ class _Cached:
         return self.seen[path] if path in self.seen else self.inner(path)
 
 
-def _merge_timings(run: Path, outs: Sequence[ShardOutcome], wall: float, calls: int, replayed: int) -> None:
+def _merge_timings(run: Path, outs: Sequence[ShardOutcome], wall: float, calls: int) -> None:
     """The shards' engine shares into ``timings.json`` (an earlier attempt's kept) and the
-    stage as one attempt (its wall time from submission to the last shard)."""
+    stage as one attempt (its wall time from submission to the last shard, the calls the
+    models answered for it)."""
     path = run / "timings.json"
     data: dict[str, Any] = runs.read_json(path) if path.exists() else {"shares": {}, "attempts": []}
     for o in outs:
         for key, v in o.value["shares"].items():
             data["shares"].setdefault(key, v)
-    data["attempts"].append(
-        {"wall_s": wall, "model_calls": calls, "replayed": replayed, "failed": False, "shards": len(outs)}
-    )
+    data["attempts"].append({"wall_s": wall, "model_calls": calls, "failed": False, "shards": len(outs)})
     runs.write_json(path, data)
 
 
