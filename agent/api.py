@@ -49,6 +49,7 @@ __all__ = [
     "evaluate_qa",
     "build_report",
     "load_runs",
+    "best_run",
     "RunTables",
     "load_run",
 ]
@@ -172,6 +173,7 @@ def run_experiment(
     """
     from contextlib import nullcontext
 
+    from agent.pairs.experiment.preflight import check_data
     from agent.pairs.experiment.run import run_experiment as run
     from localfin import env
     from serving.open import check_backend, opened
@@ -179,6 +181,7 @@ def run_experiment(
     cfg, text = load_experiment_config(config, model=model)
     reg = registry or models()
     facts = check_models(cfg, reg)  # an unknown key fails before any folder, engine or call
+    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
     fm_spec = cfg.finmem_backend_spec()
     folder = Path(out) if out is not None else env.runs_dir() / cfg.name
     spec = cfg.model.backend_spec()
@@ -279,16 +282,66 @@ def build_report(source: str | Path, out: str | Path | None = None) -> ReportRes
 
 def load_runs(folder: str | Path) -> pd.DataFrame:
     """``runs.csv`` of an experiment or matrix folder: one row per run (identity, execution
-    settings, metrics, the metrics re-settled with frictions, tokens) as a DataFrame."""
+    settings, metrics, the metrics re-settled with frictions, tokens) as a DataFrame. A folder
+    above experiments (the demo's, say) is an :class:`~localfin.errors.InputError` naming the
+    experiment and matrix folders below it."""
     import pandas as pd
 
-    path = Path(folder) / "runs.csv"
+    root = Path(folder)
+    path = root / "runs.csv"
     if not path.is_file():
+        below = _tables_below(root) if root.is_dir() else []
+        if below:
+            shown = ", ".join(str(p) for p in below[:5]) + (", ..." if len(below) > 5 else "")
+            raise InputError(
+                f"{root} holds no runs.csv; the experiment or matrix folder(s) below it: {shown}; "
+                f"allowed: one of them, e.g. load_runs({str(below[0])!r})"
+            )
         raise InputError(
             f"{path} does not exist; allowed: a finished experiment or matrix folder "
             "(localfin export writes the tables of an older one)"
         )
     return pd.read_csv(path)
+
+
+def _tables_below(root: Path) -> list[Path]:
+    """The folders below ``root`` holding a ``runs.csv`` (the shallowest ones: a matrix's, not its
+    experiments'), sorted."""
+    found: list[Path] = []
+    for path in sorted(root.rglob("runs.csv")):
+        folder = path.parent
+        if not any(f in folder.parents for f in found):
+            found.append(folder)
+    return found
+
+
+def best_run(
+    runs: pd.DataFrame, metric: str = "sharpe", *, kind: str | None = None, smallest: bool = False
+) -> pd.Series:
+    """The row of ``runs`` (:func:`load_runs`) with the largest ``metric`` (the smallest with
+    ``smallest``, e.g. ``annual_volatility``), among the rows of ``kind`` (``moira`` for the
+    agent's runs, ``baseline`` for the baselines'; None: every row). Rows whose metric is not a
+    number (NaN: a run that never traded has no Sharpe) are left out, never picked: a plain
+    ``sort_values(metric).iloc[-1]`` would return one, as pandas sorts NaN last.
+
+    Raises :class:`~localfin.errors.InputError` when ``metric`` or ``kind`` is not in the
+    table (naming what is) or when no row has a number."""
+    import pandas as pd
+
+    if metric not in runs.columns:
+        numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c])]
+        raise InputError(f"metric={metric!r} is not a column of runs.csv; allowed: {', '.join(numeric)}")
+    rows = runs
+    if kind is not None:
+        kinds = sorted(str(k) for k in runs["kind"].dropna().unique()) if "kind" in runs.columns else []
+        if kind not in kinds:
+            raise InputError(f"kind={kind!r}; allowed: {', '.join(kinds) or 'none (no kind column)'}")
+        rows = runs[runs["kind"] == kind]
+    values = pd.to_numeric(rows[metric], errors="coerce")
+    values = values[values.notna() & values.abs().ne(float("inf"))]
+    if values.empty:
+        raise InputError(f"no run{' of kind ' + repr(kind) if kind else ''} has a number for {metric!r}")
+    return rows.loc[values.idxmin() if smallest else values.idxmax()]
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,14 @@ def _words(values: Any) -> str:
 def config_files() -> list[ConfigFile]:
     """Every kind of config file, in the order the reference shows them."""
     from agent.pairs.baselines.config import BASELINE_METHODS, BaselinesConfig
-    from agent.pairs.experiment.config import ExperimentConfig, ModelConfig, WindowConfig
+    from agent.pairs.experiment.config import PAIRINGS, ExperimentConfig, ModelConfig, WindowConfig
     from agent.pairs.experiment.matrix_config import Backbone, WindowSet, _MatrixTable
     from agent.pairs.lifecycle.config import LifecycleConfig
     from agent.pairs.market.execution import FILLS
     from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
     from agent.pairs.moira.config import (
+        DIRECTION_RULES,
+        PRINCIPLE_RULES,
         SELECTION_FALLBACKS,
         MaxTokens,
         PolicyConfig,
@@ -97,6 +99,7 @@ def config_files() -> list[ConfigFile]:
                 skip=from_tables,
                 allowed={
                     "exposures": _words(EXPOSURES),
+                    "pairing": _words(PAIRINGS),
                     "no_beta_legs": _words(NO_BETA_LEGS),
                     "execution": _words(FILLS),
                 },
@@ -105,7 +108,15 @@ def config_files() -> list[ConfigFile]:
             Table("model", ModelConfig, skip=("max_tokens",), allowed={"backend": backends}),
             Table("model.max_tokens", MaxTokens),
             Table("prompt", PromptConfig),
-            Table("policy", PolicyConfig),
+            Table(
+                "policy",
+                PolicyConfig,
+                allowed={
+                    "direction_rule": _words(DIRECTION_RULES),
+                    "principle_rules": _words(PRINCIPLE_RULES),
+                    "train_exposure": _words(EXPOSURES),
+                },
+            ),
             Table("selection", SelectionConfig, allowed={"fallback": _words(SELECTION_FALLBACKS)}),
             Table("screen", ScreenConfig),
             Table("lifecycle", LifecycleConfig),
@@ -138,6 +149,7 @@ def config_files() -> list[ConfigFile]:
                 "backbones",
                 Backbone,
                 array=True,
+                allowed={"exposures": _words(EXPOSURES)},
                 note='Or `backbones = ["key", ...]`. Any `[model]` key may be set in a backbone\'s '
                 "`model` table.",
             ),

@@ -171,7 +171,9 @@ def _moira_lines(res: Any) -> list[str]:
     out = [
         f"Moira: {len(exp.runs)} agent runs + {len(exp.baselines)} baseline runs, "
         f"{exp.rounds} lockstep rounds, "
-        f"{exp.model_calls} engine calls ({exp.replayed} replayed), {exp.wall_s:.0f} s",
+        f"{exp.model_calls} engine calls"
+        + (f" ({exp.replayed} replayed from an earlier run's journal)" if exp.replayed else "")
+        + f", {exp.wall_s:.0f} s",
         f"  invalid replies: agent {agent_bad} of {agent_calls}, FinMem {fm_bad} of {fm_calls}",
     ]
     if best is not None:

@@ -24,7 +24,14 @@ from typing import Any
 
 from localfin.errors import ConfigError
 
-__all__ = ["Prompt", "load_prompt", "check_prompt_dir", "prompt_record", "template_variables"]
+__all__ = [
+    "Prompt",
+    "load_prompt",
+    "check_prompt_dir",
+    "packaged_names",
+    "prompt_record",
+    "template_variables",
+]
 
 #: Schema keys whose values a user file may change (bounds); the key itself must stay.
 _BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
@@ -196,21 +203,31 @@ def load_prompt(name: str, directory: str | Path | None = None) -> Prompt:
     return _packaged(name)
 
 
+def packaged_names() -> tuple[str, ...]:
+    """The names of every packaged prompt (``agent/prompts/*.yaml``), sorted."""
+    folder = resources.files("agent").joinpath("prompts")
+    return tuple(sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml")))
+
+
 def check_prompt_dir(directory: str | Path, names: tuple[str, ...]) -> dict[str, Prompt]:
-    """Validate every prompt file of ``directory`` against the packaged ones; ``names``: the
-    prompts a run renders. A ``*.yaml`` file that is not one of them is an error (a misspelt
-    file would otherwise be ignored silently). Returns name -> the prompt a run will use."""
+    """Validate every prompt file of ``directory`` that a run renders against the packaged one;
+    ``names``: the prompts the run renders. The folder may also hold the other packaged prompts
+    (a copy of all of ``agent/prompts``: the other agent's, the demo's), which this run does not
+    read; any other ``*.yaml`` file is an error (a misspelt file would otherwise be ignored
+    silently). Returns name -> the prompt a run will use."""
     d = Path(directory).expanduser()
     if not d.is_dir():
         raise ConfigError(
             f"prompt.dir={str(directory)!r} is not a directory; allowed: a folder of prompt YAML files"
         )
-    unknown = sorted(p.name for p in d.glob("*.yaml") if p.stem not in names)
+    known = set(names) | set(packaged_names())
+    unknown = sorted(p.name for p in d.glob("*.yaml") if p.stem not in known)
     unknown += sorted(p.name for p in d.glob("*.yml"))
     if unknown:
         raise ConfigError(
-            f"prompt.dir={str(d)!r} holds {', '.join(unknown)}, not a prompt of this run; "
-            f"allowed file names: {', '.join(n + '.yaml' for n in names)}"
+            f"prompt.dir={str(d)!r} holds {', '.join(unknown)}, not a prompt of localfin; allowed file "
+            f"names: those of this run ({', '.join(n + '.yaml' for n in names)}) and the other packaged "
+            "prompts (agent/prompts)"
         )
     return {n: load_prompt(n, d) for n in names}
 

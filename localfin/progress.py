@@ -138,13 +138,20 @@ class _LineTask:
             f"{_clock_text(now - self.t0)} elapsed{self.eta(now)}"
         )
 
-    def finish(self) -> None:
+    def finish(self, *, failed: bool = False) -> None:
+        """The task's last line: ``done`` with its count, or, when an error ends it (``failed``),
+        ``stopped at`` the count it reached (never "done" before an error line)."""
         counted = f", {self._count()}" if self.total or self.completed else ""
         took = self.owner.clock() - self.t0
         if self.owner.stages_only:
             if self.depth == 0:
                 count = f" {self.completed}/{self.total}" if self.total else ""
-                self.owner.emit(f"  {self.description}:{count}{self._info()} ({took:.0f} s)")
+                end = " stopped by an error" if failed else ""
+                self.owner.emit(f"  {self.description}:{count}{self._info()}{end} ({took:.0f} s)")
+            return
+        if failed:
+            at = f"{self._count()}{self._info()}"
+            self.owner.emit(f"{self.description}: stopped at {at} after {took:.1f} s")
             return
         self.owner.emit(f"{self.description}: done{counted}{self._info()} in {took:.1f} s")
 
@@ -228,15 +235,19 @@ class LineProgress:
             self._start_thread()
         if not self.stages_only:
             self.emit(f"{description}: started" + (f" ({total} to do)" if total else ""))
+        failed = False
         try:
             yield t
+        except BaseException:
+            failed = True  # the error follows this line: it says why, this one only where
+            raise
         finally:
             with self.lock:
                 self._open.remove(t)
                 last = not self._open
             if last:
                 self._stop_thread()
-            t.finish()
+            t.finish(failed=failed)
 
     def note(self, message: str) -> None:
         self.emit(message)
@@ -293,11 +304,17 @@ class RichProgress:
             self._bar.start()
         self._open += 1
         task_id = self._bar.add_task(description, total=total, info="")
+        failed = False
         try:
             yield _RichTask(self._bar, task_id)
+        except BaseException:
+            failed = True
+            raise
         finally:
             t = next((x for x in self._bar.tasks if x.id == task_id), None)
-            if t is not None and t.total is None:
+            if failed:
+                self._bar.update(task_id, info="stopped by an error")  # its bar stays where it got
+            elif t is not None and t.total is None:
                 self._bar.update(task_id, total=max(t.completed, 1), completed=max(t.completed, 1))
             self._open -= 1
             if self._open == 0:

@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: what the ``log:`` line says goes to the file (the terminal keeps warnings that need a look and
+#: errors: :func:`localfin.logs.is_terminal_worthy`)
+_LOG_NOTE = " (engine and library output; problems show here too; --verbose shows all)"
+
 
 def is_verbose(ctx: typer.Context | None) -> bool:
     """The root command's ``--verbose`` flag (False without a context)."""
@@ -47,7 +51,7 @@ def quiet_run(
         if announce:
             note(
                 rl,
-                f"log: {path}" + ("" if rl.verbose else " (engine and library output; --verbose shows it)"),
+                f"log: {path}" + ("" if rl.verbose else _LOG_NOTE),
             )
         try:
             yield rl

@@ -192,7 +192,10 @@ def info(store: Path | None = typer.Option(None, "--store", help=_STORE_HELP)) -
 def synth(
     ctx: typer.Context,
     out: Path = typer.Option(
-        None, "--out", help="Directory for the market files (default: $LOCALFIN_DATA_DIR/synthetic)."
+        None,
+        "--out",
+        help="Directory for the market files (default: a folder synthetic beside the store, "
+        "$LOCALFIN_DATA_DIR/synthetic without --store).",
     ),
     seed: int = typer.Option(7, "--seed", help="Generator seed."),
     n_sessions: int = typer.Option(2770, "--sessions", help="Sessions to generate (~252 a year)."),
@@ -201,9 +204,9 @@ def synth(
 ) -> None:
     """Write the seeded synthetic market (prices.csv, news.jsonl, companies.csv, truth.json)."""
     from agent.data.workflows import synth_market
-    from localfin import env
 
-    out_dir = out if out is not None else env.data_dir() / "synthetic"
+    # the files go beside the store they are imported into, not into the working directory
+    out_dir = out if out is not None else _store_path(store).parent / "synthetic"
     with quiet_run(ctx, "data-synth", announce=False) as rl:
         res = synth_market(
             out_dir,

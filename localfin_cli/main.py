@@ -33,6 +33,7 @@ from localfin_cli import (
     gpu_cmd,
     models_cmd,
     pairs_cmd,
+    plugins_cmd,
     qa_cmd,
     report_cmd,
     reproduce_cmd,
@@ -93,6 +94,7 @@ app.add_typer(pairs_cmd.app, name="pairs")
 app.add_typer(bank_cmd.app, name="bank")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(qa_cmd.app, name="qa")
+app.add_typer(plugins_cmd.app, name="plugins")
 serve_cmd.register(app)
 report_cmd.register(app)
 export_cmd.register(app)

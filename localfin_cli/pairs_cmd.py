@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from localfin_cli._common import progress_for, quiet_run, result
+from localfin_cli.pairs_options import baseline_configs, check_years, parse_pools, parse_years
 
 __all__ = ["app"]
 
@@ -48,6 +49,8 @@ def screen(
     from rich.console import Console
     from rich.table import Table
 
+    from agent.data.coverage import check_date
+    from agent.data.store import MarketStore
     from agent.pairs.screen.causal import ScreenConfig, screen_store
     from localfin import env
 
@@ -61,7 +64,10 @@ def screen(
         half_life_max=half_life_max,
     )
     tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-    res = screen_store(store or env.default_store_path(), date, pool=tickers, config=cfg)
+    with MarketStore(store or env.default_store_path(), create=False) as db:
+        # before, or after, the data there is nothing to screen at the date: say the data's range
+        check_date(db, date, name="--date", tickers=tickers, pool_name="--pool")
+        res = screen_store(db, date, pool=tickers, config=cfg)
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
@@ -174,10 +180,12 @@ def run(
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
     from agent.api import check_models, load_experiment_config, run_experiment
+    from agent.pairs.experiment.preflight import check_data
     from localfin import env, interrupt, runlock
 
     cfg, _ = load_experiment_config(config, model=model)
     check_models(cfg)  # an unknown registry key fails here, before the folder or any call
+    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
     folder = out or env.runs_dir() / cfg.name
     me = f"localfin pairs run --config {config}" + (f" --model {model}" if model else "")
     hint = f"rerun with: {me} --out {folder} --resume"
@@ -271,28 +279,6 @@ def matrix(
         result(rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nmatrix folder: {res.out_dir}")
 
 
-def _pools(specs: list[str]) -> dict[str, list[str]]:
-    pools: dict[str, list[str]] = {}
-    for spec in specs:
-        name, sep, tickers = spec.partition("=")
-        names = [t.strip() for t in tickers.split(",") if t.strip()]
-        if not sep or not name.strip() or len(names) < 2:
-            raise typer.BadParameter(f"--pool {spec!r}: allowed NAME=T1,T2[,...] (at least two tickers)")
-        pools[name.strip()] = names
-    return pools
-
-
-def _years(text: str) -> list[int]:
-    first, _, last = text.partition("-")
-    try:
-        lo, hi = int(first), int(last or first)
-    except ValueError:
-        raise typer.BadParameter(f"--years {text!r}: allowed YEAR or FIRST-LAST, e.g. 2005-2023") from None
-    if not 1900 <= lo <= hi <= 2100:
-        raise typer.BadParameter(f"--years {text!r}: allowed FIRST <= LAST within 1900..2100")
-    return list(range(lo, hi + 1))
-
-
 @app.command("screen-sweep")
 def screen_sweep(
     ctx: typer.Context,
@@ -316,10 +302,12 @@ def screen_sweep(
     from agent.pairs.screen.evaluate import sweep_store
     from localfin import env
 
-    pools, span = _pools(pool), _years(years)
+    pools, span = parse_pools(pool), parse_years(years)
     cfg = ScreenConfig(top_k=top, lookback=lookback, min_sessions=min(252, lookback), price_field=price_field)
+    path = store or env.default_store_path()
+    check_years(path, pools, span)
     with quiet_run(ctx, "pairs-screen-sweep", announce=False) as rl:
-        sweeps = sweep_store(store or env.default_store_path(), pools, span, cfg, progress_for(rl))
+        sweeps = sweep_store(path, pools, span, cfg, progress_for(rl))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             per_date = {
@@ -372,11 +360,13 @@ def lifecycle_sweep(
         if not sep or not grid[name.strip()]:
             raise typer.BadParameter(f"--vary {spec!r}: allowed NAME=V1,V2 (at least one value)")
     cfg = ScreenConfig(price_field=price_field)
+    path, pools, span = store or env.default_store_path(), parse_pools(pool), parse_years(years)
+    check_years(path, pools, span)
     with quiet_run(ctx, "pairs-lifecycle-sweep", announce=False) as rl:
         rows = sweep_store(
-            store or env.default_store_path(),
-            _pools(pool),
-            _years(years),
+            path,
+            pools,
+            span,
             top=top,
             hold=hold,
             screen=cfg,
@@ -409,22 +399,38 @@ def baselines(
     borrow_bps: float = typer.Option(
         0.0, "--borrow-bps-per-year", help="Short leg's lending fee, bps a year, accrued per session."
     ),
+    methods: str = typer.Option(
+        "long_short,short_long,equal_weight,eg_z,eg_ddqn",
+        "--methods",
+        help="Comma-separated baselines: the built-in ones (default: all five) and any installed "
+        "plugin's (localfin plugins list).",
+    ),
+    options: list[str] = typer.Option(
+        [],
+        "--option",
+        help="METHOD.KEY=VALUE: a setting of one baseline, the value as in TOML (eg_z.entry_z=1.5, "
+        "a plugin's option); repeatable. Default: each baseline's defaults.",
+    ),
 ) -> None:
-    """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN) over rolling yearly windows."""
+    """The non-LLM baselines (L-S, S-L, Equal-Weight, EG+Z, EG-DDQN, installed plugins' pair rules)
+    over rolling yearly windows; no model is called."""
     from agent.data.store import MarketStore
     from agent.pairs.baselines.rolling import run_rolling
     from agent.pairs.baselines.runner import RunSettings
     from localfin import env
 
-    pools, span = _pools(pool), _years(years)
+    pools, span = parse_pools(pool), parse_years(years)
     if train_sessions < 1:
         raise typer.BadParameter(f"--train-sessions {train_sessions}: allowed >= 1")
+    configs = baseline_configs(methods, options)
     settings = RunSettings(
         cost_bps=cost_bps, execution=execution, slippage_bps=slippage_bps, borrow_bps_per_year=borrow_bps
     )
+    path = store or env.default_store_path()
+    check_years(path, pools, span)  # before the output folder is made
     with (
         quiet_run(ctx, "baselines", out) as rl,
-        MarketStore(store or env.default_store_path(), create=False) as st,
+        MarketStore(path, create=False) as st,
     ):
         res = run_rolling(
             st,
@@ -433,6 +439,7 @@ def baselines(
             out_dir=out,
             seed=seed,
             train_sessions=train_sessions,
+            configs=configs,
             settings=settings,
             progress=progress_for(rl),
         )

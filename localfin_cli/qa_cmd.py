@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from localfin_cli._common import note, progress_for, quiet_run, renamed, result
+from localfin_cli.qa_checks import EMBEDDERS, checked_options, tool_names_of
 
 __all__ = ["app"]
 
@@ -103,8 +104,12 @@ def _items(
 ):
     from agent.qa import runs
     from agent.qa.datasets import load_items
+    from agent.qa.extensions import dataset_names
     from localfin.errors import ConfigError
 
+    known = dataset_names()
+    if dataset not in known:
+        raise ConfigError(f"--dataset: unknown QA dataset {dataset!r}; allowed: {', '.join(known)}")
     if offset < 0:
         raise ConfigError(f"--offset={offset}; allowed: >= 0")
     if limit is not None and limit < 1:
@@ -232,7 +237,7 @@ def _embedder(name: str):
         return MiniLMEmbedder()
     if name == "hashing":
         return HashingEmbedder()
-    raise ConfigError(f"--embedder={name!r}; allowed: minilm, hashing")
+    raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(EMBEDDERS)}")
 
 
 def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
@@ -246,7 +251,7 @@ def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
     from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
-    names = tuple(t.strip() for t in tools.split(",") if t.strip())
+    names = tool_names_of(tools, sandbox, store)
     corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
     cfg = ToolsetConfig(names=names, store_path=store, corpus_path=corpus, python_unavailable=sandbox)
     return tool_factory(cfg), names
@@ -321,10 +326,12 @@ def build_bank_cmd(
 
     if ray is not None:
         ray = preflight(ray)  # a head that does not answer: nothing read or written
+    given_run = renamed(run_dir, old_run_dir, "--run-dir", "--out")
+    keys = {"--model": model, "--judge": judge}
+    checked_options(keys, backend=backend, base_url=base_url, embedder=embedder)
+    tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    run = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        "bank", dataset, model, split, offset, limit, subset
-    )
+    run = given_run or _default_run("bank", dataset, model, split, offset, limit, subset)
     judge_model = judge or model
     judged = judge_model != model and any(it.question.dataset == "fintmmbench" for it in items)
     in_process = judged and ray is None
@@ -334,6 +341,7 @@ def build_bank_cmd(
         quiet_run(ctx, "qa-build-bank", run) as log,
         ExitStack() as stack,
     ):
+        factory, names = _tools(tools, store, sandbox_missing, dataset, data)  # before any engine
         if ray is not None:  # the shards call the servers; nothing is opened here
             from serving.registry import default_registry
 
@@ -357,7 +365,6 @@ def build_bank_cmd(
                 _start(jb, log)
                 served = ByModel(be, {judge_model: jb})
             build = build_bank
-        factory, names = _tools(tools, store, sandbox_missing, dataset, data)
         solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
         with ExperienceBank.open(bank or env.default_bank_dir()) as b:
             rep = build(
@@ -421,12 +428,19 @@ def eval_cmd(
     keep_missing_images: bool = _KEEP,
     request_timeout: float = _TIMEOUT,
     max_retries: int = _RETRIES,
+    scorer_name: str = typer.Option(
+        None,
+        "--scorer",
+        help="The dataset's scorer by name: localfin (default; TAT-QA official), official, authors, "
+        "authors_em (FinTMMBench) or a plugin's name; model-graded ones use --model as judge/extractor.",
+    ),
     ray: str = _RAY,
     shards: int = _SHARDS,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
     from agent.qa.judge_pass import deferred_scorer
+    from agent.qa.scorers import NamedScorer
     from agent.qa.sweep import MemoryGrid, evaluate_variant
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
@@ -435,6 +449,7 @@ def eval_cmd(
 
     if variant not in VARIANTS:
         raise ConfigError(f"--variant={variant!r}; allowed: {', '.join(VARIANTS)}")
+    named = NamedScorer({dataset: scorer_name} if scorer_name else {})
     sizes = _parse_sizes(bank_sizes)
     try:
         ks = [int(x) for x in k_max.split(",") if x.strip()]
@@ -444,15 +459,21 @@ def eval_cmd(
         from serving.cluster.connect import preflight
 
         ray = preflight(ray)  # a head that does not answer: nothing read or written
+    given_root = renamed(run_dir, old_run_dir, "--run-dir", "--out")
+    ft_fm_embedder = embedder if variant == "ft_fm" else None
+    checked_options({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
+    if variant != "base":
+        tool_names_of(tools, sandbox_missing, store)
     items, _ = _items(dataset, data, split, offset, limit, exclude_run, subset, keep_missing_images)
-    root = renamed(run_dir, old_run_dir, "--run-dir", "--out") or _default_run(
-        variant, dataset, model, split, offset, limit, subset
-    )
+    root = given_root or _default_run(variant, dataset, model, split, offset, limit, subset)
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
         ExitStack() as stack,
     ):
+        factory, names = (  # before any engine: a missing sandbox or store fails here
+            _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
+        )
         if ray is not None:  # the shards call the servers; nothing is opened here
             from serving.registry import default_registry
 
@@ -466,12 +487,9 @@ def eval_cmd(
             _start(be, log)
             qc = None
         cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-        factory, names = (
-            _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
-        )
         run = dict(
             tools=factory,
-            scorer=deferred_scorer(),  # FinTMMBench answers are judged after the run
+            scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
             transcriber=_transcriber(names, items),
             data_files=[data],
             progress=progress_for(log),
@@ -488,6 +506,8 @@ def eval_cmd(
             result(log, json.dumps(summary.__dict__))
         for j in res.judged:
             result(log, json.dumps({"judge": j.__dict__}))
+        for x in res.extracted:
+            result(log, json.dumps({"extract": x.__dict__}))
 
 
 @app.command("analyze")
@@ -554,6 +574,7 @@ def judge_check_cmd(
     from agent.qa.judge_check import judge_check
     from localfin import env
 
+    checked_options({"--judge": judge}, backend=backend, base_url=base_url)
     items, _ = _items(dataset, data, split, offset, limit, None, subset)
     target = out or env.runs_dir() / "qa" / f"judge_check-{dataset}-{judge}-o{offset}-n{limit}"
     with quiet_run(ctx, "qa-judge-check", target) as log:

@@ -368,7 +368,7 @@ def check(
 
     The placement line says where every engine would run on the GPUs, or what would place the
     ones that do not fit (more GPUs, FP8 weights); nothing starts."""
-    do_check(_which(config, config_file), data_root, gpus, gpu)
+    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu)
 
 
 @app.command("settings")

@@ -165,7 +165,7 @@ def _ask(backend: Any, key: str, n: int = 1, **kw: Any) -> list[Any]:
 
     reqs = [ChatRequest.simple(key, f"Say a number ({i}).", max_tokens=24, seed=i, **kw) for i in range(n)]
     out = backend.chat(reqs)
-    bad = [r.error or r.finish_reason for r in out if r.is_fallback]
+    bad = [r.text or r.parse_error for r in out if r.finish_reason == "error"]
     if bad:
         raise RuntimeError(f"{len(bad)} of {n} replies failed: {bad[0]}")
     return out
@@ -241,7 +241,7 @@ def _thinking(s: _Smoke, state: dict[str, Any]) -> str:
     bad = [r for r in out if r.is_fallback or r.parsed is None]
     if bad:
         raise RuntimeError(
-            f"{len(bad)} of 3 schema replies did not parse: {bad[0].error or bad[0].text[:80]!r}"
+            f"{len(bad)} of 3 schema replies did not parse: {bad[0].parse_error or bad[0].text[:80]!r}"
         )
     if out[0].text != out[2].text:
         raise RuntimeError(f"the same seeded request gave two replies: {out[0].text!r} and {out[2].text!r}")

@@ -367,6 +367,11 @@ class Journal:
 class JournaledBackend:
     """Wraps a backend: replays journaled requests, calls the model for the rest.
 
+    Counts: ``called`` requests sent to the model; ``replayed`` requests answered from what an
+    earlier run (an earlier backend on the journal: a rerun, a resume) journaled; ``repeated``
+    requests identical to one this backend already sent (two runs sharing a training phase, an
+    unchanged reflection), answered by that call. A first run replays nothing.
+
     Args:
         backend: the backend that calls the model.
         journal: where results are looked up and recorded.
@@ -382,17 +387,22 @@ class JournaledBackend:
         self.chunk_size = chunk_size
         self.name = f"journaled:{backend.name}"
         self.replayed = 0
+        self.repeated = 0
         self.called = 0
+        self._sent: set[str] = set()  # keys this backend journaled (its repeats are not replays)
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         reqs = ensure_requests(requests)
         keys = [r.key() for r in reqs]
         done: dict[str, ChatResult] = self.journal.get_many(keys)
-        self.replayed += sum(1 for k in keys if k in done)
+        self.repeated += sum(1 for k in keys if k in done and k in self._sent)
+        self.replayed += sum(1 for k in keys if k in done and k not in self._sent)
         todo: dict[str, ChatRequest] = {}
         for k, r in zip(keys, reqs):
             if k not in done:
-                todo.setdefault(k, r)  # identical requests in one batch are called once
+                if k in todo:
+                    self.repeated += 1  # identical requests in one batch are called once
+                todo.setdefault(k, r)
         pending = list(todo.items())
         for start in range(0, len(pending), self.chunk_size):
             chunk = pending[start : start + self.chunk_size]
@@ -406,9 +416,11 @@ class JournaledBackend:
                 if answered:
                     self.called += len(answered)
                     self.journal.put_many(answered)  # type: ignore[arg-type]
+                    self._sent.update(r.key() for r, _ in answered)
                 raise
             self.called += len(chunk)
             self.journal.put_many([(r, res) for (_, r), res in zip(chunk, results)])
+            self._sent.update(k for k, _ in chunk)
             for (k, _), res in zip(chunk, results):
                 done[k] = res
         return [done[k] for k in keys]

@@ -44,6 +44,7 @@ __all__ = [
     "open_backend",
     "opened",
     "registry_with",
+    "model_spec",
     "model_facts",
     "check_weights",
     "WeightsStatus",
@@ -156,6 +157,12 @@ def registry_with(model: str, model_path: str = "", registry: Registry | None = 
             build_tiny_model(path, arch=spec.key.split("-", 1)[1], seed=0)
         return reg.with_spec(spec.with_path(path))
     return reg
+
+
+def model_spec(model: str, registry: Registry | None = None) -> ModelSpec:
+    """The registry entry of ``model`` (``registry``: default the packaged one with the user's
+    models files and plugins); an unknown key is a ConfigError naming the allowed ones."""
+    return (registry or default_registry()).get(model)
 
 
 def model_facts(model: str, registry: Registry | None = None) -> ModelFacts:

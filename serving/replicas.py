@@ -17,8 +17,9 @@ the requests, never on timing.
 
 **Failures.** A replica that raises ends the call with its error after the others have
 answered; the answered requests travel with a :class:`~serving.errors.BackendError` (its
-``done``), so the journal keeps them. Replicas start one after the other (``start``) and close
-one after the other (``close`` waits for each engine's processes and memory).
+``done``), so the journal keeps them. Replicas start one after the other, before the first
+call's threads (an engine's start sets the environment its processes inherit), and close one
+after the other (``close`` waits for each engine's processes and memory).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class ReplicatedBackend:
         self.options = replicas[0].options
         self._where: dict[str, int] = {}
         self._given = [0] * len(replicas)
+        self._started = False
 
     @property
     def engine_start_s(self) -> float | None:
@@ -76,8 +78,16 @@ class ReplicatedBackend:
         return out
 
     def start(self) -> float:
-        """Start every replica's engine (one after the other); the seconds of all starts."""
-        return float(sum(r.start() for r in self.replicas))
+        """Start every replica's engine, one after the other (an engine's start sets the
+        variables its processes inherit, such as ``CUDA_VISIBLE_DEVICES``, in this process's
+        environment: two starts at once would mix them); the seconds of all starts."""
+        total = 0.0
+        for r in self.replicas:
+            start = getattr(r, "start", None)
+            if callable(start):
+                total += float(start())
+        self._started = True
+        return total
 
     def replica_of(self, req: ChatRequest) -> int:
         """The replica ``req`` goes to (module docstring); remembers new conversations."""
@@ -93,6 +103,8 @@ class ReplicatedBackend:
         reqs = ensure_requests(requests)
         if not reqs:
             return []
+        if not self._started:
+            self.start()  # before the threads: never two engine starts at once
         parts: dict[int, list[int]] = {}
         for i, r in enumerate(reqs):
             parts.setdefault(self.replica_of(r), []).append(i)

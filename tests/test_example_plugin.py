@@ -1,7 +1,10 @@
-"""The example plugin under examples/plugin, installed as a user installs it (pip writes its
-dist-info with entry_points.txt into a throwaway folder put on PYTHONPATH), then used by the
-command-line program in child processes: `localfin pairs run` runs its baseline beside the agent,
-and `localfin qa eval` evaluates its dataset with its scorer and its tool.
+"""The example plugin under examples/plugin, and the plugin of docs/extending.md's walkthrough
+(written from the guide's code blocks alone), installed as a user installs them offline (pip
+writes their dist-info with entry_points.txt into a throwaway folder put on PYTHONPATH), then used
+by the command-line program in child processes: `localfin plugins list` lists them, `localfin
+pairs run` runs a plugin baseline beside the agent and `localfin pairs baselines` without it (the
+guide's own commands and Python example), and `localfin qa eval` evaluates the example's dataset
+with its scorer and its tool.
 
 The "model" of both commands is the scripted test backend (unit tests only), itself registered
 through the `localfin.backends` entry-point group by a second throwaway distribution: its replies
@@ -16,6 +19,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,14 +70,38 @@ def open_scripted(spec, registry):
 """
 
 
-def _pip_install(src: Path, site: Path) -> None:
-    """``pip install --target`` of a copy of ``src`` (the build writes into its source folder)."""
-    work = site.parent / f"src-{src.name}"
-    shutil.copytree(src, work)
+def _pip_install(srcs: list[Path], site: Path) -> None:
+    """``pip install --target`` of copies of ``srcs`` (the build writes into its source folder),
+    offline, as docs/extending.md says (``--no-build-isolation --no-index``; ``--no-deps``: with
+    ``--target``, pip would install localfin itself again)."""
+    works = []
+    for src in srcs:
+        works.append(site.parent / f"src-{src.name}")
+        shutil.copytree(src, works[-1])
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index"]
     cmd += ["--disable-pip-version-check", "--no-cache-dir"]
-    proc = subprocess.run([*cmd, "--target", str(site), str(work)], capture_output=True, text=True)
+    proc = subprocess.run([*cmd, "--target", str(site), *map(str, works)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+GUIDE = ROOT / "docs" / "extending.md"
+
+
+def _guide_blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
+
+
+def guide_plugin(dest: Path) -> Path:
+    """The plugin of the guide's walkthrough, written from its code blocks (each opens with a
+    comment naming its file under ``my-plugin/``) into ``dest``: nothing but what the guide shows."""
+    for body in _guide_blocks("toml") + _guide_blocks("python"):
+        first, _, rest = body.partition("\n")
+        m = re.fullmatch(r"# (my-plugin/\S+)", first)
+        if m:
+            path = dest / m.group(1)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(rest, encoding="utf-8")
+    return dest / "my-plugin"
 
 
 def _test_backend(site: Path) -> None:
@@ -89,18 +118,21 @@ def _test_backend(site: Path) -> None:
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("plugin")
     site = root / "site"
-    _pip_install(PLUGIN, site)
+    _pip_install([PLUGIN, guide_plugin(root / "guide")], site)
     _test_backend(site)
     return site
 
 
 def _localfin(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+    return _python(site, "-m", "localfin_cli.main", *args, cwd=cwd)
+
+
+def _python(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("LOCALFIN_STORE", "LOCALFIN_DATA_DIR")}
     paths = [str(site), str(ROOT / "tests" / "agent" / "pairs"), str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["LOCALFIN_RUNS_DIR"] = str(cwd / "runs")
-    cmd = [sys.executable, "-m", "localfin_cli.main", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 def test_pip_wrote_the_entry_points(site):
@@ -216,3 +248,89 @@ def test_qa_eval_uses_the_plugin_dataset_scorer_and_tool(site, tmp_path):
         assert calls and calls[0]["args"] == {"old": old, "new": new} and calls[0]["tool_ok"] is True
         assert calls[0]["observation"] == f"{(new - old) / abs(old) * 100:.4f}"
         assert t["answer"] == f"{(new - old) / abs(old) * 100:.{item['decimals']}f}"
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("│").split("│")]
+
+
+def test_plugins_list_shows_the_guides_row_and_keeps_one_kind(site, tmp_path):
+    proc = _localfin(site, "plugins", "list", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the guide's plugin, with the cells the guide shows (column widths follow the longest entry)
+    shown = next(b for b in _guide_blocks("text") if "ratio_bands" in b)
+    want = _cells(next(line for line in shown.splitlines() if "ratio_bands" in line))
+    rows = [_cells(line) for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert want in rows, proc.stdout
+    only = _localfin(site, "plugins", "list", "--kind", "tools", "--json", cwd=tmp_path).stdout
+    assert [json.loads(line)["name"] for line in only.splitlines()] == ["pct_change"]
+
+
+def test_plugins_list_names_kind_distribution_version_and_a_broken_plugins_problem(site, tmp_path):
+    broken = tmp_path / "broken-site"
+    info = broken / "broken_plugin-0.2.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.2\n")
+    (info / "entry_points.txt").write_text("[localfin.tools]\nnope = no_such_module:TOOL\n")
+    proc = _localfin(Path(f"{broken}{os.pathsep}{site}"), "plugins", "list", "--json", cwd=tmp_path)
+    assert proc.returncode == 1  # a refused plugin: the installation needs fixing
+    listed = {
+        tuple(json.loads(line)[k] for k in ("name", "kind", "dist", "version", "problem"))
+        for line in proc.stdout.splitlines()
+    }
+    assert {
+        ("ratio_bands", "baselines", "my-plugin", "0.1.0", ""),
+        ("bollinger", "baselines", "localfin-example-plugin", "0.1.0", ""),
+        ("pct_change_qa", "qa_datasets", "localfin-example-plugin", "0.1.0", ""),
+        ("pct_change", "tools", "localfin-example-plugin", "0.1.0", ""),
+        ("scripted_test", "backends", "localfin-test-backend", "0.1", ""),
+    } <= listed
+    (nope,) = [row for row in listed if row[0] == "nope"]
+    assert nope[1:4] == ("tools", "broken-plugin", "0.2")
+    assert nope[4].startswith("does not load: ModuleNotFoundError"), nope
+
+
+def test_the_guides_commands_run_the_plugin_baseline_without_a_model(site, tmp_path):
+    """The guide's `localfin pairs baselines` line, as written, on the tests' small synthetic
+    market in the default store (it stands in for `localfin data synth --import`: the same
+    tickers, and 2015 inside it)."""
+    from moira_support import small_store
+
+    (tmp_path / "localfin_data").mkdir()
+    shutil.copy(small_store(), tmp_path / "localfin_data" / "market.sqlite")
+    block = next(b for b in _guide_blocks("bash") if "pairs baselines" in b)
+    line = next(ln for ln in block.splitlines() if ln.startswith("localfin pairs baselines"))
+    proc = _localfin(site, *shlex.split(line)[1:], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = tmp_path / "runs" / "bands" / "staples" / "2015" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == [
+        "eg_z-beta-seed0",
+        "eg_z-no_beta-seed0",
+        "ratio_bands-beta-seed0",
+        "ratio_bands-no_beta-seed0",
+    ]
+    assert f"`{runs.relative_to(tmp_path)}/ratio_bands-no_beta-seed0/`" in GUIDE.read_text(encoding="utf-8")
+    metrics = json.loads((runs / "ratio_bands-no_beta-seed0" / "metrics.json").read_text())
+    assert metrics["kind"] == "baseline" and metrics["method"] == "ratio_bands"
+    assert metrics["extra"]["plugin"] == "plugin my-plugin (my_plugin.bands:RATIO_BANDS)"
+    assert metrics["extra"]["config"]["options"] == {"window": 10, "width": 2.0}  # --option, the default
+    notes = [str(n) for n in pd.read_parquet(runs / "ratio_bands-no_beta-seed0" / "steps.parquet")["note"]]
+    assert notes and all(n.startswith("z=") for n in notes), notes[:3]
+    table = pd.read_csv(tmp_path / "runs" / "bands" / "runs.csv")
+    assert sorted(table["method"]) == ["eg_z", "eg_z", "ratio_bands", "ratio_bands"]
+    assert "ratio_bands" in (tmp_path / "runs" / "bands" / "rolling.md").read_text()
+
+
+def test_the_guides_run_baseline_example_writes_the_folder_it_names(site, tmp_path):
+    from moira_support import small_store
+
+    (tmp_path / "localfin_data").mkdir()
+    shutil.copy(small_store(), tmp_path / "localfin_data" / "market.sqlite")
+    code = next(b for b in _guide_blocks("python") if "run_baseline(" in b)
+    (tmp_path / "example.py").write_text(code)
+    proc = _python(site, "example.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = re.search(r"print\(res\.run_dir\)  # (\S+)", code).group(1)
+    assert proc.stdout.splitlines()[0] == said and (tmp_path / said / "metrics.json").is_file()
+    ret, sharpe = map(float, proc.stdout.splitlines()[1].split())
+    assert math.isfinite(ret) and math.isfinite(sharpe)

@@ -60,6 +60,42 @@ def test_the_api_loads_a_finished_runs_tables(experiment):
         api.load_run(experiment)
 
 
+def test_best_run_never_picks_a_run_without_a_sharpe(experiment):
+    import math
+
+    import pandas as pd
+
+    runs = api.load_runs(experiment)
+    # a run that never traded (a FinMem run holding FLAT throughout) has no Sharpe ratio
+    flat = runs.iloc[[0]].assign(
+        run_id="finmem-no_beta-s0", kind="baseline", method="finmem", sharpe=math.nan
+    )
+    runs = pd.concat([runs, flat], ignore_index=True)
+    assert runs.sort_values("sharpe").iloc[-1].run_id == "finmem-no_beta-s0"  # the trap: NaN sorts last
+    best = api.best_run(runs, "sharpe")
+    assert math.isfinite(best.sharpe) and best.sharpe == runs["sharpe"].max()
+    assert api.best_run(runs, "sharpe", kind="moira").run_id == "full-no_beta-s0"
+    lowest = api.best_run(runs, "annual_volatility", smallest=True)
+    assert lowest.annual_volatility == runs["annual_volatility"].min()
+    # the row names its folder: <folder>/<group>/runs/<run_id>, as the Python API page loads it
+    assert api.load_run(experiment / best.group / "runs" / best.run_id).metrics["run_id"] == best.run_id
+    with pytest.raises(InputError, match=r"metric='sharp' is not a column of runs\.csv; allowed: .*sharpe"):
+        api.best_run(runs, "sharp")
+    with pytest.raises(InputError, match="kind='agent'; allowed: baseline, moira"):
+        api.best_run(runs, kind="agent")
+    with pytest.raises(InputError, match="no run of kind 'baseline' has a number for 'sharpe'"):
+        api.best_run(runs[runs["run_id"] != "equal_weight-no_beta"], kind="baseline")
+    page = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert "api.best_run(runs" in page and '.sort_values("sharpe").iloc[-1]\nrun' not in page
+
+
+def test_load_runs_on_a_folder_above_the_experiment_names_it(experiment):
+    with pytest.raises(InputError) as err:
+        api.load_runs(experiment.parent)  # the demo's layout: the experiment in a folder below
+    msg = str(err.value)
+    assert f"{experiment.parent} holds no runs.csv" in msg and f"load_runs({str(experiment)!r})" in msg
+
+
 def test_the_example_script_plots_the_equity_curves(experiment, tmp_path):
     out = tmp_path / "plots" / "equity.png"
     done = subprocess.run(

@@ -381,6 +381,17 @@ class MarketStore:
                 f"ticker(s) {absent} not in the store {self.path} (known: {sorted(known)})", column="ticker"
             )
 
+    def span(self, tickers: Sequence[str] | None = None) -> tuple[dt.date, dt.date] | None:
+        """The first and last dates with a price of any of ``tickers`` (all if None); None when
+        there are none. Unknown tickers are an :class:`UnknownTickerError` naming them."""
+        sql, args = "SELECT MIN(date), MAX(date) FROM prices", []
+        if tickers is not None:
+            self._require(tickers)
+            sql += f" WHERE ticker IN ({','.join('?' * len(tickers))})"
+            args += list(tickers)
+        first, last = self._conn.execute(sql, args).fetchone()
+        return None if first is None else (dt.date.fromisoformat(first), dt.date.fromisoformat(last))
+
     def calendar(
         self,
         start: str | dt.date | None = None,

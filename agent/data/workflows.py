@@ -3,7 +3,9 @@ seeded synthetic market (and import it), describe a store."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,10 +33,11 @@ def import_into(
     progress: Progress = NULL_PROGRESS,
 ) -> ImportReport:
     """:func:`~agent.data.importer.import_files` into the store at ``store_path`` (created if
-    absent): all files validated first, then written in one transaction."""
+    absent): all files validated first, then written in one transaction. A failed import leaves
+    an existing store as it was and removes a store (and folders) it created."""
     from agent.data.importer import import_files
 
-    with MarketStore(store_path) as db:
+    with _store_for_import(Path(store_path)) as db:
         return import_files(
             db,
             prices=prices,
@@ -45,6 +48,25 @@ def import_into(
             config=config,
             progress=progress,
         )
+
+
+@contextmanager
+def _store_for_import(path: Path) -> Iterator[MarketStore]:
+    """The store at ``path``, opened (created if absent); when the block fails, the files and
+    folders the opening created are removed again (SQLite's ``-wal`` / ``-shm`` beside it too),
+    so a failed import into a new store leaves nothing behind."""
+    made = [p for p in (path, *path.parents) if not p.exists()]  # the file, then new folders
+    try:
+        with MarketStore(path) as db:
+            yield db
+    except BaseException:
+        if made and made[0] == path:
+            for f in (path, *(path.with_name(path.name + x) for x in ("-wal", "-shm", "-journal"))):
+                f.unlink(missing_ok=True)
+            for folder in made[1:]:  # the deepest first; only as they were made: empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
 
 
 @dataclass(frozen=True)
@@ -91,7 +113,7 @@ def synth_market(
         files = write_market(market, Path(out_dir))
     if store_path is None:
         return SynthResult(files)
-    with MarketStore(store_path) as db:
+    with _store_for_import(Path(store_path)) as db:
         report = import_files(
             db,
             prices=[files["prices"]],

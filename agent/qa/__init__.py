@@ -6,5 +6,5 @@ __all__ = ["CALL_TYPES"]
 
 #: The model calls of FinAcumen (their ``call_type`` labels; the agent owns these names): the
 #: solver's plan/action steps, the Base variant's one call, the memory annotator, the bank
-#: summarizer and the judge.
-CALL_TYPES = ("qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge")
+#: summarizer, the judge and the answer extractor (FinMMR's official scoring).
+CALL_TYPES = ("qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge", "answer_extract")

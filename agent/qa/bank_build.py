@@ -42,12 +42,14 @@ from typing import Any
 
 from agent.prompting import load_prompt
 from agent.qa import runs
+from agent.qa.answer_extract import extract_requests, extracted_answers, official_finmmr_scores, solution_text
 from agent.qa.items import Gold, QAItem
-from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.programs import merged
 from agent.qa.react import QASolver
 from agent.qa.schemas import char_bound, with_lengths
 from agent.qa.scorer_check import Scorer, check_scorers, default_scorer, score_with, scorer_label
+from agent.qa.scorers import spec_of
 from agent.qa.scoring import JUDGED
 from agent.qa.trajectory import Trajectory
 from bank.embedder import Embedder
@@ -197,6 +199,7 @@ class _Builder:
         self.solver, self.scorer, self.config = solver, scorer, config
         self.transcriber = transcriber
         self.judge_model = judge_model
+        self.extract_model: str | None = None
         self.labels = labels
         self.prompt = load_prompt("qa_summarize")
 
@@ -248,11 +251,23 @@ class _Builder:
             for j in range(c.k)
         ]
         trajs: list[Trajectory] = yield from merged(subs)
-        if q.dataset in JUDGED:
+        spec = spec_of(self.scorer, q.dataset)
+        judge_prompt = (
+            spec.judge_prompt if spec is not None else (JUDGE_PROMPT if q.dataset in JUDGED else "")
+        )
+        if judge_prompt:
             assert self.judge_model
             answers = [_answer_text(t) for t in trajs]
-            verdicts = yield judge_requests([item] * len(trajs), answers, self.judge_model)
+            verdicts = yield judge_requests(
+                [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt
+            )
             correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
+        elif spec is not None and spec.extract:
+            assert self.extract_model
+            solutions = [solution_text(t.to_dict()) for t in trajs]
+            replies = yield extract_requests([item] * len(trajs), solutions, self.extract_model)
+            scores = official_finmmr_scores([item] * len(trajs), extracted_answers(replies))
+            correct = tuple(bool(v.correct) for v in scores)
         else:
             correct = tuple(
                 bool(score_with(self.scorer, q.dataset, item.gold, t.answer, t.answer_scale).correct)
@@ -314,6 +329,7 @@ def build_bank(
     data_files: Sequence[str | Path] = (),
     transcriber: Callable[[str], str] | None = None,
     progress: Progress = NULL_PROGRESS,
+    extract_model: str | None = None,
 ) -> BankBuildReport:
     """Build (or complete) ``bank`` from training ``items``; returns what was done.
 
@@ -328,6 +344,8 @@ def build_bank(
         config: construction settings.
         scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
         judge_model: registry key of the model that grades judged sources (FinTMMBench).
+        extract_model: registry key of the model that reads the final answers for a scorer that
+            extracts them (FinMMR ``official``, :mod:`agent.qa.answer_extract`).
         data_files: dataset files whose digests go into the manifest.
         transcriber: OCR of one image (before the loop, as at test time); None: none.
         progress: progress display.
@@ -336,12 +354,13 @@ def build_bank(
     check_training(items)
     if solver.memory is not None:
         raise ConfigError("bank building samples the tools-only solver; give a solver without memory")
-    labels = check_scorers(items, scorer, judge_model)  # before any model call
+    labels = check_scorers(items, scorer, judge_model, extract_model)  # before any model call
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     have = set(bank.sources)
     todo = [it for it in items if it.item_id not in have]
     builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
+    builder.extract_model = extract_model
     t0 = time.perf_counter()
     size = cfg.items_per_wave or max(1, len(todo))
     outcomes: list[ItemOutcome] = []
@@ -453,6 +472,7 @@ def bank_calls(
     config: BankBuildConfig | None = None,
     scorer: Scorer | None = None,
     judge_model: str | None = None,
+    extract_model: str | None = None,
     transcriber: Callable[[str], str] | None = None,
 ) -> tuple[int, int]:
     """The model calls of building from ``items`` and nothing else: each item's K trajectories,
@@ -464,6 +484,7 @@ def bank_calls(
     cfg = config or BankBuildConfig()
     run = Path(run_dir)
     builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
+    builder.extract_model = extract_model
     size = cfg.items_per_wave or max(1, len(items))
     with Journal(run / runs.JOURNAL, run_id=run.name) as journal:
         jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))

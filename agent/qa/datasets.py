@@ -30,6 +30,11 @@ Installed plugins add datasets (entry-point group ``localfin.qa_datasets``,
 :mod:`agent.qa.extensions`): their own loader reads the path, their items go through the same
 split, limit and duplicate checks, and they have no subsets.
 
+Item ids are unique within a dataset. A release that repeats an id keeps every record, as the
+FinAcumen authors' harness runs and counts every row of a file: the second record of id ``x``
+becomes ``x#2``, the third ``x#3`` (in file order), each listed in
+:attr:`LoadedItems.renamed` and logged.
+
 Splits are taken as the data names them (a record's ``split`` field, else the file name, else
 the ``split`` asked for; see :mod:`agent.qa.loaders.common`), so ``test_gold`` is a split like
 any other; ``split=`` keeps the items of that split. ``subset=`` keeps one part of a benchmark
@@ -47,7 +52,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.qa.extensions import BUILTIN_DATASETS, dataset_plugin, plugin_items
@@ -76,6 +81,8 @@ class LoadedItems:
     items: tuple[QAItem, ...]
     skipped: tuple[SkippedItem, ...]
     incomplete: tuple[IncompleteItem, ...] = ()
+    #: (id as the data gives it, id the item got) for every record whose id repeats an earlier one
+    renamed: tuple[tuple[str, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -143,12 +150,16 @@ def _collect(
             f"no {dataset} item of subset {subset!r} (split {split or 'any'}) in {source}; "
             f"subsets there: {_present(subsets)}"
         )
-    seen: set[str] = set()
-    for it in items:
-        if it.item_id in seen:
-            raise InputError(f"item id {it.item_id!r} occurs twice; item ids must be unique within a dataset")
-        seen.add(it.item_id)
+    items, renamed = _number_repeats(items)
+    seen = {it.item_id for it in items}
     kept = tuple(n for n in notes if n.item_id in seen)
+    if renamed:
+        log.warning(
+            "%s: %d records repeat an earlier item id and are kept, numbered (first: %r -> %r)",
+            dataset,
+            len(renamed),
+            *renamed[0],
+        )
     log.info(
         "%s: %d items from %s (%d records skipped, %d items incomplete)",
         dataset,
@@ -157,7 +168,29 @@ def _collect(
         len(skipped),
         len(kept),
     )
-    return LoadedItems(tuple(items), tuple(skipped), kept)
+    return LoadedItems(tuple(items), tuple(skipped), kept, renamed)
+
+
+def _number_repeats(items: list[QAItem]) -> tuple[list[QAItem], tuple[tuple[str, str], ...]]:
+    """Every item, a repeated id numbered ``#2``, ``#3``... in order (module docstring)."""
+    taken = {it.item_id for it in items}
+    count: Counter[str] = Counter()
+    out: list[QAItem] = []
+    renamed: list[tuple[str, str]] = []
+    for it in items:
+        count[it.item_id] += 1
+        if count[it.item_id] == 1:
+            out.append(it)
+            continue
+        n = count[it.item_id]
+        new = f"{it.item_id}#{n}"
+        while new in taken:
+            n += 1
+            new = f"{it.item_id}#{n}"
+        taken.add(new)
+        renamed.append((it.item_id, new))
+        out.append(replace(it, question=replace(it.question, item_id=new)))
+    return out, tuple(renamed)
 
 
 def load_items(

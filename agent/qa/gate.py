@@ -197,8 +197,15 @@ class GateVerdict:
         }
 
 
+_CHOICE = AnswerFormat("choice").describe()
+
+
 def question_format(question: Question) -> AnswerFormat:
-    """The answer form the question asks for (its text and options only)."""
+    """The answer form the question asks for (its text and options only; a choice item the
+    benchmark publishes without its options, e.g. a FinMME row with empty ``options``, by the
+    format its loader wrote from the item's question type)."""
+    if not question.options and question.answer_format == _CHOICE:
+        return AnswerFormat("choice")
     return answer_format_from_question(question.text, options=question.options)
 
 
@@ -242,8 +249,8 @@ def _options_named(answer: str, options: Sequence[str]) -> bool:
         labels[label] = body.strip().rstrip(".").strip().lower()
     tokens = [t for t in re.split(r"[\s,;/&]+|\band\b", norm) if t]
     tokens = [t.strip("()").rstrip(").:") for t in tokens]
-    if tokens and all(t in labels for t in tokens):
-        return True
+    if tokens and all(t in labels or (not options and re.fullmatch(r"[a-n]", t)) for t in tokens):
+        return True  # without published options: any option letters (A to N, as FinMME's)
     for label, body in labels.items():
         if body and norm in (
             body,

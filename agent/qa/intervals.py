@@ -3,7 +3,8 @@ differences the paper reads off its sweeps (k_max 3 -> 5, bank n 0 -> 2400, Base
 
 Each evaluation is an :class:`EvalRun` (its set label, variant, k_max, bank size and run
 folder). A run's per-item correctness comes from its judge pass when there is one
-(``judge_scores.json``: FinTMMBench), else from its ``trace.jsonl``; FinMME's figure is its Avg
+(``judge_scores.json``: FinTMMBench; ``extract_scores.json``: FinMMR's official scorer), else
+from its ``trace.jsonl``; FinMME's figure is its Avg
 over the six dimensions of the items' golds (:func:`agent.qa.bootstrap.finmme_metric`), every
 other set's its accuracy. Runs of one set are aligned on the same items (the set's item list,
 or the first run's trace order), so every interval of a difference is paired
@@ -30,6 +31,7 @@ from agent.qa.bootstrap import (
     finmme_metric,
     interval,
 )
+from agent.qa.extract_pass import EXTRACT_SCORES
 from agent.qa.items import QAItem
 from agent.qa.judge_pass import JUDGE_SCORES
 from agent.qa.loaders.finmme import FINMME_DIMENSIONS
@@ -70,10 +72,12 @@ class IntervalReport:
 
 
 def item_correct(run_dir: str | Path) -> dict[str, bool]:
-    """Item id -> correct, from the judge pass when the run has one, else from its trace."""
+    """Item id -> correct, from the model pass when the run has one (a judge's verdicts, or
+    FinMMR's extracted answers), else from its trace."""
     d = Path(run_dir)
-    if (d / JUDGE_SCORES).is_file():
-        rows = runs.read_json(d / JUDGE_SCORES).get("items", [])
+    graded = next((d / f for f in (JUDGE_SCORES, EXTRACT_SCORES) if (d / f).is_file()), None)
+    if graded is not None:
+        rows = runs.read_json(graded).get("items", [])
     else:
         rows = runs.read_jsonl(d / runs.TRACE)
     return {str(r["item_id"]): bool(r["correct"]) for r in rows}

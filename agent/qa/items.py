@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from localfin.errors import ConfigError
 
-__all__ = ["SPLITS", "ANSWER_TYPES", "SCALES", "Question", "Gold", "QAItem", "check_split_name"]
+__all__ = [
+    "SPLITS",
+    "ANSWER_TYPES",
+    "SCALES",
+    "Question",
+    "Gold",
+    "QAItem",
+    "check_split_name",
+    "with_gold_evidence",
+]
 
 #: The usual split names. A split is taken as the data names it (e.g. TAT-QA's ``test_gold``),
 #: so any name of the form :data:`_SPLIT_NAME` is allowed; these are only the common ones.
@@ -117,3 +126,23 @@ class QAItem:
         evenly from these groups, :mod:`bank.snapshots`)."""
         d = self.question.dataset
         return f"{d}/{self.subset}" if self.subset else d
+
+
+def with_gold_evidence(item: QAItem) -> QAItem:
+    """``item`` with the evidence its gold annotation cites put into its question: the text of
+    ``gold.extra['evidence_context']`` after the question's context and the image files of
+    ``gold.extra['evidence_images']`` after its images (each once). This reads the gold side:
+    a protocol that uses it hands the solver evidence chosen by the answer's annotation (the
+    FinAcumen authors' adapter does, for FinTMMBench, in every variant). An item without such
+    evidence comes back unchanged."""
+    extra = item.gold.extra
+    text = str(extra.get("evidence_context") or "").strip()
+    images = tuple(str(x) for x in extra.get("evidence_images") or ())
+    q = item.question
+    context = q.context
+    if text and text not in context:
+        context = f"{context}\n\n{text}" if context.strip() else text
+    new_images = q.images + tuple(x for x in dict.fromkeys(images) if x not in q.images)
+    if context == q.context and new_images == q.images:
+        return item
+    return replace(item, question=replace(q, context=context, images=new_images))

@@ -11,6 +11,12 @@ turns the results into :class:`agent.qa.item_score.ItemScore` values. A reply th
 does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
 fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
 are scoring, never part of a solver's run.
+
+Two prompts, the same verdict schema: ``qa_judge`` (:data:`JUDGE_PROMPT`, localfin's: the same
+fact, in the same unit and scale, wording free) and ``qa_judge_strict``
+(:data:`STRICT_JUDGE_PROMPT`, the rules of the FinAcumen authors' judge in our words: any
+numeric difference, a unit the reference has and the answer lacks, another entity, a number for
+a text or a text for a number, a non-answer or a contradicted direction is incorrect).
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ from agent.qa.schemas import char_bound
 from localfin.errors import ConfigError
 from serving.types import ChatRequest, ChatResult, Message
 
-__all__ = ["JUDGE_PROMPT", "judge_requests", "judge_scores"]
+__all__ = ["JUDGE_PROMPT", "STRICT_JUDGE_PROMPT", "JUDGE_PROMPTS", "judge_requests", "judge_scores"]
 
 JUDGE_PROMPT = "qa_judge"
+STRICT_JUDGE_PROMPT = "qa_judge_strict"
+#: The judge prompts a scorer may name.
+JUDGE_PROMPTS = (JUDGE_PROMPT, STRICT_JUDGE_PROMPT)
 _MAX_CANDIDATE_CHARS = 2000
 
 
@@ -36,6 +45,7 @@ def judge_requests(
     model: str,
     *,
     max_tokens: int | None = None,
+    prompt_name: str = JUDGE_PROMPT,
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -45,12 +55,15 @@ def judge_requests(
         model: registry key of the judge model.
         max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
             one character), so a reply is never cut before its JSON closes.
+        prompt_name: one of :data:`JUDGE_PROMPTS`.
     """
     if len(items) != len(predictions):
         raise ConfigError(
             f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
         )
-    prompt = load_prompt(JUDGE_PROMPT)
+    if prompt_name not in JUDGE_PROMPTS:
+        raise ConfigError(f"prompt_name={prompt_name!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
+    prompt = load_prompt(prompt_name)
     if max_tokens is None:
         max_tokens = char_bound(prompt.schema or {}) + 16
     if not 16 <= max_tokens <= 4096:

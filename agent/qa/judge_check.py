@@ -33,7 +33,7 @@ from pathlib import Path
 
 from agent.qa import runs
 from agent.qa.items import QAItem
-from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
 from localfin.errors import ConfigError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
@@ -135,10 +135,15 @@ def _gold_text(item: QAItem) -> str:
 
 
 def check_requests(
-    items: Sequence[QAItem], judge_model: str, *, max_tokens: int | None = None
+    items: Sequence[QAItem],
+    judge_model: str,
+    *,
+    max_tokens: int | None = None,
+    prompt_name: str = JUDGE_PROMPT,
 ) -> tuple[list[str], list[tuple[QAItem, str, str]], list[ChatRequest]]:
     """The gold answers, the perturbed wrong ones (item, kind, answer) and the judge requests of
-    a judge check: every gold first, then every perturbed answer."""
+    a judge check (with the judge prompt ``prompt_name``): every gold first, then every
+    perturbed answer."""
     golds = [_gold_text(it) for it in items]
     wrong: list[tuple[QAItem, str, str]] = []
     for i, (it, g) in enumerate(zip(items, golds)):
@@ -146,7 +151,11 @@ def check_requests(
         if made is not None:
             wrong.append((it, *made))
     requests = judge_requests(
-        [*items, *(w[0] for w in wrong)], [*golds, *(w[2] for w in wrong)], judge_model, max_tokens=max_tokens
+        [*items, *(w[0] for w in wrong)],
+        [*golds, *(w[2] for w in wrong)],
+        judge_model,
+        max_tokens=max_tokens,
+        prompt_name=prompt_name,
     )
     return golds, wrong, requests
 
@@ -159,16 +168,20 @@ def judge_check(
     *,
     chunk_size: int = 256,
     max_tokens: int | None = None,
+    prompt_name: str = JUDGE_PROMPT,
 ) -> JudgeCheck:
     """Judge every item's gold answer and a perturbed wrong answer with ``judge_model`` (on
-    ``backend``); writes ``judge_check.json`` in ``out_dir`` and returns the rates."""
+    ``backend``, with the judge prompt ``prompt_name``); writes ``judge_check.json`` in
+    ``out_dir`` and returns the rates."""
     if not items:
         raise ConfigError("judge_check needs at least one item")
     if not judge_model:
         raise ConfigError("judge_check needs a judge model (a registry key)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    golds, wrong, requests = check_requests(items, judge_model, max_tokens=max_tokens)
+    golds, wrong, requests = check_requests(
+        items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name
+    )
     with Journal(out / JUDGE_CHECK_JOURNAL, run_id=f"{out.name}-judge-check") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         scores = judge_scores(jb.chat(requests))

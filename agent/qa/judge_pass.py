@@ -9,9 +9,14 @@ kept apart from the solver's ``journal.sqlite``. A rerun replays it (no model ca
 verdicts go to ``judge_scores.json`` (per item: verdict, detail; and the judged accuracy).
 
 During the solver run a judged benchmark's items cannot be scored, so :func:`deferred_scorer`
-scores them as not correct with a detail pointing at ``judge_scores.json``; the run's own
-``scores.json`` accuracy of such a set is therefore 0 and the judged figure is the one to read.
-The paper judged with GPT-4o-mini; offline the judge is a local model the caller names.
+scores them as not correct with a detail pointing at ``judge_scores.json`` (or, where the chosen
+scorer has a rule of its own before its judge, as the FinAcumen authors' SQuAD match, by that
+rule, as their harness does before its judge regrades); the run's own ``scores.json`` accuracy
+of such a set is therefore provisional and the judged figure is the one to read. The same holds
+for FinMMR under its ``official`` scorer, whose answers a model extracts after the run
+(:mod:`agent.qa.extract_pass`). The judge prompt is the chosen scorer's (``qa_judge`` or the
+strict ``qa_judge_strict``, :mod:`agent.qa.scorers`). The paper judged with GPT-4o-mini;
+offline the judge is a local model the caller names.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from agent.qa import runs
 from agent.qa.bank_build import Scorer
 from agent.qa.item_score import ItemScore
 from agent.qa.items import Gold, QAItem
-from agent.qa.judge import judge_requests, judge_scores
+from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.scorers import spec_of
 from agent.qa.scoring import score_answer
 from localfin.errors import InputError
 from serving.backend import Backend
@@ -55,6 +61,7 @@ class JudgeSummary:
     """The figures of one judge pass (also written to ``judge_scores.json``)."""
 
     judge_model: str
+    prompt: str
     n: int
     correct: int
     accuracy: float
@@ -65,17 +72,28 @@ class JudgeSummary:
 
 
 def deferred_scorer(inner: Scorer | None = None) -> Scorer:
-    """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves judged benchmarks to
-    :func:`judge_run` (not correct, with a pointer to ``judge_scores.json``) and scores every
-    other dataset with ``inner`` (default: the benchmarks' scorer)."""
+    """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves what a model grades after
+    the run to that pass (a judge: :func:`judge_run`; FinMMR's extractor:
+    :func:`agent.qa.extract_pass.extract_run`) and scores everything else with ``inner``
+    (default: the benchmarks' scorer). A model-graded answer scores as not correct with a
+    pointer to the pass's file, or by the chosen scorer's own rule where it has one before its
+    judge (provisional, said in the detail)."""
 
     score = inner or score_answer
 
     def scorer(dataset: str, gold: Gold, prediction: str, **kw: Any) -> Any:
-        if dataset in JUDGED_DATASETS:
-            return ItemScore(False, 0.0, f"judged by a model after the run: see {JUDGE_SCORES}")
-        return score(dataset, gold, prediction, **kw)
+        spec = spec_of(inner, dataset)
+        graded = spec.model_graded if spec is not None else dataset in JUDGED_DATASETS
+        if not graded:
+            return score(dataset, gold, prediction, **kw)
+        where = "extract_scores.json" if spec is not None and spec.extract else JUDGE_SCORES
+        if spec is not None and spec.rule is not None and not spec.extract:
+            s = score(dataset, gold, prediction, **kw)
+            said = f"{s.detail}; provisional: the judge regrades it, see {where}"
+            return ItemScore(s.correct, s.score, said)
+        return ItemScore(False, 0.0, f"graded by a model after the run: see {where}")
 
+    scorer.inner = inner  # type: ignore[attr-defined]  # the scorer the model passes follow
     return scorer
 
 
@@ -100,6 +118,7 @@ def judge_run(
     *,
     chunk_size: int = 256,
     max_tokens: int | None = None,
+    prompt_name: str = JUDGE_PROMPT,
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -110,10 +129,11 @@ def judge_run(
         judge_model: registry key of the judge model.
         chunk_size: judge calls per journal transaction.
         max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
+        prompt_name: the judge prompt (:data:`agent.qa.judge.JUDGE_PROMPTS`).
     """
     run = Path(run_dir)
     predictions = run_answers(run, items)
-    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens)
+    requests = judge_requests(items, predictions, judge_model, max_tokens=max_tokens, prompt_name=prompt_name)
     with Journal(run / JUDGE_JOURNAL, run_id=f"{run.name}-judge") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         results = jb.chat(requests) if requests else []
@@ -122,6 +142,7 @@ def judge_run(
     unusable = sum(1 for s in scores if s.detail.startswith("judge reply unusable"))
     summary = JudgeSummary(
         judge_model=judge_model,
+        prompt=prompt_name,
         n=n,
         correct=correct,
         accuracy=correct / n if n else 0.0,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.qa.items import Gold, QAItem
+from agent.qa.scorers import ScorerSpec, spec_of
 from agent.qa.scoring import JUDGED, SCORER_NAMES, gold_as_prediction, score_answer
 from localfin.errors import ConfigError
 
@@ -21,19 +22,33 @@ Scorer = Callable[..., Any]
 
 
 def default_scorer() -> Scorer:
-    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`)."""
+    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`: each benchmark's
+    default rule, :data:`agent.qa.scorers.DEFAULT_SCORERS`)."""
 
     return score_answer
 
 
+def _spec(scorer: Scorer | None, dataset: str) -> ScorerSpec | None:
+    try:
+        return spec_of(scorer, dataset)
+    except ConfigError:  # a dataset no scorer knows by name (a test's, a plugin not installed)
+        return None
+
+
 def scorer_label(dataset: str, scorer: Scorer | None, judge_model: str | None) -> str:
-    """What grades ``dataset``'s trajectories: ``judge <model>``, the benchmark's rule by name,
-    or a given scorer's function name."""
-    if dataset in JUDGED:
-        return f"judge {judge_model}" if judge_model else "judge (none named)"
-    if scorer is None or scorer is score_answer:
-        return SCORER_NAMES.get(dataset, dataset)
-    return getattr(scorer, "__name__", type(scorer).__name__)
+    """What grades ``dataset``'s trajectories: the chosen scorer's label (``judge <model>`` where
+    a judge grades), or a given scorer's function name."""
+    spec = _spec(scorer, dataset)
+    judge = f"judge {judge_model}" if judge_model else "judge (none named)"
+    if spec is None:
+        if dataset in JUDGED:
+            return judge
+        if scorer is None or scorer is score_answer:
+            return SCORER_NAMES.get(dataset, dataset)
+        return getattr(scorer, "__name__", type(scorer).__name__)
+    if spec.judge_prompt:
+        return judge if spec.name == "localfin" else f"{spec.label}: {judge}"
+    return spec.label
 
 
 def score_with(scorer: Scorer, dataset: str, gold: Gold, answer: str, scale: str | None) -> Any:
@@ -43,11 +58,14 @@ def score_with(scorer: Scorer, dataset: str, gold: Gold, answer: str, scale: str
     return scorer(dataset, gold, answer, scale=scale)
 
 
-def check_scorers(items: Sequence[QAItem], scorer: Scorer | None, judge_model: str | None) -> dict[str, str]:
+def check_scorers(
+    items: Sequence[QAItem], scorer: Scorer | None, judge_model: str | None, extract_model: str | None = None
+) -> dict[str, str]:
     """Refuse (ConfigError) a source set whose trajectories could not be scored, before any model
     call: each set's first item, its gold answer written as a solver would
-    (:func:`agent.qa.scoring.gold_as_prediction`), must score correct under the set's scorer,
-    and a judged set needs ``judge_model``. Returns set -> scorer label."""
+    (:func:`agent.qa.scoring.gold_as_prediction`), must score correct under the set's scorer
+    (a scorer a model grades: its own rule, where it has one), a judged set needs
+    ``judge_model`` and an extracted one ``extract_model``. Returns set -> scorer label."""
     score = scorer or default_scorer()
     first: dict[str, QAItem] = {}
     for it in items:
@@ -56,12 +74,19 @@ def check_scorers(items: Sequence[QAItem], scorer: Scorer | None, judge_model: s
     for name, it in first.items():
         d = it.question.dataset
         out[name] = scorer_label(d, scorer, judge_model)
-        if d in JUDGED:
-            if not judge_model:
-                raise ConfigError(
-                    f"source {name!r} ({d}) is scored by a judge model and none is named; "
-                    "allowed: a judge model's registry key (qa.judge_model)"
-                )
+        spec = _spec(scorer, d)
+        judged = bool(spec.judge_prompt) if spec is not None else d in JUDGED
+        if judged and not judge_model:
+            raise ConfigError(
+                f"source {name!r} ({d}) is scored by a judge model and none is named; "
+                "allowed: a judge model's registry key (qa.judge_model)"
+            )
+        if spec is not None and spec.extract and not extract_model:
+            raise ConfigError(
+                f"source {name!r} ({d}): its scorer ({spec.name}) reads answers with an extraction "
+                "model and none is named; allowed: a model's registry key (qa.extract_model)"
+            )
+        if (spec is not None and spec.rule is None) or (spec is None and judged):
             continue
         try:
             s = score(d, it.gold, gold_as_prediction(d, it.gold))

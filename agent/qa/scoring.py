@@ -252,7 +252,7 @@ def gold_as_prediction(dataset: str, gold: Gold) -> str:
             spans = [str(gold.answer)]
         return answer_string(spans, gold.scale)
     if dataset == "finmme" and gold.answer_type == "choice":
-        return ", ".join(str(gold.answer))
+        return ",".join(str(gold.answer))  # "A,C": the letters as FinMME's prompt asks for them
     if isinstance(gold.answer, bool):
         return "yes" if gold.answer else "no"
     if isinstance(gold.answer, float):

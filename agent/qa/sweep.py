@@ -6,7 +6,9 @@ pass of judged benchmarks, so that ``localfin qa eval`` and ``localfin reproduce
 and ``ft`` once into ``root``; ``ft_fm`` into ``root`` when the grid has one point and through
 :func:`sweep_memory` otherwise; then, for a judged benchmark (FinTMMBench) and a judge model, the
 judge pass of every run (:func:`agent.qa.judge_pass.judge_run`, its own journal in the run folder;
-the judge reads the gold, the solver never does).
+the judge reads the gold, the solver never does), with the judge prompt of the chosen scorer
+(:mod:`agent.qa.scorers`); under FinMMR's ``official`` scorer, the extraction pass
+(:func:`agent.qa.extract_pass.extract_run`) instead.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.qa.evaluate import EvalConfig, EvalSummary, evaluate
+from agent.qa.extract_pass import ExtractSummary, extract_run
 from agent.qa.items import QAItem
-from agent.qa.judge_pass import JUDGED_DATASETS, JudgeSummary, judge_run
+from agent.qa.judge_pass import JudgeSummary, judge_run
 from agent.qa.memory import ExperienceMemory, MemoryConfig
+from agent.qa.scorers import spec_of
 from bank.retrieval import Retriever
 from localfin.errors import ConfigError
 from serving.backend import Backend
@@ -50,6 +54,7 @@ class VariantResult:
 
     summaries: tuple[EvalSummary, ...]
     judged: tuple[JudgeSummary, ...] = ()
+    extracted: tuple[ExtractSummary, ...] = ()  # FinMMR's official scorer: its extraction passes
 
 
 def sweep_memory(
@@ -95,11 +100,14 @@ def evaluate_variant(
 ) -> VariantResult:
     """Evaluate ``config.variant`` on ``items`` into ``root`` (module doc) and judge the runs of a
     judged benchmark with ``judge_model`` (on ``judge_backend``, default ``backend``; "" skips
-    the judge pass). ``grid`` is required for ``ft_fm``; ``kwargs`` go to ``evaluate``.
-    ``cluster``: a :class:`agent.qa.cluster.driver.QACluster` that runs the evaluations and
-    judge passes sharded over a Ray cluster (``backend`` is then not used)."""
+    the judge pass), or have the same model extract the answers where the scorer (``kwargs``'
+    ``scorer``, default the benchmarks') does. ``grid`` is required for ``ft_fm``; ``kwargs`` go
+    to ``evaluate``. ``cluster``: a :class:`agent.qa.cluster.driver.QACluster` that runs the
+    evaluations, judge and extraction passes sharded over a Ray cluster (``backend`` is then
+    not used)."""
     ev = cluster.evaluate if cluster is not None else evaluate
     judge = cluster.judge_run if cluster is not None else judge_run
+    extract = cluster.extract_run if cluster is not None else extract_run
     if config.variant == "ft_fm":
         if grid is None:
             raise ConfigError("variant ft_fm needs an experience memory (a bank and an embedder)")
@@ -121,6 +129,12 @@ def evaluate_variant(
     else:
         summaries = [ev(items, backend, root, config, **kwargs)]
     judged: list[JudgeSummary] = []
-    if judge_model and items and items[0].question.dataset in JUDGED_DATASETS:
-        judged = [judge(s.run_dir, items, judge_backend or backend, judge_model) for s in summaries]
-    return VariantResult(tuple(summaries), tuple(judged))
+    extracted: list[ExtractSummary] = []
+    inner = getattr(kwargs.get("scorer"), "inner", kwargs.get("scorer"))
+    spec = spec_of(inner, items[0].question.dataset) if items else None
+    jb = judge_backend or backend
+    if judge_model and spec is not None and spec.judge_prompt:
+        judged = [judge(s.run_dir, items, jb, judge_model, prompt_name=spec.judge_prompt) for s in summaries]
+    elif judge_model and spec is not None and spec.extract:
+        extracted = [extract(s.run_dir, items, jb, judge_model) for s in summaries]
+    return VariantResult(tuple(summaries), tuple(judged), tuple(extracted))

@@ -2,7 +2,7 @@
 
 The rules are those of ``tatqa_metric.py`` with ``tatqa_utils.py`` of NExTplusplus/TAT-QA at
 870accc4, read and written anew here. ``tests/agent/qa/data/tatqa_official_scores.jsonl`` holds
-the official evaluator's EM and F1 on 6,672 predictions over the released dev gold, and
+the official evaluator's EM and F1 on predictions over the released dev gold, and
 ``tests/agent/qa/test_qa_tatqa_official.py`` asserts that this module gives the same two numbers
 on every row (and passes the authors' own metric tests).
 
@@ -54,12 +54,28 @@ answer. :func:`tatqa_em_f1` scores such a pair as the official ``TaTQAEmAndF1`` 
   ``.``;
 * what stands before the marker, stripped, reads as a number under rule N, or is a JSON list
   whose elements all do (our multi-span form, ``["1.2", "3.4"] million``: one scale for all);
-* then the answer is that part and the scale is the word (``percent`` for ``%``); otherwise the
-  answer is the text unchanged and the scale is ``""``.
+* then the answer is that part and the scale is the word (``percent`` for ``%``);
+* else, the text is a JSON list whose elements each end with the same scale marker (our
+  multi-span form with the scale written into every span, ``["(265 ) thousand", "120
+  thousand"]``) and each reads as a number without it: the answer is the list of the elements
+  without the marker and the scale is the word (one scale for all, as above);
+* otherwise the answer is the text unchanged and the scale is ``""``.
+
+A gold span that carries its own scale word (``$15.5 million`` on an item of scale
+``million``) is scaled twice by the official rules, so the split pair of that very span
+(``("$15.5", "million")``) scores 0; TAT-QA's own solvers hand such an answer over as the span
+they copied, its word kept, with the scale beside it, and that pair scores 1. So for a span or
+multi-span gold of which a span reads as a number and states the item's scale (its word, or
+``%`` for percent), a text whose rule-P scale is that same scale is also read as copied (the
+text as written, a trailing ``.`` dropped, with the scale: :func:`scale_readings`), and the
+better (EM, F1) of the two pairs counts. Only there: elsewhere the copied pair would scale a
+wrong magnitude into a right one (``185 thousand`` copied with ``thousand`` is 185 million).
 
 So ``(33) million`` is ``("(33)", "million")``, ``(6.75)%`` is ``("(6.75)", "percent")``,
-``$1,496.5 million`` is ``("$1,496.5", "million")``, while ``33 million dollars``, ``12 months``
-and ``1.2 and 3.4 million`` stay whole (scale ``""``). Under the pair the official rules score
+``$1,496.5 million`` is ``("$1,496.5", "million")``, ``["$ (3.5) million", "$2.1 million"]``
+is ``('["$ (3.5)", "$2.1"]', "million")`` (as a string, ``$ (3.5) million`` would lose its
+scale: an accounting negative before a scale word does), while ``33 million dollars``, ``12
+months`` and ``1.2 and 3.4 million`` stay whole (scale ``""``). Under the pair the official rules score
 the other way round from the whole string for three kinds of answer: an accounting negative
 with a scale (right as a pair; as a string its scale is lost), a value within the 2-decimal
 rounding (``283.804 million`` for 283.8: right as a pair, wrong as a string) and a
@@ -84,6 +100,7 @@ __all__ = [
     "official_em_f1",
     "prediction_spans",
     "split_scale",
+    "scale_readings",
     "tatqa_em_f1",
     "tatqa_em_f1_text",
     "TATQA_SCALES",
@@ -249,19 +266,75 @@ _SCALE_MARK = re.compile(
 )
 
 
-def split_scale(prediction: str) -> tuple[str, str]:
-    """Rule P: ``(answer, scale)`` of an answer string with its scale written into it
-    (module docstring); ``(prediction, "")`` when it has no scale to split off."""
-    m = _SCALE_MARK.match(prediction.strip())
+def _marked(text: str) -> tuple[str, str] | None:
+    """``(head, scale)`` of a text ending with a scale marker whose head reads as a number (or
+    is a JSON list of such), else None."""
+    m = _SCALE_MARK.match(text.strip())
     if m is None:
-        return prediction, ""
+        return None
     head = m.group("head").strip()
     spans = prediction_spans(head)
     texts = spans if isinstance(spans, list) else [spans]
     if not head or not texts or not all(reads_as_number(t) for t in texts):
-        return prediction, ""
+        return None
     word = m.group("word")
     return head, word.lower() if word else "percent"
+
+
+def _marked_elements(prediction: str) -> tuple[list[str], str] | None:
+    """A JSON list whose elements each end with the same scale marker: the elements without
+    it and the scale; else None."""
+    spans = prediction_spans(prediction)
+    if not isinstance(spans, list) or not spans:
+        return None
+    cut = [_marked(s) for s in spans]
+    if any(c is None or c[0].startswith("[") for c in cut):
+        return None
+    scales = {c[1] for c in cut if c is not None}
+    if len(scales) != 1:
+        return None
+    return [c[0] for c in cut if c is not None], scales.pop()
+
+
+def split_scale(prediction: str) -> tuple[str, str]:
+    """Rule P: ``(answer, scale)`` of an answer string with its scale written into it
+    (module docstring); ``(prediction, "")`` when it has no scale to split off."""
+    marked = _marked(prediction)
+    if marked is not None:
+        return marked
+    elements = _marked_elements(prediction)
+    if elements is not None:
+        return json.dumps(elements[0], ensure_ascii=False), elements[1]
+    return prediction, ""
+
+
+def _states_scale(span: Any, scale: str) -> bool:
+    text = str(span)
+    marks = ("%", "percent") if scale == "percent" else (scale,)
+    return reads_as_number(text) and any(m in text.lower() for m in marks)
+
+
+def scale_readings(
+    prediction: str, gold_type: str = "", gold_answer: Any = None, gold_scale: str = ""
+) -> list[tuple[str, str]]:
+    """The ``(answer, scale)`` pairs an answer string is scored under (module docstring, rule
+    P): the split pair; and, where a span of a span or multi-span gold (``gold_type`` ours or
+    TAT-QA's) states the item's scale ``gold_scale`` and the text's scale is that one, the text
+    as copied (a trailing ``.`` dropped) with it."""
+    first = split_scale(prediction)
+    kind = OUR_TYPES.get(gold_type, gold_type)
+    if not first[1] or first[1] != gold_scale or kind not in ("span", "multi-span"):
+        return [first]
+    spans = gold_answer if isinstance(gold_answer, (list, tuple)) else ()
+    if not any(_states_scale(a, gold_scale) for a in spans):
+        return [first]
+    as_written = prediction.strip()
+    if as_written.endswith(".") and not as_written.startswith("["):
+        as_written = as_written[:-1].rstrip()
+    if _marked_elements(prediction) is None and as_written.startswith("["):
+        return [first]  # a list with one trailing scale: its spans are already as written
+    copied = (as_written, first[1])
+    return [first] if copied == first else [first, copied]
 
 
 def _gold(answer_type: str, gold_answer: Any, dropped_empty_spans: int) -> tuple[str, Any]:
@@ -298,9 +371,11 @@ def tatqa_em_f1(
 def tatqa_em_f1_text(
     gold_answer: Any, gold_scale: str, gold_type: str, prediction: str, *, dropped_empty_spans: int = 0
 ) -> tuple[float, float]:
-    """``(EM, F1)`` of an answer string with its scale written into it: split by rule P
-    (:func:`split_scale`), then scored as the pair (:func:`tatqa_em_f1`)."""
-    answer, scale = split_scale(prediction)
-    return tatqa_em_f1(
-        gold_answer, gold_scale, gold_type, answer, scale, dropped_empty_spans=dropped_empty_spans
+    """``(EM, F1)`` of an answer string with its scale written into it: read by rule P
+    (:func:`scale_readings`), each pair scored as the official evaluator does
+    (:func:`tatqa_em_f1`), the better one counting."""
+    dropped = dropped_empty_spans
+    return max(
+        tatqa_em_f1(gold_answer, gold_scale, gold_type, answer, scale, dropped_empty_spans=dropped)
+        for answer, scale in scale_readings(prediction, gold_type, gold_answer, gold_scale)
     )

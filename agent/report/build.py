@@ -18,10 +18,22 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.pairs.market.metrics import ZERO_VARIANCE_MARK
 from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.happened import happened_section
-from agent.report.html import GENERATOR, Cell, esc, figure, fmt_int, fmt_pct, fmt_pm, note, page, table
+from agent.report.html import (
+    GENERATOR,
+    Cell,
+    esc,
+    figure,
+    fmt_int,
+    fmt_pct,
+    note,
+    page,
+    sharpe_cell,
+    table,
+)
 from agent.report.load import ReportInput, load_input
 from agent.report.panels import PanelContext, section_panels
 from agent.report.qa import qa_section
@@ -97,15 +109,18 @@ def _window_comparison(sections: list[Section], ctx: PanelContext, prefix: str) 
 def _conventions(window: int) -> str:
     items = [
         "Metrics are recomputed from each run's steps.parquet: cumulative return = "
-        "prod(1 + r) - 1; Sharpe = sqrt(252) mean / std (ddof 1) ± its standard error (Lo 2002, IID); "
+        "prod(1 + r) - 1, compounded over the test window's daily returns; Sharpe = sqrt(252) mean / "
+        "std (ddof 1) ± its standard error (Lo 2002, IID), shown as 0.00 "
+        f"{ZERO_VARIANCE_MARK} for a run whose every return is zero (undefined: 0 / 0); "
         "maximum drawdown of the equity curve; annualised volatility; Sortino (target 0); win rate "
         "over transitions with a position; counterfactual (CF) action accuracy = share of transitions "
         "whose action matched the best of LONG_SHORT / SHORT_LONG / FLAT.",
         "A setting is every run sharing test window, exposure, method, variant, backbone and pool; its "
         "row shows the median-return run (the lower middle for an even number of seeds) and the spread "
         "across seeds as min .. max of the cumulative return and the Sharpe ratio.",
-        "Accepted policy updates: Moira's replay cycles accepted after the warmup (n/a for methods "
-        "without a policy memory). Pair switches: changes of the held pair (the first pair is not one).",
+        "Accepted policy updates: Moira's replay cycles accepted after the warmup, beyond the warmup's "
+        "own reflection memory (n/a for methods without a policy memory). Pair switches: changes of the "
+        "held pair (the first pair is not one).",
         f"Rolling CF accuracy: trailing {window} transitions. Undefined values are written n/a.",
     ]
     return '<ul class="conv">' + "".join(f"<li>{esc(t)}</li>" for t in items) + "</ul>"
@@ -127,7 +142,7 @@ def _all_runs(results: list[RunResult]) -> str:
                 Cell(fmt_int(r.seed)),
                 Cell(fmt_int(m.n_transitions), m.n_transitions, "n_transitions", "num"),
                 Cell(fmt_pct(m.cumulative_return), m.cumulative_return, "cumulative_return", "num"),
-                Cell(fmt_pm(m.sharpe, m.sharpe_se), m.sharpe, "sharpe", "num"),
+                sharpe_cell(m),
                 Cell(fmt_pct(m.max_drawdown), m.max_drawdown, "max_drawdown", "num"),
                 Cell(fmt_int(nfb), nfb if nfb is not None else math.nan, "fallbacks", "num"),
                 Cell("ok" if not rr.mismatches else "differs: " + ", ".join(rr.mismatches)),
@@ -142,7 +157,7 @@ def _all_runs(results: list[RunResult]) -> str:
             "exposure",
             "seed",
             "transitions",
-            "cum. return",
+            "cum. return (compounded)",
             "Sharpe ± SE",
             "max drawdown",
             "fallbacks",

@@ -21,7 +21,7 @@ from agent.pairs.market.execution import FRICTIONS, ExecutionSettings, resettle
 from agent.pairs.market.metrics import Metrics
 from agent.pairs.market.tables import fill_metrics, run_execution
 from agent.pairs.market.tape import DECISIONS_FILE, PRICES_FILE, has_tape, read_decisions, read_prices
-from agent.report.html import Cell, esc, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
+from agent.report.html import Cell, esc, fmt_num, fmt_pct, fmt_range, note, sharpe_cell, table
 from agent.report.load import RunData
 from agent.report.tables import Section, Setting
 from localfin.errors import LocalfinError
@@ -31,7 +31,7 @@ __all__ = ["Resettled", "resettled", "frictions_rows", "frictions_table", "FRICT
 FRICTION_HEADERS = (
     "setting",
     "settlement",
-    "cum. return",
+    "cum. return (compounded)",
     "return spread (min .. max)",
     "Sharpe ± SE",
     "max drawdown",
@@ -130,7 +130,7 @@ def _cells(row: dict[str, Any], spread: bool, first: bool) -> list[Cell]:
         Cell(row["settlement"]),
         Cell(fmt_pct(g("cumulative_return")), g("cumulative_return"), "cumulative_return", "num"),
         Cell(fmt_range(row["return_min"], row["return_max"]) if spread else "–", None, "", "num"),
-        Cell(fmt_pm(g("sharpe"), g("sharpe_se")), g("sharpe"), "sharpe", "num"),
+        sharpe_cell(m),
         Cell(fmt_pct(g("max_drawdown")), g("max_drawdown"), "max_drawdown", "num"),
         Cell(
             fmt_pct(g("annual_volatility"), signed=False), g("annual_volatility"), "annual_volatility", "num"

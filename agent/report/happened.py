@@ -196,7 +196,10 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
             if nxt is not None and rows[nxt]["state_after"] and rows[nxt]["state_after"] != r["pair"]:
                 add("replacement", nxt, f"{r['pair']} replaced by {rows[nxt]['state_after']} on {r['date']}")
         elif (
-            kind == "policy" and int(dec.get("cycle", 0) or 0) >= 1 and dec.get("training_return") is not None
+            kind == "policy"
+            and int(dec.get("cycle", 0) or 0) >= 1
+            and dec.get("training_return") is not None
+            and not dec.get("floor")  # the warmup memory kept as the floor: not the gate's verdict
         ):
             cand = "; ".join(dec.get("candidate_principles") or dec.get("candidate") or ()) or "(empty set)"
             ret = dec.get("training_return")

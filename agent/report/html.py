@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent.pairs.market.metrics import ZERO_VARIANCE_MARK, table_sharpe
 from localfin.fmt import NA, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, is_number
 
 __all__ = [
     "NA",
     "GENERATOR",
     "Cell",
+    "sharpe_cell",
     "fmt_pct",
     "fmt_num",
     "fmt_int",
@@ -34,6 +36,17 @@ __all__ = [
 
 #: The generator named in the page's head (a folder holding such a page may be replaced).
 GENERATOR = "localfin report"
+
+
+def sharpe_cell(metrics: Any) -> Cell:
+    """The Sharpe ratio ± its standard error as a results table shows it
+    (:func:`agent.pairs.market.metrics.table_sharpe`: 0.00 with its mark for a run whose every
+    return is zero); ``data-value`` holds the shown value."""
+    if metrics is None:
+        return Cell(NA, float("nan"), "sharpe", "num")
+    value, flat = table_sharpe(metrics)
+    se = metrics.get("sharpe_se") if isinstance(metrics, dict) else getattr(metrics, "sharpe_se", None)
+    return Cell(fmt_pm(value, se) + (f" {ZERO_VARIANCE_MARK}" if flat else ""), value, "sharpe", "num")
 
 
 def esc(text: Any) -> str:

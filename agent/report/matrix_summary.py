@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.market.metrics import RETURN_NOTE, ZERO_VARIANCE_MARK, ZERO_VARIANCE_NOTE, table_sharpe
 from agent.pairs.market.records import write_json
 from agent.report.frictions import frictions_rows
 from agent.report.load import load_input
@@ -51,9 +52,12 @@ def _frictions(setting: Any) -> dict[str, Any]:
     fr = frictions_rows(setting)[1]
     m = fr["metrics"]
     names = ("cumulative_return", "sharpe", "sharpe_se", "max_drawdown")
+    shown, flat = table_sharpe(m) if m is not None else (None, False)
     return {
         "settlement": fr["settlement"],
         **{k: (getattr(m, k) if m is not None else None) for k in names},
+        "sharpe_shown": shown,
+        "sharpe_zero_variance": flat,
         "return_min": fr["return_min"],
         "return_max": fr["return_max"],
         "costs": fr["costs"],
@@ -76,9 +80,10 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
     lines += [
         "",
         "Settings (median-return run of the seeds; spread = min..max across seeds; Sharpe ± SE); under "
-        "each, the same decisions re-settled with frictions (no model call repeated):",
+        "each, the same decisions re-settled with frictions (no model call repeated). " + RETURN_NOTE,
         "",
-        "| setting | exposure | test window | seeds | median run | return | return spread | Sharpe ± SE "
+        "| setting | exposure | test window | seeds | median run | return (compounded) | return spread "
+        "| Sharpe ± SE "
         "| Sharpe spread | max DD | switches |",
         "|---|---|---|---|---|---:|---|---:|---|---:|---:|",
     ]
@@ -88,7 +93,8 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
             f"| {r['setting']} | {r['exposure']} | {r['window'][0]}..{r['window'][1]} | "
             f"{','.join(str(s) for s in r['seeds'])} | {r['run_id']}{flag} | "
             f"{fmt_pct(r['cumulative_return'])} | {fmt_pct(r['return_min'])}..{fmt_pct(r['return_max'])} | "
-            f"{fmt_num(r['sharpe'])} ± {fmt_num(r['sharpe_se'])} | "
+            f"{fmt_num(r['sharpe_shown'])}{ZERO_VARIANCE_MARK if r['sharpe_zero_variance'] else ''} ± "
+            f"{fmt_num(r['sharpe_se'])} | "
             f"{fmt_num(r['sharpe_min'])}..{fmt_num(r['sharpe_max'])} | {fmt_pct(r['max_drawdown'])} | "
             f"{r['pair_switches']} |"
         )
@@ -100,9 +106,12 @@ def summary_markdown(name: str, cells: Sequence[Any], rows: Sequence[dict[str, A
                 f"{r['window'][0]}..{r['window'][1]} | {seeds} | {r['run_id']} | "
                 f"{fmt_pct(fr['cumulative_return'])} | "
                 f"{fmt_pct(fr['return_min'])}..{fmt_pct(fr['return_max'])} | "
-                f"{fmt_num(fr['sharpe'])} ± {fmt_num(fr['sharpe_se'])} | – | "
+                f"{fmt_num(fr['sharpe_shown'])}{ZERO_VARIANCE_MARK if fr['sharpe_zero_variance'] else ''} ± "
+                f"{fmt_num(fr['sharpe_se'])} | – | "
                 f"{fmt_pct(fr['max_drawdown'])} | – |"
             )
+    if any(r["sharpe_zero_variance"] or (r.get("frictions") or {}).get("sharpe_zero_variance") for r in rows):
+        lines += ["", ZERO_VARIANCE_NOTE]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent.report.html import Cell, fmt_pct, fmt_pm, fmt_range, note, table
+from agent.report.html import Cell, fmt_pct, fmt_range, note, sharpe_cell, table
 from agent.report.tables import Section, Setting
 
 __all__ = ["ANONYMIZED_SUFFIX", "named_pairs", "memorization_table"]
@@ -20,7 +20,7 @@ ANONYMIZED_SUFFIX = " · anonymized"
 _HEADERS = (
     "setting",
     "prompts name the stocks",
-    "cum. return",
+    "cum. return (compounded)",
     "return spread (min .. max)",
     "Sharpe ± SE",
     "max drawdown",
@@ -50,7 +50,7 @@ def _cells(s: Setting, how: str, first: bool) -> list[Cell]:
         Cell(how),
         Cell(fmt_pct(m.cumulative_return), m.cumulative_return, "cumulative_return", "num"),
         Cell(fmt_range(lo, hi) if s.n > 1 else "–", None, "", "num"),
-        Cell(fmt_pm(m.sharpe, m.sharpe_se), m.sharpe, "sharpe", "num"),
+        sharpe_cell(m),
         Cell(fmt_pct(m.max_drawdown), m.max_drawdown, "max_drawdown", "num"),
         Cell(fmt_pct(m.win_rate, 1, signed=False), m.win_rate, "win_rate", "num"),
         Cell(fmt_pct(m.action_accuracy, 1, signed=False), m.action_accuracy, "action_accuracy", "num"),

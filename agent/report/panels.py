@@ -14,11 +14,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.pairs.market.metrics import LIFECYCLE_STATES
+from agent.pairs.market.metrics import LIFECYCLE_STATES, RETURN_NOTE, ZERO_VARIANCE_NOTE, table_sharpe
 from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.frictions import frictions_table
-from agent.report.html import Cell, figure, fmt_int, fmt_num, fmt_pct, fmt_pm, fmt_range, note, table
+from agent.report.html import (
+    Cell,
+    figure,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    fmt_range,
+    note,
+    sharpe_cell,
+    table,
+)
 from agent.report.memorization import memorization_table
 from agent.report.tables import Section, Setting, results_row
 from agent.report.usage import VALIDATION_PERIOD, FallbackRow, fallback_rows, token_rows, tokens_per_cycle
@@ -36,7 +46,7 @@ __all__ = [
 RESULT_HEADERS = (
     "setting",
     "runs (seeds)",
-    "cum. return",
+    "cum. return (compounded)",
     "return spread (min .. max)",
     "Sharpe ± SE",
     "Sharpe spread (min .. max)",
@@ -90,7 +100,7 @@ def results_table(section: Section) -> str:
                 Cell(_seeds(s), s.n, "n_runs", "num"),
                 Cell(fmt_pct(r["cumulative_return"]), r["cumulative_return"], "cumulative_return", "num"),
                 Cell(fmt_range(r["return_min"], r["return_max"]) if spread else "–", None, "", "num"),
-                Cell(fmt_pm(r["sharpe"], r["sharpe_se"]), r["sharpe"], "sharpe", "num"),
+                sharpe_cell(s.representative.metrics),
                 Cell(
                     fmt_range(r["sharpe_min"], r["sharpe_max"], pct=False) if spread else "–", None, "", "num"
                 ),
@@ -409,7 +419,9 @@ def _breaks(section: Section, ctx: PanelContext, prefix: str) -> str:
 
 def section_panels(section: Section, ctx: PanelContext, prefix: str) -> str:
     """The HTML of one section: table, figures, tokens and fallbacks."""
-    parts = [results_table(section)]
+    parts = [results_table(section), note(RETURN_NOTE)]
+    if any(table_sharpe(r.metrics)[1] for s in section.settings for r in s.results):
+        parts.append(note(ZERO_VARIANCE_NOTE))
     if any(r.mismatches for s in section.settings for r in s.results):
         parts.append(
             note("* metrics.json of that run differs from the metrics recomputed from its steps (see Notes).")

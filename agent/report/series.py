@@ -126,7 +126,8 @@ def action_counts(actions: Sequence[str]) -> dict[str, int] | None:
 class CycleView:
     """Moira's replay cycles (cycle 0 = warmup): the training return of each cycle (NaN when no
     replay ran: a reflection without a usable principle), whether it was accepted, the best
-    return after it; accepted / rejected count the cycles >= 1 that replayed."""
+    return after it; accepted / rejected count the cycles >= 1 that replayed and went through the
+    gate (the warmup memory's own replay, kept as the floor, is neither)."""
 
     cycles: tuple[int, ...]
     returns: tuple[float, ...]
@@ -150,7 +151,8 @@ def moira_cycles(training: Mapping[str, Any] | None) -> CycleView | None:
     rets = tuple(_f(c.get("training_return")) for c in cs)
     acc = tuple(bool(c.get("accepted")) for c in cs)
     nums = tuple(int(c.get("cycle", i)) for i, c in enumerate(cs))
-    later = [(r, a) for n, r, a in zip(nums, rets, acc) if n >= 1]
+    gated = [not c.get("floor") for c in cs]
+    later = [(r, a) for n, r, a, g in zip(nums, rets, acc, gated) if n >= 1 and g]
     return CycleView(
         nums,
         rets,

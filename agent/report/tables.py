@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.pairs.market.metrics import Metrics, compute_metrics, lifecycle_shares
+from agent.pairs.market.metrics import Metrics, compute_metrics, lifecycle_shares, table_sharpe
 from agent.pairs.market.settlement import ACTIONS
 from agent.report.load import RunData
 
@@ -177,8 +177,12 @@ class Setting:
         return self.results[median_index([r.metrics.cumulative_return for r in self.results])]
 
     def spread(self, metric: str) -> tuple[float, float]:
-        """Min and max of ``metric`` across the seeds (NaN when no seed has a finite value)."""
-        vals = [float(getattr(r.metrics, metric)) for r in self.results]
+        """Min and max of ``metric`` across the seeds (NaN when no seed has a finite value; the
+        Sharpe ratio as a table shows it, :func:`agent.pairs.market.metrics.table_sharpe`)."""
+        if metric == "sharpe":
+            vals = [table_sharpe(r.metrics)[0] for r in self.results]
+        else:
+            vals = [float(getattr(r.metrics, metric)) for r in self.results]
         vals = [v for v in vals if math.isfinite(v)]
         return (min(vals), max(vals)) if vals else (math.nan, math.nan)
 
@@ -279,7 +283,9 @@ def _int_or_none(x: Any) -> int | None:
 def results_row(setting: Setting) -> dict[str, Any]:
     """One row of a results table: the representative run's metrics, the spread across seeds of
     the cumulative return and the Sharpe ratio, the accepted policy updates (Moira's
-    ``extra.accepted_policy_updates``; None for methods without a policy memory)."""
+    ``extra.accepted_policy_updates``; None for methods without a policy memory). ``sharpe`` is
+    the ratio as computed (NaN where undefined); ``sharpe_shown`` what the table prints
+    (0.0 for a run whose every return is zero, flagged by ``sharpe_zero_variance``)."""
     rep = setting.representative
     m = rep.metrics
     lo, hi = setting.spread("cumulative_return")
@@ -294,6 +300,8 @@ def results_row(setting: Setting) -> dict[str, Any]:
         "return_min": lo,
         "return_max": hi,
         "sharpe": m.sharpe,
+        "sharpe_shown": table_sharpe(m)[0],
+        "sharpe_zero_variance": table_sharpe(m)[1],
         "sharpe_se": m.sharpe_se,
         "sharpe_min": slo,
         "sharpe_max": shi,

@@ -289,19 +289,20 @@ def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
     judge model is named). Loads at most :data:`SCORER_PROBE_ITEMS` items."""
     from agent.qa.bank_build import check_scorers
     from agent.qa.datasets import load_items
-    from agent.qa.scoring import JUDGED
+    from agent.qa.scorers import NamedScorer
     from localfin.errors import LocalfinError
 
     assert cfg.qa is not None
     what = f"scorer {src.label}"
     try:
         loaded = load_items(src.dataset, path, subset=src.subset, limit=SCORER_PROBE_ITEMS)
-        labels = check_scorers(loaded.items, None, cfg.qa.judge)
+        labels = check_scorers(loaded.items, NamedScorer(cfg.qa.scorer), cfg.qa.judge, cfg.qa.extractor)
     except LocalfinError as exc:
         fix = "fix the data or the config's dataset/subset (the scorer must run before any model call)"
         return CheckItem(cfg.name, "missing", what, str(exc)[:300], fix)
     name = ", ".join(sorted(set(labels.values())))
-    if src.dataset in JUDGED:
+    spec = cfg.qa.scorer_of(src.dataset)
+    if spec.rule is None:
         return CheckItem(cfg.name, "ok", what, f"{name}: {len(loaded.items)} items load, judged")
     return CheckItem(cfg.name, "ok", what, f"{name}: gold answers of {len(loaded.items)} items score correct")
 

@@ -14,11 +14,15 @@ entries' work (thinking on/off entries are engines started one after the other).
 x KV heads x head dim x 2 bytes per token, / tp, for the sequences in flight at the config's
 ``max_model_len`` (the worst case an engine must hold) and at the workload's mean context.
 
-**Work.** Moira: decision steps per backbone from the config's windows (the paper's session
-counts), seeds, exposures and variants: training ``seeds x train x (1 + max_cycles)`` (asked
-once for both exposures) plus testing ``seeds x exposures x variants x test``; calls per step
-from the rehearsal's journal where ``--rehearse`` has run (its calls over its own decision
-steps), else one per step (a lower bound: say so). Tokens per call: :data:`MOIRA_PROMPT` prompt
+**Work.** Moira: decision steps per backbone entry of what the config runs
+(:func:`agent.reproduce.workload.moira_work`, the runner's own expansion and grouping), on the
+config's windows at the paper's session counts: training-window passes (one warmup per training
+phase, shared by A3's two conditions and, with ``pairing = "paired"``, by a seed's two
+exposures; ``max_cycles`` replays at most per consolidating training) plus one test window per
+run (seeds x that backbone's exposures x variants), plus FinMem's training and test sessions
+where the config runs FinMem on that backbone; calls per step from the rehearsal's journal
+where ``--rehearse`` has run (its calls over its own decision steps, counted the same way),
+else one per step (a lower bound: say so). Tokens per call: :data:`MOIRA_PROMPT` prompt
 and :data:`MOIRA_COMPLETION` completion (the paper's 1,762,999 chat tokens of one A1 run over
 its 555 decision steps, about 3,200 a step, split by the reply schemas' size), plus
 :data:`THINK_TOKENS` of reasoning per call for a thinking backbone (an assumption: the papers
@@ -65,6 +69,7 @@ from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
 from agent.reproduce.placement import Placement, declared_inventory, format_placement
 from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
+from agent.reproduce.workload import BackboneWork, moira_work
 from localfin.errors import ConfigError
 from serving.registry import Registry
 
@@ -165,24 +170,23 @@ def engine_memory(key: str, tp: int, batch: int, context: int) -> tuple[float, f
 
 
 def _moira_work(
-    cfg: ReproConfig, key: str, thinking: bool, per_step: float | None, reuse: Reuse | None = None
+    cfg: ReproConfig,
+    key: str,
+    thinking: bool,
+    per_step: float | None,
+    reuse: Reuse | None = None,
+    counted: BackboneWork | None = None,
 ) -> tuple[Work, int]:
-    doc = cfg.document
-    seeds = len(doc.get("matrix", {}).get("seeds", [0, 1, 2]))
-    exposures = len(doc.get("matrix", {}).get("exposures", ["no_beta", "beta"]))
-    variants = max(1, len(doc.get("variants", [])))
-    cycles = int(doc.get("policy", {}).get("max_cycles", 8))
-    steps = sum(
-        seeds * w.paper_train_sessions * (1 + cycles) + seeds * exposures * variants * w.paper_test_sessions
-        for w in cfg.windows
-    )
+    """The work of one backbone entry (``counted``: its :func:`~agent.reproduce.workload.moira_work`)."""
+    counted = counted or BackboneWork()
+    steps = counted.steps
     calls = round(steps * (per_step if per_step is not None else 1.0))
     comp = MOIRA_COMPLETION + (THINK_TOKENS if thinking else 0)
     basis = (
         f"{steps} decision steps x {per_step:.2f} calls/step (rehearsal journal)"
         if per_step is not None
         else f"{steps} decision steps x 1 call/step (config counts; no rehearsal: a lower bound)"
-    )
+    ) + f": {counted.describe()}"
     hit, how = 0.0, Work.reuse_basis
     if reuse is not None and reuse.shapes:
         hit = reuse.plain_hit()
@@ -192,7 +196,7 @@ def _moira_work(
         calls,
         calls * MOIRA_PROMPT,
         calls * comp,
-        seeds * exposures * variants,
+        max(1, counted.runs + counted.finmem_runs),
         MOIRA_PROMPT + comp // 2,
         basis,
         hit,
@@ -200,6 +204,12 @@ def _moira_work(
         how,
     )
     return work, steps
+
+
+def _paper_sessions(cfg: ReproConfig) -> Any:
+    """``(training, test)`` sessions of a windows set as the paper states them (the config's)."""
+    by = {w.name: (w.paper_train_sessions, w.paper_test_sessions) for w in cfg.windows}
+    return lambda cell: by[cell[1]]
 
 
 def _qa_work(cfg: ReproConfig, reuse: Reuse | None = None) -> Work:
@@ -284,12 +294,14 @@ def plan_config(
         reuse = measure_rehearsal(rehearsal.parent)
     works: dict[str, list[Work]] = {}
     if cfg.kind == "moira":
+        counted = moira_work(cfg.document, cfg.baselines, _paper_sessions(cfg))
         for b in cfg.document.get("backbones", []):
             key = b if isinstance(b, str) else b["key"]
+            name = b if isinstance(b, str) else b.get("name", key)
             spec = reg.get(key)
             thinking = b.get("thinking") if isinstance(b, Mapping) else None
             thinking = spec.thinking_default if thinking is None else thinking
-            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse)
+            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse, counted.get(name))
             works.setdefault(spec.dirname or key, []).append(work)
         keys: dict[str, str] = {}
         for b in cfg.document.get("backbones", []):

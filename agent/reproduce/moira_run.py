@@ -4,7 +4,12 @@
 folder, so rerunning resumes.
 
 Baselines: the ``[reproduce] baselines`` list is merged into the document as a ``[baselines]
-methods`` table.
+methods`` table: the baselines of the paper's table and no other (an empty list runs none).
+
+Pairing: ``[experiment] pairing`` says what a seed's Beta and No-Beta runs share
+(:class:`agent.pairs.experiment.config.ExperimentConfig`); :func:`pairing_note` says in the
+report which was used and what it means for the Beta-against-No-Beta comparison, and every row
+carries it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import statistics
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +26,7 @@ from typing import Any
 
 from agent.pairs.experiment.matrix import run_matrix
 from agent.pairs.experiment.matrix_config import load_matrix, parse_matrix
+from agent.pairs.market.metrics import RETURN_NOTE, ZERO_VARIANCE_MARK, table_sharpe
 from agent.report.matrix_summary import write_matrix_summary
 from agent.reproduce.spec import ReproConfig
 from localfin import configfile as cf
@@ -31,6 +38,8 @@ from serving.registry import Registry
 __all__ = [
     "MoiraOutcome",
     "with_baselines",
+    "pairing_of",
+    "pairing_note",
     "expand_cells",
     "placed_spec",
     "placed_factory",
@@ -52,10 +61,45 @@ class MoiraOutcome:
 
 
 def with_baselines(doc: Mapping[str, Any], methods: tuple[str, ...]) -> tuple[dict[str, Any], str]:
-    """``doc`` with a ``[baselines] methods`` table merged in (when the config lists any), and a note."""
+    """``doc`` with ``[baselines] methods`` = ``methods`` (the paper's baseline rows of the table;
+    none when empty), and a note."""
+    merged = cf.merge(copy.deepcopy(dict(doc)), {"baselines": {"methods": list(methods)}})
     if not methods:
-        return copy.deepcopy(dict(doc)), ""
-    return cf.merge(doc, {"baselines": {"methods": list(methods)}}), f"baselines run: {', '.join(methods)}"
+        return merged, "baselines run: none (the paper's table reports none)"
+    return merged, f"baselines run: {', '.join(methods)}"
+
+
+def pairing_of(doc: Mapping[str, Any]) -> str:
+    """``[experiment] pairing`` of a matrix document (the default: ``paired``)."""
+    return str((doc.get("experiment") or {}).get("pairing", "paired"))
+
+
+def pairing_note(doc: Mapping[str, Any]) -> str:
+    """Which pairing the runs used and what it means for the Beta-against-No-Beta comparison."""
+    pairing = pairing_of(doc)
+    both = set((doc.get("matrix") or {}).get("exposures", ["no_beta", "beta"]))
+    per = [
+        set(b.get("exposures") or both) if isinstance(b, Mapping) else both for b in doc.get("backbones", [])
+    ]
+    if not any(len(e) > 1 for e in per):
+        return (
+            f"pairing: {pairing} (experiment.pairing); no effect here: every backbone runs one exposure, "
+            "so no run is compared with the same backbone under the other exposure"
+        )
+    if pairing == "independent":
+        return (
+            "pairing: independent (experiment.pairing): each exposure of a seed trains on its own, selects "
+            "its own first pair and draws its own seed stream, so a Beta-against-No-Beta difference compares "
+            "independent runs and carries the variance of training and selection as well as of sizing"
+        )
+    return (
+        "pairing: paired (experiment.pairing): the Beta and No-Beta runs of a seed share ONE training "
+        "phase (No-Beta sizing, as the paper trains) and with it one first test selection, so they differ "
+        "only in sizing and in what follows from it; a Beta-against-No-Beta difference is a paired "
+        "comparison of one trained agent under two sizings (without the training's own variance, which "
+        'the paper\'s three independent runs per setting may include); `pairing = "independent"` gives '
+        "each exposure its own training, first selection and seed stream"
+    )
 
 
 def expand_cells(doc: Mapping[str, Any], base_dir: Path = Path(".")) -> Iterator[tuple[str, str, Any, str]]:
@@ -128,7 +172,7 @@ def run_moira(
     mdir = out_dir / "matrix"
     mcfg = load_matrix(out_dir / "matrix.toml")
     cells = mcfg.cells()  # validates every cell before any engine starts
-    notes = [note] if note else []
+    notes = [n for n in (note, pairing_note(doc), RETURN_NOTE) if n]
     factory = (lambda cell, reg: _Shared(backend)) if backend is not None else None
     if factory is None and placement is not None:
         factory = placed_factory(placement)
@@ -174,6 +218,7 @@ def moira_rows(outcome: MoiraOutcome) -> list[dict[str, Any]]:
             continue
         doc = json.loads(summary.read_text(encoding="utf-8"))
         backbone, windows = cell.parent.name, cell.name
+        pairing = _manifest(cell).get("config", {}).get("pairing", "paired")
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for r in doc.get("runs", []):
             variant, exposure, _seed = r["run_id"].rsplit("-", 2)
@@ -182,21 +227,24 @@ def moira_rows(outcome: MoiraOutcome) -> list[dict[str, Any]]:
             rets = [r["metrics"]["cumulative_return"] for r in runs]
             med = sorted(runs, key=lambda r: r["metrics"]["cumulative_return"])[(len(runs) - 1) // 2]
             m = med["metrics"]
-            rows.append(
-                {
-                    "backbone": backbone,
-                    "windows": windows,
-                    "variant": variant,
-                    "exposure": exposure,
-                    "seeds": len(runs),
-                    "return_pct": round(100 * m["cumulative_return"], 2),
-                    "sharpe": None if m.get("sharpe") is None else round(m["sharpe"], 3),
-                    "max_drawdown_pct": round(100 * m["max_drawdown"], 2),
-                    "return_range_pct": f"{100 * min(rets):.2f}..{100 * max(rets):.2f}",
-                    "tokens_median_run": _tokens(med),
-                    "tokens_mean": round(statistics.mean(_tokens(r) for r in runs)),
-                }
-            )
+            sharpe, flat = table_sharpe(m)
+            row = {
+                "backbone": backbone,
+                "windows": windows,
+                "variant": variant,
+                "exposure": exposure,
+                "pairing": pairing,
+                "seeds": len(runs),
+                "return_pct": round(100 * m["cumulative_return"], 2),
+                "sharpe": round(sharpe, 3) if math.isfinite(sharpe) else None,
+                "max_drawdown_pct": round(100 * m["max_drawdown"], 2),
+                "return_range_pct": f"{100 * min(rets):.2f}..{100 * max(rets):.2f}",
+                "tokens_median_run": _tokens(med),
+                "tokens_mean": round(statistics.mean(_tokens(r) for r in runs)),
+            }
+            if flat:
+                row["sharpe_note"] = ZERO_VARIANCE_MARK
+            rows.append(row)
     full = {(r["backbone"], r["windows"], r["exposure"]): r for r in rows if r["variant"] == "full"}
     for r in list(rows):
         ref = full.get((r["backbone"], r["windows"], r["exposure"]))

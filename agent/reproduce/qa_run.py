@@ -44,7 +44,7 @@ from agent.qa.holdout import hold_out
 from agent.qa.intervals import EvalRun, run_intervals
 from agent.qa.item_score import ItemScore
 from agent.qa.items import QAItem
-from agent.qa.scoring import SCORER_NAMES, finmme_avg
+from agent.qa.scoring import finmme_avg
 from agent.qa.trajectory import CUTS
 from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
@@ -105,11 +105,14 @@ def _load(src: QASource, root: Path) -> tuple[list[QAItem], dict[str, Any]]:
         "items": len(items),
         "skipped": len(loaded.skipped),
         "incomplete": len(loaded.incomplete),
+        "renamed": len(loaded.renamed),
     }
     if loaded.skipped:
         record["first_skipped"] = loaded.skipped[0].reason
         n, first = len(loaded.skipped), record["first_skipped"]
         log.warning("%s: %d records skipped (first: %s)", src.label, n, first)
+    if loaded.renamed:
+        record["first_renamed"] = " -> ".join(loaded.renamed[0])
     if loaded.incomplete:
         record["first_incomplete"] = loaded.incomplete[0].reason
         log.warning(
@@ -127,6 +130,8 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
         parts.append(f"{rec['skipped']} records skipped (first: {rec['first_skipped']})")
     if rec["incomplete"]:
         parts.append(f"{rec['incomplete']} items loaded incomplete (first: {rec['first_incomplete']})")
+    if rec.get("renamed"):
+        parts.append(f"{rec['renamed']} repeated ids kept and numbered (first: {rec['first_renamed']})")
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 
@@ -260,18 +265,20 @@ def run_qa(
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
     model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
     ``backend``, which must then serve it). ``cluster``: a
-    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations and the
-    judge passes sharded over a Ray cluster (``backend`` is then None: the shards call their
+    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations, the
+    judge and extraction passes sharded over a Ray cluster (``backend`` is then None: the shards call their
     servers); the run folder is the one-process one."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
     from agent.qa.evaluate import EvalConfig, evaluate
+    from agent.qa.extract_pass import extract_run
     from agent.qa.judge_check import judge_check
-    from agent.qa.judge_pass import JUDGED_DATASETS, deferred_scorer, judge_run
+    from agent.qa.judge_pass import deferred_scorer, judge_run
     from agent.qa.programs import ByModel
     from agent.qa.protocol import protocol_label, protocol_line
     from agent.qa.react import QASolver, solver_config_for
+    from agent.qa.scorers import NamedScorer
     from agent.qa.sweep import MemoryGrid, sweep_memory
     from agent.qa.toolset import ocr_transcriber
     from bank.retrieval import Retriever
@@ -282,6 +289,7 @@ def run_qa(
     if cluster is not None:  # the sharded stages, with the same signatures
         evaluate, build_bank = cluster.evaluate, cluster.build_bank
         judge_run, judge_check = cluster.judge_run, cluster.judge_check
+        extract_run = cluster.extract_run
     out_dir.mkdir(parents=True, exist_ok=True)
     solver_cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
     notes: list[str] = []
@@ -290,37 +298,55 @@ def run_qa(
     jback = judge_backend or backend
     # one backend for every call: the judge's requests go to the judge's engine (by model key)
     routed = ByModel(backend, {p.judge: jback}) if jback is not backend else backend
+    named = NamedScorer(p.scorer)
     if p.needs_judge:
         notes.append(
             f"FinTMMBench answers and bank trajectories judged by {p.judge} "
             f"({'a separate model' if p.separate_judge else 'the solver model'}; the paper used "
             "GPT-4o-mini): verdicts in each run folder's judge_scores.json"
         )
+    if p.needs_extract:
+        notes.append(
+            f"FinMMR answers read by the extraction model {p.extractor} before get_acc (FinMMR's "
+            "official pipeline; its authors used an API model): extract_scores.json in each run folder"
+        )
+    chosen = {s.dataset: named.spec(s.dataset) for s in (*p.sets, *(p.bank if p.needs_bank else ()))}
+    notes.append("scorers: " + "; ".join(f"{d} {sp.name} ({sp.label})" for d, sp in sorted(chosen.items())))
     checked: dict[str, Any] = {}
 
-    def check_judge(src: QASource, items: list[Any]) -> Any:
+    def check_judge(src: QASource, items: list[Any], prompt_name: str) -> Any:
         """The judge's verdicts on the set's gold and perturbed answers (once per set)."""
         if src.label not in checked and p.judge_check_items and items:
             where = out_dir / "runs" / f"{slug(src.label)}-judge_check"
-            checked[src.label] = judge_check(items[: p.judge_check_items], jback, p.judge, where)
+            checked[src.label] = judge_check(
+                items[: p.judge_check_items], jback, p.judge, where, prompt_name=prompt_name
+            )
             details["judge_check"][src.label] = runs.to_jsonable(checked[src.label])
         return checked.get(src.label)
 
     def finish(src: QASource, items: list[Any], run: Path, row: dict[str, Any]) -> dict[str, Any]:
         """The set's own metric on a finished run (a judge pass, or FinMME's Avg)."""
-        scorer = f"judge {p.judge}" if src.dataset in JUDGED_DATASETS else SCORER_NAMES[src.dataset]
+        spec = named.spec(src.dataset)
+        scorer = f"{spec.label}: judge {p.judge}" if spec.judge_prompt else spec.label
         details["scoring"][run.name] = {"set": src.label, "dataset": src.dataset, "scorer": scorer,
-                                        "n": row["n"]}  # fmt: skip
-        if src.dataset in JUDGED_DATASETS:
-            js = judge_run(run, items, jback, p.judge)
+                                        "scorer_name": spec.name, "n": row["n"]}  # fmt: skip
+        row["scorer"] = spec.name
+        if spec.judge_prompt:
+            js = judge_run(run, items, jback, p.judge, prompt_name=spec.judge_prompt)
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
-            jc = check_judge(src, items)
+            jc = check_judge(src, items, spec.judge_prompt)
             if jc is not None:
                 row.update(
                     judge_gold_right_pct=round(100 * jc.gold_right_rate, 2),
                     judge_wrong_caught_pct=round(100 * jc.wrong_caught_rate, 2),
                 )
+        elif spec.extract:
+            xs = extract_run(run, items, routed, p.extractor)
+            row.update(
+                metric=f"accuracy, answers read by {p.extractor}", accuracy_pct=round(100 * xs.accuracy, 2)
+            )
+            details.setdefault("extract", {})[run.name] = runs.to_jsonable(xs)
         elif src.dataset == "finmme":
             fa = finmme_run_avg(run, items)
             row.pop("accuracy_pct")
@@ -338,7 +364,9 @@ def run_qa(
     factory, tool_notes = (None, []) if not p.needs_tools else _tools(p, data_root, [*p.sets, *bank_sources])
     notes += tool_notes
     # every set and bank source can be scored, checked before any model call
-    scorers = check_scorers([it for _, items in sets for it in items] + bank_items, None, p.judge)
+    scorers = check_scorers(
+        [it for _, items in sets for it in items] + bank_items, named, p.judge, p.extractor
+    )
     details["scorers"] = scorers
     with_images = any(it.question.images for _, items in sets for it in items) or any(
         it.question.images for it in bank_items
@@ -361,6 +389,8 @@ def run_qa(
                 data_files=[s.resolve(data_root) for s in p.bank],
                 transcriber=transcriber,
                 progress=progress,
+                scorer=named,
+                extract_model=p.extractor,
             )
             details["bank"] = {
                 "items": rep.items,
@@ -389,7 +419,7 @@ def run_qa(
                 transcriber=transcriber,
                 data_files=[src.resolve(data_root)],
                 progress=progress,
-                scorer=deferred_scorer(),  # judged sets are scored by finish(), after the run
+                scorer=deferred_scorer(named),  # model-graded sets are scored by finish(), after the run
             )
             for v in p.variants:
                 ecfg = EvalConfig(v, solver_cfg)

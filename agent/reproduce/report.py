@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.pairs.market.metrics import RETURN_NOTE, ZERO_VARIANCE_NOTE
 from agent.reproduce.spec import PaperFigure, ReproConfig
 
 __all__ = ["OURS_METRIC", "match_figures", "write_report"]
@@ -120,6 +121,10 @@ def write_report(
     ]
     lines += _table(figs) if figs else ["The paper gives no figure for this table in the text we have."]
     lines += ["", "## Our figures", ""] + _table(rows)
+    if any("return_pct" in r for r in rows):
+        lines += ["", "`return_pct`: " + RETURN_NOTE]
+    if any(r.get("sharpe_note") for r in rows):
+        lines += ["", ZERO_VARIANCE_NOTE]
     for title, trows in tables:
         lines += ["", f"## {title}", ""] + _table(trows)
     md = out_dir / "reproduction.md"

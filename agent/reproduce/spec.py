@@ -213,6 +213,16 @@ class QAPlan:
     #: constrain the solver's plan and action replies by their JSON schema (off: free replies,
     #: the first JSON object in each read and checked against the same schema)
     action_schema: bool = True
+    #: the scorer of each benchmark, by name (:mod:`agent.qa.scorers`): ``localfin`` (the rules
+    #: the papers state), ``official`` (the benchmark's released scorer: FinMMR with its answer
+    #: extractor, FinMME's eval.py, TAT-QA's), ``authors`` (the FinAcumen authors' released
+    #: scorers: what produced their Table 1), ``authors_em`` (FinTMMBench's SQuAD match alone),
+    #: or an installed plugin's name; a benchmark not named: ``localfin`` (TAT-QA: ``official``),
+    #: written out here for every benchmark the plan reads
+    scorer: dict[str, str] = field(default_factory=dict)
+    #: registry key of the model that reads the final answers for a scorer that extracts them
+    #: (FinMMR ``official``); "" = the judge model (``judge_model``, else ``model``)
+    extract_model: str = ""
     #: ``backend = "vllm"``: a declared weight quantization of the solver's engine, ``fp8``
     #: (vLLM ``--quantization fp8``, half the memory of bf16; not the weights the paper ran),
     #: or "" (the checkpoint's own)
@@ -241,6 +251,19 @@ class QAPlan:
             raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
         if self.judge_check_items < 0:
             raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
+        from agent.qa.scorers import check_scorer_choice, default_scorer_name
+
+        given = check_scorer_choice(self.scorer)
+        # every benchmark the plan reads gets its scorer written out (the effective settings
+        # then list each one, the default ones included)
+        used = dict.fromkeys(s.dataset for s in (*self.sets, *self.bank))
+        resolved = {d: given.get(d) or default_scorer_name(d) for d in used}
+        object.__setattr__(self, "scorer", resolved | given)
+        if self.extract_model and self.extract_model not in (self.model, self.judge):
+            raise ConfigError(
+                f"qa.extract_model={self.extract_model!r}; allowed: the solver model {self.model!r} or the "
+                f'judge model {self.judge!r} (their engines serve it), or "" for the judge model'
+            )
         if self.base not in _QA_BASES:
             raise ConfigError(f"qa.base={self.base!r}; allowed: {', '.join(_QA_BASES)}")
         if not 16 <= self.base_max_tokens <= 131_072:
@@ -305,12 +328,28 @@ class QAPlan:
         return self.judge != self.model
 
     @property
+    def extractor(self) -> str:
+        """The answer extractor's registry key (``extract_model``, or the judge's)."""
+        return self.extract_model or self.judge
+
+    def scorer_of(self, dataset: str) -> Any:
+        """The :class:`agent.qa.scorers.ScorerSpec` this plan grades ``dataset`` by."""
+        from agent.qa.scorers import scorer_spec
+
+        return scorer_spec(dataset, self.scorer.get(dataset))
+
+    def _sources(self) -> list[QASource]:
+        return [*self.sets, *(self.bank if self.needs_bank else ())]
+
+    @property
     def needs_judge(self) -> bool:
         """Whether anything this plan runs is judged (a judged set, or a judged bank source)."""
-        from agent.qa.scoring import JUDGED
+        return any(self.scorer_of(s.dataset).judge_prompt for s in self._sources())
 
-        srcs = [*self.sets, *(self.bank if self.needs_bank else ())]
-        return any(s.dataset in JUDGED for s in srcs)
+    @property
+    def needs_extract(self) -> bool:
+        """Whether anything this plan runs is scored through the answer extractor."""
+        return any(self.scorer_of(s.dataset).extract for s in self._sources())
 
     def solver_overrides(self) -> dict[str, Any]:
         """The solver settings this plan fixes (:class:`agent.qa.solver_config.SolverConfig`

@@ -14,12 +14,19 @@ sample) and the exact threshold index against numpy brute force (and torch on th
     bash bench/suite/gpu_check.sh              # on the lent GPU machine, < 10 minutes
     python -m bench.suite.gpu_check --tiny     # anywhere, tiny shapes on CPU, seconds
 
+Where vLLM is installed, ``gpu_check.sh`` first runs ``localfin gpu-check`` (the engine path on
+tiny models: two engines at their placed shares, thinking with a JSON schema, close and start,
+tensor parallelism 2, ``vllm serve`` with an image; about 3 minutes) and gives the sweeps the
+rest of its budget.
+
 vLLM GPU figures need a workstation with vLLM and a checkpoint: ``localfin serve qwen3-4b``, then
 vLLM's own serving benchmark on the agents' journaled prompts beside our driver
 (``localfin bench vllm-serve --journal RUN_DIR --out OUT --model qwen3-4b --base-url
 http://127.0.0.1:8000/v1 --rates 2,8 --max-concurrency 64``; the ``vllm bench serve`` line it runs
-is in ``bench/suite/gpu_check.sh``), and ``localfin bench serving --backends openai,transformers
---base-url http://127.0.0.1:8000/v1 --model qwen3-4b`` for the transformers reference.
+is in ``bench/suite/gpu_check.sh``). For the transformers reference, transformers loads the model
+on the same GPU beside the server, so serve it with room left (``localfin serve qwen3-4b
+--gpu-share 0.45``), then ``localfin bench serving --backends openai,transformers --base-url
+http://127.0.0.1:8000/v1 --model qwen3-4b``; or run the two one after the other.
 """
 
 from __future__ import annotations

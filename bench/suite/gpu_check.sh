@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# GPU machine check (see bench/suite/gpu_check.py): transformers generation on random-weight Qwen3-4B
-# and Llama-3.1-8B shapes (batch sweep), then the kernels and the bank on the machine's CPUs.
-# Uses only PyTorch, transformers, numba and numpy already installed there; downloads nothing.
+# GPU machine check (see bench/suite/gpu_check.py): where vLLM is installed, `localfin gpu-check`
+# (the engine path on tiny models); then transformers generation on random-weight Qwen3-4B and
+# Llama-3.1-8B shapes (batch sweep), the kernels and the bank on the machine's CPUs.
+# Needs PyTorch, transformers, numba and numpy (and vLLM for the first part); downloads nothing.
 # One call, under 10 minutes; JSON lines on stdout and in $OUT/gpu_check.jsonl (OUT: default .).
 #
 #   bash bench/suite/gpu_check.sh            # on the lent GPU machine
@@ -27,5 +28,12 @@ OUT="${OUT:-.}"
 mkdir -p "$OUT"
 "$PY" -c "import torch, transformers, numba, numpy" >/dev/null
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2 2>/dev/null || true
+BUDGET=()
+if "$PY" -c "import vllm" >/dev/null 2>&1; then
+  # the engine path first (localfin gpu-check: tiny models, about 3 minutes; its report in
+  # $OUT/gpu-check/gpu_check.json); the sweeps then get what is left of the 10 minutes
+  timeout 300 "$PY" -m localfin_cli.main gpu-check --out "$OUT/gpu-check" >&2 || echo "gpu-check failed (see above)" >&2
+  BUDGET=(--budget 150)
+fi
 # 570 s: the run tool allows 600 s per call; a hung step must still leave the lines written so far
-timeout 570 "$PY" -m bench.suite.gpu_check "$@" | tee "$OUT/gpu_check.jsonl"
+timeout 570 "$PY" -m bench.suite.gpu_check "${BUDGET[@]}" "$@" | tee "$OUT/gpu_check.jsonl"

@@ -52,6 +52,15 @@ CASES = [
     (["pairs", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["pairs", "matrix", "--config", "absent.toml"], "cannot read matrix config absent.toml"),
     (["pairs", "baselines", "--pool", "x=AAA", "--years", "2020", "--out", "o"], "at least two tickers"),
+    (
+        ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--methods", "finmem"],
+        "--methods finmem: FinMem calls a model",
+    ),
+    (
+        ["pairs", "baselines", "--pool", "x=AAA,BBB", "--years", "2020", "--out", "o", "--option", "eg_z=1"],
+        "--option 'eg_z=1'; allowed: METHOD.KEY=VALUE",
+    ),
+    (["plugins", "list", "--kind", "widgets"], "--kind 'widgets'; allowed: models, backends, baselines"),
     (["pairs", "demo", "--model", "qwen3-32b"], "no config.json in"),
     (["bench", "moira-lockstep", "--max-cycles", "-1"], "--max-cycles=-1; allowed: >= 0"),
     (["bank", "build", "absent.jsonl", "--embedder", "hashing"], "absent.jsonl: cannot read it"),
@@ -123,6 +132,8 @@ CASES = [
         ["reproduce", "plan", "moira_table3_main", "--gpu", "v100"],
         "--gpu 'v100'; allowed: h100, h200, a100-80g, l40s",
     ),
+    (["gpu-check", "--out", "/dev/null"], "--out /dev/null is not a folder"),
+    (["reproduce", "check", "moira_table3_main", "--gpus", "2"], "--gpus and --gpu go together"),
     # the flag form of earlier releases (deprecated aliases)
     (["reproduce", "table99"], "unknown reproduction config 'table99'"),
     (["reproduce", "--rehearse", "table99"], "unknown reproduction config 'table99'"),

@@ -100,7 +100,7 @@ def test_reproduce_run_refuses_a_used_folder_unless_resumed(cli, monkeypatch, tm
         ran.append(Path(target))
         return SimpleNamespace(report=Path(target) / "reproduction.md")
 
-    monkeypatch.setattr(agent.reproduce.check, "check_config", lambda cfg, data_root=None: [])
+    monkeypatch.setattr(agent.reproduce.check, "check_config", lambda cfg, data_root=None, **kw: [])
     monkeypatch.setattr(agent.reproduce.run, "reproduce", fake_run)
     out = tmp_path / "out"
     out.mkdir()

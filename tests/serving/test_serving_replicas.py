@@ -32,7 +32,12 @@ class _Replica(ScriptedBackend):
         self.options = Opts()
         self.engine_start_s = None
 
+    def start(self) -> float:
+        self.started = getattr(self, "started", 0) + 1
+        return 0.0
+
     def chat(self, requests: Any) -> Any:
+        assert getattr(self, "started", 0) == 1  # started once, before any call reached it
         if self.barrier is not None:
             self.barrier.wait(timeout=60)
         if self.fail:

@@ -3,7 +3,7 @@ trades the Engle-Granger spread of the screen's top pair, in PyTorch on the CPU.
 
 State at session t (all from data up to t): the last ``z_lags`` z-scores of the spread (the EG+Z z:
 log A - beta log B, beta the screen's hedge ratio, trailing ``z_window`` common sessions; clipped to
-+-``z_clip`` and divided by 2), the spread's rolling half-life over ``half_life_window`` common
++-``z_clip`` and divided by ``z_scale``), the spread's rolling half-life over ``half_life_window`` common
 sessions as a fraction of ``half_life_cap`` (1 when it exceeds the cap or does not revert), and the
 position held into t (one-hot LONG_SHORT / SHORT_LONG / FLAT: the previous action).
 Actions: LONG_SHORT, SHORT_LONG, FLAT. Reward of the action at t: its settled return over the
@@ -59,10 +59,11 @@ class DDQNConfig:
 
     z_lags: z-scores in the state (>= 1); z_window: z window (>= 3, as EG+Z);
     half_life_window: rolling half-life window (>= 10); half_life_cap: its scale in sessions (> 0);
-    z_clip: |z| cap in the state (> 0);
+    z_clip: |z| cap in the state (> 0); z_scale: the clipped z is divided by this in the state (> 0);
     history_sessions: sessions of the pair's history before the training window that are also
       trained on (>= 0; fewer when the store's history is shorter);
-    hidden: units of each of the two hidden layers; episodes: passes over the training data;
+    hidden: units of each hidden layer; hidden_layers: hidden layers of the Q-network (>= 1,
+      ReLU after each); episodes: passes over the training data;
     batch_size, buffer_size, min_replay: replay settings (min_replay >= batch_size);
     gamma: discount in [0, 1); lr: Adam learning rate; target_sync: C, gradient steps between
       target-network syncs; eps_start / eps_end: exploration rate of the first and last
@@ -75,8 +76,10 @@ class DDQNConfig:
     half_life_window: int = 60
     half_life_cap: float = 60.0
     z_clip: float = 4.0
+    z_scale: float = 2.0
     history_sessions: int = 500
     hidden: int = 32
+    hidden_layers: int = 2
     episodes: int = 12
     batch_size: int = 32
     buffer_size: int = 20_000
@@ -97,6 +100,7 @@ class DDQNConfig:
             "half_life_window": (self.half_life_window, 10),
             "history_sessions": (self.history_sessions, 0),
             "hidden": (self.hidden, 1),
+            "hidden_layers": (self.hidden_layers, 1),
             "episodes": (self.episodes, 1),
             "batch_size": (self.batch_size, 1),
             "target_sync": (self.target_sync, 1),
@@ -113,6 +117,7 @@ class DDQNConfig:
         positive = {
             "half_life_cap": self.half_life_cap,
             "z_clip": self.z_clip,
+            "z_scale": self.z_scale,
             "lr": self.lr,
             "reward_scale": self.reward_scale,
             "huber_delta": self.huber_delta,
@@ -164,7 +169,7 @@ def ddqn_features(series: PairSeries, config: DDQNConfig, start: int) -> tuple[n
     z = spread_zscores(series, cfg.z_window)
     hl = rolling_half_life(series, cfg.half_life_window, start)
     idx = np.flatnonzero(priced(series))
-    zc = np.clip(z[idx], -cfg.z_clip, cfg.z_clip) / 2.0
+    zc = np.clip(z[idx], -cfg.z_clip, cfg.z_clip) / cfg.z_scale
     feats = np.zeros((n, cfg.z_lags + 1), dtype=np.float32)
     valid = np.zeros(n, dtype=bool)
     for j in range(cfg.z_lags - 1, len(idx)):
@@ -190,13 +195,12 @@ def _weights(
 
 def _build_net(torch: Any, cfg: DDQNConfig) -> Any:
     nn = torch.nn
-    return nn.Sequential(
-        nn.Linear(cfg.state_size, cfg.hidden),
-        nn.ReLU(),
-        nn.Linear(cfg.hidden, cfg.hidden),
-        nn.ReLU(),
-        nn.Linear(cfg.hidden, len(ACTIONS)),
-    )
+    layers: list[Any] = []
+    width = cfg.state_size
+    for _ in range(cfg.hidden_layers):
+        layers += [nn.Linear(width, cfg.hidden), nn.ReLU()]
+        width = cfg.hidden
+    return nn.Sequential(*layers, nn.Linear(width, len(ACTIONS)))
 
 
 def _greedy(

@@ -4,14 +4,20 @@ A run = (variant, exposure, seed). Its program trains the policy memory on the t
 (No-Beta sizing), freezes the accepted principles, and runs the test window under its own
 exposure with daily counterfactual records and lifecycle monitoring on.
 
-Runs whose training is the same (:func:`training_key`: seed, policy settings, selection
-fallback) share ONE training phase: :func:`moira_group_program` trains once (the full agent's
-training: lifecycle reselection on, no fixed pair, whatever the members' test settings) and
-then runs every member's test window side by side from the identical principles and pair
-memory, so their first test selections are the same request, answered once: the two exposures
-of a seed, and the A4 pair of the full agent and its no-reselection variant (paper §4.3.4: both
-start from the identical Moira-selected pair with the same policy memory). Each member's trace
-starts with a copy of the shared training rows under its own run id. Metrics are those of
+Runs share their training as far as it is the same. Runs of one :func:`warmup_key` (seed,
+the policy settings the warmup depends on, selection fallback; with ``pairing = "independent"``
+also the exposure) share ONE warmup: its round and its reflection, journaled once (the two A3
+conditions: paper §4.3.3, "both conditions share a single-round warmup and its initial reflection
+memory"). Among them, runs of one :func:`training_key` (the whole policy too) share ONE training
+phase: :func:`moira_group_program` runs the warmup once, then each training's consolidation from
+it (the full agent's training: lifecycle reselection on, no fixed pair, whatever the members'
+test settings), then every member's test window side by side from its training's principles
+and pair memory, so runs of one training start their test windows with the same first
+selection request, answered once: the two exposures of a seed (``pairing = "paired"``, the
+default: a Beta-against-No-Beta difference is then a paired comparison), and the A4 pair of the
+full agent and its no-reselection variant (paper §4.3.4: both start from the identical
+Moira-selected pair with the same policy memory). Each member's trace starts with a copy of the
+shared training rows under its own run id. Metrics are those of
 the test window (settled at t+1 through :mod:`agent.pairs.market.settlement`, computed by
 :mod:`agent.pairs.market.metrics`). ``runs/<run_id>/`` then holds ``steps.parquet`` and
 ``metrics.json`` (the shared format of :mod:`agent.pairs.market.records`), ``trace.parquet``,
@@ -40,7 +46,7 @@ from agent.pairs.moira.calls import CallSettings
 from agent.pairs.moira.config import Variant
 from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, run_window
 from agent.pairs.moira.memory import PairMemory
-from agent.pairs.moira.policy import PolicyOutcome, train_policy
+from agent.pairs.moira.policy import PolicyOutcome, consolidate, warmup
 from agent.pairs.moira.principles import PrincipleValidator
 from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
@@ -49,8 +55,10 @@ from serving.types import ChatRequest, ChatResult
 __all__ = [
     "RunSpec",
     "RunOutcome",
+    "warmup_key",
     "training_key",
     "training_groups",
+    "training_rounds",
     "moira_program",
     "moira_group_program",
     "write_run",
@@ -84,6 +92,10 @@ class RunOutcome:
     anonymized: bool = False
     #: the run ids that share this run's training phase (itself included)
     training_group: tuple[str, ...] = ()
+    #: the run ids that share this run's warmup (itself included; a superset of the above)
+    warmup_group: tuple[str, ...] = ()
+    #: what the runs of a seed under the two exposures share (experiment.pairing)
+    pairing: str = "paired"
 
     def metrics(self) -> Any:
         steps = self.test.steps
@@ -122,6 +134,9 @@ class RunOutcome:
             "anonymized": self.anonymized,
             "lifecycle": self.lifecycle(),
             "training_shared_with": list(self.training_group),
+            "warmup_shared_with": list(self.warmup_group),
+            "warmup_principles": list(self.policy.warmup_principles),
+            "pairing": self.pairing,
         }
 
     def lifecycle(self) -> dict[str, Any]:
@@ -138,19 +153,36 @@ class RunOutcome:
         }
 
 
-def training_key(spec: RunSpec) -> tuple[Any, ...]:
-    """What a run's training depends on: its seed, its policy settings and its selection
-    fallback (training always uses No-Beta sizing, lifecycle reselection and a model-selected
-    pair, so exposure, ``reselection`` and ``fixed_pair`` do not enter)."""
-    return (spec.seed, spec.variant.policy, spec.variant.selection.fallback)
+def warmup_key(spec: RunSpec, pairing: str = "paired") -> tuple[Any, ...]:
+    """What a run's warmup depends on: its seed, the policy settings the warmup reads
+    (:meth:`PolicyConfig.warmup_part`) and its selection fallback (training always uses No-Beta
+    sizing, lifecycle reselection and a model-selected pair, so exposure, ``reselection`` and
+    ``fixed_pair`` do not enter); with ``pairing`` ``independent`` also its exposure (each
+    exposure trains on its own seed stream)."""
+    own = spec.exposure if pairing == "independent" else ""
+    return (spec.seed, own, spec.variant.policy.warmup_part(), spec.variant.selection.fallback)
 
 
-def training_groups(specs: list[RunSpec]) -> list[list[RunSpec]]:
-    """``specs`` grouped by :func:`training_key`, in the order of each group's first run."""
+def training_key(spec: RunSpec, pairing: str = "paired") -> tuple[Any, ...]:
+    """What a run's whole training depends on: its :func:`warmup_key` and its policy settings."""
+    return (*warmup_key(spec, pairing), spec.variant.policy)
+
+
+def training_groups(specs: list[RunSpec], pairing: str = "paired") -> list[list[RunSpec]]:
+    """``specs`` grouped by :func:`warmup_key` (one program each: one warmup, then every
+    training of the group), in the order of each group's first run."""
     groups: dict[tuple[Any, ...], list[RunSpec]] = {}
     for s in specs:
-        groups.setdefault(training_key(s), []).append(s)
+        groups.setdefault(warmup_key(s, pairing), []).append(s)
     return list(groups.values())
+
+
+def training_rounds(group: list[RunSpec], pairing: str = "paired") -> int:
+    """Training-window passes of one :func:`training_groups` group at most: the shared warmup
+    round plus ``max_cycles`` replays for each of its trainings that consolidates (none for
+    the A3 control; the warmup's own reflection memory is measured by the first replay)."""
+    trainings = {training_key(s, pairing): s.variant.policy for s in group}
+    return 1 + sum(p.max_cycles for p in trainings.values() if p.consolidation)
 
 
 def moira_program(
@@ -172,14 +204,16 @@ def moira_group_program(
     *,
     on_session: Callable[[], None] = lambda: None,
 ) -> Gen:
-    """One training phase for ``specs`` (runs of one :func:`training_key`) and then their test
-    windows side by side; returns their :class:`RunOutcome` in order. With ``anonymize`` every
-    request goes to the model with the pool's aliases and every reply comes back mapped to real
-    names."""
-    keys = {training_key(s) for s in specs}
+    """One warmup for ``specs`` (runs of one :func:`warmup_key`), one consolidation per
+    :func:`training_key` among them, then their test windows side by side; returns their
+    :class:`RunOutcome` in order. With ``anonymize`` every request goes to the model with the
+    pool's aliases and every reply comes back mapped to real names."""
+    keys = {warmup_key(s, cfg.pairing) for s in specs}
     if len(keys) != 1:
         raise ConfigError(
-            f"runs {[s.run_id for s in specs]} do not share one training (seed, policy, fallback)"
+            f"runs {[s.run_id for s in specs]} do not share one warmup (seed, warmup policy, fallback"
+            + (", exposure" if cfg.pairing == "independent" else "")
+            + ")"
         )
     if not cfg.anonymize:
         return (yield from _group_program(specs, cfg, view, on_session, None))
@@ -220,7 +254,7 @@ def _context(
         view=view,
         settings=CallSettings(
             model=cfg.model.backbone,
-            sampling=cfg.model.sampling(spec.seed),
+            sampling=cfg.model.sampling(cfg.request_seed(spec.seed, spec.exposure)),
             max_tokens=cfg.model.max_tokens,
             prompt=cfg.prompt,
         ),
@@ -231,6 +265,7 @@ def _context(
         on_session=on_session,
         no_beta_legs=cfg.no_beta_legs,
         execution=cfg.execution_settings(),
+        beta_window=cfg.beta_window,
     )
 
 
@@ -257,32 +292,56 @@ def _group_program(
                 "(check windows.* against the store's dates)"
             )
     rewrite = aliases.request if aliases is not None else None
+
+    def trace_of(run_id: str) -> TraceLog:
+        t = TraceLog(run_id)
+        t.provenance.rewrite = rewrite
+        return t
+
+    def train_ctx(spec: RunSpec, trace: TraceLog) -> RunContext:
+        # the full agent's training: reselection on and the model's own first pair, whatever the
+        # members do in their test windows (A4 changes only the test: paper §4.3.4)
+        sel = replace(spec.variant.selection, reselection=True, fixed_pair="")
+        full = replace(spec, variant=replace(spec.variant, selection=sel))
+        return _context(full, cfg, view, trace, on_session)
+
+    def validator_of(policy: Any) -> PrincipleValidator:
+        return PrincipleValidator(
+            view.pool,
+            {t: c.name for t, c in view.companies.items()},
+            max_chars=cfg.prompt.principle_max_chars,
+            min_chars=cfg.prompt.principle_min_chars,
+            min_words=policy.principle_min_words,
+            direction_rule=policy.direction_rule,
+            rules=policy.principle_rules,
+        )
+
     lead = specs[0]
-    shared = TraceLog(lead.run_id)
-    shared.provenance.rewrite = rewrite
-    # the full agent's training: reselection on and the model's own first pair, whatever the
-    # members do in their test windows (A4 changes only the test: paper §4.3.4)
-    train_spec = replace(
-        lead,
-        variant=replace(
-            lead.variant, selection=replace(lead.variant.selection, reselection=True, fixed_pair="")
-        ),
+    warm_trace = trace_of(lead.run_id)
+    validator = validator_of(lead.variant.policy)
+    warm = yield from warmup(train_ctx(lead, warm_trace), train, lead.variant.policy, validator)
+    subgroups: dict[tuple[Any, ...], list[RunSpec]] = {}
+    for s in specs:
+        subgroups.setdefault(training_key(s, cfg.pairing), []).append(s)
+    sub_traces = [trace_of(g[0].run_id) for g in subgroups.values()]
+    policies = yield from _together(
+        [
+            consolidate(train_ctx(g[0], t), train, g[0].variant.policy, validator, warm)
+            for g, t in zip(subgroups.values(), sub_traces)
+        ]
     )
-    ctx = _context(train_spec, cfg, view, shared, on_session)
-    validator = PrincipleValidator(
-        view.pool,
-        {t: c.name for t, c in view.companies.items()},
-        max_chars=cfg.prompt.principle_max_chars,
-        direction_rule=lead.variant.policy.direction_rule,
-    )
-    policy = yield from train_policy(ctx, train, lead.variant.policy, validator)
-    memory = policy.pair_memory if lead.variant.policy.carry_pair_memory else PairMemory()
+    trained: dict[str, tuple[PolicyOutcome, TraceLog, tuple[str, ...]]] = {}
+    for g, t, pol in zip(subgroups.values(), sub_traces, policies):
+        for s in g:
+            trained[s.run_id] = (pol, t, tuple(x.run_id for x in g))
     traces, tests = [], []
     for spec in specs:
-        trace = TraceLog(spec.run_id)
-        trace.provenance.rewrite = rewrite
-        _copy_training(shared, trace)
+        policy, sub, _ = trained[spec.run_id]
+        trace = trace_of(spec.run_id)
+        _copy_training(warm_trace, trace)
+        _copy_training(sub, trace)
         traces.append(trace)
+        memory = policy.pair_memory if spec.variant.policy.carry_pair_memory else PairMemory()
         window = WindowSpec(
             "test",
             0,
@@ -297,6 +356,7 @@ def _group_program(
     group = tuple(s.run_id for s in specs)
     out = []
     for spec, trace, result in zip(specs, traces, results):
+        policy, _, shared = trained[spec.run_id]
         tickers = {t for d in result.decisions for t in d.tickers()}
         out.append(
             RunOutcome(
@@ -307,7 +367,9 @@ def _group_program(
                 cfg.execution_settings(),
                 view.price_tape(tickers, test),
                 aliases is not None,
+                shared,
                 group,
+                cfg.pairing,
             )
         )
     return out

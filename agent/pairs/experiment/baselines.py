@@ -56,6 +56,7 @@ def _settings(cfg: ExperimentConfig) -> Any:
         slippage_bps=ex.slippage_bps,
         borrow_bps_per_year=ex.borrow_bps_per_year,
         no_beta_legs=cfg.no_beta_legs,
+        beta_window=cfg.beta_window,
     )
 
 

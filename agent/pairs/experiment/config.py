@@ -10,10 +10,11 @@ default; element and nested types are checked).
 
 Layout of a config file (all tables optional except ``[experiment]`` and ``[windows]``)::
 
-    [experiment]   name, store, pool, seeds, exposures, cost_bps, no_beta_legs, execution,
-                   slippage_bps, borrow_bps_per_year (agent.pairs.market.execution: how decisions
-                   are filled and what fills cost; defaults: the papers' close-to-close at no cost),
-                   anonymize (aliases for tickers and names in every prompt; default false)
+    [experiment]   name, store, pool, seeds, exposures, pairing, cost_bps, no_beta_legs,
+                   beta_window, execution, slippage_bps, borrow_bps_per_year
+                   (agent.pairs.market.execution: how decisions are filled and what fills cost;
+                   defaults: the papers' close-to-close at no cost), anonymize (aliases for
+                   tickers and names in every prompt; default false)
     [windows]      train_start, train_end, test_start, test_end   (YYYY-MM-DD, inclusive)
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
@@ -21,11 +22,14 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
                    max_failures_in_a_row (faults: docs/faults.md)
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
-                   reflection_max_chars, news_per_leg, news_lookback_sessions,
-                   headline_max_chars, news_token_budget, block_order, description_max_chars,
-                   memory_records, reflection_max_records
+                   principle_min_chars, reflection_max_chars, news_per_leg,
+                   news_lookback_sessions, headline_max_chars, news_token_budget, block_order,
+                   description_max_chars, memory_records, reflection_max_records,
+                   pair_quality_min_held, pair_quality_reverting, pair_quality_weak,
+                   spread_far_z, spread_near_z
     [policy]       max_cycles, stop_after_rejections, max_principles, consolidation,
-                   carry_pair_memory, reflection_feedback, direction_rule
+                   warmup_floor, carry_pair_memory, reflection_feedback, direction_rule,
+                   principle_min_words, principle_rules
     [selection]    fallback, reselection, fixed_pair
     [screen]       any field of agent.pairs.screen.causal.ScreenConfig
     [lifecycle]    any field of agent.pairs.lifecycle.machine.LifecycleConfig
@@ -44,7 +48,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -72,6 +78,7 @@ from serving.types import Sampling
 from serving.vllm_engine import EngineOptions
 
 __all__ = [
+    "PAIRINGS",
     "ModelConfig",
     "WindowConfig",
     "ExperimentConfig",
@@ -81,6 +88,8 @@ __all__ = [
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: What the runs of one seed under the two exposures share (:class:`ExperimentConfig` ``pairing``).
+PAIRINGS = ("paired", "independent")
 
 
 @dataclass(frozen=True)
@@ -244,6 +253,17 @@ class ExperimentConfig:
     seeds: one run per seed (and exposure and variant); every request carries its run's seed.
     exposures: ``no_beta`` (equal-magnitude legs) and/or ``beta`` (hedge-ratio legs): the
         papers' two exposure settings, one run each.
+    pairing: what the runs of one seed under the two exposures share (:data:`PAIRINGS`):
+        ``paired`` (the default): ONE training phase (it sizes with No-Beta whatever the run's
+        exposure, as the paper trains) and, through it, one first test selection, so each
+        seed's Beta and No-Beta runs differ only in sizing and in what follows from it: a
+        Beta-against-No-Beta difference is a paired comparison. ``independent``: every exposure
+        trains on its own, selects its own first pair and draws its own seed stream (the
+        request seed is :meth:`request_seed`), so the two exposures of a seed are independent
+        replications. The paper reports three independent runs per setting and does not say
+        whether runs of one seed shared anything across exposures.
+    beta_window: sessions of the Beta exposure's rolling OLS hedge ratio, for the agent and
+        every baseline (paper §4.1: 20).
     cost_bps: fee per unit of turnover in basis points (the papers': 0).
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
@@ -259,8 +279,10 @@ class ExperimentConfig:
     pool: tuple[str, ...] = ()
     seeds: tuple[int, ...] = (0,)
     exposures: tuple[str, ...] = EXPOSURES
+    pairing: str = "paired"
     cost_bps: float = 0.0
     no_beta_legs: str = "equal_shares"
+    beta_window: int = 20
     model: ModelConfig = field(default_factory=ModelConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     screen: ScreenConfig = field(default_factory=ScreenConfig)
@@ -294,6 +316,10 @@ class ExperimentConfig:
             raise ConfigError(
                 f"experiment.no_beta_legs={self.no_beta_legs!r}; allowed: {', '.join(NO_BETA_LEGS)}"
             )
+        if self.pairing not in PAIRINGS:
+            raise ConfigError(f"experiment.pairing={self.pairing!r}; allowed: {', '.join(PAIRINGS)}")
+        if isinstance(self.beta_window, bool) or not 3 <= self.beta_window <= 2520:
+            raise ConfigError(f"experiment.beta_window={self.beta_window!r}; allowed: 3..2520 sessions")
         if not (math.isfinite(self.cost_bps) and 0.0 <= self.cost_bps <= 1000.0):
             raise ConfigError(f"experiment.cost_bps={self.cost_bps}; allowed: 0..1000 basis points")
         if len(self.pool) == 1 or len(set(self.pool)) != len(self.pool):
@@ -349,6 +375,15 @@ class ExperimentConfig:
             return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
         return BackendSpec(self.model.backend, fm.model, base_url=fm.base_url)
 
+    def request_seed(self, seed: int, exposure: str) -> int:
+        """The seed every model request of the run (``seed``, ``exposure``) carries: the run seed
+        when ``pairing`` is ``paired``; for ``independent``, the first 31 bits of the SHA-256 of
+        ``"<seed>/<exposure>"`` (a stream of its own per exposure, the same on every machine)."""
+        if self.pairing == "paired":
+            return seed
+        digest = hashlib.sha256(f"{seed}/{exposure}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
     def run_ids(self) -> list[tuple[str, Variant, str, int]]:
         """``(run_id, variant, exposure, seed)`` of every run, in a fixed order."""
         return [
@@ -397,11 +432,22 @@ def _variant(raw: Any, k: int, policy: dict[str, Any], selection: dict[str, Any]
     )
 
 
+def _absolute(path: str, base_dir: Path | None) -> str:
+    """``path`` (``~`` expanded) as an absolute path: a relative one against ``base_dir`` (the
+    config file's folder), else against the working directory. The config then names the same
+    file wherever it is read from (the manifest records it; a run folder's copy states it)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = base_dir / p
+    return os.path.abspath(p)
+
+
 def parse_config(
     data: Mapping[str, Any], *, base_dir: Path | None = None, file: str | Path | None = None
 ) -> ExperimentConfig:
-    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store`` paths are
-    resolved against ``base_dir``; ``file`` names the document in errors)."""
+    """An :class:`ExperimentConfig` from a parsed TOML document (relative ``store``, ``[prompt]
+    dir`` and ``[baselines.finmem] prompt_dir`` paths are resolved against ``base_dir``, else the
+    working directory, to absolute paths; ``file`` names the document in errors)."""
     cf.check_keys(data, TABLES, file=file)
     tables = {k: data.get(k, [] if k == "variants" else {}) for k in TABLES}
     for k, v in tables.items():
@@ -417,15 +463,19 @@ def parse_config(
     )
     store = exp.get("store")
     if store is None:
-        exp["store"] = str(env.default_store_path())
+        exp["store"] = _absolute(str(env.default_store_path()), None)
     elif isinstance(store, str):
-        p = Path(store).expanduser()
-        exp["store"] = str(base_dir / p if not p.is_absolute() and base_dir is not None else p)
+        exp["store"] = _absolute(store, base_dir)
     windows = cf.load(WindowConfig, tables["windows"], key="windows", file=file)
     prompt_table = dict(tables["prompt"])
     if isinstance(prompt_table.get("dir"), str) and prompt_table["dir"]:
-        d = Path(prompt_table["dir"]).expanduser()
-        prompt_table["dir"] = str(base_dir / d if not d.is_absolute() and base_dir is not None else d)
+        prompt_table["dir"] = _absolute(prompt_table["dir"], base_dir)
+    baselines_table = tables["baselines"]
+    finmem_table = baselines_table.get("finmem") if isinstance(baselines_table, Mapping) else None
+    fm_dir = finmem_table.get("prompt_dir") if isinstance(finmem_table, Mapping) else None
+    if isinstance(fm_dir, str) and fm_dir:
+        finmem_table = {**finmem_table, "prompt_dir": _absolute(fm_dir, base_dir)}
+        baselines_table = {**baselines_table, "finmem": finmem_table}
     prompt = cf.load(PromptConfig, prompt_table, key="prompt", file=file)
     if prompt.dir:
         from agent.pairs.experiment.manifest import PROMPTS
@@ -451,7 +501,7 @@ def parse_config(
         screen=cf.load(ScreenConfig, tables["screen"], key="screen", file=file),
         lifecycle=cf.load(LifecycleConfig, tables["lifecycle"], key="lifecycle", file=file),
         variants=variants,
-        baselines=parse_baselines(tables["baselines"], model, file=file, prompt=prompt),
+        baselines=parse_baselines(baselines_table, model, file=file, prompt=prompt),
     )
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 __all__ = [
     "PROMPTS",
+    "FINMEM_PROMPTS",
+    "run_prompts",
     "package_versions",
     "prompt_versions",
     "prompt_set",
@@ -60,24 +62,36 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def prompt_versions(directory: str = "") -> dict[str, dict[str, str]]:
-    """Per prompt of :data:`PROMPTS`: version, sha256 of the file and its source (``package`` or
-    the path of the user's file in ``directory``)."""
+#: FinMem's prompts (rendered only when FinMem is among the experiment's baselines).
+FINMEM_PROMPTS = ("pairs_finmem_decision", "pairs_finmem_reflection")
+
+
+def run_prompts(finmem: bool) -> tuple[str, ...]:
+    """The prompts of :data:`PROMPTS` an experiment renders: the agent's, and FinMem's when
+    ``finmem`` (FinMem among its baselines)."""
+    return tuple(p for p in PROMPTS if finmem or p not in FINMEM_PROMPTS)
+
+
+def prompt_versions(directory: str = "", names: tuple[str, ...] = PROMPTS) -> dict[str, dict[str, str]]:
+    """Per prompt of ``names`` (default :data:`PROMPTS`): version, sha256 of the file and its
+    source (``package`` or the path of the user's file in ``directory``)."""
     from agent.prompting import load_prompt
 
     out = {}
-    for name in PROMPTS:
+    for name in names:
         p = load_prompt(name, directory or None)
         out[name] = {"version": p.version, "sha256": p.sha256, "source": p.source}
     return out
 
 
-def prompt_set(directory: str = "") -> str:
-    """The prompt set in words: ``package`` or ``<dir> (k of n files; the rest packaged)``."""
+def prompt_set(directory: str = "", names: tuple[str, ...] = PROMPTS) -> str:
+    """The prompt set in words: ``package`` or ``<dir> (k of n files; the rest packaged)``, of
+    the prompts ``names``."""
     if not directory:
         return "package"
-    own = sum(1 for v in prompt_versions(directory).values() if v["source"] != "package")
-    return f"{directory} ({own} of {len(PROMPTS)} prompt files; the rest packaged)"
+    own = sum(1 for v in prompt_versions(directory, names).values() if v["source"] != "package")
+    rest = "; the rest packaged" if own < len(names) else ""
+    return f"{directory} ({own} of {len(names)} prompt files{rest})"
 
 
 def journal_models(journal_path: str | Path) -> list[dict[str, Any]]:
@@ -146,8 +160,10 @@ def build_manifest(
     seeds: list[int],
     extra: dict[str, Any] | None = None,
     prompt_dir: str = "",
+    prompts: tuple[str, ...] = PROMPTS,
 ) -> dict[str, Any]:
-    """The manifest document (``prompt_dir``: the config's ``[prompt] dir``)."""
+    """The manifest document (``prompt_dir``: the config's ``[prompt] dir``; ``prompts``: the
+    prompts the run rendered, :func:`run_prompts`)."""
     return {
         "model": {
             "key": model_key,
@@ -158,8 +174,8 @@ def build_manifest(
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "prompts": prompt_versions(prompt_dir),
-        "prompt_set": prompt_set(prompt_dir),
+        "prompts": prompt_versions(prompt_dir, prompts),
+        "prompt_set": prompt_set(prompt_dir, prompts),
         "store_digest": store_digest,
         "seeds": seeds,
         "config": config,

@@ -27,6 +27,8 @@ Format (``agent/pairs/configs/matrix_cpu.toml`` is a complete example)::
     base_url = "http://127.0.0.1:8000/v1"  # max_num_seqs, kv_cache_gib, chunk_size, max_tokens
     model_path = ""                # weights folder (``built`` test models: default
                                    # <model cache>/<key>, built on first use)
+    exposures = ["beta"]           # optional: this backbone's experiments run only these
+                                   # (default: the matrix's exposures)
 
     [[windows]]                    # one or more named windows sets (A1 long horizon, A2 another
     name = "main"                  # regime); a single [windows] table is the set "main"; with a
@@ -75,6 +77,7 @@ from agent.pairs.experiment.local import run_cells_local
 from agent.pairs.experiment.matrix_config import MatrixConfig
 from agent.pairs.experiment.matrix_ray import run_cells_ray
 from agent.pairs.experiment.plan import BackendFactory, CellResult, MatrixPlan, plan_matrix
+from agent.pairs.experiment.preflight import check_data
 from agent.pairs.market.folders import write_tables
 from agent.pairs.market.records import read_json, write_json
 from localfin import runlock
@@ -180,6 +183,8 @@ def run_matrix(
     _prepare(out, config_text, resume)
     if cfg.synthetic_market:
         synthetic_store(out)
+    for cell in plan.cells:
+        check_data(cell.config)  # a store, pool or window outside the data fails before any engine
     t0 = time.perf_counter()
     starts: list[float | None] = []
     if ray_address is not None:

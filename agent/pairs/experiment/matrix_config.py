@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.config import ExperimentConfig, ModelConfig, parse_config
+from agent.pairs.experiment.folder_config import folder_copy
 from agent.pairs.market.settlement import EXPOSURES
 from localfin import configfile as cf
 from localfin.errors import ConfigError
@@ -72,22 +73,31 @@ class Backbone:
         applied over the base's ``[model]`` table.
     model_path: weights folder for this key (for ``built`` test models; empty: the registry's;
         a ``built`` model without one is built into the model cache on first use).
+    exposures: the exposures this backbone's experiments run (empty: the matrix's); a table
+        whose settings pair one backbone with one exposure (the paper's A1-A4 rows:
+        GPT-4.1-mini Beta, GPT-5.4-mini No-Beta) runs only those.
     """
 
     name: str
     key: str
     model: Mapping[str, Any] = field(default_factory=dict)
     model_path: str = ""
+    exposures: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _name(self.name, "backbones.name")
+        if any(e not in EXPOSURES for e in self.exposures) or len(set(self.exposures)) != len(self.exposures):
+            raise ConfigError(
+                f"backbones.exposures={list(self.exposures)} of backbone {self.name!r}; allowed: distinct "
+                f"entries of {', '.join(EXPOSURES)} (empty: the matrix's)"
+            )
         if not isinstance(self.key, str) or not self.key:
             raise ConfigError(f"backbones.key={self.key!r}; allowed: a registry key such as smollm2-135m")
         unknown = sorted(set(self.model) - set(_MODEL_KEYS))
         if unknown:
             raise ConfigError(
                 f"unknown key(s) {', '.join('backbones.' + k for k in unknown)} of backbone {self.name!r}; "
-                f"allowed: name, key, model_path, {', '.join(_MODEL_KEYS)}"
+                f"allowed: name, key, model_path, exposures, {', '.join(_MODEL_KEYS)}"
             )
 
 
@@ -117,7 +127,8 @@ class WindowSet:
 class Cell:
     """One experiment of the matrix: a backbone on a windows set, every seed x exposure x
     variant of the matrix. ``folder`` is relative to the matrix folder; ``config_text`` is the
-    experiment TOML written into it (store resolved to an absolute path)."""
+    experiment TOML written into it (every path absolute:
+    :func:`agent.pairs.experiment.folder_config.folder_copy`)."""
 
     backbone: Backbone
     windows: WindowSet
@@ -191,7 +202,7 @@ class MatrixConfig:
                 exp = dict(doc.get("experiment", {}))
                 exp["name"] = f"{self.name}-{b.name}-{w.name}"[:64]
                 exp["seeds"] = list(self.seeds)
-                exp["exposures"] = list(self.exposures)
+                exp["exposures"] = list(b.exposures or self.exposures)
                 if store is not None:
                     exp["store"] = str(store)
                 elif "store" in exp:
@@ -215,7 +226,8 @@ class MatrixConfig:
                     if self.source_file:
                         where = f"file {self.source_file}, {where}"
                     raise ConfigError(f"{where}: {exc}") from exc
-                out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, text))
+                # the text the experiment folder holds (a store left to the default stated)
+                out.append(Cell(b, w, f"{b.name}/{w.name}", cfg, folder_copy(text, cfg)))
         return out
 
 
@@ -274,7 +286,7 @@ def _backbones(raw: Any, file: Any) -> tuple[Backbone, ...]:
         if not isinstance(item, Mapping):
             raise cf.key_error(f"backbones[{k}]", f"{item!r}; allowed: a registry key or a table", file=file)
         body = dict(item)
-        own = {n: body.pop(n) for n in ("key", "name", "model_path") if n in body}
+        own = {n: body.pop(n) for n in ("key", "name", "model_path", "exposures") if n in body}
         own.setdefault("name", own.get("key"))
         own = {n: v for n, v in own.items() if v is not None}
         out.append(cf.load(Backbone, {**own, "model": body}, key=f"backbones[{k}]", file=file))

@@ -1,14 +1,16 @@
 """A Moira experiment: every seed x exposure x variant run in lockstep on one journaled backend.
 
-The experiment folder holds ``config.toml`` (the file the experiment was started with),
+The experiment folder holds ``config.toml`` (the file the experiment was started with, its paths
+made absolute so that it names the same store from the folder),
 ``journal.sqlite`` (every model call; one per experiment), ``runs/<run_id>/`` (see
 :mod:`agent.pairs.experiment.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
 token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
 each round, the pending calls of all runs go to the engine as one batch, which the
 :class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
-records in one transaction. Runs whose training is the same (the two exposures of a seed, and
-A4's full and no-reselection variants) share one training phase and start their test windows
-from the identical policy (:func:`agent.pairs.experiment.backtest.moira_group_program`);
+records in one transaction. Runs whose training is the same (the two exposures of a seed under
+``pairing = "paired"``, and A4's full and no-reselection variants) share one training phase and
+start their test windows from the identical policy, and A3's two conditions share one warmup
+(:func:`agent.pairs.experiment.backtest.moira_group_program`);
 identical requests of different runs are answered once. Resuming is rerunning: journaled calls
 replay, so a killed experiment continues to the identical result and the model only sees the
 calls it never answered.
@@ -29,9 +31,17 @@ from typing import Any
 
 from agent.data.store import MarketStore
 from agent.pairs.experiment import baselines as eb
-from agent.pairs.experiment.backtest import RunSpec, moira_group_program, training_groups, write_run
+from agent.pairs.experiment.backtest import (
+    RunSpec,
+    moira_group_program,
+    training_groups,
+    training_rounds,
+    write_run,
+)
 from agent.pairs.experiment.config import ExperimentConfig, config_to_dict
-from agent.pairs.experiment.manifest import build_manifest, sampling_by_call_type
+from agent.pairs.experiment.folder_config import folder_copy, same_path
+from agent.pairs.experiment.manifest import build_manifest, run_prompts, sampling_by_call_type
+from agent.pairs.experiment.preflight import check_data
 from agent.pairs.experiment.summary import ExperimentResult, write_summary
 from agent.pairs.market.anonymize import Aliases
 from agent.pairs.market.execution import FRICTIONS
@@ -54,7 +64,9 @@ __all__ = ["ExperimentResult", "run_experiment"]
 log = logging.getLogger(__name__)
 
 
-def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
+def _prepare_folder(out: Path, config_text: str, copy_text: str, resume: bool) -> None:
+    """Create the folder and write ``copy_text`` (the config with its paths made absolute:
+    :mod:`agent.pairs.experiment.folder_config`) as its ``config.toml``."""
     journal = out / "journal.sqlite"
     copy = out / "config.toml"
     if journal.exists() and not resume:
@@ -62,23 +74,29 @@ def _prepare_folder(out: Path, config_text: str, resume: bool) -> None:
             f"experiment folder {out} already holds a journal; pass --resume to continue it (journaled "
             "calls replay) or choose another folder"
         )
-    if resume and copy.exists() and copy.read_text(encoding="utf-8") != config_text:
+    # a folder written before copies stated their paths holds the text as given
+    if resume and copy.exists() and copy.read_text(encoding="utf-8") not in (copy_text, config_text):
         raise ConfigError(
             f"--resume: {copy} differs from the config given now; a resumed experiment must use the same "
             "config (start a new folder instead)"
         )
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
-    write_text(copy, config_text)
+    write_text(copy, copy_text)
+
+
+#: The keys of a recorded config whose values are paths (compared by meaning, not spelling).
+_PATH_KEYS = {"config.store", "config.prompt.dir", "config.baselines.finmem.prompt_dir"}
 
 
 def _differences(mine: Any, theirs: Any, where: str = "config") -> list[str]:
     """Keys whose values differ between two config documents (keys only one has are skipped:
-    a folder written by another version of localfin records fewer or more fields)."""
+    a folder written by another version of localfin records fewer or more fields); paths are
+    compared by meaning (:func:`agent.pairs.experiment.folder_config.same_path`)."""
     if isinstance(mine, dict) and isinstance(theirs, dict):
         keys = sorted(set(mine) & set(theirs))
         return [d for k in keys for d in _differences(mine[k], theirs[k], f"{where}.{k}")]
-    if mine == theirs:
+    if mine == theirs or (where in _PATH_KEYS and same_path(mine, theirs)):
         return []
     return [f"{where}: {json.dumps(theirs)[:60]} there, {json.dumps(mine)[:60]} here"]
 
@@ -173,7 +191,9 @@ def run_experiment(
     """Run every run of ``cfg`` and write the experiment folder ``out_dir``.
 
     Args:
-        config_text: the TOML text of ``cfg`` (copied into the folder; a resume must match it).
+        config_text: the TOML text of ``cfg`` (copied into the folder with its paths made
+            absolute, :func:`agent.pairs.experiment.folder_config.folder_copy`; a resume must
+            match it).
         backend: the model backend serving ``[model].backbone`` (opened and closed by the
             caller: :func:`serving.open.open_backend` of ``cfg.model.backend_spec()``); it is
             always wrapped in a JournaledBackend on the folder's journal.
@@ -195,14 +215,11 @@ def run_experiment(
     """
 
     out = Path(out_dir)
-    _prepare_folder(out, config_text, resume)
+    check_data(cfg)  # the store, its pool, windows inside its data: before the folder is made
+    _prepare_folder(out, config_text, folder_copy(config_text, cfg), resume)
     check_manifest(out, cfg)
     if resume and (out / "journal.sqlite").is_file():
         Journal(out / "journal.sqlite", verify=True).close()  # a torn journal stops here, before any work
-    if not cfg.store.is_file():
-        raise ConfigError(
-            f"experiment.store={cfg.store} does not exist; import data first (localfin data import)"
-        )
     with MarketStore(cfg.store, create=False) as store:
         view = MarketView(store, cfg.pool, cfg.screen, end=cfg.windows.test_end)
         _check_opens(cfg, view)
@@ -212,14 +229,10 @@ def run_experiment(
         )
         fm = eb.finmem_programs(store, cfg, view.pool, embedder)
     specs = [RunSpec(rid, v, e, s) for rid, v, e, s in cfg.run_ids()]
-    groups = training_groups(specs)
+    groups = training_groups(specs, cfg.pairing)
     n_train = len(view.sessions(cfg.windows.train_start, cfg.windows.train_end))
     n_test = len(view.sessions(cfg.windows.test_start, cfg.windows.test_end))
-    per_group = [
-        n_train * (1 + (g[0].variant.policy.max_cycles if g[0].variant.policy.consolidation else 0))
-        + n_test * len(g)
-        for g in groups
-    ]
+    per_group = [training_rounds(g, cfg.pairing) * n_train + n_test * len(g) for g in groups]
     tally = _Tally(progress, sum(per_group), len(specs))
 
     inner: Backend = backend
@@ -290,6 +303,7 @@ def run_experiment(
         engine_start,
         outcomes,
         eb.baseline_docs(out, baseline_ids),
+        repeated=jb.repeated,
     )
     write_summary(out, cfg, result, tokens)
     manifest = build_manifest(
@@ -301,6 +315,7 @@ def run_experiment(
         journal_path=out / "journal.sqlite",
         seeds=list(cfg.seeds),
         prompt_dir=cfg.prompt.dir,
+        prompts=run_prompts("finmem" in cfg.baselines.methods),
         extra={
             "mode": result.mode,
             "runs": [s.run_id for s in specs],
@@ -311,6 +326,7 @@ def run_experiment(
             "lockstep_rounds": rounds,
             "model_calls": jb.called,
             "replayed_from_journal": jb.replayed,
+            "repeated_requests": jb.repeated,
             "sampling": sampling,
             "backend": backend_settings(backend),
             "execution": cfg.execution_settings().to_dict() | {"label": cfg.execution_settings().label()},

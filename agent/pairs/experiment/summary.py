@@ -11,17 +11,32 @@ from typing import Any
 
 from agent.pairs.experiment.backtest import RunOutcome
 from agent.pairs.experiment.config import ExperimentConfig
-from agent.pairs.market.metrics import LIFECYCLE_STATES
+from agent.pairs.market.metrics import (
+    LIFECYCLE_STATES,
+    RETURN_NOTE,
+    ZERO_VARIANCE_MARK,
+    ZERO_VARIANCE_NOTE,
+    table_sharpe,
+)
 from agent.pairs.market.records import write_json
 from localfin.files import write_text
 from localfin.fmt import fmt_num, fmt_pct
 
-__all__ = ["ExperimentResult", "write_summary", "baseline_lines", "lifecycle_cell", "news_cuts"]
+__all__ = [
+    "ExperimentResult",
+    "write_summary",
+    "baseline_lines",
+    "sharpe_cell",
+    "lifecycle_cell",
+    "news_cuts",
+]
 
 
 @dataclass
 class ExperimentResult:
-    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls."""
+    """What :func:`run_experiment` did: folder, per-run metrics documents, timing and calls
+    (``model_calls`` sent to the model, ``replayed`` from an earlier run's journal, ``repeated``:
+    requests identical to one this run sent, answered by that call)."""
 
     out_dir: Path
     mode: str
@@ -33,13 +48,17 @@ class ExperimentResult:
     engine_start_s: float | None = None
     outcomes: list[RunOutcome] = field(default_factory=list, repr=False)
     baselines: list[dict[str, Any]] = field(default_factory=list)
+    repeated: int = 0
 
 
 def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, tokens: Sequence[Any]) -> None:
     """The experiment folder's ``summary.json`` and ``summary.md``: every run's metrics, the
     baselines' table, the tokens by call type (of the runs' results and of the journal) and
     the prompt texts used (the packaged set or the user's ``[prompt] dir``)."""
-    from agent.pairs.experiment.manifest import prompt_set, prompt_versions
+    from agent.pairs.experiment.manifest import prompt_set, prompt_versions, run_prompts
+
+    # the prompts this experiment rendered (FinMem's only when FinMem ran)
+    prompts = run_prompts("finmem" in cfg.baselines.methods)
 
     runs = res.runs
     by_type: dict[str, dict[str, int]] = {}
@@ -56,13 +75,14 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         "lockstep_rounds": res.rounds,
         "model_calls": res.model_calls,
         "replayed_from_journal": res.replayed,
+        "repeated_requests": res.repeated,
         "runs": runs,
         "baselines": res.baselines,
         "tokens_by_call_type_runs": by_type,
         "tokens_by_call_type_engine": [t.__dict__ for t in tokens],
-        "prompt_set": prompt_set(cfg.prompt.dir),
+        "prompt_set": prompt_set(cfg.prompt.dir, prompts),
         "news_budget_cuts": news_cuts([*runs, *res.baselines]),
-        "prompts": prompt_versions(cfg.prompt.dir),
+        "prompts": prompt_versions(cfg.prompt.dir, prompts),
     }
     write_json(out / "summary.json", doc)
     lines = [
@@ -71,16 +91,16 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         f"Model `{cfg.model.backbone}` ({cfg.model.backend}); {len(runs)} runs ({res.mode}); "
         f"train {cfg.windows.train_start}..{cfg.windows.train_end}, test {cfg.windows.test_start}.."
         f"{cfg.windows.test_end}; wall {res.wall_s:.1f} s in {res.rounds} rounds; "
-        f"{res.model_calls} model calls, {res.replayed} answered from the journal.",
+        f"{_calls_text(res)}.",
         "",
         "Prompt texts: "
-        + prompt_set(cfg.prompt.dir)
+        + prompt_set(cfg.prompt.dir, prompts)
         + " ("
         + ", ".join(f"{k} v{v['version']} {v['sha256'][:12]}" for k, v in doc["prompts"].items())
         + ").",
         "",
-        "| run | initial pair | return | Sharpe (SE) | max DD | win rate | CF accuracy | LS/SL/FLAT "
-        "| switches | updates | fallbacks (test/train) | short/empty screens "
+        "| run | initial pair | return (compounded) | Sharpe (SE) | max DD | win rate | CF accuracy "
+        "| LS/SL/FLAT | switches | updates | fallbacks (test/train) | short/empty screens "
         "| lifecycle H/W/B/none | re-screens/replacements |",
         "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|---|---|",
     ]
@@ -89,7 +109,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         ac = m["action_counts"]
         lines.append(
             f"| {r['run_id']} | {e['initial_pair'] or '-'} | {fmt_pct(m['cumulative_return'])} | "
-            f"{fmt_num(m['sharpe'])} ({fmt_num(m['sharpe_se'])}) | {fmt_pct(m['max_drawdown'])} | "
+            f"{sharpe_cell(m)} ({fmt_num(m['sharpe_se'])}) | {fmt_pct(m['max_drawdown'])} | "
             f"{fmt_num(m['win_rate'])} | {fmt_num(m['action_accuracy'])} | "
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{m['pair_switches']} | {e['accepted_policy_updates']} | "
@@ -97,6 +117,9 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
             f"{e['screens_short']}/{e['screens_empty']} | {lifecycle_cell(e)} |"
         )
     lines += baseline_lines(res.baselines)
+    lines += ["", RETURN_NOTE]
+    if any(table_sharpe(d["metrics"])[1] for d in [*runs, *res.baselines]):
+        lines += ["", ZERO_VARIANCE_NOTE]
     lines += [
         "",
         "Tokens by call type (summed over the results each run received, agent and FinMem; journal "
@@ -129,6 +152,17 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
     write_text(out / "summary.md", "\n".join(lines) + "\n")
 
 
+def _calls_text(res: ExperimentResult) -> str:
+    """``N model calls`` and, where there were any, the requests answered without a call: from an
+    earlier run's journal (a rerun, a resume), or by this run's own identical request."""
+    text = f"{res.model_calls} model calls"
+    if res.replayed:
+        text += f", {res.replayed} answered from the journal of an earlier run"
+    if res.repeated:
+        text += f", {res.repeated} repeating a request of this run (answered by its call)"
+    return text
+
+
 def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """Per call type, the prompts whose news the budget cut and the items it left out, summed
     over the ``metrics.json`` documents of the agent (training and test) and FinMem."""
@@ -142,6 +176,13 @@ def news_cuts(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
                 t["prompts"] += int(v["prompts"])
                 t["items_omitted"] += int(v["items_omitted"])
     return out
+
+
+def sharpe_cell(metrics: Any) -> str:
+    """The Sharpe ratio a table shows (:func:`agent.pairs.market.metrics.table_sharpe`: 0.00 with
+    its mark for a run whose every return is zero; ``n/a`` where undefined otherwise)."""
+    value, flat = table_sharpe(metrics)
+    return fmt_num(value) + (ZERO_VARIANCE_MARK if flat else "")
 
 
 def lifecycle_cell(extra: dict[str, Any]) -> str:
@@ -161,7 +202,8 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         "",
         "Baselines (same store, pool, screen, windows, exposures and cost; kind `baseline`):",
         "",
-        "| run | method | pair | return | Sharpe (SE) | max DD | win rate | LS/SL/FLAT | model calls "
+        "| run | method | pair | return (compounded) | Sharpe (SE) | max DD | win rate | LS/SL/FLAT "
+        "| model calls "
         "| fallbacks | cut at max_tokens |",
         "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
@@ -174,7 +216,7 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {d['run_id']} | {d.get('method', '')} | {e.get('pair') or '-'} | "
             f"{fmt_pct(m.get('cumulative_return'))} | "
-            f"{fmt_num(m.get('sharpe'))} ({fmt_num(m.get('sharpe_se'))}) | "
+            f"{sharpe_cell(m)} ({fmt_num(m.get('sharpe_se'))}) | "
             f"{fmt_pct(m.get('max_drawdown'))} | {fmt_num(m.get('win_rate'))} | "
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{calls} | {fb} | {cut} |"

@@ -5,7 +5,10 @@ Inputs are the settled daily returns (fractions, one per finalized transition) a
 known, the actions held and whether each matched the counterfactual best action. Conventions:
 * cumulative return = prod(1 + r) - 1; equity starts at 1 before the first settlement;
 * annualised Sharpe = sqrt(252) mean(r) / std(r, ddof=1), NaN when std is 0 (or rounding noise
-  of constant returns, below 1e-12 of the mean) or fewer than 2 returns; its standard error
+  of constant returns, below 1e-12 of the mean) or fewer than 2 returns (``metrics.json`` keeps
+  it undefined, null; a results table shows a run whose every return is zero, FLAT throughout,
+  as 0.00 with :data:`ZERO_VARIANCE_MARK` and :data:`ZERO_VARIANCE_NOTE`: :func:`table_sharpe`);
+  its standard error
   follows Lo (2002) under IID returns:
   SE(SR_period) = sqrt((1 + SR_period^2 / 2) / T), annualised by sqrt(252);
 * maximum drawdown = min over t of equity_t / max_{s<=t} equity_s - 1 (<= 0; the starting
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +39,10 @@ from localfin.errors import ConfigError
 
 __all__ = [
     "TRADING_DAYS",
+    "RETURN_NOTE",
+    "ZERO_VARIANCE_MARK",
+    "ZERO_VARIANCE_NOTE",
+    "table_sharpe",
     "Metrics",
     "equity_curve",
     "drawdown_curve",
@@ -53,6 +60,19 @@ __all__ = [
 ]
 
 TRADING_DAYS = 252
+#: What every table with a return figure says about it (the papers' tables do not).
+RETURN_NOTE = (
+    "Returns are cumulative over the test window and compounded: prod(1 + r) - 1 over the settled "
+    "daily returns r (the policy gate's training return is their plain sum, Moira D.1)."
+)
+#: The mark beside a Sharpe ratio a table shows for a run whose every return is zero.
+ZERO_VARIANCE_MARK = "†"
+ZERO_VARIANCE_NOTE = (
+    f"{ZERO_VARIANCE_MARK} every daily return of the run is zero (it held no position: FLAT "
+    "throughout), so their standard deviation is zero and the Sharpe ratio 0 / 0 is undefined "
+    "(metrics.json keeps it null); the table shows 0.00, as a results table prints a run that never "
+    "trades: no excess return for no risk."
+)
 
 
 def _r(returns: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -87,6 +107,23 @@ def _period_sharpe(r: np.ndarray) -> float:
     sd, mean = float(np.std(r, ddof=1)), float(np.mean(r))
     # constant returns have a std of rounding noise (1e-16 of the mean), not a dispersion
     return mean / sd if sd > 1e-12 * abs(mean) else math.nan
+
+
+def table_sharpe(metrics: Any) -> tuple[float, bool]:
+    """The Sharpe ratio a results table shows for ``metrics`` (a :class:`Metrics` or a
+    ``metrics.json`` mapping), and whether it is the zero-variance convention: 0.0 for a run of
+    at least 2 transitions whose every return is zero (cumulative return and volatility exactly
+    0, the Sharpe ratio undefined); otherwise the Sharpe ratio as computed (NaN: undefined)."""
+
+    def get(name: str) -> Any:
+        return metrics.get(name) if isinstance(metrics, Mapping) else getattr(metrics, name, None)
+
+    value = get("sharpe")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value), False
+    n, cum, vol = get("n_transitions"), get("cumulative_return"), get("annual_volatility")
+    flat = isinstance(n, int) and n >= 2 and cum == 0.0 and vol == 0.0
+    return (0.0, True) if flat else (math.nan, False)
 
 
 def sharpe(returns: Sequence[float] | np.ndarray) -> float:

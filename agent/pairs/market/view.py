@@ -27,17 +27,19 @@ from localfin.errors import ConfigError, InputError
 __all__ = ["PairState", "MarketView", "spread_state_label"]
 
 
-def spread_state_label(z: float) -> str:
-    """Words for the trading-window z of the spread log A - alpha - beta log B."""
+def spread_state_label(z: float, far: float = 2.0, near: float = 1.0) -> str:
+    """Words for the trading-window z of the spread log A - alpha - beta log B: ``far`` and
+    ``near`` are the |z| at which it is far from / away from its mean (the settings
+    ``prompt.spread_far_z``, ``prompt.spread_near_z``)."""
     if not math.isfinite(z):
         return "unknown"
-    if z >= 2.0:
+    if z >= far:
         return "far above its mean: A rich against B"
-    if z >= 1.0:
+    if z >= near:
         return "above its mean: A somewhat rich against B"
-    if z <= -2.0:
+    if z <= -far:
         return "far below its mean: A cheap against B"
-    if z <= -1.0:
+    if z <= -near:
         return "below its mean: A somewhat cheap against B"
     return "near its mean"
 

@@ -49,13 +49,13 @@ def prompt_of(name: str, directory: str = "") -> Prompt:
     return load_prompt(name, directory or None)
 
 
-def set_bound(prop: dict[str, Any], limit: int) -> None:
-    """``prop["maxLength"] = limit`` (a string property of a reply schema), or no bound at all
-    for ``limit`` 0."""
+def set_bound(prop: dict[str, Any], limit: int, key: str = "maxLength") -> None:
+    """``prop[key] = limit`` (``maxLength`` or ``minLength`` of a string property of a reply
+    schema), or no such bound at all for ``limit`` 0."""
     if limit:
-        prop["maxLength"] = int(limit)
+        prop[key] = int(limit)
     else:
-        prop.pop("maxLength", None)
+        prop.pop(key, None)
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,7 @@ def reflection_request(s: CallSettings, payload: Mapping[str, Any]) -> ChatReque
     system, user = p.render(payload=render_payload(payload))
     schema = copy.deepcopy(p.schema)
     set_bound(schema["properties"]["principles"]["items"], s.prompt.principle_max_chars)
+    set_bound(schema["properties"]["principles"]["items"], s.prompt.principle_min_chars, "minLength")
     set_bound(schema["properties"]["reflection"], s.prompt.reflection_max_chars)
     return _request(s, "reflection", system, user, schema)
 

@@ -5,8 +5,9 @@ A4) an experiment runs. Every error names the TOML key of the experiment config 
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from localfin.errors import ConfigError
 
@@ -14,6 +15,8 @@ __all__ = [
     "CALL_KINDS",
     "BLOCK_ORDERS",
     "DIRECTION_RULES",
+    "PRINCIPLE_RULES",
+    "CONSOLIDATION_FIELDS",
     "MaxTokens",
     "PromptConfig",
     "PolicyConfig",
@@ -30,7 +33,36 @@ SELECTION_FALLBACKS = ("keep", "top_candidate")
 BLOCK_ORDERS = ("paper", "memory_last")
 #: What the principle validator's ``direction`` rule rejects (:class:`PolicyConfig`).
 DIRECTION_RULES = ("recommendation", "any_mention")
+#: The rules of the principle validator a config may switch on or off
+#: (:mod:`agent.pairs.moira.principles`; ``empty`` always applies).
+PRINCIPLE_RULES = (
+    "too_short",
+    "too_long",
+    "ticker",
+    "company",
+    "pair",
+    "date",
+    "step",
+    "direction",
+    "duplicate",
+)
+#: Fields of :class:`PolicyConfig` that act only after the shared warmup (its round and its
+#: reflection do not depend on them), so runs differing only in these share one warmup.
+CONSOLIDATION_FIELDS = (
+    "max_cycles",
+    "stop_after_rejections",
+    "max_principles",
+    "consolidation",
+    "carry_pair_memory",
+    "warmup_floor",
+)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 _PAIR = re.compile(r"^[A-Z0-9.\-]{1,10}/[A-Z0-9.\-]{1,10}$")
 
 
@@ -79,6 +111,9 @@ class PromptConfig:
         states none (the call's ``max_tokens`` must then be set: an auto budget needs a bound).
     principle_max_chars: maxLength of one training principle (0 = no bound; same rule), also the
         longest principle the validator keeps.
+    principle_min_chars: minLength of one training principle in the reflection's reply schema
+        (0 = no bound; the paper states none), also the shortest principle the validator keeps
+        (the ``too_short`` rule), so a reply parsed without the schema meets the same bound.
     reflection_max_chars: maxLength of the reflection text of the training reflection (0 = no
         bound; same rule).
     news_per_leg: latest news items shown per leg (direction prompt; per ticker in the
@@ -100,6 +135,14 @@ class PromptConfig:
     description_max_chars: a company's business description is cut to this many characters
         (0: no description; 5000, the largest, keeps every real description whole).
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
+    pair_quality_min_held: a pair of the pair-quality memory held for fewer settled steps than
+        this is shown as ``new`` (no verdict yet).
+    pair_quality_reverting, pair_quality_weak: the share of its held steps on which the spread
+        moved toward its mean at or above which a pair is shown as ``reverting``, and below which
+        as ``weak`` (``mixed`` between them).
+    spread_far_z, spread_near_z: the trading-window z at or beyond which the direction payload's
+        ``spread_state`` words say "far above/below its mean", and "above/below its mean"
+        (``near its mean`` inside; paper A.2 names the spread state without thresholds).
     reflection_max_records: most recent decisions shown to the training reflection (0 = every
         decision of the round, as the paper's payload).
     dir: a folder of the user's own prompt files (``<name>.yaml`` of the same format as
@@ -110,6 +153,7 @@ class PromptConfig:
 
     reason_max_chars: int = 120
     principle_max_chars: int = 160
+    principle_min_chars: int = 20
     reflection_max_chars: int = 400
     news_per_leg: int = 3
     news_lookback_sessions: int = 3
@@ -119,6 +163,11 @@ class PromptConfig:
     description_max_chars: int = 240
     memory_records: int = 3
     reflection_max_records: int = 30
+    pair_quality_min_held: int = 3
+    pair_quality_reverting: float = 0.55
+    pair_quality_weak: float = 0.45
+    spread_far_z: float = 2.0
+    spread_near_z: float = 1.0
     dir: str = ""
 
     def __post_init__(self) -> None:
@@ -133,6 +182,8 @@ class PromptConfig:
             "description_max_chars": (0, 5000),
             "memory_records": (0, 20),
             "reflection_max_records": (0, 500),
+            "principle_min_chars": (0, 4000),
+            "pair_quality_min_held": (1, 500),
         }
         #: 0 = no bound (the paper's reply fields state none)
         unbounded = ("reason_max_chars", "principle_max_chars", "reflection_max_chars")
@@ -142,6 +193,23 @@ class PromptConfig:
             if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or zero):
                 extra = " or 0 (no bound)" if name in unbounded else ""
                 raise ConfigError(f"prompt.{name}={v!r}; allowed: an integer in {lo}..{hi}{extra}")
+        if self.principle_max_chars and self.principle_min_chars > self.principle_max_chars:
+            raise ConfigError(
+                f"prompt.principle_min_chars={self.principle_min_chars}; allowed: at most "
+                f"prompt.principle_max_chars={self.principle_max_chars} (or 0, no bound)"
+            )
+        shares = (self.pair_quality_weak, self.pair_quality_reverting)
+        if not all(_number(x) for x in shares) or not 0.0 <= shares[0] <= shares[1] <= 1.0:
+            raise ConfigError(
+                f"prompt.pair_quality_weak={shares[0]!r}, pair_quality_reverting={shares[1]!r}; allowed: "
+                "0 <= pair_quality_weak <= pair_quality_reverting <= 1"
+            )
+        zs = (self.spread_near_z, self.spread_far_z)
+        if not all(_number(x) for x in zs) or not 0.0 < zs[0] <= zs[1] <= 50.0:
+            raise ConfigError(
+                f"prompt.spread_near_z={zs[0]!r}, spread_far_z={zs[1]!r}; allowed: "
+                "0 < spread_near_z <= spread_far_z <= 50"
+            )
         if not isinstance(self.dir, str):
             raise ConfigError(f"prompt.dir={self.dir!r}; allowed: a folder path or empty")
         if self.block_order not in BLOCK_ORDERS:
@@ -157,6 +225,12 @@ class PolicyConfig:
     max_principles: most principles kept in a candidate set (the oldest are dropped first).
     consolidation: replay-gated consolidation after warmup (False = ablation A3: the warmup
         reflection's valid principles are used as they are, without replay).
+    warmup_floor: the warmup reflection's valid principles are the initial policy memory that
+        consolidation starts from and never rolls back below (paper §4.3.3, D.1: both A3
+        conditions share the warmup and its initial reflection memory): the first replay
+        measures them and is kept whatever its return, later candidates must beat it. False:
+        they are the first candidate, gated against the warmup round's return like any other,
+        so consolidation can end with no principle at all.
     carry_pair_memory: the test window starts with the pair-quality memory of the accepted
         training round (False: it starts empty).
     reflection_feedback: the reflection payload also carries the accepted principles and what
@@ -168,15 +242,26 @@ class PolicyConfig:
         ``recommendation`` (paper A.3: one that recommends LONG_SHORT or SHORT_LONG as a fixed
         choice, i.e. names a direction in a sentence that states no condition) or
         ``any_mention`` (one that names either direction at all, the stricter reading).
+    principle_min_words: the fewest words a kept principle has (the validator's ``too_short``
+        rule, with ``prompt.principle_min_chars``).
+    principle_rules: the validator's rules that apply (:data:`PRINCIPLE_RULES`; ``empty`` always
+        does): the paper's A.3 names tickers, pairs, dates, steps and fixed directions; the
+        others are ours (module :mod:`agent.pairs.moira.principles`).
+    train_exposure: the sizing of every training round, whatever the run's own exposure
+        (Appendix C: "Policy-memory training uses No-Beta sizing").
     """
 
     max_cycles: int = 8
     stop_after_rejections: int = 2
     max_principles: int = 6
     consolidation: bool = True
+    warmup_floor: bool = True
     carry_pair_memory: bool = True
     reflection_feedback: bool = False
     direction_rule: str = "recommendation"
+    principle_min_words: int = 4
+    principle_rules: tuple[str, ...] = PRINCIPLE_RULES
+    train_exposure: str = "no_beta"
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_cycles <= 50:
@@ -189,6 +274,22 @@ class PolicyConfig:
             raise ConfigError(
                 f"policy.direction_rule={self.direction_rule!r}; allowed: {', '.join(DIRECTION_RULES)}"
             )
+        if isinstance(self.principle_min_words, bool) or not 0 <= self.principle_min_words <= 100:
+            raise ConfigError(f"policy.principle_min_words={self.principle_min_words!r}; allowed: 0..100")
+        if self.train_exposure not in ("no_beta", "beta"):
+            raise ConfigError(f"policy.train_exposure={self.train_exposure!r}; allowed: no_beta, beta")
+        bad = [r for r in self.principle_rules if r not in PRINCIPLE_RULES]
+        if bad or len(set(self.principle_rules)) != len(self.principle_rules):
+            raise ConfigError(
+                f"policy.principle_rules={list(self.principle_rules)}; allowed: distinct names of "
+                f"{', '.join(PRINCIPLE_RULES)}"
+            )
+
+    def warmup_part(self) -> PolicyConfig:
+        """These settings with every :data:`CONSOLIDATION_FIELDS` entry at its default: what the
+        shared warmup (its round and its reflection) depends on."""
+        base = PolicyConfig()
+        return replace(self, **{n: getattr(base, n) for n in CONSOLIDATION_FIELDS})
 
 
 @dataclass(frozen=True)

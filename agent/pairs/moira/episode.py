@@ -39,7 +39,7 @@ from agent.pairs.market.tape import Decision
 from agent.pairs.market.view import MarketView
 from agent.pairs.moira import calls, payloads
 from agent.pairs.moira.config import PromptConfig, SelectionConfig
-from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, lesson_for
+from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, QualityRule, lesson_for
 from agent.pairs.moira.stats import PhaseStats
 from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
@@ -65,6 +65,8 @@ class RunContext:
     no_beta_legs: str = "dollar_neutral"
     #: fills and costs of every settlement (agent.pairs.market.execution; default the papers')
     execution: ExecutionSettings = PAPER
+    #: sessions of the Beta exposure's rolling hedge ratio (paper §4.1: 20)
+    beta_window: int = 20
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,10 @@ class _Window:
         self.gidx = [self.view.index(d) for d in spec.sessions]
         self.stats = PhaseStats()
         self.memory = spec.pair_memory.copy()
+        p = ctx.prompt
+        self.quality_rule = QualityRule(
+            p.pair_quality_min_held, p.pair_quality_reverting, p.pair_quality_weak
+        )
         self.records: list[CounterfactualRecord] = []
         self.steps: list[StepRecord] = []
         self.decisions: list[Decision] = []
@@ -258,7 +264,7 @@ class _Window:
             payloads.selection_payload(self.label(i + 1), cands, news, self.known_states()),
             labels,
             payloads.company_lines(tickers, self.view.companies, ctx.prompt, self.cal),
-            self.memory.lines(),
+            self.memory.lines(self.quality_rule),
             block_order=ctx.prompt.block_order,
         )
         # every candidate's statistics come from the screen's price window
@@ -366,10 +372,11 @@ class _Window:
         no_beta = no_beta_weights(self.ctx.no_beta_legs, self.view.price(a, g), self.view.price(b, g))
         if self.spec.exposure == "no_beta":
             return no_beta, ""
-        beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g))[-1]
+        window = self.ctx.beta_window
+        beta = causal_betas(self.view.log_prices(a, g), self.view.log_prices(b, g), window)[-1]
         if not math.isfinite(beta):
             self.stats.beta_fallbacks += 1
-            return no_beta, "no 20-session hedge ratio: No-Beta sizing"
+            return no_beta, f"no {window}-session hedge ratio: No-Beta sizing"
         return leg_weights("beta", float(beta)), ""
 
     def decide(self, i: int) -> Gen:
@@ -404,12 +411,13 @@ class _Window:
             news[b],
             lifecycle,
             payloads.memory_payload(shown, self.label),
+            spread_z=(ctx.prompt.spread_far_z, ctx.prompt.spread_near_z),
         )
         req = calls.direction_request(
             ctx.settings,
             payload,
             payloads.company_lines([a, b], self.view.companies, ctx.prompt, self.cal),
-            self.memory.lines(),
+            self.memory.lines(self.quality_rule),
             self.spec.principles,
             block_order=ctx.prompt.block_order,
         )

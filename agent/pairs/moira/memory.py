@@ -17,6 +17,7 @@ from agent.pairs.market.settlement import FLAT, LONG_SHORT, SHORT_LONG
 __all__ = [
     "CounterfactualRecord",
     "lesson_for",
+    "QualityRule",
     "PairQuality",
     "PairMemory",
     "reflection_summary",
@@ -66,6 +67,18 @@ class CounterfactualRecord:
 
 
 @dataclass(frozen=True)
+class QualityRule:
+    """How a pair's record becomes its one-word quality: ``new`` below ``min_held`` settled
+    steps held, then by the share of them on which the spread moved toward its mean:
+    ``reverting`` at or above ``reverting``, ``weak`` below ``weak``, ``mixed`` between
+    (the settings ``prompt.pair_quality_*``)."""
+
+    min_held: int = 3
+    reverting: float = 0.55
+    weak: float = 0.45
+
+
+@dataclass(frozen=True)
 class PairQuality:
     """What one held pair did: sessions held, settled steps whose spread moved toward its mean
     (|z| fell), whether the holding ended in a BREAK, and the last lifecycle level seen while
@@ -79,18 +92,22 @@ class PairQuality:
 
     @property
     def quality(self) -> str:
+        return self.quality_under(QualityRule())
+
+    def quality_under(self, rule: QualityRule) -> str:
+        """The one-word quality under ``rule`` (``broken`` for a pair whose holding broke)."""
         if self.broke:
             return "broken"
-        if self.held < 3:
+        if self.held < rule.min_held:
             return "new"
         share = self.reverted / self.held
-        return "reverting" if share >= 0.55 else "weak" if share < 0.45 else "mixed"
+        return "reverting" if share >= rule.reverting else "weak" if share < rule.weak else "mixed"
 
-    def line(self) -> str:
+    def line(self, rule: QualityRule = QualityRule()) -> str:
         note = f"held {self.held} steps, spread moved toward its mean on {self.reverted}"
         if self.broke:
             note += ", ended in a lifecycle BREAK"
-        return f"{self.pair}: {self.quality} ({note})"
+        return f"{self.pair}: {self.quality_under(rule)} ({note})"
 
 
 class PairMemory:
@@ -121,8 +138,8 @@ class PairMemory:
         """``pair -> lifecycle level`` of every pair with one (what pair selection is shown)."""
         return {q.pair: q.state for q in self._items.values() if q.state}
 
-    def lines(self) -> list[str]:
-        return [q.line() for q in self._items.values()]
+    def lines(self, rule: QualityRule = QualityRule()) -> list[str]:
+        return [q.line(rule) for q in self._items.values()]
 
     def entries(self) -> list[PairQuality]:
         return list(self._items.values())

@@ -202,12 +202,16 @@ def direction_payload(
     news_b: list[dict[str, str]],
     lifecycle_state: str,
     memory: list[dict[str, Any]],
+    *,
+    spread_z: tuple[float, float] = (2.0, 1.0),
 ) -> dict[str, Any]:
+    """The direction call's payload (A.6); ``spread_z``: the far and near |z| of the
+    ``spread_state`` words (:func:`agent.pairs.market.view.spread_state_label`)."""
     return {
         "current_step": step_label,
         "active_pair": [pair[0], pair[1]],
         "active_candidate": {
-            "spread_state": spread_state_label(state.z_trade),
+            "spread_state": spread_state_label(state.z_trade, *spread_z),
             "z_long": num(state.z_long, 2),
             "z_trade": num(state.z_trade, 2),
             "hedge_ratio": num(state.beta, 3),

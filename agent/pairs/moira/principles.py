@@ -19,9 +19,11 @@ another pair and another window, so code rejects one that names:
   stricter reading);
 
 and, for hygiene, an ``empty`` principle, one ``too_short`` to state a condition and an action
-(fewer than ``min_words`` words), one ``too_long`` for its field, or a ``duplicate`` of another
-kept principle. The rules are checked in the order above; the first broken one is
-recorded with the principle (training.json keeps every rejected principle and its rule).
+(fewer than ``min_words`` words or ``min_chars`` characters), one ``too_long`` for its field, or a
+``duplicate`` of another kept principle. The rules are checked in the order above; the first
+broken one is recorded with the principle (training.json keeps every rejected principle and its
+rule). ``rules`` names the rules that apply (``empty`` always does; the settings
+``policy.principle_rules``, ``policy.principle_min_words`` and ``prompt.principle_min_chars``).
 """
 
 from __future__ import annotations
@@ -97,8 +99,10 @@ class PrincipleValidator:
         company_names: their company names (ticker -> name).
         max_chars: the longest principle accepted (0: no length rule).
         min_words: the fewest words a principle may have.
+        min_chars: the fewest characters a principle may have (0: none).
         direction_rule: ``recommendation`` (reject a fixed-direction recommendation) or
             ``any_mention`` (reject any mention of a direction); module docstring.
+        rules: the rules that apply (default: every one of :data:`RULES`; ``empty`` always).
     """
 
     def __init__(
@@ -108,7 +112,9 @@ class PrincipleValidator:
         *,
         max_chars: int,
         min_words: int = 4,
+        min_chars: int = 0,
         direction_rule: str = "recommendation",
+        rules: Iterable[str] = RULES,
     ) -> None:
         self.tickers = sorted({t for t in tickers if t}, key=len, reverse=True)
         names: set[str] = set()
@@ -119,7 +125,9 @@ class PrincipleValidator:
         self.names = sorted(names, key=len, reverse=True)
         self.max_chars = max_chars
         self.min_words = min_words
+        self.min_chars = min_chars
         self.direction_rule = direction_rule
+        self.rules = frozenset(rules) | {"empty"}
         self._ticker_re = (
             re.compile(
                 r"(?<![A-Za-z0-9])(" + "|".join(re.escape(t) for t in self.tickers) + r")(?![A-Za-z0-9])"
@@ -134,23 +142,25 @@ class PrincipleValidator:
         body = " ".join(str(text).split())
         if not body:
             return "empty"
-        if len(body.split()) < self.min_words:
-            return "too_short"
-        if self.max_chars and len(body) > self.max_chars:
-            return "too_long"
-        if self._ticker_re is not None and self._ticker_re.search(body):
-            return "ticker"
         low = body.lower()
-        if any(re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", low) for n in self.names):
-            return "company"
-        if _PAIR_TEXT.search(body):
-            return "pair"
-        if contains_calendar_leak(body) or _YEAR.search(body):
-            return "date"
-        if _STEP.search(body):
-            return "step"
-        if self._fixed_direction(body):
-            return "direction"
+        tests = (
+            ("too_short", lambda: len(body.split()) < self.min_words or len(body) < self.min_chars),
+            ("too_long", lambda: bool(self.max_chars) and len(body) > self.max_chars),
+            ("ticker", lambda: self._ticker_re is not None and bool(self._ticker_re.search(body))),
+            (
+                "company",
+                lambda: any(
+                    re.search(r"(?<![a-z0-9])" + re.escape(n) + r"(?![a-z0-9])", low) for n in self.names
+                ),
+            ),
+            ("pair", lambda: bool(_PAIR_TEXT.search(body))),
+            ("date", lambda: contains_calendar_leak(body) or bool(_YEAR.search(body))),
+            ("step", lambda: bool(_STEP.search(body))),
+            ("direction", lambda: self._fixed_direction(body)),
+        )
+        for rule, broken in tests:
+            if rule in self.rules and broken():
+                return rule
         return None
 
     def _fixed_direction(self, body: str) -> bool:
@@ -170,7 +180,7 @@ class PrincipleValidator:
         for p in principles:
             rule = self.rule_broken(p)
             norm = " ".join(str(p).lower().split())
-            if rule is None and norm in seen:
+            if rule is None and norm in seen and "duplicate" in self.rules:
                 rule = "duplicate"
             if rule is None:
                 seen.add(norm)

@@ -414,9 +414,12 @@ def screen_store(
     prices up to ``date`` only.
 
     ``pool``: tickers to screen (if None: every ticker with a price row on or before ``date``).
+    A date before the pool's first price or after its last is a DataConfigError giving their
+    range (:func:`agent.data.coverage.check_date`).
     """
     from pathlib import Path
 
+    from agent.data.coverage import check_date
     from agent.data.store import MarketStore
 
     if isinstance(store, (str, Path)):
@@ -425,6 +428,7 @@ def screen_store(
     if not isinstance(store, MarketStore):
         raise DataConfigError(f"store must be a MarketStore, got {type(store).__name__}")
     day = to_date(date)
+    check_date(store, day, name="date", tickers=pool)  # outside the data: its range, not a bare screen
     tickers = (
         tuple(sorted({t.strip().upper() for t in pool})) if pool is not None else store.tickers(until=day)
     )

@@ -1,13 +1,14 @@
 """The driver of a FinAcumen cluster run: each stage sharded, gathered into the one-process folder.
 
 :class:`QACluster` has the signatures of :func:`agent.qa.evaluate.evaluate`,
-:func:`agent.qa.bank_build.build_bank`, :func:`agent.qa.judge_pass.judge_run` and
-:func:`agent.qa.judge_check.judge_check` (their ``backend`` argument is not used: the shards
-call their servers), so :func:`agent.reproduce.qa_run.run_qa` and ``localfin qa`` compose the
+:func:`agent.qa.bank_build.build_bank`, :func:`agent.qa.judge_pass.judge_run`,
+:func:`agent.qa.judge_check.judge_check` and :func:`agent.qa.extract_pass.extract_run` (their
+``backend`` argument is not used: the shards call their servers), so
+:func:`agent.reproduce.qa_run.run_qa` and ``localfin qa`` compose the
 same way on one process or a cluster. Each call is one stage:
 
 1. **Shard.** The stage's items (a bank build: those not in the bank yet; a judge pass or
-   check: its requests) are dealt round-robin to ``n`` shards (item ``i`` to shard ``i mod
+   check, an extraction pass: its requests) are dealt round-robin to ``n`` shards (item ``i`` to shard ``i mod
    n``; ``n``: ``shards`` when given, else two per node with a free CPU, at most one per item),
    each a Ray task with its own journal (:mod:`agent.qa.cluster.tasks`,
    :mod:`serving.cluster.shards`), kept by the keeper in
@@ -44,8 +45,15 @@ from agent.qa import runs
 from agent.qa.bank_build import BankBuildConfig, BankBuildReport, Scorer, build_bank, check_training
 from agent.qa.cluster.tasks import TRANSCRIPTIONS, BankShard, BatchShard, EvalShard, MemoryCopy, Servers
 from agent.qa.evaluate import EvalConfig, EvalSummary, Transcriber, evaluate
+from agent.qa.extract_pass import (
+    EXTRACT_JOURNAL,
+    EXTRACT_SCORES,
+    ExtractSummary,
+    extract_run,
+    run_extract_requests,
+)
 from agent.qa.items import QAItem
-from agent.qa.judge import judge_requests
+from agent.qa.judge import JUDGE_PROMPT, judge_requests
 from agent.qa.judge_check import (
     JUDGE_CHECK_FILE,
     JUDGE_CHECK_JOURNAL,
@@ -57,6 +65,7 @@ from agent.qa.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, JudgeSummary, judge
 from agent.qa.memory import ExperienceMemory
 from agent.qa.react import QASolver, ToolFactory
 from agent.qa.scorer_check import check_scorers
+from agent.qa.scorers import spec_of
 from agent.qa.scoring import JUDGED
 from agent.qa.toolset import Tools
 from bank.embedder import Embedder
@@ -156,9 +165,8 @@ class QACluster:
     @staticmethod
     def _run_id(stage: str, run_dir: Path) -> str:
         """The label the one-process journal gives its rows."""
-        return {"judge": f"{run_dir.name}-judge", "judge_check": f"{run_dir.name}-judge-check"}.get(
-            stage, run_dir.name
-        )
+        labels = {"judge": "-judge", "judge_check": "-judge-check", "extract": "-extract"}
+        return run_dir.name + labels.get(stage, "")
 
     def _backend(self, what: str, shards: int) -> JournalOnly:
         return JournalOnly(what, self.servers.settings(self.address, shards))
@@ -240,22 +248,29 @@ class QACluster:
         data_files: Sequence[str | Path] = (),
         transcriber: Callable[[str], str] | None = None,
         progress: Progress = NULL_PROGRESS,
+        extract_model: str | None = None,
     ) -> BankBuildReport:
         """:func:`agent.qa.bank_build.build_bank`, sharded (module doc)."""
         cfg = config or BankBuildConfig()
         check_training(items)
-        labels = check_scorers(items, scorer, judge_model)  # before any model call
+        labels = check_scorers(items, scorer, judge_model, extract_model)  # before any model call
         run = Path(run_dir)
         run.mkdir(parents=True, exist_ok=True)
         have = set(bank.sources)
         todo = [it for it in items if it.item_id not in have]
-        judged = any(it.question.dataset in JUDGED for it in todo)
-        servers = self.servers.only(solver.config.model)
-        servers = servers.with_judge(judge_model) if judged and judge_model else servers
+        specs = [spec_of(scorer, it.question.dataset) for it in todo]
+        judged = any(
+            sp.judge_prompt if sp is not None else it.question.dataset in JUDGED
+            for sp, it in zip(specs, todo)
+        )
+        extracted = any(sp is not None and sp.extract for sp in specs)
+        servers = self.servers.only(solver.config.model).with_models(
+            judge_model if judged else None, extract_model if extracted else None
+        )
         n = self._count(len(todo))
         bodies = [
             BankShard(tuple(part), run.name, solver.config, cfg, tuple(sorted(labels.items())), servers,
-                      _toolset(solver.tools), judge_model, scorer, transcriber is not None)
+                      _toolset(solver.tools), judge_model, scorer, transcriber is not None, extract_model)
             for part in _deal(todo, n) if part
         ]  # fmt: skip
         outs, wall, added = self._run("bank", run, bodies, run / runs.JOURNAL, progress)
@@ -273,6 +288,7 @@ class QACluster:
             data_files=data_files,
             transcriber=_Cached(seen, transcriber) if transcriber is not None else None,
             progress=progress,
+            extract_model=extract_model,
         )
         calls, replayed = self._counts(added, rep.replayed)
         rep = replace(rep, model_calls=calls, replayed=replayed, wall_s=rep.wall_s + wall)
@@ -288,13 +304,15 @@ class QACluster:
         *,
         chunk_size: int = 256,
         max_tokens: int | None = None,
+        prompt_name: str = JUDGE_PROMPT,
     ) -> JudgeSummary:
         """:func:`agent.qa.judge_pass.judge_run`, its requests sharded."""
         run = Path(run_dir)
-        requests = judge_requests(items, run_answers(run, items), judge_model, max_tokens=max_tokens)
+        answers = run_answers(run, items)
+        requests = judge_requests(items, answers, judge_model, max_tokens=max_tokens, prompt_name=prompt_name)
         outs, added = self._batch("judge", run, requests, JUDGE_JOURNAL, judge_model, chunk_size)
         js = judge_run(run, items, self._backend(f"judge pass {run}", len(outs)), judge_model,
-                       chunk_size=chunk_size, max_tokens=max_tokens)  # fmt: skip
+                       chunk_size=chunk_size, max_tokens=max_tokens, prompt_name=prompt_name)  # fmt: skip
         calls, replayed = self._counts(added, js.replayed)
         js = replace(js, model_calls=calls, replayed=replayed)
         doc = runs.read_json(run / JUDGE_SCORES)
@@ -310,19 +328,41 @@ class QACluster:
         *,
         chunk_size: int = 256,
         max_tokens: int | None = None,
+        prompt_name: str = JUDGE_PROMPT,
     ) -> JudgeCheck:
         """:func:`agent.qa.judge_check.judge_check`, its requests sharded."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        _, _, requests = check_requests(items, judge_model, max_tokens=max_tokens)
+        _, _, requests = check_requests(items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name)
         outs, added = self._batch("judge_check", out, requests, JUDGE_CHECK_JOURNAL, judge_model, chunk_size)
         jc = judge_check(items, self._backend(f"judge check {out}", len(outs)), judge_model, out,
-                         chunk_size=chunk_size, max_tokens=max_tokens)  # fmt: skip
+                         chunk_size=chunk_size, max_tokens=max_tokens, prompt_name=prompt_name)  # fmt: skip
         calls, replayed = self._counts(added, jc.replayed)
         jc = replace(jc, model_calls=calls, replayed=replayed)
         doc = runs.read_json(out / JUDGE_CHECK_FILE)
         runs.write_json(out / JUDGE_CHECK_FILE, {**doc, "model_calls": calls, "replayed": replayed})
         return jc
+
+    def extract_run(
+        self,
+        run_dir: str | Path,
+        items: Sequence[QAItem],
+        backend: Backend | None,
+        extract_model: str,
+        *,
+        chunk_size: int = 256,
+    ) -> ExtractSummary:
+        """:func:`agent.qa.extract_pass.extract_run`, its requests sharded."""
+        run = Path(run_dir)
+        requests = run_extract_requests(run, items, extract_model)
+        outs, added = self._batch("extract", run, requests, EXTRACT_JOURNAL, extract_model, chunk_size)
+        xs = extract_run(run, items, self._backend(f"extraction pass {run}", len(outs)), extract_model,
+                         chunk_size=chunk_size)  # fmt: skip
+        calls, replayed = self._counts(added, xs.replayed)
+        xs = replace(xs, model_calls=calls, replayed=replayed)
+        doc = runs.read_json(run / EXTRACT_SCORES)
+        runs.write_json(run / EXTRACT_SCORES, {**doc, "model_calls": calls, "replayed": replayed})
+        return xs
 
     def _batch(
         self, stage: str, run: Path, requests: Sequence[Any], journal: str, model: str, chunk_size: int

@@ -10,7 +10,7 @@ journal from the keeper, and runs the one-process function on its items in its s
   returns its calls, its per-call engine shares and its image transcriptions;
 - :class:`BankShard`: :func:`agent.qa.bank_build.bank_calls` on a share of a bank build's items
   (the trajectories, their judging and summaries; no bank); returns its calls and transcriptions;
-- :class:`BatchShard`: a slice of one batch of requests (a judge pass, a judge check).
+- :class:`BatchShard`: a slice of one batch of requests (a judge pass or check, an extraction pass).
 
 A memory's retrievals are the driver's: the shard opens a copy of the bank and embeds nothing,
 taking the query vectors the driver computed for the whole stage in one batch
@@ -57,12 +57,13 @@ TRANSCRIPTIONS = "transcriptions.jsonl"
 
 @dataclass(frozen=True)
 class Servers:
-    """Which models a shard calls and where: ``model`` (and ``judge``, when it is another model
-    and the shard's work asks it) at a server of the shard's node or a named one
-    (:mod:`serving.cluster.endpoints`), through the HTTP client with these settings."""
+    """Which models a shard calls and where: ``model`` (and ``others``, the judge or answer
+    extractor where they are other models and the shard's work asks them) at a server of the
+    shard's node or a named one (:mod:`serving.cluster.endpoints`), through the HTTP client
+    with these settings."""
 
     model: str
-    judge: str = ""
+    others: tuple[str, ...] = ()
     endpoints: Endpoints = field(default_factory=Endpoints)
     registry: Registry | None = None
     timeout_s: float | None = None
@@ -72,10 +73,12 @@ class Servers:
 
     def only(self, model: str) -> Servers:
         """The same servers for ``model`` alone."""
-        return replace(self, model=model, judge="")
+        return replace(self, model=model, others=())
 
-    def with_judge(self, judge: str) -> Servers:
-        return replace(self, judge="" if judge == self.model else judge)
+    def with_models(self, *keys: str | None) -> Servers:
+        """The same servers, also for the models ``keys`` (the solver's own and empty ones left out)."""
+        more = tuple(dict.fromkeys(k for k in (*self.others, *keys) if k and k != self.model))
+        return replace(self, others=more)
 
     def _client(self, ctx: ShardContext, model: str) -> Backend:
         if self.factory is not None:
@@ -90,12 +93,13 @@ class Servers:
         """The shard's backend, asked whether it answers (a server that is down or does not
         serve the model fails here, before any request)."""
         solver = self._client(ctx, self.model)
-        if not self.judge:
+        if not self.others:
             check_backend(solver)
             return solver
-        both = _Both(solver, {self.judge: self._client(ctx, self.judge)})
+        both = _Both(solver, {k: self._client(ctx, k) for k in self.others})
         check_backend(solver)
-        check_backend(both.by_model[self.judge])
+        for k in self.others:
+            check_backend(both.by_model[k])
         return both
 
     def settings(self, address: str, shards: int) -> dict[str, object]:
@@ -112,7 +116,8 @@ class Servers:
 
 
 class _Both(ByModel):
-    """The solver's and the judge's clients as one backend; closing it closes both."""
+    """The solver's, the judge's and the extractor's clients as one backend; closing it closes
+    them all."""
 
     def close(self) -> None:
         self.default.close()
@@ -247,6 +252,7 @@ class BankShard:
     judge_model: str | None = None
     scorer: Scorer | None = None
     transcribe: bool = False
+    extract_model: str | None = None
 
     def __call__(self, ctx: ShardContext) -> dict[str, Any]:
         run_dir = ctx.folder / self.run_name
@@ -264,6 +270,7 @@ class BankShard:
                 config=self.config,
                 scorer=self.scorer,
                 judge_model=self.judge_model,
+                extract_model=self.extract_model,
                 transcriber=seen,
             )
         finally:
@@ -273,7 +280,8 @@ class BankShard:
 
 @dataclass(frozen=True)
 class BatchShard:
-    """A slice of one batch of requests, journaled in ``journal`` (a judge pass or check)."""
+    """A slice of one batch of requests, journaled in ``journal`` (a judge pass or check, an
+    extraction pass)."""
 
     requests: tuple[ChatRequest, ...]
     journal: str

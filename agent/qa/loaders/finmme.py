@@ -12,15 +12,23 @@ parquet file, or a JSON/JSONL export of the same rows. Fields, as ``eval.py`` re
 tolerance of a numerical answer), ``verified_caption``, ``related_sentences``,
 ``knowledge_domain`` and ``image`` (the datasets ``Image`` feature: a ``{bytes, path}`` struct
 in parquet; ``bytes`` base64 text in a JSON export); optionally ``id`` (which code built on
-the release reads). Split: a ``split`` field, else the file or folder name's, else the split
-asked for, else ``test``. FinMME has no subsets (its dimensions are scored, not selected).
+the release reads: the FinAcumen authors' adapter names an item ``finmme-<id>``, as we do).
+Split: a ``split`` field, else the file or folder name's, else the split asked for, else
+``test``. FinMME has no subsets (its dimensions are scored, not selected).
+
+A choice item whose ``options`` is empty is kept, as the official ``eval.py`` keeps it (it adds
+the options to the prompt only ``if options:``, and scores the letters either way): its
+Question has no options, its answer format is still the option letters (the question type is
+a per-item field the benchmark shows every solver), and its gold the letters as usual.
 
 Question: the text; context = the caption and related sentences (the official prompt shows
 both); options as ``"A. ..."`` strings; ``answer_format`` includes the published ``unit``. The
 image bytes are written once to ``image_cache`` under their SHA-256 (the benchmark folder is
 never written to). Gold: letters (sorted, e.g. ``"AC"``) of type ``choice`` or a number of
 type ``number`` with ``extra['tolerance']``; ``extra['dimensions']`` names the two FinMME
-dimensions the item counts in (see :data:`FINMME_DIMENSIONS`).
+dimensions the item counts in (see :data:`FINMME_DIMENSIONS`); the answer text, tolerance and
+whether it has options, as released, go to ``extra`` for the official and the authors' scorers
+(``answer_text``, ``tolerance_published``, ``has_options``).
 
 FinMME's Avg (FinAcumen's Table 1) is the mean accuracy over six dimensions: three cognitive
 ones (comprehensive perception ``compre``, fine-grained perception ``fg``, cognition and
@@ -46,7 +54,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question, numeric_format
+from agent.qa.answer_format import AnswerFormat, numeric_format
 from agent.qa.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, text_field
 from agent.qa.loaders.records import (
@@ -142,7 +150,14 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
     unit = str(rec.get("unit") or "").strip()
     options = _options(rec.get("options")) if qtype != "numerical" else ()
     raw_answer = text_field(rec, "answer")
-    extra: dict[str, Any] = {"question_type": qtype, "knowledge_domain": rec.get("knowledge_domain", "")}
+    extra: dict[str, Any] = {
+        "question_type": qtype,
+        "knowledge_domain": rec.get("knowledge_domain", ""),
+        # as released, for the official and the authors' scorers
+        "answer_text": raw_answer,
+        "tolerance_published": rec.get("tolerance"),
+        "has_options": bool(_options(rec.get("options"))),
+    }
     if qtype == "numerical":
         number = parse_number(raw_answer)
         if number is None:
@@ -157,8 +172,6 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
         letters = sorted({c for c in raw_answer.upper() if "A" <= c <= "N"})
         if not letters:
             raise BadRecord(f"answer {raw_answer!r} of a choice item names no option letter")
-        if not options:
-            raise BadRecord("choice item without options")
         answer, answer_type = "".join(letters), "choice"
     cognitive = str(rec.get("cognitive_dimension") or "") or finmme_cognitive_dimension(question)
     if cognitive not in FINMME_DIMENSIONS[:3]:
@@ -179,7 +192,7 @@ def _item(rec: dict[str, Any], pos: int, split: str, cache: Path) -> QAItem:
         answer_format=(
             numeric_format(question, unit=unit)
             if qtype == "numerical"
-            else answer_format_from_question(question, options=options)
+            else AnswerFormat("choice", n_options=len(options))
         ).describe(),
     )
     return QAItem(q, Gold(answer=answer, answer_type=answer_type, extra=extra), split)

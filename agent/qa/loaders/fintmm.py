@@ -18,14 +18,24 @@ The repository ships no train/test split: a record's ``split``, else the file na
 (``train.json``/``test.json`` in the same record format), else the split asked for, else
 ``test``. FinTMMBench has no subsets.
 
+A question record of the release carries ``uuid`` (its id), ``type`` (the kind of data it was
+generated from: ``StockPrice``, ``FinancialTable``, ``News``, ``Chart``, ...) and, in its
+answers' ``source``, the corpus rows it rests on (their ``uuid``) and the charts
+(``Chart_<TICKER>_<PERIOD>_Kline``: the file ``data/Chart/<TICKER>_<PERIOD>_Kline.png``).
+
 FinTMMBench is a retrieval benchmark: the solver is meant to find the evidence in the corpus.
-By default the Question has no context. ``oracle_context=True`` puts the rows cited by the
-gold annotation's ``source`` into the context and the cited charts into the images: oracle
-retrieval, useful for debugging the reader but not the benchmark's protocol (a run using it
-must say so). Gold: the first answer's text, type ``free`` (scored by a judge model, see
-:func:`agent.qa.scoring.judge_requests`); explanation, sources and type go to ``extra``.
+By default the Question has no context and no images. The gold evidence is kept on the gold
+side, for a protocol that hands it over (the FinAcumen authors' adapter puts it into every
+variant's input, :func:`agent.qa.items.with_gold_evidence`): ``extra['evidence_images']``, the
+cited charts that exist in this copy, in citation order, for a question of type ``Chart`` (or
+of no type), as the authors' adapter attaches them; and, with ``oracle_context=True`` (which
+reads the corpus files), ``extra['evidence_context']``, the cited rows rendered as ``key:
+value`` text, one a line. ``oracle_context=True`` also puts both into the Question (context and
+images): oracle retrieval, not the benchmark's protocol (a run using it must say so). Gold: the
+first answer's text, type ``free`` (scored by a judge model, see
+:func:`agent.qa.scoring.judge_requests`); explanation, sources, type and uuid go to ``extra``.
 Item ids: ``uuid`` when present, else ``fintmm-<position>`` (``fintmm-<group>-<position>``
-inside a group).
+inside a group); a uuid that repeats is numbered by :func:`agent.qa.datasets.load_items`.
 """
 
 from __future__ import annotations
@@ -94,6 +104,15 @@ def _chart(charts: Path, source: str) -> Path | None:
     return f if f.is_file() else None
 
 
+def _evidence_images(rec: dict[str, Any], sources: list[str], charts: Path, index: Any) -> tuple[str, ...]:
+    """The cited charts present in this copy, for a Chart question (or one of no type)."""
+    kind = str(rec.get("type") or "")
+    if kind and kind.lower() != "chart":
+        return ()
+    found = (_chart(charts, s) for s in sources if not (index and s in index))
+    return tuple(dict.fromkeys(str(c) for c in found if c is not None))
+
+
 def _item(
     rec: dict[str, Any], item_id: str, split: str, index: dict[str, dict[str, Any]] | None, charts: Path
 ) -> QAItem:
@@ -103,10 +122,19 @@ def _item(
         raise BadRecord("answers must be a non-empty list of objects")
     answer = text_field(answers[0], "answer")
     sources = _sources(answers)
+    evidence_images = _evidence_images(rec, sources, charts, index)
     context, images = "", ()
+    extra: dict[str, Any] = {
+        "explanation": answers[0].get("explanation", ""),
+        "sources": sources,
+        "type": rec.get("type", ""),
+        "uuid": str(rec.get("uuid") or ""),
+        "evidence_images": evidence_images,
+    }
     if index is not None:
         context = "\n".join(_render_row(index[s]) for s in sources if s in index)
-        images = tuple(str(c) for s in sources if s not in index and (c := _chart(charts, s)) is not None)
+        images = evidence_images
+        extra["evidence_context"] = context
     q = Question(
         item_id=item_id,
         dataset="fintmmbench",
@@ -115,15 +143,7 @@ def _item(
         images=images,
         answer_format=answer_format_from_question(question).describe(),
     )
-    gold = Gold(
-        answer=answer,
-        answer_type="free",
-        extra={
-            "explanation": answers[0].get("explanation", ""),
-            "sources": sources,
-            "type": rec.get("type", ""),
-        },
-    )
+    gold = Gold(answer=answer, answer_type="free", extra=extra)
     return QAItem(q, gold, split)
 
 

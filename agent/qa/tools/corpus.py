@@ -7,12 +7,15 @@ rows, each with a ``uuid``) and ``data/Chart/<TICKER>_<PERIOD>_Kline.png`` candl
 (``PERIOD`` ``2022-W10``: an ISO week; ``2022-M10``: a month). The row fields are read by
 name, case-insensitively, as the generation prompts name them: ``Symbol``/``Ticker``,
 ``Company``, ``Date`` (its first ten characters, ``YYYY-MM-DD``); every other field is
-rendered as ``key: value`` text. A row without a date has none (a date filter then excludes
-it); a file that is absent is left out and named by :meth:`Corpus.describe`.
+rendered as ``key: value`` text. A row may name several symbols: the released ``News.json``
+carries ``Symbol`` as a JSON list (``["AMD", "INTC"]``), and a list written out as text
+(``"['AMD']"``, as some dumps of it hold) is read as that list; a plain string is one symbol.
+A row without a date has none (a date filter then excludes it); a file that is absent is left
+out and named by :meth:`Corpus.describe`.
 
 :class:`Corpus` scores documents against a query with BM25 (k1 = 1.2, b = 0.75) over lower-case
 alphanumeric tokens of the rendered text, the symbol and the company name, after the filters
-(symbol: the document's ticker or a word of its company name; dates: the document's day or
+(symbol: one of the document's tickers or a word of its company name; dates: the document's day or
 chart period overlaps ``[start_date, end_date]``; kind). Ties are broken by load order (files
 in the order above, rows in file order, charts by file name), so a query always returns the
 same documents in the same order. Nothing here reads a gold answer or an item's sources.
@@ -67,7 +70,8 @@ class CorpusDoc:
     Attributes:
         uuid: the row's ``uuid`` (a chart: its file stem), as the benchmark's sources cite it.
         kind: one of :data:`KINDS`.
-        symbol: upper-case ticker ("" when the row names none).
+        symbols: its upper-case tickers (empty when the row names none; a news row may name
+            several).
         company: company name ("" when none).
         start / end: the row's day (start == end) or the chart's period; None: undated.
         text: the row rendered as ``key: value`` pairs (a chart: what it shows).
@@ -76,12 +80,17 @@ class CorpusDoc:
 
     uuid: str
     kind: str
-    symbol: str
+    symbols: tuple[str, ...]
     company: str
     start: dt.date | None
     end: dt.date | None
     text: str
     path: str = ""
+
+    @property
+    def symbol(self) -> str:
+        """The tickers as shown: comma-separated ("" for none)."""
+        return ",".join(self.symbols)
 
     def line(self) -> str:
         """How one result is shown: kind, day or period, symbol, uuid, then the text (cut)."""
@@ -97,9 +106,24 @@ def _field(row: Mapping[str, Any], keys: Sequence[str]) -> str:
     lower = {str(k).lower().replace(" ", "_"): v for k, v in row.items()}
     for k in keys:
         v = lower.get(k)
+        if isinstance(v, (list, tuple)):  # a list-valued field (a news row's companies): joined
+            v = ", ".join(str(x).strip() for x in v if str(x).strip())
         if v not in (None, ""):
             return str(v).strip()
     return ""
+
+
+def _symbols(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The row's tickers: a JSON list, a list written out as text, or one string."""
+    lower = {str(k).lower().replace(" ", "_"): v for k, v in row.items()}
+    raw = next((lower[k] for k in _SYMBOL_KEYS if lower.get(k) not in (None, "", [])), None)
+    if isinstance(raw, str) and raw.strip().startswith("[") and raw.strip().endswith("]"):
+        try:
+            raw = json.loads(raw.replace("'", '"'))
+        except json.JSONDecodeError:
+            raw = [x.strip(" '\"") for x in raw.strip()[1:-1].split(",")]
+    values = raw if isinstance(raw, (list, tuple)) else [] if raw is None else [raw]
+    return tuple(dict.fromkeys(str(v).strip().upper() for v in values if str(v).strip()))
 
 
 def _day(text: str) -> dt.date | None:
@@ -211,7 +235,7 @@ class Corpus:
                     CorpusDoc(
                         uuid=uuid,
                         kind=kind,
-                        symbol=_field(row, _SYMBOL_KEYS).upper(),
+                        symbols=_symbols(row),
                         company=_field(row, _COMPANY_KEYS),
                         start=day,
                         end=day,
@@ -232,7 +256,7 @@ class Corpus:
                 if period:
                     text += f", {period[0]}..{period[1]}"
                 docs.append(
-                    CorpusDoc(f.stem, "chart", sym, "", *(period or (None, None)), text=text, path=str(f))
+                    CorpusDoc(f.stem, "chart", (sym,), "", *(period or (None, None)), text=text, path=str(f))
                 )
         if not found:
             raise InputError(
@@ -250,7 +274,7 @@ class Corpus:
     def _keep(self, d: CorpusDoc, symbol: str, start: dt.date | None, end: dt.date | None, kind: str) -> bool:
         if kind and d.kind != kind:
             return False
-        if symbol and d.symbol != symbol and symbol.lower() not in _tokens(d.company):
+        if symbol and symbol not in d.symbols and symbol.lower() not in _tokens(d.company):
             return False
         if start is not None or end is not None:
             if d.start is None or d.end is None:

@@ -127,9 +127,9 @@ def _merge(rows: Iterable[tuple[str, Any, str, str]]) -> list[Setting]:
 
 
 def _backbone(key: str, registry: Any = None) -> dict[str, Any]:
-    from serving.registry import default_registry
+    from serving.open import model_spec
 
-    spec = (registry or default_registry()).get(key)
+    spec = model_spec(key, registry)
     return {f: canon(getattr(spec, f)) for f in BACKBONE_FIELDS}
 
 
@@ -157,10 +157,9 @@ def _moira_table(table: dict[str, Any]) -> dict[str, Any]:
 
 def _solver(plan: Any, registry: Any = None) -> dict[str, Any]:
     from agent.qa.solver_config import solver_config_for
-    from serving.open import ModelFacts
-    from serving.registry import default_registry
+    from serving.open import ModelFacts, model_spec
 
-    spec = (registry or default_registry()).get(plan.model)
+    spec = model_spec(plan.model, registry)
     facts = ModelFacts(
         key=spec.key,
         display_name=spec.display_name,

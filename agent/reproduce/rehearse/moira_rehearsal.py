@@ -24,7 +24,8 @@ config): the path a GPU run takes, shrunk in windows and replies only.
 3. **Stages.** :func:`stage_checks` reads back what ran: the files imported (rows per kind),
    screens with candidates, every model call type of the agent and of FinMem, news in the
    selection, direction, break-check and verification prompts, every baseline and variant run,
-   A4's shared start, the matrix summary and ``reproduction.md``. A stage that did not run is a
+   A4's shared start, A3's shared warmup (its round and reflection once, the same first test
+   request in both conditions), the matrix summary and ``reproduction.md``. A stage that did not run is a
    failed check, so the rehearsal exits 1.
 """
 
@@ -322,7 +323,9 @@ def moira_document(
         base["finmem"] = fm
     base["eg_ddqn"] = {**dict(base.get("eg_ddqn") or {}), **_DDQN}
     doc["baselines"] = base
-    return doc
+    from agent.reproduce.moira_run import with_baselines
+
+    return with_baselines(doc, cfg.baselines)[0]
 
 
 def run_moira_rehearsal(
@@ -371,6 +374,63 @@ def _payload(req: Mapping[str, Any]) -> dict[str, Any]:
     except (ValueError, KeyError, IndexError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _same_training(cell: Path, runs: Sequence[str]) -> tuple[bool, int]:
+    """Whether the training rows of ``runs``' traces are the same requests (one training phase,
+    its warmup included), and how many model calls they hold."""
+    import pandas as pd
+
+    keys = []
+    for r in runs:
+        t = pd.read_parquet(cell / "runs" / r / "trace.parquet")
+        keys.append(list(t[(t.phase == "train") & (t.request_key != "")].request_key))
+    return bool(keys) and all(k == keys[0] for k in keys), len(keys[0]) if keys else 0
+
+
+def _a3_shared_warmup(cell: Path, config: Any, want: Sequence[str], written: set[str]) -> tuple[bool, str]:
+    """Whether A3's conditions shared one warmup (paper §4.3.3): every run's metrics name one run
+    of each variant as sharing its warmup; for the first seed and exposure, the warmup rows (its
+    round and its reflection) of the full and the control run's traces are the same requests, and
+    their first test requests are the same. Returns (ok, what was seen)."""
+    import pandas as pd
+
+    if any(r not in written for r in want):
+        return False, "runs missing"
+    docs = {r: json.loads((cell / "runs" / r / "metrics.json").read_text(encoding="utf-8")) for r in want}
+    names = {v.name for v in config.variants}
+    shared = all(
+        {x.rsplit("-", 2)[0] for x in d["extra"].get("warmup_shared_with", [])} == names
+        for d in docs.values()
+    )
+    full = next(v.name for v in config.variants if v.policy.consolidation)
+    ctrl = next(v.name for v in config.variants if not v.policy.consolidation)
+    e, s0 = config.exposures[0], config.seeds[0]
+    ids = (f"{full}-{e}-s{s0}", f"{ctrl}-{e}-s{s0}")
+
+    def rows(run: str) -> tuple[list[str], list[str], str]:
+        t = pd.read_parquet(cell / "runs" / run / "trace.parquet")
+        train = t[t.phase == "train"]
+        warm = train[(train["round"] == 0) & (train.request_key != "")]
+        refl = train[(train["round"] == 1) & (train.kind == "reflection")]
+        test = t[(t.phase == "test") & (t.request_key != "")]
+        first = f"{test.iloc[0].kind} {test.iloc[0].request_key}" if len(test) else ""
+        return list(warm.request_key), list(refl.request_key), first
+
+    (w_full, r_full, f_full), (w_ctrl, r_ctrl, f_ctrl) = rows(ids[0]), rows(ids[1])
+    same_warm = w_full == w_ctrl and r_full == r_ctrl and len(r_full) == 1
+    same_first = bool(f_full) and f_full == f_ctrl
+    memory = docs[ids[0]]["extra"].get("warmup_principles", [])
+    kept = [len(docs[r]["extra"].get("principles", [])) for r in ids]
+    detail = (
+        f"{ids[0]} and {ids[1]} share one warmup: {len(w_full)} warmup-round calls and "
+        f"{len(r_full)} warmup reflection, the same requests in both traces: {same_warm}; warmup "
+        f"reflection memory {len(memory)} principle(s): the control keeps {kept[1]}, the full "
+        f"condition ends with {kept[0]} (never below it); first test request identical in both "
+        f"conditions: {same_first} ({f_full[:28]}); every run names one run of each condition as "
+        f"sharing its warmup: {shared}"
+    )
+    return shared and same_warm and same_first, detail
 
 
 def stage_checks(
@@ -448,11 +508,17 @@ def stage_checks(
             }
             starts = {d["extra"]["initial_pair"] for d in docs.values()}
             shared = all(len(d["extra"].get("training_shared_with", [])) > 1 for d in docs.values())
+            same, n = _same_training(cell, sorted(docs))
             stage(
                 f"A4 one start ({c.folder})",
-                len(starts) == 1 and shared,
-                f"initial pairs {sorted(starts)}; training shared: {shared}",
+                len(starts) == 1 and shared and same,
+                f"initial pairs {sorted(starts)}; training shared: {shared}; one warmup and training "
+                f"phase: {n} training calls (warmup round, its reflection, replays), the same requests in "
+                f"the traces of {', '.join(sorted(docs))}: {same}",
             )
+        if any(not v.policy.consolidation for v in c.config.variants):
+            ok, detail = _a3_shared_warmup(cell, c.config, want_runs, runs)
+            stage(f"A3 shared warmup ({c.folder})", ok, detail)
     for name in ("summary.md", "summary.json", "manifest.json"):
         stage(f"matrix {name}", (mdir / name).is_file(), str(mdir / name))
     stage("reproduction.md", (out / "reproduction.md").is_file(), str(out / "reproduction.md"))

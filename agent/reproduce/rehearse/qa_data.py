@@ -17,13 +17,16 @@ builds its own folder of the same layout under ``OUT/qa_data/benchmarks/<path>``
   on this machine), a small file written in the benchmark's released layout as its loader
   documents it, from its public repository or dataset card: BizBench's two parquet files
   (``question``, ``answer``, ``task``, ``context``, ``context_type``, ``options``, ``program``),
-  FinMME's hub parquet with inline image bytes (``question_text``, ``question_type``,
+  FinMME's hub parquet with inline image bytes (``id``, ``question_text``, ``question_type``,
   ``answer``, ``options``, ``unit``, ``tolerance``, ``verified_caption``,
-  ``related_sentences``, ``knowledge_domain``, ``image``), FinTMMBench's ``QA.json`` (its
-  generation prompts' record format) with the corpus beside it (``data/StockPrice.json``,
-  ``FinancialTable.json``, ``News.json``, ``Chart/<TICKER>_<PERIOD>_Kline.png``). A stand-in's
-  answers follow from its own data, so each benchmark's scorer (or judge) has something real to
-  grade.
+  ``related_sentences``, ``knowledge_domain``, ``image``; one choice item in six published
+  with empty ``options``, as the official eval keeps such rows), FinTMMBench's ``QA.json``
+  (question records with ``uuid``, ``type`` and answers citing corpus rows and
+  ``Chart_<TICKER>_<PERIOD>_Kline`` charts; the last record repeats the first one's uuid) with
+  the corpus beside it (``data/StockPrice.json``, ``FinancialTable.json``, ``News.json``, rows
+  with a lowercase ``uuid`` and News rows whose ``Symbol`` is a list, and
+  ``Chart/<TICKER>_<PERIOD>_Kline.png``). A stand-in's answers follow from its own data, so
+  each benchmark's scorer (or judge) has something real to grade.
 
 A benchmark that the data root holds and that has no parts to re-file (BizBench, FinMME,
 FinTMMBench on a machine that has them) is linked whole. :func:`rehearsal_data` returns the
@@ -312,6 +315,7 @@ def _finmme(dest: Path, n: int) -> str:
     for i in range(n):
         a, b, c = 40 + i, 25 + 2 * i, 10 + i
         kind = ("numerical", "single_choice", "multiple_choice")[i % 3]
+        bare = i % 6 == 5  # a choice item published without its options (the official eval keeps it)
         if kind == "numerical":
             q, ans, opts, unit, tol = (
                 "What is the value of the tallest bar in the chart?",
@@ -326,11 +330,13 @@ def _finmme(dest: Path, n: int) -> str:
         else:
             q, ans, unit, tol = "Which quarters are above 20 in the chart?", "AB", "", None
             opts = "A. Q1\nB. Q2\nC. Q3\nD. Q4"
+        if bare:
+            q = f"{q} Options: {opts.replace(chr(10), ' ')}"
         cols["id"].append(1000 + i)
         cols["question_text"].append(q)
         cols["question_type"].append(kind)
         cols["answer"].append(ans)
-        cols["options"].append(opts)
+        cols["options"].append("" if bare else opts)
         cols["unit"].append(unit)
         cols["tolerance"].append(tol)
         cols["verified_caption"].append(f"Bar chart of quarterly growth in percent, panel {i}.")
@@ -346,42 +352,55 @@ def _finmme(dest: Path, n: int) -> str:
 
 # --------------------------------------------------------------------------- FinTMMBench
 _TICKERS = (("AAPL", "Apple Inc."), ("MSFT", "Microsoft Corp"), ("NVDA", "NVIDIA Corp"))
+_FINTMM_TYPES = ("StockPrice", "News", "Chart", "FinancialTable")
 
 
 def _fintmm(dest: Path, n: int) -> str:
+    """FinTMMBench's repository layout as released: corpus rows with a lowercase ``uuid``, News
+    rows whose ``Symbol`` is a list (two tickers on some), question records with ``uuid``,
+    ``type`` and sources citing rows and ``Chart_<TICKER>_<PERIOD>_Kline`` charts, and the last
+    record repeating the first one's uuid (the release holds repeated ids)."""
     data = dest / "data"
     (data / "Chart").mkdir(parents=True, exist_ok=True)
     prices, tables, news, questions = [], [], [], []
     for i in range(n):
         sym, name = _TICKERS[i % len(_TICKERS)]
+        peer = _TICKERS[(i + 1) % len(_TICKERS)][0]
         day = f"2022-03-{4 + i:02d}"
         close = round(150.0 + 3.5 * i, 2)
-        uid = f"sp-{i}"
+        revenue = 90_000_000_000 + 10**9 * i
+        week = 10 + i
         prices.append(
-            {"Company": name, "Symbol": sym, "Date": day, "Interval": "Date", "indicator_name": "Close",
-             "indicator_value": close, "unit": "USD", "UUID": uid, "SourceType": "StockPrice"}
+            {"uuid": f"sp-{i}", "Company": name, "Symbol": sym, "Date": day, "Interval": "Date",
+             "indicator_name": "closePrice", "indicator_value": close, "unit": "USD"}
         )  # fmt: skip
         tables.append(
-            {"Company": name, "Symbol": sym, "Date": "2022-03-31", "Interval": "Quarter",
-             "indicator_name": "totalRevenue", "indicator_value": 90_000_000_000 + 10**9 * i,
-             "unit": "USD", "UUID": f"ft-{i}", "SourceType": "FinancialTable"}
+            {"uuid": f"ft-{i}", "Company": name, "Symbol": sym, "Date": "2022-03-31", "Interval": "Quarter",
+             "indicator_name": "totalRevenue", "indicator_value": revenue, "unit": "USD"}
         )  # fmt: skip
         news.append(
-            {"Company": name, "Symbol": sym, "Date": day, "Title": f"{name} shares rise after product event",
+            {"uuid": f"n-{i}", "Company": name, "Symbol": [sym, peer] if i % 2 else [sym], "Date": day,
+             "type": "News", "Title": f"{name} shares rise after product event",
              "Content": f"{name} shares rose on {day} as investors welcomed new products.",
-             "Sentiment": "Positive", "UUID": f"n-{i}", "SourceType": "News"}
+             "Sentiment": "Positive"}
         )  # fmt: skip
-        week = 10 + i
         (data / "Chart" / f"{sym}_2022-W{week}_Kline.png").write_bytes(
-            _png([close, close + 2, close - 1], sym)
+            _png([close, close + 2, close - 1], f"{sym} 2022-W{week}")
         )
-        q, a, src = (
-            (f"What was {name}'s closing price on {day}?", f"{close} USD", [uid])
-            if i % 2 == 0
-            else (f"Did {name}'s news sentiment on {day} lean positive?", "Yes", [f"n-{i}"])
-        )
+        kind = _FINTMM_TYPES[i % len(_FINTMM_TYPES)]
+        if kind == "StockPrice":
+            q, a, src = f"What was {name}'s closing price on {day}?", f"{close} USD", [f"sp-{i}"]
+        elif kind == "News":
+            q, a, src = f"Did {name}'s news sentiment on {day} lean positive?", "Yes", [f"n-{i}"]
+        elif kind == "Chart":
+            q = f"What was the highest value in {sym}'s weekly candlestick chart for 2022-W{week}?"
+            a, src = f"{close + 2:g}", [f"Chart_{sym}_2022-W{week}_Kline"]
+        else:
+            q = f"What was {name}'s totalRevenue for the quarter ending 2022-03-31?"
+            a, src = f"{revenue} USD", [f"ft-{i}"]
+        uuid = f"fintmm-standin-{i}" if i < n - 1 or n < 3 else "fintmm-standin-0"
         questions.append(
-            {"question": q,
+            {"uuid": uuid, "type": kind, "question": q,
              "answers": [{"answer": a,
                           "explanation": [{"explanation": "read from the cited record", "equation": ""}],
                           "confidence": 0.9, "source": src}]}

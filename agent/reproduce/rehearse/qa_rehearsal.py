@@ -100,8 +100,6 @@ def _report_rows(out: Path) -> list[dict[str, Any]]:
 
 def stage_table(plan: QAPlan, data: RehearsalData, outcome: Any, out: Path) -> list[dict[str, Any]]:
     """One row per dataset of the plan: its file and what each stage did with it."""
-    from agent.qa.scoring import JUDGED, SCORER_NAMES
-
     d: Mapping[str, Any] = outcome.details if outcome is not None else {}
     loaded = {r["label"]: r for part in ("sets", "bank") for r in d.get("data", {}).get(part, [])}
     bank = d.get("bank", {}).get("by_source", {})
@@ -118,7 +116,7 @@ def stage_table(plan: QAPlan, data: RehearsalData, outcome: Any, out: Path) -> l
                 "file": f.kind if f else "-",
                 "path": f.file if f else "-",
                 "loaded": rec.get("items", 0),
-                "scorer": f"judge {plan.judge}" if s.dataset in JUDGED else SCORER_NAMES.get(s.dataset, "-"),
+                "scorer": _scorer_label(plan, s.dataset),
             }
             if role == "bank":
                 b = bank.get(rec.get("source_set", ""), {})
@@ -134,7 +132,7 @@ def stage_table(plan: QAPlan, data: RehearsalData, outcome: Any, out: Path) -> l
                     n = sum(x["n"] for k, x in runs_of.items() if _variant_of(k) == v)
                     row[f"scored_{v}"] = n
                 row["scored_by"] = ", ".join(sorted({x["scorer"] for x in runs_of.values()}))
-                if s.dataset in JUDGED:
+                if plan.scorer_of(s.dataset).judge_prompt:
                     row["judged"] = sum(j["n"] for k, j in d.get("judge", {}).items() if k in runs_of)
                     row["judge_checked"] = d.get("judge_check", {}).get(s.label, {}).get("n", 0)
                 if s.dataset == "finmme":
@@ -153,10 +151,18 @@ def _variant_of(run_name: str) -> str:
     return "base" if run_name.endswith("-base") else "ft" if run_name.endswith("-ft") else "?"
 
 
+def _scorer_label(plan: QAPlan, dataset: str) -> str:
+    spec = plan.scorer_of(dataset)
+    judge = f"judge {plan.judge}"
+    if spec.judge_prompt:
+        return judge if spec.name == "localfin" else f"{spec.name}: {spec.label}, {judge}"
+    if spec.extract:
+        return f"{spec.name}: {spec.label}, extractor {plan.extractor}"
+    return f"{spec.name}: {spec.label}"
+
+
 def _missing(plan: QAPlan, row: Mapping[str, Any]) -> list[str]:
     """The stages ``row``'s dataset should have gone through and did not."""
-    from agent.qa.scoring import JUDGED
-
     bad = []
     if not row["loaded"]:
         bad.append("loader (no item)")
@@ -169,7 +175,7 @@ def _missing(plan: QAPlan, row: Mapping[str, Any]) -> list[str]:
     for v in plan.variants:
         if not row.get(f"scored_{v}"):
             bad.append(f"evaluation {v} (nothing scored)")
-    if row["benchmark"] in JUDGED:
+    if plan.scorer_of(row["benchmark"]).judge_prompt:
         if not row.get("judged"):
             bad.append("judge pass (nothing judged)")
         if plan.judge_check_items and not row.get("judge_checked"):

@@ -65,28 +65,31 @@ class Rehearsal:
         return [s for s in self.sizes if not s.fits]
 
 
-def _decision_steps(doc: dict[str, Any]) -> int:
-    """Decision steps per backbone of a (shrunk) matrix document, counted as the plan counts."""
-    from agent.pairs.experiment.matrix_config import parse_matrix
+def _decision_steps(doc: dict[str, Any]) -> dict[str, int]:
+    """Decision steps per backbone registry key of a (shrunk) matrix document, counted as the
+    plan counts them (:func:`agent.reproduce.workload.moira_work`) on the store's calendar.
+    ``doc`` already holds the baselines that ran."""
+    from agent.data.store import MarketStore
+    from agent.reproduce.workload import moira_work
 
-    cells = parse_matrix(doc, base_dir=Path(".")).cells()
-    first = cells[0].backbone.key if cells else ""
-    steps = 0
-    for c in cells:
-        if c.backbone.key != first:
-            continue
-        w = c.config.windows
-        from agent.data.store import MarketStore
-
-        with MarketStore(c.config.store, create=False) as s:
+    def sessions(cell: Any) -> tuple[int, int]:
+        w = cell[0].windows
+        with MarketStore(cell[0].store, create=False) as s:
             cal = [str(d)[:10] for d in s.calendar()]
         train = sum(1 for d in cal if str(w.train_start) <= d <= str(w.train_end))
         test = sum(1 for d in cal if str(w.test_start) <= d <= str(w.test_end))
-        runs = len(c.config.run_ids())
-        seeds = len(doc["matrix"].get("seeds", [0]))
-        cycles = int(doc.get("policy", {}).get("max_cycles", 8))
-        steps += seeds * train * (1 + cycles) + runs * test
-    return steps
+        return train, test
+
+    methods = tuple((doc.get("baselines") or {}).get("methods", ()))
+    work = moira_work(doc, methods, sessions)
+    keys = {
+        (b if isinstance(b, str) else b.get("name", b["key"])): (b if isinstance(b, str) else b["key"])
+        for b in doc.get("backbones", [])
+    }
+    out: dict[str, int] = {}
+    for name, w in work.items():
+        out[keys[name]] = out.get(keys[name], 0) + w.steps
+    return out
 
 
 def _one_config(
@@ -131,7 +134,7 @@ def _one_config(
             by: dict[str, int] = {}
             for x in recs:
                 by[x["request"]["model"]] = by.get(x["request"]["model"], 0) + 1
-            r.calls_per_step = {k: round(v / steps, 3) for k, v in by.items()} if steps else {}
+            r.calls_per_step = {k: round(v / steps[k], 3) for k, v in by.items() if steps.get(k)}
     log.info("rehearsal %s (%s): %d calls in %.0f s", cfg.name, path, len(recs), r.wall_s[path])
 
 

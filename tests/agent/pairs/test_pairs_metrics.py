@@ -84,3 +84,25 @@ def test_lifecycle_shares():
     assert all(math.isnan(v) for v in lifecycle_shares([]).values())
     with pytest.raises(ConfigError, match="unknown lifecycle states"):
         lifecycle_shares(["OK"])
+
+
+def test_a_zero_variance_run_shows_a_sharpe_of_zero_with_its_note(tmp_path):
+    from agent.pairs.experiment.summary import sharpe_cell
+    from agent.pairs.market.metrics import ZERO_VARIANCE_MARK, ZERO_VARIANCE_NOTE, table_sharpe
+    from agent.pairs.market.records import read_json, write_json
+
+    flat = compute_metrics([0.0] * 10, actions=["FLAT"] * 10)
+    assert math.isnan(flat.sharpe)  # the ratio itself stays undefined (0 / 0)
+    assert table_sharpe(flat) == (0.0, True)
+    # as metrics.json holds it (NaN written as null) and as the summary prints it
+    write_json(tmp_path / "m.json", flat.to_dict())
+    doc = read_json(tmp_path / "m.json")
+    assert doc["sharpe"] is None and table_sharpe(doc) == (0.0, True)
+    assert sharpe_cell(doc) == f"0.00{ZERO_VARIANCE_MARK}" and "undefined" in ZERO_VARIANCE_NOTE
+    # constant non-zero returns are not a run without a position: undefined, n/a
+    value, zero = table_sharpe(compute_metrics([0.001] * 10))
+    assert math.isnan(value) and not zero and sharpe_cell(compute_metrics([0.001] * 10).to_dict()) == "n/a"
+    # one transition: undefined for want of returns, not shown as zero
+    assert not table_sharpe(compute_metrics([0.0]))[1]
+    moving = compute_metrics([0.01, -0.005, 0.002])
+    assert table_sharpe(moving) == (moving.sharpe, False)

@@ -111,7 +111,7 @@ def test_only_the_runs_prompt_names_are_accepted_and_the_rest_stay_packaged(tmp_
     )
     assert got["pairs_direction"].source == "package"
     (d / "pairs_directoin.yaml").write_text(src, encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"pairs_directoin\.yaml, not a prompt of this run"):
+    with pytest.raises(ConfigError, match=r"pairs_directoin\.yaml, not a prompt of localfin"):
         check_prompt_dir(d, PROMPTS)
 
 
@@ -151,9 +151,11 @@ def test_a_copy_of_the_packaged_prompts_gives_byte_identical_journal_keys(tmp_pa
     assert {"pair_selection", "direction", "reflection", "break_check"} <= calls
     # the manifest and the summary name the set and each prompt's version and digest
     man = json.loads((tmp_path / "mine" / "manifest.json").read_text(encoding="utf-8"))
-    assert man["prompt_set"].startswith(str(d)) and "7 of 7 prompt files" in man["prompt_set"]
+    # no FinMem among the baselines: the agent's five prompts
+    assert man["prompt_set"].startswith(str(d)) and "5 of 5 prompt files" in man["prompt_set"]
     ref = prompt_versions()
-    for name in PROMPTS:
+    assert sorted(man["prompts"]) == sorted(p for p in PROMPTS if "finmem" not in p)
+    for name in man["prompts"]:
         assert man["prompts"][name]["sha256"] == ref[name]["sha256"]
         assert man["prompts"][name]["source"] == str(d / f"{name}.yaml")
     base = json.loads((tmp_path / "default" / "manifest.json").read_text(encoding="utf-8"))

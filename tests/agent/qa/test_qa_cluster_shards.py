@@ -249,3 +249,56 @@ def test_a_sharded_judge_pass_and_judge_check_write_the_one_process_verdicts(tmp
     check = JUDGE_CHECK_JOURNAL
     assert _keys(tmp_path / "one" / "check" / check) == _keys(tmp_path / "many" / "check" / check)
     assert [s["stage"] for s in qc.record()["stages"]] == ["judge", "judge_check"]
+
+
+def _finmmr_items() -> list:
+    from agent.qa.items import Gold, QAItem, Question
+
+    return [
+        QAItem(Question(f"f-{i}", "finmmr", f"What is the ratio in case f-{i}?"), Gold(g, "number"))
+        for i, g in enumerate([1.25, 3.5, 7.0, 0.4])
+    ]
+
+
+def _finmmr_solver():
+    from serving.scripted import Rule, ScriptedBackend
+
+    def reply(req) -> str:
+        q = next(m.content for m in req.messages if m.role == "user")
+        return "Worked it out.\nAnswer: " + ("1.25" if "f-0?" in q else "3.5" if "f-1?" in q else "9")
+
+    return ScriptedBackend([Rule("qa_base", reply)])
+
+
+def _extractor(model: str = "x-m"):
+    import re
+
+    from serving.scripted import Rule, ScriptedBackend
+
+    def reply(req) -> str:
+        found = re.findall(r"Answer: ([0-9.]+)", req.messages[-1].content)
+        return json.dumps({"answer": found[-1] if found else "None"})
+
+    return ScriptedBackend([Rule("answer_extract", reply)])
+
+
+def test_a_sharded_extraction_pass_writes_the_one_process_answers_and_verdicts(tmp_path):
+    from agent.qa.extract_pass import EXTRACT_JOURNAL, EXTRACT_SCORES, extract_run
+    from agent.qa.judge_pass import deferred_scorer
+    from agent.qa.scorers import NamedScorer
+
+    items = _finmmr_items()
+    cfg = EvalConfig("base", SolverConfig(model="m"))
+    scorer = deferred_scorer(NamedScorer({"finmmr": "official"}))
+    for where in ("one", "many"):
+        evaluate(items, _finmmr_solver(), tmp_path / where / "run", cfg, scorer=scorer)
+    ref = extract_run(tmp_path / "one" / "run", items, _extractor(), "x-m")
+    qc = QACluster(LocalRunner(tmp_path / "many" / ".ray-tasks", own={}), tmp_path / "many",
+                   Servers("m", factory=_extractor), shards=3)  # fmt: skip
+    got = qc.extract_run(tmp_path / "many" / "run", items, None, "x-m")
+    assert _stable(got.__dict__) == _stable(ref.__dict__) and ref.correct == 2 and ref.model_calls == 4
+    one, many = (json.loads((tmp_path / w / "run" / EXTRACT_SCORES).read_text()) for w in ("one", "many"))
+    assert _stable(one) == _stable(many)
+    journal = EXTRACT_JOURNAL
+    assert _keys(tmp_path / "one" / "run" / journal) == _keys(tmp_path / "many" / "run" / journal)
+    assert [len(s["shards"]) for s in qc.record()["stages"]] == [3]

@@ -200,6 +200,8 @@ def test_split_and_limit(tmp_path):
     f = _jsonl(tmp_path / "t.jsonl", recs)
     assert len(load_items("tatqa", f, limit=2).items) == 2
     assert [i.item_id for i in load_items("tatqa", f, split="test").items] == ["x"]
-    dup = _jsonl(tmp_path / "d.jsonl", [TATQA_OK, TATQA_OK])
-    with pytest.raises(InputError, match="occurs twice"):
-        load_items("tatqa", dup)
+    dup = _jsonl(tmp_path / "d.jsonl", [TATQA_OK, TATQA_OK, TATQA_OK])
+    out = load_items("tatqa", dup)  # a repeated id keeps every record, numbered
+    first = out.items[0].item_id
+    assert [i.item_id for i in out.items] == [first, f"{first}#2", f"{first}#3"]
+    assert out.renamed == ((first, f"{first}#2"), (first, f"{first}#3"))

@@ -97,7 +97,7 @@ def test_finmmr_yes_no_gold():
 
 
 # --- TAT-QA: EM and F1 as the official evaluator on (answer, scale) (values checked against it;
-# the 8,416-row equality under both mappings is in test_qa_tatqa_official.py) ------------------
+# the 9,190-row equality under both mappings is in test_qa_tatqa_official.py) ------------------
 SPAN_MILLION = Gold(["$1,496.5"], "span", "million")
 ARITH_MILLION = Gold(-12.6, "number", "million")
 ARITH_PCT = Gold(-22.22, "number", "percent")

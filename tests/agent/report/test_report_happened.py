@@ -21,16 +21,22 @@ from agent.report.happened import MECHANISMS, find_mechanisms, happened_section,
 from serving.types import ChatRequest
 
 PRINCIPLE = "When the trading-window z-score is stretched, trade toward the mean."
-#: the second cycle's new principle changes no decision: the same return, rolled back
+#: the warmup reflects STAY_OUT (FLAT throughout: kept as the floor of rollback), the gate then
+#: accepts PRINCIPLE (mean reversion: a better training return) and rolls back IDLE, which
+#: changes no decision (the same return)
+STAY_OUT = "Stay out of the market whenever the signals disagree with each other."
 IDLE = "Prefer smaller positions when both legs move together."
 
 
 def _follows_principles(req: ChatRequest) -> str:
-    """Mean reversion when the learned principle is in the prompt, the opposite without it: the
-    first replay cycle changes the training return, the second (one more idle principle) cannot."""
+    """Mean reversion when the learned principle is in the prompt, FLAT under STAY_OUT alone, the
+    opposite of mean reversion without either: each accepted set changes the training return,
+    one more idle principle cannot."""
     told = any(PRINCIPLE in m.content for m in req.messages)
     reply = json.loads(mean_reversion(req))
-    if not told:
+    if not told and any(STAY_OUT in m.content for m in req.messages):
+        reply["action"] = "FLAT"
+    elif not told:
         flip = {"LONG_SHORT": "SHORT_LONG", "SHORT_LONG": "LONG_SHORT", "FLAT": "FLAT"}
         reply["action"] = flip[reply["action"]]
     return json.dumps(reply)
@@ -61,8 +67,10 @@ def scripted_demo(tmp_path_factory) -> Path:
     from agent.pairs.experiment.run import run_experiment
 
     root = tmp_path_factory.mktemp("happened")
-    cfg, text = small_config(small_store(), policy={"max_cycles": 2, "stop_after_rejections": 2})
-    backend = scripted(direction=_follows_principles, reflection=principles_reply([PRINCIPLE], [IDLE]))
+    cfg, text = small_config(small_store(), policy={"max_cycles": 3, "stop_after_rejections": 2})
+    backend = scripted(
+        direction=_follows_principles, reflection=principles_reply([STAY_OUT], [PRINCIPLE], [IDLE])
+    )
     run_experiment(cfg, root / "moira", config_text=text, backend=backend)
     _qa_traces(root)
     return root
@@ -85,6 +93,7 @@ def test_every_mechanism_of_the_scripted_run_is_found_where_it_happened(scripted
     assert "replaced by" in found["replacement"].summary
     assert "accepted" in found["gate_accept"].summary and PRINCIPLE in found["gate_accept"].summary
     assert "rejected" in found["gate_reject"].summary and IDLE in found["gate_reject"].summary
+    assert "cycle 2" in found["gate_accept"].summary  # cycle 1 kept the warmup memory: not the gate
     assert "keyword category fraud in 'Lumenis Software to restate" in found["news"].summary
     assert found["cf_memory"].count > 1 and "counterfactual record" in found["cf_memory"].summary
     assert found["sandbox"].step == "demo-0-001 step 1" and found["gate_rejected"].run == "ft"

@@ -87,3 +87,36 @@ def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> N
     assert (
         "config counts; no rehearsal: a lower bound" in r.out and "total (engines one after another)" in r.out
     )
+
+
+def test_the_plan_counts_what_the_a3_and_a4_configs_run() -> None:
+    from agent.reproduce.workload import moira_work
+
+    for name in ("moira_table6_a3", "moira_table7_a4"):
+        cfg = load_repro(name)
+        by = moira_work(cfg.document, cfg.baselines, lambda cell: (27, 75))
+        assert set(by) == {"q32-think", "q32-nothink"}
+        for w in by.values():
+            # the table's two conditions, 3 seeds, one exposure each, no baseline; one training
+            # phase per seed (A3: one shared warmup, the full condition's 8 replays at most; A4:
+            # one shared training)
+            assert (w.runs, w.trainings, w.finmem_runs) == (6, 3, 0)
+            assert (w.train_passes, w.train_steps, w.test_steps) == (27, 27 * 27, 6 * 75)
+    [engine] = plan_config(load_repro("moira_table6_a3"), 1, "h200", registry=default_registry())
+    assert engine.work.calls == 2 * (27 * 27 + 6 * 75)  # one call a step without a rehearsal
+    assert "6 agent runs (3 training phases" in engine.work.basis
+
+
+def test_the_plan_counts_finmem_where_it_runs_and_each_independent_training() -> None:
+    from agent.reproduce.workload import moira_work
+
+    cfg = load_repro("moira_table3_main")
+    by = moira_work(cfg.document, cfg.baselines, lambda cell: (27, 75))
+    # FinMem's single row runs on its fixed model only: 3 seeds x 2 exposures, training + test
+    assert by["q32-nothink"].finmem_runs == 6 and by["q32-nothink"].finmem_steps == 6 * (27 + 75)
+    assert all(w.finmem_runs == 0 for k, w in by.items() if k != "q32-nothink")
+    assert by["q32-think"].trainings == 3  # paired: a seed's two exposures train once
+    doc = {**cfg.document, "experiment": {**cfg.document["experiment"], "pairing": "independent"}}
+    ind = moira_work(doc, cfg.baselines, lambda cell: (27, 75))
+    assert ind["q32-think"].trainings == 6
+    assert ind["q32-think"].train_steps == 2 * by["q32-think"].train_steps

@@ -127,7 +127,9 @@ def test_moira_reuse_is_the_shared_share_of_its_prompts(tmp_path: Path, cli, mon
     (e,) = plan_config(cfg, 1, "h200", registry=reg, rehearsal=path)
     assert e.hit_vllm == pytest.approx(measure_rehearsal(path.parent).plain_hit()) and e.hit_vllm > 0.3
     assert e.prefill_vllm_h == pytest.approx(e.prefill_h * (1 - e.hit_vllm))
-    assert e.batch_vllm == e.batch  # a lock-step stream of a few runs: demand, not memory, sets the batch
+    # one lock-step stream of A2's no-thinking cell: 6 agent runs and 6 FinMem runs; its demand,
+    # not memory, sets vLLM's batch, while the plain figure holds what fits at full context
+    assert e.work.concurrency == 12 and e.batch_vllm == 12 and e.batch == 6  # 6 fit at 32,768 tokens
     monkeypatch.setenv("LOCALFIN_RUNS_DIR", str(tmp_path / "none"))
     r = cli("reproduce", "plan", cfg.name, "--gpus", "1", "--gpu", "h200", "--out", str(tmp_path))
     assert r.code == 0, r.err

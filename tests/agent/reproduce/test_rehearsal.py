@@ -148,8 +148,10 @@ def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(re
     assert rows["FinMMR Easy validation"]["file"] == "released"
     assert rows["FinMMR Easy"]["file"] == "released, re-filed"
     assert {rows[k]["file"] for k in ("BizBench SEC-NUM", "FinTMMBench", "FinMME Avg")} == {"stand-in"}
-    assert rows["FinTMMBench train part"]["scored_by"] == "judge qwen3-4b-nothink"
-    assert rows["BizBench SEC-NUM train"]["scored_by"] == "BizBench rule (1 % relative)"
+    # the shipped Table 1 scores as the authors' harness did (agent/qa/scorers.py)
+    assert rows["FinTMMBench train part"]["scored_by"] == "SQuAD EM > 0.5, then judge (qa_judge_strict)"
+    biz = rows["BizBench SEC-NUM train"]["scored_by"]
+    assert biz == "BizBench, authors' rule (exact after $ % , dropped)"
     tmm = rows["FinTMMBench"]
     assert tmm["judged"] >= 2 and tmm["judge_checked"] >= 1 and tmm["scored_base"] == tmm["scored_ft_fm"] == 1
     assert rows["FinMME Avg"]["finmme_avg_runs"] == 2
@@ -200,16 +202,23 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
     _, _, doc, out = rehearsal
     per_step = doc["moira_table5_a2"]["calls_per_step"]
     assert set(per_step) == {"qwen3-32b", "qwen3-32b-nothink"}
-    # FinMem's decisions and reflections ride on the no-thinking backbone (A2's baseline)
-    assert per_step["qwen3-32b-nothink"] > per_step["qwen3-32b"] > 0.5
+    # FinMem's decisions and reflections ride on the no-thinking backbone (A2's baseline): its
+    # sessions count there as decision steps, as the plan counts them
+    assert per_step["qwen3-32b-nothink"] > 0.5 and per_step["qwen3-32b"] > 0.5
     cfg = load_repro("moira_table5_a2")
     reg = default_registry()
     [with_it] = plan_config(cfg, 1, "h200", registry=reg, rehearsal=out / cfg.name / "rehearsal.json")
     [without] = plan_config(cfg, 1, "h200", registry=reg)
     assert "(rehearsal journal)" in with_it.work.basis and "lower bound" in without.work.basis
-    # per backbone: its paper decision steps x the calls per step journaled on the stand-in
-    steps = without.work.calls // 2  # one call a step for each of the two backbones
-    assert with_it.work.calls == sum(round(steps * v) for v in per_step.values())
+    # per backbone: its paper decision steps (FinMem's on the backbone it runs on) x the calls
+    # per step journaled on the stand-in
+    from agent.reproduce.workload import moira_work
+
+    paper = {w.name: (w.paper_train_sessions, w.paper_test_sessions) for w in cfg.windows}
+    work = moira_work(cfg.document, cfg.baselines, lambda cell: paper[cell[1]])
+    key = {b["name"]: b["key"] for b in cfg.document["backbones"]}
+    assert without.work.calls == sum(w.steps for w in work.values())  # one call a step
+    assert with_it.work.calls == sum(round(w.steps * per_step[key[n]]) for n, w in work.items())
     assert with_it.work.prompt_tokens > without.work.prompt_tokens
 
 

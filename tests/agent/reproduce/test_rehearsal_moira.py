@@ -177,3 +177,29 @@ def test_the_users_files_are_used_when_present(tmp_path: Path) -> None:
     # made once: the second path reuses it
     again = prepare_store(cfg, tmp_path / "data", train=2, test=4, data_root=tmp_path / "elsewhere")
     assert again == files
+
+
+def test_the_a3_stage_shows_the_shared_warmup_and_fails_without_it(tmp_path: Path) -> None:
+    from moira_support import small_config, small_store
+
+    from agent.pairs.experiment.run import run_experiment
+    from agent.reproduce.rehearse.moira_rehearsal import _a3_shared_warmup, _same_training
+
+    variants = [{"name": "full"}, {"name": "a3-no-consolidation", "consolidation": False}]
+    cfg, text = small_config(small_store(), windows={"test_end": "2015-02-06"}, variants=variants)
+    out = tmp_path / "a3"
+    run_experiment(cfg, out, config_text=text, backend=scripted())
+    want = [rid for rid, *_ in cfg.run_ids()]
+    ok, detail = _a3_shared_warmup(out, cfg, want, set(want))
+    assert ok, detail
+    assert "full-no_beta-s0 and a3-no-consolidation-no_beta-s0 share one warmup" in detail
+    assert "first test request identical in both conditions: True" in detail
+    # A3's two conditions share the warmup, not the whole training (the control replays nothing)
+    assert _same_training(out, want) == (False, _same_training(out, want[:1])[1])
+    # a control that ran its own warmup (its warmup rows other requests) fails the stage
+    trace = out / "runs" / "a3-no-consolidation-no_beta-s0" / "trace.parquet"
+    t = pd.read_parquet(trace)
+    t.loc[(t.phase == "train") & (t["round"] == 0) & (t.request_key != ""), "request_key"] = "other"
+    t.to_parquet(trace)
+    ok, detail = _a3_shared_warmup(out, cfg, want, set(want))
+    assert not ok and "the same requests in both traces: False" in detail

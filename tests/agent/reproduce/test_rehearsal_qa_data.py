@@ -47,6 +47,36 @@ def test_with_no_data_root_every_benchmark_is_a_stand_in_its_loader_reads_and_it
     assert finmme and all(it.question.images for it in finmme)  # inline image bytes, cached as files
 
 
+def test_the_stand_ins_hold_what_the_released_files_hold(tmp_path):
+    """FinTMMBench: News rows whose Symbol is a list, lowercase row uuids, question records with
+    uuid, type and chart sources, a repeated uuid; FinMME: ids and a choice item with empty
+    options. The loaders and the retrieve tool read them as they read the real files."""
+    import json
+
+    from agent.qa.datasets import load_items
+    from agent.qa.tools.corpus import Corpus, RetrieveTool
+
+    plan = load_repro("finacumen_table1").qa
+    data = rehearsal_data(plan, None, tmp_path, items=2)
+    b = data.root / "benchmarks"
+    news = json.loads((b / "fintmmbench" / "data" / "News.json").read_text())
+    assert all(isinstance(r["Symbol"], list) and "uuid" in r for r in news)
+    assert any(len(r["Symbol"]) == 2 for r in news)
+    qa = json.loads((b / "fintmmbench" / "QA.json").read_text())
+    assert {"Chart", "News", "StockPrice", "FinancialTable"} <= {r["type"] for r in qa}
+    assert qa[-1]["uuid"] == qa[0]["uuid"]
+    loaded = load_items("fintmmbench", b / "fintmmbench")
+    assert len(loaded.items) == len(qa) and loaded.renamed == ((qa[0]["uuid"], f"{qa[0]['uuid']}#2"),)
+    charts = [it for it in loaded.items if it.gold.extra["type"] == "Chart"]
+    assert charts and all(len(it.gold.extra["evidence_images"]) == 1 for it in charts)
+    two = next(r for r in news if len(r["Symbol"]) == 2)
+    hit = RetrieveTool(Corpus.load(b / "fintmmbench"))({"query": "shares", "symbol": two["Symbol"][1]})
+    assert f"(uuid {two['uuid']})" in hit.text
+    finmme = load_items("finmme", b / "finmme", image_cache=tmp_path / "cache")
+    assert finmme.skipped == () and all(it.item_id.startswith("finmme-10") for it in finmme.items)
+    assert any(it.gold.answer_type == "choice" and not it.question.options for it in finmme.items)
+
+
 def test_released_files_are_read_as_released_and_missing_parts_re_filed_without_overlap(
     tmp_path, shared_data
 ):
@@ -114,15 +144,16 @@ class _NoCalls:
 
 
 def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
-    from agent.qa import scoring
+    from agent.qa.scorers import SCORERS
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
     from serving.registry import default_registry
 
-    def broken(gold, prediction):
+    def broken(gold, prediction, scale=None):
         raise KeyError("the BizBench rule is missing")
 
-    monkeypatch.setitem(scoring.RULES, "bizbench", broken)
     cfg = load_repro("finacumen_table1")
+    chosen = cfg.qa.scorer_of("bizbench")  # the config's own choice: the authors' rule
+    monkeypatch.setitem(SCORERS["bizbench"], chosen.name, replace(chosen, rule=broken))
     ran = run_qa_rehearsal(cfg, tmp_path, _NoCalls(), default_registry(), size=SMALLEST, data_root=None)
     assert "source 'bizbench/SEC-NUM'" in ran["error"] and "the BizBench rule is missing" in ran["error"]
     checks = stage_checks("engine", ran)

@@ -41,6 +41,7 @@ def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
     t = bare_machine
     run = cli("reproduce", "check", "moira_table6_a3")
     assert run.code == 1
+    assert "\nmoira_table6_a3: What differs from the paper\n" in run.out  # after the items
     assert _items(run.out) == [
         f"MISSING moira_table6_a3: market store: no store at {t}/data/market.sqlite; fix: localfin data "
         f"import --herculean <Herculean folder> --store {t}/data/market.sqlite",

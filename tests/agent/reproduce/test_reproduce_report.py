@@ -64,3 +64,53 @@ def test_every_matched_paper_figure_names_a_metric_of_ours() -> None:
             assert not f.match or f.unit in OURS_METRIC, (cfg.name, f.row, f.column, f.unit)
             if f.column.startswith("FinMME"):  # FinMME's figures are its six-dimension Avg
                 assert f.unit == "FinMME Avg %", (cfg.name, f.row)
+
+
+def test_moira_rows_state_compounding_pairing_and_a_zero_variance_sharpe(tmp_path: Path) -> None:
+    from agent.pairs.market.metrics import RETURN_NOTE, ZERO_VARIANCE_NOTE
+    from agent.reproduce.moira_run import MoiraOutcome, moira_rows
+
+    cell = tmp_path / "matrix" / "q32-think" / "main"
+    cell.mkdir(parents=True)
+    flat = {
+        "cumulative_return": 0.0,
+        "sharpe": None,
+        "max_drawdown": 0.0,
+        "n_transitions": 74,
+        "annual_volatility": 0.0,
+    }
+    moving = {
+        "cumulative_return": 0.05,
+        "sharpe": 1.2,
+        "max_drawdown": -0.02,
+        "n_transitions": 74,
+        "annual_volatility": 0.1,
+    }
+    ctrl_id = "a3-no-consolidation"
+    runs = [
+        {"run_id": f"{v}-no_beta-s{s}", "metrics": flat if v == ctrl_id else moving, "extra": {}}
+        for v in ("full", ctrl_id) for s in (0, 1, 2)
+    ]  # fmt: skip
+    (cell / "summary.json").write_text(json.dumps({"runs": runs}), encoding="utf-8")
+    (cell / "manifest.json").write_text(json.dumps({"config": {"pairing": "paired"}}), encoding="utf-8")
+    rows = moira_rows(MoiraOutcome(tmp_path / "matrix", (cell,), "matrix", ()))
+    by = {r["variant"]: r for r in rows}
+    assert (
+        by["full"]["pairing"] == "paired" and by["full"]["sharpe"] == 1.2 and "sharpe_note" not in by["full"]
+    )
+    ctrl = by["a3-no-consolidation"]
+    assert ctrl["sharpe"] == 0.0 and ctrl["sharpe_note"] == "†"
+    assert by["full minus a3-no-consolidation"]["return_pct"] == 5.0
+    text = write_report(load_repro("moira_table6_a3"), tmp_path / "out", rows, mode="full").read_text("utf-8")
+    assert RETURN_NOTE in text and ZERO_VARIANCE_NOTE in text
+
+
+def test_the_pairing_note_says_what_a_beta_against_no_beta_difference_is() -> None:
+    from agent.reproduce.moira_run import pairing_note
+
+    main = load_repro("moira_table3_main").document
+    assert "paired comparison" in pairing_note(main)
+    independent = {**main, "experiment": {**main["experiment"], "pairing": "independent"}}
+    assert "compares independent runs" in pairing_note(independent)
+    # A3 runs one exposure per backbone: nothing is compared across exposures
+    assert "no effect here" in pairing_note(load_repro("moira_table6_a3").document)

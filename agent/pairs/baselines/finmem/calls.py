@@ -92,7 +92,8 @@ class Observation:
     price_*: closes; change_*: simple return from the previous common session (fraction);
     hedge_ratio: rolling OLS slope of log A on log B; z_long / z_trade: z of today's spread over
     the hedge window / the last ``z_window`` sessions; rel_move_5: log move of A minus log move of
-    B over the last 5 common sessions. NaN where history is too short or a leg has no close.
+    B over the last ``rel_move_sessions`` common sessions (5 by default; the payload key names
+    the count). NaN where history is too short or a leg has no close.
     """
 
     index: int
@@ -104,6 +105,7 @@ class Observation:
     z_long: float
     z_trade: float
     rel_move_5: float
+    rel_move_sessions: int = 5
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -114,7 +116,7 @@ class Observation:
             "hedge_ratio": _num(self.hedge_ratio, 3),
             "z_long": _num(self.z_long, 2),
             "z_trade": _num(self.z_trade, 2),
-            "rel_move_5_pct": _num(100 * self.rel_move_5, 2),
+            f"rel_move_{self.rel_move_sessions}_pct": _num(100 * self.rel_move_5, 2),
         }
 
 
@@ -125,6 +127,7 @@ def observations(
     hedge_window: int,
     z_window: int,
     min_sessions: int,
+    rel_move_sessions: int = 5,
 ) -> dict[int, Observation]:
     """:class:`Observation` at each calendar index in ``indices``, each from closes up to it.
 
@@ -142,11 +145,12 @@ def observations(
     for g in indices:
         j = pos.get(int(g))
         if j is None:
-            out[int(g)] = Observation(int(g), *(nan,) * 8)
+            out[int(g)] = Observation(int(g), *(nan,) * 8, rel_move_sessions)
             continue
         ca = series.price_a[g] / series.price_a[idx[j - 1]] - 1.0 if j >= 1 else nan
         cb = series.price_b[g] / series.price_b[idx[j - 1]] - 1.0 if j >= 1 else nan
-        rel = (la[j] - la[j - 5]) - (lb[j] - lb[j - 5]) if j >= 5 else nan
+        k = rel_move_sessions
+        rel = (la[j] - la[j - k]) - (lb[j] - lb[j - k]) if j >= k else nan
         lo = max(0, j - hedge_window + 1)
         beta = zl = zt = nan
         if j + 1 - lo >= max(min_sessions, z_window):
@@ -166,6 +170,7 @@ def observations(
             zl,
             zt,
             float(rel),
+            rel_move_sessions,
         )
     return out
 

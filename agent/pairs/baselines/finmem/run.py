@@ -119,6 +119,8 @@ class FinMemConfig:
         session (the screen's lookback, 2,520; fewer when history is shorter);
     hedge_min_sessions: fewest common sessions for that hedge (below: no z is shown);
     z_window: sessions of the trading-window z (20).
+    rel_move_sessions: common sessions of the observation's relative move of A against B (the
+        payload's ``rel_move_<n>_pct``; 5).
     digest_every: a periodic digest of the pair's moves goes to the mid layer every this many
         sessions (FinMem's mid layer holds periodic reports).
     train_reflection: run the reflection call on settled training decisions (FinMem's training).
@@ -148,6 +150,7 @@ class FinMemConfig:
     hedge_window: int = 2520
     hedge_min_sessions: int = 60
     z_window: int = 20
+    rel_move_sessions: int = 5
     digest_every: int = 5
     train_reflection: bool = True
     test_reflection: bool = False
@@ -181,6 +184,7 @@ class FinMemConfig:
             ("description_max_chars", 0, 5000),
             ("news_token_budget", 0, 100_000),
             ("z_window", 3, 1000),
+            ("rel_move_sessions", 1, 250),
             ("hedge_min_sessions", 3, 5000),
             ("digest_every", 1, 250),
         ):

@@ -202,6 +202,7 @@ def run_agent(
         hedge_window=cfg.hedge_window,
         z_window=cfg.z_window,
         min_sessions=cfg.hedge_min_sessions,
+        rel_move_sessions=cfg.rel_move_sessions,
     )
     mem = LayeredMemory(cfg.memory, embedder, seed)
     st = AgentState(provenance=ProvenanceLog(run_id, aliases.request if aliases is not None else None))

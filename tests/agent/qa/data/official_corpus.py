@@ -39,6 +39,8 @@ from pathlib import Path
 
 SEED = 17
 SCALE_SEED = 29  # the scale cases, added after the first table with their own generator
+SPAN_SCALE_SEED = 31  # spans with their scale written in, added after the scale cases
+SPAN_SCALE_FORMS_PER_QUESTION = 3
 TATQA_FORMS_PER_QUESTION = 3
 TATQA_SCALE_FORMS_PER_QUESTION = 2
 FINMMR_FORMS_PER_ITEM = 9
@@ -198,8 +200,8 @@ def _reads_as_number(text: str) -> bool:
     return len(words) < 2 or any(n in words[1].lower() for n in _SCALE_NAMES)
 
 
-def split_scale(text: str) -> tuple[str, str]:
-    """The documented split rule (rule P): ``(answer, scale)`` of an answer string."""
+def _marked(text: str) -> tuple[str, str] | None:
+    """A text ending with a scale marker after a number (or a JSON list of numbers)."""
     body = text.strip()
     if body.endswith("."):
         body = body[:-1]
@@ -211,12 +213,58 @@ def split_scale(text: str) -> tuple[str, str]:
         if len(parts) == 2 and parts[1].lower() in ("thousand", "million", "billion", "percent"):
             scale, head = parts[1].lower(), parts[0].rstrip()
     if not head:
-        return text, ""
+        return None
     spans = _tatqa_prediction(head)
     spans = spans if isinstance(spans, list) else [spans]
     if not spans or not all(_reads_as_number(x) for x in spans):
-        return text, ""
+        return None
     return head, scale
+
+
+def _marked_elements(text: str) -> tuple[list[str], str] | None:
+    """A JSON list whose elements each end with the same scale marker after a number."""
+    spans = _tatqa_prediction(text)
+    if not isinstance(spans, list) or not spans:
+        return None
+    cut = [_marked(s) for s in spans]
+    if any(c is None or c[0].startswith("[") for c in cut) or len({c[1] for c in cut if c}) != 1:
+        return None
+    return [c[0] for c in cut if c], cut[0][1] if cut[0] else ""
+
+
+def split_scale(text: str) -> tuple[str, str]:
+    """The documented split rule (rule P): ``(answer, scale)`` of an answer string."""
+    marked = _marked(text)
+    if marked is not None:
+        return marked
+    elements = _marked_elements(text)
+    if elements is not None:
+        return json.dumps(elements[0], ensure_ascii=False), elements[1]
+    return text, ""
+
+
+def _states_scale(span: object, scale: str) -> bool:
+    text = str(span)
+    marks = ("%", "percent") if scale == "percent" else (scale,)
+    return _reads_as_number(text) and any(m in text.lower() for m in marks)
+
+
+def scale_readings(text: str, answer_type: str, answer: object, scale: str) -> list[list[str]]:
+    """The pairs rule P reads an answer string as: the split pair and, where a span of a span or
+    multi-span gold states the item's scale and the text's scale is that one, the text as
+    copied (a trailing "." dropped) with it."""
+    first = split_scale(text)
+    if not first[1] or first[1] != scale or answer_type not in ("span", "multi-span"):
+        return [list(first)]
+    if not isinstance(answer, list) or not any(_states_scale(a, scale) for a in answer):
+        return [list(first)]
+    written = text.strip()
+    if written.endswith(".") and not written.startswith("["):
+        written = written[:-1].rstrip()
+    if _marked_elements(text) is None and written.startswith("["):
+        return [list(first)]
+    copied = (written, first[1])
+    return [list(first)] if copied == first else [list(first), list(copied)]
 
 
 _UP = {"thousand": "million", "million": "billion"}
@@ -277,11 +325,55 @@ def tatqa_scale_rows(dataset: list[dict]) -> Iterator[dict]:
                 }
 
 
+def tatqa_span_scale_rows(dataset: list[dict]) -> Iterator[dict]:
+    """Span and multi-span answers with their scale written into every span, for every such
+    question with a scale: the spans each followed by the scale word, accounting negatives
+    written with a currency sign and a space (``$ (3.5) million``) or an inner space
+    (``(265 ) thousand``), the spans with a wrong scale word, and a gold span that carries its
+    own scale word copied as it is (seeded apart, appended after the scale cases)."""
+    rng = random.Random(SPAN_SCALE_SEED)
+    for doc in dataset:
+        for q in doc["questions"]:
+            kind, answer, scale = q["answer_type"], q["answer"], q["scale"]
+            if not scale or kind not in ("span", "multi-span"):
+                continue
+            spans = [str(a) for a in answer]
+            word = "%" if scale == "percent" else f" {scale}"
+
+            def dollar(s: str) -> str:
+                core = s.replace("$", "").strip()
+                return f"$ {core}" if core.startswith("(") else f"${core}"
+
+            def inner(s: str) -> str:
+                core = s.replace("$", "").strip()
+                return f"({core.strip('()')} )" if core.startswith("(") else core
+
+            families = [
+                [f"{s}{word}" for s in spans],
+                [f"{dollar(s)}{word}" for s in spans],
+                [f"{inner(s)}{word}" for s in spans],
+                [f"{s} {scale}" for s in spans],
+                [f"{s} {_WRONG_SCALE.get(scale, 'million')}" for s in spans],
+            ]
+            forms = [json.dumps(f) if kind == "multi-span" else f[0] for f in families]
+            if any(w in " ".join(spans).lower() for w in ("thousand", "million", "billion", "%")):
+                forms.append(json.dumps(spans) if kind == "multi-span" else spans[0])
+            forms = [f for f in dict.fromkeys(forms) if f]
+            for form in rng.sample(forms, min(SPAN_SCALE_FORMS_PER_QUESTION, len(forms))):
+                yield {
+                    "uid": q["uid"],
+                    "answer_type": kind,
+                    "answer": answer,
+                    "scale": scale,
+                    "prediction": form,
+                }
+
+
 def with_pairs(rows: Iterator[dict]) -> Iterator[dict]:
-    """Each row with the pair the split rule makes of its prediction."""
+    """Each row with the pairs the split rule reads its prediction as (``readings``)."""
     for row in rows:
-        answer, scale = split_scale(row["prediction"])
-        yield {**row, "pred_answer": answer, "pred_scale": scale}
+        readings = scale_readings(row["prediction"], row["answer_type"], row["answer"], row["scale"])
+        yield {**row, "readings": readings}
 
 
 # --- FinMMR -------------------------------------------------------------------------------
@@ -369,11 +461,13 @@ def score_tatqa(rows: list[dict], checkout: Path) -> Iterator[dict]:
     for row in rows:
         gold = {"answer_type": row["answer_type"], "answer": row["answer"], "scale": row["scale"]}
         em, f1 = official(gold, row["prediction"], "")
-        em_pair, f1_pair = official(gold, row["pred_answer"], row["pred_scale"])
+        verdicts = [list(official(gold, answer, scale)) for answer, scale in row["readings"]]
+        em_pair, f1_pair = max(tuple(v) for v in verdicts)
         yield {
             **row,
             "official_em": em,
             "official_f1": f1,
+            "official_readings": verdicts,
             "official_em_pair": em_pair,
             "official_f1_pair": f1_pair,
         }
@@ -419,7 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "corpus":
         data = json.loads(args.released.read_text(encoding="utf-8"))
         if args.benchmark == "tatqa":
-            rows = with_pairs(itertools.chain(tatqa_rows(data), tatqa_scale_rows(data)))
+            rows = with_pairs(
+                itertools.chain(tatqa_rows(data), tatqa_scale_rows(data), tatqa_span_scale_rows(data))
+            )
         else:
             rows = finmmr_rows(data)
     else:
