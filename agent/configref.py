@@ -67,6 +67,7 @@ def config_files() -> list[ConfigFile]:
     from agent.pairs.market.execution import FILLS
     from agent.pairs.market.settlement import EXPOSURES, NO_BETA_LEGS
     from agent.pairs.moira.config import (
+        BLOCK_ORDERS,
         DIRECTION_RULES,
         PRINCIPLE_RULES,
         SELECTION_FALLBACKS,
@@ -107,7 +108,7 @@ def config_files() -> list[ConfigFile]:
             Table("windows", WindowConfig, note="Inclusive calendar dates; sessions come from the store."),
             Table("model", ModelConfig, skip=("max_tokens",), allowed={"backend": backends}),
             Table("model.max_tokens", MaxTokens),
-            Table("prompt", PromptConfig),
+            Table("prompt", PromptConfig, allowed={"block_order": _words(BLOCK_ORDERS)}),
             Table(
                 "policy",
                 PolicyConfig,
@@ -240,6 +241,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _values(ty: str, allowed: str) -> str:
+    """A key's type with its allowed values (one column: four columns fit a laptop's page)."""
+    if not allowed or allowed == "true, false":
+        return ty
+    return f"{ty}: {'each ' if ty.startswith('array') else ''}one of {allowed}"
+
+
 def render_markdown() -> str:
     """The configuration reference page (Markdown)."""
     files = config_files()
@@ -263,8 +271,9 @@ def render_markdown() -> str:
                 lines += ["", f"### `{header}`", ""]
                 if own.note:
                     lines += [own.note, ""]
-                lines += [f"Validated by `{cls.__module__}.{cls.__qualname__}`.", ""]
-                lines += ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
+                if not cls.__qualname__.startswith("_"):  # a private class is no user's business
+                    lines += [f"Validated by `{cls.__module__}.{cls.__qualname__}`.", ""]
+                lines += ["| key | type and values | default | description |", "|---|---|---|---|"]
                 rows = [
                     (d.name, d.type, d.default, own.allowed.get(d.name, d.allowed), d.description)
                     for d in docs
@@ -273,7 +282,7 @@ def render_markdown() -> str:
                 for name, ty, default, allowed, desc in rows:
                     shown = f"`{default}`" if default else "*required*"
                     lines.append(
-                        f"| `{name}` | {_cell(ty)} | {_cell(shown)} | {_cell(allowed)} | "
+                        f"| `{name}` | {_cell(_values(ty, allowed))} | {_cell(shown)} | "
                         f"{_cell(desc) or '*(no description yet)*'} |"
                     )
     return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from localfin.errors import ConfigError
 
@@ -19,7 +19,12 @@ __all__ = ["BenchParser", "run_main"]
 
 
 class BenchParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors raise :class:`ConfigError` naming the problem."""
+    """An ``ArgumentParser`` whose usage errors raise :class:`ConfigError` naming the problem;
+    its description (the command's help) is printed with its lines and examples as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(f"{self.prog}: {message} (see --help)")

@@ -1,6 +1,7 @@
 """`localfin bench ...`: one subcommand per benchmark, its options built from the benchmark's own
-``bench.<module>.parser()`` (the argparse parser that ``python -m bench.<module>`` uses too), so
-the two cannot drift apart; the command passes the options given on to ``bench.<module>.main``.
+``parser()`` (the argparse parser its module uses when run as a script too), so the two cannot
+drift apart; the command passes the options given on to the module's ``main(argv)``. Its help
+is the parser's description, written for the user.
 
 A benchmark module may import numba, torch or vLLM at its top, so a command is built only when
 it is run or its help is asked for: ``localfin bench --help`` lists the benchmarks from
@@ -17,6 +18,8 @@ from typing import Any, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+
+from localfin_cli.help_format import MARKUP, tidy
 
 __all__ = ["BENCHMARKS", "app", "argv_from", "build_command"]
 
@@ -78,10 +81,10 @@ def _help(ap: argparse.ArgumentParser, action: argparse.Action) -> str:
 
 
 def _shown(default: Any) -> str | bool:
+    if isinstance(default, list | tuple):
+        default = ",".join(map(str, default))
     if default is None or default == "" or default is False:
         return False
-    if isinstance(default, list | tuple):
-        return ",".join(map(str, default))
     return str(default)
 
 
@@ -164,9 +167,9 @@ def build_command(name: str) -> Any:
     params += [_param(ap, a) for a in _actions(ap)]
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__annotations__ = {p.name: p.annotation for p in params}
-    one = typer.Typer()
+    one = typer.Typer(add_completion=False, rich_markup_mode=MARKUP)
     one.command(name, help=(ap.description or BENCHMARKS[name][1]).strip())(run)
-    return typer.main.get_command(one)
+    return tidy(typer.main.get_command(one))
 
 
 class _Lazy(TyperCommand):
@@ -175,7 +178,7 @@ class _Lazy(TyperCommand):
     def __init__(self, name: str) -> None:
         self._built: Any = None
         short = BENCHMARKS[name][1]
-        super().__init__(name, help=short, short_help=short)
+        super().__init__(name, help=short, short_help=short, rich_markup_mode=MARKUP)
 
     def _real(self) -> Any:
         if self._built is None:
@@ -190,6 +193,9 @@ class _Lazy(TyperCommand):
     @params.setter
     def params(self, value: list[Any]) -> None:  # set empty by click; the benchmark's own replace it
         pass
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return self._real().get_help_option(ctx)
 
     def invoke(self, ctx: Any) -> Any:
         return self._real().invoke(ctx)
@@ -212,6 +218,7 @@ class _Group(TyperGroup):
 
 app = typer.Typer(
     cls=_Group,
-    help="Benchmarks; each prints JSON lines in one record format (bench/records.py).",
+    help="Benchmarks: each prints one JSON line per measured figure (benchmark, case, metric, value, "
+    "unit, reference, ratio, params, machine).",
     no_args_is_help=True,
 )

@@ -39,8 +39,9 @@ from localfin_cli import (
     reproduce_cmd,
     serve_cmd,
 )
+from localfin_cli.help_format import MARKUP, tidy
 
-__all__ = ["app", "main"]
+__all__ = ["app", "command", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ app = typer.Typer(
     help="Offline financial LLM agents on self-hosted open-weight models.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP,
 )
 
 
@@ -103,6 +105,12 @@ reproduce_cmd.register(app)
 gpu_cmd.register(app)
 
 
+def command() -> typer.core.TyperGroup:
+    """The command tree of :data:`app` as ``localfin`` runs it and the reference page shows it
+    (:mod:`localfin_cli.help_format`)."""
+    return tidy(typer.main.get_command(app))
+
+
 # typer >= 0.2x carries its own copy of click: its exceptions are not click's, so both families
 # are caught (with an older typer the two tuples name the same classes).
 _EXITS = (click.exceptions.Exit, typer.Exit)
@@ -127,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         # not a kill by SIGXFSZ with the run's tables half-written
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
-        rv = app(args=args, prog_name="localfin", standalone_mode=False)
+        rv = command().main(args=args, prog_name="localfin", standalone_mode=False)
     except _EXITS as exc:
         return int(exc.exit_code)
     except _ABORTS:

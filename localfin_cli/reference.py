@@ -1,7 +1,7 @@
 """The command-line reference (``docs/reference/cli.md``), generated from the typer app itself:
-every command and group, its help, arguments and options with their defaults (hidden commands
-and options, the deprecated aliases, are left out). A benchmark's help is its module's
-docstring, shown as written.
+every command and group, its help (Markdown, as ``--help`` renders it), arguments and options
+with their defaults (hidden commands and options, the deprecated aliases, are left out), shown
+as ``--help`` shows them (:mod:`localfin_cli.help_format`).
 
 typer carries its own copy of click, so the command tree is walked by its methods
 (``list_commands``, ``get_command``, ``params``), not by click's classes.
@@ -27,9 +27,9 @@ def commands(
     """``(full command line, command, its context)`` of every command and group, depth first,
     by name."""
     if cmd is None:
-        from localfin_cli.main import app
+        from localfin_cli.main import command
 
-        cmd = typer.main.get_command(app)
+        cmd = command()
     ctx = typer.Context(cmd, parent=parent, info_name=path[-1] if path else "localfin")
     yield " ".join(("localfin", *path)), cmd, ctx
     if _is_group(cmd):
@@ -52,7 +52,7 @@ def _param_rows(cmd: Any, ctx: Any) -> list[str]:
     for p in cmd.params:
         if getattr(p, "hidden", False) or p.name in ("install_completion", "show_completion"):
             continue
-        kind = p.display_type(ctx).strip("<>")
+        kind = (p.display_type_rich(ctx) or "").strip("<>")
         if p.param_type_name == "argument":
             name = f"`{p.metavar or p.name.upper()}`"
         else:
@@ -88,9 +88,7 @@ def render_markdown() -> str:
         lines += ["", f"{level} `{full}` {{#{_anchor(full)}}}", ""]
         usage = " ".join(cmd.collect_usage_pieces(ctx))
         lines += ["```text", f"{full} {usage}".rstrip(), "```", ""]
-        if cmd.help and full.startswith("localfin bench ") and not _is_group(cmd):
-            lines += ["```text", cmd.help.strip(), "```", ""]  # a module docstring, not Markdown
-        elif cmd.help:
+        if cmd.help:
             lines += [cmd.help.strip(), ""]
         if _is_group(cmd):
             subs = [(n, cmd.get_command(ctx, n)) for n in sorted(cmd.list_commands(ctx))]

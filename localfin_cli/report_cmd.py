@@ -23,7 +23,7 @@ def _window(text: str) -> tuple[int, int]:
 def report(
     ctx: typer.Context,
     run_dir: Path = typer.Argument(
-        ..., help="An experiment folder (runs/<run_id>/...), a run folder, or a folder above several."
+        ..., help="An experiment folder (runs/RUN_ID/...), a run folder, or a folder above several."
     ),
     out: Path | None = typer.Option(None, "--out", help="Report folder (default: RUN_DIR/report)."),
     screenshot: Path | None = typer.Option(

@@ -388,7 +388,7 @@ def run(
     config: str = _config_arg(False),
     config_file: Path = _CONFIG_FILE,
     out: Path = typer.Option(
-        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce/<config>)."
+        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce/CONFIG)."
     ),
     data_root: Path = _data_root(),
     resume: bool = typer.Option(
@@ -446,7 +446,7 @@ def smoke(
     config: str = _config_arg(True),
     config_file: Path = _CONFIG_FILE,
     out: Path = typer.Option(
-        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce-smoke/<config>)."
+        None, "--out", help="Output folder (default: $LOCALFIN_RUNS_DIR/reproduce-smoke/CONFIG)."
     ),
     data_root: Path = _data_root(),
     model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the CPU model."),

@@ -56,7 +56,7 @@ class ModelSpec:
         display_name: the model's published name.
         source: ``local_dir`` (a checkpoint directory under ``LOCALFIN_MODELS_DIR``),
             ``pip_package`` (converted from a pip package by ``localfin models prepare``), or
-            ``built`` (a directory made at run time; give it with :meth:`with_path`).
+            ``built`` (a directory made at run time; give it with ``--model-path``).
         dirname: directory name under the models root (``local_dir``/``pip_package``).
         path: explicit directory, overriding ``dirname``.
         hf_reference: the upstream checkpoint the directory should hold (documentation only;
@@ -65,9 +65,9 @@ class ModelSpec:
         reasoning_parser: vLLM reasoning parser (``qwen3``) or ``None``.
         tool_call_parser: vLLM tool-call parser (``llama3_json``, ``hermes``) or ``None``.
         max_model_len: context length in tokens given to the engine.
-        tensor_parallel_size: the least number of GPUs to shard over (1: the placement,
-            :mod:`serving.placement`, takes the smallest power of two that holds the model on
-            the GPUs at hand; more: at least this many).
+        tensor_parallel_size: the least number of GPUs to shard over (1: the placement takes
+            the smallest power of two that holds the model on the GPUs at hand; more: at least
+            this many).
         default_max_tokens: completion budget the agents use unless told otherwise (tokens).
         timeout_s: per-request timeout for the HTTP backend (seconds).
         accepts_images: whether image parts may be sent.
@@ -81,8 +81,8 @@ class ModelSpec:
         device: ``gpu`` or ``cpu``: which engine build it is meant for.
         revision: weights tag; empty means "hash of config.json at load time".
         extra_serve_args: more `vllm serve` flags.
-        arch: architecture family (one of :data:`ARCHS`, ``""``: not said): which tiny random
-            model stands in for it on the CPU (:func:`cpu_stand_in`).
+        arch: architecture family (``""``: not said): which tiny random model stands in for it
+            in a CPU rehearsal of a GPU configuration.
     """
 
     key: str

@@ -596,3 +596,77 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return CliRun(code, out, err)
 
     return run
+
+
+#: what a page looks like in a 1280-pixel window, measured in the browser: the page's width, each
+#: table's right edge and whether it scrolls, code blocks whose lines run on behind a scroll bar,
+#: words of table cells and of the site's navigation that the browser broke over two lines (a long
+#: name is made of runs, in the site and the report alike: it may wrap between them, where a <wbr>
+#: splits its text)
+_LAYOUT_JS = """
+(() => {
+  const W = document.documentElement.clientWidth, out = {width: W,
+    page: document.documentElement.scrollWidth, tables: [], code: [], names: []};
+  for (const t of document.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect(), wrap = t.closest('.md-typeset__scrollwrap') || t;
+    out.tables.push({right: Math.round(r.right), cls: t.className,
+      scrolls: t.scrollWidth > t.clientWidth + 1 || wrap.scrollWidth > wrap.clientWidth + 1,
+      head: (t.tHead ? t.tHead.innerText : '').replace(/\\s+/g, ' ').slice(0, 60)});
+  }
+  for (const c of document.querySelectorAll('pre > code'))
+    if (c.scrollWidth > c.clientWidth + 1) out.code.push(c.innerText.split('\\n')[0].slice(0, 80));
+  // a word of a table cell laid out on two lines: a name broken inside (a plain hyphenated word
+  // such as "equal-magnitude" may break at its hyphen, as prose does; "YYYY-MM-DD" may not)
+  const plain = /^[("'\u201c]*([A-Za-z]+|[A-Za-z][a-z]*(-[A-Za-z][a-z]*)+)[)"'\u201d,.;:!?]*$/;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const el = n.parentElement, nav = el && el.closest('.md-nav__link');  // there, a word is a name
+    if (!el || !(nav || el.closest('td, th'))) continue;
+    for (const m of n.textContent.matchAll(/\\S+/g)) {
+      if (nav ? !/[-/_.:=]/.test(m[0]) : plain.test(m[0])) continue;
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      if (new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1) out.names.push(m[0]);
+    }
+  }
+  document.body.setAttribute('data-layout', JSON.stringify(out));
+})();
+"""
+
+
+@pytest.fixture
+def page_layout(tmp_path: Path):
+    """``page_layout(html, width=1280)``: the page as headless Chromium lays it out in a window
+    ``width`` pixels wide (see ``_LAYOUT_JS``); skips where Chromium is absent. The page is read
+    from a copy beside it that carries the measuring script."""
+    import html as html_lib
+    import json
+    import tempfile
+
+    from agent.report.screenshot import find_chromium
+
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+
+    def measure(page: Path, width: int = 1280) -> dict:
+        probe = page.with_name(f".layout-{page.name}")
+        probe.write_text(
+            page.read_text(encoding="utf-8").replace("</body>", f"<script>{_LAYOUT_JS}</script></body>"),
+            encoding="utf-8",
+        )
+        try:
+            with tempfile.TemporaryDirectory(prefix="localfin-chromium-", dir=tmp_path) as profile:
+                cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                       "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                       "--disable-sync", f"--user-data-dir={profile}", f"--window-size={width},900",
+                       "--virtual-time-budget=3000", "--dump-dom", probe.resolve().as_uri()]  # fmt: skip
+                dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False).stdout
+        finally:
+            probe.unlink(missing_ok=True)
+        found = re.search(r'data-layout="([^"]*)"', dom)
+        assert found, f"Chromium measured nothing in {page}"
+        return json.loads(html_lib.unescape(found.group(1)))
+
+    return measure

@@ -298,7 +298,7 @@ def test_the_guides_commands_run_the_plugin_baseline_without_a_model(site, tmp_p
 
     (tmp_path / "localfin_data").mkdir()
     shutil.copy(small_store(), tmp_path / "localfin_data" / "market.sqlite")
-    block = next(b for b in _guide_blocks("bash") if "pairs baselines" in b)
+    block = next(b for b in _guide_blocks("bash") if "pairs baselines" in b).replace("\\\n", " ")
     line = next(ln for ln in block.splitlines() if ln.startswith("localfin pairs baselines"))
     proc = _localfin(site, *shlex.split(line)[1:], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

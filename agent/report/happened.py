@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.report.html import esc, note
+from agent.report.html import esc, names, note
 
 __all__ = ["MECHANISMS", "Mechanism", "find_mechanisms", "happened_section", "missing"]
 
@@ -327,12 +327,12 @@ def happened_section(
     rows = []
     for m in shown:
         if m.occurred:
-            where = f"{esc(m.run)}, {esc(m.step)}"
-            link = f'<a href="#{esc(m.anchor)}">{esc(m.source)} row {m.row}</a>'
+            where = f"{names(m.run)}, {names(m.step)}"
+            link = f'<a href="#{esc(m.anchor)}">{names(m.source)} row {m.row}</a>'
             status = f'<td data-occurred="yes">occurred ({m.count}x)</td>'
             rows.append(
                 f'<tr data-mechanism="{esc(m.key)}"><td>{esc(m.part)}</td><td>{esc(m.what)}</td>{status}'
-                f"<td>{where}</td><td>{link}</td><td>{esc(m.summary)}</td></tr>"
+                f"<td>{where}</td><td>{link}</td><td>{names(m.summary)}</td></tr>"
             )
         else:
             rows.append(

@@ -10,6 +10,7 @@ read the page back.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "fmt_pm",
     "fmt_range",
     "esc",
+    "names",
     "table",
     "figure",
     "note",
@@ -53,6 +55,24 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+_PLAIN_WORD = re.compile(r"[(\"'“]*(?:[A-Za-z]+|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+)[)\"'”,.;:!?]*")
+
+
+def names(text: Any) -> str:
+    """``text`` escaped for a table cell, a name in it (a run id, a path, a ticker pair: a word
+    that is not a plain English one) kept whole: a run that does not wrap (``.nb``), a path
+    wrapping only after a ``/``. The browser would otherwise break ``full-beta-s0`` after a
+    hyphen."""
+    out = []
+    for token in re.split(r"(\s+)", str(text)):
+        if not re.search(r"[A-Za-z][-/_]|[-/_][A-Za-z]", token) or _PLAIN_WORD.fullmatch(token):
+            out.append(esc(token))  # nothing a browser would break inside (3/10, -6.36%)
+            continue
+        pieces = re.split(r"(?<=/)(?=.)", token) if len(token) > 16 else [token]
+        out.append("<wbr>".join(f'<span class="nb">{esc(p)}</span>' for p in pieces))
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Cell:
     """A table cell: its text, and for a number the value and metric name written as data
@@ -67,7 +87,7 @@ class Cell:
 
 def _cell(c: Cell | str, tag: str = "td") -> str:
     if not isinstance(c, Cell):
-        return f"<{tag}>{esc(c)}</{tag}>"
+        return f"<{tag}>{names(c)}</{tag}>"
     attrs = []
     if c.cls:
         attrs.append(f'class="{esc(c.cls)}"')
@@ -77,8 +97,8 @@ def _cell(c: Cell | str, tag: str = "td") -> str:
         v = repr(float(c.value)) if is_number(c.value) else "nan"
         attrs.append(f'data-value="{esc(v)}"')
     a = (" " + " ".join(attrs)) if attrs else ""
-    sub = f'<br><span class="small">{esc(c.sub)}</span>' if c.sub else ""
-    return f"<{tag}{a}>{esc(c.text)}{sub}</{tag}>"
+    sub = f'<br><span class="small">{names(c.sub)}</span>' if c.sub else ""
+    return f"<{tag}{a}>{names(c.text)}{sub}</{tag}>"
 
 
 def table(
@@ -126,13 +146,13 @@ nav a{margin-right:14px;white-space:nowrap}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:12.5px}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
-white-space:nowrap}table.results td:first-child{white-space:nowrap}
+white-space:nowrap}table.results td:first-child{white-space:nowrap}td.num.wrap{white-space:normal}
 caption{caption-side:top;text-align:left;color:#555;padding:2px 0;font-size:12px}
 figure{margin:8px 0 16px;background:#fff;border:1px solid #e3e3e3;padding:6px}
 figure img{max-width:100%;height:auto;display:block}figcaption{color:#555;font-size:12px;margin-top:4px}
 .note{color:#8a6d3b;background:#fcf8e3;border:1px solid #faebcc;padding:5px 9px;margin:6px 0;font-size:12.5px}
 .warn{color:#a94442}details{margin:6px 0}summary{cursor:pointer;font-weight:600}
-.small{font-size:12px;color:#555}ul.conv li{margin:2px 0}
+.small{font-size:12px;color:#555}ul.conv li{margin:2px 0}.nb{white-space:nowrap}
 """
 
 

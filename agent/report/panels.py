@@ -57,7 +57,7 @@ RESULT_HEADERS = (
     "CF action accuracy",
     "accepted policy updates",
     "pair switches",
-    "lifecycle HEALTHY/WARNING/BREAK/none",
+    "lifecycle HEALTHY / WARNING / BREAK / none",
     "boundary re-screens / replacements",
 )
 
@@ -99,10 +99,13 @@ def results_table(section: Section) -> str:
                 Cell(s.label + mark, sub=f"median run: {r['run_id']}" if s.n > 1 else f"run: {r['run_id']}"),
                 Cell(_seeds(s), s.n, "n_runs", "num"),
                 Cell(fmt_pct(r["cumulative_return"]), r["cumulative_return"], "cumulative_return", "num"),
-                Cell(fmt_range(r["return_min"], r["return_max"]) if spread else "–", None, "", "num"),
+                Cell(fmt_range(r["return_min"], r["return_max"]) if spread else "–", None, "", "num wrap"),
                 sharpe_cell(s.representative.metrics),
                 Cell(
-                    fmt_range(r["sharpe_min"], r["sharpe_max"], pct=False) if spread else "–", None, "", "num"
+                    fmt_range(r["sharpe_min"], r["sharpe_max"], pct=False) if spread else "–",
+                    None,
+                    "",
+                    "num wrap",
                 ),
                 Cell(fmt_pct(r["max_drawdown"]), r["max_drawdown"], "max_drawdown", "num"),
                 Cell(
@@ -126,7 +129,7 @@ def results_table(section: Section) -> str:
                     "num",
                 ),
                 Cell(fmt_int(r["pair_switches"]), r["pair_switches"], "pair_switches", "num"),
-                Cell(_shares(r["lifecycle_shares"]), None, "", "num"),
+                Cell(_shares(r["lifecycle_shares"]), None, "", "num wrap"),
                 Cell(
                     _pair_of_ints(r["rescreens"], r["replacements"]),
                     r["replacements"] if r["replacements"] is not None else math.nan,

@@ -195,10 +195,10 @@ class QAPlan:
     #: both models)
     judge_base_url: str = ""
     #: items of each judged set on which the judge is checked (its verdicts on their gold
-    #: answers and on perturbed wrong ones, :mod:`agent.qa.judge_check`); 0 = no check
+    #: answers and on perturbed wrong ones, as ``localfin qa judge-check``); 0 = no check
     judge_check_items: int = 200
     #: the Base variant's protocol: ``model_only`` (the paper's: question and context in, free
-    #: text out, the final answer read by :mod:`agent.qa.final_answer`) or ``constrained``
+    #: text out, the final answer read from the text) or ``constrained``
     #: (one JSON reply with the question's answer format and a numeric pattern)
     base: str = "model_only"
     #: completion budget of the model-only Base reply (tokens; free text has no schema bound)
@@ -213,7 +213,7 @@ class QAPlan:
     #: constrain the solver's plan and action replies by their JSON schema (off: free replies,
     #: the first JSON object in each read and checked against the same schema)
     action_schema: bool = True
-    #: the scorer of each benchmark, by name (:mod:`agent.qa.scorers`): ``localfin`` (the rules
+    #: the scorer of each benchmark, by name: ``localfin`` (the rules
     #: the papers state), ``official`` (the benchmark's released scorer: FinMMR with its answer
     #: extractor, FinMME's eval.py, TAT-QA's), ``authors`` (the FinAcumen authors' released
     #: scorers: what produced their Table 1), ``authors_em`` (FinTMMBench's SQuAD match alone),
@@ -232,7 +232,7 @@ class QAPlan:
     pipeline_parallel: int = 1
     #: ``backend = "vllm"``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``) in the
     #: solver's and the judge's engines, so a resumed GPU run's new replies equal an
-    #: uninterrupted run's (docs/faults.md, "Determinism")
+    #: uninterrupted run's (see "Faults and recovery", Determinism)
     batch_invariant: bool = False
     #: ``backend = "vllm"``: vLLM's asynchronous scheduling (its CUDA default), off until a GPU
     #: check validates it with structured outputs and seeded requests

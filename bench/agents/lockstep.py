@@ -18,7 +18,20 @@ import argparse
 import tempfile
 from pathlib import Path
 
-__all__ = ["main", "parser"]
+__all__ = ["HELP", "main", "parser"]
+
+
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """The Moira demo experiment (2 seeds x 2 exposures) with every run in lock-step against the same runs
+one after another, on one engine.
+
+Measured as localfin bench agent measures Moira (one warmed-up engine, start-up outside the timed
+runs, the prefix cache emptied before each mode, fresh journals), on the whole demo experiment,
+optionally with a shorter test window or fewer replay cycles.
+
+    localfin bench moira-lockstep                        # the demo experiment on smollm2-135m
+    localfin bench moira-lockstep --test-end 2022-09-02  # a shorter test window
+"""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -27,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
 
     ap = BenchParser(
         prog="localfin bench moira-lockstep",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--model", default="smollm2-135m", help="registry key")

@@ -45,6 +45,7 @@ from serving.backend import Backend
 from serving.open import BackendSpec, open_backend
 
 __all__ = [
+    "HELP",
     "ENTRIES",
     "AgentRun",
     "main",
@@ -257,9 +258,24 @@ def _tiny_registry() -> Any:
     return reg.with_spec(reg.get("tiny-qwen3").with_path(path))
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """The agents end to end on the real engine: tokens per call type and per unit of work, wall time, and
+the lock-step speed-up.
+
+Runs a shortened Moira experiment and a FinAcumen evaluation on one warmed-up in-process engine,
+once with every run's calls batched together (lock-step) and once one run after another, the prefix
+cache emptied before each. Token figures come from the runs' call journals (per finalized trading
+step for Moira, per question for FinAcumen). An agent that cannot run here is reported as skipped,
+one that fails as failed (exit code 1); no figure is made up.
+
+    localfin bench agent --moira-size 2 --qa-size 4
+    localfin bench agent --tiny            # tiny random Qwen3, seconds
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    ap = BenchParser(prog="localfin bench agent", description=__doc__.split("\n\n")[0])
+    ap = BenchParser(prog="localfin bench agent", description=HELP)
     ap.add_argument("--agents", default=",".join(ENTRIES), help=f"from {', '.join(ENTRIES)}")
     ap.add_argument("--backend", default="vllm", help="backend kind (vllm: the in-process engine)")
     ap.add_argument("--model", default="smollm2-135m")

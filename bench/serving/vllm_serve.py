@@ -51,7 +51,7 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["Point", "bench_serve_command", "parse_points", "main", "parser", "figures_table"]
+__all__ = ["HELP", "Point", "bench_serve_command", "parse_points", "main", "parser", "figures_table"]
 
 #: Runs vLLM's serving benchmark from its module where the ``vllm`` command cannot start (the
 #: CPU build: ``vllm bench`` reads the version of a distribution named ``vllm``). A child
@@ -251,11 +251,28 @@ def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",") if v.strip()]
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """vLLM's own serving benchmark on the agents' journaled prompts, beside our driver at the same points.
+
+Exports the calls of the given journals (Moira, FinMem, FinAcumen runs, a demo) as a serving
+dataset, starts the model's OpenAI server as localfin serve does (or uses --base-url) and measures
+each point twice on the same server and requests: with vLLM's benchmark (vllm bench serve: request,
+output and total token throughput; TTFT, TPOT, ITL and E2EL mean, median and p99, the figures to
+compare with published vLLM numbers) and with our driver (the agents' chat requests, figures
+computed the same way), plus lock-step rounds, the agents' way. Points: each --rates value (Poisson
+arrivals) and --max-concurrency with an unbounded rate; the prefix cache is emptied before each.
+
+    localfin bench vllm-serve --journal DEMO_OUT --out runs/vllm-serve     # the CPU model
+    localfin bench vllm-serve --dataset runs/vllm-serve/agents.jsonl --out runs/gpu \\
+        --base-url http://127.0.0.1:8000/v1 --model qwen3-4b --rates 2,8 --max-concurrency 64
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench vllm-serve",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(

@@ -28,7 +28,7 @@ from bench._args import BenchParser, run_main
 from bench.records import Record, RecordWriter, parse_record, read_records
 from bench.suite.summary import replace_section, summary_markdown
 
-__all__ = ["MODULES", "PLAN", "main", "parser", "plan"]
+__all__ = ["HELP", "MODULES", "PLAN", "main", "parser", "plan"]
 
 PLAN = ("kernels", "retrieval", "serving", "cpu_settings", "agent")
 #: the module each part of the plan runs (``python -m``)
@@ -106,9 +106,22 @@ def _run(
     return recs, "" if rc == 0 else f"exit code {rc} (see bench-all.log)"
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """Every benchmark at a size that fits about 15 minutes on 2 CPU cores, with one Markdown summary.
+
+Runs kernels, retrieval, serving, the CPU settings and the agents, each in its own process, one
+after another, and writes to --out: records.jsonl (every figure), summary.md (the headline table),
+serving.png and bench-all.log (the benchmarks' own messages). With --readme the table replaces that
+README's generated section. A benchmark that fails is reported in the table, the others still run,
+and the exit code is 1.
+
+    localfin bench all --out bench/results --readme README.md
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    ap = BenchParser(prog="localfin bench all", description=__doc__.split("\n\n")[0])
+    ap = BenchParser(prog="localfin bench all", description=HELP)
     ap.add_argument("--out", default=None, help="output folder (default: $LOCALFIN_REPORTS_DIR/bench)")
     ap.add_argument("--readme", default=None, help="README whose generated benchmark section to replace")
     ap.add_argument("--only", default=",".join(PLAN), help=f"comma-separated subset of {', '.join(PLAN)}")

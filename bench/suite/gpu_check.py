@@ -41,7 +41,7 @@ import numpy as np
 from bench._args import BenchParser, run_main
 from bench.records import RecordWriter
 
-__all__ = ["ARCHS", "main", "parser", "model_config"]
+__all__ = ["HELP", "ARCHS", "main", "parser", "model_config"]
 
 #: Published shapes (config.json of the released checkpoints), written out by hand.
 ARCHS: dict[str, dict[str, Any]] = {
@@ -340,9 +340,24 @@ def _bank(args: argparse.Namespace, w: RecordWriter, device: Any) -> None:
         )
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """GPU machine check: generation throughput of the backbones' architectures with random weights, a
+batch sweep, and the kernels and the bank on the machine's CPUs.
+
+Needs only PyTorch, transformers, numba and numpy (no vLLM, weights or downloads). Per model and
+batch size: output tokens/s, time to first token, inter-token latency and peak GPU memory; a model's
+sweep stops when tokens/s stops rising by more than 10 %, at out-of-memory, or when --budget seconds
+are used. Then the Engle-Granger kernels (all threads against one) and the exact threshold index
+against brute force.
+
+    localfin bench gpu-check                # on a GPU machine, under 10 minutes
+    localfin bench gpu-check --tiny         # anywhere, tiny shapes on the CPU, seconds
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    ap = BenchParser(prog="localfin bench gpu-check", description=__doc__.split("\n\n")[0])
+    ap = BenchParser(prog="localfin bench gpu-check", description=HELP)
     ap.add_argument("--tiny", action="store_true", help="tiny shapes on CPU (tests)")
     ap.add_argument("--models", default=",".join(ARCHS), help=f"from {', '.join(ARCHS)}")
     ap.add_argument("--batches", default="1,8,32,64,128,256", help="batch sizes of the sweep")

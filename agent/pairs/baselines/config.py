@@ -80,11 +80,12 @@ FINMEM_FROM_MODEL = ("model", "temperature", "top_p", "repetition_penalty", "thi
 class BaselinesConfig:
     """Which baselines run and with what settings.
 
-    methods: names from :data:`BASELINE_METHODS` or an installed plugin's baseline (distinct);
-        empty = no baseline.
-    eg_z: :class:`~agent.pairs.baselines.eg_z.EGZConfig`.
-    eg_ddqn: :class:`~agent.pairs.baselines.eg_ddqn.DDQNConfig`.
-    finmem: :class:`~agent.pairs.baselines.finmem.run.FinMemConfig` (its model fields follow ``[model]``).
+    methods: the baselines to run, built-in or an installed plugin's, each named once; empty =
+        no baseline.
+    eg_z: the EG+Z baseline's settings (``[baselines.eg_z]``).
+    eg_ddqn: the EG-DDQN baseline's settings (``[baselines.eg_ddqn]``).
+    finmem: the FinMem baseline's settings (``[baselines.finmem]``; its model fields follow
+        ``[model]``).
     plugin_options: (name, options) of the plugin baselines whose ``[baselines.<name>]`` table the
         file has (filled by :func:`parse_baselines`; a plugin not named here runs at its defaults).
     """

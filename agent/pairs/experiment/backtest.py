@@ -270,8 +270,10 @@ def _context(
 
 
 def _copy_training(src: TraceLog, dst: TraceLog) -> None:
-    """The shared training rows (trace and provenance) under ``dst``'s run id."""
-    dst.events += [replace(e, run_id=dst.run_id) for e in src.events]
+    """The shared training rows (trace and provenance) under ``dst``'s run id, numbered on from
+    ``dst``'s last event (the warmup's and the consolidation's own numbers both start at 0)."""
+    start = len(dst.events)
+    dst.events += [replace(e, run_id=dst.run_id, seq=start + i) for i, e in enumerate(src.events)]
     dst.provenance.rows += [replace(r, run_id=dst.run_id) for r in src.provenance.rows]
 
 

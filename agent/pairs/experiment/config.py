@@ -98,7 +98,7 @@ class ModelConfig:
 
     backbone: registry key (``localfin models list``).
     backend: ``vllm`` (in-process engine), ``openai`` (a running ``vllm serve`` at base_url) or
-        the kind of an installed backend plugin (``serving.open.backend_kinds``).
+        the kind of an installed backend plugin.
     base_url: the server for ``openai`` (e.g. http://127.0.0.1:8000/v1).
     server_default: the papers' "server-default sampling" (Moira Appendix C): every sampling
         field this table leaves unset (temperature, top_p, repetition_penalty) is left to the
@@ -118,7 +118,7 @@ class ModelConfig:
     max_retries, retry_backoff_s, retry_backoff_max_s: ``openai``: retries of a transient
         failure (connection refused or reset, timeout, HTTP 408/429/502/503/504), the first
         delay (doubling) and the longest one, in seconds; when they are spent the run stops at a
-        call boundary (exit code 4) and resumes with ``--resume`` (docs/faults.md).
+        call boundary (exit code 4) and resumes with ``--resume`` (see "Faults and recovery").
     max_failures_in_a_row: requests the engine or server fails outright in a row (each its
         recorded fallback) before the run stops (exit code 1).
     quantization: ``vllm``: a declared weight quantization of the engine, ``fp8`` (vLLM
@@ -129,7 +129,7 @@ class ModelConfig:
     batch_invariant: ``vllm``: vLLM's batch-invariant kernels (``VLLM_BATCH_INVARIANT=1``): a
         reply no longer depends on which requests share its batch, so a resumed GPU run's new
         replies equal an uninterrupted run's, at some speed (bf16 GPU kernels are otherwise not
-        batch-invariant; docs/faults.md, "Determinism").
+        batch-invariant; see "Faults and recovery", Determinism).
     async_scheduling: ``vllm``: vLLM's asynchronous scheduling (its CUDA default), off until a
         GPU check validates it with structured outputs, the reasoning parser and seeded requests.
     worker_start_method: ``vllm``: how the engine's processes start (``spawn``, as the CPU
@@ -222,8 +222,10 @@ class ModelConfig:
 class WindowConfig:
     """Training and test windows (inclusive calendar dates; sessions come from the store).
 
-    train_start, train_end: the training window (Moira's warm-up and replay cycles).
-    test_start, test_end: the test window, after train_end (the reported backtest).
+    train_start: the first day of the training window (Moira's warm-up and replay cycles).
+    train_end: the last day of the training window.
+    test_start: the first day of the test window (the reported backtest), after ``train_end``.
+    test_end: the last day of the test window.
     """
 
     train_start: dt.date
@@ -250,27 +252,28 @@ class ExperimentConfig:
         digits, ``_``, ``-``, ``.``).
     store: the market store (SQLite, ``localfin data import``; default ``$LOCALFIN_STORE``).
     pool: tickers the screen chooses pairs from ([] = every ticker of the store).
-    seeds: one run per seed (and exposure and variant); every request carries its run's seed.
+    seeds: one run per seed (and exposure and variant); every request carries its run's seed
+        (under ``independent`` pairing, one derived from it).
     exposures: ``no_beta`` (equal-magnitude legs) and/or ``beta`` (hedge-ratio legs): the
         papers' two exposure settings, one run each.
-    pairing: what the runs of one seed under the two exposures share (:data:`PAIRINGS`):
+    pairing: what the runs of one seed under the two exposures share:
         ``paired`` (the default): ONE training phase (it sizes with No-Beta whatever the run's
         exposure, as the paper trains) and, through it, one first test selection, so each
         seed's Beta and No-Beta runs differ only in sizing and in what follows from it: a
         Beta-against-No-Beta difference is a paired comparison. ``independent``: every exposure
-        trains on its own, selects its own first pair and draws its own seed stream (the
-        request seed is :meth:`request_seed`), so the two exposures of a seed are independent
-        replications. The paper reports three independent runs per setting and does not say
-        whether runs of one seed shared anything across exposures.
+        trains on its own, selects its own first pair and draws its own seed stream (its
+        requests carry a seed derived from the run's seed and exposure), so the two exposures
+        of a seed are independent replications. The paper reports three independent runs per
+        setting and does not say whether runs of one seed shared anything across exposures.
     beta_window: sessions of the Beta exposure's rolling OLS hedge ratio, for the agent and
         every baseline (paper §4.1: 20).
     cost_bps: fee per unit of turnover in basis points (the papers': 0).
     slippage_bps: slippage per unit of turnover in basis points (the papers': 0).
     borrow_bps_per_year: yearly borrow fee on the short leg in basis points (the papers': 0).
-    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized
-    (:data:`agent.pairs.market.settlement.NO_BETA_LEGS`): ``equal_shares`` (the default: one
-    share of each leg, the paper's words, §4.1) or ``dollar_neutral`` (+-0.5 of capital, the CPU
-    configs' reading). Training and the baselines use it too.
+    no_beta_legs: how the No-Beta exposure's "equal-magnitude share legs" are sized:
+    ``equal_shares`` (the default: one share of each leg, the paper's words, §4.1) or
+    ``dollar_neutral`` (+-0.5 of capital, the CPU configs' reading). Training and the baselines
+    use it too.
     """
 
     name: str
@@ -295,7 +298,7 @@ class ExperimentConfig:
     slippage_bps: float = 0.0
     borrow_bps_per_year: float = 0.0
     #: memorization control: tickers and company names as stable aliases in every model-visible
-    #: text of the agent's and FinMem's runs (agent.pairs.market.anonymize)
+    #: text of the agent's and FinMem's runs
     anonymize: bool = False
 
     def __post_init__(self) -> None:

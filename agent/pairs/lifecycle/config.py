@@ -136,7 +136,7 @@ class LifecycleConfig:
     news_summary_max_items, news_summary_max_chars: bounds of the masked past-week summary
         sent to the model when the prompt has no news budget (``[prompt] news_token_budget`` 0,
         the compact CPU size). With a budget the summary holds whole items, newest first,
-        within it (:func:`agent.pairs.lifecycle.news.news_summary`).
+        within it.
     item_max_chars: most characters of each item's text in the compact summary and of the
         matched sentence of a candidate event (no news budget only).
     """

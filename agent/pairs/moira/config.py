@@ -124,14 +124,15 @@ class PromptConfig:
     headline_max_chars: with ``news_token_budget`` 0, each news item is its headline (a
         highlights text: the first sentence) cut to this many characters (the CPU size).
     news_token_budget: 0 = the compact news above (and the lifecycle calls' compact news
-        summary, :class:`agent.pairs.lifecycle.config.LifecycleConfig`); > 0 = whole items (a
-        highlights summary whole, a news item's headline and summary), newest first, until
-        their estimated tokens (:func:`agent.pairs.moira.payloads.estimate_tokens`) reach this
+        summary of ``[lifecycle]``); > 0 = whole items (a highlights summary whole, a news
+        item's headline and summary), newest first, until their estimated tokens (characters
+        / 3, rounded up: no tokenizer needed, long for English text) reach this
         budget per prompt: the item that does not fit and every older one are left out, and the
         run counts each prompt the budget cut. The same budget bounds the news of pair
         selection, direction, the break check, the news verification and FinMem's decision.
-    block_order: order of the blocks appended to the system prompt (:data:`BLOCK_ORDERS`;
-        ``paper`` = A.6).
+    block_order: order of the blocks appended to the system prompt: ``paper`` (A.6: company
+        context, pair-quality memory, learned principles) or ``memory_last`` (the principles
+        before the memory).
     description_max_chars: a company's business description is cut to this many characters
         (0: no description; 5000, the largest, keeps every real description whole).
     memory_records: settled counterfactual records shown to the direction call (paper: 3).
@@ -244,9 +245,8 @@ class PolicyConfig:
         ``any_mention`` (one that names either direction at all, the stricter reading).
     principle_min_words: the fewest words a kept principle has (the validator's ``too_short``
         rule, with ``prompt.principle_min_chars``).
-    principle_rules: the validator's rules that apply (:data:`PRINCIPLE_RULES`; ``empty`` always
-        does): the paper's A.3 names tickers, pairs, dates, steps and fixed directions; the
-        others are ours (module :mod:`agent.pairs.moira.principles`).
+    principle_rules: the validator's rules that apply (``empty`` always does): the paper's A.3
+        names tickers, pairs, dates, steps and fixed directions; the others are ours.
     train_exposure: the sizing of every training round, whatever the run's own exposure
         (Appendix C: "Policy-memory training uses No-Beta sizing").
     """

@@ -96,6 +96,8 @@ def test_one_warmup_journaled_once_and_the_first_test_request_identical(tmp_path
     assert by[FULL]["training_shared_with"] == [FULL] and by[CONTROL]["training_shared_with"] == [CONTROL]
     # one warmup: its rows (the round and its reflection) are the same in both traces ...
     t_full, t_ctrl = _trace(out, FULL), _trace(out, CONTROL)
+    for t in (t_full, t_ctrl):  # warmup, consolidation and test rows numbered in one sequence
+        assert list(t["seq"]) == list(range(len(t)))
     cols = [c for c in t_full.columns if c != "run_id"]
 
     def warm(t: pd.DataFrame) -> pd.DataFrame:

@@ -294,3 +294,16 @@ def test_the_report_of_real_baseline_runs_on_the_synthetic_market(
                 assert (w is None and math.isnan(value)) or value == pytest.approx(w, rel=1e-12, abs=1e-15), (
                     name
                 )
+
+
+def test_names_in_table_cells_are_kept_whole() -> None:
+    from agent.report.html import names
+
+    assert names("full-beta-s0, test step 004") == '<span class="nb">full-beta-s0,</span> test step 004'
+    assert names("moira/runs/full-beta-s0/trace.parquet") == (
+        '<span class="nb">moira/</span><wbr><span class="nb">runs/</span><wbr>'
+        '<span class="nb">full-beta-s0/</span><wbr><span class="nb">trace.parquet</span>'
+    )
+    assert names("the equal-magnitude legs <b> & +2.49%") == "the equal-magnitude legs &lt;b&gt; &amp; +2.49%"
+    shown = names("EG-DDQN on YYYY-MM-DD")
+    assert shown == '<span class="nb">EG-DDQN</span> on <span class="nb">YYYY-MM-DD</span>'

@@ -97,22 +97,26 @@ def _rehearsal(tmp_path: Path, name: str, reqs: list[ChatRequest]) -> Path:
 def test_the_plan_shows_both_figures_and_uses_the_rehearsals_reuse(tmp_path: Path) -> None:
     cfg, reg = load_repro("finacumen_table1"), default_registry()
     (plain,) = plan_config(cfg, 1, "h200", registry=reg)
-    # without journals: today's figures unchanged, and paged KV lets the engine's 64 run at once
-    assert round(plain.hours, 1) == 24.9 and round(plain.prefill_h, 1) == 10.3 and plain.batch == 21
+    # without journals: the plain figures (the solver holds 0.65 of the GPU beside the judge's
+    # engine, so its cache holds 14 contexts at once), and paged KV lets the engine's 64 run at once
+    assert round(plain.hours, 1) == 28.6 and round(plain.prefill_h, 1) == 10.3 and plain.batch == 14
     assert plain.batch_vllm == MAX_NUM_SEQS and plain.prefill_vllm_h == plain.prefill_h
     assert plain.decode_vllm_h < plain.decode_h and plain.hit_vllm == 0.0
     # four replicas: a round holds a whole set's questions, so each runs max_num_seqs at once
     (four,) = plan_config(cfg, 4, "h200", registry=reg)
-    assert (four.dp, four.batch, four.batch_vllm) == (4, 16, MAX_NUM_SEQS)
-    assert round(four.hours, 1) == 6.8 and four.decode_vllm_h < four.decode_h
+    assert (four.dp, four.batch, four.batch_vllm) == (4, 14, MAX_NUM_SEQS)
+    assert four.hours == pytest.approx(7.15, abs=0.01) and four.decode_vllm_h < four.decode_h
     path = _rehearsal(tmp_path, cfg.name, _react("A", 3) + _react("B", 3))
     (e,) = plan_config(cfg, 1, "h200", registry=reg, rehearsal=path)
     reuse = measure_rehearsal(path.parent)
     s = reuse.shapes["qa_solve"]
     want = react_hit(8, s.growth, s.static)
     assert e.hours == plain.hours  # the plain figure does not depend on the journals
-    assert e.hit_vllm == pytest.approx(want) and 0.7 < want < 1
-    assert e.prefill_vllm_h == pytest.approx(e.prefill_h * (1 - want))
+    assert 0.7 < want < 1
+    # the solver's 0.65 of an H200 cannot hold 64 contexts at their final length: the measured
+    # reuse is cut in proportion, and the note says from what
+    assert 0.7 < e.hit_vllm < want and f"cut from {want:.0%}" in e.note_vllm
+    assert e.prefill_vllm_h == pytest.approx(e.prefill_h * (1 - e.hit_vllm))
     assert "ReAct: each step adds" in e.note_vllm
 
 

@@ -142,7 +142,8 @@ def _ln2(q: float) -> float:
 class MemoryConfig:
     """The layered memory.
 
-    short / mid / long / reflection: :class:`LayerConfig` of each layer (defaults above).
+    short / mid / long / reflection: the settings of that memory layer (defaults above), a
+        table of its own.
     access_boost: importance points added (subtracted) per profitable (losing) decision an item
         took part in (FinMem's access counter: 5 points per count).
     cleanup_recency: an item whose recency falls below this is forgotten (reference: 0.05).

@@ -84,8 +84,8 @@ METHOD = "finmem"
 class FinMemConfig:
     """The FinMem-style baseline.
 
-    memory: layered memory (:class:`~agent.pairs.baselines.finmem.memory.MemoryConfig`).
-    character: risk character (:class:`~agent.pairs.baselines.finmem.memory.CharacterConfig`).
+    memory: layered memory (``[baselines.finmem.memory]``).
+    character: risk character (``[baselines.finmem.character]``).
     model: registry key of the backbone (the backend must serve it). In an experiment it is the
         run's backbone unless ``[baselines.finmem] model`` fixes one (the paper's single FinMem
         row on one model, whatever the agent's backbone).
@@ -93,7 +93,7 @@ class FinMemConfig:
     temperature: sampling temperature (0: greedy; None: unset, greedy unless server_default);
     top_p: None = unset; repetition_penalty: None = the registry's; thinking: Qwen3-style
     thinking switch (None: the model's default); server_default: leave the unset sampling fields
-    to the engine (the model's generation config; :class:`serving.types.Sampling`).
+    to the engine (the model's generation config).
     max_tokens_decision, max_tokens_reflection: completion budgets in tokens (0: the longest
         compact reply the schema allows, + 8, which a thinking model's reasoning overruns;
         None: in an experiment, ``[model.max_tokens]``'s ``direction`` and ``reflection``, so a
