@@ -20,7 +20,14 @@ import numpy as np
 from bank.errors import BankConfigError, EmbedderError
 from localfin.env import apply_offline_env
 
-__all__ = ["Embedder", "MiniLMEmbedder", "HashingEmbedder", "minilm_model_dir", "normalize_rows"]
+__all__ = [
+    "Embedder",
+    "MiniLMEmbedder",
+    "HashingEmbedder",
+    "KnownVectors",
+    "minilm_model_dir",
+    "normalize_rows",
+]
 
 log = logging.getLogger(__name__)
 
@@ -176,3 +183,35 @@ class HashingEmbedder:
             if not out[i].any():  # all tokens cancelled out
                 out[i, 0] = 1.0
         return normalize_rows(out) if len(texts) else out.astype(np.float32)
+
+
+class KnownVectors:
+    """An embedder that answers from vectors computed before, for the texts it was given (the
+    driver of a cluster run embeds every query of a stage in one batch, as the one-process run
+    does, and each shard retrieves with those very vectors, so its retrievals are the
+    driver's). A text it was not given is an error, never a new embedding."""
+
+    def __init__(self, model_id: str, dim: int, vectors: dict[str, np.ndarray]) -> None:
+        self._model_id, self._dim = model_id, dim
+        self._vectors = {t: np.asarray(v, dtype=np.float32) for t, v in vectors.items()}
+        if any(v.shape != (dim,) for v in self._vectors.values()):
+            raise BankConfigError(f"KnownVectors: every vector must have shape ({dim},)")
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self._vectors]
+        if missing:
+            raise EmbedderError(
+                f"KnownVectors ({self._model_id}): no vector for {len(missing)} text(s) "
+                f"(first: {missing[0][:60]!r})"
+            )
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])

@@ -28,6 +28,7 @@ __all__ = [
     "cpu_preload_iomp",
     "ld_preload",
     "api_key",
+    "node_endpoints",
     "cuda_visible_devices",
     "c_compiler",
     "offline_env",
@@ -152,6 +153,15 @@ def api_key() -> str | None:
     server (``vllm serve --api-key``, ``localfin serve --api-key``) where the caller gives none;
     kept out of config files and manifests."""
     return os.environ.get("LOCALFIN_API_KEY") or None
+
+
+def node_endpoints() -> str:
+    """``LOCALFIN_ENDPOINTS`` (default empty): the model servers of this machine, for the shards
+    of a cluster run that land on it: ``KEY=URL`` pairs (a registry key and its ``vllm serve``
+    address, e.g. ``qwen3-8b=http://127.0.0.1:8000/v1``) or a bare ``URL`` for every model,
+    separated by commas. Set it where ``ray start`` runs: Ray's workers inherit the environment
+    of their node (:mod:`serving.cluster.endpoints` reads the value)."""
+    return os.environ.get("LOCALFIN_ENDPOINTS", "").strip()
 
 
 def cuda_visible_devices() -> str | None:

@@ -68,8 +68,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         4,
         "server-unavailable",
         "the model server did not answer within the retries (connection refused or reset, "
-        "HTTP 502/503/504, timeouts); the run stopped at a call boundary",
-        "restart the server, then rerun with --resume",
+        "HTTP 502/503/504, timeouts), or the Ray cluster's head did not answer at start; the run "
+        "stopped at a call boundary",
+        "restart the server (or the Ray head), then rerun with --resume",
     ),
     ExitCode(
         5,

@@ -229,7 +229,16 @@ def matrix(
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue an existing matrix folder (replay)."),
     ray: str | None = typer.Option(
-        None, "--ray", help="Run the runs as Ray tasks on this cluster address ('local': start one here)."
+        None,
+        "--ray",
+        help="Run the runs as Ray tasks on the cluster at this address: HOST:PORT of the head, auto, or "
+        "local (start one here). See docs/cluster.md.",
+    ),
+    endpoint: list[str] = typer.Option(
+        None,
+        "--endpoint",
+        help="With --ray: a server for a backbone, KEY=URL (repeat; a node's own LOCALFIN_ENDPOINTS "
+        "comes first).",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="List the engines, experiments and runs; run nothing."
@@ -242,10 +251,12 @@ def matrix(
     from agent.pairs.experiment.plan import plan_matrix
     from agent.report.matrix_summary import write_matrix_summary
     from localfin import env, interrupt, runlock
-    from localfin.errors import InputError
+    from serving.cluster.connect import check_address
+    from serving.cluster.endpoints import Endpoints, parse_endpoints
 
-    if ray is not None and not ray.strip():
-        raise InputError("--ray is empty; allowed: a Ray address (ray://host:10001, auto) or 'local'")
+    if ray is not None:
+        ray = check_address(ray)
+    named = Endpoints.of(parse_endpoints(endpoint or [], "--endpoint"))
     cfg = load_matrix(config)
     text = config.read_text(encoding="utf-8")
     folder = out or env.runs_dir() / cfg.name
@@ -261,6 +272,7 @@ def matrix(
             config_text=text,
             resume=resume,
             ray_address=ray,
+            endpoints=named,
             summary=write_matrix_summary,
             progress=progress_for(rl),
         )

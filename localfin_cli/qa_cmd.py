@@ -10,6 +10,7 @@ its journal.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from localfin_cli.qa_checks import EMBEDDERS, checked_options, tool_names_of
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo.", no_args_is_help=True
+    help="Financial QA (FinAcumen): build-bank, eval, analyze, judge-check, demo, demo-set.",
+    no_args_is_help=True,
 )
 
 _DATASET = typer.Option(
@@ -76,6 +78,13 @@ _KEEP = typer.Option(
     "--keep-missing-images",
     help="Keep items whose image files this copy lacks (listed as loaded incomplete); default: skip them.",
 )
+_RAY = typer.Option(
+    None,
+    "--ray",
+    help="Shard the items as Ray tasks on the cluster at this address (HOST:PORT of the head, auto, "
+    "or local); each node calls its own servers (LOCALFIN_ENDPOINTS) or --base-url. See docs/cluster.md.",
+)
+_SHARDS = typer.Option(None, "--shards", help="With --ray: shards per stage (default: two per node).")
 _SANDBOX = typer.Option(
     "raise",
     "--sandbox-missing",
@@ -165,6 +174,30 @@ def _backend(
         engine=EngineOptions(layout=layout),  # type: ignore[arg-type]
     )  # fmt: skip
     return open_backend(spec, reg), reg
+
+
+def _cluster(
+    ray: str,
+    base: Path,
+    model: str,
+    base_url: str | None,
+    judge: str,
+    judge_url: str | None,
+    timeout_s: float | None,
+    max_retries: int,
+    shards: int | None,
+):
+    """The sharded stages on the Ray cluster at ``ray`` (:mod:`agent.qa.cluster.driver`): the
+    model's servers are each node's own or ``base_url``, the judge's ``judge_url``."""
+    from agent.qa.cluster.driver import qa_cluster
+    from agent.qa.cluster.tasks import Servers
+    from serving.cluster.endpoints import Endpoints
+    from serving.registry import default_registry
+
+    named = Endpoints.of({model: [base_url] if base_url else [], judge: [judge_url] if judge_url else []})
+    servers = Servers(model, endpoints=named, registry=default_registry(), timeout_s=timeout_s,
+                      max_retries=max_retries)  # fmt: skip
+    return qa_cluster(ray, base, servers, shards=shards)
 
 
 def _beside(kind: str, model: str, judge: str) -> tuple[object | None, object | None]:
@@ -280,6 +313,8 @@ def build_bank_cmd(
         None, "--judge", help="Judge model of judged items (FinTMMBench; default: the solver's model)."
     ),
     judge_url: str = typer.Option(None, "--judge-base-url", help="The judge's server (--backend openai)."),
+    ray: str = _RAY,
+    shards: int = _SHARDS,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
     from agent.qa.bank_build import BankBuildConfig, build_bank
@@ -287,7 +322,10 @@ def build_bank_cmd(
     from agent.qa.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
+    from serving.cluster.connect import preflight
 
+    if ray is not None:
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     given_run = renamed(run_dir, old_run_dir, "--run-dir", "--out")
     keys = {"--model": model, "--judge": judge}
     checked_options(keys, backend=backend, base_url=base_url, embedder=embedder)
@@ -296,40 +334,52 @@ def build_bank_cmd(
     run = given_run or _default_run("bank", dataset, model, split, offset, limit, subset)
     judge_model = judge or model
     judged = judge_model != model and any(it.question.dataset == "fintmmbench" for it in items)
-    solver_at, judge_at = _beside(backend, model, judge_model) if judged else (None, None)
+    in_process = judged and ray is None
+    solver_at, judge_at = _beside(backend, model, judge_model) if in_process else (None, None)
     with (
         _guarded(run, f"localfin qa build-bank --dataset {dataset}"),
         quiet_run(ctx, "qa-build-bank", run) as log,
+        ExitStack() as stack,
     ):
         factory, names = _tools(tools, store, sandbox_missing, dataset, data)  # before any engine
-        be, reg = _backend(backend, model, base_url, request_timeout, max_retries, layout=solver_at)
-        jb = None
-        try:
+        if ray is not None:  # the shards call the servers; nothing is opened here
+            from serving.registry import default_registry
+
+            reg, served = default_registry(), None
+            qc = stack.enter_context(
+                _cluster(
+                    ray, run, model, base_url, judge_model, judge_url, request_timeout, max_retries, shards
+                )
+            )
+            build = qc.build_bank
+        else:
+            be, reg = _backend(backend, model, base_url, request_timeout, max_retries, layout=solver_at)
+            stack.callback(be.close)
             _start(be, log)
+            served = be
             if judged:
                 jb, _ = _backend(
                     backend, judge_model, judge_url or base_url, request_timeout, max_retries, layout=judge_at
                 )
+                stack.callback(jb.close)
                 _start(jb, log)
-            solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
-            with ExperienceBank.open(bank or env.default_bank_dir()) as b:
-                rep = build_bank(
-                    items,
-                    solver,
-                    ByModel(be, {judge_model: jb}) if jb is not None else be,
-                    b,
-                    _embedder(embedder),
-                    run,
-                    config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
-                    judge_model=judge_model,
-                    data_files=[data],
-                    transcriber=_transcriber(names, items),
-                    progress=progress_for(log),
-                )
-        finally:
-            be.close()
-            if jb is not None:
-                jb.close()
+                served = ByModel(be, {judge_model: jb})
+            build = build_bank
+        solver = QASolver(_solver_config(reg, model, max_steps), tools=factory)
+        with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+            rep = build(
+                items,
+                solver,
+                served,
+                b,
+                _embedder(embedder),
+                run,
+                config=BankBuildConfig(k=k, temperature=temperature, items_per_wave=wave),
+                judge_model=judge_model,
+                data_files=[data],
+                transcriber=_transcriber(names, items),
+                progress=progress_for(log),
+            )
         result(log, json.dumps(rep.__dict__))
 
 
@@ -384,6 +434,8 @@ def eval_cmd(
         help="The dataset's scorer by name: localfin (default; TAT-QA official), official, authors, "
         "authors_em (FinTMMBench) or a plugin's name; model-graded ones use --model as judge/extractor.",
     ),
+    ray: str = _RAY,
+    shards: int = _SHARDS,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluate import VARIANTS, EvalConfig
@@ -403,6 +455,10 @@ def eval_cmd(
         ks = [int(x) for x in k_max.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--k-max={k_max!r}; allowed: whole numbers separated by commas") from None
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     given_root = renamed(run_dir, old_run_dir, "--run-dir", "--out")
     ft_fm_embedder = embedder if variant == "ft_fm" else None
     checked_options({"--model": model}, backend=backend, base_url=base_url, embedder=ft_fm_embedder)
@@ -413,30 +469,39 @@ def eval_cmd(
     with (
         _guarded(root, f"localfin qa eval --variant {variant} --dataset {dataset}"),
         quiet_run(ctx, "qa-eval", root) as log,
+        ExitStack() as stack,
     ):
         factory, names = (  # before any engine: a missing sandbox or store fails here
             _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
         )
-        be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
-        try:
-            _start(be, log)
-            cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
-            run = dict(
-                tools=factory,
-                scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
-                transcriber=_transcriber(names, items),
-                data_files=[data],
-                progress=progress_for(log),
-                judge_model=model,  # the solver's model judges (it reads the gold: scoring only)
+        if ray is not None:  # the shards call the servers; nothing is opened here
+            from serving.registry import default_registry
+
+            be, reg = None, default_registry()
+            qc = stack.enter_context(
+                _cluster(ray, root, model, base_url, model, None, request_timeout, max_retries, shards)
             )
-            if variant != "ft_fm":
-                res = evaluate_variant(items, be, root, cfg, **run)
-            else:
-                with ExperienceBank.open(bank or env.default_bank_dir()) as b:
-                    grid = MemoryGrid(Retriever(b, _embedder(embedder)), tau, tuple(sizes), tuple(ks))
-                    res = evaluate_variant(items, be, root, cfg, grid=grid, **run)
-        finally:
-            be.close()
+        else:
+            be, reg = _backend(backend, model, base_url, request_timeout, max_retries)
+            stack.callback(be.close)
+            _start(be, log)
+            qc = None
+        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
+        run = dict(
+            tools=factory,
+            scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
+            transcriber=_transcriber(names, items),
+            data_files=[data],
+            progress=progress_for(log),
+            judge_model=model,  # the solver's model judges (it reads the gold: scoring only)
+            cluster=qc,
+        )
+        if variant != "ft_fm":
+            res = evaluate_variant(items, be, root, cfg, **run)
+        else:
+            with ExperienceBank.open(bank or env.default_bank_dir()) as b:
+                grid = MemoryGrid(Retriever(b, _embedder(embedder)), tau, tuple(sizes), tuple(ks))
+                res = evaluate_variant(items, be, root, cfg, grid=grid, **run)
         for summary in res.summaries:
             result(log, json.dumps(summary.__dict__))
         for j in res.judged:
@@ -525,6 +590,21 @@ def judge_check_cmd(
             f"{check.wrong_caught}/{check.wrong_n} perturbed answers judged wrong",
         )
         result(log, json.dumps(check.__dict__))
+
+
+@app.command("demo-set")
+def demo_set_cmd(
+    out: Path = typer.Option(..., "--out", help="Folder to write (items.jsonl and images/)."),
+    train: int = typer.Option(24, "--train", help="Train items (they feed a bank)."),
+    test: int = typer.Option(24, "--test", help="Test items (train + test <= 72)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the synthetic companies and every choice."),
+) -> None:
+    """Write the bundled demo QA set (synthetic companies, tables and charts as images) for
+    `qa eval` / `qa build-bank --dataset demo --data DIR`; nothing is downloaded."""
+    from agent.qa.demo_set import build_demo_set
+
+    folder = build_demo_set(out, seed=seed, n_train=train, n_test=test)
+    result(None, f"demo QA set: {train} train + {test} test items in {folder}")
 
 
 @app.command("demo")

@@ -187,14 +187,23 @@ def do_run(
     smoke: bool = False,
     model: str = "smollm2-135m",
     resume: bool = True,
+    ray: str | None = None,
+    endpoint: list[str] | None = None,
+    shards: int | None = None,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
-    ``resume`` a folder already holding a run is refused."""
+    ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
+    cluster, its calls to each node's servers or ``endpoint`` (KEY=URL)."""
     from agent.reproduce.check import check_config
     from localfin import env
     from localfin.errors import ConfigError
+    from serving.cluster.endpoints import Endpoints, parse_endpoints
     from serving.gpus import engine_platform, visible_inventory
 
+    if ray is not None:
+        from serving.cluster.connect import preflight
+
+        ray = preflight(ray)  # a head that does not answer: nothing read or written
     cfgs = _configs(config)
     mode = "smoke" if smoke else "run"
     inventory = None
@@ -206,13 +215,21 @@ def do_run(
             )
         inventory = visible_inventory()  # one look: the check and the run place on the same GPUs
         checked = check_config(cfgs[0], data_root=data_root, inventory=inventory)
-        missing = [i for i in checked if i.status == "missing"]
+        # on a cluster the engines are the serving nodes' (their `vllm serve`): their weights,
+        # their GPUs; the data must be here (the driver writes the run from it)
+        served = ("model ", "placement", "GPU install")
+        missing = [
+            i
+            for i in checked
+            if i.status == "missing" and not (ray is not None and i.what.startswith(served))
+        ]
         if missing:
             raise ConfigError(
                 f"{len(missing)} item(s) missing, nothing started: "
                 + " | ".join(i.line() for i in missing)
                 + f" (see `localfin reproduce check {config}`)"
             )
+    named = Endpoints.of(parse_endpoints(endpoint or [], "--endpoint"))
     root = env.runs_dir() / ("reproduce-smoke" if smoke else "reproduce")
     base = out or root
     targets = [(c, (base / c.name) if (out is None or len(cfgs) > 1) else out) for c in cfgs]
@@ -235,7 +252,8 @@ def do_run(
                 res = run_config(
                     c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
                     progress=progress_for(rl),
-                    inventory=inventory if engine_platform() == "cuda" else None,
+                    inventory=inventory if engine_platform() == "cuda" and ray is None else None,
+                    ray_address=ray, endpoints=named if ray else None, shards=shards,
                 )  # fmt: skip
                 result(rl, f"{c.name}: report {res.report}")
         finally:
@@ -243,16 +261,27 @@ def do_run(
                 backend.close()
 
 
-def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
+def do_plan(
+    config: str,
+    gpus: int | None,
+    gpu: str,
+    rehearsed: Path | None,
+    *,
+    nodes: int = 1,
+    gpus_per_node: int | None = None,
+) -> None:
+    """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
+    ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
     from agent.reproduce import placement as placing
+    from agent.reproduce.cluster_plan import format_node_servers
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from localfin import env
-    from localfin.errors import ConfigError
     from serving.registry import default_registry
 
-    if gpus < 1:
-        raise ConfigError(f"--gpus {gpus}; allowed: a whole number >= 1")
-    inventory = placing.declared_inventory(gpu, gpus)
+    if gpus is None and gpus_per_node is None:
+        gpus = 1
+    inventory = placing.declared_inventory(gpu, gpus, nodes=nodes, gpus_per_node=gpus_per_node)
+    gpus = inventory.count
     cfgs = _configs(config)
     texts = []
     base = rehearsed or env.runs_dir() / "rehearse"
@@ -262,6 +291,8 @@ def do_plan(config: str, gpus: int, gpu: str, rehearsed: Path | None) -> None:
         placement = placing.place(c, inventory, registry=reg)
         engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
         text = format_plan(c, gpus, gpu, engines, placement)
+        if nodes > 1:
+            text += "\n" + format_node_servers(placement, c.name)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
@@ -385,9 +416,23 @@ def run(
     gpu: str = typer.Option(
         None, "--gpu", help="--dry-run: the GPU kind of --gpus (h100, h200, a100-80g, l40s)."
     ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        help="Run on the Ray cluster at this address (HOST:PORT of the head, auto, or local): Moira's runs "
+        "and FinAcumen's items as Ray tasks against each node's servers. See docs/cluster.md.",
+    ),
+    endpoint: list[str] = typer.Option(
+        None,
+        "--endpoint",
+        help="With --ray: a server of a model, KEY=URL (repeat); a node's own LOCALFIN_ENDPOINTS come first.",
+    ),
+    shards: int = typer.Option(
+        None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
+    ),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing, or
-    while its engines cannot be placed on the visible GPUs)."""
+    while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
     if dry_run:
         do_dry_run(_which(config, config_file), gpus, gpu)
         return
@@ -397,7 +442,10 @@ def run(
         raise ConfigError(
             "--gpus and --gpu go with --dry-run; allowed: a run uses the GPUs this machine shows"
         )
-    do_run(ctx, _which(config, config_file), out, data_root, resume=resume)
+    do_run(
+        ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
+        shards=shards,
+    )  # fmt: skip
 
 
 @app.command("smoke")
@@ -443,12 +491,17 @@ def rehearse(
 def plan(
     config: str = _config_arg(True),
     config_file: Path = _CONFIG_FILE,
-    gpus: int = typer.Option(1, "--gpus", help="Number of GPUs."),
+    gpus: int = typer.Option(None, "--gpus", help="Number of GPUs on one node (default 1)."),
     gpu: str = typer.Option("h200", "--gpu", help="GPU kind (h100, h200, a100-80g, l40s)."),
     out: Path = typer.Option(None, "--out", help=_PLAN_OUT_HELP),
+    nodes: int = typer.Option(1, "--nodes", help="Nodes of a cluster (with --gpus-per-node)."),
+    gpus_per_node: int = typer.Option(
+        None, "--gpus-per-node", help="GPUs of each node of a cluster; also prints each node's servers."
+    ),
 ) -> None:
-    """Print a config's engines, memory and an estimated wall time on GPUs."""
-    do_plan(_which(config, config_file), gpus, gpu, out)
+    """Print a config's engines (where each goes), memory and an estimated wall time on GPUs of
+    one node or of a cluster."""
+    do_plan(_which(config, config_file), gpus, gpu, out, nodes=nodes, gpus_per_node=gpus_per_node)
 
 
 # --- the flag form of earlier releases ------------------------------------------------------------

@@ -23,6 +23,7 @@ __all__ = [
     "JournalDamagedError",
     "JournalWriteError",
     "ServerUnavailableError",
+    "ClusterUnavailableError",
     "ModelNotPreparedError",
 ]
 
@@ -59,3 +60,8 @@ class ModelNotPreparedError(LocalfinError, FileNotFoundError):
     """A registry model has no local weights yet; the message says how to prepare them."""
 
     exit_code = 2
+
+
+class ClusterUnavailableError(ServerUnavailableError):
+    """The Ray cluster a run was pointed at did not answer (its head is down or the address is
+    wrong); nothing was sent to a model (exit 4)."""

@@ -71,6 +71,8 @@ from serving.types import ChatRequest, Message
 
 __all__ = [
     "BankBuildConfig",
+    "bank_calls",
+    "check_training",
     "BankBuildReport",
     "ItemOutcome",
     "Scorer",
@@ -367,7 +369,9 @@ def _answer_text(t: Trajectory) -> str:
     return f"{t.answer}%" if t.answer_scale == "percent" else f"{t.answer} {t.answer_scale}"
 
 
-def _check_training(items: Sequence[QAItem]) -> None:
+def check_training(items: Sequence[QAItem]) -> None:
+    """Bank building takes training items only, each once (a ConfigError names the first test
+    item or the duplicate)."""
     test = [it.item_id for it in items if it.split == "test"]
     if test:
         raise ConfigError(
@@ -415,7 +419,7 @@ def build_bank(
         progress: progress display.
     """
     cfg = config or BankBuildConfig()
-    _check_training(items)
+    check_training(items)
     if solver.memory is not None:
         raise ConfigError("bank building samples the tools-only solver; give a solver without memory")
     labels = check_scorers(items, scorer, judge_model, extract_model)  # before any model call
@@ -524,6 +528,37 @@ def build_bank(
         ", ".join(f"{k} {v}" for k, v in report.bank_by_source.items()),
     )
     return report
+
+
+def bank_calls(
+    items: Sequence[QAItem],
+    solver: QASolver,
+    backend: Backend,
+    run_dir: str | Path,
+    *,
+    labels: dict[str, str],
+    config: BankBuildConfig | None = None,
+    scorer: Scorer | None = None,
+    judge_model: str | None = None,
+    extract_model: str | None = None,
+    transcriber: Callable[[str], str] | None = None,
+) -> tuple[int, int]:
+    """The model calls of building from ``items`` and nothing else: each item's K trajectories,
+    their judging and its summary, wave after wave as :func:`build_bank` runs them, journaled in
+    ``run_dir`` (no bank is touched). A shard of a cluster build runs this on its items; the
+    driver then runs :func:`build_bank` on all of them from the merged journals, so the bank's
+    waves and entries are the one-process build's. ``labels``: the scorer of each source set
+    (:func:`check_scorers` on the whole build). Returns (calls made, calls replayed)."""
+    cfg = config or BankBuildConfig()
+    run = Path(run_dir)
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
+    builder.extract_model = extract_model
+    size = cfg.items_per_wave or max(1, len(items))
+    with Journal(run / runs.JOURNAL, run_id=run.name) as journal:
+        jb = JournaledBackend(backend, journal, chunk_size=max(16, cfg.k * 8))
+        for lo in range(0, len(items), size):
+            run_lockstep([builder.program(it) for it in items[lo : lo + size]], jb)
+        return jb.called, jb.replayed
 
 
 def _trace_row(o: ItemOutcome) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from agent.qa.items import QAItem
 from localfin.errors import InputError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
+from serving.types import ChatRequest
 
-__all__ = ["EXTRACT_JOURNAL", "EXTRACT_SCORES", "ExtractSummary", "extract_run"]
+__all__ = ["EXTRACT_JOURNAL", "EXTRACT_SCORES", "ExtractSummary", "extract_run", "run_extract_requests"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,19 @@ class ExtractSummary:
     run_dir: str
 
 
+def run_extract_requests(run: Path, items: Sequence[QAItem], extract_model: str) -> list[ChatRequest]:
+    """The extraction request of each item's solution in the finished evaluation ``run`` (its
+    trace), in order."""
+    trace = {str(r.get("item_id")): r for r in runs.read_jsonl(run / runs.TRACE)}
+    missing = [it.item_id for it in items if it.item_id not in trace]
+    if missing:
+        raise InputError(
+            f"{run / runs.TRACE} has no trajectory for {len(missing)} item(s) (first: {missing[0]!r}); "
+            "run the evaluation to the end first"
+        )
+    return extract_requests(items, [solution_text(trace[it.item_id]) for it in items], extract_model)
+
+
 def extract_run(
     run_dir: str | Path,
     items: Sequence[QAItem],
@@ -56,15 +70,7 @@ def extract_run(
 ) -> ExtractSummary:
     """Extract and grade the final answers of the evaluation in ``run_dir`` (module docstring)."""
     run = Path(run_dir)
-    trace = {str(r.get("item_id")): r for r in runs.read_jsonl(run / runs.TRACE)}
-    missing = [it.item_id for it in items if it.item_id not in trace]
-    if missing:
-        raise InputError(
-            f"{run / runs.TRACE} has no trajectory for {len(missing)} item(s) (first: {missing[0]!r}); "
-            "run the evaluation to the end first"
-        )
-    solutions = [solution_text(trace[it.item_id]) for it in items]
-    requests = extract_requests(items, solutions, extract_model)
+    requests = run_extract_requests(run, items, extract_model)
     with Journal(run / EXTRACT_JOURNAL, run_id=f"{run.name}-extract") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         results = jb.chat(requests) if requests else []

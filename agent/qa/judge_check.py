@@ -37,8 +37,16 @@ from agent.qa.judge import JUDGE_PROMPT, judge_requests, judge_scores
 from localfin.errors import ConfigError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
+from serving.types import ChatRequest
 
-__all__ = ["JUDGE_CHECK_JOURNAL", "JUDGE_CHECK_FILE", "JudgeCheck", "judge_check", "perturb"]
+__all__ = [
+    "JUDGE_CHECK_JOURNAL",
+    "JUDGE_CHECK_FILE",
+    "JudgeCheck",
+    "check_requests",
+    "judge_check",
+    "perturb",
+]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +134,32 @@ def _gold_text(item: QAItem) -> str:
     return "; ".join(map(str, g)) if isinstance(g, (list, tuple)) else str(g)
 
 
+def check_requests(
+    items: Sequence[QAItem],
+    judge_model: str,
+    *,
+    max_tokens: int | None = None,
+    prompt_name: str = JUDGE_PROMPT,
+) -> tuple[list[str], list[tuple[QAItem, str, str]], list[ChatRequest]]:
+    """The gold answers, the perturbed wrong ones (item, kind, answer) and the judge requests of
+    a judge check (with the judge prompt ``prompt_name``): every gold first, then every
+    perturbed answer."""
+    golds = [_gold_text(it) for it in items]
+    wrong: list[tuple[QAItem, str, str]] = []
+    for i, (it, g) in enumerate(zip(items, golds)):
+        made = perturb(g, golds[i + 1 :] + golds[:i])
+        if made is not None:
+            wrong.append((it, *made))
+    requests = judge_requests(
+        [*items, *(w[0] for w in wrong)],
+        [*golds, *(w[2] for w in wrong)],
+        judge_model,
+        max_tokens=max_tokens,
+        prompt_name=prompt_name,
+    )
+    return golds, wrong, requests
+
+
 def judge_check(
     items: Sequence[QAItem],
     backend: Backend,
@@ -145,18 +179,8 @@ def judge_check(
         raise ConfigError("judge_check needs a judge model (a registry key)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    golds = [_gold_text(it) for it in items]
-    wrong: list[tuple[QAItem, str, str]] = []
-    for i, (it, g) in enumerate(zip(items, golds)):
-        made = perturb(g, golds[i + 1 :] + golds[:i])
-        if made is not None:
-            wrong.append((it, *made))
-    requests = judge_requests(
-        [*items, *(w[0] for w in wrong)],
-        [*golds, *(w[2] for w in wrong)],
-        judge_model,
-        max_tokens=max_tokens,
-        prompt_name=prompt_name,
+    golds, wrong, requests = check_requests(
+        items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name
     )
     with Journal(out / JUDGE_CHECK_JOURNAL, run_id=f"{out.name}-judge-check") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)

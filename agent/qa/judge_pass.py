@@ -38,7 +38,15 @@ from localfin.errors import InputError
 from serving.backend import Backend
 from serving.journal import Journal, JournaledBackend
 
-__all__ = ["JUDGED_DATASETS", "JUDGE_JOURNAL", "JUDGE_SCORES", "JudgeSummary", "deferred_scorer", "judge_run"]
+__all__ = [
+    "JUDGED_DATASETS",
+    "JUDGE_JOURNAL",
+    "JUDGE_SCORES",
+    "JudgeSummary",
+    "deferred_scorer",
+    "run_answers",
+    "judge_run",
+]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +97,19 @@ def deferred_scorer(inner: Scorer | None = None) -> Scorer:
     return scorer
 
 
+def run_answers(run: Path, items: Sequence[QAItem]) -> list[str]:
+    """The final answer of each item in the finished evaluation ``run`` (its trace), in order."""
+    trace = runs.read_jsonl(run / runs.TRACE)
+    answers = {str(r.get("item_id")): str(r.get("answer") or "") for r in trace}
+    missing = [it.item_id for it in items if it.item_id not in answers]
+    if missing:
+        raise InputError(
+            f"{run / runs.TRACE} has no answer for {len(missing)} item(s) (first: {missing[0]!r}); "
+            "run the evaluation to the end first"
+        )
+    return [answers[it.item_id] for it in items]
+
+
 def judge_run(
     run_dir: str | Path,
     items: Sequence[QAItem],
@@ -113,15 +134,7 @@ def judge_run(
         candidate_chars: most characters of an answer shown to the judge.
     """
     run = Path(run_dir)
-    trace = runs.read_jsonl(run / runs.TRACE)
-    answers = {str(r.get("item_id")): str(r.get("answer") or "") for r in trace}
-    missing = [it.item_id for it in items if it.item_id not in answers]
-    if missing:
-        raise InputError(
-            f"{run / runs.TRACE} has no answer for {len(missing)} item(s) (first: {missing[0]!r}); "
-            "run the evaluation to the end first"
-        )
-    predictions = [answers[it.item_id] for it in items]
+    predictions = run_answers(run, items)
     requests = judge_requests(
         items, predictions, judge_model, max_tokens=max_tokens, prompt_name=prompt_name,
         candidate_chars=candidate_chars,

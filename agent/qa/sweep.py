@@ -68,11 +68,13 @@ def sweep_memory(
     bank_sizes: Sequence[int | None] = (None,),
     k_maxes: Sequence[int] = (5,),
     prefix: str = "ft_fm-",
+    evaluator: Callable[..., EvalSummary] = evaluate,
     **kwargs: Any,
 ) -> list[EvalSummary]:
     """Base+FT+FM over bank-size snapshots and k_max values, one run folder each
     (``root/<prefix>n<size>-k<k>``, ``nall`` for the whole bank); ``make_memory(bank_limit,
-    k_max)`` builds the memory; ``kwargs`` go to :func:`agent.qa.evaluate.evaluate`."""
+    k_max)`` builds the memory; ``kwargs`` go to ``evaluator`` (:func:`agent.qa.evaluate.evaluate`,
+    or a cluster's, :meth:`agent.qa.cluster.driver.QACluster.evaluate`)."""
     if config.variant != "ft_fm":
         raise ConfigError("sweep_memory evaluates variant ft_fm")
     out = []
@@ -80,7 +82,7 @@ def sweep_memory(
         for k in k_maxes:
             name = f"{prefix}n{'all' if size is None else size}-k{k}"
             out.append(
-                evaluate(items, backend, Path(root) / name, config, memory=make_memory(size, k), **kwargs)
+                evaluator(items, backend, Path(root) / name, config, memory=make_memory(size, k), **kwargs)
             )
     return out
 
@@ -94,19 +96,25 @@ def evaluate_variant(
     grid: MemoryGrid | None = None,
     judge_model: str = "",
     judge_backend: Backend | None = None,
+    cluster: Any = None,
     **kwargs: Any,
 ) -> VariantResult:
     """Evaluate ``config.variant`` on ``items`` into ``root`` (module doc) and judge the runs of a
     judged benchmark with ``judge_model`` (on ``judge_backend``, default ``backend``; "" skips
     the judge pass), or have the same model extract the answers where the scorer (``kwargs``'
     ``scorer``, default the benchmarks') does. ``grid`` is required for ``ft_fm``; ``kwargs`` go
-    to ``evaluate``."""
+    to ``evaluate``. ``cluster``: a :class:`agent.qa.cluster.driver.QACluster` that runs the
+    evaluations, judge and extraction passes sharded over a Ray cluster (``backend`` is then
+    not used)."""
+    ev = cluster.evaluate if cluster is not None else evaluate
+    judge = cluster.judge_run if cluster is not None else judge_run
+    extract = cluster.extract_run if cluster is not None else extract_run
     if config.variant == "ft_fm":
         if grid is None:
             raise ConfigError("variant ft_fm needs an experience memory (a bank and an embedder)")
         points = [(s, k) for s in grid.bank_sizes for k in grid.k_maxes]
         if len(points) == 1:
-            summaries = [evaluate(items, backend, root, config, memory=grid.memory(*points[0]), **kwargs)]
+            summaries = [ev(items, backend, root, config, memory=grid.memory(*points[0]), **kwargs)]
         else:
             summaries = sweep_memory(
                 items,
@@ -116,19 +124,18 @@ def evaluate_variant(
                 grid.memory,
                 bank_sizes=grid.bank_sizes,
                 k_maxes=grid.k_maxes,
+                evaluator=ev,
                 **kwargs,
             )
     else:
-        summaries = [evaluate(items, backend, root, config, **kwargs)]
+        summaries = [ev(items, backend, root, config, **kwargs)]
     judged: list[JudgeSummary] = []
     extracted: list[ExtractSummary] = []
     inner = getattr(kwargs.get("scorer"), "inner", kwargs.get("scorer"))
     spec = spec_of(inner, items[0].question.dataset) if items else None
     jb = judge_backend or backend
     if judge_model and spec is not None and spec.judge_prompt:
-        judged = [
-            judge_run(s.run_dir, items, jb, judge_model, prompt_name=spec.judge_prompt) for s in summaries
-        ]
+        judged = [judge(s.run_dir, items, jb, judge_model, prompt_name=spec.judge_prompt) for s in summaries]
     elif judge_model and spec is not None and spec.extract:
-        extracted = [extract_run(s.run_dir, items, jb, judge_model) for s in summaries]
+        extracted = [extract(s.run_dir, items, jb, judge_model) for s in summaries]
     return VariantResult(tuple(summaries), tuple(judged), tuple(extracted))

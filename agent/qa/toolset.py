@@ -32,7 +32,6 @@ from typing import Any
 from agent.data.store import MarketStore
 from agent.qa.extensions import BUILTIN_TOOLS, TOOLS_REGISTRY, PluginTool, tool_names, tool_plugin
 from agent.qa.items import Question
-from agent.qa.react import ToolFactory
 from agent.qa.sandbox import SandboxConfig
 from agent.qa.tools import corpus as corpus_tool
 from agent.qa.tools import lookup as lookup_tool
@@ -48,6 +47,7 @@ __all__ = [
     "CORPUS_DATASETS",
     "CORPUS_SCOPES",
     "ToolsetConfig",
+    "Tools",
     "tool_factory",
     "ocr_transcriber",
 ]
@@ -174,7 +174,7 @@ class _Owning:
             self._resource.close()
 
 
-def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
+def tool_factory(config: ToolsetConfig | None = None) -> Tools:
     """A per-question factory of the configured tools (checked once here, so a missing sandbox
     or store fails before any model call)."""
     cfg = config or ToolsetConfig()
@@ -231,10 +231,20 @@ def tool_factory(config: ToolsetConfig | None = None) -> ToolFactory:
             log.info("tool %s from %s", name, origin)
             makers.append(lambda q, plugin=plugin, origin=origin: PluginTool(plugin, origin))
 
-    def make(question: Question) -> Sequence[Tool]:
-        return [_Bounded(t, cfg.text_chars) for t in (m(question) for m in makers) if t is not None]
+    return Tools(cfg, makers)
 
-    return make
+
+class Tools:
+    """A per-question factory of the tools of ``config`` (a :data:`agent.qa.react.ToolFactory`);
+    ``config`` goes with it, so a cluster run can build the same tools on another node."""
+
+    def __init__(self, config: ToolsetConfig, makers: Sequence[Callable[[Question], Tool | None]]) -> None:
+        self.config = config
+        self._makers = list(makers)
+
+    def __call__(self, question: Question) -> Sequence[Tool]:
+        made = (m(question) for m in self._makers)
+        return [_Bounded(t, self.config.text_chars) for t in made if t is not None]
 
 
 def _shared_engine(max_side: int = MAX_SIDE) -> Any:

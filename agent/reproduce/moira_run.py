@@ -32,6 +32,7 @@ from agent.reproduce.spec import ReproConfig
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.cluster.endpoints import Endpoints
 from serving.registry import Registry
 
 __all__ = [
@@ -164,10 +165,14 @@ def run_moira(
     registry: Registry | None = None,
     progress: Progress = NULL_PROGRESS,
     placement: Any = None,
+    ray_address: str | None = None,
+    endpoints: Endpoints | None = None,
 ) -> MoiraOutcome:
     """Run the config's matrix into ``out_dir/matrix`` (``document`` replaces the config's
     document, e.g. the smoke version; ``backend`` serves every cell when given; else each
-    backbone's engine opens where ``placement`` puts it, or with the engine's defaults)."""
+    backbone's engine opens where ``placement`` puts it, or with the engine's defaults;
+    ``ray_address``: its runs as Ray tasks on that cluster instead, against each node's servers
+    or ``endpoints``)."""
     doc, note = with_baselines(document if document is not None else cfg.document, cfg.baselines)
     text = f"# written by `localfin reproduce` from {cfg.name} ({cfg.table})\n" + cf.dumps(doc)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +193,8 @@ def run_moira(
         backend_factory=factory,
         summary=write_matrix_summary,
         progress=progress,
+        ray_address=ray_address,
+        endpoints=endpoints,
     )
     notes.append(
         "ran through the experiment matrix (agent.pairs.experiment.matrix, as `localfin pairs matrix`)"

@@ -149,7 +149,7 @@ def run_qa(
     cfg: ReproConfig,
     out_dir: Path,
     *,
-    backend: Backend,
+    backend: Backend | None,
     registry: Registry | None,
     data_root: Path,
     plan: QAPlan | None = None,
@@ -157,12 +157,16 @@ def run_qa(
     embedder: Embedder | None = None,
     judge_backend: Backend | None = None,
     progress: Progress = NULL_PROGRESS,
+    cluster: Any = None,
 ) -> QAOutcome:
     """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
     model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
     ``backend``, which must then serve it). A plan with arms runs each arm's plan into
     ``out_dir/arms/<name>`` (:mod:`agent.reproduce.qa_arms`); ``shrink`` is applied to each plan
-    that runs (a rehearsal's or a smoke run's)."""
+    that runs (a rehearsal's or a smoke run's). ``cluster``: a
+    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations, the
+    judge and extraction passes sharded over a Ray cluster (``backend`` is then None: the shards
+    call their servers); the run folder is the one-process one."""
     from agent.reproduce.qa_arms import run_arms
     from agent.reproduce.spec import qa_arms
 
@@ -170,7 +174,7 @@ def run_qa(
     assert p is not None
     kw: dict[str, Any] = dict(
         backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
-        judge_backend=judge_backend, progress=progress,
+        judge_backend=judge_backend, progress=progress, cluster=cluster,
     )  # fmt: skip
     arms = qa_arms(p, cfg.qa_explicit)
     if arms[0][0] is None:
@@ -185,7 +189,7 @@ def run_plan(
     out_dir: Path,
     p: QAPlan,
     *,
-    backend: Backend,
+    backend: Backend | None,
     registry: Registry | None,
     data_root: Path,
     embedder: Embedder,
@@ -193,10 +197,12 @@ def run_plan(
     progress: Progress = NULL_PROGRESS,
     bank_from: Path | None = None,
     ocr_dir: Path | None = None,
+    cluster: Any = None,
 ) -> QAOutcome:
     """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
     that bank and build none), evaluate every set and variant, judge, analyse. ``ocr_dir``: the
-    folder of the model OCR's journal (default ``out_dir/ocr``; arms share one)."""
+    folder of the model OCR's journal (default ``out_dir/ocr``; arms share one); ``cluster``: as
+    in :func:`run_qa`."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type
@@ -216,6 +222,10 @@ def run_plan(
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 
+    if cluster is not None:  # the sharded stages, with the same signatures
+        evaluate, build_bank = cluster.evaluate, cluster.build_bank
+        judge_run, judge_check = cluster.judge_run, cluster.judge_check
+        extract_run = cluster.extract_run
     out_dir.mkdir(parents=True, exist_ok=True)
     solver_cfg = solver_settings(p, registry)
     notes: list[str] = []
@@ -411,6 +421,7 @@ def run_plan(
                     bank_sizes=grid.bank_sizes,
                     k_maxes=grid.k_maxes,
                     prefix=f"{slug(src.label)}-ft_fm-",
+                    evaluator=evaluate,
                     tools=factory,
                     **common,
                 ):

@@ -49,6 +49,7 @@ from localfin import env
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.backend import Backend
+from serving.cluster.endpoints import Endpoints
 from serving.engine_args import engine_pins
 from serving.gpus import Inventory, engine_platform, visible_inventory
 from serving.open import BackendSpec, opened, registry_with
@@ -213,6 +214,38 @@ def run_placement(
     return placed
 
 
+def _run_qa_cluster(
+    cfg: ReproConfig,
+    out: Path,
+    plan: Any,
+    registry: Registry | None,
+    root: Path,
+    embedder: Embedder | None,
+    progress: Progress,
+    address: str,
+    endpoints: Endpoints | None,
+    shards: int | None,
+    shrink: Any = None,
+) -> Any:
+    """The QA plan sharded over the Ray cluster at ``address``; its servers: each node's own,
+    else ``endpoints`` and the config's ``base_url`` / ``judge_base_url``. ``plan``: the plan as
+    it runs (``shrink`` applied); ``shrink`` is applied to each arm's plan as well."""
+    from agent.qa.cluster.driver import qa_cluster
+    from agent.qa.cluster.tasks import Servers
+
+    named = endpoints or Endpoints()
+    if plan.backend == "openai" and plan.base_url:
+        named = named.with_named(plan.model, [plan.base_url])
+    if plan.judge_base_url:
+        named = named.with_named(plan.judge, [plan.judge_base_url])
+    reg = registry_with(plan.model, "", registry)
+    with qa_cluster(address, out, Servers(plan.model, endpoints=named, registry=reg), shards=shards) as qc:
+        return run_qa(
+            cfg, out, backend=None, registry=reg, data_root=root, shrink=shrink, embedder=embedder,
+            progress=progress, cluster=qc,
+        )  # fmt: skip
+
+
 @contextlib.contextmanager
 def _maybe_opened(spec: BackendSpec | None, registry: Registry) -> Iterator[Backend | None]:
     if spec is None:
@@ -235,14 +268,27 @@ def reproduce(
     html_report: bool = True,
     progress: Progress = NULL_PROGRESS,
     inventory: Inventory | None = None,
+    ray_address: str | None = None,
+    endpoints: Endpoints | None = None,
+    shards: int | None = None,
 ) -> ReproResult:
     """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
     closed here); otherwise engines are built from the config (Moira: one per backbone; QA: the
     solver and its judge) where :func:`run_placement` puts them on ``inventory`` (default: the
-    visible GPUs), and closed at the end."""
+    visible GPUs), and closed at the end.
 
-    placed = None if (smoke or backend is not None) else run_placement(cfg, registry, inventory)
+    ``ray_address``: run on that Ray cluster instead (docs/cluster.md): Moira's runs as Ray
+    tasks (:mod:`agent.pairs.experiment.matrix_ray`), FinAcumen's stages sharded
+    (:mod:`agent.qa.cluster.driver`, ``shards`` per stage, default two per node), every call to
+    a ``vllm serve`` of each node (``LOCALFIN_ENDPOINTS``) or one of ``endpoints`` / the
+    config's ``base_url``. The report is the one-process run's; where the shards ran goes to
+    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira)."""
+    if ray_address is not None and (smoke or backend is not None):
+        raise ConfigError("a cluster run calls servers: give no backend and no smoke mode with ray_address")
+    # on a cluster the engines are the nodes' servers: nothing is opened (or placed) here
+    cluster = ray_address is not None
+    placed = None if (smoke or backend is not None or cluster) else run_placement(cfg, registry, inventory)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     reg = registry
@@ -260,8 +306,9 @@ def reproduce(
 
             document = smoke_document(cfg, synthetic_store(out), model)
         outcome = run_moira(
-            cfg, out, document=document, backend=backend, registry=reg, progress=progress, placement=placed
-        )
+            cfg, out, document=document, backend=backend, registry=reg, progress=progress, placement=placed,
+            ray_address=ray_address, endpoints=endpoints,
+        )  # fmt: skip
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
         tables = [(FALLBACK_TABLE, moira_fallback_rows(outcome)), *token_tables(outcome.cells)]
@@ -281,19 +328,23 @@ def reproduce(
                 return shrink_plan(p, demo, model=model, n_items=SMOKE_QA_ITEMS, max_steps=2, store=store)
 
             plan = shrink(plan)
-        reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
-        with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
-            qo = run_qa(
-                cfg,
-                out,
-                backend=be,
-                registry=reg,
-                data_root=root,
-                shrink=shrink,
-                embedder=embedder,
-                judge_backend=jb,
-                progress=progress,
-            )
+        if ray_address is not None:
+            where = (ray_address, endpoints, shards)
+            qo = _run_qa_cluster(cfg, out, plan, reg, root, embedder, progress, *where, shrink=shrink)
+        else:
+            reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
+            with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
+                qo = run_qa(
+                    cfg,
+                    out,
+                    backend=be,
+                    registry=reg,
+                    data_root=root,
+                    shrink=shrink,
+                    embedder=embedder,
+                    judge_backend=jb,
+                    progress=progress,
+                )
         rows = list(qo.rows)
         notes += list(qo.notes)
         tables = qo.tables

@@ -5,7 +5,8 @@ Moira model (tests/agent/pairs/moira_support.py) behind ``GET /v1/models`` and `
 The call type is not part of an OpenAI request; it is read back from the reply schema's
 properties (each Moira call type has its own). Every chat request is counted in arrival order
 (``n``, 1-based) and its request key recorded once answered (``answered``), so a test knows
-exactly which calls reached the "model". Gates (``gates[n] = action``) run when the ``n``-th
+exactly which calls reached the "model" (``received``: every request key in arrival order,
+answered or not). Gates (``gates[n] = action``) run when the ``n``-th
 chat request arrives, before it is answered:
 
 - ``Die()``: that request and every later one (models list included) get their connection
@@ -87,6 +88,7 @@ class FakeOpenAI:
         self.gates: dict[int, Any] = {}
         self.n = 0
         self.answered: list[str] = []  # request keys, in the order their replies were sent
+        self.received: list[str] = []  # request keys, in the order the requests arrived
         self.models_asked = 0
         self.dead = False
         self._lock = threading.Lock()
@@ -138,8 +140,19 @@ class FakeOpenAI:
         if body.get("model") != self.model:
             missing = {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
             return self._send(h, 404, missing)
+        schema = (body.get("structured_outputs") or {}).get("json")
+        req = ChatRequest(
+            model=body["model"],
+            messages=tuple(Message(m["role"], m["content"]) for m in body["messages"]),
+            max_tokens=int(body["max_tokens"]),
+            temperature=body.get("temperature"),
+            seed=body.get("seed"),
+            json_schema=schema,
+            call_type=call_type_of(schema),
+        )
         with self._lock:
             self.n += 1
+            self.received.append(req.key())
             gate = self.gates.get(self.n)
         if isinstance(gate, Die):
             self.dead = True
@@ -151,16 +164,6 @@ class FakeOpenAI:
             gate.release.wait()
         elif isinstance(gate, Call):
             gate.fn(self)
-        schema = (body.get("structured_outputs") or {}).get("json")
-        req = ChatRequest(
-            model=body["model"],
-            messages=tuple(Message(m["role"], m["content"]) for m in body["messages"]),
-            max_tokens=int(body["max_tokens"]),
-            temperature=body.get("temperature"),
-            seed=body.get("seed"),
-            json_schema=schema,
-            call_type=call_type_of(schema),
-        )
         [res] = self.backend.chat([req])
         reply = {
             "id": "x",

@@ -84,6 +84,8 @@ from localfin import runlock
 from localfin.errors import ConfigError
 from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.cluster.connect import preflight
+from serving.cluster.endpoints import Endpoints
 from serving.registry import Registry
 
 __all__ = ["MatrixResult", "SummaryWriter", "run_matrix", "write_experiments_summary", "read_manifest"]
@@ -152,6 +154,7 @@ def run_matrix(
     registry: Registry | None = None,
     backend_factory: BackendFactory | None = None,
     ray_address: str | None = None,
+    endpoints: Endpoints | None = None,
     summary: SummaryWriter | None = None,
     progress: Progress = NULL_PROGRESS,
     on_cell: Callable[[CellResult], None] | None = None,
@@ -165,6 +168,8 @@ def run_matrix(
         backend_factory: opens each engine group's backend (default: from ``[model]``).
         ray_address: run the runs as Ray tasks on this cluster (``local`` starts one here;
             :mod:`agent.pairs.experiment.matrix_ray`).
+        endpoints: with ``ray_address``: servers of the backbones besides the file's ``base_url``
+            (:mod:`serving.cluster.endpoints`).
         summary: writes the per-setting summary (the report's writer; None: the experiments'
             table only, :func:`write_experiments_summary`).
         on_cell: called after each experiment finishes (tests use it as a gate).
@@ -173,6 +178,8 @@ def run_matrix(
 
     out = Path(out_dir)
     plan = plan_matrix(cfg, out)
+    if ray_address is not None:
+        preflight(ray_address)  # a head that does not answer: nothing written yet
     _prepare(out, config_text, resume)
     if cfg.synthetic_market:
         synthetic_store(out)
@@ -186,6 +193,7 @@ def run_matrix(
             registry=registry,
             backend_factory=backend_factory,
             address=ray_address,
+            endpoints=endpoints,
             progress=progress,
             on_cell=on_cell,
         )

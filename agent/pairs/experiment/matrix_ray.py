@@ -1,40 +1,46 @@
 """The matrix on a Ray cluster: runs become Ray tasks, their journals are merged into the experiment.
 
-Unit of work. One Ray task = one experiment of the matrix (backbone x windows set) restricted
-to one seed: all its exposures and variants, in lockstep. Runs of one seed share requests (the
-training rounds of the two exposures are identical, and so is the warmup round of the A3
-variant), so keeping them in one task means each request is asked once; tasks of different
-seeds share no request (the seed is part of every request), so their journals never disagree.
+Unit of work. One shard (a Ray task, :mod:`serving.cluster.shards`) = one experiment of the
+matrix (backbone x windows set) restricted to one seed: all its exposures and variants, in
+lockstep. Runs of one seed share requests (the training rounds of the two exposures are
+identical, and so is the warmup round of the A3 variant), so keeping them in one task means
+each request is asked once; tasks of different seeds share no request (the seed is part of
+every request), so their journals never disagree.
 
-Each task runs an ordinary experiment into its own folder
-``<out>/.ray-tasks/<backbone>/<windows>/s<seed>/`` (its own ``journal.sqlite``; hidden, so
-``localfin report`` does not count its runs twice) with the ``openai`` backend against the
-backbone's ``base_url`` (a ``vllm serve`` endpoint; every worker must reach it).
+Each task runs an ordinary experiment in a scratch folder of its node with the ``openai``
+backend against a server of the backbone: its node's own (``LOCALFIN_ENDPOINTS`` where that
+node's ``ray start`` ran) or the backbone's ``base_url`` (:mod:`serving.cluster.endpoints`).
+Every answered call also goes to the journal keeper on the driver's node, which keeps each
+task's journal in ``<out>/.ray-tasks/<backbone>/<windows>/s<seed>/journal.sqlite`` (hidden,
+so ``localfin report`` does not count its runs twice).
 
-A lost worker (its process killed, its node gone): Ray runs the task again, up to
-:data:`TASK_RETRIES` times (system failures only; an error of ours is not retried), and the new
-attempt resumes from the task folder's journal where it is on the same node, so the matrix
-finishes with no journaled call sent twice. A task that failed for good resumes from its
-journal when the matrix is rerun with ``--resume``. Runs are written once, by the gathering.
+Placement: the tasks, in matrix order (backbone, windows, seed), are asked for on the nodes
+with a free CPU in turn (:class:`serving.cluster.shards.RayRunner`); which node ran each
+attempt goes to ``<out>/cluster.json``. The experiment folders do not depend on it.
 
-Gathering. When the tasks of an experiment are done, their journals are merged into the
-experiment's ``journal.sqlite`` (``INSERT OR IGNORE`` by request key) and the experiment is
-replayed on the driver by :func:`agent.pairs.experiment.run.run_experiment` with a backend that
-refuses every call: the runs, summary and manifest are written by the same code as on the
-local path, from the journal alone, and a call missing from the merged journal is an error
-rather than a silent new model call. The experiment folder is then exactly what the local path
-writes (``pairs run --resume`` replays it with no model call).
+A lost worker or node: Ray runs the task again, up to :data:`TASK_RETRIES` times (system
+failures only; an error of ours is not retried), on any node; the new attempt starts from the
+keeper's journal, so no journaled call is sent twice and none is lost. A task that failed for
+good resumes from its journal when the matrix is rerun with ``--resume``.
 
-Workers import localfin: on a local instance they share this interpreter's environment; on a
-cluster install localfin on every node (or pass a ``runtime_env``; see docs/experiments.md, "Ray").
+Gathering. When the tasks are done, each experiment's task journals are merged into the
+experiment's ``journal.sqlite`` and the experiment is replayed on the driver by
+:func:`agent.pairs.experiment.run.run_experiment` with a backend that refuses every call
+(:class:`serving.cluster.gather.JournalOnly`): the runs, summary and manifest are written by
+the same code as on the local path, from the journal alone. The experiment folder is then
+exactly what the local path writes (``pairs run --resume`` replays it with no model call).
+
+Workers import localfin: on a ``local`` instance they share this interpreter's environment; on
+a cluster install localfin on every node (docs/cluster.md) and give every node the market
+store at the same path.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,25 +54,26 @@ from agent.pairs.experiment.plan import (
     cell_facts,
     done_result,
     journal_counts,
-    open_cell_backend,
     registry_for,
 )
 from agent.pairs.experiment.run import run_experiment
+from agent.pairs.market.records import write_json
 from localfin import configfile as cf
-from localfin.errors import ConfigError, LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.journal import Journal
-from serving.open import check_backend
+from serving.backend import Backend
+from serving.cluster.connect import joined
+from serving.cluster.endpoints import Endpoints, node_endpoints
+from serving.cluster.gather import JournalOnly, merge_journal
+from serving.cluster.keeper import JOURNAL
+from serving.cluster.shards import TASK_RETRIES, RayRunner, Shard, ShardContext, ShardRunner
+from serving.open import check_backend, open_backend
 from serving.registry import Registry
-from serving.types import ChatRequest, ChatResult
 
-__all__ = ["TASKS_DIR", "TASK_RETRIES", "task_text", "merge_journal", "run_cells_ray"]
+__all__ = ["TASKS_DIR", "TASK_RETRIES", "task_text", "merge_journal", "named_endpoints", "run_cells_ray"]
 
 log = logging.getLogger(__name__)
 
 TASKS_DIR = ".ray-tasks"
-#: times Ray runs a task again after its worker died (docs/faults.md)
-TASK_RETRIES = 3
 
 
 def task_text(cell: Cell, seed: int) -> str:
@@ -75,81 +82,61 @@ def task_text(cell: Cell, seed: int) -> str:
     return cf.dumps(doc)
 
 
-def merge_journal(dst: Path, src: Path) -> int:
-    """Copy every call of the journal ``src`` missing from ``dst`` into it; returns the rows
-    added. Rows are keyed by the request hash, so merging twice adds nothing."""
-
-    Journal(dst).close()  # creates the schema when new
-    db = sqlite3.connect(dst, timeout=60.0, isolation_level=None)
-    try:
-        before = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-        db.execute("ATTACH DATABASE ? AS src", (str(src),))
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT OR IGNORE INTO calls SELECT * FROM src.calls ORDER BY rowid")
-        db.execute("COMMIT")
-        db.execute("DETACH DATABASE src")
-        return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] - before)
-    except sqlite3.Error as exc:
-        raise LocalfinError(f"cannot merge journal {src} into {dst}: {exc}") from exc
-    finally:
-        db.close()
+def named_endpoints(plan: MatrixPlan) -> Endpoints:
+    """The servers the matrix file names: ``base_url`` of each ``openai`` backbone, per key."""
+    table: dict[str, list[str]] = {}
+    for c in plan.cells:
+        m = c.config.model
+        if m.backend == "openai" and m.base_url:
+            table.setdefault(m.backbone, []).append(m.base_url)
+    return Endpoints.of(table)
 
 
-class _JournalOnly:
-    """A backend that refuses every call: the gather step must find everything journaled."""
+@dataclass(frozen=True)
+class SeedTask:
+    """A shard's body: one seed of one experiment in the node's scratch folder (module doc)."""
 
-    name = "journal-only"
+    text: str
+    cell: Cell
+    registry: Registry
+    factory: BackendFactory | None
+    endpoints: Endpoints
 
-    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
-        raise LocalfinError(
-            f"gathering the Ray tasks: {len(requests)} call(s) missing from the merged journal "
-            f"(first: {requests[0].call_type}); rerun the matrix with --resume"
-        )
+    def backend(self, ctx: ShardContext) -> Backend:
+        if self.factory is not None:
+            return self.factory(self.cell, self.registry)
+        m = self.cell.config.model
+        url = ctx.endpoint(self.endpoints, m.backbone)
+        spec = replace(m.backend_spec(), kind="openai", base_url=url)
+        return open_backend(spec, self.registry)
 
-    def close(self) -> None:
-        return None
-
-
-def _task(
-    text: str,
-    folder: str,
-    registry: Registry,
-    factory: BackendFactory | None,
-    cell: Cell,
-    journal: bytes | None,
-) -> dict[str, Any]:
-    """Body of one Ray task (runs on a worker): one seed of one experiment, own journal.
-
-    ``journal``: the driver's copy of this task's journal from an earlier, interrupted attempt
-    (written into the folder when the worker has none: a task moved to another node keeps its
-    calls). Returns the journal's bytes, so the driver needs no shared filesystem."""
-    cfg = parse_config(cf.loads_toml(text, "a Ray task's experiment"))
-    path = Path(folder) / "journal.sqlite"
-    if journal is not None and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(journal)
-    backend = (factory or open_cell_backend)(cell, registry)
-    try:
-        check_backend(backend)
-        res = run_experiment(
-            cfg, folder, config_text=text, backend=backend, model=cell_facts(cell, registry), resume=True
-        )
-    finally:
-        backend.close()
-    return {
-        "calls": res.model_calls,
-        "replayed": res.replayed,
-        "journal": path.read_bytes(),  # closed by run_experiment: the WAL is checkpointed
-    }
+    def __call__(self, ctx: ShardContext) -> dict[str, int]:
+        cfg = parse_config(cf.loads_toml(self.text, "a Ray task's experiment"))
+        folder = ctx.folder / "experiment"
+        ctx.restore(folder / JOURNAL)
+        backend = ctx.relay(self.backend(ctx))
+        try:
+            check_backend(backend)
+            res = run_experiment(
+                cfg,
+                folder,
+                config_text=self.text,
+                backend=backend,
+                model=cell_facts(self.cell, self.registry),
+                resume=True,
+            )
+        finally:
+            backend.close()
+        return {"calls": res.model_calls, "replayed": res.replayed}
 
 
-def _check_backend(cell: Cell) -> None:
-    m = cell.config.model
-    if m.backend != "openai":
-        raise ConfigError(
-            f"--ray: backbone {cell.backbone.name!r} has model.backend={m.backend!r}; Ray workers call a "
-            "vLLM server: set backend = 'openai' and base_url in its [[backbones]] entry"
-        )
+def _precheck(todo: list[Cell], endpoints: Endpoints, address: str, factory: BackendFactory | None) -> None:
+    """On a ``local`` instance every task runs here: a backbone with no server fails now."""
+    if factory is not None or address != "local":
+        return
+    here = node_endpoints()
+    for c in todo:
+        endpoints.choose(c.config.model.backbone, 0, here, where="this machine (--ray local)")
 
 
 def run_cells_ray(
@@ -158,64 +145,67 @@ def run_cells_ray(
     registry: Registry | None = None,
     backend_factory: BackendFactory | None = None,
     address: str = "local",
+    endpoints: Endpoints | None = None,
     progress: Progress = NULL_PROGRESS,
     on_cell: Callable[[CellResult], None] | None = None,
 ) -> list[CellResult]:
     """Run the experiments of ``plan`` not done yet as Ray tasks and gather them (module doc).
 
-    ``address``: a Ray cluster address (``ray://host:10001``, ``auto``) or ``local`` (start a
-    local instance); when Ray is already initialised in this process it is used as it is.
-    ``backend_factory``: builds each task's backend on the worker (must pickle); default: the
-    OpenAI client for the backbone's ``base_url``.
+    ``address``: ``local``, ``auto`` or ``HOST:PORT`` (:mod:`serving.cluster.connect`); when
+    Ray is already initialised in this process it is used as it is. ``backend_factory``:
+    builds each task's backend on the worker (must pickle); default: the OpenAI client for a
+    server of the backbone (module doc); ``endpoints``: servers named besides the file's
+    ``base_url``.
     """
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError("--ray needs the ray package: pip install 'localfin[ray]'") from exc
     out = plan.out_dir
     todo = [c for c in plan.cells if not cell_done(out, c)]
-    if backend_factory is None:
-        for c in todo:
-            _check_backend(c)
-    started = not ray.is_initialized()
-    if started:
-        # "local" always starts a new instance (never joins one found on this machine)
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    try:
-        return _run(ray, plan, todo, registry, backend_factory, progress, on_cell)
-    except ray.exceptions.RayError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, LocalfinError):  # ours, from a task: its own message and exit code
-            raise cause from exc
-        raise LocalfinError(
-            f"a Ray task of the matrix failed (rerun with --resume to continue): {exc}"
-        ) from exc
-    finally:
-        if started:
-            ray.shutdown()
+    named = named_endpoints(plan)
+    for key, urls in endpoints.named if endpoints is not None else ():
+        named = named.with_named(key, urls)
+    endpoints = named
+    _precheck(todo, endpoints, address, backend_factory)
+    with joined(address) as cluster:
+        runner = RayRunner(cluster, out / TASKS_DIR)
+        try:
+            results = _run(runner, plan, todo, registry, backend_factory, endpoints, progress, on_cell)
+            write_json(
+                out / "cluster.json",
+                {
+                    "address": address,
+                    "nodes": [n.__dict__ | {"resources": dict(n.resources)} for n in cluster.nodes],
+                    "driver_node": cluster.driver_node,
+                    "placement": runner.placement(),
+                    "placement_rule": "task i (matrix order) asked for on node i mod n of the nodes with a "
+                    "free CPU (ordered by address, then id); soft: a lost node's tasks go to any other",
+                },
+            )
+        finally:
+            runner.close()
+    return results
 
 
 def _run(
-    ray: Any,
+    runner: ShardRunner,
     plan: MatrixPlan,
     todo: list[Cell],
     registry: Registry | None,
     backend_factory: BackendFactory | None,
+    endpoints: Endpoints,
     progress: Progress,
     on_cell: Callable[[CellResult], None] | None,
 ) -> list[CellResult]:
     out = plan.out_dir
-    remote = ray.remote(num_cpus=1, max_retries=TASK_RETRIES, retry_exceptions=False)(_task)
     registries = {c.folder: registry_for(c, registry) for c in todo}
-    refs: dict[str, list[Any]] = {}
-    submitted = time.perf_counter()  # an experiment's wall time: from here to its gathering
+    shards: list[Shard] = []
     for c in todo:
-        refs[c.folder] = []
+        earlier = out / c.folder / JOURNAL  # calls journaled by an earlier run of this experiment
         for s in c.config.seeds:
-            folder = (out / TASKS_DIR / c.folder / f"s{s}").resolve()
-            own = folder / "journal.sqlite"
-            args = (task_text(c, s), str(folder), registries[c.folder], backend_factory, c)
-            refs[c.folder].append(remote.remote(*args, own.read_bytes() if own.is_file() else None))
+            if earlier.is_file():
+                merge_journal(Path(runner.root) / c.folder / f"s{s}" / JOURNAL, earlier)
+            body = SeedTask(task_text(c, s), c, registries[c.folder], backend_factory, endpoints)
+            shards.append(Shard(f"{c.folder}/s{s}", len(shards), body))
+    submitted = time.perf_counter()  # an experiment's wall time: from here to its gathering
+    outcomes = {o.key: o for o in runner.run(shards, "matrix tasks", progress)} if shards else {}
     results: list[CellResult] = []
     with progress.task("experiments", total=len(plan.cells)) as bar:
         for c in plan.cells:
@@ -223,19 +213,20 @@ def _run(
                 results.append(done_result(out, c))
                 bar.advance()
                 continue
-            done = ray.get(refs[c.folder])
             folder = out / c.folder
             folder.mkdir(parents=True, exist_ok=True)
-            for s, d in zip(c.config.seeds, done):
-                got = out / TASKS_DIR / c.folder / f"s{s}" / "journal.returned.sqlite"
-                got.parent.mkdir(parents=True, exist_ok=True)
-                got.write_bytes(d["journal"])
-                merge_journal(folder / "journal.sqlite", got)
+            done: list[dict[str, Any]] = []
+            for s in c.config.seeds:
+                key = f"{c.folder}/s{s}"
+                kept = Path(runner.root) / key / JOURNAL
+                if kept.is_file():
+                    merge_journal(folder / JOURNAL, kept)
+                done.append(outcomes[key].value)
             res = run_experiment(
                 c.config,
                 folder,
                 config_text=c.config_text,
-                backend=_JournalOnly(),
+                backend=JournalOnly(f"the Ray tasks of {c.folder}"),
                 model=cell_facts(c, registries[c.folder]),
                 resume=True,
             )

@@ -145,11 +145,13 @@ def test_merge_journal_adds_missing_rows_once(tmp_path):
     assert _keys(tmp_path / "dst.sqlite") == _keys(tmp_path / "b.sqlite")
 
 
-def test_ray_path_needs_an_openai_backend(tmp_path):
+def test_ray_path_needs_a_server_for_each_backbone(tmp_path, monkeypatch):
+    # on a local instance every task runs here: no server named, none of this machine's
+    monkeypatch.delenv("LOCALFIN_ENDPOINTS", raising=False)
     config = tmp_path / "m.toml"
     config.write_text(matrix_text(small_store(), tmp_path / "no-weights"))
     with pytest.raises(
-        ConfigError, match=r"backbone 'smol' has model\.backend='vllm'; Ray workers call a vLLM server"
+        ConfigError, match=r"no server for model 'smollm2-135m' on node this machine \(--ray local\)"
     ):
         run_matrix(load_matrix(config), tmp_path / "o", config_text=config.read_text(), ray_address="local")
 
