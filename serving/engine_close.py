@@ -24,13 +24,12 @@ psutil (a dependency of vLLM) is imported when a close happens.
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from serving.errors import BackendError
+from serving.gpus import nvidia_smi
 
 __all__ = [
     "CLOSE_TIMEOUT_S",
@@ -113,18 +112,8 @@ def _name(p: Any) -> str:
 def gpu_memory_holders() -> dict[int, float] | None:
     """pid -> GiB of GPU memory the driver counts for it (``nvidia-smi``); None where there is
     no ``nvidia-smi`` or it does not answer."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run(
-            [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+    out = nvidia_smi("query-compute-apps=pid,used_memory")
+    if out is None:
         return None
     held: dict[int, float] = {}
     for line in out.splitlines():

@@ -26,6 +26,7 @@ from localfin import env
 from serving.errors import ConfigError
 
 __all__ = [
+    "nvidia_smi",
     "GIB",
     "Gpu",
     "Node",
@@ -281,20 +282,28 @@ def _visible_filter() -> list[str] | None:
     return [] if items in ([], ["-1"]) else items
 
 
-def _from_nvidia_smi(wanted: list[str] | None) -> list[Gpu] | None:
+def nvidia_smi(query: str) -> str | None:
+    """``nvidia-smi --QUERY --format=csv,noheader,nounits`` (e.g. ``query-gpu=index,name``):
+    its output, or None where there is no ``nvidia-smi`` or it does not answer."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
-        out = subprocess.run(
-            [exe, "--query-gpu=index,uuid,name,memory.total", "--format=csv,noheader,nounits"],
+        return subprocess.run(
+            [exe, f"--{query}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
             check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
-        log.info("nvidia-smi did not answer (%s); trying torch.cuda", exc)
+        log.info("nvidia-smi did not answer (%s)", exc)
+        return None
+
+
+def _from_nvidia_smi(wanted: list[str] | None) -> list[Gpu] | None:
+    out = nvidia_smi("query-gpu=index,uuid,name,memory.total")
+    if out is None:
         return None
     rows = []
     for line in out.splitlines():

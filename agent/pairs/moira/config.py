@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 
 from agent.pairs.market.descriptions import DESCRIPTION_FILTERS
+from agent.pairs.moira.principles import RULES
 from localfin.errors import ConfigError
 
 __all__ = [
@@ -43,19 +44,8 @@ BLOCK_ORDERS = ("paper", "memory_last")
 DECODINGS = ("schema", "prompt")
 #: What the principle validator's ``direction`` rule rejects (:class:`PolicyConfig`).
 DIRECTION_RULES = ("recommendation", "any_recommendation", "any_mention")
-#: The rules of the principle validator a config may switch on or off
-#: (:mod:`agent.pairs.moira.principles`; ``empty`` always applies).
-PRINCIPLE_RULES = (
-    "too_short",
-    "too_long",
-    "ticker",
-    "company",
-    "pair",
-    "date",
-    "step",
-    "direction",
-    "duplicate",
-)
+#: The rules of the principle validator a config may switch on or off (``empty`` always applies).
+PRINCIPLE_RULES = tuple(r for r in RULES if r != "empty")
 #: Fields of :class:`PolicyConfig` that act only after the shared warmup (its round and its
 #: reflection do not depend on them), so runs differing only in these share one warmup.
 CONSOLIDATION_FIELDS = (
