@@ -318,11 +318,7 @@ class QACluster:
         js = judge_run(run, items, self._backend(f"judge pass {run}", len(outs)), judge_model,
                        chunk_size=chunk_size, max_tokens=max_tokens, prompt_name=prompt_name,
                        candidate_chars=candidate_chars)  # fmt: skip
-        calls, replayed = self._counts(added, js.replayed)
-        js = replace(js, model_calls=calls, replayed=replayed)
-        doc = runs.read_json(run / JUDGE_SCORES)
-        runs.write_json(run / JUDGE_SCORES, {**doc, "model_calls": calls, "replayed": replayed})
-        return js
+        return self._restate(js, added, run / JUDGE_SCORES)
 
     def judge_check(
         self,
@@ -342,11 +338,7 @@ class QACluster:
         outs, added = self._batch("judge_check", out, requests, JUDGE_CHECK_JOURNAL, judge_model, chunk_size)
         jc = judge_check(items, self._backend(f"judge check {out}", len(outs)), judge_model, out,
                          chunk_size=chunk_size, max_tokens=max_tokens, prompt_name=prompt_name)  # fmt: skip
-        calls, replayed = self._counts(added, jc.replayed)
-        jc = replace(jc, model_calls=calls, replayed=replayed)
-        doc = runs.read_json(out / JUDGE_CHECK_FILE)
-        runs.write_json(out / JUDGE_CHECK_FILE, {**doc, "model_calls": calls, "replayed": replayed})
-        return jc
+        return self._restate(jc, added, out / JUDGE_CHECK_FILE)
 
     def extract_run(
         self,
@@ -363,11 +355,15 @@ class QACluster:
         outs, added = self._batch("extract", run, requests, EXTRACT_JOURNAL, extract_model, chunk_size)
         xs = extract_run(run, items, self._backend(f"extraction pass {run}", len(outs)), extract_model,
                          chunk_size=chunk_size)  # fmt: skip
-        calls, replayed = self._counts(added, xs.replayed)
-        xs = replace(xs, model_calls=calls, replayed=replayed)
-        doc = runs.read_json(run / EXTRACT_SCORES)
-        runs.write_json(run / EXTRACT_SCORES, {**doc, "model_calls": calls, "replayed": replayed})
-        return xs
+        return self._restate(xs, added, run / EXTRACT_SCORES)
+
+    def _restate(self, summary: Any, added: int, path: Path) -> Any:
+        """``summary`` (and its file ``path``) with the pass's model calls counted as the shards
+        made them, not as the one-process pass that replayed their journal."""
+        calls, replayed = self._counts(added, summary.replayed)
+        doc = runs.read_json(path)
+        runs.write_json(path, {**doc, "model_calls": calls, "replayed": replayed})
+        return replace(summary, model_calls=calls, replayed=replayed)
 
     def _batch(
         self, stage: str, run: Path, requests: Sequence[Any], journal: str, model: str, chunk_size: int
