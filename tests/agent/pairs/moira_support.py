@@ -111,6 +111,25 @@ def small_config(store: Path, **overrides: dict[str, Any]) -> tuple[ExperimentCo
     return parse_config(tomllib.loads(text)), text
 
 
+def training_oracle() -> dict[str, str]:
+    """Best action of CIRQ/LMNS (No-Beta) at each training step label of
+    :func:`small_config`'s window, from the prices of :func:`small_store`."""
+    from agent.pairs.market.view import MarketView
+    from agent.pairs.screen.causal import ScreenConfig
+
+    cfg, _ = small_config(small_store())
+    with MarketStore(small_store(), create=False) as store:
+        view = MarketView(store, (), ScreenConfig(lookback=500, min_sessions=252), end=cfg.windows.test_end)
+    days = view.sessions(cfg.windows.train_start, cfg.windows.train_end)
+    best = {}
+    for k, d in enumerate(days[:-1]):
+        g = view.index(d)
+        r_a = view.price("CIRQ", g + 1) / view.price("CIRQ", g) - 1
+        r_b = view.price("LMNS", g + 1) / view.price("LMNS", g) - 1
+        best[f"step {k + 1:03d}"] = "LONG_SHORT" if r_a > r_b else "SHORT_LONG"
+    return best
+
+
 def payload(req: ChatRequest) -> dict[str, Any]:
     return json.loads(req.messages[-1].content)
 

@@ -12,13 +12,10 @@ import json
 
 import pandas as pd
 import pytest
-from moira_support import payload, principles_reply, scripted, small_config, small_store
+from moira_support import payload, principles_reply, scripted, small_config, small_store, training_oracle
 
-from agent.data.store import MarketStore
 from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.records import read_json
-from agent.pairs.market.view import MarketView
-from agent.pairs.screen.causal import ScreenConfig
 from serving.journal import Journal
 
 GOOD = "When the spread signal is clear, follow the oracle rule and trade toward reversion."
@@ -31,17 +28,7 @@ FULL, CONTROL = "full-no_beta-s0", "a3-no-consolidation-no_beta-s0"
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, str]:
     """Best action of CIRQ/LMNS (No-Beta) at each training step label, from the prices."""
-    cfg, _ = small_config(small_store())
-    with MarketStore(small_store(), create=False) as store:
-        view = MarketView(store, (), ScreenConfig(lookback=500, min_sessions=252), end=cfg.windows.test_end)
-    days = view.sessions(cfg.windows.train_start, cfg.windows.train_end)
-    best = {}
-    for k, d in enumerate(days[:-1]):
-        g = view.index(d)
-        r_a = view.price("CIRQ", g + 1) / view.price("CIRQ", g) - 1
-        r_b = view.price("LMNS", g + 1) / view.price("LMNS", g) - 1
-        best[f"step {k + 1:03d}"] = "LONG_SHORT" if r_a > r_b else "SHORT_LONG"
-    return best
+    return training_oracle()
 
 
 def _direction(oracle: dict[str, str]):

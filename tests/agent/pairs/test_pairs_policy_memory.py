@@ -8,13 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from moira_support import payload, principles_reply, scripted, small_config, small_store
+from moira_support import payload, principles_reply, scripted, small_config, small_store, training_oracle
 
-from agent.data.store import MarketStore
 from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.records import read_json
-from agent.pairs.market.view import MarketView
-from agent.pairs.screen.causal import ScreenConfig
 
 GOOD = "When the spread signal is clear, follow the oracle rule and trade toward reversion."
 BAD = "When the spread signal is clear, take the contrarian view against reversion."
@@ -24,17 +21,7 @@ WORSE = "Take the contrarian view again whenever the spread looks stretched at a
 @pytest.fixture(scope="module")
 def oracle() -> dict[str, str]:
     """Best action of CIRQ/LMNS (No-Beta) at each training step label, from the prices."""
-    cfg, _ = small_config(small_store())
-    with MarketStore(small_store(), create=False) as store:
-        view = MarketView(store, (), ScreenConfig(lookback=500, min_sessions=252), end=cfg.windows.test_end)
-    days = view.sessions(cfg.windows.train_start, cfg.windows.train_end)
-    best = {}
-    for k, d in enumerate(days[:-1]):
-        g = view.index(d)
-        r_a = view.price("CIRQ", g + 1) / view.price("CIRQ", g) - 1
-        r_b = view.price("LMNS", g + 1) / view.price("LMNS", g) - 1
-        best[f"step {k + 1:03d}"] = "LONG_SHORT" if r_a > r_b else "SHORT_LONG"
-    return best
+    return training_oracle()
 
 
 def _direction(oracle: dict[str, str]):
