@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -216,3 +218,16 @@ def driver(
         if proc.poll() is None:
             proc.kill()
     return subprocess.CompletedProcess(proc.args, code)
+
+
+@contextmanager
+def two_nodes(folder: Path, head_endpoints: str, worker_endpoints: str) -> Iterator[RayCluster]:
+    """A head (1 CPU) and worker ``w1`` (1 CPU) on this machine, each calling its own model
+    server; stopped on exit."""
+    c = RayCluster(folder)
+    try:
+        c.start_head(cpus=1, endpoints=head_endpoints)
+        c.add_worker("w1", cpus=1, endpoints=worker_endpoints)
+        yield c
+    finally:
+        c.stop()

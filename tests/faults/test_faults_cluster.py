@@ -27,7 +27,7 @@ from fake_openai import FakeOpenAI, Hold
 from faults_support import RETRIES
 from matrix_support import SHORT
 from moira_support import small_store, toml_text
-from ray_cluster import RayCluster, driver, free_ports, start_driver
+from ray_cluster import driver, free_ports, start_driver, two_nodes
 
 from agent.pairs.market.records import read_json
 
@@ -87,13 +87,8 @@ def servers():
 def cluster(servers, tmp_path_factory):
     """Head (1 CPU, server A) + worker ``w1`` (1 CPU, server B) on this machine."""
     a, b = servers
-    c = RayCluster(tmp_path_factory.mktemp("cluster"))
-    try:
-        c.start_head(cpus=1, endpoints=a.base_url)
-        c.add_worker("w1", cpus=1, endpoints=b.base_url)
+    with two_nodes(tmp_path_factory.mktemp("cluster"), a.base_url, b.base_url) as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 from proxy_server import CountingProxy, Hold, request_digest
-from ray_cluster import RayCluster, driver, start_driver
+from ray_cluster import driver, start_driver, two_nodes
 
 #: a CPU model on a busy 2-core machine: an hour or more for the two runs
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3 * 3600)]
@@ -154,13 +154,8 @@ def proxies():
 @pytest.fixture(scope="module")
 def cluster(proxies, tmp_path_factory):
     a, b = proxies
-    c = RayCluster(tmp_path_factory.mktemp("cluster"))
-    try:
-        c.start_head(cpus=1, endpoints=a.base_url)
-        c.add_worker("w1", cpus=1, endpoints=b.base_url)
+    with two_nodes(tmp_path_factory.mktemp("cluster"), a.base_url, b.base_url) as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")
