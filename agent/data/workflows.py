@@ -71,7 +71,7 @@ def _store_for_import(path: Path) -> Iterator[MarketStore]:
 
 @dataclass(frozen=True)
 class SynthResult:
-    """Files written (``prices``, ``news``, ``companies``, ``truth`` -> path) and, when imported,
+    """Files written (``prices``, ``news``, ``companies``, ``truth``, ``filings`` -> path) and, when imported,
     the store and its import report."""
 
     files: dict[str, Path]
@@ -119,6 +119,7 @@ def synth_market(
             prices=[files["prices"]],
             news=[files["news"]],
             companies=[files["companies"]],
+            filings=[files["filings"]] if "filings" in files else [],
             progress=progress,
         )
     return SynthResult(files, Path(store_path), report)
