@@ -211,7 +211,7 @@ def with_finmem(base: ScriptedBackend) -> ScriptedBackend:
     """``base`` plus a FinMem script: decisions follow the trading z shown, one fixed reflection."""
     from agent.pairs.baselines.finmem.calls import DECISION_CALL, ID_FIELDS, REFLECTION_CALL
 
-    none = dict.fromkeys(ID_FIELDS.values(), [])
+    none: dict[str, list[int]] = {f: [] for f in ID_FIELDS.values()}
 
     def decide(req: ChatRequest) -> str:
         p = json.loads(req.messages[1].content)

@@ -339,7 +339,8 @@ def test_finmem_scripted_run_end_to_end(finmem_store: MarketStore, finmem_market
     reasks = [c for c in inner.calls if len(c.messages) == 4]
     assert [_payload(c)["current_step"] for c in reasks] == [bad, cut]
     assert reasks[0].messages[2].content == "this is not JSON" and reasks[0].messages[2].role == "assistant"
-    assert reasks[0].json_schema == [c for c in inner.calls if len(c.messages) == 2 and _payload(c)["current_step"] == bad][0].json_schema
+    first = next(c for c in inner.calls if len(c.messages) == 2 and _payload(c)["current_step"] == bad)
+    assert reasks[0].json_schema == first.json_schema
     # tokens by call type are those of the results the run received
     calls = inner.calls
     for ct in (DECISION_CALL, REFLECTION_CALL):
@@ -558,7 +559,8 @@ def test_finmem_without_news_runs_on_filings_and_reflections(
     texts = {layer: [item["text"] for mem in shown for item in mem[layer]] for layer in shown[0]}
     assert not texts["short"]  # no news, and nothing else is stored there
     # mid holds 10-Q reports, long 10-K reports and the 10-Qs promoted to it (FinMem's promotion)
-    assert texts["mid"] and all(" 10-Q (quarterly report), management discussion: " in t for t in texts["mid"])
+    assert texts["mid"]
+    assert all(" 10-Q (quarterly report), management discussion: " in t for t in texts["mid"])
     assert any(" 10-K (annual report), management discussion: " in t for t in texts["long"])
     assert all(re.search(r"^[A-Z]+ 10-[KQ] \(", t) for t in texts["long"])
     assert all(len(t) <= 600 + 80 for layer in ("mid", "long") for t in texts[layer])
