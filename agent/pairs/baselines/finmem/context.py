@@ -7,9 +7,12 @@ before the call, with a :class:`ContextError` naming the setting that bounds it;
 silently (vLLM refuses such a request, or stops its reply at the context's end).
 
 Counting: the served model's own tokenizer and chat template (``tokenizer.json`` in its weights
-folder), as its server counts; where that folder is not on this machine, a bound that never
-undercounts: the UTF-8 bytes of every message (a byte-level BPE never emits more tokens than
-bytes) plus 16 tokens a message for the template's markers. The check is stated either way.
+folder), as its server counts; where that folder is not on this machine (a model served over
+HTTP from another one), the project's estimate, one token per three characters
+(:func:`agent.pairs.market.newsbudget.estimate_tokens`: long for English text, which the Llama-3
+and Qwen3 tokenizers write at about four characters a token) plus 16 tokens a message for the
+template's markers; the message says which count refused a prompt. :func:`byte_bound` (one token
+per UTF-8 byte: a byte-level BPE never emits more) is the count that never undercounts.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from localfin.errors import ConfigError
 from serving.types import ChatRequest
 
-__all__ = ["ContextError", "PromptBudget", "byte_bound", "tokenizer_counter", "prompt_budget"]
+__all__ = ["ContextError", "PromptBudget", "byte_bound", "estimate", "tokenizer_counter", "prompt_budget"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,13 @@ def byte_bound(request: ChatRequest) -> int:
     return sum(len(m.content.encode("utf-8")) + _PER_MESSAGE for m in request.messages) + _PER_MESSAGE
 
 
+def estimate(request: ChatRequest) -> int:
+    """``request``'s prompt tokens estimated from its characters (module docstring)."""
+    from agent.pairs.market.newsbudget import estimate_tokens
+
+    return sum(estimate_tokens(m.content) + _PER_MESSAGE for m in request.messages) + _PER_MESSAGE
+
+
 def tokenizer_counter(path: Path) -> Callable[[ChatRequest], int] | None:
     """The prompt tokens of a request under the chat template of the tokenizer in ``path``, or
     None when the folder has no tokenizer with a chat template."""
@@ -50,7 +60,7 @@ def tokenizer_counter(path: Path) -> Callable[[ChatRequest], int] | None:
 
         tok = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as exc:  # a folder transformers cannot read: use the bound
-        log.info("no tokenizer from %s (%s): FinMem's context check counts bytes", path, exc)
+        log.info("no tokenizer from %s (%s): FinMem's context check estimates", path, exc)
         return None
     if not getattr(tok, "chat_template", None):
         return None
@@ -74,8 +84,8 @@ class PromptBudget:
     the context, named in the error."""
 
     max_model_len: int
-    count: Callable[[ChatRequest], int] = byte_bound
-    counted_by: str = "a bound of one token per UTF-8 byte"
+    count: Callable[[ChatRequest], int] = estimate
+    counted_by: str = "estimated at one token per three characters"
     setting: str = "baselines.finmem.max_model_len"
 
     def check(self, request: ChatRequest, where: str) -> int:
@@ -100,7 +110,7 @@ class PromptBudget:
 def prompt_budget(model: str, max_model_len: int | None, registry: Any = None) -> PromptBudget:
     """The :class:`PromptBudget` of FinMem's ``model`` (a registry key) served with
     ``max_model_len`` tokens (None: the registry entry's): its tokenizer where its folder is on
-    this machine, else the byte bound; a key the registry does not know and no context given:
+    this machine, else the estimate; a key the registry does not know and no context given:
     nothing is checked (said in the log)."""
     from serving.registry import default_registry
 
@@ -117,5 +127,7 @@ def prompt_budget(model: str, max_model_len: int | None, registry: Any = None) -
     path = spec.expected_path()
     counter = tokenizer_counter(Path(path)) if path is not None else None
     if counter is None:
-        return PromptBudget(ctx)
+        return PromptBudget(
+            ctx, estimate, f"estimated at one token per three characters (no {model} tokenizer here)"
+        )
     return PromptBudget(ctx, counter, f"the {spec.display_name} tokenizer")
