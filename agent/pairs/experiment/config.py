@@ -19,11 +19,12 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
                    request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
-                   max_failures_in_a_row (faults: docs/faults.md), decoding
+                   max_failures_in_a_row (faults: docs/faults.md), decoding, max_model_len
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
                    principle_min_chars, reflection_max_chars, news_per_leg,
-                   news_lookback_sessions, headline_max_chars, news_token_budget, block_order,
+                   news_lookback_sessions, direction_news, headline_max_chars, news_token_budget,
+                   block_order,
                    description_max_chars, memory_records, reflection_max_records,
                    pair_quality_min_held, pair_quality_reverting, pair_quality_weak,
                    spread_far_z, spread_near_z
