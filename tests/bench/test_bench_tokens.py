@@ -206,3 +206,11 @@ def test_table_10_as_the_paper_computes_it() -> None:
     table = tokens_table({"pypi:qwen3": {"moira": moira, "finmem": finmem}})
     row = [r for r in table.splitlines() if r.startswith("| pypi:qwen3 | 1,000 | 1,800 |")]
     assert row == ["| pypi:qwen3 | 1,000 | 1,800 | 0.56 | 23,000 | 46,000 (2 cycles) | 0.50 | about 0.25 |"]
+    # with replies of backbone length (a declared estimate per call): prompts + the estimate
+    moira.completion_est = {"direction": 50 * 120}
+    finmem.completion_est = {"finmem_decision": 50 * 120}
+    finmem.by_step_est = {k: v + 120 for k, v in finmem.by_step.items()}
+    assert finmem.first_cycles(estimated=True) == ((23 * 1_120 + 23 * 3_120) / 2, 2)
+    est = tokens_table({"pypi:qwen3": {"moira": moira, "finmem": finmem}})
+    row = [r for r in est.splitlines() if r.startswith("| pypi:qwen3 | 920 | 1,920 |")]
+    assert row == ["| pypi:qwen3 | 920 | 1,920 | 0.48 | 21,160 | 48,760 | 0.43 |"]
