@@ -220,6 +220,12 @@ def parser() -> argparse.ArgumentParser:
         "factors), FinMem's mid and long memory",
     )
     ap.add_argument(
+        "--stand-in-filings",
+        action="store_true",
+        help="fill the 10-K / 10-Q reports --filings lacks with generated stand-ins (seeded; every real "
+        "filing kept), so FinMem's mid and long memory hold every leg's reports",
+    )
+    ap.add_argument(
         "--alias",
         action="append",
         default=[],
@@ -329,6 +335,7 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             filings=Path(args.filings) if args.filings else None,
             aliases=args.alias,
             fit_tokens=args.fit_tokens,
+            stand_in_filings=args.stand_in_filings,
         )
     replies = dict(BACKBONE_REPLY_TOKENS)
     replies.update({k: int(v) for k, _, v in (x.partition("=") for x in args.reply_tokens)})

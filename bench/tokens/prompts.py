@@ -39,6 +39,7 @@ from localfin.errors import ConfigError
 __all__ = [
     "REQUESTS_FILE",
     "clip_windows",
+    "stand_in_filings_file",
     "finmem_context",
     "RequestRecorder",
     "tokens_document",
@@ -103,9 +104,11 @@ def build_store(
     companies: Path | None,
     filings: Path | None = None,
     aliases: Sequence[str] = (),
+    stand_in_filings: bool = False,
 ) -> tuple[Path, list[str]]:
     """``out/market.sqlite`` from the files (built once; the pool is the price file's tickers;
-    ``aliases``: ``[kind:]SOURCE=TARGET`` ticker renames, e.g. ``filings:GOOGL=GOOG``)."""
+    ``aliases``: ``[kind:]SOURCE=TARGET`` ticker renames, e.g. ``filings:GOOGL=GOOG``;
+    ``stand_in_filings``: :func:`stand_in_filings` fills the reports the filings file lacks)."""
     from agent.data.aliases import parse_alias
     from agent.data.importer import import_files
     from agent.data.store import MarketStore
@@ -124,6 +127,7 @@ def build_store(
     if not path.exists():
         tmp = out / "market.sqlite.tmp"
         tmp.unlink(missing_ok=True)
+        cfg = ImportConfig(pool=tuple(pool), aliases=tuple(parse_alias(a) for a in aliases))
         with MarketStore(tmp) as s:
             import_files(
                 s,
@@ -131,10 +135,49 @@ def build_store(
                 news=[news] if news else [],
                 companies=[companies] if companies else [],
                 filings=[filings] if filings else [],
-                config=ImportConfig(pool=tuple(pool), aliases=tuple(parse_alias(a) for a in aliases)),
+                config=cfg,
             )
+            if stand_in_filings:
+                extra = stand_in_filings_file(s, pool, out / "filings_stand_in.parquet")
+                import_files(s, filings=[extra], config=ImportConfig(pool=tuple(pool)))
         tmp.replace(path)
     return path, pool
+
+
+def stand_in_filings_file(store: Any, pool: Sequence[str], path: Path) -> Path:
+    """Write ``path``: generated 10-K and 10-Q reports (:mod:`agent.data.filings_text`, seeded)
+    of each pool ticker over the store's last two years of prices, where the store holds no real
+    report in their place: no generated 10-K within 330 days of a real one, no generated 10-Q
+    within 45 days of a real 10-Q or 10-K (every real filing is kept, none is replaced). Returns
+    ``path`` (Herculean's ``filings.parquet`` layout)."""
+    import datetime as dt
+
+    from agent.data.filings_text import FilingCompany, herculean_frame, synthetic_filings
+
+    days = [d.item() for d in store.calendar(None, None)]
+    last = days[-1]
+    first = max(days[0], last - dt.timedelta(days=730))
+    names = {t: c.name for t, c in store.companies(pool).items()}
+    gen = synthetic_filings(
+        [FilingCompany(t, names.get(t, t), "Information Technology") for t in pool], first, last, seed=5
+    )
+    real: dict[tuple[str, str], list[dt.date]] = {}
+    for t in pool:
+        for f in store.filings(t):
+            real.setdefault((t, f.document_type), []).append(f.date)
+    keep = []
+    for r in gen.itertuples():
+        day = dt.date.fromisoformat(r.date)
+
+        def near(form: str, within: int, r: Any = r, day: dt.date = day) -> bool:
+            return any(abs((d - day).days) <= within for d in real.get((r.ticker, form), ()))
+
+        if r.document_type == "10-K":
+            keep.append(not near("10-K", 330))
+        else:
+            keep.append(not (near("10-Q", 45) or near("10-K", 45)))
+    herculean_frame(gen[keep].reset_index(drop=True)).to_parquet(path, index=False)
+    return path
 
 
 def finmem_context(doc: Mapping[str, Any]) -> int | None:
@@ -215,6 +258,7 @@ def run_prompts(
     filings: Path | None = None,
     aliases: Sequence[str] = (),
     fit_tokens: int = 0,
+    stand_in_filings: bool = False,
 ) -> Path:
     """Run the document of :func:`tokens_document` into ``out`` and return its cell folder.
     ``fit_tokens``: the most a prompt and its reply budget may take on the CPU model (0: its
@@ -228,7 +272,7 @@ def run_prompts(
         raise ConfigError(f"--config {cfg.name}: a Moira config is needed (its kind is {cfg.kind!r})")
     out.mkdir(parents=True, exist_ok=True)
     reg = registry or default_registry()
-    store, pool = build_store(out, prices, news, companies, filings, aliases)
+    store, pool = build_store(out, prices, news, companies, filings, aliases, stand_in_filings)
     doc = tokens_document(cfg, store, pool, model)
     for note in clip_windows(doc, _last_session(store)):
         log.warning("%s", note)
