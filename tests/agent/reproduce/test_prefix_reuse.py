@@ -128,14 +128,12 @@ def test_moira_reuse_is_the_shared_share_of_its_prompts(tmp_path: Path, cli, mon
         for i in range(6)
     ]
     path = _rehearsal(tmp_path, cfg.name, reqs)
-    by = {x.key: x for x in plan_config(cfg, 1, "h200", registry=reg, rehearsal=path)}
-    e = by["llama-3.1-8b"]  # FinMem's model: its cell's lock-step stream holds FinMem's runs
+    (e,) = plan_config(cfg, 1, "h200", registry=reg, rehearsal=path)
     assert e.hit_vllm == pytest.approx(measure_rehearsal(path.parent).plain_hit()) and e.hit_vllm > 0.3
     assert e.prefill_vllm_h == pytest.approx(e.prefill_h * (1 - e.hit_vllm))
-    # one lock-step stream of A2's Llama-3.1-8B cell: 6 agent runs and 6 FinMem runs; its demand,
+    # one lock-step stream of A2's no-thinking cell: 6 agent runs and 6 FinMem runs; its demand,
     # not memory, sets vLLM's batch, while the plain figure holds what fits at full context
-    assert e.work.concurrency == 12 and e.batch_vllm == 12
-    assert e.batch < e.batch_vllm  # FinMem's 131,072-token sequences: fewer fit at full context
+    assert e.work.concurrency == 12 and e.batch_vllm == 12 and e.batch == 6  # 6 fit at 32,768 tokens
     monkeypatch.setenv("LOCALFIN_RUNS_DIR", str(tmp_path / "none"))
     r = cli("reproduce", "plan", cfg.name, "--gpus", "1", "--gpu", "h200", "--out", str(tmp_path))
     assert r.code == 0, r.err
