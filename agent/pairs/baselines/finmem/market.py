@@ -4,7 +4,6 @@ picks at test step 001, its prices, news and filings by session, and the compani
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,6 @@ if TYPE_CHECKING:  # the screen and the baselines' common code load numba: impor
     from agent.data.store import MarketStore
     from agent.pairs.baselines.common import PairSeries, Selection, Window
     from agent.pairs.baselines.runner import RunSettings
-    from agent.pairs.screen.causal import PairStats
 
 __all__ = ["FinMemMarket", "prepare_finmem", "filings_summary", "say_filings"]
 
@@ -51,7 +49,6 @@ class FinMemMarket:
     test_idx: tuple[int, ...] = ()
     news: dict[int, tuple[NewsItem, ...]] = field(default_factory=dict)
     companies: dict[str, Company] = field(default_factory=dict)
-    train_screen: PairStats | None = None
     calendar: Any = None
     filings: dict[int, tuple[Filing, ...]] = field(default_factory=dict)
     #: filings of each leg in the store (any date), to say when a store holds none
@@ -74,7 +71,6 @@ def prepare_finmem(
     (``prior_filings``: :data:`PRIOR_FILINGS`)."""
     from agent.pairs.baselines.common import as_window, load_pair, pair_betas, select_pair
     from agent.pairs.baselines.runner import RunSettings
-    from agent.pairs.screen.causal import screen_store
 
     cfg = settings or RunSettings()
     pool_t = tuple(sorted(set(pool)))
@@ -120,8 +116,6 @@ def prepare_finmem(
             dates[-1].item(),
         )
     filings, in_store = _filings(store, (a, b), dates, train_idx + test_idx, prior_filings)
-    shot = screen_store(store, dates[lo].item(), pool=(a, b), config=cfg.screen)
-    stats = shot.pairs[0] if shot.pairs and math.isfinite(shot.pairs[0].pvalue) else None
     calendar = StepCalendar.from_sessions([d.item() for d in dates[lo:]])
     return FinMemMarket(
         pool_t,
@@ -135,7 +129,6 @@ def prepare_finmem(
         test_idx,
         news,
         store.companies([a, b]),
-        stats,
         calendar,
         filings,
         in_store,
