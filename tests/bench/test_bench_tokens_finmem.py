@@ -77,3 +77,31 @@ def test_finmem_fixed_prompt_text_ours_and_theirs() -> None:
     got = scaffolding_counts({"q": counter}, FINMEM)["q"]
     # comparable length: ours within a factor of two of FinMem's own strings
     assert 0.5 < got["ours"] / got["finmem"] < 2.0
+
+
+def test_stand_in_filings_fill_only_the_reports_a_file_lacks(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import pandas as pd
+
+    from agent.data.filings_text import FilingCompany, herculean_frame, synthetic_filings
+    from agent.data.importer import import_files
+    from agent.data.store import MarketStore
+    from bench.tokens.prompts import stand_in_filings_file
+
+    days = pd.bdate_range("2023-01-02", "2024-12-31")
+    rows = [{"date": d.date().isoformat(), "ticker": t, "close": 10.0} for d in days for t in ("AAA", "BBB")]
+    pd.DataFrame(rows).to_csv(tmp_path / "p.csv", index=False)
+    real = synthetic_filings(
+        [FilingCompany("AAA", "A Corp", "Energy")], dt.date(2024, 1, 1), dt.date(2024, 12, 31), seed=99
+    )
+    real = real[real.document_type == "10-K"]
+    herculean_frame(real).to_parquet(tmp_path / "real.parquet", index=False)
+    with MarketStore(tmp_path / "s.sqlite") as s:
+        import_files(s, prices=[tmp_path / "p.csv"], filings=[tmp_path / "real.parquet"])
+        path = stand_in_filings_file(s, ["AAA", "BBB"], tmp_path / "stand_in.parquet")
+    gen = pd.read_parquet(path)
+    k_real = dt.date.fromisoformat(real.iloc[0]["date"])
+    aaa_k = gen[(gen.symbol == "AAA") & (gen.document_type == "10-K")]
+    assert all(abs((d.date() - k_real).days) > 330 for d in aaa_k["date"])  # the real one stands
+    assert (gen.symbol == "BBB").sum() >= 6 and set(gen.document_type) == {"10-K", "10-Q"}
