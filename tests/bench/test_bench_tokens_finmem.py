@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from bench.tokens.fit import FitToContext, shrink
-from bench.tokens.prompts import clip_windows, finmem_context
+from bench.tokens.prompts import clip_windows, cut_windows, finmem_context
 from bench.tokens.scaffolding import ours, scaffolding_counts, theirs
+from localfin.errors import ConfigError
 from serving.scripted import Rule, ScriptedBackend
 from serving.types import ChatRequest, Message
 
@@ -105,3 +106,28 @@ def test_stand_in_filings_fill_only_the_reports_a_file_lacks(tmp_path: Path) -> 
     aaa_k = gen[(gen.symbol == "AAA") & (gen.document_type == "10-K")]
     assert all(abs((d.date() - k_real).days) > 330 for d in aaa_k["date"])  # the real one stands
     assert (gen.symbol == "BBB").sum() >= 6 and set(gen.document_type) == {"10-K", "10-Q"}
+
+
+def test_cut_windows_keeps_the_last_training_sessions_and_whole_test_cycles() -> None:
+    sessions = [f"2025-01-{d:02d}" for d in range(1, 32)] + [f"2025-02-{d:02d}" for d in range(1, 29)]
+    doc = {
+        "lifecycle": {"validation_period": 5},
+        "windows": [
+            {
+                "name": "w",
+                "train_start": "2025-01-01",
+                "train_end": "2025-01-09",
+                "test_start": "2025-01-10",
+                "test_end": "2025-02-28",
+            }
+        ],
+    }
+    notes = cut_windows(doc, sessions, train_sessions=3, test_cycles=2)
+    w = doc["windows"][0]
+    assert (w["train_start"], w["train_end"]) == ("2025-01-07", "2025-01-09")
+    # two cycles of 5 steps: 11 sessions from the test start
+    assert (w["test_start"], w["test_end"]) == ("2025-01-10", "2025-01-20") and len(notes) == 2
+    with pytest.raises(ConfigError, match=r"--test-cycles 20.*allowed: 1\.\.9"):
+        cut_windows(doc, sessions, test_cycles=20)
+    with pytest.raises(ConfigError, match=r"--train-sessions 12.*allowed: 1\.\.9"):
+        cut_windows(doc, sessions, train_sessions=12)
