@@ -386,7 +386,8 @@ def settings(
     as_json: bool = typer.Option(False, "--json", help="One JSON document instead of lines."),
 ) -> None:
     """Print every effective setting of a config, defaults included, with its value and provenance
-    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list)."""
+    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list) and
+    its locator (the paper's section and quote, the authors' file and line)."""
     do_settings(_which(config, config_file), as_json)
 
 
