@@ -35,7 +35,20 @@ import numpy as np
 from numba import njit
 
 from kernels._jit import _dot2, _fetch_add, _sum, mackinnon_p
-from kernels._jit_lanes import NL, lane_sums, refit, scan, workspace
+from kernels._jit_lanes import (
+    NL,
+    OP_EXACT,
+    OP_PVALUE,
+    OP_SLIDE,
+    OP_SUMS,
+    OP_TICKER,
+    job_width,
+    lane_sums,
+    refit_job,
+    refit_jobs,
+    scan,
+    workspace,
+)
 from kernels._mackinnon import PVALUE_C2
 
 __all__ = ["NL", "ticker_width", "pair_width", "ticker_pass", "pair_pass"]
@@ -109,12 +122,16 @@ def _ticker_slide(z, dl, s0, t0, s1, t1, p, st):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst):  # type: ignore[no-untyped-def]
+def ticker_pass(
+    z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst, ops
+):  # type: ignore[no-untyped-def]
     """Every ticker's sums at each window [starts[e], ends[e]] (into ``tsums[u, e]``).
 
     ``tstate[u]`` holds ticker u's sums at [prev_s, prev_t] where ``tvalid[u]``; both are left
     at the last window. ``tfin[u, e]``: the window holds no NaN; ``tconst[u, e]``: it is constant.
+    Operations are added to ``ops[OP_TICKER]``.
     """
+    n_ops = 0
     for u in range(z.shape[0]):
         st = tstate[u]
         valid = tvalid[u] != 0
@@ -130,8 +147,12 @@ def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, 
                 continue
             if valid and _can_slide(s0, t0, s1, t1, p):
                 _ticker_slide(z[u], dl[u], s0, t0, s1, t1, p, st)
+                rows = (s1 - s0) + (t1 - t0)
+                n_ops += rows * (6 * (p + 1) + 5) + 3 * rows
             else:
                 _ticker_exact(z[u], dl[u], s1, t1, p, st)
+                m = t1 - s1 - p
+                n_ops += 5 * m * (p + 1) + 5 * m + 5 * (t1 - s1 + 1)
             valid = True
             s0 = s1
             t0 = t1
@@ -139,6 +160,7 @@ def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, 
             tfin[u, e] = 1
             tconst[u, e] = 1 if chgpre[u, t1 + 1] - chgpre[u, s1 + 1] == 0 else 0
         tvalid[u] = 1 if valid else 0
+    ops[OP_TICKER] += n_ops
 
 
 # -- per pair ------------------------------------------------------------------------------------
@@ -198,11 +220,13 @@ def _nan_out(stat, pval, lag, beta, alpha, e, k, b, a):  # type: ignore[no-untyp
 @njit(cache=True)
 def _block(  # type: ignore[no-untyped-def]
     k0, nk, z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst,
-    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs, job_at, job_stat, job_order, ops,
 ):  # fmt: skip
-    """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call."""
+    """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call; the refits at a lag
+    below the cap are gathered as jobs and solved at the end, eight of one lag at a time."""
     _, _, _, dlo, dhi, r, q, sc, flags, _, valid, _ = ws
     nan = math.nan
+    n_jobs = 0
     for ln in range(NL):
         valid[ln] = 1 if ln < nk and pvalid[k0 + ln] != 0 else 0
     s0 = prev_s
@@ -226,9 +250,13 @@ def _block(  # type: ignore[no-untyped-def]
             if valid[ln] != 0 and _can_slide(s0, t0, s1, t1, p):
                 _pair_slide(z[i], z[x], dl[i], dl[x], s0, t0, s1, t1, p, st)
                 counts[k, 1] += 1
+                rows = (s1 - s0) + (t1 - t0)
+                ops[OP_SLIDE] += rows * (8 * (p + 1) + 6) + 2 * rows
             else:
                 _pair_exact(z[i], z[x], dl[i], dl[x], s1, t1, p, st)
                 counts[k, 0] += 1
+                m = t1 - s1 - p
+                ops[OP_EXACT] += 8 * (p + 1) * m + 4 * m + 4 * (t1 - s1 + 1)
             valid[ln] = 1
             if tconst[i, e] != 0 or tconst[x, e] != 0:
                 _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
@@ -237,17 +265,18 @@ def _block(  # type: ignore[no-untyped-def]
                 z[i], z[x], dl[i], dl[x], s1, t1, p, tsums[i, e], tsums[x, e], st, ln, dlo, dhi, r, q, sc
             )
             if ok == 0:
+                ops[OP_SUMS] += 15
                 b = sc[1, ln]
                 _nan_out(stat, pval, lag, beta, alpha, e, k, b, sc[2, ln] + shift[i] - b * shift[x])
                 continue
+            ops[OP_SUMS] += 18 * p + 50
             flags[0, ln] = 1
             any_active = True
         s0 = s1
         t0 = t1
         if not any_active:
             continue
-        scan(p, t1 - s1 - p, ic, ws)
-        refit(z, ii, jj, k0, s1, t1, p, ws, stat_l)
+        scan(p, t1 - s1 - p, ic, ws, ops)
         for ln in range(NL):
             if flags[0, ln] == 0:
                 continue
@@ -255,15 +284,36 @@ def _block(  # type: ignore[no-untyped-def]
             b = sc[1, ln]
             al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
             lg = flags[2, ln]
-            sv = sc[3, ln] if lg == p else (stat_l[ln] if lg >= 0 else nan)
+            if 0 <= lg < p:  # refitted with the block's other jobs below
+                refit_job(z[ii[k]], z[jj[k]], s1, t1, p, ln, ws, jobs[n_jobs], ops)
+                job_at[n_jobs, 0] = e
+                job_at[n_jobs, 1] = k
+                beta[e, k] = b
+                alpha[e, k] = al
+                n_jobs += 1
+                continue
+            sv = sc[3, ln] if lg == p else nan
             if math.isnan(sv):
                 _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
                 continue
             stat[e, k] = sv
             pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+            ops[OP_PVALUE] += 11
             lag[e, k] = lg
             beta[e, k] = b
             alpha[e, k] = al
+    refit_jobs(jobs, n_jobs, p, ws, job_order, job_stat, ops)
+    for n in range(n_jobs):
+        e = job_at[n, 0]
+        k = job_at[n, 1]
+        sv = job_stat[n]
+        if math.isnan(sv):
+            _nan_out(stat, pval, lag, beta, alpha, e, k, beta[e, k], alpha[e, k])
+            continue
+        stat[e, k] = sv
+        pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+        ops[OP_PVALUE] += 11
+        lag[e, k] = int(jobs[n, 4 * p + 4])
     for ln in range(nk):
         pvalid[k0 + ln] = valid[ln]
 
@@ -271,7 +321,7 @@ def _block(  # type: ignore[no-untyped-def]
 @njit(cache=True, nogil=True)
 def pair_pass(  # type: ignore[no-untyped-def]
     z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
-    counts, stat, pval, lag, beta, alpha, counter, grain,
+    counts, stat, pval, lag, beta, alpha, counter, grain, ops,
 ):  # fmt: skip
     """Every pair over every window of the call; outputs are (n_windows, n_pairs).
 
@@ -280,12 +330,16 @@ def pair_pass(  # type: ignore[no-untyped-def]
     are taken ``grain`` at a time from ``counter[0]`` (atomically), so several threads may run
     this on the same arguments at once (it releases the GIL) and share the pairs as they come:
     a thread whose core is busy with other work takes fewer blocks. Each pair writes only its
-    own state, counts and output slots.
+    own state, counts and output slots; each thread adds its operations to its own ``ops`` row.
     """
     n_pairs = ii.shape[0]
     total = (n_pairs + NL - 1) // NL
     ws = workspace(p)
-    stat_l = np.empty(NL)
+    max_jobs = NL * starts.shape[0]
+    jobs = np.empty((max_jobs, job_width(p)))
+    job_at = np.empty((max_jobs, 2), dtype=np.int64)
+    job_stat = np.empty(max_jobs)
+    job_order = np.empty(max_jobs, dtype=np.int64)
     while True:
         first = _fetch_add(counter, 0, grain)
         if first >= total:
@@ -294,5 +348,6 @@ def pair_pass(  # type: ignore[no-untyped-def]
             k0 = blk * NL
             _block(
                 k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
-                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs,
+                job_at, job_stat, job_order, ops,
             )  # fmt: skip
