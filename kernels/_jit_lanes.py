@@ -110,7 +110,7 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
     mx = tx[3 * p + 5] / n
     sxx = tx[3 * p + 6] - tx[3 * p + 5] * mx
     syy = ty[3 * p + 6] - ty[3 * p + 5] * my
-    sxy = ps[4 * p + 5] - tx[3 * p + 5] * my
+    sxy = ps[p + 3] - tx[3 * p + 5] * my
     beta = sxy / sxx
     a = my - beta * mx
     sc[1, ln] = beta
@@ -122,11 +122,21 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
         dlo[c, ln] = dly[s + c] - beta * dlx[s + c]
         dhi[c, ln] = dly[t - p + c] - beta * dlx[t - p + c]
     b2 = beta * beta
+    j0 = s + p
+    tb = ps[p + 1]  # T_b, rebuilt lag by lag from T_0 (see kernels._jit_sliding)
     for b in range(p + 1):
-        r[b, ln] = ty[b] - beta * (ps[b] + ps[p + 1 + b]) + b2 * tx[b]
+        if b > 0:
+            tb += (
+                ps[b - 1]
+                + zy[j0] * dlx[j0 - b]
+                + zx[j0] * dly[j0 - b]
+                - zy[t] * dlx[t - b]
+                - zx[t] * dly[t - b]
+            )
+        r[b, ln] = ty[b] - beta * ps[b] + b2 * tx[b]
         q[b, ln] = (
             ty[p + 1 + b]
-            - beta * (ps[2 * p + 2 + b] + ps[3 * p + 3 + b])
+            - beta * tb
             + b2 * tx[p + 1 + b]
             - a * (ty[2 * p + 2 + b] - beta * tx[2 * p + 2 + b])
         )
@@ -135,7 +145,7 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
     mxj = tx[3 * p + 3] / m
     cyy = ty[3 * p + 4] - ty[3 * p + 3] * myj
     cxx = tx[3 * p + 4] - tx[3 * p + 3] * mxj
-    cxy = ps[4 * p + 4] - tx[3 * p + 3] * myj
+    cxy = ps[p + 2] - tx[3 * p + 3] * myj
     off = myj - a - beta * mxj
     sc[0, ln] = (cyy - beta * cxy) - beta * (cxy - beta * cxx) + m * off * off
     return 1

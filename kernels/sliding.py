@@ -7,11 +7,12 @@ rules, same results to rounding: the same lags, statistics within ~1e-12) and
 :class:`SlidingEG` gives one window at a time (a daily or monthly re-screen that advances with
 its dates). A 2,520-session window of the per-date test costs O(window x lag cap) per pair;
 here each pair keeps the cross-product sums of its regressions (the cointegrating regression's
-and the ADF regression's, lagged differences included: 4p + 6 numbers for lag cap p, 114 at
-p = 27) and a date that moves the window by k sessions costs O(k p) to update them plus the
-O(p^3) solve of the ADF regressions (one Cholesky factorisation of the (p+2)^2 augmented Gram
-matrix gives every lag order's residual sum of squares and t statistic; a smaller one refits the
-chosen lag, gathered with the refits of the same lag). The algebra is in
+and the ADF regression's, lagged differences included, in the symmetric combinations the
+regressions use: p + 4 numbers for lag cap p, 31 at p = 27) and a date that moves the window
+by k sessions costs O(k p) to update them plus the O(p^3) solve of the ADF regressions (one
+Cholesky factorisation of the (p+2)^2 augmented Gram matrix gives every lag order's residual sum
+of squares and t statistic; a smaller one refits the chosen lag, gathered with the refits of the
+same lag). The algebra is in
 :mod:`kernels._jit_sliding`; :attr:`SlidingEG.ops` counts the operations performed.
 
 Numerical care: centring plus a periodic exact recompute, no compensated sums.
@@ -271,9 +272,9 @@ class SlidingEG:
         """Every ticker's and pair's sums over [s, e] as matrix products (all pairs at once).
 
         With Y = the differences over the rows J, V = the levels over J and X_b = the
-        differences over J - b (tickers by rows), the pair sums are the entries of Y X_b' and
-        V X_b' (A_b at [i, k], B_b at [k, i]; C_b and D_b alike) and a ticker's are their
-        diagonals. Series with a NaN in the window enter as zeros and their sums are not valid.
+        differences over J - b (tickers by rows), the pair sums are entries of Y X_b' (S_b at
+        [i, k] + [k, i]) and V X_0' (T_0 alike) and a ticker's are their diagonals. Series with
+        a NaN in the window enter as zeros and their sums are not valid.
         """
         n_series, n_pairs = self._logp.shape[0], self.i.shape[0]
         ok = (self._nanpre[:, e + 1] - self._nanpre[:, s]) == 0
@@ -297,18 +298,19 @@ class SlidingEG:
             cross = resp @ lagd.T
             tst[:, b] = np.diagonal(cross)
             pst[:, b] = cross[ii, jj]
-            pst[:, p + 1 + b] = cross[jj, ii]
+            pst[:, b] += cross[jj, ii]
             cross = lev @ lagd.T
             tst[:, p + 1 + b] = np.diagonal(cross)
-            pst[:, 2 * p + 2 + b] = cross[ii, jj]
-            pst[:, 3 * p + 3 + b] = cross[jj, ii]
+            if b == 0:
+                pst[:, p + 1] = cross[ii, jj]
+                pst[:, p + 1] += cross[jj, ii]
             tst[:, 2 * p + 2 + b] = lagd.sum(axis=1)
         cross = lev @ lev.T
-        pst[:, 4 * p + 4] = cross[ii, jj]
+        pst[:, p + 2] = cross[ii, jj]
         tst[:, 3 * p + 3] = lev.sum(axis=1)
         tst[:, 3 * p + 4] = np.diagonal(cross)
         cross = z @ z.T
-        pst[:, 4 * p + 5] = cross[ii, jj]
+        pst[:, p + 3] = cross[ii, jj]
         tst[:, 3 * p + 5] = z.sum(axis=1)
         tst[:, 3 * p + 6] = np.diagonal(cross)
         self._tstate = tst

@@ -71,11 +71,12 @@ def _fma_loop():  # type: ignore[no-untyped-def]
     return loop
 
 
-def peak_gflops(threads: int = 1, seconds: float = 0.25, repeats: int = 5) -> float:
+def peak_gflops(threads: int = 1, seconds: float = 0.003, repeats: int = 200) -> float:
     """The machine's measured double-precision peak in GFLOP/s (1e9 floating-point operations
     a second, a fused multiply-add counting two): ``threads`` threads at once, each running
     eight independent eight-wide FMA chains for about ``seconds``; the best of ``repeats``.
-    On a machine shared with other work this is what the cores gave at that moment."""
+    Short runs, many of them: on a machine shared with other work the best one is a run that
+    no other process interrupted, which is what the cores can do."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kernels._simd import FMA_CHAINS, LANES

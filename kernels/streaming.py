@@ -10,13 +10,13 @@ every pair whose p-value is at most ``pvalue_cut``, as Parquet partitioned by da
     OUT/pass/date=<label>/part-0.parquet        the same columns, every pair passing the cut
     OUT/checkpoint/                            the screen's carried sums at the last checkpoint
 
-Memory is bounded by the screen's pair sums (4p + 6 numbers a pair, 114 at lag cap 27) plus one
+Memory is bounded by the screen's pair sums (p + 4 numbers a pair, 31 at lag cap 27) plus one
 chunk of dates' results (``chunk`` x pairs x 40 bytes), whatever the number of dates: nothing of
 a finished date is kept. A date's partitions are written to a temporary name and renamed, so a
 partition is either complete or absent.
 
 Resuming. Every ``checkpoint_every`` finished dates the carried sums are saved (their size: the
-pair sums, 4.1 GB for 3,000 tickers; written to a temporary folder, then renamed). A run started
+pair sums, 1.1 GB for 3,000 tickers; written to a temporary folder, then renamed). A run started
 again on the same output folder with the same settings and panel restores the last checkpoint
 and runs the dates after it again; since the sums it restores are the ones the first run had,
 the dates it writes again are the same bit for bit, and so is the whole output. With
@@ -188,6 +188,7 @@ def rescreen(
     tickers: Sequence[str] | None = None,
     dates: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    observe: Callable[[int, dict[str, np.ndarray]], None] | None = None,
 ) -> RescreenSummary:
     """Screen every pair of ``prices2d`` ((sessions, series) log prices, NaN allowed) on each
     window ending at ``ends`` (increasing session indices, each >= window - 1), streaming each
@@ -196,7 +197,9 @@ def rescreen(
     tickers: one name per series (default "S0", "S1", ...); dates: one label per session, used
     as the partition value (default the session index). ``progress(done, total)`` is called
     after each finished date (done counts restored dates too); an exception it raises stops the
-    run after that date, which a later call resumes.
+    run after that date, which a later call resumes. ``observe(e, results)``, if given, sees
+    every pair's results of date e (arrays i, j, stat, pvalue, lag, beta, alpha) before the
+    selection; it must not keep them beyond the call unless it copies them.
     """
     from kernels.sliding import SlidingEG
 
@@ -258,6 +261,8 @@ def rescreen(
                 "beta": res.beta[e],
                 "alpha": res.alpha[e],
             }
+            if observe is not None:
+                observe(done + e, cols)
             top, passing = _select(res.pvalue[e], config.top_k, config.pvalue_cut)
             label = labels[int(end[done + e])]
             _write(out / "top" / f"date={label}" / "part-0.parquet", top, True, cols, names)
