@@ -131,9 +131,14 @@ def _save_checkpoint(folder: Path, state: dict[str, np.ndarray], next_date: int)
 
 
 def _load_checkpoint(folder: Path) -> tuple[dict[str, np.ndarray], int] | None:
+    """The saved state and the index of the next date; the previous checkpoint when a run
+    stopped between the two renames of :func:`_save_checkpoint`; None when there is none."""
     meta = folder / "meta.json"
     if not meta.is_file():
-        return None
+        old = folder.with_name(folder.name + ".old")
+        if not (old / "meta.json").is_file():
+            return None
+        folder, meta = old, old / "meta.json"
     state = {p.stem: np.load(p) for p in folder.glob("*.npy")}
     return state, int(json.loads(meta.read_text())["next"])
 
