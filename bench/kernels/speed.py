@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
+from bench.kernels.decade import add_decade_args
 from bench.kernels.universe import add_universe_args, resolve_universe_args, universe_case
 from bench.records import RecordWriter
 from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
@@ -117,9 +118,11 @@ Times statsmodels' Engle-Granger test against ours on one window, on every pair 
 daily re-screen (every pair over --days rolling windows), and pandas and statsmodels' rolling OLS
 against our rolling hedge ratio. Where statsmodels would take minutes it is timed on a random sample
 of cells and extrapolated, and the lines say so. Also: JIT compile time, a 500-ticker pool on one
-date (large_pool), the parallel re-screen with one core kept busy (busy_core) and a year of daily
-re-screens of an S&P 500-size universe (universe). One JSON line per figure, each with the load
-average when it was taken.
+date (large_pool), the parallel re-screen with one core kept busy (busy_core), a year of daily
+re-screens of an S&P 500-size universe (universe) and a slice of a decade of daily re-screens of a
+3,000-ticker market (decade: 3,000 tickers x 21 dates; with the operations counted, the machine's
+FMA peak and the decade extrapolated). One JSON line per figure, each with the load average when
+it was taken.
 
     localfin bench kernels --quick                   # about a minute
     localfin bench kernels --skip busy_core,large_pool
@@ -159,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
         "--skip", default="", help="comma-separated cases to skip (busy_core, large_pool, universe, ...)"
     )
     add_universe_args(ap)
+    add_decade_args(ap, prefix="decade-")
     ap.add_argument("--seed", type=int, default=0)
     return ap
 
@@ -285,6 +289,11 @@ def _run(args: argparse.Namespace, blas_label: str, w: RecordWriter) -> int:
         busy_core_case(w, panel, args.window, busy_days, args.busy_repeats, **common)
     if "universe" not in args.skip:
         universe_case(args, w, common)
+    if "decade" not in args.skip:
+        from bench.kernels.decade import decade_case
+
+        args.progress = not args.quick
+        decade_case(args, w, common, prefix="decade-")
     return 0
 
 
