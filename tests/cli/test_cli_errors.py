@@ -73,6 +73,7 @@ CASES = [
     (["bank", "build", "q.jsonl", "--embedder", "word2vec"], "embedder='word2vec'; allowed: minilm, hashing"),
     (["bench", "kernels", "--bogus"], "No such option: --bogus"),
     (["bench", "retrieval", "--bogus"], "No such option: --bogus"),
+    (["bench", "decade", "--tickers", "0"], "--tickers must be >= 2, got 0"),
     (["bench", "retrieval", "--sizes", "a,b"], "localfin bench retrieval: argument --sizes: invalid"),
     (["bench", "serving", "--max-tokens", "0"], "--max-tokens, --max-concurrency, --min-requests"),
     (["bench", "cpu-settings", "--variants", "turbo"], "turbo"),
