@@ -204,8 +204,8 @@ def _beside(kind: str, model: str, judge: str) -> tuple[object | None, object | 
     """Layouts of the solver's and the judge's in-process engines side by side on the visible
     GPUs (None, None: not both in process, or the CPU build)."""
     from serving.gpus import engine_platform, visible_inventory
-    from serving.placement import side_by_side
     from serving.registry import default_registry
+    from serving.spec_layout import side_by_side
 
     if kind != "vllm" or judge == model or engine_platform() != "cuda":
         return None, None
