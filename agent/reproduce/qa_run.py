@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from agent.reproduce.qa_setup import (
 )
 from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
-from bank.embedder import Embedder, MiniLMEmbedder
+from bank.embedder import Embedder
 from bank.snapshots import SNAPSHOT_SEED
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -62,7 +62,7 @@ from serving.backend import Backend
 from serving.open import model_facts
 from serving.registry import Registry
 
-__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "run_qa", "shrink_plan", "slug"]
+__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "shrink_plan", "slug"]
 
 log = logging.getLogger(__name__)
 
@@ -145,45 +145,6 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 
-def run_qa(
-    cfg: ReproConfig,
-    out_dir: Path,
-    *,
-    backend: Backend | None,
-    registry: Registry | None,
-    data_root: Path,
-    plan: QAPlan | None = None,
-    shrink: Callable[[QAPlan], QAPlan] | None = None,
-    embedder: Embedder | None = None,
-    judge_backend: Backend | None = None,
-    progress: Progress = NULL_PROGRESS,
-    cluster: Any = None,
-) -> QAOutcome:
-    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
-    model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
-    ``backend``, which must then serve it). A plan with arms runs each arm's plan into
-    ``out_dir/arms/<name>`` (:mod:`agent.reproduce.qa_arms`); ``shrink`` is applied to each plan
-    that runs (a rehearsal's or a smoke run's). ``cluster``: a
-    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations, the
-    judge and extraction passes sharded over a Ray cluster (``backend`` is then None: the shards
-    call their servers); the run folder is the one-process one."""
-    from agent.reproduce.qa_arms import run_arms
-    from agent.reproduce.spec import qa_arms
-
-    p = plan or cfg.qa
-    assert p is not None
-    kw: dict[str, Any] = dict(
-        backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
-        judge_backend=judge_backend, progress=progress, cluster=cluster,
-    )  # fmt: skip
-    arms = qa_arms(p, cfg.qa_explicit)
-    if arms[0][0] is None:
-        return run_plan(cfg, out_dir, shrink(p) if shrink else p, **kw)
-    return run_arms(
-        cfg, out_dir, [(a, shrink(ap) if shrink else ap) for a, ap in arms if a is not None], **kw
-    )
-
-
 def run_plan(
     cfg: ReproConfig,
     out_dir: Path,
@@ -202,7 +163,7 @@ def run_plan(
     """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
     that bank and build none), evaluate every set and variant, judge, analyse. ``ocr_dir``: the
     folder of the model OCR's journal (default ``out_dir/ocr``; arms share one); ``cluster``: as
-    in :func:`run_qa`."""
+    in :func:`agent.reproduce.qa_arms.run_qa`."""
     from agent.qa.analyze import bank_analytics
     from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.cuts import cuts_by_call_type

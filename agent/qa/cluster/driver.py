@@ -4,7 +4,7 @@
 :func:`agent.qa.bank_build.build_bank`, :func:`agent.qa.judge_pass.judge_run`,
 :func:`agent.qa.judge_check.judge_check` and :func:`agent.qa.extract_pass.extract_run` (their
 ``backend`` argument is not used: the shards call their servers), so
-:func:`agent.reproduce.qa_run.run_qa` and ``localfin qa`` compose the
+:func:`agent.reproduce.qa_arms.run_qa` and ``localfin qa`` compose the
 same way on one process or a cluster. Each call is one stage:
 
 1. **Shard.** The stage's items (a bank build: those not in the bank yet; a judge pass or
