@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.data.store import MarketStore
-from agent.qa.demo_set import build_demo_set
+from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
 from agent.reproduce import placement as placing
 from agent.reproduce.qa_arms import run_qa

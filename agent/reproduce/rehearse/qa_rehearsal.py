@@ -235,7 +235,7 @@ def stage_markdown(
     for path, by_call in cuts.items():
         if not by_call:
             continue
-        from agent.qa.trajectory import CUTS
+        from agent.qa.core.trajectory import CUTS
 
         lines += ["", f"What the solver's limits cut, per call type ({path}):", ""]
         lines += ["| call type | " + " | ".join(CUTS) + " |", "|" + "---|" * (len(CUTS) + 1)]
@@ -250,8 +250,8 @@ def qa_sizes(
     """Per QA call type: the largest first prompt of the real items the data root holds for the
     config's sources (every item of each such source), against the context with the call's
     budget; the other call types as the rehearsal saw them."""
-    from agent.qa.datasets import load_items
-    from agent.qa.solver_config import SolverConfig
+    from agent.qa.data.datasets import load_items
+    from agent.qa.solver.solver_config import SolverConfig
     from agent.reproduce.rehearse.sizes import _counter, _image_sizes, _size
 
     assert cfg.qa is not None
