@@ -5,7 +5,7 @@ fraction C at tau 0.65, and a tau sweep) for a set of evaluation questions.
 
 Everything here is computed from files the evaluations wrote (``scores.json``,
 ``manifest.json``, ``trace.jsonl``) and from the bank; nothing calls a model. The memory sweep
-carries bootstrap 95 % intervals (:mod:`agent.qa.intervals`); the retrieval analytics take the
+carries bootstrap 95 % intervals (:mod:`agent.qa.analysis.intervals`); the retrieval analytics take the
 paper's stratified snapshots and give rows per question set and pooled (Table 5).
 """
 
@@ -182,7 +182,7 @@ def analyze(
 
     The Base+FT+FM runs of a bank-size x k_max sweep get bootstrap 95 % intervals of their
     accuracy and of the paired differences between neighbouring grid points
-    (:mod:`agent.qa.intervals`); with a bank, the retrieval analytics of ``questions`` (per
+    (:mod:`agent.qa.analysis.intervals`); with a bank, the retrieval analytics of ``questions`` (per
     ``groups`` label and pooled, :func:`bank_analytics`) follow, headed by the embedder, its
     dimension, tau and the snapshot order."""
     out = Path(out_dir)

@@ -77,7 +77,7 @@ def finmme_metric(
 ) -> Metric:
     """FinMME's Avg of one set: the mean over ``names`` of the accuracy of each dimension's items
     (an item counts in each of its ``dimensions``); a dimension no drawn item has is left out of
-    that draw's mean, as :func:`agent.qa.scoring.finmme_avg` leaves out an empty dimension."""
+    that draw's mean, as :func:`agent.qa.scoring.scoring.finmme_avg` leaves out an empty dimension."""
     c = np.asarray(correct, dtype=np.float64)
     member = np.asarray([[d in dims for d in names] for dims in dimensions], dtype=np.float64)
     if member.shape != (len(c), len(names)):

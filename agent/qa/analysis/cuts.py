@@ -1,7 +1,7 @@
 """What the solver's limits cut in finished runs, per call type (for run and rehearsal reports).
 
 Read from the run folders a run wrote: each trajectory's steps carry their cut labels
-(:data:`agent.qa.trajectory.CUTS`), counted under the call type of the step (``qa_base`` for the
+(:data:`agent.qa.core.trajectory.CUTS`), counted under the call type of the step (``qa_base`` for the
 Base step, ``qa_annotate`` for the annotator, ``qa_solve`` for plans and actions); the calls that
 leave no step (``bank_summarize``, ``judge``) count their replies cut at ``max_tokens`` from the
 journals (``reply``). Every call type that ran appears, with zero counts when nothing was cut.

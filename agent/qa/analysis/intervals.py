@@ -5,10 +5,10 @@ Each evaluation is an :class:`EvalRun` (its set label, variant, k_max, bank size
 folder). A run's per-item correctness comes from its judge pass when there is one
 (``judge_scores.json``: FinTMMBench; ``extract_scores.json``: FinMMR's official scorer), else
 from its ``trace.jsonl``; FinMME's figure is its Avg
-over the six dimensions of the items' golds (:func:`agent.qa.bootstrap.finmme_metric`), every
+over the six dimensions of the items' golds (:func:`agent.qa.analysis.bootstrap.finmme_metric`), every
 other set's its accuracy. Runs of one set are aligned on the same items (the set's item list,
 or the first run's trace order), so every interval of a difference is paired
-(:mod:`agent.qa.bootstrap`). Figures are in percent (differences in points).
+(:mod:`agent.qa.analysis.bootstrap`). Figures are in percent (differences in points).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The score of one prediction: the value every scorer returns (benchmark rules in
-:mod:`agent.qa.scoring`, the judge model in :mod:`agent.qa.judge`), kept apart from both so
+:mod:`agent.qa.scoring.scoring`, the judge model in :mod:`agent.qa.scoring.judge`), kept apart from both so
 that neither imports the other."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and its answer gate receive) with a :class:`Gold` (read only by scorers and by t
 builder on training items). Loaders build items; evaluation code hands ``item.question`` to
 the agent and ``item.gold`` to the scorer, never the other way round. The one exception is
 explicit and recorded: a run that reproduces the authors' released protocol may put inputs
-read from the gold into the question (:mod:`agent.qa.gold_inputs`), and such a question names
+read from the gold into the question (:mod:`agent.qa.data.gold_inputs`), and such a question names
 them in ``from_gold``.
 """
 
@@ -66,10 +66,10 @@ class Question:
             benchmark's published per-item instruction), never from the gold answer.
         instructions: answer instructions shown with the question to the tools variants (empty
             unless a run asks for instructions derived from the gold answer,
-            :mod:`agent.qa.gold_inputs`).
+            :mod:`agent.qa.data.gold_inputs`).
         from_gold: what of this question was read from its gold at test time (e.g.
             ``format_hints:authors``, ``evidence:authors``; empty: nothing). Loaders never set
-            it; :func:`agent.qa.gold_inputs.with_gold_inputs` does, and says so.
+            it; :func:`agent.qa.data.gold_inputs.with_gold_inputs` does, and says so.
     """
 
     item_id: str

@@ -28,7 +28,7 @@ __all__ = [
 FINAL = "final_answer"
 
 _NUM = r"[0-9][0-9,]*([.][0-9]+)?"
-#: Regular expressions a final answer must match, by answer kind (:mod:`agent.qa.answer_format`,
+#: Regular expressions a final answer must match, by answer kind (:mod:`agent.qa.core.answer_format`,
 #: read from the question text only): one number with an optional sign, currency mark, scale
 #: word or percent sign. Other kinds are free text.
 ANSWER_PATTERNS = {

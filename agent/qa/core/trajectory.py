@@ -100,7 +100,7 @@ class Trajectory:
         seed / temperature: sampling settings of its calls.
         steps: every model call, in order.
         answer: the final answer ("" when none), read by
-            :func:`agent.qa.final_answer.extract_final_answer`.
+            :func:`agent.qa.solver.final_answer.extract_final_answer`.
         answer_scale: the answer's separate scale field (benchmarks that score ``[answer,
             scale]``, TAT-QA), or None: the scale, if any, is written into ``answer``.
         gate_ok: the last verdict on the final answer (``None`` for Base, which has no gate).

@@ -23,11 +23,11 @@ bizbench    BizBench: the released parquet files (``data/{train,test}-*.parquet`
             JSON/JSONL export with the same columns
 fintmmbench FinTMMBench: the released repository layout (``QA.json`` + ``data/``)
 finmme      FinMME: the released parquet files (inline image bytes) or a JSON export
-demo        the project's own demo set (:mod:`agent.qa.demo_set`)
+demo        the project's own demo set (:mod:`agent.qa.data.demo_set`)
 =========== ===============================================================================
 
 Installed plugins add datasets (entry-point group ``localfin.qa_datasets``,
-:mod:`agent.qa.extensions`): their own loader reads the path, their items go through the same
+:mod:`agent.qa.data.extensions`): their own loader reads the path, their items go through the same
 split, limit and duplicate checks, and they have no subsets.
 
 Item ids are unique within a dataset. A release that repeats an id keeps every record, as the
@@ -43,7 +43,7 @@ in every layout: FinMMR's difficulty (:data:`SUBSETS`) and BizBench's task (defa
 subsets. A split or subset that no item of the data has is an InputError naming those present.
 
 ``Question.answer_format`` always comes from the question text (and per-item fields the
-benchmark shows every solver), never from the gold: see :mod:`agent.qa.answer_format`.
+benchmark shows every solver), never from the gold: see :mod:`agent.qa.core.answer_format`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ __all__ = ["DATASETS", "SUBSETS", "SkippedItem", "IncompleteItem", "LoadedItems"
 
 log = logging.getLogger(__name__)
 
-#: localfin's own datasets; installed plugins may add more (:func:`agent.qa.extensions.dataset_names`).
+#: localfin's own datasets; installed plugins may add more (:func:`agent.qa.data.extensions.dataset_names`).
 DATASETS = BUILTIN_DATASETS
 #: Datasets with a fixed set of subsets. BizBench's subsets are its tasks, read from its files;
 #: the datasets not named here and not BizBench have none.

@@ -4,10 +4,10 @@ Two entry-point groups (:mod:`localfin.plugins`):
 
 ``localfin.qa_datasets``
     loads a :class:`QADataset`: a name, a loader from a local file or folder to
-    :class:`~agent.qa.items.QAItem` values (and :class:`~agent.qa.loaders.records.SkippedItem`
+    :class:`~agent.qa.core.items.QAItem` values (and :class:`~agent.qa.loaders.records.SkippedItem`
     for records it cannot build), and the scorer of a prediction against an item's gold
-    (:class:`~agent.qa.item_score.ItemScore`). Once installed, the name is a dataset everywhere
-    one is taken: :func:`agent.qa.datasets.load_items`, :func:`agent.qa.scoring.score_answer`,
+    (:class:`~agent.qa.core.item_score.ItemScore`). Once installed, the name is a dataset everywhere
+    one is taken: :func:`agent.qa.data.datasets.load_items`, :func:`agent.qa.scoring.scoring.score_answer`,
     ``localfin qa eval --dataset NAME``.
 ``localfin.tools``
     loads a :class:`ToolPlugin`: a name, a one-line description for the prompt, the JSON schema of
@@ -57,9 +57,9 @@ __all__ = [
     "plugin_score",
 ]
 
-#: localfin's own QA datasets (loaders in :mod:`agent.qa.loaders`, rules in :mod:`agent.qa.scoring`).
+#: localfin's own QA datasets (loaders in :mod:`agent.qa.loaders`, rules in :mod:`agent.qa.scoring.scoring`).
 BUILTIN_DATASETS = ("tatqa", "finmmr", "bizbench", "fintmmbench", "finmme", "demo")
-#: localfin's own tools (:mod:`agent.qa.toolset`).
+#: localfin's own tools (:mod:`agent.qa.solver.toolset`).
 BUILTIN_TOOLS = ("python", "lookup", "reparse", "retrieve")
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -163,7 +163,9 @@ def _loaded(kind: type, what: str) -> Callable[[str, Any], Any]:
         if not isinstance(value, kind) and callable(value):
             value = value()
         if not isinstance(value, kind):
-            raise TypeError(f"loads {type(value).__name__}; allowed: an agent.qa.extensions.{kind.__name__}")
+            raise TypeError(
+                f"loads {type(value).__name__}; allowed: an agent.qa.data.extensions.{kind.__name__}"
+            )
         if value.name != name:
             raise ValueError(f"its name is {value.name!r}; allowed: the entry point's name {name!r}")
         return value
@@ -172,12 +174,12 @@ def _loaded(kind: type, what: str) -> Callable[[str, Any], Any]:
     return check
 
 
-#: Every QA dataset: localfin's own (entry None: :mod:`agent.qa.datasets` loads them) and the
+#: Every QA dataset: localfin's own (entry None: :mod:`agent.qa.data.datasets` loads them) and the
 #: installed plugins'.
 DATASETS_REGISTRY: PluginRegistry[QADataset | None] = PluginRegistry(
     "QA dataset", "localfin.qa_datasets", dict.fromkeys(BUILTIN_DATASETS), _loaded(QADataset, "QA dataset")
 )
-#: Every tool: localfin's own (entry None: :mod:`agent.qa.toolset` builds them) and the plugins'.
+#: Every tool: localfin's own (entry None: :mod:`agent.qa.solver.toolset` builds them) and the plugins'.
 TOOLS_REGISTRY: PluginRegistry[ToolPlugin | None] = PluginRegistry(
     "tool", "localfin.tools", dict.fromkeys(BUILTIN_TOOLS), _loaded(ToolPlugin, "tool")
 )

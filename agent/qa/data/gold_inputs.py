@@ -2,7 +2,7 @@
 model: format instructions derived from the gold answer, and FinTMMBench's evidence taken from
 the gold annotation's sources. Both read the gold; nothing here runs unless a plan asks for it
 (``qa.gold_format_hints``, ``qa.gold_evidence``, both off under the paper's protocol), and every
-question that carries such an input names it in :attr:`agent.qa.items.Question.from_gold`, so a
+question that carries such an input names it in :attr:`agent.qa.core.items.Question.from_gold`, so a
 run's manifest and report can say so.
 
 **Format instructions** (``format_hints``): the rules of the authors' ``build_instruction``

@@ -14,15 +14,15 @@ becomes one :class:`bank.schema.NewEntry` (source item id, question, context hea
 training item's gold answer, findings, cautions: the paper's entry, G.2; and the item's image
 files, which the ``entries`` memory block shows), embedded with
 question + the first 600 context characters; its ``dataset`` is the
-item's source set (``finmmr/easy``, :attr:`agent.qa.items.QAItem.source_set`), the group the
+item's source set (``finmmr/easy``, :attr:`agent.qa.core.items.QAItem.source_set`), the group the
 paper's stratified snapshots draw from. The report counts items and entries per source set and
 for the whole bank, with the embedder and its dimension.
 
-Each source is scored by its own rule: the benchmarks' scorer (:func:`agent.qa.scoring.
+Each source is scored by its own rule: the benchmarks' scorer (:func:`agent.qa.scoring.scoring.
 score_answer`, or the ``scorer`` given) for the scored benchmarks, and a judge model
 (``judge_model``) for FinTMMBench, whose K trajectories go to the judge as one batch inside the
 same lockstep rounds (journaled with the build's calls; a backend that serves both models, such
-as :class:`agent.qa.programs.ByModel`, routes them). Before any model call the build checks that
+as :class:`agent.qa.evaluation.programs.ByModel`, routes them). Before any model call the build checks that
 every source set can be scored: its first item's gold answer, written as a solver would, must
 score correct under its scorer, and a judged set needs a judge model; a source that fails is
 refused with the reason.
@@ -418,7 +418,7 @@ def build_bank(
         scorer: ``scorer(dataset, gold, prediction)``; default the benchmarks' scorer.
         judge_model: registry key of the model that grades judged sources (FinTMMBench).
         extract_model: registry key of the model that reads the final answers for a scorer that
-            extracts them (FinMMR ``official``, :mod:`agent.qa.answer_extract`).
+            extracts them (FinMMR ``official``, :mod:`agent.qa.scoring.answer_extract`).
         data_files: dataset files whose digests go into the manifest.
         transcriber: OCR of one image (before the loop, as at test time); None: none.
         progress: progress display.

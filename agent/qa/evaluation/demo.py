@@ -59,7 +59,7 @@ class QADemoConfig:
             solver's bounds of a step's thought, of each plan field, of the final answer, of a
             tool argument (a Python cell) and of a tool output shown to the model (the CPU
             model's defaults are 120 / 160 / 80 / 400 / 600,
-            :func:`agent.qa.react.solver_config_for`): shorter replies and prompts on two
+            :func:`agent.qa.solver.react.solver_config_for`): shorter replies and prompts on two
             cores, where decoding a token costs as much as reading thirty.
     """
 

@@ -14,7 +14,7 @@ evaluation rerun with the same arguments replays what it had and calls the model
 
 The agent only ever receives ``item.question``; gold answers are read by the scorer after all
 programs have ended. (A question may carry inputs a run read from the gold before it started,
-the authors' protocol, :mod:`agent.qa.gold_inputs`: the manifest counts them under
+the authors' protocol, :mod:`agent.qa.data.gold_inputs`: the manifest counts them under
 ``from_gold``.) The bank is only read (no hit counters are written).
 
 Latency: ``engine_s`` of a question is its share of the engine time of the batches its calls
@@ -156,7 +156,7 @@ def _transcriptions(
     questions: Sequence[Question], transcriber: Transcriber | None, run_dir: Path
 ) -> dict[str, tuple[str, ...]]:
     """Image transcriptions per question, cached in the run folder (so a rerun skips the OCR).
-    A transcriber with a ``many`` method (:class:`agent.qa.model_ocr.ModelTranscriber`) gets
+    A transcriber with a ``many`` method (:class:`agent.qa.solver.model_ocr.ModelTranscriber`) gets
     every image not in the cache in one call."""
     path = run_dir / "transcriptions.jsonl"
     cache = {r["path"]: r["text"] for r in runs.read_jsonl(path)} if path.exists() else {}

@@ -5,10 +5,10 @@ pass of judged benchmarks, so that ``localfin qa eval`` and ``localfin reproduce
 (``<root>/<prefix>n<size|all>-k<k>``). :func:`evaluate_variant` evaluates one variant: ``base``
 and ``ft`` once into ``root``; ``ft_fm`` into ``root`` when the grid has one point and through
 :func:`sweep_memory` otherwise; then, for a judged benchmark (FinTMMBench) and a judge model, the
-judge pass of every run (:func:`agent.qa.judge_pass.judge_run`, its own journal in the run folder;
+judge pass of every run (:func:`agent.qa.scoring.judge_pass.judge_run`, its own journal in the run folder;
 the judge reads the gold, the solver never does), with the judge prompt of the chosen scorer
-(:mod:`agent.qa.scorers`); under FinMMR's ``official`` scorer, the extraction pass
-(:func:`agent.qa.extract_pass.extract_run`) instead.
+(:mod:`agent.qa.scoring.scorers`); under FinMMR's ``official`` scorer, the extraction pass
+(:func:`agent.qa.scoring.extract_pass.extract_run`) instead.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def sweep_memory(
 ) -> list[EvalSummary]:
     """Base+FT+FM over bank-size snapshots and k_max values, one run folder each
     (``root/<prefix>n<size>-k<k>``, ``nall`` for the whole bank); ``make_memory(bank_limit,
-    k_max)`` builds the memory; ``kwargs`` go to ``evaluator`` (:func:`agent.qa.evaluate.evaluate`,
+    k_max)`` builds the memory; ``kwargs`` go to ``evaluator`` (:func:`agent.qa.evaluation.evaluate.evaluate`,
     or a cluster's, :meth:`agent.qa.cluster.driver.QACluster.evaluate`)."""
     if config.variant != "ft_fm":
         raise ConfigError("sweep_memory evaluates variant ft_fm")

@@ -7,7 +7,7 @@ bank-size snapshot (``bank_limit``) takes its entries in the paper's stratified 
 default (:mod:`bank.snapshots`), the same entries the retrieval analytics use.
 
 When at least one entry passes tau, the solver's prompt starts with a memory block
-(:mod:`agent.qa.memory_block`). With the annotator on (``annotator``, the default), one
+(:mod:`agent.qa.memory.memory_block`). With the annotator on (``annotator``, the default), one
 annotator call (call type ``qa_annotate``) first rewrites the entries into directives for this
 question. The ``directives`` block (``block``, the default) is made of those directives; if the
 annotator's reply is unusable (bad JSON, cut), or the annotator is off, it shows the retrieved
@@ -61,7 +61,7 @@ class MemoryConfig:
         max_directives: most directives kept.
         entry_chars: longest finding/caution shown to the annotator (characters).
         max_tokens: annotator reply budget; None = the schema's worst case.
-        block: the memory block's form, one of :data:`agent.qa.memory_block.BLOCKS`.
+        block: the memory block's form, one of :data:`agent.qa.memory.memory_block.BLOCKS`.
         annotator: make the annotator call (off: no call; see the module docstring).
     """
 

@@ -5,7 +5,7 @@ FinMMR's ``evaluate.py`` (addictedLL/FinMMR @ d8b12ccc) does not score the solve
 directly: an extraction model (its ``ans_extract_model``, temperature 0) is asked for the final
 answer of each solution as a numeric value or "None"; an extracted answer that is empty or
 contains "none" scores 0, any other is scored by ``get_acc``
-(:func:`agent.qa.finmmr_metric.finmmr_get_acc`). Here a local model does the extraction, with
+(:func:`agent.qa.scoring.finmmr_metric.finmmr_get_acc`). Here a local model does the extraction, with
 our own prompt (``qa_answer_extract``: the question and the solution in, the number out, under
 a JSON schema), journaled like every call (call type ``answer_extract``). The prompt never holds
 the gold answer. Official runs ask again, once, for the answers that came back invalid; at

@@ -5,7 +5,7 @@ FinAcumen's Table 1 figures were scored by the authors' released harness
 native rule per benchmark (``ft/variant/base.py`` routes to ``ft/eval/bizbench_eval.py``,
 ``finmmr_eval.py``, ``finmme_eval.py`` and ``fintmm_eval.py``), on the gold as their dataset
 adapter (``ft/dataset/adapters.py``) writes it; FinTMMBench rows are then graded again by a judge
-model (:mod:`agent.qa.judge`, the strict prompt). Read and written anew here; the tables
+model (:mod:`agent.qa.scoring.judge`, the strict prompt). Read and written anew here; the tables
 ``tests/agent/qa/data/*_scores.jsonl`` hold the authors' own verdicts, made by running their code
 outside this repository (``tests/agent/qa/data/README.md``), and the tests assert the same
 verdict on every row.

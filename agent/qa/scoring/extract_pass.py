@@ -1,8 +1,8 @@
 """The extraction pass of a finished FinMMR evaluation under its ``official`` scorer: a model reads
-each solution's final answer, then FinMMR's ``get_acc`` grades it (:mod:`agent.qa.answer_extract`).
+each solution's final answer, then FinMMR's ``get_acc`` grades it (:mod:`agent.qa.scoring.answer_extract`).
 
 Scoring, never solving: :func:`extract_run` reads the trajectories from the run's ``trace.jsonl``
-(:func:`agent.qa.answer_extract.solution_text` of each), sends one ``answer_extract`` request per
+(:func:`agent.qa.scoring.answer_extract.solution_text` of each), sends one ``answer_extract`` request per
 item through a :class:`serving.journal.JournaledBackend` whose journal is the run folder's
 ``extract.sqlite`` (kept apart from the solver's), so a rerun replays it, and writes
 ``extract_scores.json``: per item the extracted answer, the verdict and its detail, and the

@@ -6,8 +6,8 @@ Scoring is split in two so an evaluation can batch every judge call of a run int
 call: :func:`judge_requests` builds the requests (``call_type='judge'``, temperature 0, a
 schema-constrained verdict: ``verdict`` in {correct, incorrect}, ``reason`` at most 160
 characters), the caller runs them through its (journaled) backend (for a finished run folder
-:func:`agent.qa.judge_pass.judge_run` does it), and :func:`judge_scores`
-turns the results into :class:`agent.qa.item_score.ItemScore` values. A reply that is cut or
+:func:`agent.qa.scoring.judge_pass.judge_run` does it), and :func:`judge_scores`
+turns the results into :class:`agent.qa.core.item_score.ItemScore` values. A reply that is cut or
 does not satisfy the schema counts as incorrect and says so in ``detail`` (a recorded
 fallback, never a silent guess). The judge prompt holds the reference answer: judge calls
 are scoring, never part of a solver's run.

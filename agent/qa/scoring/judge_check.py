@@ -20,7 +20,7 @@ The perturbation (:func:`perturb`, deterministic, first rule that applies):
 
 The calls go through a :class:`serving.journal.JournaledBackend` on ``judge_check.sqlite`` in the
 output folder (a rerun replays them) and the figures and every verdict to ``judge_check.json``.
-The judge prompt is the one the judge pass uses (:func:`agent.qa.judge.judge_requests`).
+The judge prompt is the one the judge pass uses (:func:`agent.qa.scoring.judge.judge_requests`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The judge pass of a finished evaluation (FinTMMBench): grade its final answers with a model.
 
-Scoring, never solving: :func:`agent.qa.evaluate.evaluate` runs the solver on
+Scoring, never solving: :func:`agent.qa.evaluation.evaluate.evaluate` runs the solver on
 ``item.question`` only and writes the run folder; afterwards :func:`judge_run` reads the final
 answers from the run's ``trace.jsonl``, pairs them with the items' gold answers, and sends one
-judge request per item (:func:`agent.qa.judge.judge_requests`) through a
+judge request per item (:func:`agent.qa.scoring.judge.judge_requests`) through a
 :class:`serving.journal.JournaledBackend` whose journal is the run folder's ``judge.sqlite``,
 kept apart from the solver's ``journal.sqlite``. A rerun replays it (no model call). The
 verdicts go to ``judge_scores.json`` (per item: verdict, detail; and the judged accuracy).
@@ -14,8 +14,8 @@ scorer has a rule of its own before its judge, as the FinAcumen authors' SQuAD m
 rule, as their harness does before its judge regrades); the run's own ``scores.json`` accuracy
 of such a set is therefore provisional and the judged figure is the one to read. The same holds
 for FinMMR under its ``official`` scorer, whose answers a model extracts after the run
-(:mod:`agent.qa.extract_pass`). The judge prompt is the chosen scorer's (``qa_judge`` or the
-strict ``qa_judge_strict``, :mod:`agent.qa.scorers`). The paper judged with GPT-4o-mini;
+(:mod:`agent.qa.scoring.extract_pass`). The judge prompt is the chosen scorer's (``qa_judge`` or the
+strict ``qa_judge_strict``, :mod:`agent.qa.scoring.scorers`). The paper judged with GPT-4o-mini;
 offline the judge is a local model the caller names.
 """
 
@@ -72,9 +72,9 @@ class JudgeSummary:
 
 
 def deferred_scorer(inner: Scorer | None = None) -> Scorer:
-    """A scorer for :func:`agent.qa.evaluate.evaluate` that leaves what a model grades after
+    """A scorer for :func:`agent.qa.evaluation.evaluate.evaluate` that leaves what a model grades after
     the run to that pass (a judge: :func:`judge_run`; FinMMR's extractor:
-    :func:`agent.qa.extract_pass.extract_run`) and scores everything else with ``inner``
+    :func:`agent.qa.scoring.extract_pass.extract_run`) and scores everything else with ``inner``
     (default: the benchmarks' scorer). A model-graded answer scores as not correct with a
     pointer to the pass's file, or by the chosen scorer's own rule where it has one before its
     judge (provisional, said in the detail)."""
@@ -130,7 +130,7 @@ def judge_run(
         judge_model: registry key of the judge model.
         chunk_size: judge calls per journal transaction.
         max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
-        prompt_name: the judge prompt (:data:`agent.qa.judge.JUDGE_PROMPTS`).
+        prompt_name: the judge prompt (:data:`agent.qa.scoring.judge.JUDGE_PROMPTS`).
         candidate_chars: most characters of an answer shown to the judge.
     """
     run = Path(run_dir)

@@ -17,13 +17,13 @@ __all__ = ["Scorer", "check_scorers", "default_scorer", "score_with", "scorer_la
 
 
 #: ``scorer(dataset, gold, prediction)`` (``scale=`` too, for an answer with a scale field)
-#: returns an object with a boolean ``correct`` (:func:`agent.qa.scoring.score_answer`).
+#: returns an object with a boolean ``correct`` (:func:`agent.qa.scoring.scoring.score_answer`).
 Scorer = Callable[..., Any]
 
 
 def default_scorer() -> Scorer:
-    """The benchmarks' scorer (:func:`agent.qa.scoring.score_answer`: each benchmark's
-    default rule, :data:`agent.qa.scorers.DEFAULT_SCORERS`)."""
+    """The benchmarks' scorer (:func:`agent.qa.scoring.scoring.score_answer`: each benchmark's
+    default rule, :data:`agent.qa.scoring.scorers.DEFAULT_SCORERS`)."""
 
     return score_answer
 
@@ -63,7 +63,7 @@ def check_scorers(
 ) -> dict[str, str]:
     """Refuse (ConfigError) a source set whose trajectories could not be scored, before any model
     call: each set's first item, its gold answer written as a solver would
-    (:func:`agent.qa.scoring.gold_as_prediction`), must score correct under the set's scorer
+    (:func:`agent.qa.scoring.scoring.gold_as_prediction`), must score correct under the set's scorer
     (a scorer a model grades: its own rule, where it has one), a judged set needs
     ``judge_model`` and an extracted one ``extract_model``. Returns set -> scorer label."""
     score = scorer or default_scorer()

@@ -4,20 +4,20 @@
 dataset     name         rule
 =========== ============ =====================================================================
 bizbench    localfin     the number the answer states within 1 % of the gold (the rule
-                         BizBench's paper and FinAcumen's G.1 state; :mod:`agent.qa.scoring`)
+                         BizBench's paper and FinAcumen's G.1 state; :mod:`agent.qa.scoring.scoring`)
 bizbench    authors      the FinAcumen authors' released rule: exact match after dropping
-                         ``$ % ,`` (:func:`agent.qa.authors_metrics.bizbench_authors`)
+                         ``$ % ,`` (:func:`agent.qa.scoring.authors_metrics.bizbench_authors`)
 finmmr      localfin     FinMMR's ``get_acc`` on the answer as the solver wrote it
 finmmr      official     FinMMR's pipeline: a model extracts the final answer
-                         (:mod:`agent.qa.answer_extract`, call type ``answer_extract``), then
+                         (:mod:`agent.qa.scoring.answer_extract`, call type ``answer_extract``), then
                          ``get_acc``
-finmmr      authors      the FinAcumen authors' rule (:func:`~agent.qa.authors_metrics.
+finmmr      authors      the FinAcumen authors' rule (:func:`~agent.qa.scoring.authors_metrics.
                          finmmr_authors`: ``\\boxed{}``, separators dropped, the last number)
 finmme      localfin     the option letters of the whole answer / absolute tolerance
-finmme      official     FinMME's ``eval.py`` (:mod:`agent.qa.finmme_metric`: the first token
+finmme      official     FinMME's ``eval.py`` (:mod:`agent.qa.scoring.finmme_metric`: the first token
                          after ``Answer:``; a final answer without ``Answer:`` is handed over
                          as ``Answer: <answer>``, the reply format its prompt asks for)
-finmme      authors      the FinAcumen authors' rule (:func:`~agent.qa.authors_metrics.
+finmme      authors      the FinAcumen authors' rule (:func:`~agent.qa.scoring.authors_metrics.
                          finmme_authors`)
 fintmmbench localfin     a judge model, prompt ``qa_judge`` (the same fact, unit and scale)
 fintmmbench authors      the FinAcumen authors' pipeline: SQuAD exact match above 0.5 on each
@@ -82,7 +82,7 @@ class ScorerSpec:
         label: how run reports name it.
         rule: the verdict on one answer (None: only a model grades it).
         judge_prompt: a judge model grades every answer after the run with this prompt
-            (:data:`agent.qa.judge.JUDGE_PROMPTS`), its verdict standing; "" for none.
+            (:data:`agent.qa.scoring.judge.JUDGE_PROMPTS`), its verdict standing; "" for none.
         extract: a model extracts the final answer first and ``rule`` grades what it read.
         source: where the rule comes from (the released file it restates).
     """
@@ -286,7 +286,7 @@ class NamedScorer:
 
 def spec_of(scorer: Any, dataset: str) -> ScorerSpec | None:
     """The spec ``scorer`` grades ``dataset`` by: a :class:`NamedScorer`'s choice; the
-    default scorer (:func:`agent.qa.scoring.score_answer`, or None given) the default; another
+    default scorer (:func:`agent.qa.scoring.scoring.score_answer`, or None given) the default; another
     callable has none (None)."""
     if isinstance(scorer, NamedScorer):
         return scorer.spec(dataset)

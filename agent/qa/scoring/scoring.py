@@ -6,14 +6,14 @@ bizbench    SEC-NUM: the number the prediction states (currency marks, percent s
             the gold, inclusive. No official scoring script is published (the
             kensho/bizbench dataset card has none); the rule is the one BizBench's paper
             and FinAcumen's Appendix G state
-finmmr      the authors' ``get_acc`` rule for rule (:mod:`agent.qa.finmmr_metric`): 0.2%
+finmmr      the authors' ``get_acc`` rule for rule (:mod:`agent.qa.scoring.finmmr_metric`): 0.2%
             relative, inclusive, after the official normalisation (which ignores magnitude
             words: "0.04525 thousand" is 0.04525); equal to the authors' function on every
             row of ``tests/agent/qa/data/finmmr_official_scores.jsonl``
-tatqa       the official evaluator's exact match and F1 (:mod:`agent.qa.tatqa_metric`) on
+tatqa       the official evaluator's exact match and F1 (:mod:`agent.qa.scoring.tatqa_metric`) on
             the pair (answer, scale), as TAT-QA's released evaluation takes a prediction:
             the solver's scale field when it gives one (``scale=``), else the answer string
-            split by rule P (:func:`agent.qa.tatqa_metric.split_scale`: a trailing scale
+            split by rule P (:func:`agent.qa.scoring.tatqa_metric.split_scale`: a trailing scale
             word or ``%`` after a number is the scale); ``correct`` is EM, ``score`` is F1;
             equal to the official script on every row of
             ``tests/agent/qa/data/tatqa_official_scores.jsonl``, under both mappings
@@ -26,9 +26,9 @@ demo        within the item's ``abs_tol`` (half a unit of the decimals the quest
             for); counts exactly
 =========== =========================================================================
 
-An installed plugin's dataset (:mod:`agent.qa.extensions`) is scored by the plugin's own scorer.
+An installed plugin's dataset (:mod:`agent.qa.data.extensions`) is scored by the plugin's own scorer.
 
-BizBench, FinMME and demo numbers are read with :func:`agent.qa.numbers.parse_number`; an
+BizBench, FinMME and demo numbers are read with :func:`agent.qa.core.numbers.parse_number`; an
 answer string that holds several numbers is not guessed at (only a string holding exactly one
 number is read). A magnitude word is never applied: the number as written is compared with the
 gold as written, so a wrong magnitude cannot pass by rescaling. :func:`gold_as_prediction`
@@ -175,7 +175,7 @@ def _demo(gold: Gold, prediction: str) -> ItemScore:
 #: The datasets a scorer of this module grades, each by its own rule (module docstring);
 #: FinTMMBench is graded by a judge model (:data:`JUDGED`), not here.
 SCORED = ("bizbench", "finmmr", "tatqa", "finmme", "demo")
-#: Datasets graded by a judge model after the solver (:mod:`agent.qa.judge`).
+#: Datasets graded by a judge model after the solver (:mod:`agent.qa.scoring.judge`).
 JUDGED = ("fintmmbench",)
 
 
@@ -210,7 +210,7 @@ def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = 
     """Score ``prediction`` against ``gold`` under ``dataset``'s rule (module docstring).
 
     ``scale``: the prediction's own scale field (TAT-QA: one of
-    :data:`agent.qa.tatqa_metric.TATQA_SCALES`); None: the answer string carries it (split
+    :data:`agent.qa.scoring.tatqa_metric.TATQA_SCALES`); None: the answer string carries it (split
     by rule P). Other datasets take no scale."""
     if not isinstance(prediction, str):
         raise ConfigError(f"prediction must be a string, got {type(prediction).__name__}")
@@ -237,7 +237,7 @@ def score_answer(dataset: str, gold: Gold, prediction: str, scale: str | None = 
 def gold_as_prediction(dataset: str, gold: Gold) -> str:
     """The gold answer written as a solver should write it (for gold-vs-gold checks).
 
-    TAT-QA: the gold in the official evaluator's own form (:func:`agent.qa.tatqa_metric.
+    TAT-QA: the gold in the official evaluator's own form (:func:`agent.qa.scoring.tatqa_metric.
     answer_string`: numbers in plain units with 4 decimals, a multi-span answer as one string
     of its sorted spans), the one form that scores 1.0 for every released gold, including its
     quirks (an accounting negative before a scale word, a span carrying its own scale word).

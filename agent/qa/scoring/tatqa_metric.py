@@ -109,7 +109,7 @@ __all__ = [
 #: The scales of TAT-QA's release (a prediction's ``pred_scale`` is one of them).
 TATQA_SCALES = ("", "thousand", "million", "billion", "percent")
 
-#: TAT-QA's answer types by our name (``agent.qa.items.ANSWER_TYPES``).
+#: TAT-QA's answer types by our name (``agent.qa.core.items.ANSWER_TYPES``).
 OUR_TYPES = {"number": "arithmetic", "count": "count", "span": "span", "multi-span": "multi-span"}
 
 _MARKS = str.maketrans("", "", "'\"\\$€£¥%(),[]")

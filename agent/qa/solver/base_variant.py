@@ -3,7 +3,7 @@
 ``base_mode="model_only"`` (the paper's, the default): the question, its options and its text
 context in (a model that takes images also gets the question's images; no OCR transcription, as
 OCR is one of the tools), no schema, no answer-format hint, free text out within
-``base_max_tokens``, the final answer read by :func:`agent.qa.final_answer.extract_final_answer`
+``base_max_tokens``, the final answer read by :func:`agent.qa.solver.final_answer.extract_final_answer`
 (call type ``qa_base``). ``"constrained"``: one JSON reply (reasoning, answer, and a scale for
 the benchmarks of ``scale_datasets``) with the question's answer format and pattern.
 """
@@ -27,7 +27,7 @@ __all__ = ["BaseSolver", "base_program"]
 
 
 class BaseSolver(Protocol):
-    """What the Base call takes from the solver (:class:`agent.qa.react.QASolver`): its config,
+    """What the Base call takes from the solver (:class:`agent.qa.solver.react.QASolver`): its config,
     prompts and the request and data helpers every variant shares."""
 
     config: Any
@@ -52,7 +52,7 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
 
     ``base_mode="model_only"`` (the paper's): no schema, no answer-format hint, free text
     out within ``base_max_tokens``, the final answer read by
-    :func:`agent.qa.final_answer.extract_final_answer` (call type ``qa_base``).
+    :func:`agent.qa.solver.final_answer.extract_final_answer` (call type ``qa_base``).
     ``"constrained"``: a JSON reply (reasoning, answer, and a scale for the benchmarks of
     ``scale_datasets``) with the question's answer format and pattern."""
     t0 = time.perf_counter()

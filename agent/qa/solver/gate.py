@@ -1,13 +1,13 @@
 """The answer gate: a final answer is accepted only when it passes three checks in code.
 
-Its inputs are the :class:`~agent.qa.items.Question` (text, context, options), the image
+Its inputs are the :class:`~agent.qa.core.items.Question` (text, context, options), the image
 transcriptions made before the loop, the successful tool outputs of the trajectory and the
 proposed answer. It never receives the gold answer, and nothing here can reach one. A failed
 verdict carries reasons written for the model; the solver sends them back for one more step
-(see :mod:`agent.qa.react`), so the gate is a check, not a warning.
+(see :mod:`agent.qa.solver.react`), so the gate is a check, not a warning.
 
-Numbers are read with :func:`agent.qa.numbers.find_numbers` (the scorers' reader); the answer
-format is :func:`agent.qa.answer_format.answer_format_from_question` of the question text and
+Numbers are read with :func:`agent.qa.core.numbers.find_numbers` (the scorers' reader); the answer
+format is :func:`agent.qa.core.answer_format.answer_format_from_question` of the question text and
 options (the same function the loaders use to write ``Question.answer_format``).
 
 1. **Source-traceable.** Every number of the answer must trace to a number of the evidence:
@@ -30,7 +30,7 @@ options (the same function the loaders use to write ``Question.answer_format``).
    word; a currency mark of the answer must occur in the question, context or a
    transcription. (Unit slips by a factor of 100 or 1,000 are also caught by rule 1, which only
    lets a conversion through when the answer says so.)
-3. **Format** (answer kinds of :mod:`agent.qa.answer_format`): non-empty and at most
+3. **Format** (answer kinds of :mod:`agent.qa.core.answer_format`): non-empty and at most
    ``max_answer_chars``; ``choice``: only option labels (one or more) or one option's text;
    ``yes_no``: starts with yes or no; ``number``, ``percent``, ``count``: exactly one number;
    ``count``: a whole number; ``percent``: in percent units, so a number below 1 without a %

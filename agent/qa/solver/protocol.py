@@ -1,9 +1,9 @@
 """What protocol each variant ran under, in words, for run reports (one line per variant).
 
 The Base variant is the model alone (model-only: free text, the final answer read by
-:data:`agent.qa.final_answer.FINAL_ANSWER_RULE`; or the constrained form); the tools variants are
+:data:`agent.qa.solver.final_answer.FINAL_ANSWER_RULE`; or the constrained form); the tools variants are
 the ReAct loop with their limits (steps, schema, thought and tool-output lengths, gate
-rejections). The same :class:`agent.qa.solver_config.SolverConfig` that ran the variant writes its
+rejections). The same :class:`agent.qa.solver.solver_config.SolverConfig` that ran the variant writes its
 line, so the report cannot show a protocol the run did not use.
 """
 

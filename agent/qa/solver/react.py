@@ -9,15 +9,15 @@ One run of :meth:`QASolver.solve`:
    (schema-constrained with ``action_schema``; otherwise the first JSON object of a free reply,
    checked against the same schema) whose action is a tool name or ``final_answer``. A tool's
    output (or its failure) is shown next. A final answer (its ``answer`` read by
-   :func:`agent.qa.final_answer.extract_final_answer`; with a ``scale`` beside it for the
-   benchmarks of ``scale_datasets``) goes through the answer gate (:mod:`agent.qa.gate`): a
+   :func:`agent.qa.solver.final_answer.extract_final_answer`; with a ``scale`` beside it for the
+   benchmarks of ``scale_datasets``) goes through the answer gate (:mod:`agent.qa.solver.gate`): a
    failed check sends its reasons back and the loop continues; after ``gate_rejections``
    rejections the next answer stands, flagged ``gate_unresolved``;
 4. when no steps are left (or ``max_bad_replies`` unusable replies came in a row), one forced
    call whose schema only allows ``final_answer``.
 
 Every problem is recorded in the trajectory and the loop goes on (fallback labels in
-:mod:`agent.qa.trajectory`): an unusable reply costs a step and is answered with what was
+:mod:`agent.qa.core.trajectory`): an unusable reply costs a step and is answered with what was
 wrong; a tool that fails or raises is shown as a failed observation; a forced final answer that
 is itself unusable leaves the answer empty (``no_answer``). Tools are created per question by a
 factory and closed when the program ends. The program is deterministic given the model's
@@ -28,7 +28,7 @@ default the paper's model-only Base (free text, the final answer read by the sam
 ``base_mode="constrained"`` the schema-constrained one.
 
 Every limit that cuts something (context, transcription, tool output, elision, thought, answer,
-reply) is recorded on the step as a :data:`agent.qa.trajectory.CUTS` label, so a run reports
+reply) is recorded on the step as a :data:`agent.qa.core.trajectory.CUTS` label, so a run reports
 its cuts per call type.
 """
 
@@ -206,7 +206,7 @@ class QASolver:
     # ------------------------------------------------------------------ Base
     def solve_base(self, question: Question, *, seed: int | None = None) -> Program[Trajectory]:
         """Base variant: one call, the model alone (FinAcumen G.2: neither tools nor memory);
-        :func:`agent.qa.base_variant.base_program` (model-only by default, or constrained)."""
+        :func:`agent.qa.solver.base_variant.base_program` (model-only by default, or constrained)."""
         from agent.qa.solver.base_variant import base_program
 
         return base_program(self, question, seed=seed)

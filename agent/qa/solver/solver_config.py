@@ -15,7 +15,7 @@ from serving.types import Sampling
 __all__ = ["BASE_MODES", "SolverConfig", "base_temperature", "solver_config_for"]
 
 #: ``model_only``: the paper's Base (G.2): question, options and context in, free text out, the
-#: final answer read by :func:`agent.qa.final_answer.extract_final_answer`; ``constrained``: one
+#: final answer read by :func:`agent.qa.solver.final_answer.extract_final_answer`; ``constrained``: one
 #: schema-constrained JSON reply (reasoning, answer) with the question's answer format and, for
 #: numeric answers, a pattern on the answer.
 BASE_MODES = ("model_only", "constrained")

@@ -8,12 +8,12 @@ corpus, :class:`agent.qa.tools.corpus.RetrieveTool`, when its folder is given), 
 Structure Decoder (the OCR transcriptions put before the loop, :func:`ocr_transcriber`, and
 ``reparse``: OCR of the question's own images again, :class:`agent.qa.tools.ocr.ReparseImageTool`,
 for questions that have images) and the Answer Consolidation Gate (``final_answer`` through
-:mod:`agent.qa.gate`, always there). The same factory serves Base+FT and Base+FT+FM, so the tool
+:mod:`agent.qa.solver.gate`, always there). The same factory serves Base+FT and Base+FT+FM, so the tool
 suite and the calling protocol are identical in both.
 
-Installed plugins add tools (entry-point group ``localfin.tools``, :mod:`agent.qa.extensions`):
+Installed plugins add tools (entry-point group ``localfin.tools``, :mod:`agent.qa.data.extensions`):
 a name in ``names`` that is a plugin's gives every question a fresh
-:class:`~agent.qa.extensions.PluginTool` around it.
+:class:`~agent.qa.data.extensions.PluginTool` around it.
 
 Where the Python sandbox cannot isolate code, ``python_unavailable="raise"`` (default) stops
 the run with the sandbox's error; ``"refuse"`` keeps the tool, which then refuses every call
@@ -54,7 +54,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: localfin's own tools; installed plugins may add more (:func:`agent.qa.extensions.tool_names`).
+#: localfin's own tools; installed plugins may add more (:func:`agent.qa.data.extensions.tool_names`).
 TOOL_NAMES = BUILTIN_TOOLS
 #: Benchmarks whose questions get the ``retrieve`` tool over the benchmark's own corpus.
 CORPUS_DATASETS = ("fintmmbench",)
@@ -235,7 +235,7 @@ def tool_factory(config: ToolsetConfig | None = None) -> Tools:
 
 
 class Tools:
-    """A per-question factory of the tools of ``config`` (a :data:`agent.qa.react.ToolFactory`);
+    """A per-question factory of the tools of ``config`` (a :data:`agent.qa.solver.react.ToolFactory`);
     ``config`` goes with it, so a cluster run can build the same tools on another node."""
 
     def __init__(self, config: ToolsetConfig, makers: Sequence[Callable[[Question], Tool | None]]) -> None:
