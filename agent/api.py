@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from agent.pairs.experiment.summary import ExperimentResult
-    from agent.qa.sweep import VariantResult
+    from agent.qa.evaluation.sweep import VariantResult
     from agent.report.build import ReportResult
     from serving.backend import Backend
     from serving.registry import ModelSpec, Registry
@@ -235,12 +235,12 @@ def evaluate_qa(
     ``backend``: one you opened (yours to close), else ``model``'s in-process engine is opened and
     closed here.
     """
-    from agent.qa.datasets import load_items
-    from agent.qa.evaluate import VARIANTS, EvalConfig
-    from agent.qa.judge_pass import deferred_scorer
-    from agent.qa.react import solver_config_for
-    from agent.qa.sweep import MemoryGrid, evaluate_variant
-    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, ocr_transcriber, tool_factory
+    from agent.qa.data.datasets import load_items
+    from agent.qa.evaluation.evaluate import VARIANTS, EvalConfig
+    from agent.qa.evaluation.sweep import MemoryGrid, evaluate_variant
+    from agent.qa.scoring.judge_pass import deferred_scorer
+    from agent.qa.solver.react import solver_config_for
+    from agent.qa.solver.toolset import CORPUS_DATASETS, ToolsetConfig, ocr_transcriber, tool_factory
     from bank.embedder import MiniLMEmbedder
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank

@@ -78,9 +78,9 @@ def config_files() -> list[ConfigFile]:
         Variant,
     )
     from agent.pairs.screen.causal import ScreenConfig
-    from agent.qa.datasets import DATASETS
-    from agent.qa.evaluate import VARIANTS
-    from agent.qa.toolset import TOOL_NAMES
+    from agent.qa.data.datasets import DATASETS
+    from agent.qa.evaluation.evaluate import VARIANTS
+    from agent.qa.solver.toolset import TOOL_NAMES
     from agent.reproduce.qa_plan import (
         CORPUS_SCOPES,
         EMBEDDERS,

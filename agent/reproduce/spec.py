@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agent.qa.datasets import DATASETS
+from agent.qa.data.datasets import DATASETS
 from agent.reproduce.qa_plan import _QA_TOOLS, QAArm, QAPlan, QASource, arm_plan  # noqa: F401 (_QA_TOOLS: tests)
 from agent.reproduce.qa_protocols import apply_protocol
 from localfin import configfile as cf

@@ -51,7 +51,7 @@ def _found(wanted: list[float], read: tuple[float, ...]) -> int:
 
 
 def _demo(engine: Any, seed: int) -> None:
-    from agent.qa.demo_set import build_demo_set
+    from agent.qa.data.demo_set import build_demo_set
 
     with tempfile.TemporaryDirectory() as tmp:
         out = build_demo_set(Path(tmp), seed=seed)
@@ -104,8 +104,8 @@ def _same(read: float, literal: float) -> bool:
 
 
 def _finmmr(engine: Any, path: Path, limit: int) -> None:
-    from agent.qa.datasets import load_items
-    from agent.qa.numbers import find_numbers
+    from agent.qa.core.numbers import find_numbers
+    from agent.qa.data.datasets import load_items
 
     items = [it for it in load_items("finmmr", path).items if it.gold.extra.get("language") == "English"]
     wanted_total = hits_total = 0

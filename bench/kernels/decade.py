@@ -35,15 +35,11 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
+from bench.kernels.decade_size import DECADE, GOAL_GIB, GOAL_S
 from bench.records import RecordWriter
 
 __all__ = ["DECADE", "GOAL_S", "GOAL_GIB", "HELP", "add_decade_args", "decade_case", "main", "parser"]
 
-#: the whole case: tickers, dates, lookback (sessions)
-DECADE = {"tickers": 3000, "dates": 2520, "window": 2520}
-#: the goal on two cores: the decade within 30 minutes and 8 GiB
-GOAL_S = 1800.0
-GOAL_GIB = 8.0
 _GIB = 1024.0**3
 # operations of the exact start (matrix products, the per-ticker sums): not per pair-date work
 _START_OPS = ("exact_blas", "ticker_sums", "pair_exact")
@@ -423,10 +419,10 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
     args.quick = False
     import numba
 
-    from bench.kernels.speed import _blas_single_thread
+    from bench.kernels.blas import blas_single_thread
 
     common = {"numba_threads": numba.get_num_threads(), "numba": numba.__version__}
-    blas_ctx, blas_label = _blas_single_thread()
+    blas_ctx, blas_label = blas_single_thread()
     with blas_ctx:
         decade_case(
             args, writer or RecordWriter("kernels"), dict(common, statsmodels_blas_threads=blas_label)

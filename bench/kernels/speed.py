@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
+from bench.kernels.blas import blas_single_thread
 from bench.kernels.decade import add_decade_args
 from bench.kernels.universe import add_universe_args, resolve_universe_args, universe_case
 from bench.records import RecordWriter
@@ -93,22 +94,6 @@ def _cold_compile() -> dict[str, Any]:
         wall = time.perf_counter() - start
     info = json.loads(done.stdout.strip().splitlines()[-1])
     return {"subprocess_wall_s": round(wall, 3), **info}
-
-
-def _blas_single_thread() -> tuple[Any, str]:
-    """Context that pins BLAS to one thread for the statsmodels baseline, and its label.
-
-    On this 2-core, shared machine multithreaded OpenBLAS makes statsmodels' small
-    regressions up to ~70x slower (measured), which would flatter our ratios; one BLAS
-    thread is statsmodels' fastest setting here, so that is the baseline.
-    """
-    import contextlib
-
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext(), "default (threadpoolctl missing)"
-    return threadpool_limits(limits=1, user_api="blas"), "1"
 
 
 #: the command's help (`localfin bench ... --help`), in the user's words
@@ -194,7 +179,7 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
     args = _parse(argv)
     import statsmodels.tsa.stattools  # noqa: F401  (loads BLAS before the thread limit is set)
 
-    blas_ctx, blas_label = _blas_single_thread()
+    blas_ctx, blas_label = blas_single_thread()
     with blas_ctx:
         return _run(args, blas_label, writer or RecordWriter("kernels"))
 

@@ -377,7 +377,8 @@ def _bound(
 ) -> None:
     """The later dates' operations (counted by the kernels), the machine's peak, the fraction
     of it reached, and the decade case extrapolated from this run's time per pair and date."""
-    from bench.kernels.decade import DECADE, GOAL_S
+    from bench.kernels.decade_size import DECADE
+    from bench.kernels.decade_size import GOAL_S as DECADE_GOAL_S
 
     later = (days - 1) * n_pairs
     ops = {k: (info["ops"][k] - info["ops_first"][k]) / later for k in info["ops"]}
@@ -397,8 +398,8 @@ def _bound(
         "decade_time_extrapolated",
         decade_s,
         "s",
-        goal_s=GOAL_S,
-        meets_goal=bool(decade_s <= GOAL_S),
+        goal_s=DECADE_GOAL_S,
+        meets_goal=bool(decade_s <= DECADE_GOAL_S),
         decade=DECADE,
         from_later_pair_date_us=round(us, 4),
         **params,

@@ -174,7 +174,7 @@ def _moira_table(table: dict[str, Any]) -> dict[str, Any]:
 
 
 def _solver(plan: Any, registry: Any = None) -> dict[str, Any]:
-    from agent.qa.solver_config import solver_config_for
+    from agent.qa.solver.solver_config import solver_config_for
     from serving.open import ModelFacts, model_spec
 
     spec = model_spec(plan.model, registry)

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pairs"))
 
 from moira_support import mean_reversion, principles_reply, scripted, small_config, small_store
 
-from agent.qa import runs
-from agent.qa.trajectory import Step, Trajectory
+from agent.qa.core import runs
+from agent.qa.core.trajectory import Step, Trajectory
 from agent.report.happened import MECHANISMS, find_mechanisms, happened_section, missing
 from serving.types import ChatRequest
 

@@ -191,7 +191,7 @@ split = "dev"
 def test_check_scores_each_released_benchmarks_gold_and_refuses_a_broken_scorer(
     bare_machine: Path, released_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent.qa import scoring
+    from agent.qa.scoring import scoring
 
     path = bare_machine / "released.toml"
     path.write_text(_RELEASED, encoding="utf-8")
