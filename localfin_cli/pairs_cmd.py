@@ -174,25 +174,63 @@ def run(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="Registry key replacing the config's [model] backbone (checked before any call).",
+        help="Registry key replacing the config's [model] backbone (its weights are checked before "
+        "anything is written).",
+    ),
+    seed: list[int] = typer.Option(
+        None, "--seed", help="A seed replacing [experiment] seeds; repeat for several (--seed 0 --seed 1)."
+    ),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        help="Test only the first N sessions of the test window (a quick check; the folder's config.toml "
+        "holds the shorter window).",
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Only the pre-flight: the config, its models and their weights, the store, pool, windows "
+        "and price column; nothing is written (exit 1 when a check fails).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="The pre-flight, then the folder, engines and runs it would start; run nothing."
     ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
-    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
-    from agent.api import check_models, load_experiment_config, run_experiment
-    from agent.pairs.experiment.preflight import check_data
+    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone). The pre-flight
+    (`--check`) runs first: a missing model, weights file, store, ticker or window stops the run
+    before its folder is made."""
+    from agent.api import load_experiment_config, run_experiment
+    from agent.pairs.experiment.preflight import preflight, require
     from localfin import env, interrupt, runlock
 
-    cfg, _ = load_experiment_config(config, model=model)
-    check_models(cfg)  # an unknown registry key fails here, before the folder or any call
-    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
+    seeds = list(seed) if seed else None
+    cfg, _ = load_experiment_config(config, model=model, seeds=seeds, limit=limit)
+    checks = preflight(cfg)  # registry keys, weights, store, pool, windows, price column
     folder = out or env.runs_dir() / cfg.name
+    if check or dry_run:
+        from localfin_cli.pairs_plan import check_lines, plan_lines
+
+        lines = plan_lines(cfg, folder, resume=resume) if dry_run else []
+        result(None, "\n".join([*lines, *check_lines(checks)]))
+        if not all(c.ok for c in checks):
+            raise typer.Exit(1)
+        return
+    require(checks)  # before the folder, the engine or any call
     me = f"localfin pairs run --config {config}" + (f" --model {model}" if model else "")
+    me += "".join(f" --seed {s}" for s in seeds or ()) + (f" --limit {limit}" if limit else "")
     hint = f"rerun with: {me} --out {folder} --resume"
     # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
     with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
         res = run_experiment(
-            config, folder, resume=resume, sequential=sequential, model=model, progress=progress_for(rl)
+            config,
+            folder,
+            resume=resume,
+            sequential=sequential,
+            model=model,
+            seeds=seeds,
+            limit=limit,
+            progress=progress_for(rl),
         )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"

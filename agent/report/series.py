@@ -34,6 +34,7 @@ __all__ = [
     "BreakView",
     "break_scores",
     "lifecycle_thresholds",
+    "validation_period",
 ]
 
 #: Transitions in the trailing window of the rolling counterfactual accuracy.
@@ -244,3 +245,11 @@ def lifecycle_thresholds(manifest: Mapping[str, Any] | None) -> tuple[float, flo
     if not (math.isfinite(w) and math.isfinite(b) and b > 0):
         w, b = 2.0, 3.0
     return min(1.0, w / b), 1.0
+
+
+def validation_period(manifest: Mapping[str, Any] | None, default: int = 23) -> int:
+    """The experiment's validation cycle in sessions (its manifest's
+    ``config.lifecycle.validation_period``; ``default``, the paper's 23, when absent)."""
+    cfg = ((manifest or {}).get("config") or {}).get("lifecycle") or {}
+    v = cfg.get("validation_period", default)
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
