@@ -193,7 +193,9 @@ def run(
         "and price column; nothing is written (exit 1 when a check fails).",
     ),
     dry_run: bool = typer.Option(
-        False, "--dry-run", help="The pre-flight, then the folder, engines and runs it would start; run nothing."
+        False,
+        "--dry-run",
+        help="The pre-flight, then the folder, engines and runs it would start; run nothing.",
     ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine

@@ -32,8 +32,8 @@ def _folder_state(folder: Path, resume: bool) -> str:
 
 def plan_lines(cfg: Any, folder: Path, *, resume: bool = False) -> list[str]:
     """The experiment ``cfg`` would run into ``folder``: engines, windows, agent and baseline runs."""
-    from agent.pairs.experiment.baselines import rule_plan
     from agent.pairs.baselines.config import baseline_run_id
+    from agent.pairs.experiment.baselines import rule_plan
 
     m = cfg.model
     where = f"openai server {m.base_url}" if m.backend == "openai" else f"{m.backend} in-process"

@@ -616,8 +616,10 @@ _LAYOUT_JS = """
   }
   // the report's navigation bar; its figures: shown and natural width, and the right edge of
   // their box (a narrow window scrolls a figure inside it instead of shrinking it)
-  for (const n of document.querySelectorAll('main > nav'))
-    out.nav.push({right: Math.round(n.getBoundingClientRect().right), height: Math.round(n.getBoundingClientRect().height)});
+  for (const n of document.querySelectorAll('main > nav')) {
+    const r = n.getBoundingClientRect();
+    out.nav.push({right: Math.round(r.right), height: Math.round(r.height)});
+  }
   for (const img of document.querySelectorAll('figure img')) {
     const box = (img.closest('.fig') || img).getBoundingClientRect();
     out.figures.push({src: img.getAttribute('src'), shown: Math.round(img.getBoundingClientRect().width),

@@ -82,7 +82,7 @@ def best_runs(results: Sequence[RunResult]) -> list[Best]:
         leaders = tuple(rr for rr, v in ranked if v == top)
         agent_best, rank = None, 0
         if not any(rr.run.kind == "moira" for rr in leaders):
-            for k, (rr, v) in enumerate(ranked):
+            for rr, v in ranked:
                 if rr.run.kind == "moira":
                     agent_best, rank = rr, 1 + sum(1 for _, w in ranked if (w > v if larger else w < v))
                     break
@@ -185,7 +185,8 @@ def _window_part(window: tuple[str, str], results: list[RunResult]) -> str:
     n = max((rr.metrics.n_transitions for rr in results), default=0)
     head = (
         f'<p class="best" data-role="best"><strong>Best run per metric</strong>, test decisions '
-        f"{esc(window[0])} .. {esc(window[1])}, {len(results)} runs, {n} settled transitions each at most:</p>"
+        f"{esc(window[0])} .. {esc(window[1])}, {len(results)} runs, at most {n} settled transitions "
+        "each:</p>"
     )
     few = ""
     if n < FEW_TRANSITIONS:

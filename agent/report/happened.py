@@ -227,7 +227,12 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
             sets = f"{len(cand)} principle{'' if len(cand) == 1 else 's'}" if cand else "an empty set"
             ret = dec.get("training_return")
             if dec.get("accepted"):
-                add("gate_accept", i, f"cycle {dec['cycle']}: training return {ret:+.4f}, {sets} accepted", cand)
+                add(
+                    "gate_accept",
+                    i,
+                    f"cycle {dec['cycle']}: training return {ret:+.4f}, {sets} accepted",
+                    cand,
+                )
             else:
                 why = dec.get("reason") or "not better than the best so far"
                 add(
@@ -377,10 +382,9 @@ def happened_section(
         + ". Each link opens the trace row where it first happened (below the table)."
     )
     table_html = (
-        '<div class="scroll"><table class="happened"><thead><tr><th>part</th><th>mechanism</th><th>status</th>'
-        "<th>first in (run, step)</th><th>trace row</th><th>what the row says</th></tr></thead><tbody>"
-        + "\n".join(rows)
-        + "</tbody></table></div>"
+        '<div class="scroll"><table class="happened"><thead><tr><th>part</th><th>mechanism</th>'
+        "<th>status</th><th>first in (run, step)</th><th>trace row</th><th>what the row says</th>"
+        "</tr></thead><tbody>" + "\n".join(rows) + "</tbody></table></div>"
     )
     details = "".join(_row_html(m) for m in shown if m.occurred)
     return (

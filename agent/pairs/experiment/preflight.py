@@ -184,7 +184,9 @@ def limited_test_end(cfg: Any, sessions: int) -> str:
     from agent.data.store import MarketStore
 
     if sessions < 2:
-        raise ConfigError(f"--limit {sessions}; allowed: at least 2 test sessions (a decision settles at the next)")
+        raise ConfigError(
+            f"--limit {sessions}; allowed: at least 2 test sessions (a decision settles at the next)"
+        )
     check_data(cfg)
     w = cfg.windows
     with MarketStore(cfg.store, create=False) as store:

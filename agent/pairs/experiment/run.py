@@ -275,7 +275,9 @@ def run_experiment(
                     on_round(info)
 
             programs = [
-                _counting_runs(moira_group_program(g, cfg, view, on_session=tally.on_session), len(g), finished)
+                _counting_runs(
+                    moira_group_program(g, cfg, view, on_session=tally.on_session), len(g), finished
+                )
                 for g in groups
             ]
             programs += [_counting_runs(p, 1, finished) for _, p in fm]

@@ -87,7 +87,9 @@ def test_what_a_cpu_model_can_and_cannot_show_and_no_word_on_a_gpu_or_unknown_mo
         "smollm2-135m": SimpleNamespace(
             device="cpu", source="pip_package", stand_in=False, display_name="SmolLM2-135M-Instruct"
         ),
-        "qwen3-4b": SimpleNamespace(device="gpu", source="local_dir", stand_in=False, display_name="Qwen3-4B"),
+        "qwen3-4b": SimpleNamespace(
+            device="gpu", source="local_dir", stand_in=False, display_name="Qwen3-4B"
+        ),
     }
     said = model_caveats(["smollm2-135m", "qwen3-4b", "my-model", ""], entries.get)
     assert len(said) == 1

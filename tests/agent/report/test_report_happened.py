@@ -135,7 +135,10 @@ def test_the_panel_shows_each_principle_as_text_flags_markup_and_shows_trace_row
     html = happened_section(scripted_demo, find=lambda root, exclude=None: shown)
     row = html.split('data-mechanism="gate_accept"')[1].split("</tr>")[0]
     assert f"<li>{PRINCIPLE}</li>" in row
-    assert '<span class="garbled">{\\bf}\\b{SHOOTING} \\\\ {},… F]{MATHEMATICS}&lt;b&gt;x&lt;/b&gt;</span>' in row
+    assert (
+        '<span class="garbled">{\\bf}\\b{SHOOTING} \\\\ {},… F]{MATHEMATICS}&lt;b&gt;x&lt;/b&gt;</span>'
+        in row
+    )
     assert "not readable prose" in row and "<b>x</b>" not in html
     # the trace row under the link: the decision is an object of the row, not a quoted string
     gate = next(m for m in found if m.key == "gate_accept")

@@ -80,6 +80,10 @@ def test_the_first_screen_names_the_best_runs_and_what_the_model_can_show(
     roles = got["roles"]
     assert {"caveat", "best"} <= set(roles), roles
     for role in ("caveat", "best"):
-        assert 0 <= roles[role]["top"] and roles[role]["bottom"] <= got["height"], (role, roles[role], got["height"])
+        assert roles[role]["top"] >= 0 and roles[role]["bottom"] <= got["height"], (
+            role,
+            roles[role],
+            got["height"],
+        )
     assert "What these numbers can show" in roles["caveat"]["text"]
     assert roles["best"]["text"].startswith("Best run per metric")
