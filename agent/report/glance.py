@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,24 +118,22 @@ def model_caveats(keys: Iterable[str], lookup: Callable[[str], Any] = _registry_
         spec = lookup(key)
         if spec is None or getattr(spec, "device", "gpu") != "cpu" or getattr(spec, "stand_in", False):
             continue
-        name = getattr(spec, "display_name", key) or key
+        # the published name, without a note on where the package comes from
+        name = re.sub(r"\s*\(.*\)\s*$", "", getattr(spec, "display_name", "") or "") or key
         if getattr(spec, "source", "") == "built":
             out.append(
-                f"The runs on this page called {name} ({key}), a model with random weights built for "
-                "tests: its replies are noise by construction. The page shows that every part runs "
-                "and what the calls cost; its returns and accuracies mean nothing."
+                f"The model here is {name} ({key}), built with random weights for tests: its replies "
+                "are noise by construction. The page shows that every part runs and what the calls "
+                "cost; its returns and accuracies mean nothing."
             )
             continue
         out.append(
-            f"The runs on this page called {name} ({key}), a small model run on the CPU. It shows that "
-            "every part of both systems runs end to end (the pair screen, the lifecycle, the replay "
-            "gate, the tools and the sandbox, the experience memory, the journal) and what each call "
-            "costs in tokens and time. It cannot show how well Moira trades or FinAcumen answers: a "
-            "model this small does not read prices or financial questions well enough to choose a "
-            "pair, a direction or an answer, so the agent's returns, the principles it writes and the "
-            "QA accuracies here are not evidence about either system (the rule baselines call no "
-            "model: their figures are the rules' own). For results, run a GPU backbone "
-            "(localfin reproduce)."
+            f"The model here is {name} ({key}), a small model run on the CPU. These runs show that "
+            "every part of both systems works end to end and what each call costs. They cannot show "
+            "how well Moira trades or FinAcumen answers: the model is too small to read prices or "
+            "financial questions, so the agent's returns, the principles it writes and the QA "
+            "accuracies are not evidence about either system (the rule baselines call no model). "
+            "For results, run a GPU backbone (localfin reproduce)."
         )
     return out
 

@@ -217,7 +217,14 @@ def token_table(setting: Setting, period: int = VALIDATION_PERIOD) -> str:
     cycle, how = tokens_per_cycle(rows, period), f"test tokens per step x {period}"
     fm_cycle, n_cycles = finmem_tokens_per_cycle(rep.run.extra, rep.metrics.n_transitions, period)
     if fm_cycle is not None:
-        cycle, how = fm_cycle, f"the mean of the test's first {n_cycles} complete cycles"
+        cycle, how = (
+            fm_cycle,
+            (
+                "the test's first complete cycle"
+                if n_cycles == 1
+                else f"the mean of the test's first {n_cycles} complete cycles"
+            ),
+        )
     after = ""
     if cycle is not None:
         after = (

@@ -3,7 +3,8 @@
 A principle, a reason or an answer comes from the model; a small model sometimes writes markup
 or symbol soup (``{\\bf}\\b{SHOOTING} \\\\ {},… F]{MATHEMATICS}``) that still passed its reply
 schema. The page never hides it and never renders it as markup: it is escaped and shown verbatim
-in a monospace box, with a flag saying it is not readable prose. :func:`is_prose` decides, on
+in a monospace box (a control character as its Unicode picture, U+0001 as ␁), with a flag saying
+it is not readable prose. :func:`is_prose` decides, on
 the text alone:
 
 * markup is not prose: a backslash command (``\\bf``), a brace or an HTML-like tag;
@@ -43,12 +44,18 @@ def is_prose(text: str) -> bool:
     return words >= 1 and words >= 0.5 * len(tokens)
 
 
+def _visible(text: str) -> str:
+    """``text`` with each control character shown as its Unicode picture (U+0001 as ␁), so that
+    nothing the model wrote is invisible or drawn as an empty box."""
+    return "".join(chr(0x2400 + ord(c)) if ord(c) < 0x20 and c not in "\n\t" else c for c in text)
+
+
 def model_text(text: str) -> str:
     """``text`` as page HTML: escaped prose as is; anything else escaped in a monospace box with a
-    flag (module doc)."""
+    flag (module doc), its control characters shown as their pictures."""
     if is_prose(text):
         return esc(text)
     return (
-        f'<span class="garbled">{esc(text)}</span> <span class="flag">(not readable prose: the '
-        "model's output, shown as written)</span>"
+        f'<span class="garbled">{esc(_visible(text))}</span> <span class="flag">(not readable prose: '
+        "the model's output, shown as written)</span>"
     )

@@ -1,9 +1,10 @@
 """The data behind the report's figures, as pure functions (the figures only draw them).
 
-Conventions: x positions are finalized test transitions; an equity or drawdown series has one
-point more than the run has transitions, the starting equity of 1 (drawdown 0) at x = 0, the
-value after transition k at x = k. Per-step series (rolling accuracy, cumulative switches, pair
-held) have one value per transition at x = step (1-based).
+Conventions: an equity or drawdown series has one point more than the run has transitions: the
+starting equity of 1 (drawdown 0), then the value after each settlement. Per-step series (rolling
+accuracy, cumulative switches, pair held) have one value per transition, the decision of test
+step k (1-based). The figures draw them all on one axis of test steps, the sessions of the test
+window (:data:`agent.report.figures.STEP_LABEL`): the equity after k settlements at step k + 1.
 """
 
 from __future__ import annotations
