@@ -43,6 +43,12 @@ def screen(
         None, "--half-life-max", help="Optional half-life band, upper bound in sessions (default: none)."
     ),
     show_all: bool = typer.Option(False, "--all", help="Also list every non-candidate pair with the reason."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the screen as one JSON document instead of the tables."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Also write the screen to this file (the JSON document of --json)."
+    ),
 ) -> None:
     """Rank all pairs of the pool by Engle-Granger p-value at DATE; pairs that cannot be traded
     as a spread are excluded with their reason (--all)."""
@@ -68,6 +74,17 @@ def screen(
         # before, or after, the data there is nothing to screen at the date: say the data's range
         check_date(db, date, name="--date", tickers=tickers, pool_name="--pool")
         res = screen_store(db, date, pool=tickers, config=cfg)
+    if as_json or out is not None:
+        import json
+
+        from localfin_cli.screen_out import screen_document, write_screen
+
+        doc = screen_document(res, price_field, show_all)
+        if out is not None:
+            write_screen(doc, out)
+        if as_json:
+            result(None, json.dumps(doc))
+            return
     con = Console()
     if not con.is_terminal:
         con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
@@ -239,14 +256,31 @@ def run(
         )
 
 
-@app.command("demo")
+def _demo_help() -> str:
+    """`pairs demo`'s help, its figures read from the packaged demo config (so they cannot go stale)."""
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("agent.pairs").joinpath("configs", "demo.toml").read_text("utf-8")
+    doc = tomllib.loads(text)
+    exp, policy = doc["experiment"], doc.get("policy", {})
+    seeds, exposures = exp.get("seeds", [0]), exp.get("exposures", [])
+    methods = doc.get("baselines", {}).get("methods", [])
+    return (
+        "The Moira CPU demo (agent/pairs/configs/demo.toml): a synthetic market with a planted break, "
+        f"{len(seeds)} seed{'' if len(seeds) == 1 else 's'} x {len(exposures)} exposures "
+        f"({', '.join(exposures)}), at most {policy.get('max_cycles', 'n/a')} replay cycles, and "
+        f"{len(methods)} baselines ({', '.join(methods)}), in lockstep on one engine."
+    )
+
+
+@app.command("demo", help=_demo_help())
 def demo(
     ctx: typer.Context,
     out: Path | None = typer.Option(None, "--out", help="Demo folder (default: runs/moira-demo)."),
     model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the backbone."),
     sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
 ) -> None:
-    """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
     from agent.pairs.experiment.demo import run_moira_demo
     from localfin import env
 
