@@ -84,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = stale_pages()
         for page in stale:
-            print(f"docs/{page} differs from the code; write it: python -m localfin_cli.docs_pages")
+            sys.stdout.write(
+                f"docs/{page} differs from the code; write it: python -m localfin_cli.docs_pages\n"
+            )
         return 1 if stale else 0
     for path in write_pages():
-        print(f"wrote {path.relative_to(ROOT)}")
+        sys.stdout.write(f"wrote {path.relative_to(ROOT)}\n")
     return 0
 
 
