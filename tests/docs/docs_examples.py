@@ -25,6 +25,7 @@ Tiers (:data:`RULES`, first match wins; anything no rule names runs in the defau
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,13 @@ __all__ = [
     "classify",
     "expected_code",
     "EXPECTED_CODES",
+    "TIMEOUT_S",
+    "base_env",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the longest a command may take (the demo, an experiment of the demo's size on the CPU)
+TIMEOUT_S = {"run": 300, "slow": 3600}
 
 #: the pages, in the order a reader meets them (the README first); generated pages hold no command
 PAGES: tuple[str, ...] = (
@@ -197,13 +202,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
     # long: an engine on the CPU, an experiment, a sweep over real data, the rehearsal
     (r"localfin demo\b|localfin pairs demo\b|localfin qa demo\b", "slow", "the CPU demo (an engine)"),
     (r"localfin chat smollm2|localfin serve smollm2", "slow", "starts the CPU engine"),
+    (r"localfin pairs run --config my\.toml --check", "run", ""),
     (
         r"localfin pairs run\b|api\.run_experiment|api\.backend\(",
         "slow",
         "a Moira experiment on the CPU engine",
     ),
     (
-        r"localfin (report|audit) runs/(demo|mine|from-python)|examples/equity_curve\.py|api\.load_runs",
+        r"localfin (report|audit) (runs|reports)/(demo|mine|from-python)|examples/equity_curve\.py|"
+        r"api\.load_runs",
         "slow",
         "reads the experiment or demo run above",
     ),
@@ -246,3 +253,26 @@ def classify(example: Example) -> tuple[str, str]:
 def expected_code(example: Example) -> int:
     text = " ".join(example.text.split())
     return next((code for pattern, code in EXPECTED_CODES if re.search(pattern, text)), 0)
+
+
+def base_env(home: Path) -> dict[str, str]:
+    """The environment of a page's commands: localfin's virtual environment first on ``PATH``,
+    this checkout on ``PYTHONPATH``, offline, localfin's folders under ``home`` (the prepared CPU
+    model where it is; no GPU checkpoint)."""
+    from localfin import env
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALFIN_", "VIRTUAL_ENV"))}
+    base.update(
+        PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=str(ROOT),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        ORT_DISABLE_TELEMETRY="1",
+        NO_MKDOCS_2_WARNING="1",
+        LOCALFIN_HOME=str(home / ".localfin"),
+        LOCALFIN_MODEL_CACHE=str(env.model_cache_dir()),  # the prepared CPU model
+        LOCALFIN_MODELS_DIR=str(home / "models"),  # no GPU checkpoint here
+        COLUMNS="120",
+    )
+    return base

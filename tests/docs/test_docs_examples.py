@@ -26,7 +26,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import tomllib
 import urllib.request
@@ -34,14 +33,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from docs_examples import ROOT, Example, classify, examples, expected_code, page_files, strip_comment  # noqa: E402
+from docs_examples import (
+    ROOT,
+    TIMEOUT_S,
+    Example,
+    base_env,
+    classify,
+    examples,
+    expected_code,
+    page_files,
+    strip_comment,
+)
 
 EXAMPLES = examples()
-#: the longest a command may take (the demo, an experiment of the demo's size on the CPU)
-TIMEOUT_S = {"run": 300, "slow": 3600}
 
 
 def _params() -> list[object]:
@@ -105,50 +109,19 @@ def data_dir(tmp_path_factory) -> Path:
     news[["date", "ticker", "headline"]].to_csv(root / "news" / "headlines.csv", index=False)
     shutil.copy(files["companies"], root / "companies.csv")
     shared = Path(os.environ.get("LOCALFIN_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    for released in ("prices/staples_energy_daily_2003_2023.csv", "prices/tech_daily_2003_2023.csv",
-                     "prices/bigtech_adjclose_2015_2025.csv", "news/tradingview_bigtech_2025-04_05.csv"):  # fmt: skip
-        if (shared / released).is_file():
-            (root / released).symlink_to(shared / released)
+    released = (
+        "prices/staples_energy_daily_2003_2023.csv",
+        "prices/tech_daily_2003_2023.csv",
+        "prices/bigtech_adjclose_2015_2025.csv",
+        "news/tradingview_bigtech_2025-04_05.csv",
+    )
+    for name in released:
+        if (shared / name).is_file():
+            (root / name).symlink_to(shared / name)
     return root
 
 
-@pytest.fixture(scope="session")
-def demo_dir(tmp_path_factory) -> Path:
-    """The CPU demo, run once per session (``localfin demo``); pages replay copies of it."""
-    out = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "localfin"), "demo", "--out", str(out)],
-        cwd=out.parent,
-        env=_base_env(out.parent),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S["slow"],
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out
-
-
 # -- a page's folder ----------------------------------------------------------------------------
-
-
-def _base_env(home: Path) -> dict[str, str]:
-    from localfin import env
-
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALFIN_", "VIRTUAL_ENV"))}
-    base.update(
-        PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-        PYTHONPATH=str(ROOT),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        TOKENIZERS_PARALLELISM="false",
-        ORT_DISABLE_TELEMETRY="1",
-        NO_MKDOCS_2_WARNING="1",
-        LOCALFIN_HOME=str(home / ".localfin"),
-        LOCALFIN_MODEL_CACHE=str(env.model_cache_dir()),  # the prepared CPU model
-        LOCALFIN_MODELS_DIR=str(home / "models"),  # no GPU checkpoint here
-        COLUMNS="120",
-    )
-    return base
 
 
 class Page:
@@ -157,7 +130,7 @@ class Page:
 
     def __init__(self, page: str, folder: Path, data: Path) -> None:
         self.page, self.folder = page, folder
-        self.env = _base_env(folder)
+        self.env = base_env(folder)
         self.prelude: list[str] = []
         self.done: set[int] = set()
         self.background: list[subprocess.Popen[bytes]] = []
@@ -313,9 +286,8 @@ def _prepare(ex: Example, tier: str, page: Page, request: pytest.FixtureRequest)
         if earlier is ex:
             return
         t, _ = classify(earlier)
-        if t == "run" or (t == "slow" and tier == "slow"):
-            if not _needs_absent_data(earlier, page):
-                _once(k, earlier, t, page, request)
+        if (t == "run" or (t == "slow" and tier == "slow")) and not _needs_absent_data(earlier, page):
+            _once(k, earlier, t, page, request)
 
 
 def _once(k: int, ex: Example, tier: str, page: Page, request: pytest.FixtureRequest) -> None:
