@@ -6,136 +6,14 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli import pairs_screen_cmd
 from localfin_cli._common import progress_for, quiet_run, result
 from localfin_cli.pairs_options import baseline_configs, check_years, parse_pools, parse_years
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", no_args_is_help=True)
-
-
-@app.command("screen")
-def screen(
-    date: str = typer.Option(..., "--date", help="Selection date YYYY-MM-DD (data up to its close only)."),
-    store: Path | None = typer.Option(
-        None,
-        "--store",
-        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
-    ),
-    top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
-    pool: str | None = typer.Option(
-        None, "--pool", help="Comma-separated tickers (default: all in the store)."
-    ),
-    lookback: int = typer.Option(2520, "--lookback", help="Sessions ending at the date."),
-    min_sessions: int = typer.Option(
-        252, "--min-sessions", help="Least common sessions a pair needs (capped at --lookback)."
-    ),
-    price_field: str = typer.Option(
-        "adj_close", "--price-field", help="Store column screened: adj_close (default) or close."
-    ),
-    max_pvalue: float | None = typer.Option(
-        None, "--max-pvalue", help="Optional p-value cut (default: none, rank only)."
-    ),
-    half_life_min: float | None = typer.Option(
-        None, "--half-life-min", help="Optional half-life band, lower bound in sessions (default: none)."
-    ),
-    half_life_max: float | None = typer.Option(
-        None, "--half-life-max", help="Optional half-life band, upper bound in sessions (default: none)."
-    ),
-    show_all: bool = typer.Option(False, "--all", help="Also list every non-candidate pair with the reason."),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print the screen as one JSON document instead of the tables."
-    ),
-    out: Path | None = typer.Option(
-        None, "--out", help="Also write the screen to this file (the JSON document of --json)."
-    ),
-) -> None:
-    """Rank all pairs of the pool by Engle-Granger p-value at DATE; pairs that cannot be traded
-    as a spread are excluded with their reason (--all)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from agent.data.coverage import check_date
-    from agent.data.store import MarketStore
-    from agent.pairs.screen.causal import ScreenConfig, screen_store
-    from localfin import env
-
-    cfg = ScreenConfig(
-        top_k=top,
-        lookback=lookback,
-        min_sessions=min(min_sessions, lookback),
-        price_field=price_field,
-        max_pvalue=max_pvalue,
-        half_life_min=half_life_min,
-        half_life_max=half_life_max,
-    )
-    tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-    with MarketStore(store or env.default_store_path(), create=False) as db:
-        # before, or after, the data there is nothing to screen at the date: say the data's range
-        check_date(db, date, name="--date", tickers=tickers, pool_name="--pool")
-        res = screen_store(db, date, pool=tickers, config=cfg)
-    if as_json or out is not None:
-        import json
-
-        from localfin_cli.screen_out import screen_document, write_screen
-
-        doc = screen_document(res, price_field, show_all)
-        if out is not None:
-            write_screen(doc, out)
-        if as_json:
-            result(None, json.dumps(doc))
-            return
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
-    n_ok = sum(p.eligible for p in res.pairs)
-    con.print(
-        f"screen at {res.date} (last session {res.session}, {price_field}), pool of {len(res.pool)}: "
-        f"{len(res.pairs)} pairs, {n_ok} ranked, {len(res.pairs) - n_ok} excluded",
-        highlight=False,
-    )
-    table = Table(
-        "rank",
-        "A",
-        "B",
-        "sectors",
-        "p-value",
-        "beta",
-        "half-life",
-        "z long",
-        "z trade",
-        "corr",
-        "sessions",
-        title=f"top {len(res.candidates)} candidates",
-    )
-    for c in res.candidates:
-        sectors = c.sector_a if c.sector_a == c.sector_b else f"{c.sector_a} / {c.sector_b}"
-        table.add_row(
-            str(c.rank),
-            c.ticker_a,
-            c.ticker_b,
-            sectors,
-            f"{c.pvalue:.2e}",
-            f"{c.hedge_ratio:.3f}",
-            f"{c.half_life:.1f}",
-            f"{c.z_long:+.2f}",
-            f"{c.z_trade:+.2f}",
-            f"{c.correlation:.2f}",
-            str(c.n_obs),
-        )
-    con.print(table)
-    if show_all:
-        rest = Table("A", "B", "p-value", "half-life", "sessions", "reason", title="other pairs")
-        for p in res.pairs[len(res.candidates) :]:
-            rest.add_row(
-                p.ticker_a,
-                p.ticker_b,
-                f"{p.pvalue:.2e}",
-                f"{p.half_life:.1f}",
-                str(p.n_obs),
-                p.reason or "ranked below top",
-            )
-        con.print(rest)
+pairs_screen_cmd.register(app)
 
 
 @app.command("screen-eval")

@@ -76,3 +76,22 @@ def test_the_heartbeat_example_counts_the_demos_sessions(demo_dir: Path) -> None
     totals = set(re.findall(r"Moira / sessions: \d+/(\d+)", printed))
     example = re.findall(r"Moira / sessions: \d+/(\d+)", PAGE.read_text(encoding="utf-8"))
     assert example and len(totals) == 1 and set(example) == totals, (example, totals)
+
+
+@pytest.mark.parametrize("screen", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_the_demo_reports_first_screen_names_the_best_run_and_what_the_model_can_show(
+    demo_dir: Path, page_layout, screen: tuple[int, int]
+) -> None:
+    """The report of `localfin demo`, opened in Chromium: the model caveat and the best-run line
+    are on its first screen, and no accepted principle is rendered as markup."""
+    page = demo_dir / "report" / "index.html"
+    got = page_layout(page, *screen)
+    roles = got["roles"]
+    for role in ("caveat", "best"):
+        assert role in roles and roles[role]["bottom"] <= got["height"], (role, roles, got["height"])
+    assert "SmolLM2-135M-Instruct (smollm2-135m)" in roles["caveat"]["text"]
+    assert roles["best"]["text"].startswith("Best run per metric")
+    html = page.read_text(encoding="utf-8")
+    accepted = html.split('data-mechanism="gate_accept"')[1].split("</tr>")[0]
+    assert '<ol class="texts">' in accepted, "the accepted principles are listed"
+    assert "<b>" not in accepted and "<script" not in accepted
