@@ -1,6 +1,6 @@
 """What an experiment checks before any folder, engine or model call (``localfin pairs run
---check`` shows it; ``pairs run``, ``pairs matrix`` and :func:`agent.api.run_experiment` refuse to
-start when a check fails):
+--check`` shows it; ``pairs run`` and :func:`agent.api.run_experiment` refuse to start when a check
+fails; a run and every experiment of ``pairs matrix`` run the data part, :func:`check_data`):
 
 - **models**: every registry key the config names (the backbone, FinMem's fixed model) is known;
 - **weights**: an in-process engine's weights are on this machine (``config.json`` in the
