@@ -140,3 +140,9 @@ def test_a_limited_run_with_a_seed_runs_what_it_says_and_counts_runs_throughout(
         assert started == ["runs: started (1 to do)"] and done and done[0].startswith("runs: done, 1/1")
     finally:
         server.close()
+
+
+def test_reproduce_check_of_an_experiment_file_points_to_its_pre_flight(cli, vllm_config) -> None:
+    run = cli("reproduce", "check", "--config", vllm_config)
+    assert run.code == 2 and "the [reproduce] table is required" in run.err
+    assert "localfin pairs run --config FILE --check" in run.err
