@@ -101,11 +101,12 @@ def _run_name(rr: RunResult) -> str:
 
 
 def _registry_entry(key: str) -> Any:
+    from localfin.errors import LocalfinError
     from serving.registry import default_registry
 
     try:
         return default_registry().get(key)
-    except Exception as exc:  # noqa: BLE001 - a key the registry does not know: no statement
+    except LocalfinError as exc:  # a key the registry does not know (a broken plugin): no statement
         log.debug("report: model %r not in the registry: %s", key, exc)
         return None
 
