@@ -97,13 +97,13 @@ def run(
     (a second one for FinMem when `[baselines.finmem] model` fixes another backbone). The pre-flight
     (`--check`) runs first: a missing model, weights file, store, ticker or window stops the run
     before its folder is made."""
-    from agent.api import load_experiment_config, run_experiment
+    from agent.api import load_experiment_config, models, run_experiment
     from agent.pairs.experiment.preflight import preflight, require
     from localfin import env, interrupt, runlock
 
     seeds = list(seed) if seed else None
     cfg, _ = load_experiment_config(config, model=model, seeds=seeds, limit=limit)
-    checks = preflight(cfg)  # registry keys, weights, store, pool, windows, price column
+    checks = preflight(cfg, models())  # registry keys, weights, store, pool, windows, price column
     folder = out or env.runs_dir() / cfg.name
     if check or dry_run:
         from localfin_cli.pairs_plan import check_lines, plan_lines

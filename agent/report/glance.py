@@ -3,10 +3,11 @@
 Three parts, each only where it applies:
 
 * **what the model can show** (:func:`model_caveats`): every model the runs called (the agent's
-  and FinMem's backbone, the QA runs' model) is looked up in the model registry; a model built for
-  the CPU (the demo's SmolLM2-135M) or a tiny random test model gets a plain statement of what its
-  runs show (the pipeline works, what it costs) and what they cannot (how well the systems trade
-  or answer). A model the registry does not know gets no statement (nothing is guessed);
+  and FinMem's backbone, the QA runs' model) is looked up among localfin's own model entries; a
+  model built for the CPU (the demo's SmolLM2-135M) or a tiny random test model gets a plain
+  statement of what its runs show (the pipeline works, what it costs) and what they cannot (how
+  well the systems trade or answer). A model of a plugin or a models file gets no statement
+  (nothing is guessed);
 * **best run per metric** (:func:`best_runs`): per test window, the run with the highest
   cumulative return, annualised return, Sharpe ratio and Calmar ratio and the smallest drawdown,
   with the agent's best run and its rank beside it when another method leads; ties are named as
@@ -23,7 +24,6 @@ Figures come from the recomputed metrics (:mod:`agent.report.tables`) and the QA
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -38,7 +38,6 @@ from agent.report.tables import RunResult, exposure_name, method_name
 
 __all__ = ["METRICS", "Best", "best_runs", "model_caveats", "glance_section"]
 
-log = logging.getLogger(__name__)
 
 #: (metric, label, larger is better, formatter) of the best-run table, in its order
 METRICS: tuple[tuple[str, str, bool, Callable[[Any], str]], ...] = (
@@ -101,14 +100,10 @@ def _run_name(rr: RunResult) -> str:
 
 
 def _registry_entry(key: str) -> Any:
-    from localfin.errors import LocalfinError
-    from serving.registry import default_registry
+    """localfin's own entry of ``key`` (None for a plugin's or a models file's model)."""
+    from serving.model_specs import packaged_specs
 
-    try:
-        return default_registry().get(key)
-    except LocalfinError as exc:  # a key the registry does not know (a broken plugin): no statement
-        log.debug("report: model %r not in the registry: %s", key, exc)
-        return None
+    return next((s for s in packaged_specs() if s.key == key), None)
 
 
 def model_caveats(keys: Iterable[str], lookup: Callable[[str], Any] = _registry_entry) -> list[str]:

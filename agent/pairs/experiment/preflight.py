@@ -151,14 +151,11 @@ def _missing_weights(entry: Any) -> str:
     )
 
 
-def preflight(cfg: Any, registry: Any = None, *, weights: bool = True) -> tuple[Check, ...]:
+def preflight(cfg: Any, registry: Any, *, weights: bool = True) -> tuple[Check, ...]:
     """Every check of the module doc on ``cfg`` (an ExperimentConfig) with the model registry
-    ``registry`` (default: localfin's with plugins and models files); ``weights``: also check
-    the in-process engines' weights (False when the caller brings its own backend)."""
-    from serving.registry import default_registry
-
-    reg = registry or default_registry()
-    return (*_model_checks(cfg, reg, weights), *_data_checks(cfg))
+    ``registry`` (the caller's: :func:`agent.api.models`); ``weights``: also check the in-process
+    engines' weights (False when the caller brings its own backend)."""
+    return (*_model_checks(cfg, registry, weights), *_data_checks(cfg))
 
 
 def require(checks: tuple[Check, ...] | list[Check]) -> None:
