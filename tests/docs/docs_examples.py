@@ -15,12 +15,12 @@ Tiers (:data:`RULES`, first match wins; anything no rule names runs in the defau
 
 - ``run``: cheap, in the default suite;
 - ``slow``: starts an engine or a long computation (the demo, an experiment, a sweep over real
-  data, the CPU rehearsal): marked ``slow``;
+  data, the CPU rehearsal, a page's ``pytest`` commands): marked ``slow``;
 - ``gpu``: needs a CUDA GPU, a GPU model's weights or a cluster of GPU machines: skipped, with the
   reason;
-- ``skip``: cannot run inside the test suite, with the reason: a ``make`` target (it installs the
-  environment the suite runs in, or runs the suite itself) and a ``pytest`` command (tests the
-  suite already runs).
+- ``skip``: cannot run here, with the reason: a ``make`` target (it installs the environment the
+  suite runs in, or runs the suite itself), a command of a plugin of your own whose distribution
+  the page does not give, a file the page describes in words only.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "a make target: it installs the environment this suite runs in (make install) or "
         "runs the suite itself (make test, make demo's parts run below); the suite never runs make",
     ),
-    (r"python -m pytest\b", "skip", "runs tests of this suite, which run in it already"),
+    (r"python -m pytest\b", "slow", "runs tests of this suite (in the page's clone, as a user does)"),
     # GPU machines: engines, servers and clusters of GPU models
     (r"localfin gpu-check\b", "gpu", f"{_GPU}: checks the engine path on this machine's GPUs"),
     (r"CUDA_VISIBLE_DEVICES=|^vllm serve\b", "gpu", f"{_GPU}: serves a GPU model"),

@@ -11,8 +11,9 @@ skips, saying which). The demo itself runs once per session (``localfin demo``);
 
 Which commands run where (:mod:`docs_examples`): cheap ones in the default suite; those that
 start an engine or run for minutes (the demo, an experiment, a sweep, the rehearsal, a
-benchmark) are marked ``slow``; those that need a GPU skip with the reason, as do ``make``
-targets and ``pytest`` commands (the suite runs them itself). A ``pip install`` installs into a
+benchmark, a page's ``pytest`` commands) are marked ``slow``; those that need a GPU skip with the
+reason, as do ``make`` targets (they install the environment the suite runs in, or run the suite)
+and the few commands of a plugin or file the page describes without giving it. A ``pip install`` installs into a
 throwaway folder put on ``PYTHONPATH``, never into the environment. Each test runs the examples
 of its page before it that it needs, so any one of them can run alone.
 """
