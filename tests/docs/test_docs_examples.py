@@ -13,9 +13,10 @@ Which commands run where (:mod:`docs_examples`): cheap ones in the default suite
 start an engine or run for minutes (the demo, an experiment, a sweep, the rehearsal, a
 benchmark, a page's ``pytest`` commands) are marked ``slow``; those that need a GPU skip with the
 reason, as do ``make`` targets (they install the environment the suite runs in, or run the suite)
-and the few commands of a plugin or file the page describes without giving it. A ``pip install`` installs into a
-throwaway folder put on ``PYTHONPATH``, never into the environment. Each test runs the examples
-of its page before it that it needs, so any one of them can run alone.
+and the few commands of a plugin or file the page describes without giving it. A ``pip
+install`` installs into a throwaway folder put on ``PYTHONPATH``, never into the environment.
+Each test runs the examples of its page before it that it needs, so any one of them can run
+alone.
 """
 
 from __future__ import annotations
