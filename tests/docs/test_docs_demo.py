@@ -13,9 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from docs_examples import ROOT, base_env
+from docs_examples import ROOT, TIMEOUT_S, base_env
 
-pytestmark = pytest.mark.slow
+#: the demo runs in the first test's setup: its own time, beyond the suite's per-test limit
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * TIMEOUT_S["slow"])]
 
 PAGE = ROOT / "docs" / "demo.md"
 

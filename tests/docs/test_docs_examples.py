@@ -54,7 +54,8 @@ def _params() -> list[object]:
     out = []
     for ex in EXAMPLES:
         tier, reason = classify(ex)
-        marks = [pytest.mark.slow] if tier == "slow" else []
+        # a slow example may run the demo first (the session's, in its setup): beyond the suite's limit
+        marks = [pytest.mark.slow, pytest.mark.timeout(2 * TIMEOUT_S["slow"])] if tier == "slow" else []
         out.append(pytest.param(ex, tier, reason, id=ex.id, marks=marks))
     return out
 
