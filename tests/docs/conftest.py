@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,12 @@ from docs_examples import ROOT, TIMEOUT_S, base_env
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory) -> Path:
     """The CPU demo as `localfin demo --out DIR` runs it (once per session; what it printed is in
-    ``demo.out`` beside the folder); the pages replay copies of it."""
+    ``demo.out`` beside the folder); the pages replay copies of it. ``LOCALFIN_TEST_DEMO``: a
+    demo folder this checkout made already (with its ``demo.out``), used instead of a new run."""
+    given = os.environ.get("LOCALFIN_TEST_DEMO")
+    if given:
+        assert (Path(given).parent / "demo.out").is_file(), f"no demo.out beside {given}"
+        return Path(given)
     out = tmp_path_factory.mktemp("demo") / "demo"
     proc = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "localfin"), "demo", "--out", str(out)],
