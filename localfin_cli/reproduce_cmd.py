@@ -316,7 +316,8 @@ def do_rehearse(
     if size not in SIZES:
         raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
     cfgs = _configs(config)
-    base = out or env.runs_dir() / "rehearse"
+    # absolute: the rehearsal writes configs into subfolders that name its data by this path
+    base = (out or env.runs_dir() / "rehearse").absolute()
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
         res = rehearse(

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from docs_examples import ROOT, TIMEOUT_S, base_env
+from docs_examples import ROOT, TIMEOUT_S, base_env, run_group
 
 
 @pytest.fixture(scope="session")
@@ -20,12 +19,10 @@ def demo_dir(tmp_path_factory) -> Path:
         assert (Path(given).parent / "demo.out").is_file(), f"no demo.out beside {given}"
         return Path(given)
     out = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run(
+    proc = run_group(
         [str(ROOT / ".venv" / "bin" / "localfin"), "demo", "--out", str(out)],
         cwd=out.parent,
         env=base_env(out.parent),
-        capture_output=True,
-        text=True,
         timeout=TIMEOUT_S["slow"],
     )
     (out.parent / "demo.out").write_text(proc.stdout + proc.stderr, encoding="utf-8")

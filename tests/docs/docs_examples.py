@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +45,7 @@ __all__ = [
     "EXPECTED_CODES",
     "TIMEOUT_S",
     "base_env",
+    "run_group",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,3 +279,30 @@ def base_env(home: Path) -> dict[str, str]:
         COLUMNS="120",
     )
     return base
+
+
+def run_group(
+    args: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` in a process group of its own, the whole group killed when it runs past
+    ``timeout`` or the test is stopped (an engine a command started never outlives the test)."""
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += f"\n(killed after {timeout:.0f} s)"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)

@@ -6,8 +6,8 @@ bash with localfin's virtual environment first on ``PATH`` and nothing outside t
 The data is the demo's: ``DATA/`` holds the synthetic market (``localfin data synth``) as a long
 price history, a news file, a companies file and a Herculean-layout folder, beside the released
 price and news files where the shared data folder has them (a command that names an absent one
-skips, saying which). The demo itself runs once per session (``localfin demo``); a page's own
-``localfin demo`` then replays a copy of it, as a rerun into the same folder does.
+skips, saying which). A page that runs ``localfin demo`` runs it; a page that only reads a demo
+folder gets a copy of the session's (``demo_dir``, run once).
 
 Which commands run where (:mod:`docs_examples`): cheap ones in the default suite; those that
 start an engine or run for minutes (the demo, an experiment, a sweep, the rehearsal, a
@@ -44,6 +44,7 @@ from docs_examples import (
     examples,
     expected_code,
     page_files,
+    run_group,
     strip_comment,
 )
 
@@ -264,14 +265,7 @@ def _run(ex: Example, tier: str, page: Page) -> None:
         page.background.append(proc)
         _wait_ready(proc, command, log)
         return
-    proc = subprocess.run(
-        ["bash", "-c", page.script(command)],
-        cwd=folder,
-        env=page.env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = run_group(["bash", "-c", page.script(command)], cwd=folder, env=page.env, timeout=timeout)
     want = expected_code(ex)
     assert proc.returncode == want, (
         f"{ex.id}: exit code {proc.returncode}, documented {want}\n"
@@ -293,12 +287,16 @@ def _prepare(ex: Example, tier: str, page: Page, request: pytest.FixtureRequest)
             _once(k, earlier, t, page, request)
 
 
+def _runs_the_demo(page: str) -> bool:
+    return any(re.search(r"localfin demo\b", e.text) for e in EXAMPLES if e.page == page)
+
+
 def _once(k: int, ex: Example, tier: str, page: Page, request: pytest.FixtureRequest) -> None:
-    if tier == "slow" and re.search(r"\b(runs|reports)/demo\b|localfin demo\b", ex.text):
-        demo = request.getfixturevalue("demo_dir")
-        for where in ("runs/demo", "reports/demo"):
-            if not (page.folder / where).exists():
-                shutil.copytree(demo, page.folder / where, symlinks=True)
+    # a page that reads the demo without running it gets a copy of the session's (a page that
+    # runs it runs it: a demo folder replays only where it was made, its config names its store)
+    where = re.search(r"\b(runs|reports)/demo\b", ex.text)
+    if tier == "slow" and where and not _runs_the_demo(ex.page) and not (page.folder / where[0]).exists():
+        shutil.copytree(request.getfixturevalue("demo_dir"), page.folder / where[0], symlinks=True)
     page.done.add(k)
     _run(ex, tier, page)
 
