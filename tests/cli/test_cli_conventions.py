@@ -106,3 +106,22 @@ def test_qa_eval_takes_a_seed_and_a_limit(cli, tmp_path, monkeypatch) -> None:
     )  # fmt: skip
     assert run.code == 0, run.err
     assert len(backend.calls) == 2 and {r.seed for r in backend.calls} == {11}
+
+
+def test_reproduce_rehearse_hands_the_rehearsal_an_absolute_folder(cli, tmp_path, monkeypatch) -> None:
+    """The default output folder is relative (runs/rehearse): the rehearsal writes configs into its
+    subfolders that name their data by it, so it gets the folder as an absolute path."""
+    from localfin.errors import LocalfinError
+
+    seen: list = []
+
+    def stop(cfgs, base, **kw):
+        seen.append(base)
+        raise LocalfinError("stopped before any engine")
+
+    monkeypatch.setattr("agent.reproduce.rehearse.rehearsal.rehearse", stop)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCALFIN_RUNS_DIR", raising=False)
+    run = cli("reproduce", "rehearse", "moira_table3_main")
+    assert run.code == 1 and "stopped before any engine" in run.err
+    assert seen == [tmp_path / "runs" / "rehearse"] and seen[0].is_absolute()
