@@ -216,6 +216,13 @@ class _Group(TyperGroup):
         cache = self.__dict__.setdefault("_lazy", {})
         return cache.setdefault(cmd_name, _Lazy(cmd_name))
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # typer suggests a close name for a typo ("Did you mean 'kernels'?") from the group's
+        # commands: the benchmarks' (built on first use, so listed by name here)
+        for name in BENCHMARKS:
+            self.commands.setdefault(name, self.get_command(ctx, name))
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
     cls=_Group,

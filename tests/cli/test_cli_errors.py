@@ -103,6 +103,7 @@ CASES = [
     (["qa", "judge-check", "--data", "q.jsonl", "--limit", "0"], "--limit=0; allowed: >= 1"),
     (["qa", "demo", "--model", "no-such-model"], "unknown model key 'no-such-model'"),
     (["qa", "demo-set", "--out", "d", "--train", "0"], "n_train=0; allowed: a whole number >= 1"),
+    (["qa", "datasets", "--bogus"], "No such option: --bogus"),
     (["report", "absent"], "RUN_DIR=absent is not a folder"),
     (["export", "absent", "--out", "o"], "PATH=absent is not a folder"),
     (["export", ".", "--out", "o", "--format", "xlsx"], "--format='xlsx'; allowed: csv, parquet"),

@@ -73,8 +73,9 @@ def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
         "Every setting of localfin's "
         + ("Moira" if paper == "moira" else "FinAcumen")
         + " that can move a reported number, generated from the protocol ledger "
-        f"(`agent/reproduce/ledger/{paper}.toml`) and the {n_cfg} shipped reproduction configs when "
-        "this site was built. Each value carries its provenance:",
+        f"(`agent/reproduce/ledger/{paper}.toml`) and the {n_cfg} shipped reproduction configs "
+        "(`python -m localfin_cli.docs_pages` writes this page; a test keeps it current). Each value "
+        "carries its provenance:",
         "",
         "- **paper**: the paper states it: the section and a few words quoted from the paper, near "
         "which it states the value (the setting's point in our words beside them);",
