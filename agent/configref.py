@@ -78,9 +78,9 @@ def config_files() -> list[ConfigFile]:
         Variant,
     )
     from agent.pairs.screen.causal import ScreenConfig
-    from agent.qa.datasets import DATASETS
-    from agent.qa.evaluate import VARIANTS
-    from agent.qa.toolset import TOOL_NAMES
+    from agent.qa.data.datasets import DATASETS
+    from agent.qa.evaluation.evaluate import VARIANTS
+    from agent.qa.solver.toolset import TOOL_NAMES
     from agent.reproduce.qa_plan import (
         CORPUS_SCOPES,
         EMBEDDERS,
@@ -288,7 +288,8 @@ def render_markdown() -> str:
         "# Configuration reference",
         "",
         "Every key of every configuration file localfin reads, generated from the classes that "
-        "validate them when this site was built. Files are TOML; unknown keys are errors that name "
+        "validate them (`python -m localfin_cli.docs_pages` writes this page; a test keeps it "
+        "current). Files are TOML; unknown keys are errors that name "
         'the allowed ones; values are not coerced (`"1"` is not an integer).',
         "",
     ]

@@ -7,7 +7,7 @@
 2. the Moira demo experiment (:func:`agent.pairs.experiment.demo.run_moira_demo`, packaged
    ``agent/pairs/configs/demo.toml``: seed 0 x 2 exposures of the agent in lockstep, and every
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
-3. the QA demo (:func:`agent.qa.demo.run_qa_demo`: demo set, small bank, three variants) on the
+3. the QA demo (:func:`agent.qa.evaluation.demo.run_qa_demo`: demo set, small bank, three variants) on the
    same engine into ``out_dir/qa``, at the same time as Moira: on the vLLM engine both parts'
    calls join its running batch (:class:`serving.continuous.ContinuousEngine`: a call returns
    as soon as its own replies are done), on any other backend their calls are merged into common
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.experiment.demo import run_moira_demo
-from agent.qa.demo import QADemoConfig, run_qa_demo
+from agent.qa.evaluation.demo import QADemoConfig, run_qa_demo
 from agent.report.build import build_report
 from agent.report.happened import find_mechanisms, missing
 from bank.embedder import Embedder
@@ -213,7 +213,7 @@ def run_demo(
         backend: an already started backend serving ``model`` (tests); default: the in-process
             vLLM engine, started and closed here.
         embedder: FinMem's and the QA bank's embedder (default: MiniLM).
-        qa_config: :class:`agent.qa.demo.QADemoConfig` (default sizes).
+        qa_config: :class:`agent.qa.evaluation.demo.QADemoConfig` (default sizes).
         progress: progress display (plain-line displays only print when a stage ends).
         say: receives the headline lines as the stages finish (the CLI prints them).
     """

@@ -9,7 +9,7 @@ the groups allow: a prefix of S has S/G entries of each of G groups while every 
 has entries left; where one runs out, the next entries come from the others in turn, so a
 snapshot of n always holds n entries (the paper's nominal sizes; the paper's own snapshots fell
 slightly short where entries lacked embeddings). ``insertion`` is the plain prefix in insertion
-order. Both the retrieval of Base+FT+FM at a bank size (:class:`agent.qa.memory.MemoryConfig`)
+order. Both the retrieval of Base+FT+FM at a bank size (:class:`agent.qa.memory.memory.MemoryConfig`)
 and the retrieval analytics use the same order, so their snapshots are the same entries.
 """
 

@@ -58,11 +58,11 @@ GROUPS: Mapping[str, str] = {
         "returning one) whose name is the entry point's name"
     ),
     "localfin.qa_datasets": (
-        "a QA dataset with its scorer: an agent.qa.extensions.QADataset (or a callable returning "
+        "a QA dataset with its scorer: an agent.qa.data.extensions.QADataset (or a callable returning "
         "one) whose name is the entry point's name"
     ),
     "localfin.tools": (
-        "a FinAcumen tool: an agent.qa.extensions.ToolPlugin (or a callable returning one) whose "
+        "a FinAcumen tool: an agent.qa.data.extensions.ToolPlugin (or a callable returning one) whose "
         "name is the entry point's name"
     ),
 }

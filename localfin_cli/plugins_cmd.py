@@ -18,7 +18,7 @@ KINDS = ("models", "backends", "baselines", "qa_datasets", "tools")
 def _installed(kinds: tuple[str, ...]) -> list:
     """Every installed entry point of ``kinds``, checked by the registry that would use it."""
     from agent.pairs.baselines.plugins import BASELINES
-    from agent.qa.extensions import DATASETS_REGISTRY, TOOLS_REGISTRY
+    from agent.qa.data.extensions import DATASETS_REGISTRY, TOOLS_REGISTRY
     from localfin.plugins import review
     from serving.open import BACKENDS
 

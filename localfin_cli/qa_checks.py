@@ -46,7 +46,7 @@ def checked_options(
 def tool_names_of(tools: str, sandbox: str, store: Path | None) -> tuple[str, ...]:
     """The ``--tools`` names, checked against the built-in and the installed plugins' tools,
     with ``--sandbox-missing`` and ``--store`` (errors name the option)."""
-    from agent.qa.extensions import tool_names
+    from agent.qa.data.extensions import tool_names
     from localfin.errors import ConfigError
 
     names = tuple(t.strip() for t in tools.split(",") if t.strip())

@@ -42,6 +42,9 @@ _SUBSET = typer.Option(
 )
 _OFFSET = typer.Option(0, "--offset", help="Skip this many items (file order) before taking --limit.")
 _LIMIT = typer.Option(None, "--limit", help="Items to use (default: all after --offset).")
+_SEED = typer.Option(
+    None, "--seed", help="Seed of every model request (default 0; with temperature 0 it changes nothing)."
+)
 _MODEL = typer.Option("smollm2-135m", "--model", help="Registry key of the model.")
 _BACKEND = typer.Option("vllm", "--backend", help="vllm (in-process engine) or openai (a running server).")
 _URL = typer.Option(
@@ -102,9 +105,9 @@ def _items(
     subset: str | None = None,
     keep_missing_images: bool = False,
 ):
-    from agent.qa import runs
-    from agent.qa.datasets import load_items
-    from agent.qa.extensions import dataset_names
+    from agent.qa.core import runs
+    from agent.qa.data.datasets import load_items
+    from agent.qa.data.extensions import dataset_names
     from localfin.errors import ConfigError
 
     known = dataset_names()
@@ -204,8 +207,8 @@ def _beside(kind: str, model: str, judge: str) -> tuple[object | None, object | 
     """Layouts of the solver's and the judge's in-process engines side by side on the visible
     GPUs (None, None: not both in process, or the CPU build)."""
     from serving.gpus import engine_platform, visible_inventory
-    from serving.placement import side_by_side
     from serving.registry import default_registry
+    from serving.spec_layout import side_by_side
 
     if kind != "vllm" or judge == model or engine_platform() != "cuda":
         return None, None
@@ -240,16 +243,19 @@ def _embedder(name: str):
     raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(EMBEDDERS)}")
 
 
-def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
-    from agent.qa.react import solver_config_for
+def _solver_config(reg, model: str, max_steps: int | None, seed: int | None = None, **extra: Any):
+    from dataclasses import replace
+
+    from agent.qa.solver.react import solver_config_for
     from serving.open import model_facts
 
     over = {"max_steps": max_steps} if max_steps else {}
-    return solver_config_for(model_facts(model, reg), **over, **extra)
+    cfg = solver_config_for(model_facts(model, reg), **over, **extra)
+    return cfg if seed is None else replace(cfg, sampling=replace(cfg.sampling, seed=seed))
 
 
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
-    from agent.qa.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
+    from agent.qa.solver.toolset import CORPUS_DATASETS, ToolsetConfig, tool_factory
 
     names = tool_names_of(tools, sandbox, store)
     corpus = data if dataset in CORPUS_DATASETS and "retrieve" in names else None
@@ -260,7 +266,7 @@ def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data
 def _transcriber(names: tuple[str, ...], items) -> Any:
     if "reparse" not in names or not any(it.question.images for it in items):
         return None
-    from agent.qa.toolset import ocr_transcriber
+    from agent.qa.solver.toolset import ocr_transcriber
 
     return ocr_transcriber()
 
@@ -317,9 +323,9 @@ def build_bank_cmd(
     shards: int = _SHARDS,
 ) -> None:
     """Build (or complete) an experience bank from training items (never test items)."""
-    from agent.qa.bank_build import BankBuildConfig, build_bank
-    from agent.qa.programs import ByModel
-    from agent.qa.react import QASolver
+    from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+    from agent.qa.evaluation.programs import ByModel
+    from agent.qa.solver.react import QASolver
     from bank.store import ExperienceBank
     from localfin import env
     from serving.cluster.connect import preflight
@@ -436,12 +442,13 @@ def eval_cmd(
     ),
     ray: str = _RAY,
     shards: int = _SHARDS,
+    seed: int = _SEED,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
-    from agent.qa.evaluate import VARIANTS, EvalConfig
-    from agent.qa.judge_pass import deferred_scorer
-    from agent.qa.scorers import NamedScorer
-    from agent.qa.sweep import MemoryGrid, evaluate_variant
+    from agent.qa.evaluation.evaluate import VARIANTS, EvalConfig
+    from agent.qa.evaluation.sweep import MemoryGrid, evaluate_variant
+    from agent.qa.scoring.judge_pass import deferred_scorer
+    from agent.qa.scoring.scorers import NamedScorer
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
     from localfin import env
@@ -486,7 +493,7 @@ def eval_cmd(
             stack.callback(be.close)
             _start(be, log)
             qc = None
-        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
+        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps, seed), max_active=max_active)
         run = dict(
             tools=factory,
             scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run
@@ -527,7 +534,7 @@ def analyze_cmd(
     embedder: str = _EMB,
 ) -> None:
     """Variant table, accuracy against bank size / k_max, and bank analytics."""
-    from agent.qa.analyze import analyze
+    from agent.qa.analysis.analyze import analyze
     from bank.store import ExperienceBank
     from localfin.errors import ConfigError
 
@@ -571,7 +578,7 @@ def judge_check_cmd(
 ) -> None:
     """How far the judge can be trusted: its verdicts on the items' gold answers (should be right)
     and on perturbed wrong answers (should be wrong)."""
-    from agent.qa.judge_check import judge_check
+    from agent.qa.scoring.judge_check import judge_check
     from localfin import env
 
     checked_options({"--judge": judge}, backend=backend, base_url=base_url)
@@ -601,7 +608,7 @@ def demo_set_cmd(
 ) -> None:
     """Write the bundled demo QA set (synthetic companies, tables and charts as images) for
     `qa eval` / `qa build-bank --dataset demo --data DIR`; nothing is downloaded."""
-    from agent.qa.demo_set import build_demo_set
+    from agent.qa.data.demo_set import build_demo_set
 
     folder = build_demo_set(out, seed=seed, n_train=train, n_test=test)
     result(None, f"demo QA set: {train} train + {test} test items in {folder}")
@@ -614,7 +621,7 @@ def demo_cmd(
     model: str = _MODEL,
 ) -> None:
     """The QA part of the CPU demo: demo set, small bank, three variants, report."""
-    from agent.qa.demo import run_qa_demo
+    from agent.qa.evaluation.demo import run_qa_demo
     from localfin import env
     from serving.open import BackendSpec, model_facts, open_backend
 

@@ -34,8 +34,11 @@ the agents never send.
 
 from __future__ import annotations
 
+import logging
 import shlex
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from localfin import env
@@ -52,7 +55,10 @@ __all__ = [
     "serve_flags",
     "serve_env",
     "gpu_args",
+    "cpu_engine_env",
 ]
+
+log = logging.getLogger(__name__)
 
 #: How vLLM may start the engine's processes (``VLLM_WORKER_MULTIPROC_METHOD``).
 START_METHODS = ("spawn", "fork")
@@ -189,8 +195,6 @@ def engine_arguments(
         # chunked prefill no prefill is ever split, so no sampled token is discarded.
         kwargs["enable_chunked_prefill"] = False
         kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], 4096)
-        from serving.vllm_engine import cpu_engine_env
-
         run_env["VLLM_CPU_KVCACHE_SPACE"] = str(opt.kv_cache_gib or env.cpu_kvcache_gib())
         run_env.update(cpu_engine_env())
     if spec.reasoning_parser:
@@ -201,11 +205,44 @@ def engine_arguments(
     return EngineArguments(kwargs, run_env)
 
 
+def _libiomp5() -> Path | None:
+    """The Intel OpenMP runtime the ``intel-openmp`` wheel installs into the venv's ``lib``."""
+    path = Path(sys.prefix) / "lib" / "libiomp5.so"
+    return path if path.is_file() else None
+
+
+def cpu_engine_env() -> dict[str, str]:
+    """Environment a vllm-cpu engine process starts with: the CPU default measured by
+    ``localfin bench cpu-settings`` (the one place it is decided, for the in-process engine and
+    the CPU server alike).
+
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``: vllm-cpu reserves one core for its scheduler by
+      default, which on the 2-core machine leaves the worker one OpenMP thread;
+    - ``VLLM_CPU_OMP_THREADS_BIND=auto``: one pinned thread per usable core;
+    - ``LD_PRELOAD`` of the venv's ``libiomp5.so`` (Intel OpenMP; vLLM then sets its
+      ``KMP_AFFINITY``/``KMP_BLOCKTIME``), unless the user preloads an OpenMP runtime already.
+
+    Each is the user's own value where the variable is set (see :mod:`localfin.env`).
+    """
+    out = {
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": str(env.cpu_reserved_cpus()),
+        "VLLM_CPU_OMP_THREADS_BIND": env.cpu_omp_threads_bind(),
+    }
+    preload = env.ld_preload()
+    if env.cpu_preload_iomp() and not any(lib in preload for lib in ("libiomp", "libgomp", "libomp")):
+        iomp = _libiomp5()
+        if iomp is None:
+            log.info("libiomp5.so not found under %s/lib; vLLM keeps GNU OpenMP", sys.prefix)
+        else:
+            out["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
+    return out
+
+
 def serve_flags(
     spec: ModelSpec, options: Any, *, platform: str, layout: EngineLayout | None = None
 ) -> list[str]:
     """The ``vllm serve`` flags of the engine itself (between the model facts and the parsers
-    of :meth:`ModelSpec.serve_args`): on the GPU the layout (every replica of it on this node,
+    of :func:`serving.server.serve_args`): on the GPU the layout (every replica of it on this node,
     as ``--data-parallel-size``), on the CPU build the flags the in-process engine also takes;
     then the pins."""
     flags: list[str] = []

@@ -184,61 +184,6 @@ class ModelSpec:
             return None
         return {m: (MAX_IMAGES if m == "image" else 0) for m in MODALITIES}
 
-    def serve_args(
-        self,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        options: object | None = None,
-        layout: object | None = None,
-        platform: str | None = None,
-    ) -> list[str]:
-        """The `vllm serve` arguments after the model path (also valid for the CPU api_server).
-
-        The engine's own flags (device, layout, pins) come from
-        :func:`serving.engine_args.serve_flags` with ``options`` (an
-        :class:`~serving.vllm_engine.EngineOptions`, default its defaults), ``layout`` (an
-        :class:`~serving.gpus.EngineLayout`) and ``platform`` (default: the installed build)."""
-        from serving.engine_args import serve_flags
-        from serving.gpus import engine_platform
-        from serving.vllm_engine import EngineOptions
-
-        args = [
-            "--served-model-name",
-            self.key,
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--max-model-len",
-            str(self.max_model_len),
-            "--dtype",
-            self.dtype,
-            "--seed",
-            "0",
-            "--enable-prompt-tokens-details",
-            "--generation-config",
-            "auto",
-            "--structured-outputs-config",
-            '{"backend": "guidance", "disable_any_whitespace": true}',
-        ]
-        args += serve_flags(
-            self,
-            options if options is not None else EngineOptions(),
-            platform=platform or engine_platform(),
-            layout=layout,  # type: ignore[arg-type]
-        )
-        if self.reasoning_parser:
-            args += ["--reasoning-parser", self.reasoning_parser]
-        if self.tool_call_parser:
-            args += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_call_parser]
-        if self.chat_template:
-            args += ["--chat-template", self.chat_template]
-        limits = self.mm_limits()
-        if limits is not None:
-            args += ["--limit-mm-per-prompt", json.dumps(limits)]
-        return args + list(self.extra_serve_args)
-
 
 # What the Qwen3-VL entry and its tiny twin share (serving facts, not sizes).
 _VL_FACTS = dict(tool_call_parser="hermes", max_model_len=32_768, accepts_images=True)

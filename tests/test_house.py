@@ -1,7 +1,8 @@
-"""The house's import directions between the top-level packages, checked statically (every import
-statement, at the top of a module or inside a function, and every ``import_module`` string):
-each package imports only itself and the packages allowed below it, so no import runs upward and
-there is no circle between packages."""
+"""The house's import directions, checked statically (every import statement, at the top of a
+module or inside a function, and every ``import_module`` string): each top-level package imports
+only itself and the packages allowed below it, so no import runs upward and there is no circle
+between packages; no two files import each other, directly or round a loop; and no folder of the
+packages grown into rooms holds more than :data:`MAX_MODULES_PER_FOLDER` modules."""
 
 from __future__ import annotations
 
@@ -125,3 +126,174 @@ def test_the_scan_finds_an_upward_import_inside_a_function(tmp_path):
         "def f():\n    from bench.kernels.speed import synthetic_panel\n", encoding="utf-8"
     )
     assert upward_imports("localfin", tmp_path) == ["localfin/m.py:2 imports bench.kernels.speed"]
+
+
+#: the packages of ours whose files the circle scan reads (every file, every import in it)
+PACKAGES = tuple(sorted(ALLOWED))
+
+
+def _module_files(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file of :data:`PACKAGES` under ``root`` (a
+    package is its ``__init__.py``)."""
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _named(path: Path, name: str) -> list[str]:
+    """Every module name a file's imports name, relative imports resolved: ``import a.b``,
+    ``from a import b`` (``a.b`` and ``a``), ``from .b import c``, ``import_module("a.b")``;
+    at the top of the file or inside a function alike."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            out += [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.append(node.args[0].value)
+    return out
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports. A name stands for the deepest module of ours it
+    names (``from a.b import f``: ``a.b``; ``from a import b``: ``a.b`` where that is a module)
+    and for the packages above it, whose ``__init__`` Python runs first, except a module's own
+    packages, which are running already."""
+    files = _module_files(root)
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, path in files.items():
+        for name in _named(path, mod):
+            parts = name.split(".")
+            hits = [".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in files]
+            if not hits:
+                continue
+            deepest, above = hits[0], hits[1:]
+            graph[mod].add(deepest)
+            graph[mod].update(p for p in above if not mod.startswith(p + "."))
+        graph[mod].discard(mod)
+    return graph
+
+
+def file_circles(root: Path = ROOT) -> list[str]:
+    """Every group of files that import each other, directly or round a loop (the strongly
+    connected components of :func:`import_graph` with more than one file), as
+    ``a.py <-> b.py <-> ...``."""
+    graph, files = import_graph(root), _module_files(root)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in sorted(graph):  # Tarjan's algorithm, iterative (no recursion limit)
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(" <-> ".join(sorted(str(files[m].relative_to(root)) for m in group)))
+    return sorted(found)
+
+
+def test_no_two_files_import_each_other_directly_or_round_a_loop():
+    assert file_circles() == []
+
+
+def test_the_circle_scan_finds_a_planted_circle_and_names_its_files(tmp_path):
+    pkg = tmp_path / "serving"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    # a -> b at the top, b -> c inside a function, c -> a by a relative import: one loop
+    (pkg / "a.py").write_text("from serving.sub.b import f\n", encoding="utf-8")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from serving.sub import c\n", encoding="utf-8")
+    (pkg / "sub" / "c.py").write_text("from ..a import g\n", encoding="utf-8")
+    # d <-> e through import_module strings only; f imports a but nothing imports f
+    (pkg / "d.py").write_text("import importlib\nimportlib.import_module('serving.e')\n", encoding="utf-8")
+    (pkg / "e.py").write_text("def g():\n    import serving.d\n", encoding="utf-8")
+    (pkg / "f.py").write_text("import serving.a\n", encoding="utf-8")
+    assert file_circles(tmp_path) == [
+        "serving/a.py <-> serving/sub/b.py <-> serving/sub/c.py",
+        "serving/d.py <-> serving/e.py",
+    ]
+
+
+def test_a_package_init_that_imports_a_module_importing_it_back_is_a_circle(tmp_path):
+    # serving/sub/__init__.py runs x.py, which asks the half-run package for a name
+    sub = tmp_path / "serving" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "__init__.py").write_text("from serving.sub.x import X\n", encoding="utf-8")
+    (sub / "x.py").write_text("from serving.sub import Y\n", encoding="utf-8")
+    (sub / "y.py").write_text("from serving.sub.x import X\n", encoding="utf-8")
+    assert file_circles(tmp_path) == ["serving/sub/__init__.py <-> serving/sub/x.py"]
+
+
+#: the most modules (``.py`` files besides ``__init__.py``) one folder may hold
+MAX_MODULES_PER_FOLDER = 20
+#: the packages whose every folder is held to :data:`MAX_MODULES_PER_FOLDER`
+ROOMS_CHECKED = ("agent/qa",)
+
+
+def crowded_folders(root: Path = ROOT, packages: tuple[str, ...] = ROOMS_CHECKED) -> list[str]:
+    """``folder: n modules`` for every folder under ``packages`` with more than
+    :data:`MAX_MODULES_PER_FOLDER` modules."""
+    found = []
+    for pkg in packages:
+        for folder in sorted({p.parent for p in (root / pkg).rglob("*.py")}):
+            n = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+            if n > MAX_MODULES_PER_FOLDER:
+                found.append(f"{folder.relative_to(root)}: {n} modules")
+    return found
+
+
+def test_no_folder_holds_more_than_the_limit_of_modules():
+    assert crowded_folders() == []
+
+
+def test_the_folder_count_finds_a_crowded_folder(tmp_path):
+    room = tmp_path / "agent" / "qa" / "flat"
+    room.mkdir(parents=True)
+    for i in range(MAX_MODULES_PER_FOLDER + 1):
+        (room / f"m{i}.py").write_text("", encoding="utf-8")
+    (room / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "agent" / "qa" / "ok.py").write_text("", encoding="utf-8")
+    assert crowded_folders(tmp_path) == [f"agent/qa/flat: {MAX_MODULES_PER_FOLDER + 1} modules"]

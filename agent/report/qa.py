@@ -1,5 +1,5 @@
 """The financial-QA panel of the report: every ``qa_report.json`` under the input folder (written
-by the QA demo, :func:`agent.qa.demo.run_qa_demo`) becomes one table of the three variants:
+by the QA demo, :func:`agent.qa.evaluation.demo.run_qa_demo`) becomes one table of the three variants:
 accuracy, memory hit rate, tokens per question, engine seconds per question and wall time, with
 the bank it used and a link to the demo's own Markdown report.
 

@@ -33,8 +33,8 @@ from typing import Any
 from agent.data.store import MarketStore
 from agent.qa import sandbox
 from agent.qa.sandbox.launch import INSTALL_HINT
+from agent.qa.solver.toolset import CORPUS_DATASETS
 from agent.qa.tools.corpus import CORPUS_FILES, corpus_root
-from agent.qa.toolset import CORPUS_DATASETS
 from agent.reproduce import placement as placing
 from agent.reproduce.placement import Placement
 from agent.reproduce.spec import ReproConfig
@@ -293,9 +293,9 @@ def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
 def _scorer(cfg: ReproConfig, src: Any, path: Path) -> CheckItem:
     """Whether ``src``'s scorer runs: its first items' gold answers score correct (judged: a
     judge model is named). Loads at most :data:`SCORER_PROBE_ITEMS` items."""
-    from agent.qa.bank_build import check_scorers
-    from agent.qa.datasets import load_items
-    from agent.qa.scorers import NamedScorer
+    from agent.qa.data.datasets import load_items
+    from agent.qa.evaluation.bank_build import check_scorers
+    from agent.qa.scoring.scorers import NamedScorer
     from localfin.errors import LocalfinError
 
     assert cfg.qa is not None

@@ -7,7 +7,7 @@ The backend specs come from the functions the run opens its engines with
 placement; each replica's ``vllm.LLM`` arguments and start-up environment are
 :func:`serving.engine_args.engine_arguments` on the CUDA build (what a GPU run passes, whatever
 this machine has), and the ``vllm serve`` flags of the same engine follow
-(:meth:`serving.model_specs.ModelSpec.serve_args`).
+(:func:`serving.server.serve_args`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from agent.reproduce.placement import Placement
 from agent.reproduce.spec import ReproConfig
 from serving.engine_args import EngineArguments, engine_arguments
 from serving.registry import Registry
+from serving.server import serve_args
 
 __all__ = ["EngineStart", "engine_starts", "format_starts"]
 
@@ -63,7 +64,7 @@ def engine_starts(cfg: ReproConfig, placement: Placement, registry: Registry) ->
         where = str(entry.expected_path() or f"<{entry.key}-weights-dir>")
         layout = spec.engine.layout
         replicas = range(len(layout.replicas)) if layout is not None and layout.replicas else [None]
-        serve = tuple(entry.serve_args(options=spec.engine, layout=layout, platform="cuda"))
+        serve = tuple(serve_args(entry, options=spec.engine, layout=layout, platform="cuda"))
         for k in replicas:
             one = layout.one(k) if (layout is not None and k is not None) else layout
             opts = replace(spec.engine, layout=one)

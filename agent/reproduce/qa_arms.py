@@ -1,5 +1,6 @@
-"""A FinAcumen plan with arms (``[[qa.arms]]``): each arm's plan runs into
-``<out>/arms/<name>`` (:func:`agent.reproduce.qa_run.run_plan`), in the order written; an arm
+"""Running a FinAcumen reproduction plan (:func:`run_qa`): one plan alone
+(:func:`agent.reproduce.qa_run.run_plan`) or, with arms (``[[qa.arms]]``), each arm's plan into
+``<out>/arms/<name>``, in the order written (:func:`run_arms`); an arm
 with ``bank_of`` reads the bank the named arm built and builds none, so arms that change only
 what the model is given at test time are compared on one bank. The model OCR's journal
 (``<out>/ocr``) is shared: an image is transcribed once for every arm.
@@ -13,14 +14,19 @@ each reads at test time.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agent.reproduce.qa_plan import QAArm, QAPlan
-from agent.reproduce.spec import ReproConfig
+from agent.reproduce.qa_run import QAOutcome, run_plan
+from agent.reproduce.spec import ReproConfig, qa_arms
+from bank.embedder import Embedder, MiniLMEmbedder
+from localfin.progress import NULL_PROGRESS, Progress
+from serving.backend import Backend
+from serving.registry import Registry
 
-__all__ = ["run_arms"]
+__all__ = ["run_qa", "run_arms"]
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +34,44 @@ log = logging.getLogger(__name__)
 _PER_RUN = ("judge", "finmme", "scoring")
 
 
-def run_arms(cfg: ReproConfig, out_dir: Path, arms: Sequence[tuple[QAArm, QAPlan]], **kw: Any) -> Any:
-    """Run every arm (module docstring); ``kw`` go to :func:`agent.reproduce.qa_run.run_plan`."""
-    from agent.reproduce.qa_run import QAOutcome, run_plan
+def run_qa(
+    cfg: ReproConfig,
+    out_dir: Path,
+    *,
+    backend: Backend | None,
+    registry: Registry | None,
+    data_root: Path,
+    plan: QAPlan | None = None,
+    shrink: Callable[[QAPlan], QAPlan] | None = None,
+    embedder: Embedder | None = None,
+    judge_backend: Backend | None = None,
+    progress: Progress = NULL_PROGRESS,
+    cluster: Any = None,
+) -> QAOutcome:
+    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
+    model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
+    ``backend``, which must then serve it). A plan with arms runs each arm's plan into
+    ``out_dir/arms/<name>`` (:func:`run_arms`); ``shrink`` is applied to each plan
+    that runs (a rehearsal's or a smoke run's). ``cluster``: a
+    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations, the
+    judge and extraction passes sharded over a Ray cluster (``backend`` is then None: the shards
+    call their servers); the run folder is the one-process one."""
+    p = plan or cfg.qa
+    assert p is not None
+    kw: dict[str, Any] = dict(
+        backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
+        judge_backend=judge_backend, progress=progress, cluster=cluster,
+    )  # fmt: skip
+    arms = qa_arms(p, cfg.qa_explicit)
+    if arms[0][0] is None:
+        return run_plan(cfg, out_dir, shrink(p) if shrink else p, **kw)
+    return run_arms(
+        cfg, out_dir, [(a, shrink(ap) if shrink else ap) for a, ap in arms if a is not None], **kw
+    )
 
+
+def run_arms(cfg: ReproConfig, out_dir: Path, arms: Sequence[tuple[QAArm, QAPlan]], **kw: Any) -> QAOutcome:
+    """Run every arm (module docstring); ``kw`` go to :func:`agent.reproduce.qa_run.run_plan`."""
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     tables: list[tuple[str, tuple[dict[str, Any], ...]]] = []

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.qa.gate import GateConfig
-from agent.qa.gold_inputs import EVIDENCE_FORMS as GOLD_EVIDENCE
-from agent.qa.gold_inputs import FORMAT_HINTS
+from agent.qa.data.gold_inputs import EVIDENCE_FORMS as GOLD_EVIDENCE
+from agent.qa.data.gold_inputs import FORMAT_HINTS
+from agent.qa.solver.gate import GateConfig
 from localfin.errors import ConfigError
 from serving.engine_args import check_engine_fields
 from serving.open import BACKEND_KINDS, backend_kinds
@@ -40,8 +40,9 @@ __all__ = [
 ]
 
 _QA_VARIANTS = ("base", "ft", "ft_fm")
-_QA_TOOLS = ("python", "lookup", "reparse", "retrieve")  # = agent.qa.toolset.TOOL_NAMES (a test checks)
-_QA_BASES = ("model_only", "constrained")  # = agent.qa.solver_config.BASE_MODES (a test checks)
+#: = agent.qa.solver.toolset.TOOL_NAMES (a test checks)
+_QA_TOOLS = ("python", "lookup", "reparse", "retrieve")
+_QA_BASES = ("model_only", "constrained")  # = agent.qa.solver.solver_config.BASE_MODES (a test checks)
 
 #: ``paper``: the paper's protocol (and ours where it is silent); ``authors``: what the
 #: authors' released code does (:mod:`agent.reproduce.qa_protocols`)
@@ -89,7 +90,7 @@ class QASource:
 
     ``test_share`` (> 0) is for a benchmark that ships no train/test split (FinTMMBench, FinMME):
     that share of its items is its test part and the rest its train part, drawn by a seeded hash
-    of the item ids (:func:`agent.qa.holdout.hold_out`); ``split`` (``train`` or ``test``) then
+    of the item ids (:func:`agent.qa.data.holdout.hold_out`); ``split`` (``train`` or ``test``) then
     picks the part, and ``limit`` applies after the draw. ``require_images = false`` keeps an
     item whose image files this copy lacks (loaded incomplete and reported) instead of skipping
     it (reported too).
@@ -344,7 +345,7 @@ class QAPlan:
             raise ConfigError(f"qa.judge_gpu_memory={self.judge_gpu_memory}; allowed: 0.05..0.6")
         if self.judge_check_items < 0:
             raise ConfigError(f"qa.judge_check_items={self.judge_check_items}; allowed: >= 0")
-        from agent.qa.scorers import check_scorer_choice, default_scorer_name
+        from agent.qa.scoring.scorers import check_scorer_choice, default_scorer_name
 
         given = check_scorer_choice(self.scorer)
         # every benchmark the plan reads gets its scorer written out (the effective settings
@@ -443,7 +444,7 @@ class QAPlan:
         _within("max_images", self.max_images, 0, 64)
 
     def _check_bounds(self) -> None:
-        from agent.qa.toolset import ToolsetConfig
+        from agent.qa.solver.toolset import ToolsetConfig
 
         if self.holdout_seed < 0:
             raise ConfigError(f"qa.holdout_seed={self.holdout_seed}; allowed: a whole number >= 0")
@@ -456,7 +457,7 @@ class QAPlan:
             raise ConfigError(said) from None
 
     def toolset_bounds(self, make: Any = dict) -> Any:
-        """The tool bounds this plan sets, as :class:`agent.qa.toolset.ToolsetConfig` keywords
+        """The tool bounds this plan sets, as :class:`agent.qa.solver.toolset.ToolsetConfig` keywords
         (``make``: what to build from them)."""
         return make(
             text_chars=self.tool_text_chars,
@@ -511,8 +512,8 @@ class QAPlan:
         return self.extract_model or self.judge
 
     def scorer_of(self, dataset: str) -> Any:
-        """The :class:`agent.qa.scorers.ScorerSpec` this plan grades ``dataset`` by."""
-        from agent.qa.scorers import scorer_spec
+        """The :class:`agent.qa.scoring.scorers.ScorerSpec` this plan grades ``dataset`` by."""
+        from agent.qa.scoring.scorers import scorer_spec
 
         return scorer_spec(dataset, self.scorer.get(dataset))
 
@@ -530,8 +531,8 @@ class QAPlan:
         return any(self.scorer_of(s.dataset).extract for s in self._sources())
 
     def solver_overrides(self) -> dict[str, Any]:
-        """The solver settings this plan fixes (:class:`agent.qa.solver_config.SolverConfig`
-        fields); an unset key keeps the model's default (:func:`agent.qa.react.solver_config_for`)."""
+        """The solver settings this plan fixes (:class:`agent.qa.solver.solver_config.SolverConfig`
+        fields); an unset key keeps the model's default (:func:`agent.qa.solver.react.solver_config_for`)."""
         out: dict[str, Any] = {
             "max_steps": self.max_steps,
             "base_mode": self.base,

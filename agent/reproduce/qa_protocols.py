@@ -31,7 +31,7 @@ The authors' points, and the value ``authors`` takes:
 - ``observation_chars = 4000`` (``max_observe``), ``gate_rejections = 0`` (the terminate guard
   only logs a warning, ``fm/terminate_guard.py``).
 - ``scorer``: the authors' scorer of each benchmark (``ft/eval/*.py``; FinTMMBench's judged under
-  their strict rules, :mod:`agent.qa.scorers`).
+  their strict rules, :mod:`agent.qa.scoring.scorers`).
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
-from agent.qa.intervals import EvalRun, run_intervals
-from agent.qa.item_score import ItemScore
-from agent.qa.scoring import finmme_avg
+from agent.qa.analysis.intervals import EvalRun, run_intervals
+from agent.qa.core import runs
+from agent.qa.core.item_score import ItemScore
+from agent.qa.scoring.scoring import finmme_avg
 from localfin.errors import InputError
 
 __all__ = ["eval_row", "headline", "macro_rows", "finmme_run_avg", "add_intervals", "analytics_row"]

@@ -7,25 +7,25 @@ journaled in its run folder, so rerunning resumes.
 
 Each set is reported in its benchmark's own metric (the row's ``metric`` field):
 
-- FinTMMBench: after the solver's run, a judge pass (:func:`agent.qa.judge_pass.judge_run`,
+- FinTMMBench: after the solver's run, a judge pass (:func:`agent.qa.scoring.judge_pass.judge_run`,
   the plan's ``judge`` model, its own journal ``judge.sqlite`` in the run folder) grades the
   final answers; ``accuracy_pct`` is the judged accuracy and ``judge_scores.json`` holds every
   verdict. The judge sees the gold answer; the solver never does (scoring only, after the run).
-  Beside it, the judge check (:mod:`agent.qa.judge_check`, ``judge_check_items`` of the set's
+  Beside it, the judge check (:mod:`agent.qa.scoring.judge_check`, ``judge_check_items`` of the set's
   items): ``judge_gold_right_pct`` (gold answers judged correct) and ``judge_wrong_caught_pct``
   (perturbed wrong answers judged incorrect). The bank build scores FinTMMBench trajectories
   with the same judge. A separate judge model runs on ``judge_backend``; requests are routed by
-  model (:class:`agent.qa.programs.ByModel`).
+  model (:class:`agent.qa.evaluation.programs.ByModel`).
 - FinMME: ``finmme_avg_pct`` is FinMME's Avg over its six dimensions
-  (:func:`agent.qa.scoring.finmme_avg` over the trace's per-item correctness); the
+  (:func:`agent.qa.scoring.scoring.finmme_avg` over the trace's per-item correctness); the
   per-dimension accuracies and counts go to the report's JSON (``qa_details``).
 - every other set: ``accuracy_pct`` under the benchmark's scorer.
 
 A ``macro`` row averages the sets' headline figures (FinMME: its Avg). Every evaluation row
-names its variant's ``protocol`` (:mod:`agent.qa.protocol`; the full lines in a report table),
-and a second table counts what the solver's limits cut, per call type (:mod:`agent.qa.cuts`).
+names its variant's ``protocol`` (:mod:`agent.qa.solver.protocol`; the full lines in a report table),
+and a second table counts what the solver's limits cut, per call type (:mod:`agent.qa.analysis.cuts`).
 Before any model call every set and bank source is checked to be scorable
-(:func:`agent.qa.bank_build.check_scorers`): a source whose scorer cannot run stops the run
+(:func:`agent.qa.evaluation.bank_build.check_scorers`): a source whose scorer cannot run stops the run
 there, named.
 """
 
@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
-from agent.qa.datasets import load_items
-from agent.qa.holdout import hold_out
-from agent.qa.intervals import EvalRun
-from agent.qa.items import QAItem
-from agent.qa.trajectory import CUTS
+from agent.qa.analysis.intervals import EvalRun
+from agent.qa.core import runs
+from agent.qa.core.items import QAItem
+from agent.qa.core.trajectory import CUTS
+from agent.qa.data.datasets import load_items
+from agent.qa.data.holdout import hold_out
 from agent.reproduce.qa_rows import add_intervals, analytics_row, eval_row, finmme_run_avg, macro_rows
 from agent.reproduce.qa_setup import (
     corpus_folder,
@@ -54,7 +54,7 @@ from agent.reproduce.qa_setup import (
 )
 from agent.reproduce.qa_shrink import shrink_plan
 from agent.reproduce.spec import QAPlan, QASource, ReproConfig
-from bank.embedder import Embedder, MiniLMEmbedder
+from bank.embedder import Embedder
 from bank.snapshots import SNAPSHOT_SEED
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -62,7 +62,7 @@ from serving.backend import Backend
 from serving.open import model_facts
 from serving.registry import Registry
 
-__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "run_qa", "shrink_plan", "slug"]
+__all__ = ["QAOutcome", "finmme_run_avg", "reads_gold_lines", "run_plan", "shrink_plan", "slug"]
 
 log = logging.getLogger(__name__)
 
@@ -145,45 +145,6 @@ def _data_note(rec: Mapping[str, Any]) -> str | None:
     return f"{rec['label']}: {rec['items']} items; " + "; ".join(parts) if parts else None
 
 
-def run_qa(
-    cfg: ReproConfig,
-    out_dir: Path,
-    *,
-    backend: Backend | None,
-    registry: Registry | None,
-    data_root: Path,
-    plan: QAPlan | None = None,
-    shrink: Callable[[QAPlan], QAPlan] | None = None,
-    embedder: Embedder | None = None,
-    judge_backend: Backend | None = None,
-    progress: Progress = NULL_PROGRESS,
-    cluster: Any = None,
-) -> QAOutcome:
-    """Run ``plan`` (default: the config's) on ``backend`` into ``out_dir``; the plan's ``judge``
-    model (judge passes, judge check, judged bank sources) runs on ``judge_backend`` (default
-    ``backend``, which must then serve it). A plan with arms runs each arm's plan into
-    ``out_dir/arms/<name>`` (:mod:`agent.reproduce.qa_arms`); ``shrink`` is applied to each plan
-    that runs (a rehearsal's or a smoke run's). ``cluster``: a
-    :class:`agent.qa.cluster.driver.QACluster` that runs the bank build, the evaluations, the
-    judge and extraction passes sharded over a Ray cluster (``backend`` is then None: the shards
-    call their servers); the run folder is the one-process one."""
-    from agent.reproduce.qa_arms import run_arms
-    from agent.reproduce.spec import qa_arms
-
-    p = plan or cfg.qa
-    assert p is not None
-    kw: dict[str, Any] = dict(
-        backend=backend, registry=registry, data_root=data_root, embedder=embedder or MiniLMEmbedder(),
-        judge_backend=judge_backend, progress=progress, cluster=cluster,
-    )  # fmt: skip
-    arms = qa_arms(p, cfg.qa_explicit)
-    if arms[0][0] is None:
-        return run_plan(cfg, out_dir, shrink(p) if shrink else p, **kw)
-    return run_arms(
-        cfg, out_dir, [(a, shrink(ap) if shrink else ap) for a, ap in arms if a is not None], **kw
-    )
-
-
 def run_plan(
     cfg: ReproConfig,
     out_dir: Path,
@@ -202,23 +163,23 @@ def run_plan(
     """Run one plan (no arms) into ``out_dir``: build its bank (or, with ``bank_from``, read
     that bank and build none), evaluate every set and variant, judge, analyse. ``ocr_dir``: the
     folder of the model OCR's journal (default ``out_dir/ocr``; arms share one); ``cluster``: as
-    in :func:`run_qa`."""
-    from agent.qa.analyze import bank_analytics
-    from agent.qa.bank_build import BankBuildConfig, build_bank, check_scorers
-    from agent.qa.cuts import cuts_by_call_type
-    from agent.qa.evaluate import EvalConfig, evaluate
-    from agent.qa.extract_pass import extract_run
-    from agent.qa.gold_inputs import GoldInputs, with_gold_inputs
-    from agent.qa.judge_check import judge_check
-    from agent.qa.judge_pass import deferred_scorer, judge_run
-    from agent.qa.memory import MemoryConfig
-    from agent.qa.model_ocr import ModelTranscriber
-    from agent.qa.programs import ByModel
-    from agent.qa.protocol import protocol_label, protocol_line
-    from agent.qa.react import QASolver
-    from agent.qa.scorers import NamedScorer
-    from agent.qa.sweep import MemoryGrid, sweep_memory
-    from agent.qa.toolset import ocr_transcriber
+    in :func:`agent.reproduce.qa_arms.run_qa`."""
+    from agent.qa.analysis.analyze import bank_analytics
+    from agent.qa.analysis.cuts import cuts_by_call_type
+    from agent.qa.data.gold_inputs import GoldInputs, with_gold_inputs
+    from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank, check_scorers
+    from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+    from agent.qa.evaluation.programs import ByModel
+    from agent.qa.evaluation.sweep import MemoryGrid, sweep_memory
+    from agent.qa.memory.memory import MemoryConfig
+    from agent.qa.scoring.extract_pass import extract_run
+    from agent.qa.scoring.judge_check import judge_check
+    from agent.qa.scoring.judge_pass import deferred_scorer, judge_run
+    from agent.qa.scoring.scorers import NamedScorer
+    from agent.qa.solver.model_ocr import ModelTranscriber
+    from agent.qa.solver.protocol import protocol_label, protocol_line
+    from agent.qa.solver.react import QASolver
+    from agent.qa.solver.toolset import ocr_transcriber
     from bank.retrieval import Retriever
     from bank.store import ExperienceBank
 

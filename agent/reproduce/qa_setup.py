@@ -20,7 +20,7 @@ __all__ = ["corpus_folder", "tool_factory_of", "solver_settings", "reads_gold_li
 def corpus_folder(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> Path | None:
     """The FinTMMBench folder the plan's ``retrieve`` tool and gold evidence read: ``qa.corpus``,
     else the plan's first FinTMMBench source (None: neither)."""
-    from agent.qa.toolset import CORPUS_DATASETS
+    from agent.qa.solver.toolset import CORPUS_DATASETS
 
     if p.corpus:
         c = Path(p.corpus).expanduser()
@@ -31,7 +31,7 @@ def corpus_folder(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> Pa
 def tool_factory_of(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> tuple[Any, list[str]]:
     """The tool factory of the plan: the market store and, for FinTMMBench (or every question,
     with ``corpus_scope = "all"``), its corpus."""
-    from agent.qa.toolset import ToolsetConfig, tool_factory
+    from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 
     notes = []
     if "python" in p.tools:
@@ -65,10 +65,10 @@ def tool_factory_of(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> 
 
 def solver_settings(p: QAPlan, registry: Registry | None) -> Any:
     """The solver's settings under plan ``p``: the model's defaults
-    (:func:`agent.qa.react.solver_config_for`) with every key the plan sets."""
+    (:func:`agent.qa.solver.react.solver_config_for`) with every key the plan sets."""
     from dataclasses import replace
 
-    from agent.qa.react import solver_config_for
+    from agent.qa.solver.react import solver_config_for
 
     cfg = solver_config_for(model_facts(p.model, registry), **p.solver_overrides())
     if p.sampling_overrides():

@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.data.store import MarketStore
-from agent.qa.demo_set import build_demo_set
+from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
 from agent.reproduce import placement as placing
-from agent.reproduce.qa_run import run_qa, shrink_plan
+from agent.reproduce.qa_arms import run_qa
+from agent.reproduce.qa_run import shrink_plan
 from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
 from bank.embedder import Embedder

@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agent.qa.datasets import DATASETS
+from agent.qa.data.datasets import DATASETS
 from agent.reproduce.qa_plan import _QA_TOOLS, QAArm, QAPlan, QASource, arm_plan  # noqa: F401 (_QA_TOOLS: tests)
 from agent.reproduce.qa_protocols import apply_protocol
 from localfin import configfile as cf
@@ -242,7 +242,10 @@ def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
     doc = copy.deepcopy(dict(data))
     meta_t = doc.pop("reproduce", None)
     if not isinstance(meta_t, Mapping):
-        raise ConfigError(f"{source}: the [reproduce] table is required")
+        raise ConfigError(
+            f"{source}: the [reproduce] table is required (a reproduction config); an experiment "
+            "file is checked with localfin pairs run --config FILE --check"
+        )
     figures = _figures(doc.pop("paper", []), source)
     meta = cf.load(_Meta, meta_t, key="reproduce", file=source)
     windows: tuple[WindowSpec, ...] = ()

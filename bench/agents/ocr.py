@@ -51,7 +51,7 @@ def _found(wanted: list[float], read: tuple[float, ...]) -> int:
 
 
 def _demo(engine: Any, seed: int) -> None:
-    from agent.qa.demo_set import build_demo_set
+    from agent.qa.data.demo_set import build_demo_set
 
     with tempfile.TemporaryDirectory() as tmp:
         out = build_demo_set(Path(tmp), seed=seed)
@@ -104,8 +104,8 @@ def _same(read: float, literal: float) -> bool:
 
 
 def _finmmr(engine: Any, path: Path, limit: int) -> None:
-    from agent.qa.datasets import load_items
-    from agent.qa.numbers import find_numbers
+    from agent.qa.core.numbers import find_numbers
+    from agent.qa.data.datasets import load_items
 
     items = [it for it in load_items("finmmr", path).items if it.gold.extra.get("language") == "English"]
     wanted_total = hits_total = 0
@@ -143,7 +143,7 @@ share of printed numbers read exactly.
 One JSON line per demo image (bar chart or table) and a summary per image kind. With --finmmr: for
 English FinMMR items with images, the numbers of the expert solution that appear neither in the
 question nor in its context (so they come from an image), and the share the OCR read: a proxy for
-accuracy on real tables. Each run reports the load average at its start and end.
+accuracy on real tables. Each run records how busy the machine was at its start and end.
 
     localfin bench qa-ocr --threads 2 --finmmr DATA/finmmr_easy_validation.jsonl
 """

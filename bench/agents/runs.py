@@ -16,12 +16,12 @@ from pathlib import Path
 from agent.pairs.experiment.config import parse_config
 from agent.pairs.experiment.demo import demo_document, synthetic_store
 from agent.pairs.experiment.run import run_experiment
-from agent.qa import runs
-from agent.qa.datasets import load_items
-from agent.qa.demo_set import build_demo_set
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.react import solver_config_for
-from agent.qa.toolset import ToolsetConfig, tool_factory
+from agent.qa.core import runs
+from agent.qa.data.datasets import load_items
+from agent.qa.data.demo_set import build_demo_set
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.solver.react import solver_config_for
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from localfin import configfile as cf
 from localfin.errors import ConfigError
 from serving.backend import Backend

@@ -114,7 +114,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
-    from agent.qa.datasets import load_items
+    from agent.qa.data.datasets import load_items
     from bank.embedder import MiniLMEmbedder
     from bank.schema import query_text
 

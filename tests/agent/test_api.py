@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent import api
-from agent.qa.demo_set import build_demo_set
+from agent.qa.data.demo_set import build_demo_set
 from localfin.errors import ConfigError
 from serving.scripted import Rule, ScriptedBackend
 from serving.types import ChatRequest

@@ -15,7 +15,7 @@ from bank.embedder import HashingEmbedder
 @pytest.mark.slow
 def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp_path) -> None:
     from agent.demo import run_demo
-    from agent.qa.demo import QADemoConfig
+    from agent.qa.evaluation.demo import QADemoConfig
     from serving.continuous import ContinuousEngine
 
     # the demo's own path: both parts at once in the engine's running batch (the session's

@@ -1,6 +1,6 @@
 """The house's layout, checked statically (every import statement, top level or inside a function):
-the agents never import the report, agent/pairs' subpackages import only downward, the two agents
-never import each other, backends are opened in one place and agents never fall back to the
+the agents never import the report, agent/pairs' and agent/qa's subpackages import only downward,
+the two agents never import each other, backends are opened in one place and agents never fall back to the
 registry."""
 
 from __future__ import annotations
@@ -14,6 +14,22 @@ ROOT = Path(__file__).resolve().parents[2]
 #: agent/pairs' parts, lowest first; a module may import its own part or a lower one
 #: (moira and baselines stand beside each other: neither imports the other).
 PAIRS_RANK = {"screen": 0, "market": 1, "lifecycle": 2, "moira": 3, "baselines": 3, "experiment": 4}
+
+#: agent/qa's stages, lowest first, the same rule (parts of one rank stand beside each other:
+#: neither imports the other)
+QA_RANK = {
+    "core": 0,
+    "sandbox": 0,
+    "tools": 1,
+    "loaders": 1,
+    "data": 2,
+    "scoring": 3,
+    "memory": 3,
+    "solver": 4,
+    "evaluation": 5,
+    "analysis": 5,
+    "cluster": 6,
+}
 
 
 def _modules(*folders: str) -> list[Path]:
@@ -74,6 +90,54 @@ def test_pairs_parts_import_only_downward():
             if m and m.group(1) in PAIRS_RANK and m.group(1) != parts[0] and PAIRS_RANK[m.group(1)] >= own:
                 found.append(f"{_rel(p)}:{line} ({parts[0]}) imports {mod}")
     assert found == []
+
+
+def downward_crossings(agent: str, rank: dict[str, int], root: Path = ROOT) -> list[str]:
+    """``file:line (part) imports X`` for every import in ``agent/<agent>`` of a part of it that
+    is not below the file's own part (one beside it or above it)."""
+    found = []
+    own_pkg = f"agent.{agent}"
+    for p in sorted((root / "agent" / agent).rglob("*.py")):
+        parts = p.relative_to(root / "agent" / agent).parts
+        if len(parts) < 2:
+            continue  # the agent's __init__.py
+        own = rank[parts[0]]
+        for line, mod in _imports(p):
+            m = re.match(rf"{re.escape(own_pkg)}\.(\w+)", mod)
+            if m and m.group(1) in rank and m.group(1) != parts[0] and rank[m.group(1)] >= own:
+                found.append(f"{p.relative_to(root)}:{line} ({parts[0]}) imports {mod}")
+    return found
+
+
+def test_qa_stages_import_only_downward():
+    assert downward_crossings("qa", QA_RANK) == []
+
+
+def test_every_qa_subpackage_has_a_rank_and_a_docstring():
+    subs = {p.parent.name for p in (ROOT / "agent" / "qa").glob("*/__init__.py")}
+    assert subs == set(QA_RANK)
+    top = {p.stem for p in (ROOT / "agent" / "qa").glob("*.py")}
+    assert top == {"__init__"}
+    for sub in subs:
+        tree = ast.parse((ROOT / "agent" / "qa" / sub / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), sub
+
+
+def test_the_stage_scan_finds_an_import_beside_or_above(tmp_path):
+    room = tmp_path / "agent" / "qa" / "scoring"
+    room.mkdir(parents=True)
+    (room / "m.py").write_text(
+        "from agent.qa.core.items import QAItem\n"
+        "def f():\n    from agent.qa.memory.memory import ExperienceMemory\n"
+        "from agent.qa.solver.react import QASolver\n",
+        encoding="utf-8",
+    )
+    assert sorted(downward_crossings("qa", QA_RANK, tmp_path)) == [
+        "agent/qa/scoring/m.py:3 (scoring) imports agent.qa.memory.memory",
+        "agent/qa/scoring/m.py:3 (scoring) imports agent.qa.memory.memory.ExperienceMemory",
+        "agent/qa/scoring/m.py:4 (scoring) imports agent.qa.solver.react",
+        "agent/qa/scoring/m.py:4 (scoring) imports agent.qa.solver.react.QASolver",
+    ]
 
 
 def test_agents_pairs_and_qa_never_import_each_other():

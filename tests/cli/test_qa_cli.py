@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.react import SolverConfig
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.solver.react import SolverConfig
 from localfin_cli.main import main
 from serving.scripted import Rule, ScriptedBackend
 

@@ -1,4 +1,4 @@
-"""The CPU engine default (serving.vllm_engine.cpu_engine_env): what it sets, that the user's own
+"""The CPU engine default (serving.engine_args.cpu_engine_env): what it sets, that the user's own
 values win, that the engine's environment is restored after start-up, and that a real server
 started through serving.server runs its worker with it (read from the server's own log)."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from localfin.errors import ConfigError
-from serving import vllm_engine
-from serving.vllm_engine import _scoped_environ, cpu_engine_env
+from serving import engine_args
+from serving.engine_args import cpu_engine_env
+from serving.vllm_engine import _scoped_environ
 
 _KEYS = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND", "LOCALFIN_CPU_IOMP", "LD_PRELOAD")
 
@@ -97,5 +98,5 @@ def test_server_worker_runs_with_the_default(openai_server) -> None:
     if "OpenMP thread binding info" not in log:
         pytest.skip("this server was started without vLLM's INFO logging")
     assert "reserve_cpu_num=0" in log
-    if vllm_engine._libiomp5() is not None and not os.environ.get("LD_PRELOAD"):
+    if engine_args._libiomp5() is not None and not os.environ.get("LD_PRELOAD"):
         assert "libiomp is not found in LD_PRELOAD" not in log

@@ -16,6 +16,7 @@ from serving.engine_args import engine_arguments, serve_flags
 from serving.errors import ConfigError
 from serving.gpus import EngineLayout, Gpu, GpuRef, Inventory, Node, ReplicaSlot
 from serving.registry import default_registry
+from serving.server import serve_args
 
 Opts = vllm_engine.EngineOptions  # built here, never started
 
@@ -100,7 +101,7 @@ def test_every_argument_is_one_vllm_knows(key: str) -> None:
     frontend = {"served_model_name", "host", "port", "api_key", "enable_auto_tool_choice", "tool_call_parser",
                 "chat_template", "enable_prompt_tokens_details"}  # fmt: skip
     for platform in ("cuda", "cpu"):
-        args = spec.serve_args(options=Opts(), layout=lay, platform=platform)
+        args = serve_args(spec, options=Opts(), layout=lay, platform=platform)
         names = {a[2:].replace("-", "_").removeprefix("no_") for a in args if a.startswith("--")}
         assert names <= fields | frontend, names - fields - frontend
 

@@ -12,8 +12,9 @@ import pytest
 from serving.checkpoint_facts import checkpoint_facts
 from serving.errors import ConfigError
 from serving.gpus import Inventory
-from serving.placement import MAX_TOTAL_SHARE, EngineNeed, place_stage, side_by_side, tp_allowed
+from serving.placement import MAX_TOTAL_SHARE, EngineNeed, place_stage, tp_allowed
 from serving.registry import ModelSpec
+from serving.spec_layout import side_by_side
 
 GIB = 1024**3
 

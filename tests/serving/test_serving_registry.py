@@ -9,6 +9,7 @@ import pytest
 
 from serving.errors import ConfigError
 from serving.registry import ARCHS, MAX_IMAGES, TINY_KEYS, ModelSpec, cpu_stand_in, default_registry
+from serving.server import serve_args
 
 #: What decides how a model is served (its sizes, weights and device aside).
 SERVING_FACTS = (
@@ -69,7 +70,7 @@ def test_a_cpu_stand_in_keeps_every_serving_fact(key: str, tmp_path: Path) -> No
         "built",
         tmp_path / "tiny",
     )
-    real_args, twin_args = real.serve_args(port=9), twin.serve_args(port=9)
+    real_args, twin_args = serve_args(real, port=9), serve_args(twin, port=9)
     for flag in GPU_ONLY_FLAGS:
         i = real_args.index(flag)
         del real_args[i : i + 2]
@@ -92,7 +93,7 @@ def test_a_stand_in_needs_an_architecture(tmp_path: Path) -> None:
 def test_image_models_are_served_with_the_image_limit_and_no_other_modality() -> None:
     """vLLM's default for a modality the limits do not name is 999 (its start-up profiling then
     budgets videos): every modality but images is 0."""
-    args = default_registry().get("qwen3-vl-8b").serve_args()
+    args = serve_args(default_registry().get("qwen3-vl-8b"))
     limits = f'{{"image": {MAX_IMAGES}, "video": 0, "audio": 0}}'
     assert args[args.index("--limit-mm-per-prompt") + 1] == limits
-    assert "--limit-mm-per-prompt" not in default_registry().get("qwen3-4b").serve_args()
+    assert "--limit-mm-per-prompt" not in serve_args(default_registry().get("qwen3-4b"))

@@ -7,6 +7,7 @@ import pytest
 from serving.errors import ConfigError, ModelNotPreparedError
 from serving.registry import ModelSpec, default_registry
 from serving.replies import build_result, first_json_object, parse_reply, split_reasoning
+from serving.server import serve_args
 from serving.types import ChatRequest, ChatResult, Message, Usage, image_data_url
 
 SCHEMA = {
@@ -186,7 +187,7 @@ def test_registry_keys_and_errors(tmp_path, monkeypatch):
     assert reg.get("qwen3-4b-nothink").thinking_default is False
     assert reg.get("qwen3-vl-8b").accepts_images and not q.accepts_images
     assert reg.get("llama-3.1-8b").default_max_tokens == 16_384 and q.timeout_s == 600
-    args = reg.get("qwen3-32b").serve_args(port=9000, platform="cuda")
+    args = serve_args(reg.get("qwen3-32b"), port=9000, platform="cuda")
     # the least tensor parallelism; the placement widens it where one GPU cannot hold the model
     assert args[args.index("--tensor-parallel-size") + 1] == "1" and "--no-async-scheduling" in args
     assert "--reasoning-parser" in args and "--enable-prompt-tokens-details" in args

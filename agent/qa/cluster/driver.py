@@ -1,10 +1,10 @@
 """The driver of a FinAcumen cluster run: each stage sharded, gathered into the one-process folder.
 
-:class:`QACluster` has the signatures of :func:`agent.qa.evaluate.evaluate`,
-:func:`agent.qa.bank_build.build_bank`, :func:`agent.qa.judge_pass.judge_run`,
-:func:`agent.qa.judge_check.judge_check` and :func:`agent.qa.extract_pass.extract_run` (their
+:class:`QACluster` has the signatures of :func:`agent.qa.evaluation.evaluate.evaluate`,
+:func:`agent.qa.evaluation.bank_build.build_bank`, :func:`agent.qa.scoring.judge_pass.judge_run`,
+:func:`agent.qa.scoring.judge_check.judge_check` and :func:`agent.qa.scoring.extract_pass.extract_run` (their
 ``backend`` argument is not used: the shards call their servers), so
-:func:`agent.reproduce.qa_run.run_qa` and ``localfin qa`` compose the
+:func:`agent.reproduce.qa_arms.run_qa` and ``localfin qa`` compose the
 same way on one process or a cluster. Each call is one stage:
 
 1. **Shard.** The stage's items (a bank build: those not in the bank yet; a judge pass or
@@ -41,33 +41,39 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
-from agent.qa.bank_build import BankBuildConfig, BankBuildReport, Scorer, build_bank, check_training
 from agent.qa.cluster.tasks import TRANSCRIPTIONS, BankShard, BatchShard, EvalShard, MemoryCopy, Servers
-from agent.qa.evaluate import EvalConfig, EvalSummary, Transcriber, evaluate
-from agent.qa.extract_pass import (
+from agent.qa.core import runs
+from agent.qa.core.items import QAItem
+from agent.qa.evaluation.bank_build import (
+    BankBuildConfig,
+    BankBuildReport,
+    Scorer,
+    build_bank,
+    check_training,
+)
+from agent.qa.evaluation.evaluate import EvalConfig, EvalSummary, Transcriber, evaluate
+from agent.qa.memory.memory import ExperienceMemory
+from agent.qa.scoring.extract_pass import (
     EXTRACT_JOURNAL,
     EXTRACT_SCORES,
     ExtractSummary,
     extract_run,
     run_extract_requests,
 )
-from agent.qa.items import QAItem
-from agent.qa.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests
-from agent.qa.judge_check import (
+from agent.qa.scoring.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests
+from agent.qa.scoring.judge_check import (
     JUDGE_CHECK_FILE,
     JUDGE_CHECK_JOURNAL,
     JudgeCheck,
     check_requests,
     judge_check,
 )
-from agent.qa.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, JudgeSummary, judge_run, run_answers
-from agent.qa.memory import ExperienceMemory
-from agent.qa.react import QASolver, ToolFactory
-from agent.qa.scorer_check import check_scorers
-from agent.qa.scorers import spec_of
-from agent.qa.scoring import JUDGED
-from agent.qa.toolset import Tools
+from agent.qa.scoring.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, JudgeSummary, judge_run, run_answers
+from agent.qa.scoring.scorer_check import check_scorers
+from agent.qa.scoring.scorers import spec_of
+from agent.qa.scoring.scoring import JUDGED
+from agent.qa.solver.react import QASolver, ToolFactory
+from agent.qa.solver.toolset import Tools
 from bank.embedder import Embedder
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
@@ -202,7 +208,7 @@ class QACluster:
         data_files: Sequence[str | Path] = (),
         progress: Progress = NULL_PROGRESS,
     ) -> EvalSummary:
-        """:func:`agent.qa.evaluate.evaluate`, sharded (module doc)."""
+        """:func:`agent.qa.evaluation.evaluate.evaluate`, sharded (module doc)."""
         run = Path(run_dir)
         run.mkdir(parents=True, exist_ok=True)
         n = self._count(len(items))
@@ -250,7 +256,7 @@ class QACluster:
         progress: Progress = NULL_PROGRESS,
         extract_model: str | None = None,
     ) -> BankBuildReport:
-        """:func:`agent.qa.bank_build.build_bank`, sharded (module doc)."""
+        """:func:`agent.qa.evaluation.bank_build.build_bank`, sharded (module doc)."""
         cfg = config or BankBuildConfig()
         check_training(items)
         labels = check_scorers(items, scorer, judge_model, extract_model)  # before any model call
@@ -307,7 +313,7 @@ class QACluster:
         prompt_name: str = JUDGE_PROMPT,
         candidate_chars: int = CANDIDATE_CHARS,
     ) -> JudgeSummary:
-        """:func:`agent.qa.judge_pass.judge_run`, its requests sharded."""
+        """:func:`agent.qa.scoring.judge_pass.judge_run`, its requests sharded."""
         run = Path(run_dir)
         answers = run_answers(run, items)
         requests = judge_requests(
@@ -331,7 +337,7 @@ class QACluster:
         max_tokens: int | None = None,
         prompt_name: str = JUDGE_PROMPT,
     ) -> JudgeCheck:
-        """:func:`agent.qa.judge_check.judge_check`, its requests sharded."""
+        """:func:`agent.qa.scoring.judge_check.judge_check`, its requests sharded."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         _, _, requests = check_requests(items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name)
@@ -349,7 +355,7 @@ class QACluster:
         *,
         chunk_size: int = 256,
     ) -> ExtractSummary:
-        """:func:`agent.qa.extract_pass.extract_run`, its requests sharded."""
+        """:func:`agent.qa.scoring.extract_pass.extract_run`, its requests sharded."""
         run = Path(run_dir)
         requests = run_extract_requests(run, items, extract_model)
         outs, added = self._batch("extract", run, requests, EXTRACT_JOURNAL, extract_model, chunk_size)
@@ -377,7 +383,7 @@ class QACluster:
 
 def _toolset(tools: Any) -> Any:
     """What a shard builds its tools from: the config of localfin's tools
-    (:class:`agent.qa.toolset.Tools`), or another factory as it is."""
+    (:class:`agent.qa.solver.toolset.Tools`), or another factory as it is."""
     return tools.config if isinstance(tools, Tools) else tools
 
 

@@ -1,22 +1,22 @@
 """What a FinAcumen shard runs on its node, and the values it is built from.
 
 Every body is a frozen dataclass (Ray pickles it to the node) holding values only: items,
-settings, the :class:`~agent.qa.toolset.ToolsetConfig` its tools are built from, a
+settings, the :class:`~agent.qa.solver.toolset.ToolsetConfig` its tools are built from, a
 :class:`BankCopy` and the query vectors of a memory, and :class:`Servers` (which models to call,
 at which servers). On the node it builds the tools, the memory and the clients, restores its
 journal from the keeper, and runs the one-process function on its items in its scratch folder:
 
-- :class:`EvalShard`: :func:`agent.qa.evaluate.evaluate` on a share of an evaluation's items;
+- :class:`EvalShard`: :func:`agent.qa.evaluation.evaluate.evaluate` on a share of an evaluation's items;
   returns its calls, its per-call engine shares and its image transcriptions;
-- :class:`BankShard`: :func:`agent.qa.bank_build.bank_calls` on a share of a bank build's items
+- :class:`BankShard`: :func:`agent.qa.evaluation.bank_build.bank_calls` on a share of a bank build's items
   (the trajectories, their judging and summaries; no bank); returns its calls and transcriptions;
 - :class:`BatchShard`: a slice of one batch of requests (a judge pass or check, an extraction pass).
 
 A memory's retrievals are the driver's: the shard opens a copy of the bank and embeds nothing,
 taking the query vectors the driver computed for the whole stage in one batch
 (:class:`bank.embedder.KnownVectors`). The tools are built on the node from localfin's toolset config
-(:class:`agent.qa.toolset.Tools`); another tool factory goes as it is (it must pickle). The
-shards use localfin's OCR (:func:`agent.qa.toolset.ocr_transcriber`) where the run transcribes
+(:class:`agent.qa.solver.toolset.Tools`); another tool factory goes as it is (it must pickle). The
+shards use localfin's OCR (:func:`agent.qa.solver.toolset.ocr_transcriber`) where the run transcribes
 images.
 """
 
@@ -29,15 +29,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.qa import runs
-from agent.qa.bank_build import BankBuildConfig, Scorer, bank_calls
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.item_score import ItemScore
-from agent.qa.items import QAItem, Question
-from agent.qa.memory import ExperienceMemory, MemoryConfig
-from agent.qa.programs import ByModel
-from agent.qa.react import QASolver, SolverConfig, ToolFactory
-from agent.qa.toolset import ToolsetConfig, ocr_transcriber, tool_factory
+from agent.qa.core import runs
+from agent.qa.core.item_score import ItemScore
+from agent.qa.core.items import QAItem, Question
+from agent.qa.evaluation.bank_build import BankBuildConfig, Scorer, bank_calls
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.evaluation.programs import ByModel
+from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+from agent.qa.solver.react import QASolver, SolverConfig, ToolFactory
+from agent.qa.solver.toolset import ToolsetConfig, ocr_transcriber, tool_factory
 from bank.embedder import KnownVectors
 from bank.retrieval import Retriever
 from bank.store import DB_NAME, INDEX_NAME, ExperienceBank
@@ -51,7 +51,7 @@ from serving.types import ChatRequest, ChatResult
 
 __all__ = ["Servers", "BankCopy", "MemoryCopy", "EvalShard", "BankShard", "BatchShard", "TRANSCRIPTIONS"]
 
-#: the evaluation's image transcriptions (:mod:`agent.qa.evaluate`)
+#: the evaluation's image transcriptions (:mod:`agent.qa.evaluation.evaluate`)
 TRANSCRIPTIONS = "transcriptions.jsonl"
 
 

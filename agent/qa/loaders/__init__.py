@@ -1,4 +1,4 @@
-"""One module per benchmark layout; :func:`agent.qa.datasets.load_items` is the entry point."""
+"""One module per benchmark layout; :func:`agent.qa.data.datasets.load_items` is the entry point."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ asked for; a record with none of these is skipped. With ``split`` given, parquet
 name states another split are not read. Item ids are ``bizbench-<split>-<shard>-<row>`` with
 the 1-based row position in its file, so ids are stable across loads. SEC-NUM asks for a
 quantity from a filing snippet: Question.text is ``question``, Question.context the snippet;
-the gold is the answer text, which must read as a number (:func:`agent.qa.numbers.parse_number`)
+the gold is the answer text, which must read as a number (:func:`agent.qa.core.numbers.parse_number`)
 or the row is skipped.
 """
 
@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question, numeric_format
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.answer_format import answer_format_from_question, numeric_format
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.core.numbers import parse_number
 from agent.qa.loaders.common import item_split, split_from_name, text_field
 from agent.qa.loaders.records import (
     BadRecord,
@@ -41,7 +42,6 @@ from agent.qa.loaders.records import (
     parquet_rows,
     whole_file,
 )
-from agent.qa.numbers import parse_number
 from localfin.errors import ConfigError, InputError
 
 __all__ = ["iter_bizbench"]

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.qa.items import check_split_name
+from agent.qa.core.items import check_split_name
 from agent.qa.loaders.records import BadRecord
 from localfin.errors import ConfigError
 

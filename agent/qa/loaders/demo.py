@@ -1,7 +1,7 @@
-"""The project's demo QA set (written by :func:`agent.qa.demo_set.build_demo_set`).
+"""The project's demo QA set (written by :func:`agent.qa.data.demo_set.build_demo_set`).
 
 Layout: a folder with ``items.jsonl`` and ``images/``. One item per line: ``id``, ``split``
-(``train``/``test``), ``kind`` (see :data:`agent.qa.demo_set.DEMO_KINDS`), ``ticker``,
+(``train``/``test``), ``kind`` (see :data:`agent.qa.data.demo_set.DEMO_KINDS`), ``ticker``,
 ``question``, ``context`` (``<image 1>`` where an image belongs), ``images`` (paths relative
 to the folder), ``answer`` (a number), ``answer_type`` (``number`` or ``count``) and
 ``decimals`` (asked in the question). Gold ``extra``: ``kind``, ``decimals`` and ``abs_tol``
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import numeric_format
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.answer_format import numeric_format
+from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, parse_path_list, text_field
 from agent.qa.loaders.records import (
     BadRecord,

@@ -54,8 +54,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import AnswerFormat, numeric_format
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.answer_format import AnswerFormat, numeric_format
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.core.numbers import parse_number
 from agent.qa.loaders.common import item_split, text_field
 from agent.qa.loaders.records import (
     BadRecord,
@@ -66,7 +67,6 @@ from agent.qa.loaders.records import (
     parquet_rows,
     whole_file,
 )
-from agent.qa.numbers import parse_number
 from localfin.errors import InputError
 
 __all__ = ["iter_finmme", "FINMME_DIMENSIONS", "finmme_cognitive_dimension"]

@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import numeric_format
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.answer_format import numeric_format
+from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, parse_path_list, text_field
 from agent.qa.loaders.records import (
     BadRecord,

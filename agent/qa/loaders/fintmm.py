@@ -26,16 +26,16 @@ answers' ``source``, the corpus rows it rests on (their ``uuid``) and the charts
 FinTMMBench is a retrieval benchmark: the solver is meant to find the evidence in the corpus.
 By default the Question has no context and no images. The gold evidence is kept on the gold
 side, for a protocol that hands it over (the FinAcumen authors' adapter puts it into every
-variant's input, :func:`agent.qa.items.with_gold_evidence`): ``extra['evidence_images']``, the
+variant's input, :func:`agent.qa.core.items.with_gold_evidence`): ``extra['evidence_images']``, the
 cited charts that exist in this copy, in citation order, for a question of type ``Chart`` (or
 of no type), as the authors' adapter attaches them; and, with ``oracle_context=True`` (which
 reads the corpus files), ``extra['evidence_context']``, the cited rows rendered as ``key:
 value`` text, one a line. ``oracle_context=True`` also puts both into the Question (context and
 images): oracle retrieval, not the benchmark's protocol (a run using it must say so). Gold: the
 first answer's text, type ``free`` (scored by a judge model, see
-:func:`agent.qa.scoring.judge_requests`); explanation, sources, type and uuid go to ``extra``.
+:func:`agent.qa.scoring.scoring.judge_requests`); explanation, sources, type and uuid go to ``extra``.
 Item ids: ``uuid`` when present, else ``fintmm-<position>`` (``fintmm-<group>-<position>``
-inside a group); a uuid that repeats is numbered by :func:`agent.qa.datasets.load_items`.
+inside a group); a uuid that repeats is numbered by :func:`agent.qa.data.datasets.load_items`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.answer_format import answer_format_from_question
+from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, text_field
 from agent.qa.loaders.records import (
     BadRecord,

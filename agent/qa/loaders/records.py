@@ -1,7 +1,7 @@
 """The base every loader stands on: raw records of a file, the records a load had to skip, and
 the rule that a file of which nothing loads is an error.
 
-A loader turns each record of a benchmark file into a :class:`~agent.qa.items.QAItem` or, when
+A loader turns each record of a benchmark file into a :class:`~agent.qa.core.items.QAItem` or, when
 it cannot, a :class:`SkippedItem` naming the file, the record's position and the reason; an
 item that loads with a part missing (an image file not in this copy) is followed by an
 :class:`IncompleteItem` saying what. :func:`each_record` runs that loop for a loader and
@@ -9,7 +9,7 @@ item that loads with a part missing (an image file not in this copy) is followed
 :class:`~localfin.errors.InputError` naming the commonest reason and its count: a file that
 loads nothing is a wrong file or a wrong layout, never an empty benchmark.
 
-This module imports nothing of :mod:`agent.qa.datasets` (which dispatches to the loaders), so
+This module imports nothing of :mod:`agent.qa.data.datasets` (which dispatches to the loaders), so
 the loaders and the entry point do not import each other.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.qa.items import QAItem
+from agent.qa.core.items import QAItem
 from localfin.errors import ConfigError, InputError
 
 __all__ = [

@@ -38,8 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.answer_format import answer_format_from_question
-from agent.qa.items import SCALES, Gold, QAItem, Question
+from agent.qa.core.answer_format import answer_format_from_question
+from agent.qa.core.items import SCALES, Gold, QAItem, Question
 from agent.qa.loaders.common import item_split, render_table, split_from_name, text_field
 from agent.qa.loaders.records import (
     BadRecord,

@@ -23,7 +23,7 @@ same documents in the same order. Nothing here reads a gold answer or an item's 
 :class:`RetrieveTool` is the Tool-protocol face (``retrieve``) for questions of a benchmark that
 ships such a corpus. A chart in the results is listed, and its image path is handed back in
 :attr:`ToolResult.images`, which the solver attaches to its next message for a model that
-takes images (:class:`agent.qa.react.QASolver`).
+takes images (:class:`agent.qa.solver.react.QASolver`).
 """
 
 from __future__ import annotations

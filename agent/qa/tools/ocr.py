@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.qa.numbers import find_numbers
+from agent.qa.core.numbers import find_numbers
 from agent.qa.tools.base import ToolResult
 from localfin.env import apply_offline_env
 from localfin.errors import ConfigError, InputError

@@ -8,7 +8,7 @@ entries. Its data are the config's own benchmarks in their released layouts
 same records re-filed for parts it lacks, stand-ins written in the layout where it holds
 nothing), read by the same loaders, scored by the same scorers and judge, through the same bank
 build, evaluations, judge passes, judge check, analytics and ``reproduction.md``
-(:func:`agent.reproduce.qa_run.run_qa`, :func:`agent.reproduce.report.write_report`).
+(:func:`agent.reproduce.qa_arms.run_qa`, :func:`agent.reproduce.report.write_report`).
 
 The stage table says, per dataset (each bank source and each evaluation set), which file it
 read, how many items each stage took and which scorer graded them; a stage a dataset should go
@@ -84,7 +84,7 @@ def run_qa_rehearsal(
 ) -> dict[str, Any]:
     """Run ``cfg``'s rehearsal into ``out``; returns the plan, its data, the outcome (None when
     the run stopped), the error that stopped it and the stage table."""
-    from agent.reproduce.qa_run import run_qa
+    from agent.reproduce.qa_arms import run_qa
     from agent.reproduce.report import write_report
 
     plan, data = rehearsal_qa_plan(cfg, out, size, data_root)
@@ -235,7 +235,7 @@ def stage_markdown(
     for path, by_call in cuts.items():
         if not by_call:
             continue
-        from agent.qa.trajectory import CUTS
+        from agent.qa.core.trajectory import CUTS
 
         lines += ["", f"What the solver's limits cut, per call type ({path}):", ""]
         lines += ["| call type | " + " | ".join(CUTS) + " |", "|" + "---|" * (len(CUTS) + 1)]
@@ -250,8 +250,8 @@ def qa_sizes(
     """Per QA call type: the largest first prompt of the real items the data root holds for the
     config's sources (every item of each such source), against the context with the call's
     budget; the other call types as the rehearsal saw them."""
-    from agent.qa.datasets import load_items
-    from agent.qa.solver_config import SolverConfig
+    from agent.qa.data.datasets import load_items
+    from agent.qa.solver.solver_config import SolverConfig
     from agent.reproduce.rehearse.sizes import _counter, _image_sizes, _size
 
     assert cfg.qa is not None

@@ -116,7 +116,7 @@ def _one_config(
     r.checks += probe_calls(path, recs, router, si.registry)
     r.checks += list(ran.get("checks", ()))  # Moira: every stage of its data path ran
     if cfg.kind == "qa":
-        from agent.qa.cuts import cuts_by_call_type
+        from agent.qa.analysis.cuts import cuts_by_call_type
         from agent.reproduce.rehearse.qa_rehearsal import stage_checks
 
         r.checks += stage_checks(path, ran)

@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent.qa.extensions import QADataset
-from agent.qa.item_score import ItemScore
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.item_score import ItemScore
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.core.numbers import parse_number
+from agent.qa.data.extensions import QADataset
 from agent.qa.loaders.records import SkippedItem
-from agent.qa.numbers import parse_number
 
 __all__ = ["load", "score", "DATASET"]
 

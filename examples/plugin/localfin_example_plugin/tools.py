@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from agent.qa.extensions import ToolPlugin
+from agent.qa.data.extensions import ToolPlugin
 
 __all__ = ["pct_change", "PCT_CHANGE"]
 

@@ -22,6 +22,7 @@ from agent.reproduce.spec import load_repro
 from serving.open import BackendSpec, model_facts, open_backend
 from serving.openai_http import OpenAIBackend
 from serving.registry import default_registry
+from serving.server import serve_args
 from serving.types import ChatRequest, Message, Sampling
 from serving.vllm_engine import EngineOptions
 
@@ -99,7 +100,7 @@ def test_a_reproduction_request_carries_no_sampling_field_the_config_did_not_set
     assert [c.backbone.key for c in cells if "finmem" in c.config.baselines.methods] == [fm.model]
     assert cell.config.no_beta_legs == "equal_shares" and cell.config.prompt.news_token_budget > 0
     # and vllm serve is started with the model's generation config
-    args = reg.get(m.backbone).serve_args()
+    args = serve_args(reg.get(m.backbone))
     assert args[args.index("--generation-config") + 1] == "auto"
 
 

@@ -125,7 +125,7 @@ class NumScore:
 
 def num_scorer(dataset: str, gold: Any, prediction: str) -> NumScore:
     """1% relative tolerance on the first number of the prediction (tests only)."""
-    from agent.qa.numbers import find_numbers
+    from agent.qa.core.numbers import find_numbers
 
     nums = find_numbers(prediction)
     target = float(gold.answer)
@@ -187,7 +187,7 @@ def qa_backend() -> ScriptedBackend:
 
 def change_items(n: int, split: str, *, start: int = 0, gold=None) -> list:
     """``n`` "change in revenue" items; gold = 2019 - 2018 unless ``gold(i)`` is given."""
-    from agent.qa.items import Gold, QAItem, Question
+    from agent.qa.core.items import Gold, QAItem, Question
 
     out = []
     for i in range(start, start + n):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
-from agent.qa.analyze import analyze, bank_analytics, run_rows
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.memory import ExperienceMemory, MemoryConfig
-from agent.qa.react import SolverConfig
-from agent.qa.sweep import sweep_memory
+from agent.qa.analysis.analyze import analyze, bank_analytics, run_rows
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.evaluation.sweep import sweep_memory
+from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+from agent.qa.solver.react import SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry, query_text

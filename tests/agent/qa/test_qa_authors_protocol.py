@@ -9,12 +9,12 @@ import json
 
 from qa_fakes import Calculator, base_reply, change_items, change_model, num_scorer
 
-from agent.qa.bank_build import BankBuildConfig, build_bank
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.gold_inputs import GoldInputs, with_gold_inputs
-from agent.qa.memory import ExperienceMemory, MemoryConfig
-from agent.qa.model_ocr import OCR_JOURNAL, ModelTranscriber
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.data.gold_inputs import GoldInputs, with_gold_inputs
+from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+from agent.qa.solver.model_ocr import OCR_JOURNAL, ModelTranscriber
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry

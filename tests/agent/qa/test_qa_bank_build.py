@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
-from agent.qa.bank_build import BankBuildConfig, build_bank
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
@@ -188,7 +188,7 @@ def test_an_entry_stores_its_training_items_gold_answer(tmp_path):
 
 
 def _judged_items(n: int) -> list:
-    from agent.qa.items import Gold, QAItem, Question
+    from agent.qa.core.items import Gold, QAItem, Question
 
     return [
         QAItem(Question(f"tmm-{i}", "fintmmbench", f"Which stock closed higher in week {i}?"),
@@ -229,7 +229,7 @@ def _verdict(req) -> str:
 def test_a_judged_source_is_scored_by_the_judge_model_batched_and_journaled(tmp_path):
     import sqlite3
 
-    from agent.qa.programs import ByModel
+    from agent.qa.evaluation.programs import ByModel
     from serving.scripted import Rule, ScriptedBackend
 
     solver_backend = ScriptedBackend([Rule("bank_summarize", _lessons), Rule("qa_solve", _says_by_seed)])
@@ -266,7 +266,7 @@ def test_a_source_whose_scorer_cannot_run_is_refused_before_any_model_call(tmp_p
         raise KeyError("no rule")
 
     def contrary(dataset, gold, prediction):
-        from agent.qa.item_score import ItemScore
+        from agent.qa.core.item_score import ItemScore
 
         return ItemScore(False, 0.0, "always wrong")
 

@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from agent.qa.bootstrap import accuracy_metric, bootstrap, finmme_metric, interval
-from agent.qa.holdout import hold_out
-from agent.qa.item_score import ItemScore
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.analysis.bootstrap import accuracy_metric, bootstrap, finmme_metric, interval
+from agent.qa.core.item_score import ItemScore
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.data.holdout import hold_out
 from agent.qa.loaders.finmme import FINMME_DIMENSIONS
-from agent.qa.scoring import finmme_avg
+from agent.qa.scoring.scoring import finmme_avg
 from localfin.errors import ConfigError
 
 

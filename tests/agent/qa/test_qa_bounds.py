@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from agent.qa.holdout import hold_out
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.judge import judge_requests
-from agent.qa.toolset import ToolsetConfig, tool_factory
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.data.holdout import hold_out
+from agent.qa.scoring.judge import judge_requests
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from agent.reproduce.qa_plan import QAPlan, QASource
 from localfin.errors import ConfigError
 

@@ -8,10 +8,10 @@ import sqlite3
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
 from agent.qa import CALL_TYPES
-from agent.qa.bank_build import BankBuildConfig, build_bank
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.memory import ExperienceMemory, MemoryConfig
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.store import ExperienceBank

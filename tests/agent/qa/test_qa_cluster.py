@@ -162,7 +162,7 @@ def cluster(proxies, tmp_path_factory):
 def one(cluster, proxies, smol, tmp_path_factory):
     """The config and its one-process run (the cluster is started first, before the model
     server loads, so that its nodes register on a quieter machine)."""
-    from agent.qa.demo_set import build_demo_set
+    from agent.qa.data.demo_set import build_demo_set
 
     for p in proxies:
         p.forward_to(smol.base_url)

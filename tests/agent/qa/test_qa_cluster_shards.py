@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
-from agent.qa.bank_build import BankBuildConfig, build_bank
 from agent.qa.cluster.driver import QACluster
 from agent.qa.cluster.tasks import Servers
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.memory import ExperienceMemory
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.memory.memory import ExperienceMemory
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.store import ExperienceBank
@@ -192,7 +192,7 @@ def test_a_shard_lost_mid_way_resumes_from_the_keeper_without_sending_a_journale
 
 
 def _judged_items() -> list:
-    from agent.qa.items import Gold, QAItem, Question
+    from agent.qa.core.items import Gold, QAItem, Question
 
     return [
         QAItem(
@@ -225,8 +225,8 @@ def _judge(model: str = "judge-m"):
 
 
 def test_a_sharded_judge_pass_and_judge_check_write_the_one_process_verdicts(tmp_path):
-    from agent.qa.judge_check import JUDGE_CHECK_FILE, JUDGE_CHECK_JOURNAL, judge_check
-    from agent.qa.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
+    from agent.qa.scoring.judge_check import JUDGE_CHECK_FILE, JUDGE_CHECK_JOURNAL, judge_check
+    from agent.qa.scoring.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
 
     items = _judged_items()
     cfg = EvalConfig("base", SolverConfig(model="m"))
@@ -252,7 +252,7 @@ def test_a_sharded_judge_pass_and_judge_check_write_the_one_process_verdicts(tmp
 
 
 def _finmmr_items() -> list:
-    from agent.qa.items import Gold, QAItem, Question
+    from agent.qa.core.items import Gold, QAItem, Question
 
     return [
         QAItem(Question(f"f-{i}", "finmmr", f"What is the ratio in case f-{i}?"), Gold(g, "number"))
@@ -283,9 +283,9 @@ def _extractor(model: str = "x-m"):
 
 
 def test_a_sharded_extraction_pass_writes_the_one_process_answers_and_verdicts(tmp_path):
-    from agent.qa.extract_pass import EXTRACT_JOURNAL, EXTRACT_SCORES, extract_run
-    from agent.qa.judge_pass import deferred_scorer
-    from agent.qa.scorers import NamedScorer
+    from agent.qa.scoring.extract_pass import EXTRACT_JOURNAL, EXTRACT_SCORES, extract_run
+    from agent.qa.scoring.judge_pass import deferred_scorer
+    from agent.qa.scoring.scorers import NamedScorer
 
     items = _finmmr_items()
     cfg = EvalConfig("base", SolverConfig(model="m"))

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
-from agent.qa.items import Question
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.core.items import Question
+from agent.qa.data.datasets import load_items
+from agent.qa.solver.react import QASolver, SolverConfig
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from agent.qa.tools.corpus import Corpus, RetrieveTool
-from agent.qa.toolset import ToolsetConfig, tool_factory
 from localfin.errors import InputError
 from serving.lockstep import run_one
 from serving.scripted import Rule, ScriptedBackend

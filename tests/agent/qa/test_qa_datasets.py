@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import DATASETS, load_items
+from agent.qa.data.datasets import DATASETS, load_items
 from localfin.errors import ConfigError, InputError
 
 

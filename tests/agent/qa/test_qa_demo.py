@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agent.qa.demo import QADemoConfig, run_qa_demo
+from agent.qa.evaluation.demo import QADemoConfig, run_qa_demo
 from bank.embedder import HashingEmbedder
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
-from agent.qa.demo_set import DEMO_KINDS, build_demo_set
-from agent.qa.scoring import gold_as_prediction, score_answer
+from agent.qa.data.datasets import load_items
+from agent.qa.data.demo_set import DEMO_KINDS, build_demo_set
+from agent.qa.scoring.scoring import gold_as_prediction, score_answer
 from localfin.errors import ConfigError
 
 

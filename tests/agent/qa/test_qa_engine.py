@@ -10,10 +10,10 @@ import re
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer
 
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.react import SolverConfig
-from agent.qa.schemas import ANSWER_PATTERNS
-from agent.qa.trajectory import FALLBACKS
+from agent.qa.core.schemas import ANSWER_PATTERNS
+from agent.qa.core.trajectory import FALLBACKS
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.solver.react import SolverConfig
 from serving.types import Sampling
 
 

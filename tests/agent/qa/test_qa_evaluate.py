@@ -8,12 +8,12 @@ import json
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
-from agent.qa import react
-from agent.qa.bank_build import BankBuildConfig, build_bank
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.items import Gold, QAItem
-from agent.qa.memory import ExperienceMemory
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.core.items import Gold, QAItem
+from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.memory.memory import ExperienceMemory
+from agent.qa.solver import react
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.store import ExperienceBank

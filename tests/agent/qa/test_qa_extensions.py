@@ -13,12 +13,12 @@ import textwrap
 import pytest
 from qa_fakes import PLAN, act, final, turn_of
 
-from agent.qa.datasets import load_items
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.extensions import DATASETS_REGISTRY, TOOLS_REGISTRY, dataset_names, tool_names
-from agent.qa.react import SolverConfig
-from agent.qa.scoring import score_answer, scorer_name
-from agent.qa.toolset import ToolsetConfig, tool_factory
+from agent.qa.data.datasets import load_items
+from agent.qa.data.extensions import DATASETS_REGISTRY, TOOLS_REGISTRY, dataset_names, tool_names
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.scoring.scoring import score_answer, scorer_name
+from agent.qa.solver.react import SolverConfig
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from localfin.errors import ConfigError
 from localfin.plugins import PluginError
 from serving.scripted import Rule, ScriptedBackend
@@ -26,9 +26,9 @@ from serving.scripted import Rule, ScriptedBackend
 PLUGIN = """
 import json
 
-from agent.qa.extensions import QADataset, ToolPlugin
-from agent.qa.item_score import ItemScore
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.data.extensions import QADataset, ToolPlugin
+from agent.qa.core.item_score import ItemScore
+from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.loaders.records import SkippedItem
 
 

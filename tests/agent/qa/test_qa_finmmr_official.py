@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.finmmr_metric import finmmr_acc, finmmr_get_acc, finmmr_normalize
-from agent.qa.items import Gold
-from agent.qa.scoring import score_answer
+from agent.qa.core.items import Gold
+from agent.qa.scoring.finmmr_metric import finmmr_acc, finmmr_get_acc, finmmr_normalize
+from agent.qa.scoring.scoring import score_answer
 
 TABLE = Path(__file__).parent / "data" / "finmmr_official_scores.jsonl"
 
@@ -96,7 +96,7 @@ def test_model_text_is_never_evaluated(text):
 
 def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
     """End to end: the released easy-validation file through ``load_items``, then ``score_answer``."""
-    from agent.qa.datasets import load_items
+    from agent.qa.data.datasets import load_items
 
     path = shared_data / "qa" / "released" / "finmmr" / "data" / "validation" / "easy_validation.json"
     if not path.is_file():

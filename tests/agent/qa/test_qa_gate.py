@@ -7,9 +7,9 @@ import inspect
 
 import pytest
 
-from agent.qa import gate as gate_mod
-from agent.qa.gate import Evidence, GateConfig, check_answer, question_format, rounds_to
-from agent.qa.items import Question
+from agent.qa.core.items import Question
+from agent.qa.solver import gate as gate_mod
+from agent.qa.solver.gate import Evidence, GateConfig, check_answer, question_format, rounds_to
 from agent.qa.tools.base import ToolResult
 from localfin.errors import ConfigError
 

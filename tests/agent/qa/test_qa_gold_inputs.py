@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from agent.qa.gold_inputs import GoldInputs, format_hints, gold_text, with_gold_inputs
-from agent.qa.items import Gold, QAItem, Question
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.data.gold_inputs import GoldInputs, format_hints, gold_text, with_gold_inputs
 from localfin.errors import ConfigError
 
 

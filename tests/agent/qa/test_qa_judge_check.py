@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.judge_check import JUDGE_CHECK_FILE, judge_check, perturb
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.scoring.judge_check import JUDGE_CHECK_FILE, judge_check, perturb
 from localfin.errors import ConfigError
 from serving.scripted import Rule, ScriptedBackend
 

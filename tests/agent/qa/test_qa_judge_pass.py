@@ -10,10 +10,10 @@ from contextlib import closing
 
 import pytest
 
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
-from agent.qa.react import SolverConfig
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.scoring.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
+from agent.qa.solver.react import SolverConfig
 from localfin.errors import InputError
 from serving.scripted import Rule, ScriptedBackend
 

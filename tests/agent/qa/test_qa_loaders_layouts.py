@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
+from agent.qa.data.datasets import load_items
 from localfin.errors import ConfigError, InputError
 
 BIZ_TRAIN = "train-00000-of-00001-300a28d2e31daec3.parquet"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
-from agent.qa.scoring import gold_as_prediction, score_answer
+from agent.qa.data.datasets import load_items
+from agent.qa.scoring.scoring import gold_as_prediction, score_answer
 from localfin.errors import ConfigError, InputError
 
 TATQA_DEV = "qa/released/tatqa/dataset_raw/tatqa_dataset_dev.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
+from agent.qa.data.datasets import load_items
 from localfin.errors import ConfigError, InputError
 from localfin_cli.main import main
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from qa_fakes import Calculator, change_items, num_scorer, qa_backend
 
-from agent.qa.evaluate import EvalConfig, evaluate
-from agent.qa.memory import MEMORY_HEADER, ExperienceMemory, MemoryConfig
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate
+from agent.qa.memory.memory import MEMORY_HEADER, ExperienceMemory, MemoryConfig
+from agent.qa.solver.react import QASolver, SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry
@@ -155,7 +155,7 @@ def test_the_entrys_gold_answer_reaches_the_annotator_but_never_the_gate(tmp_pat
     """A training item's gold answer is stored with its entry (the paper's entry) and shown to
     the annotator; the answer gate still reads only the test question's data and tool outputs,
     so a number that only the memory holds does not pass it."""
-    from agent.qa.gate import Evidence, check_answer
+    from agent.qa.solver.gate import Evidence, check_answer
 
     q = change_items(1, "test")[0].question
     entry = NewEntry("train-0", "demo", q.text, q.context[:600], ("Use calc for the change.",), (), "777.77")

@@ -19,10 +19,21 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.answer_extract import extract_requests, extracted_answers, official_finmmr_scores, solution_text
-from agent.qa.finmme_metric import finmme_official
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.scorers import DEFAULT_SCORERS, NamedScorer, check_scorer_choice, scorer_names, scorer_spec
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.scoring.answer_extract import (
+    extract_requests,
+    extracted_answers,
+    official_finmmr_scores,
+    solution_text,
+)
+from agent.qa.scoring.finmme_metric import finmme_official
+from agent.qa.scoring.scorers import (
+    DEFAULT_SCORERS,
+    NamedScorer,
+    check_scorer_choice,
+    scorer_names,
+    scorer_spec,
+)
 from localfin.errors import ConfigError
 from serving.types import ChatResult, Usage
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.qa.answer_format import AnswerFormat, answer_format_from_question, numeric_format
-from agent.qa.numbers import find_numbers, format_number, parse_number
+from agent.qa.core.answer_format import AnswerFormat, answer_format_from_question, numeric_format
+from agent.qa.core.numbers import find_numbers, format_number, parse_number
 from localfin.errors import ConfigError
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
-from agent.qa.demo_set import build_demo_set
-from agent.qa.numbers import find_numbers
+from agent.qa.core.numbers import find_numbers
+from agent.qa.data.datasets import load_items
+from agent.qa.data.demo_set import build_demo_set
 from agent.qa.tools.base import Tool
 from agent.qa.tools.ocr import OcrBox, OcrEngine, ReparseImageTool, _merge_passes, transcribe_images
 from localfin.errors import ConfigError, InputError

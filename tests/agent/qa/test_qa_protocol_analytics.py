@@ -12,12 +12,12 @@ import pytest
 from qa_fakes import Calculator, change_items, num_scorer
 from qa_protocol_fakes import depth_backend
 
-from agent.qa.analyze import GLOBAL, analyze, bank_analytics
-from agent.qa.evaluate import EvalConfig
-from agent.qa.items import Question
-from agent.qa.memory import ExperienceMemory, MemoryConfig
-from agent.qa.react import SolverConfig
-from agent.qa.sweep import sweep_memory
+from agent.qa.analysis.analyze import GLOBAL, analyze, bank_analytics
+from agent.qa.core.items import Question
+from agent.qa.evaluation.evaluate import EvalConfig
+from agent.qa.evaluation.sweep import sweep_memory
+from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+from agent.qa.solver.react import SolverConfig
 from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry, query_text

@@ -9,8 +9,8 @@ import re
 import pytest
 from qa_fakes import Calculator, Crasher, act, final, scripted_solver, turn_of
 
-from agent.qa.items import Question
-from agent.qa.react import QASolver, SolverConfig
+from agent.qa.core.items import Question
+from agent.qa.solver.react import QASolver, SolverConfig
 from localfin.errors import ConfigError
 from serving.lockstep import run_lockstep, run_one
 from serving.scripted import Rule, ScriptedBackend

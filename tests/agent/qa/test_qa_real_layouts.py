@@ -20,11 +20,11 @@ import io
 import json
 from pathlib import Path
 
-from agent.qa.datasets import load_items
-from agent.qa.gate import Evidence, check_answer
-from agent.qa.items import Gold, with_gold_evidence
-from agent.qa.react import QASolver, SolverConfig
-from agent.qa.scoring import score_answer
+from agent.qa.core.items import Gold, with_gold_evidence
+from agent.qa.data.datasets import load_items
+from agent.qa.scoring.scoring import score_answer
+from agent.qa.solver.gate import Evidence, check_answer
+from agent.qa.solver.react import QASolver, SolverConfig
 from agent.qa.tools.corpus import Corpus, RetrieveTool
 from serving.lockstep import run_one
 from serving.scripted import Rule, ScriptedBackend

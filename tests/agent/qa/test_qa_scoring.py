@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.scoring import (
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.scoring.scoring import (
     ItemScore,
     choice_letters,
     finmme_avg,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.datasets import load_items
-from agent.qa.scoring import gold_as_prediction, score_answer
+from agent.qa.data.datasets import load_items
+from agent.qa.scoring.scoring import gold_as_prediction, score_answer
 
 
 @pytest.mark.parametrize(

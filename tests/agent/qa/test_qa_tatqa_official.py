@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.items import Gold
-from agent.qa.scoring import score_answer
-from agent.qa.tatqa_metric import (
+from agent.qa.core.items import Gold
+from agent.qa.scoring.scoring import score_answer
+from agent.qa.scoring.tatqa_metric import (
     OUR_TYPES,
     normalize_answer,
     number_value,
@@ -313,7 +313,7 @@ def test_spans_with_their_scale_written_in(gold, text, readings, em):
 
 def test_equal_on_every_row_with_the_gold_the_released_file_loads(shared_data):
     """End to end: the released dev file through ``load_items``, then ``score_answer``."""
-    from agent.qa.datasets import load_items
+    from agent.qa.data.datasets import load_items
 
     path = shared_data / "qa" / "released" / "tatqa" / "dataset_raw" / "tatqa_dataset_dev.json"
     if not path.is_file():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.qa.items import Question
-from agent.qa.schemas import action_schema, char_bound
-from agent.qa.toolset import ToolsetConfig, tool_factory
+from agent.qa.core.items import Question
+from agent.qa.core.schemas import action_schema, char_bound
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from localfin.errors import ConfigError
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.evaluate import EvalConfig, evaluate, image_only
-from agent.qa.items import Gold, QAItem, Question
-from agent.qa.react import SolverConfig
+from agent.qa.core.items import Gold, QAItem, Question
+from agent.qa.evaluation.evaluate import EvalConfig, evaluate, image_only
 from agent.qa.sandbox import SandboxUnavailable, probe
-from agent.qa.toolset import ToolsetConfig, tool_factory
+from agent.qa.solver.react import SolverConfig
+from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from serving.scripted import Rule, ScriptedBackend
 from serving.types import ChatRequest
 

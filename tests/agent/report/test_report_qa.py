@@ -14,7 +14,7 @@ from agent.report.qa import find_qa_reports, qa_rows
 
 
 def _summary(variant: str, correct: int, n: int, hit: float | None, tokens: float) -> dict:
-    """The fields of agent.qa.evaluate.EvalSummary the panel reads."""
+    """The fields of agent.qa.evaluation.evaluate.EvalSummary the panel reads."""
     return {
         "variant": variant,
         "n": n,

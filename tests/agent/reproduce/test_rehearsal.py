@@ -157,7 +157,7 @@ def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(re
     assert rows["FinMMR Easy validation"]["file"] == "released"
     assert rows["FinMMR Easy"]["file"] == "released, re-filed"
     assert {rows[k]["file"] for k in ("BizBench SEC-NUM", "FinTMMBench", "FinMME Avg")} == {"stand-in"}
-    # the shipped Table 1 scores as the authors' harness did (agent/qa/scorers.py)
+    # the shipped Table 1 scores as the authors' harness did (agent/qa/scoring/scorers.py)
     judged_by = "SQuAD EM > 0.5, then judge (qa_judge_strict): judge qwen3-4b-nothink"
     assert rows["FinTMMBench train part"]["scored_by"] == judged_by  # the rule, then the judge model
     biz = rows["BizBench SEC-NUM train"]["scored_by"]

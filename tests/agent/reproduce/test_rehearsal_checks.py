@@ -146,7 +146,7 @@ def test_image_tokens_follow_qwen3_vls_resize() -> None:
 def test_a_stand_in_is_sized_as_its_gpu_entry(tmp_path: Path) -> None:
     """The QA solver picks CPU bounds for a CPU model; a stand-in must get the GPU entry's
     (image sending, paper-scale budgets), else the rehearsal would not run the GPU settings."""
-    from agent.qa.solver_config import solver_config_for
+    from agent.qa.solver.solver_config import solver_config_for
     from serving.open import model_facts
     from serving.registry import cpu_stand_in
 

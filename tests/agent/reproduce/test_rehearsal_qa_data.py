@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.bank_build import check_scorers
+from agent.qa.evaluation.bank_build import check_scorers
 from agent.reproduce.qa_run import _load
 from agent.reproduce.rehearse.qa_data import rehearsal_data
 from agent.reproduce.rehearse.qa_rehearsal import rehearsal_qa_plan, stage_checks
@@ -53,7 +53,7 @@ def test_the_stand_ins_hold_what_the_released_files_hold(tmp_path):
     options. The loaders and the retrieve tool read them as they read the real files."""
     import json
 
-    from agent.qa.datasets import load_items
+    from agent.qa.data.datasets import load_items
     from agent.qa.tools.corpus import Corpus, RetrieveTool
 
     plan = load_repro("finacumen_table1").qa
@@ -144,7 +144,7 @@ class _NoCalls:
 
 
 def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
-    from agent.qa.scorers import SCORERS
+    from agent.qa.scoring.scorers import SCORERS
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
     from serving.registry import default_registry
 

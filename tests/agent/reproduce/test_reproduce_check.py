@@ -32,9 +32,11 @@ def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _items(out: str) -> list[str]:
-    """The item lines of check's output and their count line (the ledger's "What differs"
-    sections follow after a blank line)."""
-    return out.split("\n\n", 1)[0].splitlines()
+    """The item lines of check's output and its verdict, the count line: the output's last line,
+    after the ledger's "What differs" sections (which follow the items after a blank line)."""
+    verdict = out.rstrip("\n").splitlines()[-1]
+    assert " items checked, " in verdict, "the verdict is the last line"
+    return [*out.split("\n\n", 1)[0].splitlines(), verdict]
 
 
 def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
@@ -191,7 +193,7 @@ split = "dev"
 def test_check_scores_each_released_benchmarks_gold_and_refuses_a_broken_scorer(
     bare_machine: Path, released_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent.qa import scoring
+    from agent.qa.scoring import scoring
 
     path = bare_machine / "released.toml"
     path.write_text(_RELEASED, encoding="utf-8")

@@ -118,7 +118,7 @@ def test_finacumen_configs_share_the_papers_bank_mix_and_tools() -> None:
     a difficulty, the others give 500 each), the four tools with a named market store (under the
     authors' protocol: the lookup over FinTMMBench's corpus for every question, no market store),
     and FinTMMBench/FinMME tested on their fixed 20 % parts."""
-    from agent.qa.toolset import TOOL_NAMES
+    from agent.qa.solver.toolset import TOOL_NAMES
     from agent.reproduce.spec import _QA_TOOLS
 
     assert _QA_TOOLS == TOOL_NAMES

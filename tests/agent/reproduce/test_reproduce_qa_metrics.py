@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.qa.judge_pass import JUDGE_SCORES
+from agent.qa.scoring.judge_pass import JUDGE_SCORES
 from agent.reproduce.run import reproduce
 from agent.reproduce.spec import parse_repro
 from bank.embedder import HashingEmbedder

@@ -144,7 +144,7 @@ def test_the_report_names_each_rows_protocol_and_what_reads_the_gold(tmp_path) -
 def test_the_plans_solver_keys_reach_the_solver_and_unset_ones_keep_the_models_defaults() -> None:
     from dataclasses import replace
 
-    from agent.qa.gate import GateConfig
+    from agent.qa.solver.gate import GateConfig
     from agent.reproduce.qa_setup import solver_settings
 
     plan = load_repro("finacumen_table1_authors").qa
@@ -166,8 +166,8 @@ def test_the_plans_solver_keys_reach_the_solver_and_unset_ones_keep_the_models_d
 def test_the_corpus_tool_is_offered_to_every_question_under_the_authors_scope(tmp_path) -> None:
     import json
 
-    from agent.qa.items import Question
-    from agent.qa.toolset import ToolsetConfig, tool_factory
+    from agent.qa.core.items import Question
+    from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 
     data = tmp_path / "fintmm" / "data"
     data.mkdir(parents=True)

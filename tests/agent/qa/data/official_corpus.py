@@ -18,7 +18,7 @@ wrote, with ``pred_scale=""`` (the string mapping), and as the pair ``(answer, s
 documented split rule makes of the string (the pair mapping, as TAT-QA's released evaluation
 takes a prediction); a string that is a JSON list (our convention for multi-span answers) is
 handed over as that list, each element as ``str``. The split rule is restated here from its
-documentation (``agent/qa/tatqa_metric.py``, rule P) with the standard library only: a
+documentation (``agent/qa/scoring/tatqa_metric.py``, rule P) with the standard library only: a
 trailing ``%`` or ``thousand``/``million``/``billion``/``percent`` word (optionally followed by
 one ".") after a number, or after a JSON list of numbers, is the scale.
 A FinMMR prediction is handed to ``get_acc`` as the string, and to the CoT evaluation's check
