@@ -250,6 +250,14 @@ def parser() -> argparse.ArgumentParser:
         "window, cut at the data's last session)",
     )
     ap.add_argument(
+        "--prior-filings",
+        choices=("none", "latest"),
+        default=None,
+        help="FinMem's [baselines.finmem] prior_filings for this run: none (the filings dated within the "
+        "run, FinMem's pipeline) or latest (also each leg's latest 10-Q and 10-K filed before the first "
+        "session, for a short window that starts between filings; default: the config's)",
+    )
+    ap.add_argument(
         "--fit-tokens",
         type=int,
         default=0,
@@ -356,6 +364,7 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             stand_in_filings=args.stand_in_filings,
             train_sessions=args.train_sessions,
             test_cycles=args.test_cycles,
+            prior_filings=args.prior_filings,
         )
     replies = dict(BACKBONE_REPLY_TOKENS)
     replies.update({k: int(v) for k, _, v in (x.partition("=") for x in args.reply_tokens)})

@@ -314,11 +314,13 @@ def run_prompts(
     stand_in_filings: bool = False,
     train_sessions: int = 0,
     test_cycles: int = 0,
+    prior_filings: str | None = None,
 ) -> Path:
     """Run the document of :func:`tokens_document` into ``out`` and return its cell folder.
     ``fit_tokens``: the most a prompt and its reply budget may take on the CPU model (0: its
     context); a longer one is answered from a copy cut to fit (:mod:`bench.tokens.fit`).
-    ``train_sessions`` / ``test_cycles``: the windows shortened by :func:`cut_windows`."""
+    ``train_sessions`` / ``test_cycles``: the windows shortened by :func:`cut_windows`;
+    ``prior_filings``: FinMem's ``prior_filings`` for this run (None: the config's)."""
     from agent.reproduce.moira_run import run_moira
     from localfin.progress import NULL_PROGRESS
     from serving.open import BackendSpec, open_backend
@@ -330,6 +332,12 @@ def run_prompts(
     reg = registry or default_registry()
     store, pool = build_store(out, prices, news, companies, filings, aliases, stand_in_filings)
     doc = tokens_document(cfg, store, pool, model)
+    if prior_filings is not None:
+        from agent.pairs.baselines.finmem.config import PRIOR_FILINGS
+
+        if prior_filings not in PRIOR_FILINGS:
+            raise ConfigError(f"--prior-filings {prior_filings!r}; allowed: {', '.join(PRIOR_FILINGS)}")
+        doc["baselines"]["finmem"]["prior_filings"] = prior_filings
     sessions = _sessions(store)
     for note in clip_windows(doc, sessions[-1]):
         log.warning("%s", note)
