@@ -178,6 +178,10 @@ def test_the_command_checks_and_names_what_it_needs(capsys: pytest.CaptureFixtur
     assert recs and all(r["value"] is True for r in recs)
     with pytest.raises(ConfigError, match="--prices is required"):
         main(["--out", "x"])
+    with pytest.raises(ConfigError, match="--test-cycles -1; allowed: 0"):
+        main(["--out", "x", "--prices", "p.csv", "--test-cycles", "-1"])
+    with pytest.raises(ConfigError, match=r"--prior-filings.*'all'"):
+        main(["--out", "x", "--prices", "p.csv", "--prior-filings", "all"])
 
 
 def test_table_10_as_the_paper_computes_it() -> None:
