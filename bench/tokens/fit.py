@@ -8,13 +8,17 @@ with the CPU model's own tokenizer) is sent as a copy whose longest memory texts
 fields of the JSON payload, filings first since they are longest) are cut, a quarter at a time,
 until it fits; the reply comes back under the original request's key, so the journal, the
 recorded requests and the token counts hold the prompt as built. Requests that fit are sent
-unchanged. How many were cut is counted (:attr:`FitToContext.cut`).
+unchanged. How many were cut is counted (:attr:`FitToContext.cut`). A prompt whose fixed text
+and reply budget alone exceed ``fit_tokens`` cannot be cut: it is sent whole (the engine then
+refuses it and the run records a failed call), counted (:attr:`FitToContext.unfit`) and logged
+once, naming ``--fit-tokens``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +26,8 @@ from typing import Any
 from serving.types import ChatRequest, ChatResult, Message
 
 __all__ = ["FitToContext", "shrink"]
+
+log = logging.getLogger(__name__)
 
 
 def _texts(node: Any, out: list[tuple[Any, Any, int]]) -> None:
@@ -78,6 +84,7 @@ class FitToContext:
         self.fit_tokens = int(fit_tokens)
         self.name = f"fit:{getattr(inner, 'name', 'backend')}"
         self.cut = 0
+        self.unfit = 0
         self._lock = threading.Lock()
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
@@ -91,6 +98,18 @@ class FitToContext:
             if small is not r and small is not None:
                 with self._lock:
                     self.cut += 1
+            elif small is None:
+                with self._lock:
+                    self.unfit += 1
+                    first = self.unfit == 1
+                if first:
+                    log.warning(
+                        "--fit-tokens %d: a %s prompt does not fit even with its memory texts cut (its "
+                        "fixed text and reply budget alone exceed it); sent whole, the model may refuse "
+                        "it: raise --fit-tokens (at most the answering model's context)",
+                        self.fit_tokens,
+                        r.call_type or "chat",
+                    )
             sent.append(small if small is not None else r)
         results = self.inner.chat(sent)
         return [

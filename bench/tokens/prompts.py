@@ -358,7 +358,8 @@ def run_prompts(
     if fitted.cut:
         log.info("%d prompt(s) answered from a copy cut to %d tokens", fitted.cut, fitted.fit_tokens)
     (out / "fit.json").write_text(
-        json.dumps({"cut": fitted.cut, "fit_tokens": fitted.fit_tokens}), encoding="utf-8"
+        json.dumps({"cut": fitted.cut, "unfit": fitted.unfit, "fit_tokens": fitted.fit_tokens}),
+        encoding="utf-8",
     )
     (cell,) = outcome.cells
     return cell

@@ -50,6 +50,18 @@ def test_a_long_prompt_is_answered_from_a_copy_and_keeps_its_key() -> None:
     assert _chars(inner.calls[0]) <= 2_000 and inner.calls[1] == fits and fit.cut == 1
 
 
+def test_a_prompt_whose_fixed_text_exceeds_the_fit_is_sent_whole_counted_and_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    big = _request(5_000)
+    inner = ScriptedBackend([Rule("finmem_decision", lambda r: "{}")])
+    fit = FitToContext(inner, _chars, 40)  # below the system text and reply budget
+    with caplog.at_level("WARNING", logger="bench.tokens.fit"):
+        fit.chat([big, big])
+    assert fit.unfit == 2 and fit.cut == 0 and inner.calls[0] == big
+    assert sum("--fit-tokens 40" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_windows_end_at_the_data_and_finmem_takes_its_backbones_context() -> None:
     doc = {
         "windows": [{"name": "a1-long", "test_start": "2025-01-14", "test_end": "2026-03-31"}],
