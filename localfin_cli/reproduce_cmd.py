@@ -80,10 +80,20 @@ def _data_root(extra: str = ""):
     return typer.Option(None, "--data-root", help=_DATA_ROOT_HELP + extra)
 
 
-def _configs(name: str):
+def _configs(name: str, authors_code: Path | None = None):
+    from agent.reproduce.qa_authors import with_authors_code
     from agent.reproduce.spec import load_all, load_repro
 
-    return load_all() if name == "all" else [load_repro(name)]
+    return with_authors_code(load_all() if name == "all" else [load_repro(name)], authors_code)
+
+
+def _authors_code() -> Path:
+    return typer.Option(
+        None,
+        "--authors-code",
+        help="A checkout of the FinAcumen authors' code (CamelliaLilium/FinAcumen at the pinned commit) "
+        "for the settings that send their prompt texts, read at run time (sets [qa] authors_code).",
+    )
 
 
 def _table() -> str:
@@ -190,6 +200,7 @@ def do_run(
     ray: str | None = None,
     endpoint: list[str] | None = None,
     shards: int | None = None,
+    authors_code: Path | None = None,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
     ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
@@ -204,7 +215,7 @@ def do_run(
         from serving.cluster.connect import preflight
 
         ray = preflight(ray)  # a head that does not answer: nothing read or written
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     mode = "smoke" if smoke else "run"
     inventory = None
     if not smoke:
@@ -308,6 +319,7 @@ def do_rehearse(
     paths: str,
     data_root: Path | None,
     size: str = "default",
+    authors_code: Path | None = None,
 ) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from agent.reproduce.rehearse.runs import SIZES
@@ -320,7 +332,7 @@ def do_rehearse(
         raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
     if size not in SIZES:
         raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     base = out or env.runs_dir() / "rehearse"
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
@@ -430,6 +442,7 @@ def run(
     shards: int = typer.Option(
         None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing, or
     while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
@@ -444,7 +457,7 @@ def run(
         )
     do_run(
         ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
-        shards=shards,
+        shards=shards, authors_code=authors_code,
     )  # fmt: skip
 
 
@@ -461,9 +474,13 @@ def smoke(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the smoke run already in the output folder."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config shrunk to CPU size (synthetic market, demo QA set), report included."""
-    do_run(ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume)
+    do_run(
+        ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume,
+        authors_code=authors_code,
+    )  # fmt: skip
 
 
 @app.command("rehearse")
@@ -482,9 +499,10 @@ def rehearse(
         help="How far windows and items shrink: default (2 items a set, 2 tool steps, 2 bank items x 2 "
         "trajectories) or smallest (1 of each: every call type still sent, in about half the time).",
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size, authors_code=authors_code)
 
 
 @app.command("plan")
