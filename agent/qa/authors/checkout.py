@@ -76,9 +76,9 @@ class AuthorsCode:
             raise AuthorsCodeError(f"authors' text {name!r} is a {type(v).__name__}, not an f-string")
         return v
 
-    def render(self, name: str, **values: Any) -> str:
-        """The f-string ``name`` rendered with ``values``."""
-        return self.template(name).render(**values)
+    def render(self, text: str, /, **values: Any) -> str:
+        """The f-string named ``text`` rendered with ``values`` (a field may be called ``name``)."""
+        return self.template(text).render(**values)
 
     def table(self, name: str) -> Any:
         """The literal table ``name`` (a fresh copy each time)."""

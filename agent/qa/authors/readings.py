@@ -11,6 +11,8 @@ is needed): each function names the place in their code whose rule it follows.
   bold ``Final Answer:`` line of an assistant message, newest first; else the newest assistant
   message's last line that is not a lone tag: its ``final_answer:``/``answer =`` value, or the
   line itself when at most 200 characters (older messages when none qualifies).
+- :func:`final_answer`: the answer of a finished conversation: the newest ``terminate`` call's
+  (:func:`terminate_answer`), else :func:`reply_answer`, else the step-limit answer given.
 - :func:`last_number`: the step-limit answer (``ft/agent/base.py``
   ``_extract_last_computed_value``): the last number of the newest tool output that has one.
 - :func:`stuck_number`: the zero-tool stop's answer (``ft/agent/toolcall.py``
@@ -37,6 +39,7 @@ __all__ = [
     "base_answer",
     "terminate_answer",
     "reply_answer",
+    "final_answer",
     "last_number",
     "stuck_number",
     "close_enough",
@@ -103,6 +106,20 @@ def reply_answer(assistant_texts: Sequence[str]) -> str:
             if len(line) <= _LINE_CAP:
                 return line
     return ""
+
+
+def final_answer(messages: Sequence[Any], forced: str = "") -> tuple[str, bool]:
+    """The answer their reading takes from ``messages`` (each with ``role``, ``content`` and
+    ``tool_calls`` of ``name``/``arguments``, oldest first) and whether a ``terminate`` call gave
+    it; ``forced``: the step-limit answer, their last resort."""
+    for m in reversed(messages):
+        for tc in m.tool_calls or ():
+            if tc.name == "terminate":
+                ans = terminate_answer(tc.arguments)
+                if ans:
+                    return ans, True
+    said = reply_answer([m.content or "" for m in messages if m.role == "assistant"])
+    return (said or str(forced or "").strip()), False
 
 
 def last_number(tool_outputs: Sequence[str]) -> str:

@@ -22,7 +22,8 @@ first and last character), which the pinned table compares (:mod:`agent.qa.autho
 
 A :class:`Template` renders an f-string with values we give: a field whose expression is a name
 (``{name}``, ``{str(name)}``) takes that name's value; any other expression is field ``#i``
-(``i``: its position among the f-string's fields). Conversions (``!r``) and format specs
+(``i``: its position among the f-string's fields, counted in order with those of a format
+spec). Conversions (``!r``) and format specs
 (``:.2f``, also ``:.{dp}f``) apply as Python applies them. A literal table may hold f-strings
 whose names are module-level constants of the same file (``f"Default {_DEFAULT_TOP_N}"``).
 """

@@ -133,3 +133,16 @@ def lookup_hints(code: AuthorsCode) -> Any:
         return code.render(f"tool.lookup.{kind}", **fields)
 
     return hints
+
+
+def terminate_output(code: AuthorsCode, arguments: Any) -> str:
+    """What their ``terminate`` tool returns for its arguments (its status, its answer)."""
+    args = arguments if isinstance(arguments, dict) else {}
+    parts = []
+    if args.get("status"):
+        parts.append(code.render("tool.terminate.status", status=args["status"]))
+    if args.get("final_answer"):
+        parts.append(code.render("tool.terminate.answer", final_answer=args["final_answer"]))
+    if not parts:
+        parts.append(code.text("tool.terminate.done"))
+    return code.text("tool.terminate.join").join(parts)

@@ -47,7 +47,7 @@ from agent.qa.authors import tool_texts as tt
 from agent.qa.authors.bank_texts import trajectory_text
 from agent.qa.authors.checkout import AuthorsCode
 from agent.qa.authors.messages import ocr_prefixed, policy_message, problem_block, system_prompt, with_memory
-from agent.qa.authors.readings import NoSuchGroup, last_number, reply_answer, stuck_number, terminate_answer
+from agent.qa.authors.readings import NoSuchGroup, final_answer, last_number, stuck_number
 from agent.qa.core.items import Question
 from agent.qa.core.trajectory import Step, Trajectory
 from agent.qa.solver.final_answer import extract_final_answer
@@ -68,6 +68,8 @@ OURS_TO_AUTHORS = {
 }
 _NO_TOOL_STOP = 3
 _REPEATS = 2
+#: their agent's memory keeps the newest 100 messages
+_MAX_MESSAGES = 100
 
 
 def _native(tool: Tool) -> dict[str, Any]:
@@ -99,10 +101,8 @@ class _Run:
     def execute(self, call: ToolCall) -> tuple[str, bool | None, str | None]:
         """The tool message of ``call``, whether the tool succeeded, and a fallback label."""
         code, name, limit = self.code, call.name, self.limit
-        if name == tt.TERMINATE:
-            return "", True, None
         tool = self.by_theirs.get(name)
-        if tool is None:
+        if tool is None and name != tt.TERMINATE:
             return tt.unknown_tool(code, name, limit=limit), False, "unknown_tool"
         try:
             args = json.loads(call.arguments or "{}")
@@ -114,6 +114,8 @@ class _Run:
                 False,
                 "tool_error",
             )
+        if name == tt.TERMINATE:
+            return tt.observation(code, name, tt.terminate_output(code, dict(args)), limit=limit), True, None
         if name == "ocr_extract":
             images = self.transcriptions if args.get("use_context_image") else ()
             return tt.observation(code, name, tt.ocr_output(code, images), limit=limit), bool(images), None
@@ -183,6 +185,7 @@ def authors_program(
     for k in range(1, c.max_steps + 1):
         policy += tt.policy_suffix(code, c.max_steps - k)
         msgs.append(Message("user", policy))
+        msgs = msgs[-_MAX_MESSAGES:]
         req = ChatRequest(
             model=c.model, messages=(system, *msgs), max_tokens=budget, call_type="qa_solve",
             tools=run.specs, tool_choice="auto",
@@ -223,9 +226,9 @@ def authors_program(
                         record(step_from(res, len(steps), "action", fallback="zero_tool_stop", cuts=cuts))
                         finished = True
                         break
-                    forced = ToolCall("forced_term", tt.TERMINATE, json.dumps({"final_answer": str(found)}))
-                    msgs.append(Message("assistant", "", tool_calls=(forced,)))
-                    calls, fb = (forced,), "zero_tool_stop"
+                    stop = ToolCall("forced_term", tt.TERMINATE, json.dumps({"final_answer": str(found)}))
+                    msgs.append(Message("assistant", "", tool_calls=(stop,)))
+                    calls, fb = (stop,), "zero_tool_stop"
             elif no_tool >= 2:
                 msgs.append(Message("user", code.text("loop.no_tool")))
         observations = []
@@ -263,18 +266,10 @@ def authors_program(
             policy = tt.with_stuck_note(code, tt.stuck_note(code, _concluded(said)), policy)
         if finished:
             break
-    answer = ""
-    for m in reversed(msgs):
-        for tc in m.tool_calls:
-            if tc.name == tt.TERMINATE and (answer := terminate_answer(tc.arguments)):
-                break
-        if answer:
-            break
-    terminated = bool(answer)
-    if not answer:
-        answer = reply_answer([m.content for m in msgs if m.role == "assistant"])
-    if not stopped and k >= c.max_steps and not answer:  # their step-limit answer
-        answer = last_number([m.content for m in msgs if m.role == "tool"])
+    forced = ""
+    if not stopped and k >= c.max_steps:  # their step-limit answer, the last resort
+        forced = last_number([m.content for m in msgs if m.role == "tool"])
+    answer, terminated = final_answer(msgs, forced)
     if not finished and not stopped:
         fallbacks.append("step_limit")
     if c.answer_reading == "ours":
