@@ -13,7 +13,7 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -47,7 +47,7 @@ def their_modules(tmp: Path) -> Iterator[Any]:
     cfg = types.ModuleType("finacumen.ft.config")
 
     class _Config:
-        llm: dict[str, Any] = {}
+        llm: ClassVar[dict[str, Any]] = {}
         ocr_config = None
 
     cfg.config = _Config()  # type: ignore[attr-defined]

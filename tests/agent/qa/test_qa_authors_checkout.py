@@ -61,7 +61,7 @@ def test_a_missing_file_folder_or_path_is_named(tmp_path) -> None:
         open_authors_code(root)
     with pytest.raises(AuthorsCodeError, match="no such folder"):
         open_authors_code(tmp_path / "nowhere")
-    with pytest.raises(AuthorsCodeError, match="qa.authors_code is empty"):
+    with pytest.raises(AuthorsCodeError, match=r"qa\.authors_code is empty"):
         open_authors_code("")
     f = root / "finacumen/ft/agent/toolcall.py"
     f.write_text("x = 1\n", encoding="utf-8")

@@ -18,11 +18,33 @@ from agent.qa.authors.checkout import open_authors_code
 from serving.types import Message, ToolCall
 
 GOLDS = [
-    "true", "No", "A", "BD", "Palo Alto Networks", "Alphabet Inc. (GOOG)", "42", "12.35", "-3.5",
-    "$1,234.56", "HK$ 12", "€3", "12.5%", "4.7 billion", "3 millions", "25 bps", "(0.25)", "n/a",
-    "The revenue increased from 10.5 to 12.25 over the two quarters shown.", "", "1,000", "0.0",
-    "5 basis points", "¥100.1", "3.1416%", "Yes, it rose",
-]  # fmt: skip
+    "true",
+    "No",
+    "A",
+    "BD",
+    "Palo Alto Networks",
+    "Alphabet Inc. (GOOG)",
+    "42",
+    "12.35",
+    "-3.5",
+    "$1,234.56",
+    "HK$ 12",
+    "€3",
+    "12.5%",
+    "4.7 billion",
+    "3 millions",
+    "25 bps",
+    "(0.25)",
+    "n/a",
+    "The revenue increased from 10.5 to 12.25 over the two quarters shown.",
+    "",
+    "1,000",
+    "0.0",
+    "5 basis points",
+    "¥100.1",
+    "3.1416%",
+    "Yes, it rose",
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +80,15 @@ def test_format_instructions_equal_build_instruction(code, theirs) -> None:
 
 
 TARGETS = [
-    {"question": "What is 2 < 3 & 4 > 1?", "context": "Rev <b>10</b> & costs", "options": "A. x\nB. y",
-     "gold_answer": "B"},
+    {
+        "question": "What is 2 < 3 & 4 > 1?",
+        "context": "Rev <b>10</b> & costs",
+        "options": "A. x\nB. y",
+        "gold_answer": "B",
+    },
     {"question": "Margin in 2022?", "context": "", "options": None, "gold_answer": "12.35"},
     {"question": "Who?", "context": "Table: A | B", "options": "", "gold_answer": "Ansys"},
-]  # fmt: skip
+]
 
 
 def _mine(code, t, *, base=False):
@@ -98,10 +124,13 @@ ENTRIES = [
 
 def test_the_memory_block_and_its_injection_equal_theirs(code, theirs) -> None:
     exps = [
-        {"question": e["question"], "gold_answer": e["answer"],
-         "experience": {"findings": e["findings"], "cautions": e["cautions"]}}
+        {
+            "question": e["question"],
+            "gold_answer": e["answer"],
+            "experience": {"findings": e["findings"], "cautions": e["cautions"]},
+        }
         for e in ENTRIES
-    ]  # fmt: skip
+    ]
     refs = {0: [1, 2], 2: [3]}
     for t in TARGETS:
         want = theirs.retrieve.inject_memory_into_message(
@@ -136,22 +165,40 @@ def _agent(messages):
 
 def _theirs_msg(m: Message):
     calls = [
-        SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name, arguments=c.arguments)) for c in m.tool_calls
-    ]  # fmt: skip
+        SimpleNamespace(id=c.id, function=SimpleNamespace(name=c.name, arguments=c.arguments))
+        for c in m.tool_calls
+    ]
     return SimpleNamespace(role=m.role, content=m.content, tool_calls=calls or None, name=m.name or None)
 
 
 CONVERSATIONS = [
-    [Message("user", "q"), Message("assistant", "<Think>plan it</Think>\ncalling", tool_calls=(
-        ToolCall("1", "python_execute", '{"code": "print(2)"}'),)),
-     Message("tool", "Observed output of cmd `python_execute` executed:\n2", tool_call_id="1", name="python_execute"),
-     Message("assistant", "", tool_calls=(ToolCall("2", "terminate", '{"final_answer": " 2.0 "}'),))],
-    [Message("assistant", "thinking\n**Final Answer:** 7 USD\nmore"), Message("tool", "x 12 y 13.5", name="")],
+    [
+        Message("user", "q"),
+        Message(
+            "assistant",
+            "<Think>plan it</Think>\ncalling",
+            tool_calls=(ToolCall("1", "python_execute", '{"code": "print(2)"}'),),
+        ),
+        Message(
+            "tool",
+            "Observed output of cmd `python_execute` executed:\n2",
+            tool_call_id="1",
+            name="python_execute",
+        ),
+        Message("assistant", "", tool_calls=(ToolCall("2", "terminate", '{"final_answer": " 2.0 "}'),)),
+    ],
+    [
+        Message("assistant", "thinking\n**Final Answer:** 7 USD\nmore"),
+        Message("tool", "x 12 y 13.5", name=""),
+    ],
     [Message("assistant", "line one\n<Answer>\nanswer = 42\n</Answer>")],
     [Message("assistant", "a" * 250), Message("assistant", "short last line\n" + "b" * 201)],
     [Message("assistant", "", tool_calls=(ToolCall("3", "terminate", '{"status": "success"}'),))],
-    [Message("assistant", "", tool_calls=(ToolCall("4", "terminate", "not json"),)), Message("assistant", "ok")],
-]  # fmt: skip
+    [
+        Message("assistant", "", tool_calls=(ToolCall("4", "terminate", "not json"),)),
+        Message("assistant", "ok"),
+    ],
+]
 
 
 def test_their_readings_equal_ours(code, theirs) -> None:
@@ -179,9 +226,15 @@ def test_their_readings_equal_ours(code, theirs) -> None:
 
 
 STUCK = [
-    "the answer is 12.5", "result = -3", "Value: 1,234", "I will terminate with 42", "nothing 7 and 8.25",
-    "final_answer 12", "no numbers here", "margin is x then 5",
-]  # fmt: skip
+    "the answer is 12.5",
+    "result = -3",
+    "Value: 1,234",
+    "I will terminate with 42",
+    "nothing 7 and 8.25",
+    "final_answer 12",
+    "no numbers here",
+    "margin is x then 5",
+]
 
 
 def test_the_stuck_reading_equals_theirs_including_its_error(theirs) -> None:
@@ -203,10 +256,23 @@ def test_the_stuck_reading_equals_theirs_including_its_error(theirs) -> None:
 
 
 PAIRS = [
-    ("12.5", "12.5"), ("12.6", "12.5"), ("12.55", "12.5"), ("$1,000", "1000"), ("5%", "0.05"), ("5", "5%"),
-    ("0", "0"), ("0.0000000001", "0"), ("4.7 billion", "4,700,000,000"), ("(3)", "3"), ("Ansys", "ansys"),
-    ("", "1"), ("abc", "abd"), ("12.5%", "12.4%"), ("hk$ 12", "12"), ("3 thousands", "3000"),
-]  # fmt: skip
+    ("12.5", "12.5"),
+    ("12.6", "12.5"),
+    ("12.55", "12.5"),
+    ("$1,000", "1000"),
+    ("5%", "0.05"),
+    ("5", "5%"),
+    ("0", "0"),
+    ("0.0000000001", "0"),
+    ("4.7 billion", "4,700,000,000"),
+    ("(3)", "3"),
+    ("Ansys", "ansys"),
+    ("", "1"),
+    ("abc", "abd"),
+    ("12.5%", "12.4%"),
+    ("hk$ 12", "12"),
+    ("3 thousands", "3000"),
+]
 
 
 def test_the_bank_grading_texts_and_readings_equal_theirs(code, theirs) -> None:
@@ -215,22 +281,35 @@ def test_the_bank_grading_texts_and_readings_equal_theirs(code, theirs) -> None:
     t = {"context": "C & <d>", "options": "A. x\nB. y", "question": "Q?"}
     problem = bt.problem_text(code, "Q?", "C & <d>", ("A. x", "B. y"))
     assert problem == theirs.cv._build_problem_text(t)
-    paths = [{"trajectory": "T1", "score": 1.0, "reason": "correct"}, {"trajectory": "T2", "score": 0.4, "reason": "r"},
-             {"trajectory": "T3"}]  # fmt: skip
+    paths = [
+        {"trajectory": "T1", "score": 1.0, "reason": "correct"},
+        {"trajectory": "T2", "score": 0.4, "reason": "r"},
+        {"trajectory": "T3"},
+    ]
     attempts = bt.attempts_text(code, [("T1", 1.0, "correct"), ("T2", 0.4, "r"), ("T3", None, "")])
     assert attempts == theirs.cv._format_attempts(paths)
     assert bt.grading_request_text(code, problem, "12", attempts) == theirs.cv.SCORE_PATHS_PROMPT.format(
         problem_text=problem, gold_answer="12", attempts_text=attempts
     )
-    for reply, n in (('<Answer>[{"score": 0.5, "reason": "a"},]</Answer>', 1), ('```json\n[{"score": 1, "reason": "b"}]\n```', 1),
-                     ("[]", 1), ("nonsense", 2), ('[{"score": 0.1, "reason": "x"}, {"score": 0.2, "reason": "y"}]', 2)):  # fmt: skip
+    for reply, n in (
+        ('<Answer>[{"score": 0.5, "reason": "a"},]</Answer>', 1),
+        ('```json\n[{"score": 1, "reason": "b"}]\n```', 1),
+        ("[]", 1),
+        ("nonsense", 2),
+        ('[{"score": 0.1, "reason": "x"}, {"score": 0.2, "reason": "y"}]', 2),
+    ):
         got = theirs.cv._parse_json_array(reply)
         want = [(float(s["score"]), str(s["reason"])) for s in got] if got and len(got) == n else None
         assert bt.read_scores(reply, n) == want
-    for text in ("data not available, retry", "Retry the lookup before concluding it is unavailable",
-                 "When data is missing, state unknown", "To compute x, use y."):  # fmt: skip
+    for text in (
+        "data not available, retry",
+        "Retry the lookup before concluding it is unavailable",
+        "When data is missing, state unknown",
+        "To compute x, use y.",
+    ):
         assert bt.gives_up(code, text) == theirs.pruning.is_anti_give_up(text)
-    reply = '<Think>a</Think><Answer>{"analysis": "z", "findings": ["To a, b.", "To a, b.", " "], "cautions": ["data not available"]}</Answer>'
+    body = '{"analysis": "z", "findings": ["To a, b.", "To a, b.", " "], "cautions": ["data not available"]}'
+    reply = f"<Think>a</Think><Answer>{body}</Answer>"
     parsed = theirs.cv._parse_json_answer(reply)
     assert bt.read_summary(code, reply) == (
         tuple(dict.fromkeys(f.strip() for f in parsed["findings"] if f.strip())),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 from authors_support import FakeLLM, snapshot, their_modules
@@ -36,20 +37,33 @@ SCRIPT = [
     ("<Think>inventory</Think>", [("python_execute", json.dumps({"code": "print(3)"}))]),
     ("I think the answer is 3", []),
     ("still thinking", []),
-    ("", [("financial_data_lookup", json.dumps({"source": "stock_price", "symbol": "aapl", "date": "2022-01-03"}))]),
-    ("", [("financial_data_lookup", json.dumps({"source": "stock_price", "symbol": "ZZZZ"})),
-          ("financial_data_lookup", json.dumps({"source": "news", "date": "2022-Q1"}))]),
+    (
+        "",
+        [
+            (
+                "financial_data_lookup",
+                json.dumps({"source": "stock_price", "symbol": "aapl", "date": "2022-01-03"}),
+            )
+        ],
+    ),
+    (
+        "",
+        [
+            ("financial_data_lookup", json.dumps({"source": "stock_price", "symbol": "ZZZZ"})),
+            ("financial_data_lookup", json.dumps({"source": "news", "date": "2022-Q1"})),
+        ],
+    ),
     ("", [("no_such_tool", "{}")]),
     ("", [("python_execute", "{not json")]),
     ("", [("ocr_extract", json.dumps({"use_context_image": True}))]),
     ("done", [("terminate", json.dumps({"final_answer": " 3 USD ", "status": "success"}))]),
-]  # fmt: skip
+]
 
 
 class _Python:
     name = "python"
     description = "python"
-    args_schema = {"type": "object"}
+    args_schema: ClassVar[dict] = {"type": "object"}
 
     def __call__(self, args):
         return ToolResult(True, "3\n")
@@ -109,10 +123,14 @@ def _theirs(tmp_path, agent_kind: str, max_steps: int):
 
         class Model(FakeLLM):
             async def ask_tool(self, messages, system_msgs=None, tools=None, tool_choice=None, **kw):
-                sent.append({
-                    "messages": [m.to_dict() for m in (system_msgs or [])] + [m.to_dict() for m in messages],
-                    "tools": tools, "tool_choice": str(getattr(tool_choice, "value", tool_choice)),
-                })  # fmt: skip
+                sent.append(
+                    {
+                        "messages": [m.to_dict() for m in (system_msgs or [])]
+                        + [m.to_dict() for m in messages],
+                        "tools": tools,
+                        "tool_choice": str(getattr(tool_choice, "value", tool_choice)),
+                    }
+                )
                 text, calls = next(replies)
                 step = len(sent)
                 return SimpleNamespace(
@@ -128,12 +146,17 @@ def _theirs(tmp_path, agent_kind: str, max_steps: int):
         else:
             system, policy = variant.FT_SYSTEM_PROMPT, variant.FT_NEXT_STEP_PROMPT
         agent = tc.ToolCallAgent(
-            name="a", system_prompt=system, next_step_prompt=policy, llm=Model(),
+            name="a",
+            system_prompt=system,
+            next_step_prompt=policy,
+            llm=Model(),
             available_tools=tools.ToolCollection(
                 py.PythonExecute(), lk.FinancialDataLookup(), ocr.OcrExtract(), tools.Terminate()
             ),
-            tool_choices=schema.ToolChoice.AUTO, max_steps=max_steps, max_observe=4000,
-        )  # fmt: skip
+            tool_choices=schema.ToolChoice.AUTO,
+            max_steps=max_steps,
+            max_observe=4000,
+        )
         asyncio.run(agent.run("USER MESSAGE"))
         answer = variant._extract_final_answer(agent)
         transcript = load("finacumen.fm.cross_verify")._build_trajectory_text(agent)
@@ -153,8 +176,18 @@ class _Scripted:
             self.requests.append(req)
             text, calls = next(self.replies)
             tcs = tuple(ToolCall(f"x{i}", n, a) for i, (n, a) in enumerate(calls))
-            out.append(build_result(req, text, finish_reason="stop", usage=Usage(), latency_s=0.0,
-                                    backend="scripted", revision="", tool_calls=tcs))  # fmt: skip
+            out.append(
+                build_result(
+                    req,
+                    text,
+                    finish_reason="stop",
+                    usage=Usage(),
+                    latency_s=0.0,
+                    backend="scripted",
+                    revision="",
+                    tool_calls=tcs,
+                )
+            )
         return out
 
 
@@ -164,8 +197,11 @@ def test_our_loop_sends_what_theirs_sends_step_by_step(tmp_path, agent_kind, mon
     sent, their_answer, their_transcript = _theirs(tmp_path, agent_kind, steps)
     code = open_authors_code(snapshot())
     corpus = FinCorpus(_corpus(tmp_path / "ours"))
-    tools = [_Python(), FinancialDataLookupTool(corpus, lookup_hints(code)), SimpleNamespace(
-        name="ocr_extract", description="", args_schema={}, close=lambda: None)]  # fmt: skip
+    tools = [
+        _Python(),
+        FinancialDataLookupTool(corpus, lookup_hints(code)),
+        SimpleNamespace(name="ocr_extract", description="", args_schema={}, close=lambda: None),
+    ]
     cfg = SolverConfig(model="m", max_steps=steps, loop="authors", max_tokens=1024, observation_chars=4000)
     solver = QASolver(cfg, tools=lambda q: tools, authors=code)
     monkeypatch.setattr("agent.qa.solver.authors_loop.problem_block", lambda *a, **k: "USER MESSAGE")
