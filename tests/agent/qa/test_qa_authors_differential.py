@@ -76,7 +76,9 @@ def test_format_instructions_equal_build_instruction(code, theirs) -> None:
         assert mine == theirs.retrieve.build_instruction(gold), gold
     # without the example number: their rounding line up to its example, the rest unchanged
     plain = am.instruction_lines(code, "12.35", example=False)
-    assert "12.35" not in "".join(plain) and plain[0].startswith("  - Return the answer rounded to 2")
+    with_example = am.instruction_lines(code, "12.35")
+    assert "12.35" not in "".join(plain) and "12.35" in with_example[0]
+    assert with_example[0].startswith(plain[0].rstrip(".")) and plain[1:] == with_example[1:]
 
 
 TARGETS = [
