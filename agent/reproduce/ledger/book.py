@@ -119,7 +119,10 @@ class LedgerValue:
     value: the value (None with ``unset``); unset: the field is unset (None); any: every value
     (a table's own data selection); digest: a long value identified by :func:`digest`;
     provenance: one of :data:`PROVENANCES`; why: the reason (required for ``ours``);
-    reads_gold: this value makes the run read the gold answer or gold evidence at test time.
+    reads_gold: this value makes the run read the gold answer or gold evidence at test time;
+    section, quote: where the paper states a ``paper`` value (``"App. A.2"``) and a few words of
+    its text near it; at, token: where the authors' code has an ``authors`` value
+    (``"<Repo>/<path>:<line>"`` or ``:<first>-<last>``) and the text (or texts) found there.
     """
 
     provenance: str
@@ -129,6 +132,10 @@ class LedgerValue:
     digest: str = ""
     why: str = ""
     reads_gold: bool = False
+    section: str = ""
+    quote: str = ""
+    at: str = ""
+    token: str | list[str] = ""
 
     def __post_init__(self) -> None:
         if self.provenance not in PROVENANCES:
