@@ -64,10 +64,15 @@ def cfg(**kw: Any) -> SolverConfig:
 def _run(tmp_path, code, backend, variant="ft", solver=None, memory=None, items=None, **kw):
     items = items or change_items(1, "test")
     summary = evaluate(
-        items, backend, tmp_path / variant, EvalConfig(variant, solver or cfg(**kw)),
-        tools=(lambda q: [Py()]) if variant != "base" else None, memory=memory, authors=code,
+        items,
+        backend,
+        tmp_path / variant,
+        EvalConfig(variant, solver or cfg(**kw)),
+        tools=(lambda q: [Py()]) if variant != "base" else None,
+        memory=memory,
+        authors=code,
         scorer=num_scorer,
-    )  # fmt: skip
+    )
     rows = [json.loads(x) for x in (tmp_path / variant / "trace.jsonl").read_text().splitlines()]
     return summary, rows[0]
 
@@ -119,8 +124,15 @@ def test_at_the_step_limit_the_answer_is_the_last_number_of_the_last_tool_output
 
 def test_their_base_prompt_and_reading(tmp_path, code) -> None:
     backend = ScriptedBackend(default="Let me see.\n**Final Answer:** 42 %.\nDone")
-    _, row = _run(tmp_path, code, backend, variant="base", base_mode="authors", base_reading="authors",
-                  base_max_tokens=1024)  # fmt: skip
+    _, row = _run(
+        tmp_path,
+        code,
+        backend,
+        variant="base",
+        base_mode="authors",
+        base_reading="authors",
+        base_max_tokens=1024,
+    )
     req = backend.calls[0]
     q = change_items(1, "test")[0].question
     assert req.messages[0].content == code.text("base.system")
@@ -130,8 +142,15 @@ def test_their_base_prompt_and_reading(tmp_path, code) -> None:
     assert req.max_tokens == 1024 and req.json_schema is None and not req.tools
     assert row["answer"] == "42 %."
     backend = ScriptedBackend(default="Let me see.\n**Final Answer:** 42 %.\nDone")
-    _, row = _run(tmp_path / "o", code, backend, variant="base", base_mode="authors", base_reading="ours",
-                  base_max_tokens=1024)  # fmt: skip
+    _, row = _run(
+        tmp_path / "o",
+        code,
+        backend,
+        variant="base",
+        base_mode="authors",
+        base_reading="ours",
+        base_max_tokens=1024,
+    )
     assert row["answer"] == "42 %"
 
 
@@ -144,9 +163,15 @@ def test_the_loop_and_base_need_the_checkout() -> None:
 
 def _bank(tmp_path, emb, context: str) -> ExperienceBank:
     bank = ExperienceBank.open(tmp_path / "bank")
-    entry = NewEntry("train-0", "demo", "What is the change in revenue from 2018 to 2019?", context_head=context,
-                     findings=("To find a change, subtract.",), cautions=("When units differ, convert.",),
-                     answer="200.0")  # fmt: skip
+    entry = NewEntry(
+        "train-0",
+        "demo",
+        "What is the change in revenue from 2018 to 2019?",
+        context_head=context,
+        findings=("To find a change, subtract.",),
+        cautions=("When units differ, convert.",),
+        answer="200.0",
+    )
     bank.add_texts([entry], emb, 600)
     return bank
 
@@ -196,11 +221,23 @@ def test_their_bank_grading_drops_unterminated_trajectories_and_grades_the_wrong
     emb = HashingEmbedder(dim=32)
     with ExperienceBank.open(tmp_path / "bank") as bank:
         rep = build_bank(
-            [item], QASolver(cfg(max_steps=3), tools=lambda q: [Py()], authors=code), backend, bank, emb,
-            tmp_path / "build", authors=code, scorer=num_scorer,
-            config=BankBuildConfig(k=4, grading="authors", summary_prompt="authors", max_tokens=8192,
-                                   entry_context="whole", summary_temperature=0.3),
-        )  # fmt: skip
+            [item],
+            QASolver(cfg(max_steps=3), tools=lambda q: [Py()], authors=code),
+            backend,
+            bank,
+            emb,
+            tmp_path / "build",
+            authors=code,
+            scorer=num_scorer,
+            config=BankBuildConfig(
+                k=4,
+                grading="authors",
+                summary_prompt="authors",
+                max_tokens=8192,
+                entry_context="whole",
+                summary_temperature=0.3,
+            ),
+        )
         (entry,) = bank.get([0])
     assert (
         rep.entries_added == 1 and entry.findings == ("To x, subtract.",) and entry.context_head == "a 10 b"

@@ -20,9 +20,18 @@ PAPER = ROOT.parent / "shared" / "seeds" / "finacumen.md"
 
 #: the points of the authors' protocol (and the keys the authors' group sets with them)
 POINT_KEYS = [k for k, _ in _CHOICES] + [
-    "authors_code", "authors_code_verify", "grading_temperature", "grading_max_tokens", "judge_max_tokens",
-    "tau_hit_rate", "base", "base_max_tokens", "max_tokens", "max_images", "memory_block",
-]  # fmt: skip
+    "authors_code",
+    "authors_code_verify",
+    "grading_temperature",
+    "grading_max_tokens",
+    "judge_max_tokens",
+    "tau_hit_rate",
+    "base",
+    "base_max_tokens",
+    "max_tokens",
+    "max_images",
+    "memory_block",
+]
 
 
 def _rows():
@@ -76,7 +85,25 @@ def test_the_authors_configs_take_the_authors_value_of_each_point(name: str) -> 
         row = ledger.entry_for(s.key).value_for(s.value)
         wanted = "ours" if key in ("tau_calibration",) else "authors"
         assert row is not None and row.provenance in (wanted, "paper"), (s.key, s.value, s.scope)
-        if key in ("loop", "base", "base_reading", "answer_reading", "bank_grading", "summary_prompt",
-                   "judge_protocol", "memory_block", "entry_context", "finmme_context", "corpus_lookup"):  # fmt: skip
-            assert s.value == ("whole" if key == "entry_context" else "caption" if key == "finmme_context"
-                               else "exact" if key == "corpus_lookup" else "authors"), s.key  # fmt: skip
+        if key in (
+            "loop",
+            "base",
+            "base_reading",
+            "answer_reading",
+            "bank_grading",
+            "summary_prompt",
+            "judge_protocol",
+            "memory_block",
+            "entry_context",
+            "finmme_context",
+            "corpus_lookup",
+        ):
+            assert s.value == (
+                "whole"
+                if key == "entry_context"
+                else "caption"
+                if key == "finmme_context"
+                else "exact"
+                if key == "corpus_lookup"
+                else "authors"
+            ), s.key
