@@ -128,12 +128,15 @@ def _inventory(gpus: int | None, gpu: str | None):
     return declared_inventory(gpu, gpus)
 
 
-def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None) -> None:
+def do_check(
+    config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None,
+    authors_code: Path | None = None,
+) -> None:  # fmt: skip
     from agent.reproduce.check import check_config, format_items
     from agent.reproduce.ledger.resolve import differs_section, resolve_config
 
     inventory = _inventory(gpus, gpu)
-    configs = _configs(config)
+    configs = _configs(config, authors_code)
     items = [i for c in configs for i in check_config(c, data_root=data_root, inventory=inventory)]
     result(None, format_items(items))
     for c in configs:
@@ -383,12 +386,13 @@ def check(
         help="Check the placement on this many GPUs of --gpu (default: the GPUs this machine shows).",
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU kind of --gpus (h100, h200, a100-80g, l40s)."),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Say which data, model folders and GPUs a config needs, present or missing (exit 1 if any is missing).
 
     The placement line says where every engine would run on the GPUs, or what would place the
     ones that do not fit (more GPUs, FP8 weights); nothing starts."""
-    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu)
+    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu, authors_code=authors_code)
 
 
 @app.command("settings")
