@@ -408,8 +408,8 @@ def _summary(
         mean_wall_s=_mean([t.wall_s for t in trajs]),
         run_wall_s=run_wall,
         mean_tool_steps=_mean([t.tool_steps for t in trajs]),
-        gate_pass_rate=None
-        if config.variant == "base"
+        gate_pass_rate=None  # Base and the authors' loop have no answer gate
+        if config.variant == "base" or config.solver.loop == "authors"
         else _mean([1.0 if t.gate_ok else 0.0 for t in trajs]),
         memory_hit_rate=_mean([1.0 if t.memory_hits else 0.0 for t in trajs]) if fm else None,
         mean_tokens_with_memory=_mean(with_mem) if fm and with_mem else None,
