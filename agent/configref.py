@@ -288,7 +288,8 @@ def render_markdown() -> str:
         "# Configuration reference",
         "",
         "Every key of every configuration file localfin reads, generated from the classes that "
-        "validate them when this site was built. Files are TOML; unknown keys are errors that name "
+        "validate them (`python -m localfin_cli.docs_pages` writes this page; a test keeps it "
+        "current). Files are TOML; unknown keys are errors that name "
         'the allowed ones; values are not coerced (`"1"` is not an integer).',
         "",
     ]

@@ -47,6 +47,7 @@ UNITS = (
     "tokens/s",
     "requests/s",
     "texts/s",
+    "GFLOP/s",
     "tokens",
     "count",
     "fraction",

@@ -15,6 +15,19 @@ vector operations of :mod:`kernels._simd` (left-looking, so each update is a dot
 in registers); a lane whose pivot fails carries on with pivot 1 and its results are not used.
 The comparison m log(ssr_k / m) + pen_k < m log(ssr_b / m) + pen_b is made as
 ssr_k < ssr_b exp((pen_b - pen_k) / m), with the exponentials computed once per window length.
+
+The refit at a chosen lag L < p is not done in the lanes of the scan (eight pairs whose lags
+differ would all pay for the longest): each one's sums over its rows [s + L, t) are stored as a
+job (:func:`refit_job`) and the jobs of a block are factorised eight at a time among jobs of the
+same lag (:func:`refit_jobs`), so a job of lag L costs O(L^3) whatever its neighbours chose.
+Each lane's arithmetic is its own, so a job's result does not depend on which jobs share its
+factorisation.
+
+Operation counts. Every kernel adds the floating-point operations it performed to ``ops``
+(an int64 array indexed by the ``OP_*`` constants), from its loops' actual trip counts times
+the operations of the loop body as written: +, -, *, / and sqrt count one each, a
+multiply-add two, exp / log / erfc one each, comparisons none. Vector operations count all
+eight lanes, used or not (what the machine executed).
 """
 
 from __future__ import annotations
@@ -27,10 +40,44 @@ from numba import njit
 from kernels._jit import IC_NONE, SQRTEPS
 from kernels._simd import LANES, vcopy, vdotsub, vdotsub2, vfill, vmul, vschur, vsqrt_inv
 
-__all__ = ["NL", "workspace", "lane_sums", "scan", "refit"]
+__all__ = [
+    "NL",
+    "OP_NAMES",
+    "job_width",
+    "workspace",
+    "lane_sums",
+    "scan",
+    "refit_job",
+    "refit_jobs",
+]
 
 NL = LANES
 _PIVOT_RTOL = 1e-12
+
+#: what each entry of an ``ops`` array counts (see the module docstring)
+OP_NAMES = (
+    "ticker_sums",  # per-ticker sums: slides and exact recomputes
+    "pair_slide",  # pair sums moved by the rows that leave and join the window
+    "pair_exact",  # pair sums recomputed in the kernel (gaps, large moves)
+    "regression_sums",  # OLS of the legs, the ADF regression's sums from the carried ones
+    "gram_fill",  # the lag block from its first row (boundary recursion)
+    "factor",  # Cholesky of the lag block and the level and response rows
+    "schur",  # every lag order's residual sum of squares, the criterion, the t of model p
+    "refit_sums",  # rows [s + L, s + p) added to the sums of a refit at lag L
+    "refit_solve",  # the refit's Gram matrix, factorisation and t statistic
+    "pvalue",  # MacKinnon's p-value
+    "exact_blas",  # the exact start's matrix products (counted by the caller)
+)
+OP_TICKER, OP_SLIDE, OP_EXACT, OP_SUMS, OP_FILL, OP_FACTOR, OP_SCHUR, OP_REFIT_SUMS, OP_REFIT, OP_PVALUE = (
+    range(10)
+)
+
+
+@njit(cache=True)
+def job_width(p):  # type: ignore[no-untyped-def]
+    """Length of one refit job's record: r[0..p], q[0..p], dlo[0..p), dhi[0..p), and the level
+    sum of squares, the rows' count and the lag."""
+    return 4 * p + 5
 
 
 @njit(cache=True)
@@ -63,7 +110,7 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
     mx = tx[3 * p + 5] / n
     sxx = tx[3 * p + 6] - tx[3 * p + 5] * mx
     syy = ty[3 * p + 6] - ty[3 * p + 5] * my
-    sxy = ps[4 * p + 5] - tx[3 * p + 5] * my
+    sxy = ps[p + 3] - tx[3 * p + 5] * my
     beta = sxy / sxx
     a = my - beta * mx
     sc[1, ln] = beta
@@ -75,11 +122,21 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
         dlo[c, ln] = dly[s + c] - beta * dlx[s + c]
         dhi[c, ln] = dly[t - p + c] - beta * dlx[t - p + c]
     b2 = beta * beta
+    j0 = s + p
+    tb = ps[p + 1]  # T_b, rebuilt lag by lag from T_0 (see kernels._jit_sliding)
     for b in range(p + 1):
-        r[b, ln] = ty[b] - beta * (ps[b] + ps[p + 1 + b]) + b2 * tx[b]
+        if b > 0:
+            tb += (
+                ps[b - 1]
+                + zy[j0] * dlx[j0 - b]
+                + zx[j0] * dly[j0 - b]
+                - zy[t] * dlx[t - b]
+                - zx[t] * dly[t - b]
+            )
+        r[b, ln] = ty[b] - beta * ps[b] + b2 * tx[b]
         q[b, ln] = (
             ty[p + 1 + b]
-            - beta * (ps[2 * p + 2 + b] + ps[3 * p + 3 + b])
+            - beta * tb
             + b2 * tx[p + 1 + b]
             - a * (ty[2 * p + 2 + b] - beta * tx[2 * p + 2 + b])
         )
@@ -88,18 +145,20 @@ def lane_sums(zy, zx, dly, dlx, s, t, p, ty, tx, ps, ln, dlo, dhi, r, q, sc):  #
     mxj = tx[3 * p + 3] / m
     cyy = ty[3 * p + 4] - ty[3 * p + 3] * myj
     cxx = tx[3 * p + 4] - tx[3 * p + 3] * mxj
-    cxy = ps[4 * p + 4] - tx[3 * p + 3] * myj
+    cxy = ps[p + 2] - tx[3 * p + 3] * myj
     off = myj - a - beta * mxj
     sc[0, ln] = (cyy - beta * cxy) - beta * (cxy - beta * cxx) + m * off * off
     return 1
 
 
 @njit(cache=True)
-def _factor(lf, dg, inv, okcol, k, dim):  # type: ignore[no-untyped-def]
+def _factor(lf, dg, inv, okcol, k, dim, ops, cat):  # type: ignore[no-untyped-def]
     """Factorise the first k (lag) columns of every lane's matrix and the two trailing rows'
     entries in them. ``okcol[ln]``: k if every pivot held, else the first failing column (-1:
-    lane unused); a failed or unused lane goes on with pivot 1."""
+    lane unused); a failed or unused lane goes on with pivot 1. Adds its operations to
+    ``ops[cat]``."""
     row = dim * NL
+    n_ops = 0
     i = 0
     while i < k:
         two = i + 1 < k  # rows i and i + 1 share the loads of the rows above them
@@ -108,21 +167,28 @@ def _factor(lf, dg, inv, okcol, k, dim):  # type: ignore[no-untyped-def]
                 vdotsub2(lf, i * row + j * NL, (i + 1) * row + j * NL, lf, i * row, (i + 1) * row, lf,
                          j * row, j, NL)  # fmt: skip
                 vmul(lf, (i + 1) * row + j * NL, inv, j * NL)
+                n_ops += 4 * j + 1
             else:
                 vdotsub(lf, i * row + j * NL, lf, i * row, lf, j * row, j, NL)
+                n_ops += 2 * j
             vmul(lf, i * row + j * NL, inv, j * NL)
+            n_ops += 1
         _pivot(lf, dg, inv, okcol, i, row)
+        n_ops += 2 * i + 2
         if two:
             o = (i + 1) * row + i * NL
             vdotsub(lf, o, lf, (i + 1) * row, lf, i * row, i, NL)
             vmul(lf, o, inv, i * NL)
             _pivot(lf, dg, inv, okcol, i + 1, row)
+            n_ops += 2 * i + 1 + 2 * (i + 1) + 2
         i += 2
     for j in range(k):
         vdotsub2(lf, (dim - 2) * row + j * NL, (dim - 1) * row + j * NL, lf, (dim - 2) * row,
                  (dim - 1) * row, lf, j * row, j, NL)  # fmt: skip
         vmul(lf, (dim - 2) * row + j * NL, inv, j * NL)
         vmul(lf, (dim - 1) * row + j * NL, inv, j * NL)
+        n_ops += 4 * j + 2
+    ops[cat] += NL * n_ops
 
 
 @njit(cache=True)
@@ -141,36 +207,7 @@ def _pivot(lf, dg, inv, okcol, i, row):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _fill_lane(lf, dg, dim, lag, p, ln, dlo, dhi, r, q, lev):  # type: ignore[no-untyped-def]
-    """Lane ln's augmented Gram matrix over rows [s + lag, t) (lower triangle, by rows): lags
-    1..lag at 0..lag-1, unit columns up to dim - 3, the level at dim - 2, the response at dim - 1."""
-    row = dim * NL
-    lv = dim - 2
-    rs = dim - 1
-    for i in range(dim):
-        for j in range(i + 1):
-            lf[i * row + j * NL + ln] = 1.0 if i == j else 0.0
-    for a in range(1, lag + 1):
-        lf[(a - 1) * row + ln] = (
-            r[a - 1, ln] + dlo[lag - 1, ln] * dlo[lag - a, ln] - dhi[p - 1, ln] * dhi[p - a, ln]
-        )
-        for b in range(2, a + 1):
-            lf[(a - 1) * row + (b - 1) * NL + ln] = (
-                lf[(a - 2) * row + (b - 2) * NL + ln]
-                + dlo[lag - a, ln] * dlo[lag - b, ln]
-                - dhi[p - a, ln] * dhi[p - b, ln]
-            )
-        lf[lv * row + (a - 1) * NL + ln] = q[a, ln]
-        lf[rs * row + (a - 1) * NL + ln] = r[a, ln]
-    lf[lv * row + lv * NL + ln] = lev
-    lf[rs * row + lv * NL + ln] = q[0, ln]
-    lf[rs * row + rs * NL + ln] = r[0, ln]
-    for c in range(dim - 2):
-        dg[c * NL + ln] = lf[c * row + c * NL + ln]
-
-
-@njit(cache=True)
-def scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
+def scan(p, m, ic, ws, ops):  # type: ignore[no-untyped-def]
     """Lag choice (or the fixed lag p) of every active lane over the common sample J; sets
     flags[2] (the lag, -1 if none) and sc[3] (the t statistic of model p)."""
     lf, dg, inv, dlo, dhi, r, q, sc, flags, thr, _, sch = ws
@@ -188,6 +225,7 @@ def scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
         for b in range(2, a + 1):
             vfill(lf, (a - 1) * row + (b - 1) * NL, lf, (a - 2) * row + (b - 2) * NL, dlo_f, (p - a) * NL,
                   dlo_f, (p - b) * NL, dhi_f, (p - a) * NL, dhi_f, (p - b) * NL)  # fmt: skip
+    ops[OP_FILL] += NL * 4 * (p * (p + 1) // 2)
     q_f = q.reshape(-1)
     for a in range(1, p + 1):
         vcopy(lf, lv * row + (a - 1) * NL, q_f, a * NL)
@@ -201,9 +239,10 @@ def scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
         flags[1, ln] = p if flags[0, ln] != 0 else -1
         flags[2, ln] = -1
         sc[3, ln] = math.nan
-    _factor(lf, dg, inv, flags[1], p, dim)
+    _factor(lf, dg, inv, flags[1], p, dim, ops, OP_FACTOR)
     vschur(lf, lv * row + lv * NL, rs * row + lv * NL, rs * row + rs * NL, lv * row, rs * row, p,
            sch[0], sch[1], sch[2])  # fmt: skip
+    n_ops = NL * (3 * (p + 1) + 6 * p)
     if thr[p + 1] != m:  # once per window length (thr[p + 1] holds the m they are for)
         pen = 2.0 / m if ic == 0 else math.log(m) / m
         for dk in range(p + 1):
@@ -218,64 +257,135 @@ def scan(p, m, ic, ws):  # type: ignore[no-untyped-def]
         for k in range(flags[1, ln] + 1):
             ek = sch[0, k * NL + ln]
             ssr = sch[1, k * NL + ln]
+            n_ops += 1
             if not ek > _PIVOT_RTOL * e0 or not ssr > 0.0:
                 break
             if ic != IC_NONE and (best < 0 or ssr < bssr * thr[k - best]):
                 best = k
                 bssr = ssr
+            n_ops += 1
             if k == p and m - (p + 1) > 0:
                 sc[3, ln] = sch[2, k * NL + ln] / math.sqrt(ek) / math.sqrt(ssr / (m - (p + 1)))
+                n_ops += 6
         flags[2, ln] = p if ic == IC_NONE else best
+    ops[OP_SCHUR] += n_ops
 
 
 @njit(cache=True)
-def refit(z, ii, jj, k0, s, t, p, ws, stat_l):  # type: ignore[no-untyped-def]
-    """t statistic (into ``stat_l``) of every lane whose chosen lag L < p, refitted on rows
-    [s + L, t); lanes with a shorter lag than the longest get unit columns, which change nothing."""
-    lf, dg, inv, dlo, dhi, r, q, sc, flags, _, _, sch = ws
-    lmax = -1
-    for ln in range(NL):
-        stat_l[ln] = math.nan
-        if flags[0, ln] != 0 and 0 <= flags[2, ln] < p:
-            lmax = max(lmax, flags[2, ln])
-    if lmax < 0:
-        return
-    dim = lmax + 2
+def refit_job(zy, zx, s, t, p, ln, ws, job, ops):  # type: ignore[no-untyped-def]
+    """Lane ln's sums for its refit at the chosen lag L = flags[2, ln] < p, over the rows
+    [s + L, t) (the rows [s + L, s + p) added to the scan's), into the record ``job``
+    (see :func:`job_width`); the lane's r and q are left as they were."""
+    _, _, _, dlo, dhi, r, q, sc, flags, _, _, _ = ws
+    lag = flags[2, ln]
+    beta = sc[1, ln]
+    a = sc[2, ln]
+    for b in range(lag + 1):
+        job[b] = r[b, ln]
+        job[p + 1 + b] = q[b, ln]
+    lev = sc[0, ln]
+    for j in range(s + lag, s + p):
+        dj = dlo[j - s, ln]
+        ej = zy[j] - a - beta * zx[j]
+        lev += ej * ej
+        for b in range(lag + 1):
+            dlag = dlo[j - b - s, ln]
+            job[b] += dj * dlag
+            job[p + 1 + b] += ej * dlag
+    for c in range(p):
+        job[2 * p + 2 + c] = dlo[c, ln]
+        job[3 * p + 2 + c] = dhi[c, ln]
+    job[4 * p + 2] = lev
+    job[4 * p + 3] = (t - s - lag) - (lag + 1)  # degrees of freedom of the refit
+    job[4 * p + 4] = lag
+    ops[OP_REFIT_SUMS] += (p - lag) * (5 + 4 * (lag + 1))
+
+
+@njit(cache=True)
+def _fill_job(lf, dg, dim, p, ln, job):  # type: ignore[no-untyped-def]
+    """Lane ln's augmented Gram matrix of a refit job of lag dim - 2 (lower triangle, by rows):
+    lags 1..L at 0..L-1, the level at L, the response at L + 1."""
     row = dim * NL
-    lv = lmax
-    rs = lmax + 1
-    for ln in range(NL):
-        lag = flags[2, ln]
-        if flags[0, ln] == 0 or not 0 <= lag < p:
-            flags[1, ln] = -1
-            _fill_lane(lf, dg, dim, 0, p, ln, dlo, dhi, r, q, 1.0)
-            continue
-        flags[1, ln] = lmax
-        i = ii[k0 + ln]
-        x = jj[k0 + ln]
-        beta = sc[1, ln]
-        a = sc[2, ln]
-        lev = sc[0, ln]
-        # rows [s + lag, s + p) join the sums over J
-        for j in range(s + lag, s + p):
-            dj = dlo[j - s, ln]
-            ej = z[i, j] - a - beta * z[x, j]
-            lev += ej * ej
-            for b in range(lag + 1):
-                dlag = dlo[j - b - s, ln]
-                r[b, ln] += dj * dlag
-                q[b, ln] += ej * dlag
-        sc[0, ln] = lev
-        _fill_lane(lf, dg, dim, lag, p, ln, dlo, dhi, r, q, lev)
-    _factor(lf, dg, inv, flags[1], lmax, dim)
-    vschur(lf, lv * row + lv * NL, rs * row + lv * NL, rs * row + rs * NL, lv * row, rs * row, lmax,
-           sch[0], sch[1], sch[2])  # fmt: skip
-    for ln in range(NL):
-        if flags[1, ln] != lmax:
-            continue
-        lag = flags[2, ln]
-        ek = sch[0, lmax * NL + ln]
-        ssr = sch[1, lmax * NL + ln]
-        dof = (t - s - lag) - (lag + 1)
-        if ek > _PIVOT_RTOL * sc[0, ln] and ssr > 0.0 and dof > 0:
-            stat_l[ln] = sch[2, lmax * NL + ln] / math.sqrt(ek) / math.sqrt(ssr / dof)
+    lag = dim - 2
+    lv = lag
+    rs = lag + 1
+    lo = 2 * p + 2
+    hi = 3 * p + 2
+    for a in range(1, lag + 1):
+        lf[(a - 1) * row + ln] = (
+            job[a - 1] + job[lo + lag - 1] * job[lo + lag - a] - job[hi + p - 1] * job[hi + p - a]
+        )
+        for b in range(2, a + 1):
+            lf[(a - 1) * row + (b - 1) * NL + ln] = (
+                lf[(a - 2) * row + (b - 2) * NL + ln]
+                + job[lo + lag - a] * job[lo + lag - b]
+                - job[hi + p - a] * job[hi + p - b]
+            )
+        lf[lv * row + (a - 1) * NL + ln] = job[p + 1 + a]
+        lf[rs * row + (a - 1) * NL + ln] = job[a]
+    lf[lv * row + lv * NL + ln] = job[4 * p + 2]
+    lf[rs * row + lv * NL + ln] = job[p + 1]
+    lf[rs * row + rs * NL + ln] = job[0]
+    for c in range(dim - 2):
+        dg[c * NL + ln] = lf[c * row + c * NL + ln]
+
+
+@njit(cache=True)
+def _fill_unit(lf, dg, dim, ln):  # type: ignore[no-untyped-def]
+    """An unused lane: the identity (every pivot 1)."""
+    row = dim * NL
+    for i in range(dim):
+        for j in range(i + 1):
+            lf[i * row + j * NL + ln] = 1.0 if i == j else 0.0
+    for c in range(dim - 2):
+        dg[c * NL + ln] = 1.0
+
+
+@njit(cache=True)
+def refit_jobs(jobs, n_jobs, p, ws, order, out_stat, ops):  # type: ignore[no-untyped-def]
+    """t statistic of every refit job (``out_stat[i]`` for ``jobs[i]``; NaN when singular),
+    eight jobs of one lag at a time. ``order`` is int64 workspace of length >= n_jobs."""
+    lf, dg, inv, _, _, _, _, _, flags, _, _, sch = ws
+    # counting sort of the jobs by lag
+    counts = np.zeros(p + 2, dtype=np.int64)
+    for i in range(n_jobs):
+        counts[int(jobs[i, 4 * p + 4]) + 1] += 1
+    for lag in range(p):
+        counts[lag + 1] += counts[lag]
+    for i in range(n_jobs):
+        lag = int(jobs[i, 4 * p + 4])
+        order[counts[lag]] = i
+        counts[lag] += 1
+    lanes = np.empty(NL, dtype=np.int64)
+    first = 0
+    while first < n_jobs:
+        lag = int(jobs[order[first], 4 * p + 4])
+        n_lane = 0
+        while n_lane < NL and first + n_lane < n_jobs and int(jobs[order[first + n_lane], 4 * p + 4]) == lag:
+            lanes[n_lane] = order[first + n_lane]
+            n_lane += 1
+        dim = lag + 2
+        row = dim * NL
+        for ln in range(NL):
+            if ln < n_lane:
+                _fill_job(lf, dg, dim, p, ln, jobs[lanes[ln]])
+                flags[1, ln] = lag
+            else:
+                _fill_unit(lf, dg, dim, ln)
+                flags[1, ln] = -1
+        _factor(lf, dg, inv, flags[1], lag, dim, ops, OP_REFIT)
+        vschur(lf, lag * row + lag * NL, (lag + 1) * row + lag * NL, (lag + 1) * row + (lag + 1) * NL,
+               lag * row, (lag + 1) * row, lag, sch[0], sch[1], sch[2])  # fmt: skip
+        n_ops = NL * (4 * (lag * (lag + 1) // 2) + 3 * (lag + 1) + 6 * lag)
+        for ln in range(n_lane):
+            job = jobs[lanes[ln]]
+            ek = sch[0, lag * NL + ln]
+            ssr = sch[1, lag * NL + ln]
+            dof = job[4 * p + 3]
+            stat = math.nan
+            if flags[1, ln] == lag and ek > _PIVOT_RTOL * job[4 * p + 2] and ssr > 0.0 and dof > 0:
+                stat = sch[2, lag * NL + ln] / math.sqrt(ek) / math.sqrt(ssr / dof)
+                n_ops += 5
+            out_stat[lanes[ln]] = stat
+        ops[OP_REFIT] += n_ops
+        first += n_lane

@@ -8,13 +8,18 @@ Per ticker u the state holds, over the rows J (b = 0..p):
   R_b = sum dl[j] dl[j-b],  L_b = sum z[j] dl[j-b],  M_b = sum dl[j-b],  S = sum z[j],
   SS = sum z[j]^2, and over the window W = [s, t]: T = sum z, TT = sum z^2.
 Per pair (y = ticker i, x = ticker k), over J:
-  A_b = sum dly[j] dlx[j-b],  B_b = sum dlx[j] dly[j-b],  C_b = sum zy[j] dlx[j-b],
-  D_b = sum zx[j] dly[j-b],  F = sum zy[j] zx[j],  and over W: G = sum zy zx.
+  S_b = sum (dly[j] dlx[j-b] + dlx[j] dly[j-b]),  T_0 = sum (zy[j] dlx[j] + zx[j] dly[j]),
+  F = sum zy[j] zx[j],  and over W: G = sum zy zx  (p + 4 numbers).
 These are linear in each leg, so for the residual e = zy - a - beta zx and its differences
 d = dly - beta dlx the ADF regression's sums follow from them and the window's (beta, a):
-  sum d[j] d[j-b] = Ry_b - beta (A_b + B_b) + beta^2 Rx_b,
-  sum e[j] d[j-b] = Ly_b - beta (C_b + D_b) + beta^2 Lx_b - a (My_b - beta Mx_b),
-  sum e[j]^2      = from S, SS, F centred on their own means.
+  sum d[j] d[j-b] = Ry_b - beta S_b + beta^2 Rx_b,
+  sum e[j] d[j-b] = Ly_b - beta T_b + beta^2 Lx_b - a (My_b - beta Mx_b),
+  sum e[j]^2      = from S, SS, F centred on their own means,
+where T_b = sum (zy[j] dlx[j-b] + zx[j] dly[j-b]) follows from T_0 and the S's: since
+z[j] = z[j-1] + dl[j-1], shifting the rows by one gives, with J = [j0, j1),
+  T_b = T_{b-1} + S_{b-1} + zy[j0] dlx[j0-b] + zx[j0] dly[j0-b] - zy[j1] dlx[j1-b] - zx[j1] dly[j1-b],
+so only T_0 is carried (the cross sums of the level with each lag cost O(1) each to rebuild,
+and a pair's state is p + 4 numbers: 31 at p = 27, 1.1 GB for 4.5 million pairs).
 The rest of the lagged-difference Gram block follows from its first row by the boundary
 recursion of :func:`kernels._jit._fill_gram` (2p values of d at the two ends of J). The lag
 choice and the refit take the decisions of :func:`kernels._jit.ic_best_lag` and
@@ -35,7 +40,20 @@ import numpy as np
 from numba import njit
 
 from kernels._jit import _dot2, _fetch_add, _sum, mackinnon_p
-from kernels._jit_lanes import NL, lane_sums, refit, scan, workspace
+from kernels._jit_lanes import (
+    NL,
+    OP_EXACT,
+    OP_PVALUE,
+    OP_SLIDE,
+    OP_SUMS,
+    OP_TICKER,
+    job_width,
+    lane_sums,
+    refit_job,
+    refit_jobs,
+    scan,
+    workspace,
+)
 from kernels._mackinnon import PVALUE_C2
 
 __all__ = ["NL", "ticker_width", "pair_width", "ticker_pass", "pair_pass"]
@@ -48,7 +66,7 @@ def ticker_width(p: int) -> int:
 
 def pair_width(p: int) -> int:
     """Length of one pair's state for lag cap ``p``."""
-    return 4 * p + 6
+    return p + 4
 
 
 @njit(cache=True)
@@ -109,12 +127,16 @@ def _ticker_slide(z, dl, s0, t0, s1, t1, p, st):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst):  # type: ignore[no-untyped-def]
+def ticker_pass(
+    z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst, ops
+):  # type: ignore[no-untyped-def]
     """Every ticker's sums at each window [starts[e], ends[e]] (into ``tsums[u, e]``).
 
     ``tstate[u]`` holds ticker u's sums at [prev_s, prev_t] where ``tvalid[u]``; both are left
     at the last window. ``tfin[u, e]``: the window holds no NaN; ``tconst[u, e]``: it is constant.
+    Operations are added to ``ops[OP_TICKER]``.
     """
+    n_ops = 0
     for u in range(z.shape[0]):
         st = tstate[u]
         valid = tvalid[u] != 0
@@ -130,8 +152,12 @@ def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, 
                 continue
             if valid and _can_slide(s0, t0, s1, t1, p):
                 _ticker_slide(z[u], dl[u], s0, t0, s1, t1, p, st)
+                rows = (s1 - s0) + (t1 - t0)
+                n_ops += rows * (6 * (p + 1) + 5) + 3 * rows
             else:
                 _ticker_exact(z[u], dl[u], s1, t1, p, st)
+                m = t1 - s1 - p
+                n_ops += 5 * m * (p + 1) + 5 * m + 5 * (t1 - s1 + 1)
             valid = True
             s0 = s1
             t0 = t1
@@ -139,6 +165,7 @@ def ticker_pass(z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, 
             tfin[u, e] = 1
             tconst[u, e] = 1 if chgpre[u, t1 + 1] - chgpre[u, s1 + 1] == 0 else 0
         tvalid[u] = 1 if valid else 0
+    ops[OP_TICKER] += n_ops
 
 
 # -- per pair ------------------------------------------------------------------------------------
@@ -152,26 +179,23 @@ def _pair_exact(zy, zx, dly, dlx, s, t, p, st):  # type: ignore[no-untyped-def]
     ly = zy[j0:t]
     lx = zx[j0:t]
     for b in range(p + 1):
-        st[b], st[2 * p + 2 + b] = _dot2(ry, ly, dlx[j0 - b : t - b])
-        st[p + 1 + b], st[3 * p + 3 + b] = _dot2(rx, lx, dly[j0 - b : t - b])
-    st[4 * p + 4], _ = _dot2(ly, ly, lx)
-    st[4 * p + 5], _ = _dot2(zy[s : t + 1], zy[s : t + 1], zx[s : t + 1])
+        ab, cb = _dot2(ry, ly, dlx[j0 - b : t - b])
+        bb, db = _dot2(rx, lx, dly[j0 - b : t - b])
+        st[b] = ab + bb
+        if b == 0:
+            st[p + 1] = cb + db
+    st[p + 2], _ = _dot2(ly, ly, lx)
+    st[p + 3], _ = _dot2(zy[s : t + 1], zy[s : t + 1], zx[s : t + 1])
 
 
 @njit(cache=True)
 def _pair_row(zy, zx, dly, dlx, j, p, sign, st):  # type: ignore[no-untyped-def]
     a = sign * dly[j]
     bx = sign * dlx[j]
-    cy = sign * zy[j]
-    cx = sign * zx[j]
     for b in range(p + 1):
-        lx = dlx[j - b]
-        ly = dly[j - b]
-        st[b] += a * lx
-        st[p + 1 + b] += bx * ly
-        st[2 * p + 2 + b] += cy * lx
-        st[3 * p + 3 + b] += cx * ly
-    st[4 * p + 4] += cy * zx[j]
+        st[b] += a * dlx[j - b] + bx * dly[j - b]
+    st[p + 1] += sign * (zy[j] * dlx[j] + zx[j] * dly[j])
+    st[p + 2] += sign * zy[j] * zx[j]
 
 
 @njit(cache=True)
@@ -181,9 +205,9 @@ def _pair_slide(zy, zx, dly, dlx, s0, t0, s1, t1, p, st):  # type: ignore[no-unt
     for j in range(t0, t1):
         _pair_row(zy, zx, dly, dlx, j, p, 1.0, st)
     for c in range(s0, s1):
-        st[4 * p + 5] -= zy[c] * zx[c]
+        st[p + 3] -= zy[c] * zx[c]
     for c in range(t0 + 1, t1 + 1):
-        st[4 * p + 5] += zy[c] * zx[c]
+        st[p + 3] += zy[c] * zx[c]
 
 
 @njit(cache=True)
@@ -198,11 +222,13 @@ def _nan_out(stat, pval, lag, beta, alpha, e, k, b, a):  # type: ignore[no-untyp
 @njit(cache=True)
 def _block(  # type: ignore[no-untyped-def]
     k0, nk, z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst,
-    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs, job_at, job_stat, job_order, ops,
 ):  # fmt: skip
-    """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call."""
+    """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call; the refits at a lag
+    below the cap are gathered as jobs and solved at the end, eight of one lag at a time."""
     _, _, _, dlo, dhi, r, q, sc, flags, _, valid, _ = ws
     nan = math.nan
+    n_jobs = 0
     for ln in range(NL):
         valid[ln] = 1 if ln < nk and pvalid[k0 + ln] != 0 else 0
     s0 = prev_s
@@ -226,9 +252,13 @@ def _block(  # type: ignore[no-untyped-def]
             if valid[ln] != 0 and _can_slide(s0, t0, s1, t1, p):
                 _pair_slide(z[i], z[x], dl[i], dl[x], s0, t0, s1, t1, p, st)
                 counts[k, 1] += 1
+                rows = (s1 - s0) + (t1 - t0)
+                ops[OP_SLIDE] += rows * (4 * (p + 1) + 10) + 2 * rows
             else:
                 _pair_exact(z[i], z[x], dl[i], dl[x], s1, t1, p, st)
                 counts[k, 0] += 1
+                m = t1 - s1 - p
+                ops[OP_EXACT] += 8 * (p + 1) * m + (p + 1) + 1 + 4 * m + 4 * (t1 - s1 + 1)
             valid[ln] = 1
             if tconst[i, e] != 0 or tconst[x, e] != 0:
                 _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
@@ -237,17 +267,18 @@ def _block(  # type: ignore[no-untyped-def]
                 z[i], z[x], dl[i], dl[x], s1, t1, p, tsums[i, e], tsums[x, e], st, ln, dlo, dhi, r, q, sc
             )
             if ok == 0:
+                ops[OP_SUMS] += 15
                 b = sc[1, ln]
                 _nan_out(stat, pval, lag, beta, alpha, e, k, b, sc[2, ln] + shift[i] - b * shift[x])
                 continue
+            ops[OP_SUMS] += 25 * p + 48
             flags[0, ln] = 1
             any_active = True
         s0 = s1
         t0 = t1
         if not any_active:
             continue
-        scan(p, t1 - s1 - p, ic, ws)
-        refit(z, ii, jj, k0, s1, t1, p, ws, stat_l)
+        scan(p, t1 - s1 - p, ic, ws, ops)
         for ln in range(NL):
             if flags[0, ln] == 0:
                 continue
@@ -255,15 +286,36 @@ def _block(  # type: ignore[no-untyped-def]
             b = sc[1, ln]
             al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
             lg = flags[2, ln]
-            sv = sc[3, ln] if lg == p else (stat_l[ln] if lg >= 0 else nan)
+            if 0 <= lg < p:  # refitted with the block's other jobs below
+                refit_job(z[ii[k]], z[jj[k]], s1, t1, p, ln, ws, jobs[n_jobs], ops)
+                job_at[n_jobs, 0] = e
+                job_at[n_jobs, 1] = k
+                beta[e, k] = b
+                alpha[e, k] = al
+                n_jobs += 1
+                continue
+            sv = sc[3, ln] if lg == p else nan
             if math.isnan(sv):
                 _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
                 continue
             stat[e, k] = sv
             pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+            ops[OP_PVALUE] += 11
             lag[e, k] = lg
             beta[e, k] = b
             alpha[e, k] = al
+    refit_jobs(jobs, n_jobs, p, ws, job_order, job_stat, ops)
+    for n in range(n_jobs):
+        e = job_at[n, 0]
+        k = job_at[n, 1]
+        sv = job_stat[n]
+        if math.isnan(sv):
+            _nan_out(stat, pval, lag, beta, alpha, e, k, beta[e, k], alpha[e, k])
+            continue
+        stat[e, k] = sv
+        pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+        ops[OP_PVALUE] += 11
+        lag[e, k] = int(jobs[n, 4 * p + 4])
     for ln in range(nk):
         pvalid[k0 + ln] = valid[ln]
 
@@ -271,7 +323,7 @@ def _block(  # type: ignore[no-untyped-def]
 @njit(cache=True, nogil=True)
 def pair_pass(  # type: ignore[no-untyped-def]
     z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
-    counts, stat, pval, lag, beta, alpha, counter, grain,
+    counts, stat, pval, lag, beta, alpha, counter, grain, ops,
 ):  # fmt: skip
     """Every pair over every window of the call; outputs are (n_windows, n_pairs).
 
@@ -280,12 +332,16 @@ def pair_pass(  # type: ignore[no-untyped-def]
     are taken ``grain`` at a time from ``counter[0]`` (atomically), so several threads may run
     this on the same arguments at once (it releases the GIL) and share the pairs as they come:
     a thread whose core is busy with other work takes fewer blocks. Each pair writes only its
-    own state, counts and output slots.
+    own state, counts and output slots; each thread adds its operations to its own ``ops`` row.
     """
     n_pairs = ii.shape[0]
     total = (n_pairs + NL - 1) // NL
     ws = workspace(p)
-    stat_l = np.empty(NL)
+    max_jobs = NL * starts.shape[0]
+    jobs = np.empty((max_jobs, job_width(p)))
+    job_at = np.empty((max_jobs, 2), dtype=np.int64)
+    job_stat = np.empty(max_jobs)
+    job_order = np.empty(max_jobs, dtype=np.int64)
     while True:
         first = _fetch_add(counter, 0, grain)
         if first >= total:
@@ -294,5 +350,6 @@ def pair_pass(  # type: ignore[no-untyped-def]
             k0 = blk * NL
             _block(
                 k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
-                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, stat_l,
+                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs,
+                job_at, job_stat, job_order, ops,
             )  # fmt: skip

@@ -15,11 +15,32 @@ import numpy as np
 from numba import config, types
 from numba.extending import intrinsic
 
-__all__ = ["LANES", "vdotsub", "vdotsub2", "vfill", "vmul", "vsqrt_inv", "vcopy", "vschur"]
+__all__ = [
+    "LANES",
+    "FMA_CHAINS",
+    "vdotsub",
+    "vdotsub2",
+    "vfill",
+    "vmul",
+    "vsqrt_inv",
+    "vcopy",
+    "vschur",
+    "vfma_chains",
+]
 
 LANES = 8
+#: independent accumulators of :func:`vfma_chains` (enough to hide the FMA latency)
+FMA_CHAINS = 8
 
 if config.DISABLE_JIT:
+
+    def vfma_chains(n, a, b):  # type: ignore[no-untyped-def]
+        """FMA_CHAINS independent eight-wide chains acc = acc * a + b, n steps each, from acc = 1;
+        returns the sum of every lane of every chain (2 * 8 * FMA_CHAINS * n flops)."""
+        acc = np.ones((FMA_CHAINS, LANES))
+        for _ in range(n):
+            acc = acc * a + b
+        return float(acc.sum())
 
     def vdotsub(dst, d, a, ia, b, ib, n, stride):  # type: ignore[no-untyped-def]
         """dst[d:d+8] -= sum over q < n of a[ia + q stride:+8] * b[ib + q stride:+8]."""
@@ -235,6 +256,46 @@ else:
                     builder.store(builder.fsub(c_now, builder.fmul(u, v)), cv)
                     builder.store(builder.fsub(y_now, builder.fmul(v, v)), yv)
             return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def vfma_chains(typingctx, n, a, b):  # type: ignore[no-untyped-def]
+        """FMA_CHAINS independent eight-wide chains acc = fma(acc, a, b), n steps each, from
+        acc = 1; returns the sum of every lane of every chain (2 * 8 * FMA_CHAINS * n flops).
+        The machine's peak: nothing but fused multiply-adds, none waiting on another."""
+        sig = types.float64(n, a, b)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            fnty = ir.FunctionType(_VEC, [_VEC, _VEC, _VEC])
+            fma = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.fma.v{LANES}f64")
+            va = cgutils.alloca_once(builder, _VEC)
+            vb = cgutils.alloca_once(builder, _VEC)
+            undef = ir.Constant(_VEC, None)
+            builder.store(undef, va)
+            builder.store(undef, vb)
+            for k in range(LANES):
+                builder.store(
+                    builder.insert_element(builder.load(va), args[1], ir.Constant(ir.IntType(32), k)), va
+                )
+                builder.store(
+                    builder.insert_element(builder.load(vb), args[2], ir.Constant(ir.IntType(32), k)), vb
+                )
+            accs = [cgutils.alloca_once(builder, _VEC) for _ in range(FMA_CHAINS)]
+            for acc in accs:
+                builder.store(ir.Constant(_VEC, [1.0] * LANES), acc)
+            a_vec = builder.load(va)
+            b_vec = builder.load(vb)
+            with cgutils.for_range(builder, args[0]):
+                for acc in accs:
+                    builder.store(builder.call(fma, [builder.load(acc), a_vec, b_vec]), acc)
+            total = builder.load(accs[0])
+            for acc in accs[1:]:
+                total = builder.fadd(total, builder.load(acc))
+            out = builder.extract_element(total, ir.Constant(ir.IntType(32), 0))
+            for k in range(1, LANES):
+                out = builder.fadd(out, builder.extract_element(total, ir.Constant(ir.IntType(32), k)))
+            return out
 
         return sig, codegen
 

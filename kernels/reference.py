@@ -214,16 +214,13 @@ def sliding_ticker_sums_reference(z: np.ndarray, s: int, t: int, p: int) -> np.n
 def sliding_pair_sums_reference(zy: np.ndarray, zx: np.ndarray, s: int, t: int, p: int) -> np.ndarray:
     """One pair's sums that :mod:`kernels._jit_sliding` carries, recomputed on window [s, t].
 
-    With dy, dx the differences and rows J = [s + p, t): [A_0..A_p, B_0..B_p, C_0..C_p,
-    D_0..D_p, F, G] with A_b = sum_J dy[j] dx[j-b], B_b = sum_J dx[j] dy[j-b],
-    C_b = sum_J zy[j] dx[j-b], D_b = sum_J zx[j] dy[j-b], F = sum_J zy zx, G = sum zy zx over [s, t].
+    With dy, dx the differences and rows J = [s + p, t): [S_0..S_p, T_0, F, G] with
+    S_b = sum_J (dy[j] dx[j-b] + dx[j] dy[j-b]), T_0 = sum_J (zy[j] dx[j] + zx[j] dy[j]),
+    F = sum_J zy zx and G = sum zy zx over [s, t].
     """
     dy, dx = np.diff(zy), np.diff(zx)
     rows = np.arange(s + p, t)
-    out = []
-    out += [float(np.sum(dy[rows] * dx[rows - b])) for b in range(p + 1)]
-    out += [float(np.sum(dx[rows] * dy[rows - b])) for b in range(p + 1)]
-    out += [float(np.sum(zy[rows] * dx[rows - b])) for b in range(p + 1)]
-    out += [float(np.sum(zx[rows] * dy[rows - b])) for b in range(p + 1)]
+    out = [float(np.sum(dy[rows] * dx[rows - b]) + np.sum(dx[rows] * dy[rows - b])) for b in range(p + 1)]
+    out.append(float(np.sum(zy[rows] * dx[rows]) + np.sum(zx[rows] * dy[rows])))
     out += [float(np.sum(zy[rows] * zx[rows])), float(np.sum(zy[s : t + 1] * zx[s : t + 1]))]
     return np.array(out)

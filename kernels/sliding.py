@@ -7,11 +7,13 @@ rules, same results to rounding: the same lags, statistics within ~1e-12) and
 :class:`SlidingEG` gives one window at a time (a daily or monthly re-screen that advances with
 its dates). A 2,520-session window of the per-date test costs O(window x lag cap) per pair;
 here each pair keeps the cross-product sums of its regressions (the cointegrating regression's
-and the ADF regression's, lagged differences included: 4p + 6 numbers for lag cap p, 114 at
-p = 27) and a date that moves the window by k sessions costs O(k p) to update them plus the
-O(p^3) solve of the ADF regressions (one Cholesky factorisation of the (p+2)^2 augmented Gram
-matrix gives every lag order's residual sum of squares and t statistic; a smaller one refits the
-chosen lag). The algebra is in :mod:`kernels._jit_sliding`.
+and the ADF regression's, lagged differences included, in the symmetric combinations the
+regressions use: p + 4 numbers for lag cap p, 31 at p = 27) and a date that moves the window
+by k sessions costs O(k p) to update them plus the O(p^3) solve of the ADF regressions (one
+Cholesky factorisation of the (p+2)^2 augmented Gram matrix gives every lag order's residual sum
+of squares and t statistic; a smaller one refits the chosen lag, gathered with the refits of the
+same lag). The algebra is in
+:mod:`kernels._jit_sliding`; :attr:`SlidingEG.ops` counts the operations performed.
 
 Numerical care: centring plus a periodic exact recompute, no compensated sums.
 
@@ -50,7 +52,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from kernels import _jit_sliding
+from kernels import _jit_lanes, _jit_sliding
 from kernels._validate import (
     MIN_TEST_NOBS,
     as_panel,
@@ -124,6 +126,7 @@ class SlidingEG:
         self._p = -1  # lag cap of the current sums (-1: none yet)
         self._counts = np.zeros((self.i.shape[0], 2), dtype=np.int64)
         self._resets = 0
+        self._ops = np.zeros(len(_jit_lanes.OP_NAMES), dtype=np.int64)
 
     @property
     def n_obs(self) -> int:
@@ -133,6 +136,47 @@ class SlidingEG:
     def stats(self) -> SlidingStats:
         """Exact pair recomputes, pair slides and resets so far."""
         return SlidingStats(int(self._counts[:, 0].sum()), int(self._counts[:, 1].sum()), self._resets)
+
+    @property
+    def ops(self) -> dict[str, int]:
+        """Floating-point operations performed so far, by kind (:data:`kernels._jit_lanes.OP_NAMES`):
+        counted by the kernels from their loops' trip counts (vector operations count every
+        lane, used or not), and for the exact starts' matrix products 2 m n k per product."""
+        return {name: int(v) for name, v in zip(_jit_lanes.OP_NAMES, self._ops)}
+
+    #: what :meth:`export_state` returns besides the arrays, in this order
+    _SCALARS = ("p", "prev_s", "prev_t", "ref_end", "resets")
+    _ARRAYS = ("shift", "tstate", "tvalid", "pstate", "pvalid", "counts", "ops")
+
+    def export_state(self) -> dict[str, np.ndarray]:
+        """Everything carried from one window to the next (the sums, their validity, the shifts,
+        the counts), as arrays that :meth:`import_state` takes back: a screen restored on the same
+        panel continues exactly (bit for bit) as this one would. Empty before the first window."""
+        if self._p < 0:
+            return {}
+        out = {name: getattr(self, f"_{name}") for name in self._ARRAYS}
+        out["scalars"] = np.array([getattr(self, f"_{name}") for name in self._SCALARS], dtype=np.int64)
+        return out
+
+    def import_state(self, state: dict[str, np.ndarray]) -> None:
+        """Take back what :meth:`export_state` gave (from a screen of the same panel and settings)."""
+        missing = [k for k in (*self._ARRAYS, "scalars") if k not in state]
+        if missing:
+            raise KernelInputError(f"state lacks {missing}; allowed: the dict export_state returns")
+        n_series, n_pairs = self._logp.shape[0], self.i.shape[0]
+        if state["shift"].shape != (n_series,) or state["pstate"].shape[0] != n_pairs:
+            raise KernelInputError(
+                f"state is for {state['shift'].shape[0]} series and {state['pstate'].shape[0]} pairs; "
+                f"this screen has {n_series} and {n_pairs}"
+            )
+        for name in self._ARRAYS:
+            setattr(self, f"_{name}", np.ascontiguousarray(state[name]))
+        for name, value in zip(self._SCALARS, state["scalars"].tolist()):
+            setattr(self, f"_{name}", int(value))
+        self._z = self._logp - self._shift[:, None]
+        self._dl = np.empty_like(self._z)
+        self._dl[:, :-1] = self._z[:, 1:] - self._z[:, :-1]
+        self._dl[:, -1] = np.nan
 
     def _lag_cap(self, n: int) -> int:
         return resolve_maxlag(self._maxlag, n, 0)
@@ -228,9 +272,9 @@ class SlidingEG:
         """Every ticker's and pair's sums over [s, e] as matrix products (all pairs at once).
 
         With Y = the differences over the rows J, V = the levels over J and X_b = the
-        differences over J - b (tickers by rows), the pair sums are the entries of Y X_b' and
-        V X_b' (A_b at [i, k], B_b at [k, i]; C_b and D_b alike) and a ticker's are their
-        diagonals. Series with a NaN in the window enter as zeros and their sums are not valid.
+        differences over J - b (tickers by rows), the pair sums are entries of Y X_b' (S_b at
+        [i, k] + [k, i]) and V X_0' (T_0 alike) and a ticker's are their diagonals. Series with
+        a NaN in the window enter as zeros and their sums are not valid.
         """
         n_series, n_pairs = self._logp.shape[0], self.i.shape[0]
         ok = (self._nanpre[:, e + 1] - self._nanpre[:, s]) == 0
@@ -238,27 +282,35 @@ class SlidingEG:
         dl = np.where(ok[:, None], self._dl[:, s:e], 0.0)
         ii, jj = self.i, self.j
         tst = np.zeros((n_series, _jit_sliding.ticker_width(p)))
-        pst = np.zeros((n_pairs, _jit_sliding.pair_width(p)))
+        shape = (n_pairs, _jit_sliding.pair_width(p))
+        # the pair sums are the screen's memory: refill the array in place, never two at once
+        old = getattr(self, "_pstate", None)
+        pst = old if old is not None and old.shape == shape else np.zeros(shape)
         j0 = p  # window positions of the rows J: [p, n - 1)
         resp = np.ascontiguousarray(dl[:, j0:])
         lev = np.ascontiguousarray(z[:, j0:-1])
+        rows = resp.shape[1]
+        # (p + 1) products of each of the two kinds, one of the levels, one of the window
+        blas = 2 * n_series * n_series * (2 * (p + 1) * rows + rows + z.shape[1])
+        self._ops[_jit_lanes.OP_NAMES.index("exact_blas")] += blas
         for b in range(p + 1):
             lagd = dl[:, j0 - b : dl.shape[1] - b]
             cross = resp @ lagd.T
             tst[:, b] = np.diagonal(cross)
             pst[:, b] = cross[ii, jj]
-            pst[:, p + 1 + b] = cross[jj, ii]
+            pst[:, b] += cross[jj, ii]
             cross = lev @ lagd.T
             tst[:, p + 1 + b] = np.diagonal(cross)
-            pst[:, 2 * p + 2 + b] = cross[ii, jj]
-            pst[:, 3 * p + 3 + b] = cross[jj, ii]
+            if b == 0:
+                pst[:, p + 1] = cross[ii, jj]
+                pst[:, p + 1] += cross[jj, ii]
             tst[:, 2 * p + 2 + b] = lagd.sum(axis=1)
         cross = lev @ lev.T
-        pst[:, 4 * p + 4] = cross[ii, jj]
+        pst[:, p + 2] = cross[ii, jj]
         tst[:, 3 * p + 3] = lev.sum(axis=1)
         tst[:, 3 * p + 4] = np.diagonal(cross)
         cross = z @ z.T
-        pst[:, 4 * p + 5] = cross[ii, jj]
+        pst[:, p + 3] = cross[ii, jj]
         tst[:, 3 * p + 5] = z.sum(axis=1)
         tst[:, 3 * p + 6] = np.diagonal(cross)
         self._tstate = tst
@@ -276,7 +328,7 @@ class SlidingEG:
         tconst = np.empty((n_series, n_win), dtype=np.int8)
         _jit_sliding.ticker_pass(
             self._z, self._dl, self._nanpre, self._chgpre, s, e, p, self._prev_s, self._prev_t,
-            self._tstate, self._tvalid, tsums, tfin, tconst,
+            self._tstate, self._tvalid, tsums, tfin, tconst, self._ops,
         )  # fmt: skip
         rows = slice(row, row + n_win)
         args = (
@@ -292,14 +344,16 @@ class SlidingEG:
         # waits at most a few blocks for the others
         grain = int(max(1, min(8, n_blocks // (workers * 32))))
         counter = np.zeros(1, dtype=np.int64)
+        ops = np.zeros((workers, self._ops.size), dtype=np.int64)  # one row per thread
         if workers == 1:
-            _jit_sliding.pair_pass(*args, counter, grain)
+            _jit_sliding.pair_pass(*args, counter, grain, ops[0])
         else:
             with ThreadPoolExecutor(workers) as pool:
                 for job in [
-                    pool.submit(_jit_sliding.pair_pass, *args, counter, grain) for _ in range(workers)
+                    pool.submit(_jit_sliding.pair_pass, *args, counter, grain, ops[w]) for w in range(workers)
                 ]:
                     job.result()
+        self._ops += ops.sum(axis=0)
         self._prev_s = int(s[-1])
         self._prev_t = int(e[-1])
 

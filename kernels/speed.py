@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-__all__ = ["SPEED_WINDOW", "synthetic_panel", "speed_index_us"]
+__all__ = ["SPEED_WINDOW", "synthetic_panel", "speed_index_us", "peak_gflops"]
 
 #: sessions of the window the speed index tests (ten years of trading days)
 SPEED_WINDOW = 2520
@@ -57,3 +57,49 @@ def speed_index_us(repeats: int = 50) -> float:
         engle_granger(y, x)
         times.append(time.perf_counter() - t0)
     return 1e6 * statistics.median(times)
+
+
+def _fma_loop():  # type: ignore[no-untyped-def]
+    from numba import njit
+
+    from kernels._simd import vfma_chains
+
+    @njit(cache=True, nogil=True)
+    def loop(n, a, b):  # type: ignore[no-untyped-def]
+        return vfma_chains(n, a, b)
+
+    return loop
+
+
+def peak_gflops(threads: int = 1, seconds: float = 0.003, repeats: int = 200) -> float:
+    """The machine's measured double-precision peak in GFLOP/s (1e9 floating-point operations
+    a second, a fused multiply-add counting two): ``threads`` threads at once, each running
+    eight independent eight-wide FMA chains for about ``seconds``; the best of ``repeats``.
+    Short runs, many of them: on a machine shared with other work the best one is a run that
+    no other process interrupted, which is what the cores can do."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernels._simd import FMA_CHAINS, LANES
+
+    if threads < 1 or repeats < 1 or not seconds > 0:
+        raise ValueError(f"threads={threads}, repeats={repeats}, seconds={seconds}; allowed: >= 1, >= 1, > 0")
+    loop = _fma_loop()
+    loop(1000, 0.9999999, 1e-7)  # compile or load from the cache
+    n = 1 << 16
+    while True:  # steps for about `seconds` on one thread
+        t0 = time.perf_counter()
+        loop(n, 0.9999999, 1e-7)
+        took = time.perf_counter() - t0
+        if took > seconds / 4 or n > 1 << 34:
+            break
+        n *= 2
+    n = max(1, int(n * seconds / max(took, 1e-9)))
+    flops = 2.0 * LANES * FMA_CHAINS * n * threads
+    best = 0.0
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for job in [pool.submit(loop, n, 0.9999999, 1e-7) for _ in range(threads)]:
+                job.result()
+            best = max(best, flops / (time.perf_counter() - t0))
+    return best / 1e9

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from localfin_cli._common import progress_for, quiet_run, result
+from localfin_cli._common import note, progress_for, quiet_run, result
 
 if TYPE_CHECKING:
     from agent.data.store import ImportReport
@@ -155,6 +155,30 @@ def import_(
             )
             lines += [f"  {j.describe()}" for j in report.jumps]
         result(rl, "\n".join(lines))
+        if prices or herculean:
+            warning = _adj_close_warning(path)
+            if warning:
+                note(rl, warning)
+
+
+def _adj_close_warning(path: Path) -> str:
+    """A warning when price rows of the store lack ``adj_close`` (a close-only file): the screen
+    and every experiment read it by default and refuse such rows ("" when every row has it)."""
+    from agent.data.store import MarketStore
+
+    with MarketStore(path, create=False) as db:
+        have = db.field_coverage(db.tickers(), "adj_close")
+    lacking = {t: (rows, n) for t, (rows, n) in have.items() if n < rows}
+    if not lacking:
+        return ""
+    shown = ", ".join(f"{t} {rows - n:,} of {rows:,}" for t, (rows, n) in list(lacking.items())[:6])
+    more = f" and {len(lacking) - 6} more tickers" if len(lacking) > 6 else ""
+    return (
+        f"warning: price rows without adj_close in {path} ({shown}{more} rows): the pair screen and "
+        "every experiment read adj_close by default and will refuse them; screen the close instead "
+        '(localfin pairs screen --price-field close; [screen] price_field = "close" in an experiment) '
+        "or import a price file with an adj_close column"
+    )
 
 
 @app.command("info")

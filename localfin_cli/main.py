@@ -35,11 +35,13 @@ from localfin_cli import (
     pairs_cmd,
     plugins_cmd,
     qa_cmd,
+    qa_datasets_cmd,
     report_cmd,
     reproduce_cmd,
     serve_cmd,
 )
 from localfin_cli.help_format import MARKUP, tidy
+from localfin_cli.suggest import with_suggestion
 
 __all__ = ["app", "command", "main"]
 
@@ -95,6 +97,7 @@ app.add_typer(data_cmd.app, name="data")
 app.add_typer(pairs_cmd.app, name="pairs")
 app.add_typer(bank_cmd.app, name="bank")
 app.add_typer(bench_cmd.app, name="bench")
+qa_datasets_cmd.register(qa_cmd.app)
 app.add_typer(qa_cmd.app, name="qa")
 app.add_typer(plugins_cmd.app, name="plugins")
 serve_cmd.register(app)
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         global _stopped_at_once
         _stopped_at_once = bool(getattr(exc, "at_once", False))
         log.debug("command failed", exc_info=True)  # the traceback, shown with --verbose
-        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
+        sys.stderr.write(f"error: {with_suggestion(_one_line(str(exc)))}\n")
         return exit_code_for(exc)
     except KeyboardInterrupt as exc:  # a Ctrl-C outside a command's own handling
         signum = int(getattr(exc, "signum", signal.SIGINT))

@@ -6,119 +6,14 @@ from pathlib import Path
 
 import typer
 
+from localfin_cli import pairs_screen_cmd
 from localfin_cli._common import progress_for, quiet_run, result
 from localfin_cli.pairs_options import baseline_configs, check_years, parse_pools, parse_years
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Pair trading (Moira): screen, run experiments, demo.", no_args_is_help=True)
-
-
-@app.command("screen")
-def screen(
-    date: str = typer.Option(..., "--date", help="Selection date YYYY-MM-DD (data up to its close only)."),
-    store: Path | None = typer.Option(
-        None,
-        "--store",
-        help="SQLite market store (default: $LOCALFIN_STORE or $LOCALFIN_DATA_DIR/market.sqlite).",
-    ),
-    top: int = typer.Option(5, "--top", help="Candidates kept (top_k)."),
-    pool: str | None = typer.Option(
-        None, "--pool", help="Comma-separated tickers (default: all in the store)."
-    ),
-    lookback: int = typer.Option(2520, "--lookback", help="Sessions ending at the date."),
-    min_sessions: int = typer.Option(
-        252, "--min-sessions", help="Least common sessions a pair needs (capped at --lookback)."
-    ),
-    price_field: str = typer.Option(
-        "adj_close", "--price-field", help="Store column screened: adj_close (default) or close."
-    ),
-    max_pvalue: float | None = typer.Option(
-        None, "--max-pvalue", help="Optional p-value cut (default: none, rank only)."
-    ),
-    half_life_min: float | None = typer.Option(
-        None, "--half-life-min", help="Optional half-life band, lower bound in sessions (default: none)."
-    ),
-    half_life_max: float | None = typer.Option(
-        None, "--half-life-max", help="Optional half-life band, upper bound in sessions (default: none)."
-    ),
-    show_all: bool = typer.Option(False, "--all", help="Also list every non-candidate pair with the reason."),
-) -> None:
-    """Rank all pairs of the pool by Engle-Granger p-value at DATE; pairs that cannot be traded
-    as a spread are excluded with their reason (--all)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from agent.data.coverage import check_date
-    from agent.data.store import MarketStore
-    from agent.pairs.screen.causal import ScreenConfig, screen_store
-    from localfin import env
-
-    cfg = ScreenConfig(
-        top_k=top,
-        lookback=lookback,
-        min_sessions=min(min_sessions, lookback),
-        price_field=price_field,
-        max_pvalue=max_pvalue,
-        half_life_min=half_life_min,
-        half_life_max=half_life_max,
-    )
-    tickers = [t.strip() for t in pool.split(",") if t.strip()] if pool else None
-    with MarketStore(store or env.default_store_path(), create=False) as db:
-        # before, or after, the data there is nothing to screen at the date: say the data's range
-        check_date(db, date, name="--date", tickers=tickers, pool_name="--pool")
-        res = screen_store(db, date, pool=tickers, config=cfg)
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=150)  # piped output: do not squeeze the table into 80 columns
-    n_ok = sum(p.eligible for p in res.pairs)
-    con.print(
-        f"screen at {res.date} (last session {res.session}, {price_field}), pool of {len(res.pool)}: "
-        f"{len(res.pairs)} pairs, {n_ok} ranked, {len(res.pairs) - n_ok} excluded",
-        highlight=False,
-    )
-    table = Table(
-        "rank",
-        "A",
-        "B",
-        "sectors",
-        "p-value",
-        "beta",
-        "half-life",
-        "z long",
-        "z trade",
-        "corr",
-        "sessions",
-        title=f"top {len(res.candidates)} candidates",
-    )
-    for c in res.candidates:
-        sectors = c.sector_a if c.sector_a == c.sector_b else f"{c.sector_a} / {c.sector_b}"
-        table.add_row(
-            str(c.rank),
-            c.ticker_a,
-            c.ticker_b,
-            sectors,
-            f"{c.pvalue:.2e}",
-            f"{c.hedge_ratio:.3f}",
-            f"{c.half_life:.1f}",
-            f"{c.z_long:+.2f}",
-            f"{c.z_trade:+.2f}",
-            f"{c.correlation:.2f}",
-            str(c.n_obs),
-        )
-    con.print(table)
-    if show_all:
-        rest = Table("A", "B", "p-value", "half-life", "sessions", "reason", title="other pairs")
-        for p in res.pairs[len(res.candidates) :]:
-            rest.add_row(
-                p.ticker_a,
-                p.ticker_b,
-                f"{p.pvalue:.2e}",
-                f"{p.half_life:.1f}",
-                str(p.n_obs),
-                p.reason or "ranked below top",
-            )
-        con.print(rest)
+pairs_screen_cmd.register(app)
 
 
 @app.command("screen-eval")
@@ -174,39 +69,96 @@ def run(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="Registry key replacing the config's [model] backbone (checked before any call).",
+        help="Registry key replacing the config's [model] backbone (its weights are checked before "
+        "anything is written).",
+    ),
+    seed: list[int] = typer.Option(
+        None, "--seed", help="A seed replacing [experiment] seeds; repeat for several (--seed 0 --seed 1)."
+    ),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        help="Test only the first N sessions of the test window (a quick check; the folder's config.toml "
+        "holds the shorter window).",
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Only the pre-flight: the config, its models and their weights, the store, pool, windows "
+        "and price column; nothing is written (exit 1 when a check fails).",
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="The pre-flight, then the folder, engines and runs it would start; run nothing.",
     ),
 ) -> None:
     """Run a Moira experiment: every seed x exposure x variant, in lockstep on one journaled engine
-    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone)."""
-    from agent.api import check_models, load_experiment_config, run_experiment
-    from agent.pairs.experiment.preflight import check_data
+    (a second one for FinMem when `[baselines.finmem] model` fixes another backbone). The pre-flight
+    (`--check`) runs first: a missing model, weights file, store, ticker or window stops the run
+    before its folder is made."""
+    from agent.api import load_experiment_config, models, run_experiment
+    from agent.pairs.experiment.preflight import preflight, require
     from localfin import env, interrupt, runlock
 
-    cfg, _ = load_experiment_config(config, model=model)
-    check_models(cfg)  # an unknown registry key fails here, before the folder or any call
-    check_data(cfg)  # so do a missing store, a pool ticker it lacks and a window outside its data
+    seeds = list(seed) if seed else None
+    cfg, _ = load_experiment_config(config, model=model, seeds=seeds, limit=limit)
+    checks = preflight(cfg, models())  # registry keys, weights, store, pool, windows, price column
     folder = out or env.runs_dir() / cfg.name
+    if check or dry_run:
+        from localfin_cli.pairs_plan import check_lines, plan_lines
+
+        lines = plan_lines(cfg, folder, resume=resume) if dry_run else []
+        result(None, "\n".join([*lines, *check_lines(checks)]))
+        if not all(c.ok for c in checks):
+            raise typer.Exit(1)
+        return
+    require(checks)  # before the folder, the engine or any call
     me = f"localfin pairs run --config {config}" + (f" --model {model}" if model else "")
+    me += "".join(f" --seed {s}" for s in seeds or ()) + (f" --limit {limit}" if limit else "")
     hint = f"rerun with: {me} --out {folder} --resume"
     # one writer per folder (exit 3), a stop on SIGINT / SIGTERM at a call boundary (130 / 143)
     with runlock.hold(folder, me), interrupt.graceful(hint), quiet_run(ctx, "run", folder) as rl:
         res = run_experiment(
-            config, folder, resume=resume, sequential=sequential, model=model, progress=progress_for(rl)
+            config,
+            folder,
+            resume=resume,
+            sequential=sequential,
+            model=model,
+            seeds=seeds,
+            limit=limit,
+            progress=progress_for(rl),
         )
         result(
             rl, (folder / "summary.md").read_text(encoding="utf-8") + f"\nexperiment folder: {res.out_dir}"
         )
 
 
-@app.command("demo")
+def _demo_help() -> str:
+    """`pairs demo`'s help, its figures read from the packaged demo config (so they cannot go stale)."""
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("agent.pairs").joinpath("configs", "demo.toml").read_text("utf-8")
+    doc = tomllib.loads(text)
+    exp, policy = doc["experiment"], doc.get("policy", {})
+    seeds, exposures = exp.get("seeds", [0]), exp.get("exposures", [])
+    methods = doc.get("baselines", {}).get("methods", [])
+    return (
+        "The Moira CPU demo (agent/pairs/configs/demo.toml): a synthetic market with a planted break, "
+        f"{len(seeds)} seed{'' if len(seeds) == 1 else 's'} x {len(exposures)} exposures "
+        f"({', '.join(exposures)}), at most {policy.get('max_cycles', 'n/a')} replay cycles, and "
+        f"{len(methods)} baselines ({', '.join(methods)}), in lockstep on one engine."
+    )
+
+
+@app.command("demo", help=_demo_help())
 def demo(
     ctx: typer.Context,
     out: Path | None = typer.Option(None, "--out", help="Demo folder (default: runs/moira-demo)."),
     model: str = typer.Option("smollm2-135m", "--model", help="Registry key of the backbone."),
     sequential: bool = typer.Option(False, "--sequential", help="Runs one after another."),
 ) -> None:
-    """The Moira CPU demo: synthetic market, short training and test, 2 seeds x 2 exposures."""
     from agent.pairs.experiment.demo import run_moira_demo
     from localfin import env
 

@@ -42,6 +42,9 @@ _SUBSET = typer.Option(
 )
 _OFFSET = typer.Option(0, "--offset", help="Skip this many items (file order) before taking --limit.")
 _LIMIT = typer.Option(None, "--limit", help="Items to use (default: all after --offset).")
+_SEED = typer.Option(
+    None, "--seed", help="Seed of every model request (default 0; with temperature 0 it changes nothing)."
+)
 _MODEL = typer.Option("smollm2-135m", "--model", help="Registry key of the model.")
 _BACKEND = typer.Option("vllm", "--backend", help="vllm (in-process engine) or openai (a running server).")
 _URL = typer.Option(
@@ -240,12 +243,15 @@ def _embedder(name: str):
     raise ConfigError(f"--embedder={name!r}; allowed: {', '.join(EMBEDDERS)}")
 
 
-def _solver_config(reg, model: str, max_steps: int | None, **extra: Any):
+def _solver_config(reg, model: str, max_steps: int | None, seed: int | None = None, **extra: Any):
+    from dataclasses import replace
+
     from agent.qa.solver.react import solver_config_for
     from serving.open import model_facts
 
     over = {"max_steps": max_steps} if max_steps else {}
-    return solver_config_for(model_facts(model, reg), **over, **extra)
+    cfg = solver_config_for(model_facts(model, reg), **over, **extra)
+    return cfg if seed is None else replace(cfg, sampling=replace(cfg.sampling, seed=seed))
 
 
 def _tools(tools: str, store: Path | None, sandbox: str, dataset: str = "", data: Path | None = None):
@@ -436,6 +442,7 @@ def eval_cmd(
     ),
     ray: str = _RAY,
     shards: int = _SHARDS,
+    seed: int = _SEED,
 ) -> None:
     """Evaluate one variant (ft_fm: over bank sizes x k_max, one run folder each)."""
     from agent.qa.evaluation.evaluate import VARIANTS, EvalConfig
@@ -486,7 +493,7 @@ def eval_cmd(
             stack.callback(be.close)
             _start(be, log)
             qc = None
-        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps), max_active=max_active)
+        cfg = EvalConfig(variant, _solver_config(reg, model, max_steps, seed), max_active=max_active)
         run = dict(
             tools=factory,
             scorer=deferred_scorer(named),  # judged / extracted answers are graded after the run

@@ -76,9 +76,10 @@ def render_markdown() -> str:
     lines = [
         "# Command-line reference",
         "",
-        "Every command of `localfin`, generated from the command-line program when this site was "
-        "built (`localfin COMMAND --help` shows the same). Exit codes: 0 success, 2 bad input or "
-        "configuration (one `error: ...` line on stderr), 1 a failure at run time.",
+        "Every command of `localfin`, generated from the command-line program (`python -m "
+        "localfin_cli.docs_pages` writes this page; a test keeps it current; `localfin COMMAND "
+        "--help` shows the same). Exit codes: 0 success, 2 bad input or configuration (one "
+        "`error: ...` line on stderr), 1 a failure at run time.",
         "",
     ]
     entries = list(commands())

@@ -96,21 +96,13 @@ def _authors_code() -> Path:
     )
 
 
-def _table() -> str:
-    from agent.reproduce.spec import load_all
-
-    rows = [(c.name, f"{c.paper} {c.table}", ", ".join(c.model_keys), c.title) for c in load_all()]
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{'config':<{w[0]}}  {'reproduces':<{w[1]}}  {'models':<{w[2]}}  what"]
-    lines += [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}" for a, b, c, d in rows]
-    return "\n".join(lines)
-
-
 # --- the modes: both command forms call these ---------------------------------------------------
 
 
 def do_list() -> None:
-    result(None, _table())
+    from localfin_cli.reproduce_list import table, terminal_width
+
+    result(None, table(terminal_width()))
 
 
 def _inventory(gpus: int | None, gpu: str | None):
@@ -138,9 +130,12 @@ def do_check(
     inventory = _inventory(gpus, gpu)
     configs = _configs(config, authors_code)
     items = [i for c in configs for i in check_config(c, data_root=data_root, inventory=inventory)]
-    result(None, format_items(items))
+    lines = format_items(items).splitlines()
+    verdict = lines.pop()  # "11 items checked, 9 missing": the last line, after what differs
+    result(None, "\n".join(lines))
     for c in configs:
         result(None, "\n".join(["", *differs_section(c, resolve_config(c), heading=f"{c.name}: ")]))
+    result(None, "\n" + verdict)
     if any(i.status == "missing" for i in items):
         raise typer.Exit(1)
 
@@ -336,7 +331,8 @@ def do_rehearse(
     if size not in SIZES:
         raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
     cfgs = _configs(config, authors_code)
-    base = out or env.runs_dir() / "rehearse"
+    # absolute: the rehearsal writes configs into subfolders that name its data by this path
+    base = (out or env.runs_dir() / "rehearse").absolute()
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     with quiet_run(ctx, "reproduce", base) as rl:
         res = rehearse(
@@ -402,7 +398,8 @@ def settings(
     as_json: bool = typer.Option(False, "--json", help="One JSON document instead of lines."),
 ) -> None:
     """Print every effective setting of a config, defaults included, with its value and provenance
-    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list)."""
+    (paper, authors, ours, operational; unlisted: a value the protocol ledger does not list) and
+    its locator (the paper's section and quote, the authors' file and line)."""
     do_settings(_which(config, config_file), as_json)
 
 

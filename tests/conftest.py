@@ -606,13 +606,33 @@ def cli(capsys: pytest.CaptureFixture[str]):
 _LAYOUT_JS = """
 (() => {
   const W = document.documentElement.clientWidth, out = {width: W,
-    page: document.documentElement.scrollWidth, tables: [], code: [], names: []};
+    page: document.documentElement.scrollWidth, tables: [], code: [], names: [], nav: [], figures: []};
   for (const t of document.querySelectorAll('table')) {
-    const r = t.getBoundingClientRect(), wrap = t.closest('.md-typeset__scrollwrap') || t;
+    const r = t.getBoundingClientRect(), wrap = t.closest('.md-typeset__scrollwrap, .scroll') || t;
     out.tables.push({right: Math.round(r.right), cls: t.className,
+      box: Math.round(wrap.getBoundingClientRect().right),
       scrolls: t.scrollWidth > t.clientWidth + 1 || wrap.scrollWidth > wrap.clientWidth + 1,
       head: (t.tHead ? t.tHead.innerText : '').replace(/\\s+/g, ' ').slice(0, 60)});
   }
+  // the report's navigation bar; its figures: shown and natural width, and the right edge of
+  // their box (a narrow window scrolls a figure inside it instead of shrinking it)
+  for (const n of document.querySelectorAll('main > nav')) {
+    const r = n.getBoundingClientRect();
+    out.nav.push({right: Math.round(r.right), height: Math.round(r.height)});
+  }
+  for (const img of document.querySelectorAll('figure img')) {
+    const box = (img.closest('.fig') || img).getBoundingClientRect();
+    out.figures.push({src: img.getAttribute('src'), shown: Math.round(img.getBoundingClientRect().width),
+      natural: img.naturalWidth || Number(img.getAttribute('width')), box: Math.round(box.right)});
+  }
+  // what the first screen shows: the elements marked data-role, their top and bottom
+  out.roles = {};
+  for (const el of document.querySelectorAll('[data-role]')) {
+    const r = el.getBoundingClientRect();
+    out.roles[el.getAttribute('data-role')] = {top: Math.round(r.top), bottom: Math.round(r.bottom),
+      text: el.innerText.slice(0, 200)};
+  }
+  out.height = window.innerHeight;
   for (const c of document.querySelectorAll('pre > code'))
     if (c.scrollWidth > c.clientWidth + 1) out.code.push(c.innerText.split('\\n')[0].slice(0, 80));
   // a word of a table cell laid out on two lines: a name broken inside (a plain hyphenated word
@@ -631,40 +651,48 @@ _LAYOUT_JS = """
     }
   }
   document.body.setAttribute('data-layout', JSON.stringify(out));
+  if (window.parent !== window) window.parent.postMessage(JSON.stringify(out), '*');  // a framed page
 })();
 """
 
 
 @pytest.fixture
 def page_layout(tmp_path: Path):
-    """``page_layout(html, width=1280)``: the page as headless Chromium lays it out in a window
-    ``width`` pixels wide (see ``_LAYOUT_JS``); skips where Chromium is absent. The page is read
-    from a copy beside it that carries the measuring script."""
+    """``page_layout(html, width=1280, height=900)``: the page as headless Chromium lays it out in
+    a window ``width`` x ``height`` pixels (see ``_LAYOUT_JS``; a width below Chromium's narrowest
+    window, a phone's 390, in a frame of that width: :func:`agent.report.screenshot.framed`);
+    skips where Chromium is absent. The page is read from a copy beside it that carries the
+    measuring script."""
     import html as html_lib
     import json
     import tempfile
 
-    from agent.report.screenshot import find_chromium
+    from agent.report.screenshot import MIN_WINDOW, find_chromium, framed
 
     exe = find_chromium()
     if exe is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
 
-    def measure(page: Path, width: int = 1280) -> dict:
+    def measure(page: Path, width: int = 1280, height: int = 900) -> dict:
         probe = page.with_name(f".layout-{page.name}")
         probe.write_text(
             page.read_text(encoding="utf-8").replace("</body>", f"<script>{_LAYOUT_JS}</script></body>"),
             encoding="utf-8",
         )
+        shown = framed(probe, width, height) if width < MIN_WINDOW else probe
         try:
             with tempfile.TemporaryDirectory(prefix="localfin-chromium-", dir=tmp_path) as profile:
                 cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                       "--disable-sync", f"--user-data-dir={profile}", f"--window-size={width},900",
-                       "--virtual-time-budget=3000", "--dump-dom", probe.resolve().as_uri()]  # fmt: skip
+                       "--disable-sync", f"--user-data-dir={profile}",
+                       f"--window-size={max(width, MIN_WINDOW)},{height}",
+                       # a phone's scroll bars lie over the page instead of taking its width
+                       *(["--hide-scrollbars"] if width < MIN_WINDOW else []),
+                       "--virtual-time-budget=3000", "--dump-dom", shown.resolve().as_uri()]  # fmt: skip
                 dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False).stdout
         finally:
             probe.unlink(missing_ok=True)
+            shown.unlink(missing_ok=True)
         found = re.search(r'data-layout="([^"]*)"', dom)
         assert found, f"Chromium measured nothing in {page}"
         return json.loads(html_lib.unescape(found.group(1)))

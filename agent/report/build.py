@@ -21,6 +21,7 @@ import numpy as np
 from agent.pairs.market.metrics import ZERO_VARIANCE_MARK
 from agent.report import figures as fg
 from agent.report import series as sr
+from agent.report.glance import glance_section
 from agent.report.happened import happened_section
 from agent.report.html import (
     GENERATOR,
@@ -28,6 +29,7 @@ from agent.report.html import (
     esc,
     figure,
     fmt_int,
+    fmt_num,
     fmt_pct,
     note,
     page,
@@ -104,6 +106,7 @@ def _window_comparison(sections: list[Section], ctx: PanelContext, prefix: str) 
         "return and Sharpe comparison",
         "Cumulative return and Sharpe (± its standard error) of each setting's median-return run, "
         "by exposure: the effect of Beta hedging.",
+        file=p,
     )
 
 
@@ -113,7 +116,9 @@ def _conventions(window: int) -> str:
         "prod(1 + r) - 1, compounded over the test window's daily returns; Sharpe = sqrt(252) mean / "
         "std (ddof 1) ± its standard error (Lo 2002, IID), shown as 0.00 "
         f"{ZERO_VARIANCE_MARK} for a run whose every return is zero (undefined: 0 / 0); "
-        "maximum drawdown of the equity curve; annualised volatility; Sortino (target 0); win rate "
+        "maximum drawdown of the equity curve; annualised return = (1 + cumulative return)^(252 / "
+        "transitions) - 1; Calmar = annualised return / |maximum drawdown|; annualised volatility; "
+        "Sortino (target 0); win rate "
         "over transitions with a position; counterfactual (CF) action accuracy = share of transitions "
         "whose action matched the best of LONG_SHORT / SHORT_LONG / FLAT.",
         "A setting is every run sharing test window, exposure, method, variant, backbone and pool; its "
@@ -143,8 +148,10 @@ def _all_runs(results: list[RunResult]) -> str:
                 Cell(fmt_int(r.seed)),
                 Cell(fmt_int(m.n_transitions), m.n_transitions, "n_transitions", "num"),
                 Cell(fmt_pct(m.cumulative_return), m.cumulative_return, "cumulative_return", "num"),
+                Cell(fmt_pct(m.annual_return), m.annual_return, "annual_return", "num"),
                 sharpe_cell(m),
                 Cell(fmt_pct(m.max_drawdown), m.max_drawdown, "max_drawdown", "num"),
+                Cell(fmt_num(m.calmar), m.calmar, "calmar", "num"),
                 Cell(fmt_int(nfb), nfb if nfb is not None else math.nan, "fallbacks", "num"),
                 Cell("ok" if not rr.mismatches else "differs: " + ", ".join(rr.mismatches)),
             ]
@@ -159,8 +166,10 @@ def _all_runs(results: list[RunResult]) -> str:
             "seed",
             "transitions",
             "cum. return (compounded)",
+            "ann. return",
             "Sharpe ± SE",
             "max drawdown",
+            "Calmar",
             "fallbacks",
             "metrics.json vs steps",
         ),
@@ -245,7 +254,11 @@ def render(
         info = inp.experiments.get(group)
         return sr.lifecycle_thresholds(info.manifest if info is not None else None)
 
-    ctx = PanelContext(fig_dir, rolling_window, thresholds)
+    def period(group: str) -> int:
+        info = inp.experiments.get(group)
+        return sr.validation_period(info.manifest if info is not None else None)
+
+    ctx = PanelContext(fig_dir, rolling_window, thresholds, period)
     results = run_results(inp.runs)
     sections = build_sections(build_settings(results))
     windows: list[tuple[str, str]] = []
@@ -262,6 +275,8 @@ def render(
     prompt_sets = _prompt_sets(inp)
     if prompt_sets:
         body.append(f'<p class="meta">Prompt texts: {prompt_sets}.</p>')
+    # the first screen: what the model can show, the best run per metric, QA's best variant
+    body.append(glance_section(results, inp.root, exclude=fig_dir.parent))
     nav = []
     main: list[str] = []
     with progress.task("report sections", total=len(sections)) as task:

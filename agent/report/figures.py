@@ -3,6 +3,12 @@ computed by :mod:`agent.report.series` / :mod:`agent.report.tables` and writes o
 
 Every function takes plain values (labels, arrays) and a path, so a test can draw each panel on
 tiny inputs; none computes a number shown anywhere else.
+
+Every figure along the test window has one x axis (:data:`STEP_LABEL`): test step k is the k-th
+session of the test window, the one whose close decides step k (as the trace and the steps
+tables number it); the equity at step k is the equity at that session's close (1 at step 1, before
+any settlement), a lifecycle check at step k reads that session's close, and the last session,
+which settles the last decision, is step T + 1. The axis spans 0.5 .. T + 1.5 on every figure.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from agent.report.series import BreakView, CycleView
 
 __all__ = [
     "DPI",
+    "STEP_LABEL",
     "Curve",
     "plot_equity",
     "plot_return_sharpe",
@@ -29,6 +36,8 @@ __all__ = [
 ]
 
 DPI = 96
+#: the x axis of every figure along the test window (module doc)
+STEP_LABEL = "test step (session of the test window; 1 = its first)"
 _WIDTH = 11.0
 _ACTION_COLORS = {"LONG_SHORT": "#2b8cbe", "SHORT_LONG": "#e6550d", "FLAT": "#bdbdbd"}
 _LEVEL_COLORS = {"HEALTHY": "#31a354", "WARNING": "#fd8d3c", "BREAK": "#de2d26"}
@@ -57,14 +66,23 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def _step_axis(ax: Any, last: int) -> None:
+    """The test-step axis (module doc) up to session ``last``, whole steps only."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_xlim(0.5, max(last, 1) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _legend(ax: Any, n: int) -> None:
     if n:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 class Curve:
-    """One line of the equity figure: label, equity and drawdown points (x = 0..N), the seeds'
-    equity band (min, max) or None, and whether it is an agent (drawn thicker)."""
+    """One line of the equity figure: label, equity and drawdown points (the start, then after each
+    of the N settlements: at test steps 1 .. N + 1), the seeds' equity band (min, max) or None,
+    and whether it is an agent (drawn thicker)."""
 
     def __init__(
         self,
@@ -78,11 +96,11 @@ class Curve:
 
 
 def plot_equity(curves: Sequence[Curve], path: Path, title: str = "") -> Path:
-    """Equity curves (top) and drawdowns (bottom) against the finalized transition."""
+    """Equity curves (top) and drawdowns (bottom) at the close of each test step."""
     fig, axes = _figure(5.6, 2, 1, sharex=True, height_ratios=[2, 1])
     top, bottom = axes[0][0], axes[1][0]
     for c, color in zip(curves, _colors(len(curves))):
-        x = np.arange(len(c.equity))
+        x = np.arange(1, len(c.equity) + 1)
         lw = 2.2 if c.agent else 1.2
         top.plot(x, c.equity, color=color, lw=lw, label=c.label)
         if c.band is not None:
@@ -91,7 +109,8 @@ def plot_equity(curves: Sequence[Curve], path: Path, title: str = "") -> Path:
     top.axhline(1.0, color="black", lw=0.6, ls=":")
     top.set_ylabel("equity (start = 1)")
     bottom.set_ylabel("drawdown (%)")
-    bottom.set_xlabel("finalized test transition")
+    bottom.set_xlabel(STEP_LABEL + "; equity at its close")
+    _step_axis(bottom, max((len(c.equity) for c in curves), default=1))
     if title:
         top.set_title(title, fontsize=10)
     _legend(top, len(curves))
@@ -192,7 +211,8 @@ def plot_pair_timeline(rows: Sequence[tuple[str, Sequence[str | None], np.ndarra
     top_count = max((int(sw.max()) for _, _, sw in rows if len(sw)), default=0)
     bottom.set_ylim(-0.2, max(1, top_count) + 0.5)
     bottom.set_ylabel("pair switches")
-    bottom.set_xlabel("test step")
+    bottom.set_xlabel(STEP_LABEL)
+    _step_axis(bottom, max((len(ps) for _, ps, _ in rows), default=0) + 1)
     bottom.yaxis.get_major_locator().set_params(integer=True)
     _legend(bottom, len(rows))
     return _save(fig, path)
@@ -232,7 +252,8 @@ def plot_rolling_accuracy(lines: Sequence[tuple[str, np.ndarray, float]], window
         )
     ax.set_ylim(-3, 103)
     ax.set_ylabel(f"matched best action, trailing {window} (%)")
-    ax.set_xlabel("test step")
+    ax.set_xlabel(STEP_LABEL)
+    _step_axis(ax, max((len(v) for _, v, _ in lines), default=0) + 1)
     ax.grid(alpha=0.3)
     _legend(ax, len(lines))
     return _save(fig, path)
@@ -329,5 +350,6 @@ def plot_break_scores(
         ax.set_ylabel("break score", fontsize=8)
         ax.set_title(label, fontsize=9, loc="left")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    axes[-1][0].set_xlabel("test step (dotted: validation boundary kept; red dashed: pair replaced)")
+    axes[-1][0].set_xlabel(STEP_LABEL + "; dotted: validation boundary kept, red dashed: pair replaced")
+    _step_axis(axes[-1][0], max((max(v.steps, default=0) for _, v in views), default=0))
     return _save(fig, path)

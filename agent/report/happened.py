@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.report.html import esc, names, note
+from agent.report.prose import model_text
 
 __all__ = ["MECHANISMS", "Mechanism", "find_mechanisms", "happened_section", "missing"]
 
@@ -62,8 +63,11 @@ class Mechanism:
 
     run: the run (Moira run id, or QA run folder name); step: the step (Moira: window step;
     QA: question id and step index); source: the trace file, relative to the input folder;
-    row: the row's index in it; summary: one line of what happened; row_fields: the trace
-    row's fields shown under the link; count: how many times it happened in all.
+    row: the row's index in it; summary: one line of what happened; texts: what the model wrote
+    that the row is about (a principle set's principles), shown each as written and flagged when
+    it is not prose (:mod:`agent.report.prose`); row_fields: the trace row's fields shown under
+    the link (a field holding JSON as text is shown as its JSON); count: how many times it
+    happened in all.
     """
 
     key: str
@@ -75,6 +79,7 @@ class Mechanism:
     source: str = ""
     row: int = -1
     summary: str = ""
+    texts: tuple[str, ...] = ()
     row_fields: Mapping[str, Any] = field(default_factory=dict)
     count: int = 0
 
@@ -148,12 +153,27 @@ class _Found:
             self.first[key] = Mechanism(key, part, what, True, **kw)
 
 
+def _unnested(value: Any) -> Any:
+    """``value`` with a text holding a JSON object or array replaced by it (a trace row stores its
+    decision and detail as JSON text: shown inside the row's JSON they would be escaped twice)."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return _unnested(json.loads(value))
+        except ValueError:
+            return value
+    if isinstance(value, Mapping):
+        return {k: _unnested(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unnested(v) for v in value]
+    return value
+
+
 def _moira_row(row: Mapping[str, Any]) -> dict[str, Any]:
     keep = ("seq", "phase", "round", "step", "date", "kind", "pair", "call_type", "request_key")
     out = {k: row[k] for k in keep if k in row}
     for k in ("decision", "reply", "fallback", "state_before", "state_after", "detail"):
         if row.get(k):
-            out[k] = row[k]
+            out[k] = _unnested(row[k])
     return out
 
 
@@ -166,14 +186,16 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
     journal = journals.setdefault(exp, _Journal(exp / "journal.sqlite"))
     rows = pd.read_parquet(trace).to_dict("records")
 
-    def add(key: str, i: int, summary: str) -> None:
+    def add(key: str, i: int, summary: str, texts: tuple[str, ...] = ()) -> None:
         r = rows[i]
         step = (
             f"{r['phase']} step {int(r['step']):03d}"
             if int(r["step"])
             else f"{r['phase']} round {r['round']}"
         )
-        found.add(key, run=run, step=step, source=rel, row=i, summary=summary, row_fields=_moira_row(r))
+        found.add(
+            key, run=run, step=step, source=rel, row=i, summary=summary, texts=texts, row_fields=_moira_row(r)
+        )
 
     for i, r in enumerate(rows):
         kind, phase, dec = r["kind"], r["phase"], _loads(r["decision"])
@@ -201,16 +223,23 @@ def _moira(root: Path, trace: Path, found: _Found, journals: dict[Path, _Journal
             and dec.get("training_return") is not None
             and not dec.get("floor")  # the warmup memory kept as the floor: not the gate's verdict
         ):
-            cand = "; ".join(dec.get("candidate_principles") or dec.get("candidate") or ()) or "(empty set)"
+            cand = tuple(str(p) for p in dec.get("candidate_principles") or dec.get("candidate") or ())
+            sets = f"{len(cand)} principle{'' if len(cand) == 1 else 's'}" if cand else "an empty set"
             ret = dec.get("training_return")
             if dec.get("accepted"):
-                add("gate_accept", i, f"cycle {dec['cycle']}: training return {ret:+.4f} accepted: {cand}")
+                add(
+                    "gate_accept",
+                    i,
+                    f"cycle {dec['cycle']}: training return {ret:+.4f}, {sets} accepted",
+                    cand,
+                )
             else:
                 why = dec.get("reason") or "not better than the best so far"
                 add(
                     "gate_reject",
                     i,
-                    f"cycle {dec['cycle']}: training return {ret:+.4f} rejected ({why}): {cand}",
+                    f"cycle {dec['cycle']}: training return {ret:+.4f}, {sets} rejected ({why})",
+                    cand,
                 )
         elif kind == "news_verify":
             cand = _loads(r["detail"]).get("candidate", {})
@@ -304,11 +333,18 @@ def missing(mechanisms: Iterable[Mechanism], parts: Iterable[str] = ("Moira", "F
 
 
 def _row_html(m: Mechanism) -> str:
-    body = json.dumps(dict(m.row_fields), indent=1, ensure_ascii=False, default=str)
+    body = json.dumps(_unnested(dict(m.row_fields)), indent=1, ensure_ascii=False, default=str)
     return (
         f'<details id="{esc(m.anchor)}"><summary>{esc(m.part)}: {esc(m.key)} — <code>{esc(m.source)}</code> '
         f'row {m.row}</summary><pre class="small" style="white-space:pre-wrap">{esc(body)}</pre></details>'
     )
+
+
+def _texts_html(texts: tuple[str, ...]) -> str:
+    """The model's texts a row is about, one item each, as written (:func:`model_text`)."""
+    if not texts:
+        return ""
+    return '<ol class="texts">' + "".join(f"<li>{model_text(t)}</li>" for t in texts) + "</ol>"
 
 
 def happened_section(
@@ -332,7 +368,7 @@ def happened_section(
             status = f'<td data-occurred="yes">occurred ({m.count}x)</td>'
             rows.append(
                 f'<tr data-mechanism="{esc(m.key)}"><td>{esc(m.part)}</td><td>{esc(m.what)}</td>{status}'
-                f"<td>{where}</td><td>{link}</td><td>{names(m.summary)}</td></tr>"
+                f"<td>{where}</td><td>{link}</td><td>{names(m.summary)}{_texts_html(m.texts)}</td></tr>"
             )
         else:
             rows.append(
@@ -346,10 +382,9 @@ def happened_section(
         + ". Each link opens the trace row where it first happened (below the table)."
     )
     table_html = (
-        '<table class="happened"><thead><tr><th>part</th><th>mechanism</th><th>status</th>'
-        "<th>first in (run, step)</th><th>trace row</th><th>what the row says</th></tr></thead><tbody>"
-        + "\n".join(rows)
-        + "</tbody></table>"
+        '<div class="scroll"><table class="happened"><thead><tr><th>part</th><th>mechanism</th>'
+        "<th>status</th><th>first in (run, step)</th><th>trace row</th><th>what the row says</th>"
+        "</tr></thead><tbody>" + "\n".join(rows) + "</tbody></table></div>"
     )
     details = "".join(_row_html(m) for m in shown if m.occurred)
     return (

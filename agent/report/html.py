@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import html
 import re
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent.pairs.market.metrics import ZERO_VARIANCE_MARK, table_sharpe
@@ -32,6 +34,7 @@ __all__ = [
     "names",
     "table",
     "figure",
+    "png_size",
     "note",
     "page",
 ]
@@ -110,7 +113,8 @@ def table(
     caption: str = "",
 ) -> str:
     """An HTML table (every text escaped); ``row_attrs``: data attributes per row."""
-    out = [f'<table class="{esc(cls)}">' if cls else "<table>"]
+    # in a box of its own that scrolls sideways when the table is wider than the window (a phone)
+    out = ['<div class="scroll">' + (f'<table class="{esc(cls)}">' if cls else "<table>")]
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
     out.append("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>")
@@ -119,14 +123,32 @@ def table(
         if row_attrs is not None:
             attrs = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in row_attrs[i].items())
         out.append(f"<tr{attrs}>" + "".join(_cell(c) for c in r) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 
-def figure(src: str, alt: str, caption: str = "") -> str:
-    """A figure with a relative image path (``figures/x.png``)."""
+def png_size(path: str | Path) -> tuple[int, int] | None:
+    """Width and height in pixels of a PNG file (read from its header); None when it is not one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    w, h = struct.unpack(">II", head[16:24])
+    return int(w), int(h)
+
+
+def figure(src: str, alt: str, caption: str = "", *, file: str | Path | None = None) -> str:
+    """A figure with a relative image path (``figures/x.png``); ``file``: the image on disk, whose
+    size is written on the tag (the page keeps its layout while images load, and a narrow window
+    shows the figure at three quarters of it, scrolling sideways, instead of shrinking its axes
+    out of reach)."""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return f'<figure><img src="{esc(src)}" alt="{esc(alt)}">{cap}</figure>'
+    size = png_size(file) if file is not None else None
+    dims = f' width="{size[0]}" height="{size[1]}" style="--w:{size[0]}px"' if size else ""
+    return f'<figure><div class="fig"><img src="{esc(src)}" alt="{esc(alt)}"{dims}></div>{cap}</figure>'
 
 
 def note(text: str) -> str:
@@ -136,15 +158,17 @@ def note(text: str) -> str:
 
 _CSS = """
 body{font-family:-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;margin:0;color:#222;
-background:#fafafa;font-size:14px;line-height:1.45}
+background:#fafafa;font-size:14px;line-height:1.45;overflow-wrap:break-word}
 main{max-width:1240px;margin:0 auto;padding:16px 20px 40px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #ddd;
 padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}h4{font-size:13px;margin:14px 0 4px;color:#444}
-.meta{color:#555;margin:0 0 10px}code{background:#eee;padding:1px 4px;border-radius:3px;font-size:12px}
-nav{background:#fff;border:1px solid #ddd;padding:8px 12px;margin:10px 0;font-size:13px}
-nav a{margin-right:14px;white-space:nowrap}
+.meta{color:#555;margin:0 0 10px}code{background:#eee;padding:1px 4px;border-radius:3px;font-size:12px;
+overflow-wrap:anywhere}
+nav{background:#fff;border:1px solid #ddd;padding:8px 12px;margin:10px 0;font-size:13px;display:flex;
+flex-wrap:wrap;gap:4px 14px}nav a{white-space:nowrap}
+.scroll{max-width:100%;overflow-x:auto}.scroll>table{margin:6px 0 12px}
 table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:12.5px}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th,td{border:1px solid #ddd;padding:3px 5px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;
 white-space:nowrap}table.results td:first-child{white-space:nowrap}td.num.wrap{white-space:normal}
 caption{caption-side:top;text-align:left;color:#555;padding:2px 0;font-size:12px}
@@ -153,6 +177,14 @@ figure img{max-width:100%;height:auto;display:block}figcaption{color:#555;font-s
 .note{color:#8a6d3b;background:#fcf8e3;border:1px solid #faebcc;padding:5px 9px;margin:6px 0;font-size:12.5px}
 .warn{color:#a94442}details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 .small{font-size:12px;color:#555}ul.conv li{margin:2px 0}.nb{white-space:nowrap}
+.glance{background:#fff;border:1px solid #ddd;padding:6px 12px;margin:10px 0}
+.glance p{margin:6px 0}.caveat{border-left:4px solid #d9822b;background:#fff8ef;padding:4px 10px}
+table.best{margin:4px 0}table.results{font-size:12px}
+.garbled{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;background:#f3f3f3;
+overflow-wrap:anywhere}.flag{color:#a94442;font-size:12px;font-style:italic}
+pre{overflow-x:auto}
+@media (max-width:760px){main{padding:10px 10px 30px}h1{font-size:20px}
+.fig{overflow-x:auto}figure img[style]{max-width:none;width:calc(var(--w) * .75)}}
 """
 
 

@@ -14,7 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.pairs.market.metrics import LIFECYCLE_STATES, RETURN_NOTE, ZERO_VARIANCE_NOTE, table_sharpe
+from agent.pairs.market.metrics import (
+    FEW_TRANSITIONS,
+    LIFECYCLE_STATES,
+    RETURN_NOTE,
+    ZERO_VARIANCE_NOTE,
+    table_sharpe,
+)
 from agent.report import figures as fg
 from agent.report import series as sr
 from agent.report.frictions import frictions_table
@@ -55,9 +61,11 @@ RESULT_HEADERS = (
     "runs (seeds)",
     "cum. return (compounded)",
     "return spread (min .. max)",
+    "ann. return",
     "Sharpe ± SE",
     "Sharpe spread (min .. max)",
     "max drawdown",
+    "Calmar",
     "ann. volatility",
     "Sortino",
     "win rate",
@@ -72,12 +80,14 @@ RESULT_HEADERS = (
 @dataclass
 class PanelContext:
     """Where figures go and what the panels share: the figure folder (relative to the page:
-    ``figures/``), the rolling-accuracy window, the break-score thresholds by experiment group,
-    the figures written so far and notes for the end of the page."""
+    ``figures/``), the rolling-accuracy window, the break-score thresholds and the validation
+    cycle (sessions) by experiment group, the figures written so far and notes for the end of the
+    page."""
 
     fig_dir: Path
     rolling_window: int = sr.ROLLING_WINDOW
     thresholds: Callable[[str], tuple[float, float]] = lambda group: (2 / 3, 1.0)
+    period: Callable[[str], int] = lambda group: VALIDATION_PERIOD
     written: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -107,6 +117,7 @@ def results_table(section: Section) -> str:
                 Cell(_seeds(s), s.n, "n_runs", "num"),
                 Cell(fmt_pct(r["cumulative_return"]), r["cumulative_return"], "cumulative_return", "num"),
                 Cell(fmt_range(r["return_min"], r["return_max"]) if spread else "–", None, "", "num wrap"),
+                Cell(fmt_pct(r["annual_return"]), r["annual_return"], "annual_return", "num"),
                 sharpe_cell(s.representative.metrics),
                 Cell(
                     fmt_range(r["sharpe_min"], r["sharpe_max"], pct=False) if spread else "–",
@@ -115,6 +126,7 @@ def results_table(section: Section) -> str:
                     "num wrap",
                 ),
                 Cell(fmt_pct(r["max_drawdown"]), r["max_drawdown"], "max_drawdown", "num"),
+                Cell(fmt_num(r["calmar"]), r["calmar"], "calmar", "num"),
                 Cell(
                     fmt_pct(r["annual_volatility"], signed=False),
                     r["annual_volatility"],
@@ -172,12 +184,12 @@ def _range(r: tuple[int, int] | None) -> str:
     return "n/a" if r is None else (fmt_int(r[0]) if r[0] == r[1] else f"{fmt_int(r[0])} .. {fmt_int(r[1])}")
 
 
-def token_table(setting: Setting) -> str:
+def token_table(setting: Setting, period: int = VALIDATION_PERIOD) -> str:
     """Tokens by call type of the setting's representative run ('' when it called no model): totals
     over training and test, test tokens per finalized step, one call's prompt, completion and
     total tokens (min .. max, each on its own: Table 9), and under the table the test tokens per
-    validation cycle (Table 10: Moira's test total per step x 23; FinMem's mean of its first
-    complete cycles)."""
+    validation cycle of the run's ``period`` sessions (Table 10: Moira's test total per step x
+    the period, 23 in the paper; FinMem's mean of its first complete cycles)."""
     rep = setting.representative
     rows = token_rows(rep.run, rep.metrics.n_transitions)
     if not rows:
@@ -202,15 +214,22 @@ def token_table(setting: Setting) -> str:
         ]
         for t in rows
     ]
-    cycle, how = tokens_per_cycle(rows), f"test tokens per step x {VALIDATION_PERIOD}"
-    fm_cycle, n_cycles = finmem_tokens_per_cycle(rep.run.extra, rep.metrics.n_transitions)
+    cycle, how = tokens_per_cycle(rows, period), f"test tokens per step x {period}"
+    fm_cycle, n_cycles = finmem_tokens_per_cycle(rep.run.extra, rep.metrics.n_transitions, period)
     if fm_cycle is not None:
-        cycle, how = fm_cycle, f"the mean of the test's first {n_cycles} complete cycles"
+        cycle, how = (
+            fm_cycle,
+            (
+                "the test's first complete cycle"
+                if n_cycles == 1
+                else f"the mean of the test's first {n_cycles} complete cycles"
+            ),
+        )
     after = ""
     if cycle is not None:
         after = (
             f'<p class="small" data-metric="tokens_per_cycle" data-value="{cycle!r}">Test tokens per '
-            f"{VALIDATION_PERIOD}-step validation cycle: {fmt_int(round(cycle))} ({how}).</p>"
+            f"{period}-step validation cycle: {fmt_int(round(cycle))} ({how}).</p>"
         )
     return (
         table(
@@ -278,7 +297,7 @@ def _fig(ctx: PanelContext, name: str, draw: Callable[[Path], Path], alt: str, c
 
     p = draw(ctx.path(name))
     ctx.written.append(p)
-    return figure(ctx.rel(p), alt, caption)
+    return figure(ctx.rel(p), alt, caption, file=p)
 
 
 def _equity(section: Section, ctx: PanelContext, prefix: str) -> str:
@@ -436,6 +455,14 @@ def _breaks(section: Section, ctx: PanelContext, prefix: str) -> str:
 def section_panels(section: Section, ctx: PanelContext, prefix: str) -> str:
     """The HTML of one section: table, figures, tokens and fallbacks."""
     parts = [results_table(section), note(RETURN_NOTE)]
+    if section.n_transitions < FEW_TRANSITIONS:
+        parts.append(
+            note(
+                f"Only {section.n_transitions} settled transitions: the annualised figures (annualised "
+                "return, Sharpe ± SE, Calmar, Sortino, volatility) say little on so few; a few days' "
+                f"return is compounded to a year. They need at least {FEW_TRANSITIONS} (a quarter)."
+            )
+        )
     if any(table_sharpe(r.metrics)[1] for s in section.settings for r in s.results):
         parts.append(note(ZERO_VARIANCE_NOTE))
     if any(r.mismatches for s in section.settings for r in s.results):
@@ -452,7 +479,7 @@ def section_panels(section: Section, ctx: PanelContext, prefix: str) -> str:
     parts.append("<h4>Counterfactual action accuracy</h4>" + _accuracy(section, ctx, prefix))
     parts.append("<h4>Training dynamics</h4>" + _training(section, ctx, prefix))
     parts.append("<h4>Break-score evolution</h4>" + _breaks(section, ctx, prefix))
-    tok = [t for t in (token_table(s) for s in section.settings) if t]
+    tok = [t for t in (token_table(s, ctx.period(s.representative.run.group)) for s in section.settings) if t]
     parts.append(
         "<h4>Tokens by call type</h4>"
         + ("".join(tok) if tok else note("Tokens: no run of this section called a model."))

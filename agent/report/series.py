@@ -1,9 +1,10 @@
 """The data behind the report's figures, as pure functions (the figures only draw them).
 
-Conventions: x positions are finalized test transitions; an equity or drawdown series has one
-point more than the run has transitions, the starting equity of 1 (drawdown 0) at x = 0, the
-value after transition k at x = k. Per-step series (rolling accuracy, cumulative switches, pair
-held) have one value per transition at x = step (1-based).
+Conventions: an equity or drawdown series has one point more than the run has transitions: the
+starting equity of 1 (drawdown 0), then the value after each settlement. Per-step series (rolling
+accuracy, cumulative switches, pair held) have one value per transition, the decision of test
+step k (1-based). The figures draw them all on one axis of test steps, the sessions of the test
+window (:data:`agent.report.figures.STEP_LABEL`): the equity after k settlements at step k + 1.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "BreakView",
     "break_scores",
     "lifecycle_thresholds",
+    "validation_period",
 ]
 
 #: Transitions in the trailing window of the rolling counterfactual accuracy.
@@ -244,3 +246,11 @@ def lifecycle_thresholds(manifest: Mapping[str, Any] | None) -> tuple[float, flo
     if not (math.isfinite(w) and math.isfinite(b) and b > 0):
         w, b = 2.0, 3.0
     return min(1.0, w / b), 1.0
+
+
+def validation_period(manifest: Mapping[str, Any] | None, default: int = 23) -> int:
+    """The experiment's validation cycle in sessions (its manifest's
+    ``config.lifecycle.validation_period``; ``default``, the paper's 23, when absent)."""
+    cfg = ((manifest or {}).get("config") or {}).get("lifecycle") or {}
+    v = cfg.get("validation_period", default)
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default

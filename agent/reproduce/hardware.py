@@ -74,8 +74,9 @@ ARCH_FACTS["qwen3-32b-nothink"] = ARCH_FACTS["qwen3-32b"]
 
 
 def gpu_kind(name: str) -> GpuKind:
+    """The GPU kind named ``name``, in any case (``H100`` is ``h100``)."""
     try:
-        return GPU_KINDS[name]
+        return GPU_KINDS[name.strip().lower()]
     except KeyError:
         raise ConfigError(f"--gpu {name!r}; allowed: {', '.join(GPU_KINDS)}") from None
 

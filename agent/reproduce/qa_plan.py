@@ -232,8 +232,9 @@ class QAPlan:
     #: wrong) or ``authors`` (their 1 % rule, a model grading wrong ones 0 to 0.99, trajectories
     #: without their own final answer dropped)
     bank_grading: str = "scorer"
-    #: sampling temperature and budget (tokens) of the authors' grading call
+    #: sampling temperature of the authors' grading call
     grading_temperature: float = 0.1
+    #: reply budget of the authors' grading call (tokens)
     grading_max_tokens: int = 4096
     #: the bank's summary prompt: ``ours`` or ``authors`` (theirs, read from their checkout)
     summary_prompt: str = "ours"
@@ -268,7 +269,8 @@ class QAPlan:
     gold_evidence: str = "none"
     # ------------------------------------------------------------------ memory
     #: what the memory block shows: ``directives`` (the annotator's, for this question) or
-    #: ``entries`` (each retrieved entry: question, answer, findings, cautions, its images)
+    #: ``entries`` (each retrieved entry: question, answer, findings, cautions, its images), or
+    #: ``authors`` (their memory block, its texts read from their checkout)
     memory_block: str = "directives"
     #: one annotator call rewrites the retrieved entries for this question (off: none; the
     #: ``directives`` block then shows the entries' findings and cautions as stored)

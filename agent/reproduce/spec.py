@@ -242,7 +242,10 @@ def parse_repro(data: Mapping[str, Any], source: Path) -> ReproConfig:
     doc = copy.deepcopy(dict(data))
     meta_t = doc.pop("reproduce", None)
     if not isinstance(meta_t, Mapping):
-        raise ConfigError(f"{source}: the [reproduce] table is required")
+        raise ConfigError(
+            f"{source}: the [reproduce] table is required (a reproduction config); an experiment "
+            "file is checked with localfin pairs run --config FILE --check"
+        )
     figures = _figures(doc.pop("paper", []), source)
     meta = cf.load(_Meta, meta_t, key="reproduce", file=source)
     windows: tuple[WindowSpec, ...] = ()

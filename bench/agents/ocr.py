@@ -143,7 +143,7 @@ share of printed numbers read exactly.
 One JSON line per demo image (bar chart or table) and a summary per image kind. With --finmmr: for
 English FinMMR items with images, the numbers of the expert solution that appear neither in the
 question nor in its context (so they come from an image), and the share the OCR read: a proxy for
-accuracy on real tables. Each run reports the load average at its start and end.
+accuracy on real tables. Each run records how busy the machine was at its start and end.
 
     localfin bench qa-ocr --threads 2 --finmmr DATA/finmmr_easy_validation.jsonl
 """

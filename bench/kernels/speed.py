@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
+from bench.kernels.blas import blas_single_thread
+from bench.kernels.decade import add_decade_args
 from bench.kernels.universe import add_universe_args, resolve_universe_args, universe_case
 from bench.records import RecordWriter
 from kernels.speed import synthetic_panel  # the speed index's panel (one_window is the index)
@@ -94,22 +96,6 @@ def _cold_compile() -> dict[str, Any]:
     return {"subprocess_wall_s": round(wall, 3), **info}
 
 
-def _blas_single_thread() -> tuple[Any, str]:
-    """Context that pins BLAS to one thread for the statsmodels baseline, and its label.
-
-    On this 2-core, shared machine multithreaded OpenBLAS makes statsmodels' small
-    regressions up to ~70x slower (measured), which would flatter our ratios; one BLAS
-    thread is statsmodels' fastest setting here, so that is the baseline.
-    """
-    import contextlib
-
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext(), "default (threadpoolctl missing)"
-    return threadpool_limits(limits=1, user_api="blas"), "1"
-
-
 #: the command's help (`localfin bench ... --help`), in the user's words
 HELP = """Numba kernels against statsmodels and pandas on the same data, and the machine's speed index.
 
@@ -117,9 +103,11 @@ Times statsmodels' Engle-Granger test against ours on one window, on every pair 
 daily re-screen (every pair over --days rolling windows), and pandas and statsmodels' rolling OLS
 against our rolling hedge ratio. Where statsmodels would take minutes it is timed on a random sample
 of cells and extrapolated, and the lines say so. Also: JIT compile time, a 500-ticker pool on one
-date (large_pool), the parallel re-screen with one core kept busy (busy_core) and a year of daily
-re-screens of an S&P 500-size universe (universe). One JSON line per figure, each with the load
-average when it was taken.
+date (large_pool), the parallel re-screen with one core kept busy (busy_core), a year of daily
+re-screens of an S&P 500-size universe (universe) and a slice of a decade of daily re-screens of a
+3,000-ticker market (decade: 3,000 tickers x 21 dates; with the operations counted, the machine's
+FMA peak and the decade extrapolated). One JSON line per figure, each with the load average when
+it was taken.
 
     localfin bench kernels --quick                   # about a minute
     localfin bench kernels --skip busy_core,large_pool
@@ -159,6 +147,7 @@ def parser() -> argparse.ArgumentParser:
         "--skip", default="", help="comma-separated cases to skip (busy_core, large_pool, universe, ...)"
     )
     add_universe_args(ap)
+    add_decade_args(ap, prefix="decade-")
     ap.add_argument("--seed", type=int, default=0)
     return ap
 
@@ -190,7 +179,7 @@ def main(argv: list[str] | None = None, writer: RecordWriter | None = None) -> i
     args = _parse(argv)
     import statsmodels.tsa.stattools  # noqa: F401  (loads BLAS before the thread limit is set)
 
-    blas_ctx, blas_label = _blas_single_thread()
+    blas_ctx, blas_label = blas_single_thread()
     with blas_ctx:
         return _run(args, blas_label, writer or RecordWriter("kernels"))
 
@@ -285,6 +274,11 @@ def _run(args: argparse.Namespace, blas_label: str, w: RecordWriter) -> int:
         busy_core_case(w, panel, args.window, busy_days, args.busy_repeats, **common)
     if "universe" not in args.skip:
         universe_case(args, w, common)
+    if "decade" not in args.skip:
+        from bench.kernels.decade import decade_case
+
+        args.progress = not args.quick
+        decade_case(args, w, common, prefix="decade-")
     return 0
 
 

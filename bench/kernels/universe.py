@@ -166,6 +166,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     screen = SlidingEG(panel)
     first = screen.windows(starts[:1], ends[:1])
     t1 = time.perf_counter()
+    ops_first = screen.ops
     rest = screen.windows(starts[1:], ends[1:]) if days > 1 else None
     t2 = time.perf_counter()
     cpu = time.process_time() - cpu0
@@ -206,6 +207,8 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
         "finite_fraction": float(finite) / (days * n_pairs),
         "real_tickers": names,
         "numba_threads": numba.get_num_threads(),
+        "ops_first": ops_first,
+        "ops": screen.ops,
     }
 
 
@@ -236,12 +239,15 @@ def _sm_coint(y: np.ndarray, x: np.ndarray) -> tuple[float, float]:
 
 def universe_case(args: Any, w: RecordWriter, common: dict[str, Any]) -> None:
     """Emit the ``universe`` records (and ``universe_scaling`` with ``--universe-scaling``)."""
+    import numba
+
     from kernels import rolling_engle_granger_pairs
-    from kernels.speed import speed_index_us
+    from kernels.speed import peak_gflops, speed_index_us
 
     window, days, n_tickers = args.universe_window, args.universe_days, args.universe_tickers
     n_pairs = n_tickers * (n_tickers - 1) // 2
     rng = np.random.default_rng(args.seed + 11)
+    peak = peak_gflops(numba.get_num_threads())
     index_us = speed_index_us()
     per_date_rows = np.unique(np.linspace(0, days - 1, args.universe_per_date_days).round().astype(int))
     n_cells = days * n_pairs
@@ -356,12 +362,48 @@ def universe_case(args: Any, w: RecordWriter, common: dict[str, Any]) -> None:
         "GiB",
         **params,
     )
+    if days > 1:
+        _bound(w, info, params, peak, n_pairs, days)
     w.metric("universe", "max_abs_dpvalue_vs_per_date", d_p, "", **params)
     w.metric("universe", "lag_agreement_vs_per_date", lag_same / compared, "fraction", **params)
     w.metric("universe", "max_abs_dpvalue_vs_statsmodels", sm_p, "", **params)
     w.metric("universe", "max_abs_dstat_vs_statsmodels", sm_stat, "", **params)
     if args.universe_scaling:
         _scaling(args, w, common, index_us)
+
+
+def _bound(
+    w: RecordWriter, info: dict[str, Any], params: dict[str, Any], peak: float, n_pairs: int, days: int
+) -> None:
+    """The later dates' operations (counted by the kernels), the machine's peak, the fraction
+    of it reached, and the decade case extrapolated from this run's time per pair and date."""
+    from bench.kernels.decade_size import DECADE
+    from bench.kernels.decade_size import GOAL_S as DECADE_GOAL_S
+
+    later = (days - 1) * n_pairs
+    ops = {k: (info["ops"][k] - info["ops_first"][k]) / later for k in info["ops"]}
+    per_pair_date = sum(ops.values())
+    us = 1e6 * float(info["rest_s"]) / later
+    achieved = per_pair_date / (us * 1e3)
+    whole = DECADE["tickers"] * (DECADE["tickers"] - 1) // 2
+    # the first date (exact sums) grows with the pairs; every later date costs this run's rate
+    decade_s = float(info["first_s"]) * whole / n_pairs + us * 1e-6 * whole * (DECADE["dates"] - 1)
+    by_kind = {k: round(v, 1) for k, v in ops.items() if v}
+    w.metric("universe", "ops_per_pair_date", per_pair_date, "count", counted=True, by_kind=by_kind, **params)
+    w.metric("universe", "peak", peak, "GFLOP/s", **params)
+    w.metric("universe", "achieved", achieved, "GFLOP/s", **params)
+    w.metric("universe", "fraction_of_peak", achieved / peak, "fraction", **params)
+    w.metric(
+        "universe",
+        "decade_time_extrapolated",
+        decade_s,
+        "s",
+        goal_s=DECADE_GOAL_S,
+        meets_goal=bool(decade_s <= DECADE_GOAL_S),
+        decade=DECADE,
+        from_later_pair_date_us=round(us, 4),
+        **params,
+    )
 
 
 def _scaling(args: Any, w: RecordWriter, common: dict[str, Any], index_us: float) -> None:

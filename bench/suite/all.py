@@ -49,7 +49,8 @@ def plan(out: Path, qa: Path | None, tiny: bool = False) -> dict[str, list[str]]
             "kernels": shlex.split(
                 "--quick --series 3 --window 120 --days 5 --subset 2 --beta-window 10 --pool 12 "
                 "--pool-sample 2 --busy-repeats 1 --busy-days 3 --universe-tickers 8 --universe-days 5 "
-                "--universe-window 120 --universe-sample 2"
+                "--universe-window 120 --universe-sample 2 --decade-tickers 8 --decade-dates 3 "
+                "--decade-window 120 --decade-sample 2"
             ),
             "retrieval": shlex.split(
                 "--sizes 1500 --queries 5 --dim 32 --clusters 20 --no-real --min-rows 500 "

@@ -1,11 +1,10 @@
-"""MkDocs hook: writes the generated reference pages into the site at build time.
+"""MkDocs hook: the generated pages are current, and every configuration key has a description.
 
-``reference/cli.md`` comes from the typer app (:mod:`localfin_cli.reference`),
-``reference/config.md`` from the config dataclasses (:mod:`agent.configref`) and
-``protocol/moira.md`` and ``protocol/finacumen.md`` from the protocol ledger and the shipped
-reproduction configs (:mod:`agent.reproduce.ledger.render`); none is kept in the repository, so
-none can go stale. A configuration key without a description is listed as
-a warning, which fails ``mkdocs build --strict``.
+``reference/cli.md`` (from the typer app), ``reference/config.md`` (from the config dataclasses)
+and ``protocol/moira.md`` and ``protocol/finacumen.md`` (from the protocol ledger and the shipped
+reproduction configs) live in the repository, so that every link to them works in a clone as on
+the site; :mod:`localfin_cli.docs_pages` writes them. A page that differs from the code, or a
+configuration key without a description, is a warning, which fails ``mkdocs build --strict``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import Files
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -24,15 +23,11 @@ log = logging.getLogger("mkdocs.plugins.localfin")
 
 
 def on_files(files: Files, config) -> Files:
-    from agent.configref import render_markdown as config_reference
     from agent.configref import undocumented
-    from agent.reproduce.ledger.render import render_protocol
-    from localfin_cli.reference import render_markdown as cli_reference
+    from localfin_cli.docs_pages import stale_pages
 
     for key in undocumented():
         log.warning("configuration key without a description: %s", key)
-    files.append(File.generated(config, "reference/cli.md", content=cli_reference()))
-    files.append(File.generated(config, "reference/config.md", content=config_reference()))
-    for paper in ("moira", "finacumen"):
-        files.append(File.generated(config, f"protocol/{paper}.md", content=render_protocol(paper)))
+    for page in stale_pages(Path(config["docs_dir"])):
+        log.warning("docs/%s differs from the code; write it: python -m localfin_cli.docs_pages", page)
     return files

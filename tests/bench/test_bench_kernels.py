@@ -15,6 +15,7 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
 
     argv = "--quick --series 3 --window 120 --days 5 --subset 2 --beta-window 10 --pool 6 --pool-sample 3"
     universe = "--universe-tickers 7 --universe-days 6 --universe-window 90 --universe-sample 3"
+    universe += " --decade-tickers 6 --decade-dates 3 --decade-window 90 --decade-sample 2"
     assert main(argv.split() + universe.split() + ["--busy-repeats", "1", "--busy-days", "4"]) == 0
     recs = list(read_records(capsys.readouterr().out.splitlines()))
     by = {(r.case, r.metric, r.params.get("load")): r for r in recs}
@@ -27,6 +28,7 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
         "large_pool",
         "busy_core",
         "universe",
+        "decade",
     }
     assert all(r.benchmark == "kernels" for r in recs)
     rescreen = by[("rescreen", "time", None)]
@@ -49,6 +51,7 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
         "large_pool",
         "busy_core",
         "universe",
+        "decade",
     ]
     uni = by[("universe", "time", None)]
     assert uni.params["pairs"] == 21 and uni.params["days"] == 6 and uni.params["cells"] == 126
@@ -60,6 +63,25 @@ def test_quick_bench_prints_every_case(capsys: pytest.CaptureFixture[str]) -> No
     assert by[("universe", "max_abs_dpvalue_vs_statsmodels", None)].value <= 1e-9
     assert by[("universe", "peak_memory", None)].unit == "GiB"
     assert by[("universe", "peak_memory", None)].value >= by[("universe", "memory_before_run", None)].value
+    # the bound: counted operations, the measured peak, the fraction reached, the decade
+    ops = by[("universe", "ops_per_pair_date", None)]
+    assert ops.params["counted"] and ops.value == pytest.approx(sum(ops.params["by_kind"].values()), rel=1e-3)
+    assert ops.params["by_kind"]["factor"] > 0 and ops.params["by_kind"]["pair_slide"] > 0
+    assert by[("universe", "peak", None)].value > 0
+    frac = by[("universe", "fraction_of_peak", None)].value
+    assert frac == pytest.approx(
+        by[("universe", "achieved", None)].value / by[("universe", "peak", None)].value, rel=1e-4
+    )
+    assert by[("universe", "decade_time_extrapolated", None)].params["decade"]["tickers"] == 3000
+    dec = by[("decade", "time", None)]
+    assert dec.params["pairs"] == 15 and dec.params["dates"] == 3 and dec.params["slice"]
+    assert dec.ratio > 0 and dec.reference["name"].startswith("per-date")
+    assert by[("decade", "max_abs_dpvalue_vs_per_date", None)].value <= 1e-10
+    assert by[("decade", "lag_agreement_vs_per_date", None)].value == 1.0
+    assert by[("decade", "max_abs_dpvalue_vs_statsmodels", None)].value <= 1e-9
+    assert by[("decade", "ops_per_pair_date", None)].value > 0
+    assert by[("decade", "fraction_of_peak", None)].value > 0
+    assert by[("decade", "parquet_bytes", None)].value > 0
 
 
 def test_universe_panel_takes_real_tickers_first(shared_data: object) -> None:

@@ -138,3 +138,59 @@ def test_the_guides_toml_examples_are_valid(tmp_path):
     specs = parse_models(tomllib.loads(_toml_blocks("extending.md")[0]), base_dir=tmp_path)
     assert [s.key for s in specs] == ["my-llama", "mistral-small"]
     assert specs[0].tool_call_parser == "llama3_json" and specs[0].tensor_parallel_size == 2
+
+
+def test_the_generated_pages_in_the_repository_are_current():
+    """The command-line and configuration references and the protocol pages are kept in the
+    repository (their links work in a clone); each equals what the code renders now."""
+    from localfin_cli.docs_pages import PAGES, stale_pages
+
+    assert set(PAGES) == {
+        "reference/cli.md",
+        "reference/config.md",
+        "protocol/moira.md",
+        "protocol/finacumen.md",
+    }
+    assert stale_pages() == [], "write them: python -m localfin_cli.docs_pages"
+
+
+def test_the_generated_pages_say_when_they_differ(tmp_path):
+    from localfin_cli.docs_pages import stale_pages, write_pages
+
+    assert sorted(stale_pages(tmp_path)) == sorted(
+        ["reference/cli.md", "reference/config.md", "protocol/moira.md", "protocol/finacumen.md"]
+    )
+    assert len(write_pages(tmp_path)) == 4 and stale_pages(tmp_path) == []
+    page = tmp_path / "reference" / "cli.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("localfin pairs run", "localfin pairs go"))
+    assert stale_pages(tmp_path) == ["reference/cli.md"]
+
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_of_the_docs_resolves_in_a_clone():
+    """Every link of a page under docs/ to another file names a file of the repository (not one
+    the site build writes), so it works on a code host as on the site."""
+    missing = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in _LINK.findall(text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue
+            if not (page.parent / target.split("#", 1)[0]).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {target}")
+    assert missing == []
+
+
+def test_shipped_configs_cite_only_pages_that_exist():
+    """A shipped config's comments cite documentation pages of the repository, never a file a
+    user does not have."""
+    cited = []
+    for config in sorted((ROOT / "agent").rglob("configs/*.toml")):
+        text = config.read_text(encoding="utf-8")
+        assert not re.search(r"\bSPEC\b", text), f"{config.relative_to(ROOT)} cites SPEC"
+        for page in re.findall(r"\bdocs/[\w./-]+\.md\b", text):
+            cited.append(page)
+            assert (ROOT / page).is_file(), f"{config.relative_to(ROOT)} cites {page}"
+    assert "docs/demo.md" in cited and "docs/reproduce.md" in cited

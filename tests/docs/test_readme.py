@@ -82,3 +82,35 @@ def test_every_relative_link_of_the_readme_resolves():
     assert targets, "the README links into the docs"
     missing = [t for t in targets if not (ROOT / t.split("#", 1)[0]).exists()]
     assert missing == []
+
+
+def _options() -> dict[str, set[str]]:
+    """Every command's options, by its name without ``localfin``."""
+    from localfin_cli.reference import commands
+
+    return {
+        full.removeprefix("localfin").strip(): {
+            o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])
+        }
+        for full, cmd, _ in commands()
+    }
+
+
+def test_the_readmes_words_on_options_are_true():
+    """The README says which commands take --out, --config and --json: each one named does."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    para = text.split("The commands that write results take `--out`:")[1].split("A failing command")[0]
+    options = _options()
+    writers = ["demo", "report", "export", "pairs run", "pairs matrix", "qa eval", "reproduce run"]
+    named = re.findall(r"`([a-z -]+)`", para.split("write into that folder")[0])
+    assert named == writers
+    for command in writers:
+        assert "--out" in options[command], command
+    assert "`pairs screen --out FILE`" in para and "`--json` prints it" in para
+    assert {"--out", "--json"} <= options["pairs screen"]
+    configs = re.findall(r"`([a-z -]+)`", para.split("comes with `--config FILE`")[1].split(";")[0])
+    assert configs == ["pairs run", "pairs matrix"]
+    for command in [*configs, *(f"reproduce {m}" for m in ("check", "run", "plan", "smoke", "settings"))]:
+        assert "--config" in options[command], command
+    # commands that take neither exist (the claim is not "every command")
+    assert "--out" not in options["data info"] and "--config" not in options["audit"]

@@ -240,3 +240,94 @@ def test_sliding_matches_statsmodels_on_1200_random_real_windows(shared_data: ob
     assert n_windows >= 1000
     assert d_p <= 1e-9 and d_stat <= 1e-9
     assert all(a == b for a, b in lags)
+
+
+def _edge_pool(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Eight series (28 pairs: every lane of a block busy, and a second block): cointegrated
+    pairs with long lag choices, a walk, a leg collinear with another, a leg constant over a
+    stretch and one with a NaN."""
+    y1, x1 = make_pair(rng, n, coint=True, ar=0.8)
+    y2, x2 = make_pair(rng, n, coint=True, ar=0.5)
+    walk = make_pair(rng, n, coint=False)[0]
+    collinear = -0.4 + 0.9 * x1
+    flat = make_pair(rng, n, coint=True, ar=0.3)[0]
+    flat[n // 2 : n // 2 + 70] = flat[n // 2]
+    gap = make_pair(rng, n, coint=True, ar=0.6)[0]
+    gap[n // 4] = np.nan
+    return np.column_stack([y1, x1, y2, x2, walk, collinear, flat, gap])
+
+
+@pytest.mark.parametrize("autolag", ["aic", None])
+def test_lane_path_matches_per_date_kernel_and_statsmodels_at_the_edges(autolag: str | None) -> None:
+    """The eight-lane path (the lag scan of eight pairs at once, the refits gathered by lag)
+    against the per-date kernel (same lags, statistics within 1e-9) and statsmodels, on windows
+    holding a NaN, a constant leg and collinear legs; runs without the JIT too."""
+    rng = np.random.default_rng(2024)
+    n, window = 260, 60
+    pool = _edge_pool(rng, n)
+    ends = np.arange(window - 1, n, 3)
+    maxlag = None if autolag else 4
+    res = sliding_engle_granger_pairs(pool, window, ends=ends, maxlag=maxlag, autolag=autolag)
+    per_date = rolling_engle_granger_pairs(pool, window, ends=ends, maxlag=maxlag, autolag=autolag)
+    np.testing.assert_array_equal(res.lag, per_date.lag)
+    np.testing.assert_array_equal(np.isnan(res.stat), np.isnan(per_date.stat))
+    assert np.nanmax(np.abs(res.stat - per_date.stat)) <= 1e-9
+    assert np.nanmax(np.abs(res.pvalue - per_date.pvalue)) <= 1e-9
+    np.testing.assert_allclose(res.beta, per_date.beta, rtol=1e-10, equal_nan=True)
+    # each degenerate case is present
+    k_col = int(np.flatnonzero((res.i == 1) & (res.j == 5))[0])
+    assert np.isnan(res.pvalue[:, k_col]).all() and np.isfinite(res.beta[:, k_col]).all()
+    k_gap = res.j == 7
+    holds_gap = (ends >= n // 4) & (ends - window + 1 <= n // 4)
+    assert holds_gap.any() and np.isnan(res.stat[np.ix_(holds_gap, k_gap)]).all()
+    k_flat = res.j == 6
+    flat = (ends - window + 1 >= n // 2) & (ends <= n // 2 + 69)
+    assert flat.any() and (res.lag[np.ix_(flat, k_flat)] == -1).all()
+    if autolag:
+        assert len(set(res.lag[res.lag >= 0].ravel())) >= 3  # several lags share the refits
+    sm = pytest.importorskip("statsmodels.tsa.stattools")
+    cells = np.argwhere(np.isfinite(res.pvalue))
+    for e, k in cells[np.random.default_rng(3).choice(len(cells), 6, replace=False)]:
+        win = pool[ends[e] - window + 1 : ends[e] + 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stat, pvalue, _ = sm.coint(
+                win[:, res.i[k]], win[:, res.j[k]], trend="c", autolag=autolag, maxlag=maxlag
+            )
+        assert abs(res.stat[e, k] - stat) <= 1e-9 and abs(res.pvalue[e, k] - pvalue) <= 1e-9
+
+
+def _factor_ops_twin(k: int) -> int:
+    """Operations of a left-looking Cholesky of k columns with two trailing rows, per lane, as
+    a textbook counts them: entry (i, j < i) a dot product of length j and a division (as a
+    multiplication by the inverse), pivot i a dot product of length i, a square root and an
+    inverse; each trailing row's entry j a dot product of length j and a division."""
+    ops = 0
+    for i in range(k):
+        ops += sum(2 * j + 1 for j in range(i)) + 2 * i + 2
+    return ops + 2 * sum(2 * j + 1 for j in range(k))
+
+
+def test_operation_counts_follow_the_loops() -> None:
+    """The kernels' operation counts against counts made independently of the loops: the
+    factorisation's against the textbook count (p^3 / 3 + O(p^2)), the slide's against the
+    rows moved."""
+    from kernels._jit_lanes import NL
+
+    rng = np.random.default_rng(12)
+    pool = np.column_stack([make_pair(rng, 400, coint=c, ar=0.5)[k] for c in (True, False) for k in (0, 1)])
+    window = 300
+    p = resolve_maxlag(None, window, 0)
+    screen = SlidingEG(pool)
+    screen.windows([0], [window - 1])
+    before = screen.ops
+    n_dates = 40
+    screen.windows(np.arange(1, 1 + n_dates), np.arange(window, window + n_dates))
+    ops = {k: screen.ops[k] - before[k] for k in before}
+    n_pairs = screen.i.size  # 6 pairs: one block of eight lanes, all active
+    assert ops["factor"] == n_dates * NL * _factor_ops_twin(p)
+    assert abs(_factor_ops_twin(27) - 29**3 / 3) < 0.05 * 29**3 / 3  # (p + 2)^3 / 3 at p = 27
+    # each date moves every pair by one row out and one row in
+    assert ops["pair_slide"] == n_dates * n_pairs * (2 * (4 * (p + 1) + 10) + 2 * 2)
+    assert ops["exact_blas"] == 0 and ops["pair_exact"] == 0
+    assert ops["gram_fill"] == n_dates * NL * 4 * (p * (p + 1) // 2)

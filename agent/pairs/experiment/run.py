@@ -141,6 +141,13 @@ class _Tally:
             self.task.update(completed=self.sessions, info=self.info())
 
 
+def _counting_runs(program: Any, runs: int, finished: list[int]) -> Any:
+    """``program`` (a lockstep generator) that adds ``runs`` to ``finished[0]`` when it ends."""
+    value = yield from program
+    finished[0] += runs
+    return value
+
+
 class _Counting:
     """Passes calls through and counts results and tokens for the progress display."""
 
@@ -250,35 +257,40 @@ def run_experiment(
     rounds = 0
     try:
         with (
-            progress.task("runs", total=len(specs)) as runs_task,
+            # one count throughout: the agent's runs and FinMem's (a training group's program
+            # finishes all of its runs at once)
+            progress.task("runs", total=len(specs) + len(fm)) as runs_task,
             progress.task("sessions", total=tally.total_sessions) as sess_task,
         ):
             tally.task = sess_task
-            runs_task.update(total=len(groups) + len(fm))
-            done_before = [0]
+            finished = [0]
 
             def round_hook(info: RoundInfo) -> None:
                 nonlocal rounds
                 rounds += 1
                 tally.rounds = rounds
-                runs_task.update(completed=done_before[0] + info.finished)
+                runs_task.update(completed=finished[0])
                 sess_task.update(info=tally.info())
                 if on_round is not None:
                     on_round(info)
 
-            programs = [moira_group_program(g, cfg, view, on_session=tally.on_session) for g in groups]
-            programs += [p for _, p in fm]
+            programs = [
+                _counting_runs(
+                    moira_group_program(g, cfg, view, on_session=tally.on_session), len(g), finished
+                )
+                for g in groups
+            ]
+            programs += [_counting_runs(p, 1, finished) for _, p in fm]
             t0 = time.perf_counter()
             if sequential:
                 outcomes = []
                 for p in programs:
                     outcomes += run_sequential([p], counted, on_round=round_hook)
-                    done_before[0] += 1
             else:
                 outcomes = run_lockstep(programs, counted, on_round=round_hook)
             wall = time.perf_counter() - t0
             sess_task.update(completed=tally.total_sessions, info=tally.info())
-            runs_task.update(completed=len(programs))
+            runs_task.update(completed=finished[0])
         tokens = journal.token_summary()
         sampling = sampling_by_call_type(journal.records(), jb)
     finally:

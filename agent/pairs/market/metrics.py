@@ -14,6 +14,11 @@ known, the actions held and whether each matched the counterfactual best action.
 * maximum drawdown = min over t of equity_t / max_{s<=t} equity_s - 1 (<= 0; the starting
   equity of 1 counts as a peak);
 * annualised volatility = sqrt(252) std(r, ddof=1);
+* annualised return (CAGR) = (1 + cumulative return)^(252 / T) - 1 over T returns (NaN without
+  one); on a short window it extrapolates a few days to a year, hence the report's warning below
+  :data:`FEW_TRANSITIONS`;
+* Calmar = annualised return / |maximum drawdown| (NaN without a drawdown: a curve that never
+  fell below its peak);
 * Sortino = sqrt(252) mean(r) / sqrt(mean(min(r, 0)^2)) (target 0; NaN without a losing day);
 * win rate = share of positive returns among the transitions with a position (not FLAT; all
   transitions when actions are not given); NaN when there is none;
@@ -51,6 +56,9 @@ __all__ = [
     "sharpe_se",
     "max_drawdown",
     "annual_volatility",
+    "annual_return",
+    "calmar",
+    "FEW_TRANSITIONS",
     "sortino",
     "win_rate",
     "pair_switches",
@@ -149,6 +157,30 @@ def annual_volatility(returns: Sequence[float] | np.ndarray) -> float:
     return math.sqrt(TRADING_DAYS) * float(np.std(r, ddof=1)) if len(r) >= 2 else math.nan
 
 
+def annual_return(returns: Sequence[float] | np.ndarray) -> float:
+    """Compound annual growth rate of the returns (252 sessions a year; NaN without a return)."""
+    r = _r(returns)
+    if not len(r):
+        return math.nan
+    return float((1.0 + cumulative_return(r)) ** (TRADING_DAYS / len(r)) - 1.0)
+
+
+def calmar(returns: Sequence[float] | np.ndarray) -> float:
+    """Annualised return over the size of the maximum drawdown (NaN without a drawdown)."""
+    r = _r(returns)
+    dd = max_drawdown(r)
+    if not dd < 0:
+        return math.nan
+    value = annual_return(r) / abs(dd)
+    return value if math.isfinite(value) else math.nan
+
+
+#: Fewer settled transitions than this (a quarter of a year) make the annualised figures (Sharpe,
+#: Sortino, annualised return, Calmar) say little: the standard error of an annualised Sharpe
+#: ratio, about sqrt(252 / T), is then 2 or more, and a few days' return is compounded to a year.
+FEW_TRANSITIONS = 63
+
+
 def sortino(returns: Sequence[float] | np.ndarray) -> float:
     r = _r(returns)
     if not len(r):
@@ -205,6 +237,8 @@ class Metrics:
     action_accuracy: float
     action_counts: dict[str, int] = field(default_factory=dict)
     pair_switches: int = 0
+    annual_return: float = math.nan
+    calmar: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,4 +278,6 @@ def compute_metrics(
         action_accuracy=accuracy,
         action_counts={a: counts.get(a, 0) for a in ACTIONS},
         pair_switches=pair_switches(pairs) if pairs is not None else 0,
+        annual_return=annual_return(r),
+        calmar=calmar(r),
     )

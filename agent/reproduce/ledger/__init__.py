@@ -4,4 +4,4 @@ reason)."""
 
 from __future__ import annotations
 
-__all__ = ["book", "effective", "resolve", "render"]
+__all__ = ["book", "values", "effective", "resolve", "render", "locate"]

@@ -2,41 +2,72 @@
 module) that declares every setting able to move a reported number.
 
 One ``[[setting]]`` per effective setting key (:mod:`agent.reproduce.ledger.effective`), with
-what the paper says about it, what the authors' released code does, and every value a shipped
-config or the code default uses, each with its provenance:
+what the paper says about it (``paper``, in our words), what the authors' released code does
+(``authors``), and every value a shipped config or the code default uses, each with its
+provenance and the locator that proves it:
 
-- ``paper``: the paper states this value (its section and point, in ``paper``);
-- ``authors``: the authors' released code uses it (file and fact, in ``authors``);
-- ``ours``: our choice, with ``why`` (and what the paper says or leaves unsaid);
+- ``provenance = "paper"``: the paper states this value. The row carries ``section`` (where:
+  ``"§4.1"``, ``"App. A.3"``, ``"Table 6"``, ``"Fig. 3"``) and ``quote``: a few words (2 to 25,
+  at most 200 characters) that occur verbatim in the paper's text, near which the value is
+  stated. Where our value is the paper's statement put in our units or our code's words (ten
+  years as 2,520 sessions, "the official split" as ``test_share = 0``), ``stated`` gives what
+  the paper states (a number, a string, or a list of them) and ``why`` says the conversion. If
+  the paper does not state the value, the row is ``ours``, never ``paper``.
+- ``provenance = "authors"``: the authors' released code uses it. The row carries ``at``, the
+  file and line at the pinned commit (:data:`AUTHORS_REPOS`): ``"FinAcumen/<path>:<line>"`` or
+  ``"FinMem/<path>:<first>-<last>"`` (at most :data:`MAX_AT_LINES` lines, the path relative to
+  that repository's root), and ``token``: a string, or a list of strings, each of which occurs
+  on that line or within that range.
+- ``provenance = "ours"``: our choice, with ``why`` (what we chose and why, and what the paper
+  leaves unsaid).
 - an ``operational`` setting cannot change a result (paths, workers, timeouts, retries) and
   lists no values.
+
+:mod:`agent.reproduce.ledger.locate` checks every ``quote`` against the paper's text and every
+``token`` against the authors' file, and a test runs it on both ledgers.
 
 A value is written as ``value = ...`` (TOML's own types), ``unset = true`` (the field is
 unset, None in code), ``any = true`` (every value: a table's own data selection, whose
 provenance the entry states once) or ``digest = "..."`` (a long list, such as a keyword table,
 identified by the first 12 hex digits of the sha256 of its canonical JSON, :func:`digest`).
 
+A value row applies wherever its key has that value, unless it carries ``where``, a table that
+limits it to a scope (:meth:`LedgerValue.applies`):
+
+- ``config = [...]``: the reproduction configs (their ``[reproduce] name``; ``defaults`` is the
+  code defaults' document) where it applies;
+- ``cell = [...]``: shell patterns over the cell that uses the value (a Moira cell's folder,
+  ``q4-think/main``; a FinAcumen arm, ``arm base``);
+- any other key, a dotted setting key with a list of values: the row applies where that setting,
+  in the same cell (and the same array element, for two keys of one array), takes only values
+  from the list (``"model.backbone" = ["qwen3-4b", "qwen3-32b"]``).
+
+A value is thus resolved per key and per use, never by the value alone: the same value of one
+key can be the paper's in one cell and ours in another, and one config's ``paper`` row does not
+make the value the paper's wherever it appears. Rows are tried in file order, exact values
+before ``any``; the first row that matches and applies wins.
+
 Keys are dotted paths; ``[]`` stands for every element of an array (``variants[].policy.
 max_cycles``) and ``*`` for any one path segment. An exact key wins over a pattern.
 
 ``default_differs`` on an entry says why the code default is not the paper's value where the
-paper states one (the defaults follow the paper otherwise, :func:`defaults_off_paper`).
+paper states one (the defaults follow the paper otherwise; a test holds every code default to
+its entry's ``paper`` values, and the protocol pages list the entries that carry it).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import json
-import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agent.reproduce.ledger.values import canon, digest, same_value
 from localfin import configfile as cf
 from localfin.errors import ConfigError
 
@@ -44,6 +75,11 @@ __all__ = [
     "PROVENANCES",
     "STAGES",
     "LEDGER_PAPERS",
+    "AUTHORS_REPOS",
+    "MAX_AT_LINES",
+    "SECTION_FORMS",
+    "Use",
+    "parse_at",
     "LedgerValue",
     "LedgerEntry",
     "Ledger",
@@ -77,52 +113,67 @@ LEDGER_PAPERS = tuple(STAGES)
 _KEY = re.compile(r"^[a-z_*][a-z0-9_*]*(\[\])?(\.[a-z_*][a-z0-9_*]*(\[\])?)*$")
 
 
-def canon(value: Any) -> Any:
-    """``value`` in the plain form values are compared in: dataclasses as tables, tuples as
-    lists, paths and dates as strings, whole floats as integers."""
-    value = cf.plain(value) if not isinstance(value, (str, bytes)) else value
-    if isinstance(value, Mapping):
-        return {str(k): canon(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [canon(v) for v in value]
-    if isinstance(value, (dt.date, Path)):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return value
+#: The authors' released repositories a row's ``at`` may name: (GitHub repository, pinned commit).
+AUTHORS_REPOS = {
+    "FinAcumen": ("CamelliaLilium/FinAcumen", "16246593c75e81fac0b57c05e739761dae3e6fe9"),
+    "FinMem": ("pipiku915/FinMem-LLM-StockTrading", "be814aa47970de9bf2fdd6a1d5a60ae5cf361b46"),
+}
+#: The longest line range an ``at`` may name (a locator points at a few lines, not a file).
+MAX_AT_LINES = 60
+#: The forms of a ``section`` (a paper row's place in the paper).
+SECTION_FORMS = ('"§4.1"', '"App. A.3"', '"App. C"', '"Table 6"', '"Fig. 3"', '"Algorithm 1"')
+_SECTION = re.compile(r"^(§\d+(\.\d+)*|App\. [A-Z](\.\d+)*|Table \d+|Fig\. \d+|Algorithm \d+)$")
+_AT = re.compile(r"^(?P<repo>[A-Za-z]+)/(?P<path>[^:\s]+):(?P<first>\d+)(-(?P<last>\d+))?$")
+_QUOTE_WORDS = (2, 25)
+_QUOTE_CHARS = 200
+#: The fields a value row may carry, by provenance (besides value/unset/any/digest and why).
+_LOCATORS = {"paper": ("section", "quote", "stated"), "authors": ("at", "token"), "ours": ()}
 
 
-def digest(value: Any) -> str:
-    """The first 12 hex digits of the sha256 of ``value``'s canonical JSON."""
-    text = json.dumps(canon(value), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+def parse_at(at: str) -> tuple[str, str, int, int]:
+    """``(repo, path, first line, last line)`` of an ``at`` locator (see the module docstring)."""
+    m = _AT.match(at)
+    if m is None:
+        raise ConfigError(
+            f"at={at!r}; allowed: '<Repo>/<path>:<line>' or '<Repo>/<path>:<first>-<last>', <Repo> one of "
+            + ", ".join(AUTHORS_REPOS)
+        )
+    repo, path = m["repo"], m["path"]
+    first = int(m["first"])
+    last = int(m["last"]) if m["last"] else first
+    if repo not in AUTHORS_REPOS:
+        raise ConfigError(f"at={at!r}: repository {repo!r}; allowed: {', '.join(AUTHORS_REPOS)}")
+    if first < 1 or last < first or last - first + 1 > MAX_AT_LINES:
+        raise ConfigError(
+            f"at={at!r}: lines {first}-{last}; allowed: 1 <= first <= last, at most {MAX_AT_LINES} lines"
+        )
+    return repo, path, first, last
 
 
-def same_value(a: Any, b: Any) -> bool:
-    """Whether two values are equal once canonical (floats to 1e-9 relative)."""
-    a, b = canon(a), canon(b)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0) or a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    return a == b
+@dataclass(frozen=True)
+class Use:
+    """Where a setting's value is used: the reproduction ``config`` (its name), the ``cell`` (a
+    Moira cell's folder, a FinAcumen arm as ``arm NAME``; "" for a config without cells), the
+    array ``element`` (``variant full``; "") and ``lookup``: the values another key takes in the
+    same cell (and element), for a row's ``where`` conditions on other keys."""
+
+    config: str = ""
+    cell: str = ""
+    element: str = ""
+    lookup: Callable[[str], list[Any]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class LedgerValue:
-    """One value of a setting and where it comes from.
+    """One value of a setting, where it comes from and the locator that proves it.
 
     value: the value (None with ``unset``); unset: the field is unset (None); any: every value
     (a table's own data selection); digest: a long value identified by :func:`digest`;
-    provenance: one of :data:`PROVENANCES`; why: the reason (required for ``ours``);
-    reads_gold: this value makes the run read the gold answer or gold evidence at test time;
-    section, quote: where the paper states a ``paper`` value (``"App. A.2"``) and a few words of
-    its text near it; at, token: where the authors' code has an ``authors`` value
-    (``"<Repo>/<path>:<line>"`` or ``:<first>-<last>``) and the text (or texts) found there.
+    provenance: one of :data:`PROVENANCES`; why: the reason (required for ``ours``, and for a
+    ``paper`` row with ``stated``); reads_gold: this value makes the run read the gold answer or
+    gold evidence at test time. ``paper`` rows: section, quote and optionally stated;
+    ``authors`` rows: at and token (a tuple of strings); where: the scope the row is limited to,
+    as ``(name, allowed values)`` pairs (see the module docstring).
     """
 
     provenance: str
@@ -134,16 +185,76 @@ class LedgerValue:
     reads_gold: bool = False
     section: str = ""
     quote: str = ""
+    stated: Any = None
     at: str = ""
-    token: str | list[str] = ""
+    token: tuple[str, ...] = ()
+    where: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.provenance not in PROVENANCES:
             raise ConfigError(
                 f"ledger value provenance={self.provenance!r}; allowed: {', '.join(PROVENANCES)}"
             )
+        if isinstance(self.token, str):
+            object.__setattr__(self, "token", (self.token,))
+        for name in ("section", "quote", "stated", "at", "token"):
+            given = getattr(self, name) not in ("", None, ())
+            if given and name not in _LOCATORS[self.provenance]:
+                kind = "paper" if name in _LOCATORS["paper"] else "authors"
+                raise ConfigError(
+                    f"ledger value {self.label()}: {name} is a locator of {kind} rows, not of "
+                    f"{self.provenance} rows; allowed here: {', '.join(_LOCATORS[self.provenance]) or 'why'}"
+                )
         if self.provenance == "ours" and not self.why.strip():
-            raise ConfigError(f"ledger value {self.label()}: provenance 'ours' needs a why")
+            raise ConfigError(
+                f"ledger value {self.label()}: provenance 'ours' needs a why "
+                "(what we chose, and what the paper leaves unsaid)"
+            )
+        if self.provenance == "paper":
+            self._check_paper()
+        if self.provenance == "authors":
+            self._check_authors()
+        for name, allowed in self.where:
+            if name not in ("config", "cell") and not _KEY.match(name):
+                raise ConfigError(
+                    f"ledger value {self.label()}: where key {name!r}; "
+                    "allowed: config, cell or a dotted setting key"
+                )
+            if not allowed:
+                raise ConfigError(f"ledger value {self.label()}: where {name} lists no value")
+
+    def _check_paper(self) -> None:
+        if not _SECTION.match(self.section):
+            raise ConfigError(
+                f"ledger value {self.label()}: section={self.section!r}; a paper value needs the section "
+                f"that states it, one of the forms {', '.join(SECTION_FORMS)}"
+            )
+        words = len(self.quote.split())
+        lo, hi = _QUOTE_WORDS
+        if not lo <= words <= hi or len(self.quote) > _QUOTE_CHARS:
+            raise ConfigError(
+                f"ledger value {self.label()}: quote={self.quote!r}; a paper value needs a quote of {lo} "
+                f"to {hi} words (at most {_QUOTE_CHARS} characters) that occurs verbatim in the paper "
+                "near the value"
+            )
+        if self.stated is not None and not self.why.strip():
+            raise ConfigError(
+                f"ledger value {self.label()}: stated={self.stated!r} needs a why "
+                "(how the value follows from it)"
+            )
+
+    def _check_authors(self) -> None:
+        try:
+            parse_at(self.at)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"ledger value {self.label()}: an authors value needs its file and line: {exc}"
+            ) from None
+        if not self.token or not all(isinstance(t, str) and t.strip() for t in self.token):
+            raise ConfigError(
+                f"ledger value {self.label()}: token={list(self.token)!r}; an authors value needs a token "
+                "(a string or a list of strings) found at its line(s)"
+            )
 
     def matches(self, value: Any) -> bool:
         if self.any:
@@ -154,6 +265,26 @@ class LedgerValue:
             return value is not None and digest(value) == self.digest
         return value is not None and same_value(self.value, value)
 
+    def applies(self, use: Use | None) -> bool:
+        """Whether the row's ``where`` holds for ``use`` (a row without ``where`` applies
+        everywhere; a scoped row never applies where no use is known)."""
+        if not self.where:
+            return True
+        if use is None:
+            return False
+        for name, allowed in self.where:
+            if name == "config":
+                if use.config not in allowed:
+                    return False
+            elif name == "cell":
+                if not any(fnmatchcase(use.cell, str(p)) for p in allowed):
+                    return False
+            else:
+                seen = use.lookup(name) if use.lookup is not None else []
+                if not seen or not all(any(same_value(a, v) for a in allowed) for v in seen):
+                    return False
+        return True
+
     def label(self) -> str:
         """The value as the docs show it."""
         if self.any:
@@ -163,6 +294,19 @@ class LedgerValue:
         if self.digest:
             return f"sha256 {self.digest}"
         return json.dumps(canon(self.value))
+
+    def locator(self) -> str:
+        """The row's evidence in one line: ``§4.1 "quote"`` for a paper row, ``Repo/path:line``
+        for an authors row, "" for ours."""
+        if self.provenance == "paper":
+            return f'{self.section} "{self.quote}"'
+        if self.provenance == "authors":
+            return self.at
+        return ""
+
+    def scope_text(self) -> str:
+        """The row's ``where`` in words ("" when it applies everywhere)."""
+        return "; ".join(f"{n} in {', '.join(str(a) for a in allowed)}" for n, allowed in self.where)
 
 
 @dataclass(frozen=True)
@@ -204,12 +348,14 @@ class LedgerEntry:
     def matches(self, key: str) -> bool:
         return bool(self.pattern.match(key))
 
-    def value_for(self, value: Any) -> LedgerValue | None:
-        """The listed value ``value`` is (exact values before ``any``), or None."""
-        exact = [v for v in self.values if not v.any and v.matches(value)]
+    def value_for(self, value: Any, use: Use | None = None) -> LedgerValue | None:
+        """The listed row of ``value`` that applies to ``use`` (exact values before ``any``, then
+        file order), or None. Without a use, only rows without ``where`` apply."""
+        rows = [v for v in self.values if v.applies(use)]
+        exact = [v for v in rows if not v.any and v.matches(value)]
         if exact:
             return exact[0]
-        return next((v for v in self.values if v.any), None)
+        return next((v for v in rows if v.any), None)
 
     def paper_values(self) -> list[LedgerValue]:
         return [v for v in self.values if v.provenance == "paper" and not v.any]
@@ -277,10 +423,17 @@ def parse_ledger(data: Mapping[str, Any], paper: str, *, file: str | Path | None
                     f"{row.get('key')!r}: exactly one of value, unset, any, digest; got {kinds}",
                     file=file,
                 )
-            fixed = {k: v[k] for k in v if k != "value"}
+            fixed = {k: v[k] for k in v if k not in ("value", "token", "where")}
             try:
-                vals.append(LedgerValue(value=v.get("value"), **fixed))
-            except TypeError as exc:
+                vals.append(
+                    LedgerValue(
+                        value=v.get("value"),
+                        token=_tokens(v["token"]) if "token" in v else (),
+                        where=_where(v["where"]) if "where" in v else (),
+                        **fixed,
+                    )
+                )
+            except (TypeError, ConfigError) as exc:
                 raise cf.key_error(key, f"{row.get('key')!r}: {exc}", file=file) from None
         head = {k: row[k] for k in row if k != "values"}
         try:
@@ -288,6 +441,22 @@ def parse_ledger(data: Mapping[str, Any], paper: str, *, file: str | Path | None
         except TypeError as exc:
             raise cf.key_error(f"setting[{i}]", f"{row.get('key')!r}: {exc}", file=file) from None
     return Ledger(paper, tuple(entries))
+
+
+def _tokens(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and all(isinstance(t, str) for t in raw):
+        return tuple(raw)
+    raise ConfigError(f"token={raw!r}; allowed: a string or a list of strings")
+
+
+def _where(raw: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"where={raw!r}; allowed: a table of config, cell or setting keys to lists of values"
+        )
+    return tuple((str(k), tuple(v) if isinstance(v, list) else (v,)) for k, v in raw.items())
 
 
 @cache

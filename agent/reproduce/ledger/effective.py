@@ -25,7 +25,15 @@ from agent.reproduce.ledger.book import canon
 from agent.reproduce.spec import ReproConfig
 from localfin import configfile as cf
 
-__all__ = ["Setting", "flatten", "effective_settings", "default_settings", "BACKBONE_FIELDS", "GIVEN"]
+__all__ = [
+    "Setting",
+    "scope_text",
+    "flatten",
+    "effective_settings",
+    "default_settings",
+    "BACKBONE_FIELDS",
+    "GIVEN",
+]
 
 #: Key prefixes the documents of :func:`default_settings` set themselves (the rest are defaults).
 GIVEN = (
@@ -87,6 +95,9 @@ class Setting:
     key: str
     value: Any
     scope: str = ""
+    #: every ``(cell, element)`` that uses this value ("" where there is none): the ledger
+    #: resolves a value per use, so a row scoped to some cells never speaks for the others
+    uses: tuple[tuple[str, str], ...] = ()
 
 
 def flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any, str]]:
@@ -116,20 +127,24 @@ def _merge(rows: Iterable[tuple[str, Any, str, str]]) -> list[Setting]:
         by_key.setdefault(key, []).append((value, el, cell))
     out: list[Setting] = []
     for key, uses in by_key.items():
-        groups: list[tuple[Any, list[str]]] = []
+        groups: list[tuple[Any, list[tuple[str, str]]]] = []
         for value, el, cell in uses:
-            who = ", ".join(x for x in (cell, el) if x)
             for g in groups:
                 if g[0] == value:
-                    g[1].append(who)
+                    g[1].append((cell, el))
                     break
             else:
-                groups.append((value, [who]))
+                groups.append((value, [(cell, el)]))
         if len(groups) == 1:
-            out.append(Setting(key, groups[0][0]))
+            out.append(Setting(key, groups[0][0], "", tuple(dict.fromkeys(groups[0][1]))))
         else:
-            out += [Setting(key, v, "; ".join(dict.fromkeys(w))) for v, w in groups]
+            out += [Setting(key, v, scope_text(w), tuple(dict.fromkeys(w))) for v, w in groups]
     return out
+
+
+def scope_text(uses: Iterable[tuple[str, str]]) -> str:
+    """The scope of a value used by ``uses`` (``(cell, element)`` pairs), as a Setting shows it."""
+    return "; ".join(dict.fromkeys(", ".join(x for x in use if x) for use in uses))
 
 
 def _backbone(key: str, registry: Any = None) -> dict[str, Any]:

@@ -5,8 +5,19 @@ then the code defaults that are not the paper's and the operational settings."""
 
 from __future__ import annotations
 
-from agent.reproduce.ledger.book import Ledger, LedgerEntry, entries_by_stage, load_ledger
-from agent.reproduce.ledger.effective import Setting, default_settings, effective_settings
+import json
+
+from agent.reproduce.ledger.book import (
+    AUTHORS_REPOS,
+    Ledger,
+    LedgerEntry,
+    LedgerValue,
+    entries_by_stage,
+    load_ledger,
+    parse_at,
+)
+from agent.reproduce.ledger.effective import default_settings, effective_settings
+from agent.reproduce.ledger.resolve import Resolved, resolve
 
 __all__ = ["render_protocol", "PAGE_TITLES"]
 
@@ -15,6 +26,9 @@ _KIND = {"moira": "moira", "finacumen": "qa"}
 
 
 def _cell(text: str) -> str:
+    """``text`` safe in a table cell: pipes and line breaks escaped, and what Markdown would
+    read as markup in a quote (a backslash, an angle bracket) kept as written."""
+    text = text.replace("\\", "\\\\").replace("<", "&lt;").replace(">", "&gt;")
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -22,18 +36,23 @@ def _short(name: str, paper: str) -> str:
     return name.removeprefix(f"{paper}_")
 
 
-def _users(entry: LedgerEntry, uses: dict[str, list[Setting]], value_index: int) -> list[str]:
-    """The shipped configs (and ``default``) whose value of ``entry`` is its value ``value_index``."""
-    out = []
-    for name, settings in uses.items():
-        for s in settings:
-            if not entry.matches(s.key):
-                continue
-            v = entry.value_for(s.value)
-            if v is not None and entry.values.index(v) == value_index:
-                out.append(name)
-                break
-    return out
+def _users(entry: LedgerEntry, uses: dict[str, list[Resolved]], row: LedgerValue) -> list[str]:
+    """The shipped configs (and ``default``) that resolve a setting of ``entry`` to ``row``."""
+    return [name for name, rows in uses.items() if any(r.entry is entry and r.row is row for r in rows)]
+
+
+def _locator(v: LedgerValue) -> str:
+    """A row's evidence as the page shows it: section and quote of a paper row (with what the
+    paper states, where the value converts it), a link to the line of an authors row."""
+    if v.provenance == "paper":
+        stated = f" (states {json.dumps(v.stated)})" if v.stated is not None else ""
+        return f"{v.section}: “{v.quote}”{stated}"
+    if v.provenance == "authors":
+        repo, path, first, last = parse_at(v.at)
+        name, commit = AUTHORS_REPOS[repo]
+        lines = f"L{first}" + (f"-L{last}" if last != first else "")
+        return f"[`{v.at}`](https://github.com/{name}/blob/{commit}/{path}#{lines})"
+    return ""
 
 
 def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
@@ -42,8 +61,10 @@ def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
 
     led = ledger or load_ledger(paper)
     configs = [c for c in load_all() if c.paper == paper]
-    uses: dict[str, list[Setting]] = {_short(c.name, paper): effective_settings(c) for c in configs}
-    uses["default"] = default_settings(_KIND[paper])
+    uses: dict[str, list[Resolved]] = {
+        _short(c.name, paper): resolve(effective_settings(c), led, c.name) for c in configs
+    }
+    uses["default"] = resolve(default_settings(_KIND[paper]), led, "defaults")
     n_cfg = len(configs)
     title = PAGE_TITLES[paper]
     lines = [
@@ -52,19 +73,27 @@ def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
         "Every setting of localfin's "
         + ("Moira" if paper == "moira" else "FinAcumen")
         + " that can move a reported number, generated from the protocol ledger "
-        f"(`agent/reproduce/ledger/{paper}.toml`) and the {n_cfg} shipped reproduction configs when "
-        "this site was built. Each value carries its provenance:",
+        f"(`agent/reproduce/ledger/{paper}.toml`) and the {n_cfg} shipped reproduction configs "
+        "(`python -m localfin_cli.docs_pages` writes this page; a test keeps it current). Each value "
+        "carries its provenance:",
         "",
-        "- **paper**: the paper states it (section and point, in our words);",
-        "- **authors**: the authors' released code does it (file and fact"
-        + (", CamelliaLilium/FinAcumen at commit 16246593" if paper == "finacumen" else "")
-        + ");",
-        "- **ours**: our choice, with the reason;",
+        "- **paper**: the paper states it: the section and a few words quoted from the paper, near "
+        "which it states the value (the setting's point in our words beside them);",
+        "- **authors**: the authors' released code does it: the file and line, linked at the pinned commit ("
+        + (
+            "CamelliaLilium/FinAcumen at 16246593"
+            if paper == "finacumen"
+            else "FinMem's, pipiku915/FinMem-LLM-StockTrading at be814aa: FinMem is a baseline of the paper"
+        )
+        + "), and the fact in our words;",
+        "- **ours**: our choice, with the reason (and what the paper leaves unsaid);",
         "- **operational** settings (paths, workers, timeouts, retries) cannot change a result and are "
         "listed at the end.",
         "",
         "Each value names the shipped configs that use it (`default`: a config that leaves the key "
-        "unset). `localfin reproduce settings CONFIG` prints every effective setting of a config, "
+        "unset); a value marked *only ...* is the paper's or the authors' in that scope alone (a "
+        "config, a cell, or beside another setting's value), and the same value elsewhere is read "
+        "by its other rows. `localfin reproduce settings CONFIG` prints every effective setting of a config, "
         "yours included, with its provenance; `reproduce check` and `reproduction.md` list every "
         'value that is not the paper\'s under "What differs from the paper". Values marked '
         "*reads gold* make the run read a gold answer or gold evidence at test time.",
@@ -79,17 +108,22 @@ def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
         lines += [f"## {stage.capitalize()}", "", "| setting | the paper | values |", "|---|---|---|"]
         for e in rows:
             vals = []
-            for i, v in enumerate(e.values):
-                who = _users(e, uses, i)
+            for v in e.values:
+                who = _users(e, uses, v)
                 if len(who) == len(uses):
                     where = "every config"
                 elif who:
                     where = ", ".join(who)
                 else:
                     where = "no shipped config"
-                why = v.why or (e.authors if v.provenance == "authors" else "")
+                why = "; ".join(x for x in (_locator(v), v.why) if x)
                 gold = " *reads gold*" if v.reads_gold else ""
-                text = f"`{v.label()}` **{v.provenance}**{gold}" + (f": {why}" if why else "") + f" ({where})"
+                scope = f" [only {v.scope_text()}]" if v.where else ""
+                text = (
+                    f"`{v.label()}` **{v.provenance}**{gold}{scope}"
+                    + (f": {why}" if why else "")
+                    + f" ({where})"
+                )
                 vals.append(_cell(text))
             paper_cell = _cell(e.paper or "silent")
             if e.authors:
@@ -101,8 +135,9 @@ def render_protocol(paper: str, ledger: Ledger | None = None) -> str:
         lines += [
             "## Defaults that are not the paper's",
             "",
-            "The code defaults follow the paper where it states a value, except these (every shipped "
-            "reproduction config sets the paper's value):",
+            "The code defaults follow the paper where it states a value, except these (a reproduction "
+            "config sets the paper's value where its table runs it; `localfin reproduce settings CONFIG` "
+            "shows which):",
             "",
             "| setting | the paper's value | why the default differs |",
             "|---|---|---|",

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from agent.reproduce.ledger.book import STAGES, Ledger, LedgerEntry, load_ledger
-from agent.reproduce.ledger.effective import Setting, effective_settings
+from agent.reproduce.ledger.book import STAGES, Ledger, LedgerEntry, LedgerValue, Use, load_ledger
+from agent.reproduce.ledger.effective import Setting, effective_settings, scope_text
 from agent.reproduce.spec import ReproConfig
 
 __all__ = [
@@ -45,14 +45,16 @@ OPERATIONAL = "operational"
 @dataclass(frozen=True)
 class Resolved:
     """A setting with its provenance (``paper``, ``authors``, ``ours``, ``operational`` or
-    ``unlisted``), the reason shown with it, the entry that declares it (None: no entry) and
-    whether it reads gold data at test time."""
+    ``unlisted``), the reason shown with it, the entry that declares it (None: no entry), the
+    value row that gives the provenance (None: operational or unlisted) and whether it reads gold
+    data at test time."""
 
     setting: Setting
     provenance: str
     why: str
     entry: LedgerEntry | None
     reads_gold: bool = False
+    row: LedgerValue | None = None
 
     @property
     def key(self) -> str:
@@ -67,30 +69,69 @@ def ledger_of(cfg: ReproConfig) -> Ledger:
     return load_ledger(cfg.paper)
 
 
-def resolve(settings: Sequence[Setting], ledger: Ledger) -> list[Resolved]:
-    """Each setting read against ``ledger``."""
+def _lookups(settings: Sequence[Setting]) -> dict[str, dict[str, list[tuple[str, Any]]]]:
+    """Per cell, per key: the ``(element, value)`` of every use (for rows' ``where`` on keys)."""
+    out: dict[str, dict[str, list[tuple[str, Any]]]] = {}
+    for s in settings:
+        for cell, el in s.uses or (("", ""),):
+            out.setdefault(cell, {}).setdefault(s.key, []).append((el, s.value))
+    return out
+
+
+def _use(
+    config: str, cell: str, el: str, key: str, table: dict[str, dict[str, list[tuple[str, Any]]]]
+) -> Use:
+    def lookup(other: str) -> list[Any]:
+        rows = table.get(cell, {}).get(other, [])
+        array = key.split("[]", 1)[0] if "[]" in key else None
+        if array is not None and other.startswith(array + "[]"):  # the same element of one array
+            rows = [r for r in rows if r[0] == el]
+        return [v for _, v in rows]
+
+    return Use(config, cell, el, lookup)
+
+
+def _why(e: LedgerEntry, v: LedgerValue) -> str:
+    if v.provenance == "paper":
+        why = f"{v.locator()}; {e.paper}" if e.paper else v.locator()
+    elif v.provenance == "authors":
+        why = f"{e.authors} ({v.locator()})"
+    else:
+        return v.why
+    return f"{why}; {v.why}" if v.why else why
+
+
+def resolve(settings: Sequence[Setting], ledger: Ledger, config: str = "") -> list[Resolved]:
+    """Each setting read against ``ledger`` (``config``: the reproduction config's name, for rows
+    scoped to configs). A value is resolved per use (cell and element): where its uses resolve
+    to different rows, the setting is split into one row per scope."""
+    table = _lookups(settings)
     out = []
     for s in settings:
         e = ledger.entry_for(s.key)
         if e is None:
             out.append(Resolved(s, UNLISTED, "no ledger entry for this key", None))
-        elif e.operational:
+            continue
+        if e.operational:
             out.append(Resolved(s, OPERATIONAL, e.why, e))
-        else:
-            v = e.value_for(s.value)
+            continue
+        uses = s.uses or (("", ""),)
+        groups: dict[int, tuple[LedgerValue | None, list[tuple[str, str]]]] = {}
+        for cell, el in uses:
+            v = e.value_for(s.value, _use(config, cell, el, s.key, table))
+            groups.setdefault(id(v), (v, []))[1].append((cell, el))
+        for v, part in groups.values():
+            one = s if len(groups) == 1 else replace(s, scope=scope_text(part), uses=tuple(part))
             if v is None:
-                out.append(Resolved(s, UNLISTED, "a value the ledger does not list: set by this config", e))
+                out.append(Resolved(one, UNLISTED, "a value the ledger does not list: set by this config", e))
             else:
-                why = {"paper": e.paper, "authors": e.authors}.get(v.provenance, v.why)
-                if v.provenance != "ours" and v.why:
-                    why = f"{why}; {v.why}"
-                out.append(Resolved(s, v.provenance, why, e, v.reads_gold))
+                out.append(Resolved(one, v.provenance, _why(e, v), e, v.reads_gold, v))
     return out
 
 
 def resolve_config(cfg: ReproConfig, registry: Any = None) -> list[Resolved]:
     """Every effective setting of ``cfg`` with its provenance."""
-    return resolve(effective_settings(cfg, registry), ledger_of(cfg))
+    return resolve(effective_settings(cfg, registry), ledger_of(cfg), cfg.name)
 
 
 def provenance_counts(rows: Sequence[Resolved]) -> dict[str, int]:
@@ -183,12 +224,27 @@ def settings_json(cfg: ReproConfig, rows: Sequence[Resolved]) -> dict[str, Any]:
                 "why": r.why,
                 "paper": r.entry.paper if r.entry else "",
                 "authors": r.entry.authors if r.entry else "",
+                "locator": _locator(r.row),
                 "reads_gold": r.reads_gold,
             }
             for r in rows
         ],
         "facts": list(cfg.differs),
     }
+
+
+def _locator(v: LedgerValue | None) -> dict[str, Any]:
+    """A row's locator as the JSON document gives it: ``section`` and ``quote`` (and ``stated``)
+    of a paper row, ``at`` and ``token`` of an authors row, nothing otherwise."""
+    if v is None or v.provenance == "ours":
+        return {}
+    if v.provenance == "paper":
+        return {
+            "section": v.section,
+            "quote": v.quote,
+            **({"stated": v.stated} if v.stated is not None else {}),
+        }
+    return {"at": v.at, "token": list(v.token)}
 
 
 def format_settings(cfg: ReproConfig, rows: Sequence[Resolved]) -> str:

@@ -50,6 +50,8 @@ def _agree(r: np.ndarray) -> None:
     assert ours.annual_volatility(r) == pytest.approx(ep.annual_volatility(r, period="daily"), abs=TOL)
     assert ours.sortino(r) == pytest.approx(ep.sortino_ratio(r, required_return=0.0, period="daily"), abs=TOL)
     assert ours.max_drawdown(r) == pytest.approx(ep.max_drawdown(r), abs=TOL)
+    assert ours.annual_return(r) == pytest.approx(ep.annual_return(r, period="daily"), rel=TOL, abs=TOL)
+    assert ours.calmar(r) == pytest.approx(ep.calmar_ratio(r, period="daily"), rel=TOL, abs=TOL)
     # the drawdown curves too (both count the initial equity as a peak)
     assert np.allclose(ours.drawdown_curve(r), np.asarray(ep.stats.drawdown_series(r)), rtol=0, atol=TOL)
     assert np.allclose(ours.equity_curve(r) - 1.0, ep.cum_returns(r), rtol=0, atol=TOL)
@@ -86,10 +88,27 @@ def test_where_the_definitions_differ() -> None:
     # missing values: empyrical skips NaN, ours refuses them (a missing price settles to 0)
     with pytest.raises(Exception, match="finite"):
         ours.sharpe([0.01, math.nan, 0.02])
-    # empyrical's annual_return is the CAGR; ours reports the cumulative return of the window
+    # empyrical's annual_return is the CAGR, ours too (annual_return); the tables' headline is the
+    # cumulative return of the window, which the papers report
     assert ep.annual_return(r) == pytest.approx(
         (1 + ours.cumulative_return(r)) ** (252 / len(r)) - 1, abs=TOL
     )
+    # Calmar of a curve that never fell below its start: both undefined
+    assert math.isnan(ep.calmar_ratio(gains)) and math.isnan(ours.calmar(gains))
+    # no return: CAGR undefined (empyrical: NaN too)
+    assert math.isnan(ours.annual_return([])) and math.isnan(ep.annual_return(np.array([])))
+
+
+def test_the_annualised_return_and_calmar_of_a_known_curve() -> None:
+    """Two sessions of +1 % then one of -1 %: cumulative 1.01^2 * 0.99 - 1, compounded to 252
+    sessions; the drawdown is the last session's 1 %."""
+    r = [0.01, 0.01, -0.01]
+    cagr = (1.01 * 1.01 * 0.99) ** (252 / 3) - 1
+    assert ours.annual_return(r) == pytest.approx(cagr, rel=1e-12)
+    assert ours.max_drawdown(r) == pytest.approx(-0.01)
+    assert ours.calmar(r) == pytest.approx(cagr / 0.01, rel=1e-12)
+    m = ours.compute_metrics(r)
+    assert (m.annual_return, m.calmar) == (ours.annual_return(r), ours.calmar(r))
 
 
 def test_the_sharpe_standard_error_is_lo_2002() -> None:

@@ -387,7 +387,8 @@ def experiment(
             root / "manifest.json",
             {
                 "model": {"key": "tiny-qwen3"},
-                "config": {"lifecycle": {"warning_factors": 2, "break_factors": 3}},
+                # a six-session validation cycle, as the demo's (the paper's is 23)
+                "config": {"lifecycle": {"warning_factors": 2, "break_factors": 3, "validation_period": 6}},
             },
         )
     return root

@@ -1,6 +1,6 @@
 """The report page in a real browser: headless Chromium renders it to a PNG that is not blank and
 shows the page's content (text at the top, figures below); the CLI's --screenshot --scale writes a
-smaller copy. Skipped where Chromium is absent."""
+smaller copy. Skipped where Chromium is absent (`make test` installs it as root)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import report_support as rs
 
 from agent.report.build import build_report
 from agent.report.screenshot import chromium_command, find_chromium, screenshot
-
-pytestmark = pytest.mark.slow
 
 
 def _needs_chromium() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,8 @@ def test_every_mechanism_of_the_scripted_run_is_found_where_it_happened(scripted
     # the planted break (2015-04-06, test step 56) lies between the boundaries at 47 and 70
     assert found["break"].step >= "test step 056" and found["replacement"].step == "test step 070"
     assert "replaced by" in found["replacement"].summary
-    assert "accepted" in found["gate_accept"].summary and PRINCIPLE in found["gate_accept"].summary
-    assert "rejected" in found["gate_reject"].summary and IDLE in found["gate_reject"].summary
+    assert "accepted" in found["gate_accept"].summary and PRINCIPLE in found["gate_accept"].texts
+    assert "rejected" in found["gate_reject"].summary and IDLE in found["gate_reject"].texts
     assert "cycle 2" in found["gate_accept"].summary  # cycle 1 kept the warmup memory: not the gate
     assert "keyword category fraud in 'Lumenis Software to restate" in found["news"].summary
     assert found["cf_memory"].count > 1 and "counterfactual record" in found["cf_memory"].summary
@@ -116,3 +117,31 @@ def test_the_panel_links_every_row_and_names_what_did_not_occur(scripted_demo: P
     page = happened_section(lean)
     assert page.count('data-occurred="no"') == 2 and "Moira" not in page  # no agent run: no Moira rows
     assert happened_section(tmp_path / "nothing") == ""
+
+
+def test_the_panel_shows_each_principle_as_text_flags_markup_and_shows_trace_rows_as_json(
+    scripted_demo: Path,
+) -> None:
+    """A principle set is listed one principle a line, escaped; one that is not prose (a small
+    model's markup) is shown as written and flagged, never rendered; a trace row's fields that
+    hold JSON text are shown as JSON, not as a string of escaped JSON."""
+    from dataclasses import replace
+
+    from agent.report.happened import Mechanism
+
+    found = find_mechanisms(scripted_demo)
+    garbage = "{\\bf}\\b{SHOOTING} \\\\ {},… F]{MATHEMATICS}<b>x</b>"
+    shown = [replace(m, texts=(PRINCIPLE, garbage)) if m.key == "gate_accept" else m for m in found]
+    html = happened_section(scripted_demo, find=lambda root, exclude=None: shown)
+    row = html.split('data-mechanism="gate_accept"')[1].split("</tr>")[0]
+    assert f"<li>{PRINCIPLE}</li>" in row
+    assert (
+        '<span class="garbled">{\\bf}\\b{SHOOTING} \\\\ {},… F]{MATHEMATICS}&lt;b&gt;x&lt;/b&gt;</span>'
+        in row
+    )
+    assert "not readable prose" in row and "<b>x</b>" not in html
+    # the trace row under the link: the decision is an object of the row, not a quoted string
+    gate = next(m for m in found if m.key == "gate_accept")
+    assert isinstance(gate, Mechanism) and isinstance(gate.row_fields["decision"], dict)
+    details = unescape(html.split('id="wh-gate_accept"')[1].split("</details>")[0])
+    assert '"decision": {' in details and '\\"' not in details

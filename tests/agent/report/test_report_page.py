@@ -176,9 +176,12 @@ def test_tokens_and_fallbacks_are_on_the_page(built) -> None:
     assert total["cached_tokens"][1] == "n/a"
     # one direction call's prompt, completion and total tokens (Table 9: each range on its own)
     assert [t for _, t in tok[0][1]][-3:] == ["92 .. 102", "9 .. 14", "101 .. 116"]
+    # the run's own validation cycle (its manifest: 6 sessions), never the paper's 23
     cycle = re.search(r'data-metric="tokens_per_cycle" data-value="([^"]+)">([^<]*)', res.html.read_text())
-    assert cycle and float(cycle.group(1)) == pytest.approx((660 + 320) / 6 * 23)
-    assert f": {fmt_int(round((660 + 320) / 6 * 23))} (" in cycle.group(2)
+    assert cycle and float(cycle.group(1)) == pytest.approx((660 + 320) / 6 * 6)
+    assert cycle.group(2).startswith("Test tokens per 6-step validation cycle: ")
+    assert f": {fmt_int(round((660 + 320) / 6 * 6))} (test tokens per step x 6)" in cycle.group(2)
+    assert "23-step" not in res.html.read_text()
     engine = {r[0]["data-call-type"]: cells(r) for r in page.tables["engine"]}
     assert engine["total"]["cached_tokens"] == (1200.0, "1,200") and engine["total"]["invalid"][1] == "3"
     fb = [r for r in page.tables["fallbacks"] if r[0]["data-run"] == "full-no_beta-s1"]

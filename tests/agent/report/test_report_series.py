@@ -116,3 +116,41 @@ def test_lifecycle_thresholds_from_the_manifest_or_the_spec_defaults() -> None:
         pytest.approx(2 / 3),
         1.0,
     )
+
+
+def test_every_figure_along_the_test_window_has_one_axis_of_test_steps(tmp_path: Path, monkeypatch) -> None:
+    """Six decisions over seven sessions: the equity at the close of steps 1..7 (1 before any
+    settlement), the pair held and the rolling accuracy at steps 1..6, the lifecycle checks at
+    steps 2..7 (the trace's numbers); every figure spans 0.5 .. 7.5 under the same label."""
+    from agent.report import figures as fg
+    from agent.report import series as sr
+    from agent.report.series import BreakView
+
+    drawn: list = []
+    real_save = fg._save
+
+    def keep(fig, path):
+        drawn.append(fig)
+        return real_save(fig, path)
+
+    monkeypatch.setattr(fg, "_save", keep)
+    r = [0.01, -0.02, 0.0, 0.01, 0.0, 0.005]
+    fg.plot_equity(
+        [fg.Curve("Moira", sr.equity_points(r), sr.drawdown_points(r), agent=True)], tmp_path / "e.png"
+    )
+    pairs = ["A/B"] * 3 + ["C/D"] * 3
+    fg.plot_pair_timeline([("Moira", pairs, sr.cumulative_switches(pairs))], tmp_path / "p.png")
+    fg.plot_rolling_accuracy(
+        [("Moira", sr.rolling_accuracy([True, False] * 3, 3), 0.5)], 3, tmp_path / "a.png"
+    )
+    view = BreakView(
+        (2, 3, 4, 5, 6, 7), (0.0, 0.3, 1.0, 1.0, 0.3, 0.0), ("HEALTHY",) * 6, ("A/B",) * 6, (), ()
+    )
+    fg.plot_break_scores([("Moira", view)], (2 / 3, 1.0), tmp_path / "b.png")
+    assert len(drawn) == 4
+    for fig in drawn:
+        labelled = [a for a in fig.axes if a.get_xlabel()]
+        assert labelled and labelled[-1].get_xlabel().startswith(fg.STEP_LABEL)
+        assert tuple(round(x, 2) for x in labelled[-1].get_xlim()) == (0.5, 7.5), labelled[-1].get_xlim()
+    equity_x = drawn[0].axes[0].lines[0].get_xdata()
+    assert list(equity_x) == list(range(1, 8))  # the start at step 1, then after each settlement

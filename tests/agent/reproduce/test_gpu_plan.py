@@ -65,11 +65,17 @@ def test_a_plan_of_table3_names_every_checkpoint_once() -> None:
     assert not one["llama-3.1-70b"].fits and "does not fit" in one["llama-3.1-70b"].note
 
 
-@pytest.mark.parametrize("bad", ["v100", "H200", ""])
+@pytest.mark.parametrize("bad", ["v100", "H20", ""])
 def test_an_unknown_gpu_kind_names_the_allowed_ones(bad: str) -> None:
     with pytest.raises(ConfigError, match="allowed: " + ", ".join(GPU_KINDS)):
         plan_config(load_repro("moira_table3_main"), 1, bad, registry=default_registry())
     assert {"h100", "h200", "a100-80g", "l40s"} <= set(GPU_KINDS)
+
+
+def test_a_gpu_kind_is_read_in_any_case() -> None:
+    reg = default_registry()
+    upper = plan_config(load_repro("moira_table3_main"), 1, "H200", registry=reg)
+    assert upper == plan_config(load_repro("moira_table3_main"), 1, "h200", registry=reg)
 
 
 def test_zero_gpus_is_an_error() -> None:

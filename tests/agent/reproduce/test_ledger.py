@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -139,20 +140,74 @@ def test_the_differs_section_lists_every_value_that_is_not_the_papers() -> None:
 
 def test_the_ledger_refuses_malformed_entries() -> None:
     row = {"key": "screen.top_k", "stage": "screen", "title": "t", "paper": "A.6", "values": []}
+    paper = {"value": 5, "provenance": "paper", "section": "App. A.6", "quote": "top5 candidates here"}
+    authors = {
+        "value": 3,
+        "provenance": "authors",
+        "at": "FinMem/config/tsla_gpt_config.toml:12",
+        "token": "top_k",
+    }
     cases = [
         ({**row, "values": [{"value": 5, "provenance": "guess"}]}, "provenance='guess'"),
         ({**row, "values": [{"value": 5, "provenance": "ours"}]}, "needs a why"),
-        ({**row, "values": [{"value": 5, "unset": True, "provenance": "paper"}]}, "exactly one of"),
-        ({**row, "stage": "nowhere", "values": [{"value": 5, "provenance": "paper"}]}, "stage='nowhere'"),
+        ({**row, "values": [{**paper, "unset": True}]}, "exactly one of"),
+        ({**row, "stage": "nowhere", "values": [paper]}, "stage='nowhere'"),
         ({**row, "values": []}, "list its values"),
-        ({**row, "paper": "", "values": [{"value": 5, "provenance": "paper"}]}, "needs the paper's point"),
+        ({**row, "paper": "", "values": [paper]}, "needs the paper's point"),
+        # the locator format: each failure names the row and the bad field
+        (
+            {**row, "values": [{"value": 5, "provenance": "paper"}]},
+            "values[0]: 'screen.top_k': ledger value 5: section=''",
+        ),
+        ({**row, "values": [{**paper, "section": "A.6"}]}, "section='A.6'; a paper value needs the section"),
+        (
+            {**row, "values": [{**paper, "quote": ""}]},
+            "quote=''; a paper value needs a quote of 2 to 25 words",
+        ),
+        ({**row, "values": [{**paper, "quote": "top5"}]}, "quote='top5'"),
+        ({**row, "values": [{**paper, "stated": 5}]}, "stated=5 needs a why"),
+        (
+            {**row, "values": [{**paper, "at": "FinMem/a.py:1"}]},
+            "at is a locator of authors rows, not of paper rows; allowed here: section, quote, stated",
+        ),
+        (
+            {**row, "values": [{"value": 5, "provenance": "ours", "why": "w", "quote": "two words"}]},
+            "quote is a locator of paper rows, not of ours rows; allowed here: why",
+        ),
+        (
+            {**row, "authors": "a", "values": [{**authors, "at": ""}]},
+            "an authors value needs its file and line: at=''",
+        ),
+        (
+            {**row, "authors": "a", "values": [{**authors, "at": "finmem/a.py:3"}]},
+            "repository 'finmem'; allowed: FinAcumen, FinMem",
+        ),
+        (
+            {**row, "authors": "a", "values": [{**authors, "at": "FinMem/a.py:9-3"}]},
+            "lines 9-3; allowed: 1 <= first <= last",
+        ),
+        ({**row, "authors": "a", "values": [{**authors, "at": "FinMem/a.py:1-200"}]}, "at most 60 lines"),
+        (
+            {**row, "authors": "a", "values": [{**authors, "token": []}]},
+            "token=[]; an authors value needs a token",
+        ),
+        (
+            {**row, "authors": "a", "values": [{**authors, "token": 3}]},
+            "token=3; allowed: a string or a list of strings",
+        ),
+        (
+            {**row, "values": [{**paper, "where": {"Bad Key": ["x"]}}]},
+            "where key 'Bad Key'; allowed: config, cell",
+        ),
+        ({**row, "values": [{**paper, "where": {"config": []}}]}, "where config lists no value"),
     ]
     for bad, words in cases:
-        with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(ConfigError, match=re.escape(words)):
             parse_ledger({"setting": [bad]}, "moira")
-    ok = {**row, "values": [{"value": 5, "provenance": "paper"}]}
     with pytest.raises(ConfigError, match="listed twice"):
-        parse_ledger({"setting": [ok, ok]}, "moira")
+        parse_ledger({"setting": [{**row, "values": [paper]}, {**row, "values": [paper]}]}, "moira")
+    ok = parse_ledger({"setting": [{**row, "authors": "a", "values": [paper, authors]}]}, "moira")
+    assert ok.entries[0].values[1].token == ("top_k",)
 
 
 def test_patterns_and_values_match_as_documented() -> None:

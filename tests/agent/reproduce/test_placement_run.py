@@ -39,12 +39,13 @@ def spy_place(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any, Any]]:
 
 def _opened(monkeypatch: pytest.MonkeyPatch, stop_after: int) -> list[Any]:
     """Record every backend spec the run opens; stop the run at the ``stop_after``-th. The data
-    checks that run before any engine pass here (they have their own tests): no market store is
-    imported for a run that stops at its first engine."""
+    and weights checks that run before any engine pass here (they have their own tests): no
+    market store is imported and no checkpoint copied for a run that stops at its first engine."""
     from agent.pairs.experiment import matrix, preflight
 
     monkeypatch.setattr(matrix, "check_data", lambda cfg: None)
     monkeypatch.setattr(preflight, "check_data", lambda cfg: None)
+    monkeypatch.setattr(preflight, "preflight", lambda cfg, registry=None, weights=True: ())
     specs: list[Any] = []
 
     class _Dummy:

@@ -32,9 +32,11 @@ def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _items(out: str) -> list[str]:
-    """The item lines of check's output and their count line (the ledger's "What differs"
-    sections follow after a blank line)."""
-    return out.split("\n\n", 1)[0].splitlines()
+    """The item lines of check's output and its verdict, the count line: the output's last line,
+    after the ledger's "What differs" sections (which follow the items after a blank line)."""
+    verdict = out.rstrip("\n").splitlines()[-1]
+    assert " items checked, " in verdict, "the verdict is the last line"
+    return [*out.split("\n\n", 1)[0].splitlines(), verdict]
 
 
 def test_check_lines_on_a_bare_machine(cli, bare_machine: Path) -> None:
