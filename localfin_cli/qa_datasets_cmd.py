@@ -20,7 +20,7 @@ __all__ = ["register", "dataset_rows", "loader_descriptions"]
 def loader_descriptions() -> dict[str, str]:
     """Dataset name -> what its loader reads, from the table of :mod:`agent.qa.data.datasets`'s
     docstring (its ``====`` rule lines frame the rows; a row's continuation lines are indented)."""
-    from agent.qa import datasets
+    from agent.qa.data import datasets
 
     lines = (datasets.__doc__ or "").splitlines()
     rules = [i for i, line in enumerate(lines) if re.fullmatch(r"=+ =+", line.strip())]

@@ -106,8 +106,8 @@ of cells and extrapolated, and the lines say so. Also: JIT compile time, a 500-t
 date (large_pool), the parallel re-screen with one core kept busy (busy_core), a year of daily
 re-screens of an S&P 500-size universe (universe) and a slice of a decade of daily re-screens of a
 3,000-ticker market (decade: 3,000 tickers x 21 dates; with the operations counted, the machine's
-FMA peak and the decade extrapolated). One JSON line per figure, each with the load average when
-it was taken.
+FMA peak and the decade extrapolated). One JSON line per figure, each recording how busy the
+machine was when it was taken.
 
     localfin bench kernels --quick                   # about a minute
     localfin bench kernels --skip busy_core,large_pool
