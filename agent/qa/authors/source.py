@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,6 +183,10 @@ class SourceFile:
         except (OSError, UnicodeDecodeError, SyntaxError) as exc:
             raise InputError(f"{label}: cannot be read as Python ({exc})") from None
         self.lines = self.text.splitlines(keepends=True)
+        # the lines as ast counts them (only \r, \n and \r\n end one), in UTF-8: a node's
+        # columns are byte offsets into these
+        self._raw = [line.encode("utf-8") for line in _LINE.findall(self.text)]
+        self._strings: dict[int, list[ast.AST]] = {}
         self.names: dict[str, Any] = {}
         for st in self.tree.body:  # module constants a literal table may name
             target, value = _assigned(st)
@@ -189,7 +194,22 @@ class SourceFile:
                 self.names[target] = value.value
 
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        """The node's source text, as :func:`ast.get_source_segment` gives it (which splits the
+        whole file again on every call; a checkout's texts are hundreds of calls)."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        start, end = node.col_offset, node.end_col_offset
+        if end is None:
+            return ""
+        if first == last:
+            return self._raw[first][start:end].decode("utf-8")
+        parts = [self._raw[first][start:], *self._raw[first + 1 : last], self._raw[last][:end]]
+        return b"".join(parts).decode("utf-8")
+
+    def strings(self, fn: ast.AST) -> list[ast.AST]:
+        """:func:`_strings` of ``fn``, walked once per function."""
+        if id(fn) not in self._strings:
+            self._strings[id(fn)] = _strings(fn)
+        return self._strings[id(fn)]
 
     def found(self, locator: str, node: ast.AST, value: Any) -> Found:
         seg = self.segment(node)
@@ -200,6 +220,10 @@ class SourceFile:
             node.end_lineno or node.lineno,
             hashlib.sha256(seg.encode("utf-8")).hexdigest(),
         )
+
+
+#: one line as :mod:`ast` counts lines, its end included
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _assigned(st: ast.stmt) -> tuple[str, ast.AST | None]:
@@ -259,7 +283,7 @@ def locate(src: SourceFile, locator: str) -> Found:
     if "#" in locator:
         where, _, k = locator.rpartition("#")
         fn = _scope(src.tree, where, src.label)
-        nodes = _strings(fn)
+        nodes = src.strings(fn)
         i = int(k)
         if i >= len(nodes):
             raise InputError(f"{label}: {where!r} holds {len(nodes)} strings, not {i + 1}")
