@@ -392,7 +392,7 @@ def build_bank(
         row = by_source.setdefault(
             it.source_set,
             {"items": 0, "in_bank_before": 0, "run": 0, "trajectories": 0, "correct": 0, "added": 0,
-             "scored_by": labels.get(it.source_set, "")},
+             "no_terminated": 0, "scored_by": labels.get(it.source_set, "")},
         )  # fmt: skip
         row["items"] += 1
         row["in_bank_before"] += it.item_id in have
@@ -401,6 +401,8 @@ def build_bank(
         row["run"] += 1
         row["trajectories"] += len(o.correct)
         row["correct"] += sum(o.correct)
+        # the authors' grading drops an item none of whose trajectories terminated with an answer
+        row["no_terminated"] += o.fallback == "no_terminated_trajectory"
     for e in entries:
         by_source[e.dataset]["added"] += 1
     bank_by_source: dict[str, int] = {}

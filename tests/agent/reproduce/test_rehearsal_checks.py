@@ -109,6 +109,27 @@ def test_a_free_answer_may_write_a_think_tag_after_the_split_but_not_without_one
     assert c.ok is False and "a think tag left in the answer text" in c.detail
 
 
+def test_a_free_reply_of_a_call_that_does_not_think_may_hold_a_tag(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    # thinking off: nothing to split, the tag is one of the random model's tokens (answer text)
+    free = [_pair("qwen3-32b-nothink", '{"action": "FLAT"}</think>', thinking=False, reasoning="")]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", free), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok, c.detail
+    assert c.seen["tags_after_split"] == 1
+    # under structured outputs a tag is still a miss
+    held = [
+        _pair(
+            "qwen3-32b-nothink", '{"action": "FLAT"}</think>', thinking=False, reasoning="", constrained=True
+        )
+    ]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", held), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
+
+
 def test_the_settings_check_flags_a_decoding_other_than_the_configs(tmp_path: Path) -> None:
     import dataclasses
 
