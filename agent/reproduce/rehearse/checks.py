@@ -197,7 +197,8 @@ def _split_check(path: str, call: str, recs: Sequence[Mapping[str, Any]], regist
             # not think (nothing to split: the tag is one of the random model's tokens). With a
             # thinking call's reasoning not split off, or under structured outputs (which allow
             # no tag), the split missed
-            if not req.constrained and (res["reasoning"] or not thinks(req, registry.get(req.model))):
+            held = req.json_schema is not None and req.constrained  # structured outputs
+            if not held and (res["reasoning"] or not thinks(req, registry.get(req.model))):
                 tags_after += 1
             else:
                 bad.append(f"a think tag left in the answer text of {res['request_key'][:10]}")
@@ -262,7 +263,8 @@ def probe_calls(
         if res.finish_reason != "length" or not res.is_fallback or res.parsed is not None:
             bad.append(f"finish {res.finish_reason}, fallback {res.is_fallback}")
         tagged = "<think>" in res.text or "</think>" in res.text
-        if tagged and (probe.constrained or (thinking and not res.reasoning)):
+        held = probe.json_schema is not None and probe.constrained  # structured outputs
+        if tagged and (held or (thinking and not res.reasoning)):
             bad.append(f"a think tag left in the cut answer text {res.text[:40]!r}")
         if thinking and not res.text and not res.reasoning:
             bad.append("thinking reply cut with neither reasoning nor answer text")
