@@ -20,8 +20,8 @@ from agent.qa.scoring.tatqa_metric import TATQA_SCALES
 from agent.qa.solver.final_answer import extract_final_answer
 from agent.qa.solver.solver_config import base_temperature
 from agent.qa.solver.solver_replies import step_from
-from serving.lockstep import Program
-from serving.types import Message
+from serving.chat.lockstep import Program
+from serving.chat.types import Message
 
 __all__ = ["BaseSolver", "base_program"]
 
