@@ -81,7 +81,7 @@ def _data_root(extra: str = ""):
 
 
 def _configs(name: str, authors_code: Path | None = None):
-    from agent.reproduce.qa_authors import with_authors_code
+    from agent.reproduce.qa.authors import with_authors_code
     from agent.reproduce.spec import load_all, load_repro
 
     return with_authors_code(load_all() if name == "all" else [load_repro(name)], authors_code)
@@ -107,9 +107,9 @@ def do_list() -> None:
 
 def _inventory(gpus: int | None, gpu: str | None):
     """The declared inventory of ``--gpus N --gpu KIND`` (both or neither), else the visible GPUs."""
-    from agent.reproduce.placement import declared_inventory
+    from agent.reproduce.engine_plan import declared_inventory
     from localfin.errors import ConfigError
-    from serving.gpus import visible_inventory
+    from serving.hardware.gpus import visible_inventory
 
     if gpus is None and gpu is None:
         return visible_inventory()
@@ -142,9 +142,9 @@ def do_check(
 
 def do_dry_run(config: str, gpus: int | None, gpu: str | None) -> None:
     """Print the placement and every engine's start arguments of a full run; start nothing."""
-    from agent.reproduce import placement as placing
+    from agent.reproduce import engine_plan as placing
     from agent.reproduce.dry_run import engine_starts, format_starts
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     inventory = _inventory(gpus, gpu)
     reg = default_registry()
@@ -207,7 +207,7 @@ def do_run(
     from localfin import env
     from localfin.errors import ConfigError
     from serving.cluster.endpoints import Endpoints, parse_endpoints
-    from serving.gpus import engine_platform, visible_inventory
+    from serving.hardware.gpus import engine_platform, visible_inventory
 
     if ray is not None:
         from serving.cluster.connect import preflight
@@ -281,11 +281,11 @@ def do_plan(
 ) -> None:
     """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
     ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
-    from agent.reproduce import placement as placing
+    from agent.reproduce import engine_plan as placing
     from agent.reproduce.cluster_plan import format_node_servers
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from localfin import env
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     if gpus is None and gpus_per_node is None:
         gpus = 1
@@ -323,7 +323,7 @@ def do_rehearse(
     from agent.reproduce.rehearse.runs import SIZES
     from localfin import env
     from localfin.errors import ConfigError
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
     if not chosen or any(p not in PATHS for p in chosen):

@@ -154,10 +154,10 @@ def run_prompts(
     progress: Any = None,
 ) -> Path:
     """Run the document of :func:`tokens_document` into ``out`` and return its cell folder."""
-    from agent.reproduce.moira_run import run_moira
+    from agent.reproduce.moira.run import run_moira
     from localfin.progress import NULL_PROGRESS
+    from serving.models.registry import default_registry
     from serving.open import BackendSpec, open_backend
-    from serving.registry import default_registry
 
     if cfg.kind != "moira":
         raise ConfigError(f"--config {cfg.name}: a Moira config is needed (its kind is {cfg.kind!r})")

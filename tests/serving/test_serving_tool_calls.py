@@ -10,9 +10,9 @@ import json
 
 import pytest
 
+from serving.chat.scripted import ScriptedBackend, tagged_tool_calls
+from serving.chat.types import ChatRequest, ChatResult, Message, ToolCall
 from serving.errors import ConfigError
-from serving.scripted import ScriptedBackend, tagged_tool_calls
-from serving.types import ChatRequest, ChatResult, Message, ToolCall
 
 TOOL = {
     "type": "function",
@@ -72,8 +72,8 @@ def test_tagged_calls_skip_a_block_that_is_not_a_call() -> None:
 
 
 def test_the_http_backend_sends_the_tools_and_reads_the_servers_calls() -> None:
-    from serving.openai_http import OpenAIBackend
-    from serving.registry import default_registry
+    from serving.http.openai_http import OpenAIBackend
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     backend = OpenAIBackend("http://127.0.0.1:9/v1", registry=reg)

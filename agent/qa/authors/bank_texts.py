@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent.qa.authors.checkout import AuthorsCode
-from serving.types import Message
+from serving.chat.types import Message
 
 __all__ = [
     "trajectory_text",

@@ -35,8 +35,8 @@ from agent.qa.core.items import QAItem
 from agent.qa.core.trajectory import Trajectory
 from agent.qa.data.gold_inputs import gold_text
 from bank.schema import NewEntry
-from serving.lockstep import Program
-from serving.types import ChatRequest, Message
+from serving.chat.lockstep import Program
+from serving.chat.types import ChatRequest, Message
 
 __all__ = ["authors_outcome"]
 

@@ -87,10 +87,10 @@ from bank.schema import NewEntry
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.lockstep import Program, RoundInfo, run_lockstep
+from serving.chat.types import ChatRequest, Message
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import Program, RoundInfo, run_lockstep
-from serving.types import ChatRequest, Message
 
 __all__ = [
     "BankBuildConfig",

@@ -6,7 +6,7 @@ context), ``ft`` (the ReAct solver with the tools, the OCR transcriptions put be
 the answer gate), ``ft_fm`` (the same plus the experience memory). A question whose images the
 model sees neither as images nor as transcriptions is still asked and scored; the summary counts
 them (``images_unseen``, and ``image_only_unseen`` for those with no text context at all). All questions of an
-evaluation run as lockstep programs (:func:`serving.lockstep.run_lockstep`): every round sends
+evaluation run as lockstep programs (:func:`serving.chat.lockstep.run_lockstep`): every round sends
 the pending calls of all questions (up to ``EvalConfig.max_active`` at a time) to the engine
 as one batch. Every call goes through a
 :class:`serving.journal.JournaledBackend` whose journal lives in the run folder, so a killed
@@ -48,11 +48,11 @@ from agent.qa.solver.react import QASolver, SolverConfig, ToolFactory
 from localfin import runlock
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.lockstep import RoundInfo
+from serving.chat.types import ChatRequest, ChatResult
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import RoundInfo
 from serving.open import backend_settings
-from serving.types import ChatRequest, ChatResult
 
 __all__ = [
     "VARIANTS",

@@ -26,7 +26,7 @@ from agent.qa.scoring.judge_pass import JudgeSummary, judge_run
 from agent.qa.scoring.scorers import spec_of
 from bank.retrieval import Retriever
 from localfin.errors import ConfigError
-from serving.backend import Backend
+from serving.chat.backend import Backend
 
 __all__ = ["MemoryGrid", "VariantResult", "sweep_memory", "evaluate_variant"]
 

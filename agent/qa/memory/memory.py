@@ -42,8 +42,8 @@ from bank.retrieval import RetrievalResult, Retriever, format_memory_block, retr
 from bank.schema import BankEntry, RetrievalConfig, query_text
 from bank.snapshots import ORDERS, SNAPSHOT_SEED, snapshot_order
 from localfin.errors import ConfigError
-from serving.lockstep import Program
-from serving.types import ChatRequest, Message
+from serving.chat.lockstep import Program
+from serving.chat.types import ChatRequest, Message
 
 __all__ = ["MEMORY_MODES", "MemoryConfig", "ExperienceMemory", "MEMORY_HEADER"]
 

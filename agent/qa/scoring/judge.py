@@ -34,7 +34,7 @@ from agent.qa.core.item_score import ItemScore
 from agent.qa.core.items import QAItem
 from agent.qa.core.schemas import char_bound
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult, Message
+from serving.chat.types import ChatRequest, ChatResult, Message
 
 __all__ = [
     "JUDGE_PROMPT",

@@ -36,9 +36,9 @@ from agent.qa.core import runs
 from agent.qa.core.items import QAItem
 from agent.qa.scoring.judge import JUDGE_PROMPT, judge_requests, judge_scores
 from localfin.errors import ConfigError
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest
 from serving.journal import Journal, JournaledBackend
-from serving.types import ChatRequest
 
 __all__ = [
     "JUDGE_CHECK_JOURNAL",

@@ -39,7 +39,7 @@ from agent.qa.scoring.scorer_check import Scorer
 from agent.qa.scoring.scorers import spec_of
 from agent.qa.scoring.scoring import score_answer
 from localfin.errors import InputError
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.journal import Journal, JournaledBackend
 
 __all__ = [

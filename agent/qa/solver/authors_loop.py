@@ -11,7 +11,7 @@ bank's trajectories), every text read from their checkout
 2. Each step appends their policy message as a user message (with one or two steps left, their
    step-limit note is added to it, and stays), then one call: the system prompt, the
    conversation, their tools as native tools (``tool_choice = "auto"``; the tool-call parser of
-   the served model reads the calls, :attr:`serving.types.ChatResult.tool_calls`), at most
+   the served model reads the calls, :attr:`serving.chat.types.ChatResult.tool_calls`), at most
    ``max_tokens`` tokens. No plan call, no reply schema, no answer gate.
 3. Every call of the reply runs in order; each output goes back as a tool message (their
    observation lines, cut to ``observation_chars``). ``terminate`` ends the run: its
@@ -54,9 +54,9 @@ from agent.qa.solver.final_answer import extract_final_answer
 from agent.qa.solver.solver_replies import step_from
 from agent.qa.tools.base import Tool, ToolResult
 from bank.retrieval import RetrievalResult
-from serving.lockstep import Program
-from serving.registry import MAX_IMAGES
-from serving.types import ChatRequest, Message, ToolCall, image_data_url
+from serving.chat.lockstep import Program
+from serving.chat.types import ChatRequest, Message, ToolCall, image_data_url
+from serving.models.registry import MAX_IMAGES
 
 __all__ = ["authors_program", "OURS_TO_AUTHORS"]
 

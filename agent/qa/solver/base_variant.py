@@ -27,8 +27,8 @@ from agent.qa.scoring.tatqa_metric import TATQA_SCALES
 from agent.qa.solver.final_answer import extract_final_answer
 from agent.qa.solver.solver_config import base_temperature
 from agent.qa.solver.solver_replies import step_from
-from serving.lockstep import Program
-from serving.types import Message
+from serving.chat.lockstep import Program
+from serving.chat.types import Message
 
 __all__ = ["BaseSolver", "base_program"]
 
@@ -75,7 +75,7 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
         del data["answer_format"]
         if c.base_mode == "authors":
             from agent.qa.authors.messages import problem_block
-            from serving.types import image_data_url
+            from serving.chat.types import image_data_url
 
             code = solver.authors
             user = problem_block(

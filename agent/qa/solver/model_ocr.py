@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.prompting import load_prompt
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest, Message, image_data_url
 from serving.journal import Journal, JournaledBackend
-from serving.types import ChatRequest, Message, image_data_url
 
 __all__ = ["OCR_JOURNAL", "ModelTranscriber"]
 

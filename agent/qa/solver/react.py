@@ -1,5 +1,5 @@
 """The FinAcumen solver as lockstep programs: many questions' loops advance together on one
-engine (see :mod:`serving.lockstep`).
+engine (see :mod:`serving.chat.lockstep`).
 
 One run of :meth:`QASolver.solve`:
 1. memory (Base+FT+FM only): the annotator call when retrieval found entries (else nothing);
@@ -61,8 +61,8 @@ from agent.qa.solver.solver_replies import clip, plan_text, reply_json, step_fro
 from agent.qa.tools.base import Tool, ToolResult
 from bank.retrieval import RetrievalResult
 from localfin.errors import ConfigError
-from serving.lockstep import Program
-from serving.types import ChatRequest, ChatResult, Message, image_data_url
+from serving.chat.lockstep import Program
+from serving.chat.types import ChatRequest, ChatResult, Message, image_data_url
 
 __all__ = ["SolverConfig", "QASolver", "ToolFactory", "solver_config_for"]
 

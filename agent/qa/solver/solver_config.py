@@ -8,9 +8,9 @@ from typing import Any
 
 from agent.qa.solver.gate import GateConfig
 from localfin.errors import ConfigError
+from serving.chat.types import Sampling
+from serving.models.registry import MAX_IMAGES
 from serving.open import ModelFacts
-from serving.registry import MAX_IMAGES
-from serving.types import Sampling
 
 __all__ = ["BASE_MODES", "LOOPS", "READINGS", "SolverConfig", "base_temperature", "solver_config_for"]
 

@@ -156,7 +156,7 @@ def _backbone(key: str, registry: Any = None) -> dict[str, Any]:
 
 def _moira_rows(cfg: ReproConfig, registry: Any = None) -> list[tuple[str, Any, str, str]]:
     from agent.pairs.experiment.config import config_to_dict
-    from agent.reproduce.moira_run import expand_cells, with_baselines
+    from agent.reproduce.moira.run import expand_cells, with_baselines
 
     doc, _ = with_baselines(cfg.document, cfg.baselines)
     rows = []

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.reproduce.spec import ReproConfig
+from serving.chat.replies import first_json_object, thinks
+from serving.chat.types import ChatRequest
 from serving.journal import Journal
-from serving.registry import Registry
-from serving.replies import first_json_object, thinks
-from serving.types import ChatRequest
+from serving.models.registry import Registry
 
 __all__ = ["CUT_PROBE_TOKENS", "MIN_IMAGE_TOKENS", "Check", "journal_records", "check_calls", "probe_calls"]
 

@@ -8,7 +8,7 @@ entries. Its data are the config's own benchmarks in their released layouts
 same records re-filed for parts it lacks, stand-ins written in the layout where it holds
 nothing), read by the same loaders, scored by the same scorers and judge, through the same bank
 build, evaluations, judge passes, judge check, analytics and ``reproduction.md``
-(:func:`agent.reproduce.qa_arms.run_qa`, :func:`agent.reproduce.report.write_report`).
+(:func:`agent.reproduce.qa.arms.run_qa`, :func:`agent.reproduce.report.write_report`).
 
 The stage table says, per dataset (each bank source and each evaluation set), which file it
 read, how many items each stage took and which scorer graded them; a stage a dataset should go
@@ -84,7 +84,7 @@ def run_qa_rehearsal(
 ) -> dict[str, Any]:
     """Run ``cfg``'s rehearsal into ``out``; returns the plan, its data, the outcome (None when
     the run stopped), the error that stopped it and the stage table."""
-    from agent.reproduce.qa_arms import run_qa
+    from agent.reproduce.qa.arms import run_qa
     from agent.reproduce.report import write_report
 
     plan, data = rehearsal_qa_plan(cfg, out, size, data_root)

@@ -34,8 +34,8 @@ from agent.reproduce.rehearse.standins import (
 )
 from agent.reproduce.spec import ReproConfig
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
-from serving.registry import ModelSpec, Registry
+from serving.chat.backend import Backend
+from serving.models.registry import ModelSpec, Registry
 
 __all__ = ["PATHS", "Rehearsal", "Running", "RunningServer", "rehearse", "write_rehearsal"]
 
@@ -69,10 +69,10 @@ class Rehearsal:
 
 def _decision_steps(doc: dict[str, Any]) -> dict[str, int]:
     """Decision steps per backbone registry key of a (shrunk) matrix document, counted as the
-    plan counts them (:func:`agent.reproduce.workload.moira_work`) on the store's calendar.
+    plan counts them (:func:`agent.reproduce.moira.workload.moira_work`) on the store's calendar.
     ``doc`` already holds the baselines that ran."""
     from agent.data.store import MarketStore
-    from agent.reproduce.workload import moira_work
+    from agent.reproduce.moira.workload import moira_work
 
     def sessions(cell: Any) -> tuple[int, int]:
         w = cell[0].windows

@@ -15,7 +15,7 @@ from agent.qa.authors import bank_texts as bt
 from agent.qa.authors import messages as am
 from agent.qa.authors import readings as rd
 from agent.qa.authors.checkout import open_authors_code
-from serving.types import Message, ToolCall
+from serving.chat.types import Message, ToolCall
 
 GOLDS = [
     "true",

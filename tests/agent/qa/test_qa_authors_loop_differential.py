@@ -22,9 +22,9 @@ from agent.qa.solver.react import QASolver
 from agent.qa.solver.solver_config import SolverConfig
 from agent.qa.tools.base import ToolResult
 from agent.qa.tools.fin_lookup import FinancialDataLookupTool, FinCorpus
-from serving.lockstep import run_lockstep
-from serving.replies import build_result
-from serving.types import ToolCall, Usage
+from serving.chat.lockstep import run_lockstep
+from serving.chat.replies import build_result
+from serving.chat.types import ToolCall, Usage
 
 ROWS = [
     {"Symbol": "AAPL", "Date": "2022-01-03", "indicator_name": "closePrice", "indicator_value": "182.01"},

@@ -28,8 +28,8 @@ from bank.retrieval import Retriever
 from bank.schema import NewEntry
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agent.reproduce.ledger.book import load_ledger
-from agent.reproduce.qa_authors import _CHOICES
+from agent.reproduce.qa.authors import _CHOICES
 from agent.reproduce.spec import load_repro
 
 #: the points of the authors' protocol (and the keys the authors' group sets with them)

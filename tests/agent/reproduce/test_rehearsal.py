@@ -23,7 +23,7 @@ import pytest
 
 from agent.reproduce.rehearse.moira_rehearsal import FREE_REPLY_TOKENS
 from agent.reproduce.spec import load_repro
-from serving.registry import default_registry
+from serving.models.registry import default_registry
 
 pytest.importorskip("vllm")
 
@@ -222,7 +222,7 @@ def test_the_plan_scales_the_calls_per_step_of_the_rehearsal_journal(rehearsal) 
     assert "(rehearsal journal)" in with_it.work.basis and "lower bound" in without.work.basis
     # per backbone: its paper decision steps (FinMem's on the backbone it runs on) x the calls
     # per step journaled on the stand-in
-    from agent.reproduce.workload import moira_work
+    from agent.reproduce.moira.workload import moira_work
 
     paper = {w.name: (w.paper_train_sessions, w.paper_test_sessions) for w in cfg.windows}
     work = moira_work(cfg.document, cfg.baselines, lambda cell: paper[cell[1]])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.reproduce.qa_authors import with_authors_code
+from agent.reproduce.qa.authors import with_authors_code
 from agent.reproduce.spec import load_repro
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,8 +55,8 @@ def test_every_variant_of_the_authors_table1_sends_their_system_prompt_first(tmp
     from agent.reproduce.rehearse.authors_rehearsal import authors_checks, authors_texts
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal, stage_checks
     from agent.reproduce.rehearse.runs import SMALLEST
-    from serving.registry import default_registry
-    from serving.scripted import ScriptedBackend
+    from serving.chat.scripted import ScriptedBackend
+    from serving.models.registry import default_registry
 
     cfg = _config("finacumen_table1_authors")
     backend = ScriptedBackend(default=_reply)
@@ -88,7 +88,7 @@ def test_every_variant_of_the_authors_table1_sends_their_system_prompt_first(tmp
 def engine_rehearsal(tmp_path_factory, shared_data: Path, vllm_vl_backend):
     from agent.reproduce.rehearse.rehearsal import Running, rehearse, write_rehearsal
     from agent.reproduce.rehearse.runs import SMALLEST
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     out = tmp_path_factory.mktemp("rehearsal_authors")
     cfgs = [_config("finacumen_table1_authors"), _config("finacumen_leak_ablation")]

@@ -8,10 +8,10 @@ from agent.reproduce.rehearse.checks import check_calls, journal_records
 from agent.reproduce.rehearse.sizes import image_tokens
 from agent.reproduce.rehearse.standins import engine_groups
 from agent.reproduce.spec import load_repro
+from serving.chat.replies import build_result
+from serving.chat.types import ChatRequest, Usage
 from serving.journal import Journal
-from serving.registry import default_registry
-from serving.replies import build_result
-from serving.types import ChatRequest, Usage
+from serving.models.registry import default_registry
 
 SCHEMA = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
 
@@ -175,8 +175,8 @@ def test_a_stand_in_is_sized_as_its_gpu_entry(tmp_path: Path) -> None:
     """The QA solver picks CPU bounds for a CPU model; a stand-in must get the GPU entry's
     (image sending, paper-scale budgets), else the rehearsal would not run the GPU settings."""
     from agent.qa.solver.solver_config import solver_config_for
+    from serving.models.registry import cpu_stand_in
     from serving.open import model_facts
-    from serving.registry import cpu_stand_in
 
     reg = default_registry()
     twin = cpu_stand_in(reg.get("qwen3-vl-8b"), tmp_path)
@@ -196,7 +196,7 @@ def test_a_reused_engine_must_match_the_stand_in_but_for_the_tool_parser(tmp_pat
 
     from agent.reproduce.rehearse.standins import check_reuse, stand_ins
     from localfin.errors import ConfigError
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     path = build_tiny_model(tmp_path / "q", arch="qwen3", max_position_embeddings=32768)
     reg = default_registry()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.qa.evaluation.bank_build import check_scorers
-from agent.reproduce.qa_run import _load
+from agent.reproduce.qa.run import _load
 from agent.reproduce.rehearse.qa_data import rehearsal_data
 from agent.reproduce.rehearse.qa_rehearsal import rehearsal_qa_plan, stage_checks
 from agent.reproduce.rehearse.runs import SMALLEST
@@ -163,7 +163,7 @@ class _NoCalls:
 def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
     from agent.qa.scoring.scorers import SCORERS
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     def broken(gold, prediction, scale=None):
         raise KeyError("the BizBench rule is missing")

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from agent.reproduce.qa_plan import QAPlan
-from agent.reproduce.qa_protocols import PROTOCOL_KEYS, protocol_values
-from agent.reproduce.qa_setup import reads_gold_lines
+from agent.reproduce.qa.plan import QAPlan
+from agent.reproduce.qa.protocols import PROTOCOL_KEYS, protocol_values
+from agent.reproduce.qa.setup import reads_gold_lines
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
 
@@ -147,7 +147,7 @@ def test_the_plans_solver_keys_reach_the_solver_and_unset_ones_keep_the_models_d
     from dataclasses import replace
 
     from agent.qa.solver.gate import GateConfig
-    from agent.reproduce.qa_setup import solver_settings
+    from agent.reproduce.qa.setup import solver_settings
 
     plan = load_repro("finacumen_table1_authors").qa
     cfg = solver_settings(plan, None)

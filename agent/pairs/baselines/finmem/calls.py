@@ -29,7 +29,7 @@ from agent.data.schema import Company, NewsItem
 from agent.pairs.baselines.finmem.memory import LAYERS, Retrieved
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
-from serving.types import ChatRequest, ChatResult, Message, Sampling
+from serving.chat.types import ChatRequest, ChatResult, Message, Sampling
 
 if TYPE_CHECKING:
     from agent.pairs.baselines.common import PairSeries
