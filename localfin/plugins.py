@@ -47,10 +47,11 @@ T = TypeVar("T")
 GROUPS: Mapping[str, str] = {
     "localfin.backends": (
         "a backend factory: a callable (spec: serving.open.BackendSpec, registry: "
-        "serving.registry.Registry) -> serving.backend.Backend; the entry point's name is the kind"
+        "serving.models.registry.Registry) -> serving.chat.backend.Backend; the entry point's name "
+        "is the kind"
     ),
     "localfin.models": (
-        "model entries: a serving.registry.ModelSpec, an iterable of them, or a callable returning "
+        "model entries: a serving.models.registry.ModelSpec, an iterable of them, or a callable returning "
         "either; the entry point's name only names the plugin"
     ),
     "localfin.baselines": (

@@ -21,7 +21,7 @@ def list_models() -> None:
     from rich.table import Table
 
     from serving.errors import ModelNotPreparedError
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     table = Table("key", "model", "device", "source", "tp", "max len", "parsers", "ready / where", "from")
     reg = default_registry()
@@ -55,8 +55,8 @@ def prepare(
     """Convert a pip-packaged model once into HF safetensors in the cache (checked by sha256)."""
     from localfin import env
     from localfin.errors import ConfigError
-    from serving.models import prepare_smollm2
-    from serving.registry import default_registry
+    from serving.models.prepare import prepare_smollm2
+    from serving.models.registry import default_registry
 
     spec = default_registry().get(key)
     if spec.source != "pip_package":

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from serving.registry import Registry
+    from serving.models.registry import Registry
 
 __all__ = ["EMBEDDERS", "checked_options", "tool_names_of"]
 
@@ -24,8 +24,8 @@ def checked_options(
     kind), ``--embedder``. ``keys``: option -> the registry key it gives (None: not given).
     Returns the registry."""
     from localfin.errors import ConfigError
+    from serving.models.registry import default_registry
     from serving.open import BACKEND_KINDS, backend_kinds
-    from serving.registry import default_registry
 
     if backend not in BACKEND_KINDS and backend not in backend_kinds():
         raise ConfigError(f"--backend {backend!r}; allowed: {', '.join(backend_kinds())}")

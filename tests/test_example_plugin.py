@@ -38,7 +38,7 @@ BACKEND = r"""
 import json
 import re
 
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 
 def _turn(req):

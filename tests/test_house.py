@@ -1,8 +1,9 @@
 """The house's import directions, checked statically (every import statement, at the top of a
 module or inside a function, and every ``import_module`` string): each top-level package imports
 only itself and the packages allowed below it, so no import runs upward and there is no circle
-between packages; no two files import each other, directly or round a loop; and no folder of the
-packages grown into rooms holds more than :data:`MAX_MODULES_PER_FOLDER` modules."""
+between packages; no two files import each other, directly or round a loop; no folder of the
+packages grown into rooms holds more than :data:`MAX_MODULES_PER_FOLDER` modules; and serving's
+rooms import only the rooms below them."""
 
 from __future__ import annotations
 
@@ -270,7 +271,7 @@ def test_a_package_init_that_imports_a_module_importing_it_back_is_a_circle(tmp_
 #: the most modules (``.py`` files besides ``__init__.py``) one folder may hold
 MAX_MODULES_PER_FOLDER = 20
 #: the packages whose every folder is held to :data:`MAX_MODULES_PER_FOLDER`
-ROOMS_CHECKED = ("agent/qa",)
+ROOMS_CHECKED = ("agent/qa", "serving", "agent/reproduce")
 
 
 def crowded_folders(root: Path = ROOT, packages: tuple[str, ...] = ROOMS_CHECKED) -> list[str]:
@@ -296,4 +297,75 @@ def test_the_folder_count_finds_a_crowded_folder(tmp_path):
         (room / f"m{i}.py").write_text("", encoding="utf-8")
     (room / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "agent" / "qa" / "ok.py").write_text("", encoding="utf-8")
-    assert crowded_folders(tmp_path) == [f"agent/qa/flat: {MAX_MODULES_PER_FOLDER + 1} modules"]
+    (tmp_path / "serving").mkdir()
+    for i in range(MAX_MODULES_PER_FOLDER + 1):
+        (tmp_path / "serving" / f"m{i}.py").write_text("", encoding="utf-8")
+    (tmp_path / "agent" / "reproduce").mkdir()
+    assert crowded_folders(tmp_path) == [
+        f"agent/qa/flat: {MAX_MODULES_PER_FOLDER + 1} modules",
+        f"serving: {MAX_MODULES_PER_FOLDER + 1} modules",
+    ]
+
+
+#: serving's rooms, lowest first: a room imports only rooms below its own (two of one rank stand
+#: beside each other: neither imports the other). Of serving's top-level modules, ``errors.py``
+#: (every room's errors) sits below every room and ``journal.py`` (over the chat interface) below
+#: every room but ``chat``; ``open.py``, ``chat_once.py`` and ``gpu_smoke.py`` compose the rooms on
+#: top, and no room imports them.
+SERVING_RANK = {"chat": 0, "models": 0, "hardware": 0, "engines": 1, "cluster": 1, "http": 2}
+#: serving's top-level modules each room may import
+SERVING_BASE = {"errors": set(SERVING_RANK), "journal": set(SERVING_RANK) - {"chat"}}
+
+
+def serving_crossings(root: Path = ROOT) -> list[str]:
+    """``file:line (room) imports X`` for every import in a room of serving of a room not below
+    its own, or of a top-level module :data:`SERVING_BASE` does not allow it."""
+    found = []
+    for path in sorted((root / "serving").rglob("*.py")):
+        rel = path.relative_to(root / "serving").parts
+        if len(rel) < 2:
+            continue  # a top-level module
+        own = rel[0]
+        for line, mod in _imports(path):
+            parts = mod.split(".")
+            if parts[0] != "serving" or len(parts) < 2 or parts[1] == own:
+                continue
+            other = parts[1]
+            if other in SERVING_RANK:
+                allowed = SERVING_RANK[other] < SERVING_RANK[own]
+            else:
+                allowed = own in SERVING_BASE.get(other, set())
+            if not allowed:
+                found.append(f"serving/{'/'.join(rel)}:{line} ({own}) imports {mod}")
+    return found
+
+
+def test_serving_rooms_import_only_downward():
+    assert serving_crossings() == []
+
+
+def test_every_serving_room_has_a_rank_and_every_room_a_docstring():
+    subs = {p.parent.name for p in (ROOT / "serving").glob("*/__init__.py")}
+    assert subs == set(SERVING_RANK)
+    for init in [
+        *(ROOT / "serving").glob("*/__init__.py"),
+        *(ROOT / "agent" / "reproduce").glob("*/__init__.py"),
+    ]:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), init.relative_to(ROOT)
+
+
+def test_the_serving_scan_finds_a_room_importing_beside_above_or_the_top(tmp_path):
+    room = tmp_path / "serving" / "models"
+    room.mkdir(parents=True)
+    (room / "m.py").write_text(
+        "from serving.errors import ConfigError\nfrom serving.chat.types import ChatRequest\n"
+        "def f():\n    from serving.engines.vllm_engine import VLLMBackend\n"
+        "from serving.open import open_backend\n",
+        encoding="utf-8",
+    )
+    assert sorted(serving_crossings(tmp_path)) == [
+        "serving/models/m.py:2 (models) imports serving.chat.types",
+        "serving/models/m.py:4 (models) imports serving.engines.vllm_engine",
+        "serving/models/m.py:5 (models) imports serving.open",
+    ]

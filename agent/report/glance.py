@@ -101,7 +101,7 @@ def _run_name(rr: RunResult) -> str:
 
 def _registry_entry(key: str) -> Any:
     """localfin's own entry of ``key`` (None for a plugin's or a models file's model)."""
-    from serving.model_specs import packaged_specs
+    from serving.models.model_specs import packaged_specs
 
     return next((s for s in packaged_specs() if s.key == key), None)
 

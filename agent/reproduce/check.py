@@ -13,10 +13,10 @@ where anything runs the tools (Base+FT, Base+FT+FM or the bank build), each tool
 Python tool's sandbox (started once and run on ``1 + 1``; a tools variant without it fails, with
 the fix), the lookup tool's market store, OCR for reparse, FinTMMBench's corpus for retrieve;
 then the model's weights. Then, for every config, its **placement** on the GPUs
-(:func:`agent.reproduce.placement.place` on the visible GPUs, or on a declared inventory: ``check
+(:func:`agent.reproduce.engine_plan.place` on the visible GPUs, or on a declared inventory: ``check
 CONFIG --gpus N --gpu KIND``): one item, missing when an engine cannot be placed, with what
 would place it (more GPUs, FP8 weights, a larger share); and on the CUDA build of vLLM what
-triton needs (a C compiler, the Python headers: :mod:`serving.gpu_install`). Nothing here writes
+triton needs (a C compiler, the Python headers: :mod:`serving.hardware.gpu_install`). Nothing here writes
 data or starts an engine (the sandbox probe starts one bubblewrap worker and ends it).
 """
 
@@ -35,14 +35,14 @@ from agent.qa import sandbox
 from agent.qa.sandbox.launch import INSTALL_HINT
 from agent.qa.solver.toolset import CORPUS_DATASETS
 from agent.qa.tools.corpus import CORPUS_FILES, corpus_root
-from agent.reproduce import placement as placing
-from agent.reproduce.placement import Placement
+from agent.reproduce import engine_plan as placing
+from agent.reproduce.engine_plan import Placement
 from agent.reproduce.spec import ReproConfig
 from localfin import env
-from serving.gpu_install import triton_pieces
-from serving.gpus import Inventory, engine_platform, visible_inventory
+from serving.hardware.gpu_install import triton_pieces
+from serving.hardware.gpus import Inventory, engine_platform, visible_inventory
+from serving.models.registry import Registry
 from serving.open import registry_with, weights_status
-from serving.registry import Registry
 
 __all__ = [
     "STATUSES",
@@ -250,7 +250,7 @@ def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
                     f"localfin data import --prices <daily prices CSV> --store {store}",
                 )
             )
-    if "reparse" in p.tools:
+    if "reparse" in p.tools and p.loop != "authors":  # their loop's OCR is the served model's
         if importlib.util.find_spec("rapidocr_onnxruntime") is None:
             out.append(
                 CheckItem(
@@ -340,7 +340,27 @@ def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
                     "or pass --data-root",
                 )
             )
+    out += _authors_code(cfg)
     return out
+
+
+def _authors_code(cfg: ReproConfig) -> list[CheckItem]:
+    """The authors' checkout of the plan and its arms that send their texts (read and checked
+    against the pinned commit, :mod:`agent.reproduce.qa.authors`)."""
+    from agent.reproduce.qa.authors import authors_settings, open_for
+    from localfin.errors import ConfigError
+
+    plans = [ap for _, ap in cfg.qa_arms() if authors_settings(ap)]
+    if not plans:
+        return []
+    what = "the authors' code"
+    try:
+        code = open_for(plans[0])
+    except ConfigError as exc:
+        fix = "--authors-code PATH (a checkout of CamelliaLilium/FinAcumen at 16246593), or [qa] authors_code"
+        return [CheckItem(cfg.name, "missing", what, str(exc)[:400], fix)]
+    status = "warn" if code.differs else "ok"
+    return [CheckItem(cfg.name, status, what, code.describe())]
 
 
 def _summary(p: Placement) -> str:
@@ -362,7 +382,7 @@ def _summary(p: Placement) -> str:
 
 def placement_item(cfg: ReproConfig, inventory: Inventory, registry: Registry | None = None) -> CheckItem:
     """Whether every engine ``cfg`` starts can be placed on ``inventory``, and if not what
-    would place it (:func:`agent.reproduce.placement.place`)."""
+    would place it (:func:`agent.reproduce.engine_plan.place`)."""
     reg = registry_with(cfg.model_keys[0], "", registry)
     p = placing.place(cfg, inventory, registry=reg)
     where = f"{inventory.describe()} ({inventory.source or 'declared'})"
@@ -389,7 +409,7 @@ def placement_item(cfg: ReproConfig, inventory: Inventory, registry: Registry | 
 
 
 def install_items(cfg: ReproConfig, platform: str | None = None) -> list[CheckItem]:
-    """On the CUDA build, what triton needs (:func:`serving.gpu_install.triton_pieces`)."""
+    """On the CUDA build, what triton needs (:func:`serving.hardware.gpu_install.triton_pieces`)."""
     if (platform or engine_platform()) != "cuda":
         return []
     return [

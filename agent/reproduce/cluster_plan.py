@@ -1,7 +1,7 @@
 """The servers each node of a cluster starts for a config, read off its placement.
 
 ``localfin reproduce plan CONFIG --nodes N --gpus-per-node G`` places the config's engines on N
-nodes of G GPUs (:func:`agent.reproduce.placement.place`, the one placement function) and then
+nodes of G GPUs (:func:`agent.reproduce.engine_plan.place`, the one placement function) and then
 says, per node, which ``localfin serve`` to start and the ``LOCALFIN_ENDPOINTS`` its ``ray
 start`` declares (docs/cluster.md): every data-parallel replica the placement puts on a node
 is served there by one server per engine (its replicas on that node as vLLM's data

@@ -2,12 +2,12 @@
 with on the GPUs, printed without starting anything (no weights, no GPU needed).
 
 The backend specs come from the functions the run opens its engines with
-(:func:`agent.reproduce.moira_run.placed_spec` for each Moira backbone, the run's
+(:func:`agent.reproduce.moira.run.placed_spec` for each Moira backbone, the run's
 :func:`agent.reproduce.run.engine_specs` for a FinAcumen solver and its judge) on the run's
 placement; each replica's ``vllm.LLM`` arguments and start-up environment are
-:func:`serving.engine_args.engine_arguments` on the CUDA build (what a GPU run passes, whatever
+:func:`serving.engines.engine_args.engine_arguments` on the CUDA build (what a GPU run passes, whatever
 this machine has), and the ``vllm serve`` flags of the same engine follow
-(:func:`serving.server.serve_args`).
+(:func:`serving.http.server.serve_args`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agent.reproduce.placement import Placement
+from agent.reproduce.engine_plan import Placement
 from agent.reproduce.spec import ReproConfig
-from serving.engine_args import EngineArguments, engine_arguments
-from serving.registry import Registry
-from serving.server import serve_args
+from serving.engines.engine_args import EngineArguments, engine_arguments
+from serving.http.server import serve_args
+from serving.models.registry import Registry
 
 __all__ = ["EngineStart", "engine_starts", "format_starts"]
 
@@ -40,7 +40,7 @@ def _specs(cfg: ReproConfig, placement: Placement, registry: Registry) -> list[t
     """(label, backend spec) of every engine the run opens, in run order."""
     if cfg.kind == "moira":
         from agent.pairs.experiment.matrix_config import parse_matrix
-        from agent.reproduce.moira_run import placed_spec, with_baselines
+        from agent.reproduce.moira.run import placed_spec, with_baselines
 
         doc, _ = with_baselines(cfg.document, cfg.baselines)
         out, seen = [], set()

@@ -2,7 +2,7 @@
 wall time of a config on GPUs, from published figures and a stated model (no GPU measured).
 
 **Engines.** Where each engine runs is the run's own placement
-(:func:`agent.reproduce.placement.place`, printed first): per engine its tensor parallelism
+(:func:`agent.reproduce.engine_plan.place`, printed first): per engine its tensor parallelism
 ``tp`` (the smallest power of two whose shard holds the weights and one full-context sequence
 in its share of the GPU after :data:`OVERHEAD_GIB` for activations and the CUDA graphs), its
 ``dp`` data-parallel replicas (engine processes the run starts, as many as the work has
@@ -15,7 +15,7 @@ x KV heads x head dim x 2 bytes per token, / tp, for the sequences in flight at 
 ``max_model_len`` (the worst case an engine must hold) and at the workload's mean context.
 
 **Work.** Moira: decision steps per backbone entry of what the config runs
-(:func:`agent.reproduce.workload.moira_work`, the runner's own expansion and grouping), on the
+(:func:`agent.reproduce.moira.workload.moira_work`, the runner's own expansion and grouping), on the
 config's windows at the paper's session counts: training-window passes (one warmup per training
 phase, shared by A3's two conditions and, with ``pairing = "paired"``, by a seed's two
 exposures; ``max_cycles`` replays at most per consolidating training) plus one test window per
@@ -64,14 +64,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent.reproduce import placement as placing
+from agent.reproduce import engine_plan as placing
+from agent.reproduce.engine_plan import Placement, declared_inventory, format_placement
 from agent.reproduce.hardware import GpuKind, arch_facts, gpu_kind
-from agent.reproduce.placement import Placement, declared_inventory, format_placement
+from agent.reproduce.moira.workload import BackboneWork, moira_work
 from agent.reproduce.prefix_reuse import Reuse, measure_rehearsal, react_hit
 from agent.reproduce.spec import ReproConfig
-from agent.reproduce.workload import BackboneWork, moira_work
 from localfin.errors import ConfigError
-from serving.registry import Registry
+from serving.models.registry import Registry
 
 __all__ = [
     "PREFILL_EFFICIENCY",
@@ -96,7 +96,7 @@ QA_CALLS = 8
 QA_COMPLETION_SHARE = 0.10
 QA_TOKENS = {"base": 20_000, "ft": 20_000, "ft_fm": 42_500}
 BANK_ITEMS, BANK_K = 2_400, 8
-#: sequences the in-process engine schedules at once (serving.vllm_engine.EngineOptions default)
+#: sequences the in-process engine schedules at once (serving.engines.vllm_engine.EngineOptions default)
 MAX_NUM_SEQS = 64
 #: test questions per QA config (the benchmarks' released test sizes, docs/reproduce.md)
 QA_QUESTIONS = {
@@ -179,7 +179,8 @@ def _moira_work(
     reuse: Reuse | None = None,
     counted: BackboneWork | None = None,
 ) -> tuple[Work, int]:
-    """The work of one backbone entry (``counted``: its :func:`~agent.reproduce.workload.moira_work`)."""
+    """The work of one backbone entry (``counted``: its
+    :func:`~agent.reproduce.moira.workload.moira_work`)."""
     counted = counted or BackboneWork()
     steps = counted.steps
     calls = round(steps * (per_step if per_step is not None else 1.0))
@@ -288,7 +289,7 @@ def plan_config(
     placement: Placement | None = None,
 ) -> list[Engine]:
     """The plan of ``cfg`` on ``gpus`` GPUs of ``kind`` (module docstring), on ``placement``
-    (default: :func:`~agent.reproduce.placement.place` on ``gpus`` GPUs of ``kind`` on one
+    (default: :func:`~agent.reproduce.engine_plan.place` on ``gpus`` GPUs of ``kind`` on one
     node). ``reuse``: the prefix shapes of the config's rehearsal (default: measured from the
     journals beside ``rehearsal``, ``<rehearsal folder>/engine``, where they are)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:

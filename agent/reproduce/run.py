@@ -18,9 +18,9 @@ without a GPU or the papers' data:
   config has them.
 
 A full run opens every engine where the config's placement puts it
-(:func:`agent.reproduce.placement.place`, the function ``reproduce plan`` prints and
+(:func:`agent.reproduce.engine_plan.place`, the function ``reproduce plan`` prints and
 ``reproduce check`` checks, on the GPUs this process sees): its tensor parallelism, its memory
-share, its data-parallel replicas (one engine process each, :mod:`serving.replicas`), a
+share, its data-parallel replicas (one engine process each, :mod:`serving.engines.replicas`), a
 declared FP8 quantization. A config that cannot be placed stops here, before any engine starts,
 with what would place it. A FinAcumen run whose judge is a separate model opens a second
 backend for it: an in-process engine beside the solver's (``[qa] judge_gpu_memory`` of its GPU),
@@ -40,22 +40,22 @@ from typing import Any
 from agent.data.store import MarketStore
 from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
-from agent.reproduce import placement as placing
-from agent.reproduce.qa_arms import run_qa
-from agent.reproduce.qa_run import shrink_plan
+from agent.reproduce import engine_plan as placing
+from agent.reproduce.qa.arms import run_qa
+from agent.reproduce.qa.run import shrink_plan
 from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
 from bank.embedder import Embedder
 from localfin import env
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.cluster.endpoints import Endpoints
-from serving.engine_args import engine_pins
-from serving.gpus import Inventory, engine_platform, visible_inventory
+from serving.engines.engine_args import engine_pins
+from serving.engines.vllm_engine import EngineOptions
+from serving.hardware.gpus import Inventory, engine_platform, visible_inventory
+from serving.models.registry import Registry
 from serving.open import BackendSpec, opened, registry_with
-from serving.registry import Registry
-from serving.vllm_engine import EngineOptions
 
 __all__ = ["SMOKE_TRAIN", "SMOKE_TEST", "SMOKE_ANCHOR", "ReproResult", "smoke_document", "reproduce"]
 
@@ -198,7 +198,7 @@ def run_placement(
     cfg: ReproConfig, registry: Registry | None, inventory: Inventory | None = None
 ) -> placing.Placement | None:
     """The placement a full run opens its engines with (None on the CPU build, where engines
-    take vLLM's CPU defaults): :func:`agent.reproduce.placement.place` on ``inventory``
+    take vLLM's CPU defaults): :func:`agent.reproduce.engine_plan.place` on ``inventory``
     (default: the GPUs this process sees). A config that cannot be placed is a ConfigError
     naming what would place it, before any engine starts."""
     if inventory is None:
@@ -298,8 +298,8 @@ def reproduce(
     extra: dict[str, Any] = {}
     tables: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] = ()
     if cfg.kind == "moira":
-        from agent.reproduce.moira_run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
-        from agent.reproduce.token_tables import token_tables
+        from agent.reproduce.moira.run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
+        from agent.reproduce.moira.token_tables import token_tables
 
         document: Mapping[str, Any] | None = None
         if smoke:

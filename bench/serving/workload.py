@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
 
 __all__ = ["WORKLOADS", "SCHEMA", "SYSTEM", "Workload", "token_counter"]
 

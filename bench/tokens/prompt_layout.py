@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None, writer: object = None) -> int:
     from bench.records import RecordWriter
     from localfin import configfile as cf
     from localfin import env
+    from serving.chat.lockstep import run_lockstep
     from serving.journal import Journal, JournaledBackend
-    from serving.lockstep import run_lockstep
     from serving.open import open_backend
 
     env.apply_offline_env()

@@ -321,10 +321,10 @@ def run_prompts(
     context); a longer one is answered from a copy cut to fit (:mod:`bench.tokens.fit`).
     ``train_sessions`` / ``test_cycles``: the windows shortened by :func:`cut_windows`;
     ``prior_filings``: FinMem's ``prior_filings`` for this run (None: the config's)."""
-    from agent.reproduce.moira_run import run_moira
+    from agent.reproduce.moira.run import run_moira
     from localfin.progress import NULL_PROGRESS
+    from serving.models.registry import default_registry
     from serving.open import BackendSpec, open_backend
-    from serving.registry import default_registry
 
     if cfg.kind != "moira":
         raise ConfigError(f"--config {cfg.name}: a Moira config is needed (its kind is {cfg.kind!r})")

@@ -15,9 +15,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from serving.chat.types import ChatRequest, ChatResult
 from serving.errors import LocalfinError
 from serving.journal import COLUMNS, Journal
-from serving.types import ChatRequest, ChatResult
 
 __all__ = ["merge_journal", "JournalOnly"]
 

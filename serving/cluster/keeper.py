@@ -26,10 +26,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest, ChatResult
 from serving.errors import BackendError, ConfigError, ServerUnavailableError
 from serving.journal import Journal
-from serving.types import ChatRequest, ChatResult
 
 __all__ = ["JOURNAL", "ATTEMPTS", "JournalKeeper", "Relay", "check_key", "write_snapshot", "start_keeper"]
 

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from localfin.errors import LocalfinError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.cluster.connect import Cluster, alive_nodes
 from serving.cluster.endpoints import Endpoints, node_endpoints
 from serving.cluster.keeper import JournalKeeper, Relay, check_key, start_keeper, write_snapshot

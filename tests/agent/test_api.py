@@ -11,8 +11,8 @@ import pytest
 from agent import api
 from agent.qa.data.demo_set import build_demo_set
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 
 def _answering() -> ScriptedBackend:

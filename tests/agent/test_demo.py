@@ -16,7 +16,7 @@ from bank.embedder import HashingEmbedder
 def test_the_demo_end_to_end_on_the_real_engine(vllm_backend, tiny_registry, tmp_path) -> None:
     from agent.demo import run_demo
     from agent.qa.evaluation.demo import QADemoConfig
-    from serving.continuous import ContinuousEngine
+    from serving.engines.continuous import ContinuousEngine
 
     # the demo's own path: both parts at once in the engine's running batch (the session's
     # engine stays open for the other tests)
@@ -59,7 +59,7 @@ def test_make_demo_on_smollm2_shows_every_mechanism(tmp_path) -> None:
     set gives memory hits and misses by construction; the rest is the model's doing)."""
     from agent.demo import run_demo
     from agent.report.happened import find_mechanisms, missing
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     try:
         default_registry().get("smollm2-135m").resolve_path()
@@ -75,8 +75,8 @@ def test_make_demo_on_smollm2_shows_every_mechanism(tmp_path) -> None:
 
 def test_the_demo_engine_starts_at_the_first_call_not_at_all_on_a_full_replay() -> None:
     from agent.demo import _LazyEngine
-    from serving.scripted import ScriptedBackend
-    from serving.types import ChatRequest, Message
+    from serving.chat.scripted import ScriptedBackend
+    from serving.chat.types import ChatRequest, Message
 
     class Engine(ScriptedBackend):
         starts = 0
@@ -100,8 +100,8 @@ def test_a_background_start_overlaps_the_work_before_the_first_call_and_its_erro
     import threading
 
     from agent.demo import _LazyEngine
-    from serving.scripted import ScriptedBackend
-    from serving.types import ChatRequest, Message
+    from serving.chat.scripted import ScriptedBackend
+    from serving.chat.types import ChatRequest, Message
 
     class Engine(ScriptedBackend):
         def __init__(self, fail: bool) -> None:
@@ -147,8 +147,8 @@ def test_a_qa_part_that_fails_at_once_neither_holds_moira_nor_hides_its_error(mo
     leaves the barrier and the shared engine, Moira runs alone to its end, and the QA error is
     the one raised (stand-in parts: no market, no model)."""
     import agent.demo as demo
-    from serving.scripted import ScriptedBackend
-    from serving.types import ChatRequest, Message
+    from serving.chat.scripted import ScriptedBackend
+    from serving.chat.types import ChatRequest, Message
 
     moira_done: list[str] = []
 

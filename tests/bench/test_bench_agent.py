@@ -19,9 +19,9 @@ def test_bad_agent_name_is_a_usage_error() -> None:
 
 
 def test_token_records_from_a_journal(tmp_path: Path) -> None:
+    from serving.chat.scripted import ScriptedBackend
+    from serving.chat.types import ChatRequest
     from serving.journal import Journal, JournaledBackend
-    from serving.scripted import ScriptedBackend
-    from serving.types import ChatRequest
 
     path = tmp_path / "calls.sqlite"
     with Journal(path) as journal:
@@ -47,7 +47,7 @@ class _Engine:
     name = "scripted"
 
     def __init__(self) -> None:
-        from serving.scripted import ScriptedBackend
+        from serving.chat.scripted import ScriptedBackend
 
         self.inner = ScriptedBackend(default='{"answer": "x"}')
         self.resets = 0
@@ -70,8 +70,8 @@ def _fake_entry(walls: dict[str, float], seen: list):
     is given and reports the wall time ``walls[mode]``."""
     from dataclasses import dataclass
 
+    from serving.chat.types import ChatRequest
     from serving.journal import Journal, JournaledBackend
-    from serving.types import ChatRequest
 
     @dataclass(frozen=True)
     class Run:

@@ -14,9 +14,9 @@ from bench.tokens.count import PACKAGE_FACTS, DirCounter, PackageCounter, check_
 from bench.tokens.per_step import count_run, tokens_table
 from bench.tokens.prompts import REQUESTS_FILE, read_requests
 from localfin.errors import ConfigError
+from serving.chat.replies import build_result
+from serving.chat.types import ChatRequest, Usage
 from serving.journal import Journal
-from serving.replies import build_result
-from serving.types import ChatRequest, Usage
 
 quicktok = pytest.importorskip("quicktok", reason="quicktok-v1 (dev extra) ships the vocabularies")
 
@@ -72,7 +72,7 @@ def test_the_package_counters_render_the_families_chat_layout() -> None:
 
 
 def test_a_tokenizer_directory_and_the_package_layout_render_alike(tmp_path: Path) -> None:
-    from serving.tiny_tokenizer import train_tokenizer
+    from serving.models.tiny_tokenizer import train_tokenizer
 
     tok = train_tokenizer("qwen3", 600)
     tok.save_pretrained(tmp_path / "tok")

@@ -14,8 +14,8 @@ from bench.tokens.fit import FitToContext, shrink
 from bench.tokens.prompts import clip_windows, cut_windows, finmem_context
 from bench.tokens.scaffolding import ours, scaffolding_counts, theirs
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest, Message
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest, Message
 
 FINMEM = Path(__file__).resolve().parents[2].parent / "shared" / "vendor"
 FINMEM = FINMEM / "FinMem-LLM-StockTrading-be814aa47970de9bf2fdd6a1d5a60ae5cf361b46"

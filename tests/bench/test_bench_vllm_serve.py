@@ -15,9 +15,9 @@ from bench.serving.drivers import Sample
 from bench.serving.stats import VLLM_FIGURES, vllm_figures
 from bench.serving.vllm_serve import Point, bench_serve_command, parse_points
 from localfin.errors import ConfigError
+from serving.chat.replies import build_result
+from serving.chat.types import ChatRequest, Message, Usage
 from serving.journal import Journal
-from serving.replies import build_result
-from serving.types import ChatRequest, Message, Usage
 
 SYSTEM = "You are the desk's pair-trading assistant. Reply with JSON only."
 

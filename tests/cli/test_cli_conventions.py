@@ -9,7 +9,7 @@ import json
 import pytest
 
 from localfin_cli.suggest import closest, with_suggestion
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_qa_datasets_lists_every_dataset_with_what_it_reads(cli, tmp_path) -> No
 
 def test_qa_eval_takes_a_seed_and_a_limit(cli, tmp_path, monkeypatch) -> None:
     import localfin_cli.qa_cmd as qa_cmd
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     data = tmp_path / "items.jsonl"
     data.write_text(

@@ -9,7 +9,7 @@ from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.evaluation.evaluate import EvalConfig, evaluate
 from agent.qa.solver.react import SolverConfig
 from localfin_cli.main import main
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 
 class _Score:
@@ -85,7 +85,7 @@ def test_eval_of_fintmmbench_judges_the_answers_after_the_run(cli, tmp_path, mon
     """`qa eval --dataset fintmmbench`: the solver's answers are scored by the judge pass (its
     own journal), not by the string scorer, which refuses that benchmark."""
     import localfin_cli.qa_cmd as qa_cmd
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     tmm = tmp_path / "fintmm"
     tmm.mkdir()
@@ -144,7 +144,7 @@ def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch)
     """The data line names both lists the loader keeps: records skipped and items loaded without a
     part (here an image absent from this copy, kept with --keep-missing-images)."""
     import localfin_cli.qa_cmd as qa_cmd
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     data = tmp_path / "items.jsonl"
     _demo_items(data, missing_image=True)
@@ -165,7 +165,7 @@ def test_eval_reports_skipped_and_incomplete_records(cli, tmp_path, monkeypatch)
 
 def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monkeypatch):
     import localfin_cli.qa_cmd as qa_cmd
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     tmm = tmp_path / "fintmm"
     (tmm / "data").mkdir(parents=True)
@@ -203,7 +203,7 @@ def test_eval_of_fintmmbench_offers_retrieve_over_its_corpus(cli, tmp_path, monk
 def test_judge_check_prints_both_rates(cli, tmp_path, monkeypatch):
     """`qa judge-check`: the judge on the items' gold answers and on perturbed wrong ones."""
     import localfin_cli.qa_cmd as qa_cmd
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     tmm = tmp_path / "fintmm"
     tmm.mkdir()

@@ -124,7 +124,7 @@ def _toml_blocks(page: str) -> list[str]:
 
 def test_the_guides_toml_examples_are_valid(tmp_path):
     from agent.pairs.experiment.config import parse_config
-    from serving.user_models import parse_models
+    from serving.models.user_models import parse_models
 
     experiment = _toml_blocks("experiments.md")[0]
     cfg = parse_config(tomllib.loads(experiment), base_dir=tmp_path)

@@ -31,7 +31,7 @@ from typing import Any
 
 from moira_support import scripted
 
-from serving.types import ChatRequest, Message
+from serving.chat.types import ChatRequest, Message
 
 #: the reply schema's properties -> the Moira call type that asks for them
 _CALL_TYPES = {

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from serving.chat.types import ChatRequest
+from serving.engines.vllm_engine import EngineOptions, VLLMBackend
 from serving.errors import BackendError
 from serving.journal import Journal, JournaledBackend
-from serving.types import ChatRequest
-from serving.vllm_engine import EngineOptions, VLLMBackend
 
 SCHEMA = {
     "type": "object",

@@ -16,11 +16,11 @@ from fake_openai import Call, Die, FakeOpenAI, Hold, Status
 from faults_support import assert_same_results, journal_keys, openai_config
 
 from localfin.errors import ServerUnavailableError
+from serving.chat.types import ChatRequest, Message
+from serving.engines.vllm_engine import EngineOptions
 from serving.errors import BackendError
 from serving.journal import Journal, JournaledBackend
 from serving.open import BackendSpec, open_backend
-from serving.types import ChatRequest, Message
-from serving.vllm_engine import EngineOptions
 
 #: the request at which the server dies (of the reference's 89)
 DIES_AT = 40

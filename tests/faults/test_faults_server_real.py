@@ -53,7 +53,7 @@ def test_a_killed_vllm_server_restarted_resumes_to_the_uninterrupted_result(
     tmp_path: Path, tiny_registry: Any
 ) -> None:
     pytest.importorskip("vllm")
-    from serving.server import free_port, start_server
+    from serving.http.server import free_port, start_server
 
     spec = replace(tiny_registry.get("tiny-qwen3"), max_model_len=4096)
     cfg, text = small_config(

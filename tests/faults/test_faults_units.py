@@ -19,11 +19,11 @@ from localfin.errors import (
     WriteFailedError,
     exit_code_for,
 )
+from serving.chat.replies import FailureStreak, error_result
+from serving.chat.scripted import ScriptedBackend
+from serving.chat.types import ChatRequest
 from serving.errors import BackendError, JournalDamagedError, JournalWriteError
 from serving.journal import Journal, JournaledBackend, check_journal_file, journal_problem
-from serving.replies import FailureStreak, error_result
-from serving.scripted import ScriptedBackend
-from serving.types import ChatRequest
 
 
 def _reqs(n: int) -> list[ChatRequest]:

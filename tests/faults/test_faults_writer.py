@@ -53,8 +53,8 @@ def test_a_second_writer_is_refused_and_a_dead_holder_does_not_block_the_resume(
 
 def test_qa_eval_into_a_folder_in_use_is_refused_before_any_call(tmp_path, cli, monkeypatch):
     from localfin_cli import qa_cmd
-    from serving.registry import default_registry
-    from serving.scripted import ScriptedBackend
+    from serving.chat.scripted import ScriptedBackend
+    from serving.models.registry import default_registry
 
     data = tmp_path / "fintmm"
     data.mkdir()

@@ -6,10 +6,10 @@ import sys
 import time
 from pathlib import Path
 
+from serving.chat.types import ChatRequest
+from serving.engines.vllm_engine import EngineOptions, VLLMBackend
 from serving.journal import Journal, JournaledBackend
-from serving.registry import default_registry
-from serving.types import ChatRequest
-from serving.vllm_engine import EngineOptions, VLLMBackend
+from serving.models.registry import default_registry
 
 SCHEMA = {
     "type": "object",

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from localfin import env
-from serving import server
-from serving.registry import default_registry
+from serving.http import server
+from serving.models.registry import default_registry
 
 
 def test_server_env_forces_offline_and_the_cpu_kv_cache(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from serving.chat.types import ChatRequest, ChatResult, Message, Usage
 from serving.cluster.connect import check_address, preflight, probe_head
 from serving.cluster.endpoints import ANY, Endpoints, node_endpoints, parse_endpoints
 from serving.cluster.gather import JournalOnly, merge_journal
 from serving.cluster.keeper import JournalKeeper, Relay, write_snapshot
 from serving.errors import ClusterUnavailableError, ConfigError, LocalfinError, ServerUnavailableError
 from serving.journal import Journal
-from serving.types import ChatRequest, ChatResult, Message, Usage
 
 
 def _pair(text: str, finish: str = "stop") -> tuple[ChatRequest, ChatResult]:

@@ -1,4 +1,4 @@
-"""serving.continuous.ContinuousEngine: calls from several threads in one engine's running batch.
+"""serving.engines.continuous.ContinuousEngine: calls from several threads in one engine's running batch.
 
 A stand-in engine with vLLM's step interface (add a request, step, collect finished outputs)
 decodes a request ``name:n`` in ``n`` steps. Every wait is on an event or the engine's own
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from serving.continuous import ContinuousEngine
+from serving.chat.replies import build_result
+from serving.chat.types import ChatRequest, ChatResult, Message, Usage
+from serving.engines.continuous import ContinuousEngine
 from serving.errors import BackendError, ConfigError
-from serving.replies import build_result
-from serving.types import ChatRequest, ChatResult, Message, Usage
 
 WAIT_S = 60  # an upper bound for a thread that is certain to finish, not a timing assumption
 

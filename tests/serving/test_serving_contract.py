@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
-from serving.scripted import ScriptedBackend
-from serving.types import ChatRequest, Message
+from serving.chat.scripted import ScriptedBackend
+from serving.chat.types import ChatRequest, Message
 
 SCHEMA = {
     "type": "object",
@@ -36,7 +36,7 @@ def backend(request, tiny_registry):
     elif request.param == "vllm":
         yield request.getfixturevalue("vllm_backend")
     else:
-        from serving.openai_http import OpenAIBackend
+        from serving.http.openai_http import OpenAIBackend
 
         server = request.getfixturevalue("openai_server")
         client = OpenAIBackend(

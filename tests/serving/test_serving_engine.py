@@ -14,8 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from serving.chat.types import ChatRequest
 from serving.journal import Journal, JournaledBackend
-from serving.types import ChatRequest
 
 pytest.importorskip("vllm")
 log = logging.getLogger(__name__)
@@ -80,12 +80,12 @@ def test_200_schema_constrained_replies(vllm_backend, tmp_path):
 
 
 def test_two_threads_share_the_running_engine_each_getting_its_own_replies(vllm_backend):
-    """serving.continuous on the real engine (the demo's path): two threads' calls in one engine,
+    """serving.engines.continuous on the real engine (the demo's path): two threads' calls in one engine,
     each call answered with its own requests' replies in order; a prompt over the context is that
     request's recorded fallback and the rest of its call still runs."""
     import threading
 
-    from serving.continuous import ContinuousEngine
+    from serving.engines.continuous import ContinuousEngine
 
     cont = ContinuousEngine(vllm_backend, close_engine=False)  # the session's engine stays open
 

@@ -1,4 +1,4 @@
-"""The arguments an engine starts with on the GPUs, computed without a GPU (serving/engine_args.py):
+"""The arguments an engine starts with on the GPUs, computed without a GPU (serving/engines/engine_args.py):
 the pinned vLLM defaults, the layout's share and devices, the modality limits; every argument is
 one vLLM 0.32 knows (its EngineArgs fields, read from the installed source)."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from serving import vllm_engine
-from serving.engine_args import engine_arguments, serve_flags
+from serving.engines import vllm_engine
+from serving.engines.engine_args import engine_arguments, serve_flags
 from serving.errors import ConfigError
-from serving.gpus import EngineLayout, Gpu, GpuRef, Inventory, Node, ReplicaSlot
-from serving.registry import default_registry
-from serving.server import serve_args
+from serving.hardware.gpus import EngineLayout, Gpu, GpuRef, Inventory, Node, ReplicaSlot
+from serving.http.server import serve_args
+from serving.models.registry import default_registry
 
 Opts = vllm_engine.EngineOptions  # built here, never started
 

@@ -1,5 +1,5 @@
 """Closing an engine waits until its processes are gone and its GPU memory is back
-(serving/engine_close.py), with a bounded wait and an error naming what is left: real child
+(serving/engines/engine_close.py), with a bounded wait and an error naming what is left: real child
 processes that hold on until a gate file appears, never a timer."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from serving.engine_close import close_engine, wait_memory_back
+from serving.engines.engine_close import close_engine, wait_memory_back
 from serving.errors import BackendError
 
 #: A stand-in engine process: on SIGTERM it writes ``term`` and exits only once ``gate`` exists
@@ -136,7 +136,7 @@ def test_gpu_memory_is_waited_for_until_the_driver_releases_it() -> None:
 def test_a_stopped_server_leaves_no_process_of_its_group(tmp_path: Path) -> None:
     """`ServerHandle.stop`: the server's workers (its children, which outlive it by a gate here)
     are waited for too."""
-    from serving.server import ServerHandle
+    from serving.http.server import ServerHandle
 
     worker = tmp_path / "worker.py"
     worker.write_text(_CHILD, encoding="utf-8")

@@ -14,9 +14,9 @@ import pytest
 
 from localfin.errors import ConfigError
 from localfin.plugins import PluginError
+from serving.models.registry import default_registry
+from serving.models.user_models import forget_plugin_models, load_models_file
 from serving.open import BACKENDS, BackendSpec, backend_kinds, model_facts, open_backend
-from serving.registry import default_registry
-from serving.user_models import forget_plugin_models, load_models_file
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "agent" / "pairs"))
@@ -162,9 +162,9 @@ def test_an_unknown_model_key_fails_before_any_call(tmp_path):
 PLUGIN = """
 import json
 
-from serving.registry import ModelSpec
-from serving.replies import build_result
-from serving.types import Usage
+from serving.models.registry import ModelSpec
+from serving.chat.replies import build_result
+from serving.chat.types import Usage
 
 
 class EchoBackend:
@@ -240,7 +240,7 @@ def test_an_installed_plugin_adds_a_backend_kind_and_a_model(plugin_site):
     reg = default_registry()
     assert reg.get("plugin-model").display_name == "A plugin's model"
     assert reg.origin("plugin-model").startswith("plugin fake-localfin-plugin")
-    from serving.types import ChatRequest, Message
+    from serving.chat.types import ChatRequest, Message
 
     be = open_backend(BackendSpec("echo", "plugin-model"))
     req = ChatRequest(model="plugin-model", messages=(Message("user", "hi"),), max_tokens=8)

@@ -13,7 +13,7 @@ def test_tiny_architectures_run_on_cuda(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     for arch in ("qwen3", "llama"):
         path = build_tiny_model(tmp_path / arch, arch=arch)
@@ -29,10 +29,10 @@ def test_tiny_architectures_run_on_cuda(tmp_path):
 
 def test_vllm_engine_on_cuda_gives_schema_valid_json(tmp_path):
     pytest.importorskip("vllm")
-    from serving.models import build_tiny_model
-    from serving.registry import default_registry
-    from serving.types import ChatRequest
-    from serving.vllm_engine import VLLMBackend
+    from serving.chat.types import ChatRequest
+    from serving.engines.vllm_engine import VLLMBackend
+    from serving.models.prepare import build_tiny_model
+    from serving.models.registry import default_registry
 
     path = build_tiny_model(tmp_path / "tiny", arch="qwen3")
     reg = default_registry()
@@ -59,7 +59,7 @@ def test_the_gpu_smoke_passes(tmp_path):
     skipped only with one GPU visible)."""
     pytest.importorskip("vllm")
     from serving.gpu_smoke import format_report, run_smoke
-    from serving.gpus import visible_inventory
+    from serving.hardware.gpus import visible_inventory
 
     report = run_smoke(tmp_path / "gpu-check")
     assert not report.failed, format_report(report)
@@ -72,8 +72,8 @@ def test_the_gpu_smoke_passes(tmp_path):
 def test_an_unplaceable_model_is_refused_before_its_engine_starts(tmp_path):
     """A Qwen3-32B-sized need on this GPU's visible memory: the placement and the engine say
     what would place it before vLLM is asked."""
-    from serving.gpus import visible_inventory
-    from serving.placement import EngineNeed, place_stage
+    from serving.hardware.gpus import visible_inventory
+    from serving.hardware.placement import EngineNeed, place_stage
 
     inv = visible_inventory()
     huge = EngineNeed("huge", params_b=4000.0, kv_bytes_per_token=1, attention_heads=64, kv_heads=8)

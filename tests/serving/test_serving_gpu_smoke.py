@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from serving.gpu_smoke import SmokeReport, _Smoke, format_report, run_smoke
-from serving.gpus import Inventory
+from serving.hardware.gpus import Inventory
 
 
 def test_a_failed_check_is_reported_and_the_next_one_runs(tmp_path: Path) -> None:

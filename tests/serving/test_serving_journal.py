@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
+from serving.chat.scripted import ScriptedBackend
+from serving.chat.types import ChatRequest
 from serving.journal import Journal, JournaledBackend
-from serving.scripted import ScriptedBackend
-from serving.types import ChatRequest
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

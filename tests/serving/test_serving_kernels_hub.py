@@ -96,7 +96,7 @@ print(json.dumps({
 
 
 def test_loading_and_generating_never_touch_our_kernels(tmp_path: Path) -> None:
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     model_dir = build_tiny_model(tmp_path / "tiny", arch="qwen3")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

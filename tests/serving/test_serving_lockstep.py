@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from serving.chat.lockstep import run_lockstep, run_one, run_sequential
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 from serving.errors import ConfigError
-from serving.lockstep import run_lockstep, run_one, run_sequential
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
 
 
 class CountingBackend(ScriptedBackend):

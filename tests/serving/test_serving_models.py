@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from serving.errors import ConfigError, ModelNotPreparedError
-from serving.models import MANIFEST_NAME, build_tiny_model, verify_prepared, write_manifest
+from serving.models.prepare import MANIFEST_NAME, build_tiny_model, verify_prepared, write_manifest
 
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
@@ -161,7 +161,7 @@ def test_llama_template_follows_llama_3_1(tiny_dirs: dict[str, Path]) -> None:
 def test_token_id_finds_single_tokens_only(tiny_dirs: dict[str, Path], tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from serving.models import token_id
+    from serving.models.prepare import token_id
 
     tok = AutoTokenizer.from_pretrained(tiny_dirs["qwen3"])
     assert token_id(tiny_dirs["qwen3"], "</think>") == tok.convert_tokens_to_ids("</think>")
@@ -232,7 +232,7 @@ def test_write_manifest_needs_a_directory(tmp_path: Path) -> None:
 def test_find_smollm2_gguf_does_not_import_the_package() -> None:
     import sys
 
-    import serving.models as models
+    import serving.models.prepare as models
 
     try:
         path = models.find_smollm2_gguf()
@@ -245,7 +245,7 @@ def test_find_smollm2_gguf_does_not_import_the_package() -> None:
 def test_prepare_smollm2_refuses_a_gguf_with_the_wrong_hash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import serving.models as models
+    import serving.models.prepare as models
 
     try:
         models.find_smollm2_gguf()
@@ -258,7 +258,7 @@ def test_prepare_smollm2_refuses_a_gguf_with_the_wrong_hash(
 
 
 def test_prepare_smollm2_rejects_unknown_dtype(tmp_path: Path) -> None:
-    from serving.models import prepare_smollm2
+    from serving.models.prepare import prepare_smollm2
 
     with pytest.raises(ConfigError, match="dtype='float16'"):
         prepare_smollm2(tmp_path, dtype="float16")
@@ -266,7 +266,7 @@ def test_prepare_smollm2_rejects_unknown_dtype(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def smollm2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import serving.models as models
+    import serving.models.prepare as models
 
     try:
         models.find_smollm2_gguf()
@@ -281,7 +281,7 @@ def test_prepare_smollm2_converts_to_a_working_hf_model(smollm2_dir: Path) -> No
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from serving.models import SMOLLM2_GGUF_SHA256
+    from serving.models.prepare import SMOLLM2_GGUF_SHA256
 
     assert smollm2_dir.name == "smollm2-135m"
     names = {p.name for p in smollm2_dir.iterdir()}
@@ -323,7 +323,7 @@ def test_prepare_smollm2_reuses_a_verified_directory(
 ) -> None:
     import transformers
 
-    from serving.models import prepare_smollm2
+    from serving.models.prepare import prepare_smollm2
 
     def no_conversion(*args: object, **kwargs: object) -> None:
         raise AssertionError("prepare_smollm2 converted again")

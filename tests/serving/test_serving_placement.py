@@ -1,5 +1,5 @@
-"""The fitting rules of serving/placement.py on inventories given as values, and the sizes read
-from a checkpoint folder (serving/checkpoint_facts.py)."""
+"""The fitting rules of serving/hardware/placement.py on inventories given as values, and the sizes read
+from a checkpoint folder (serving/hardware/checkpoint_facts.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from serving.checkpoint_facts import checkpoint_facts
 from serving.errors import ConfigError
-from serving.gpus import Inventory
-from serving.placement import MAX_TOTAL_SHARE, EngineNeed, place_stage, tp_allowed
-from serving.registry import ModelSpec
-from serving.spec_layout import side_by_side
+from serving.hardware.checkpoint_facts import checkpoint_facts
+from serving.hardware.gpus import Inventory
+from serving.hardware.placement import MAX_TOTAL_SHARE, EngineNeed, place_stage, tp_allowed
+from serving.hardware.spec_layout import side_by_side
+from serving.models.registry import ModelSpec
 
 GIB = 1024**3
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from serving.errors import ConfigError
-from serving.registry import ARCHS, MAX_IMAGES, TINY_KEYS, ModelSpec, cpu_stand_in, default_registry
-from serving.server import serve_args
+from serving.http.server import serve_args
+from serving.models.registry import ARCHS, MAX_IMAGES, TINY_KEYS, ModelSpec, cpu_stand_in, default_registry
 
 #: What decides how a model is served (its sizes, weights and device aside).
 SERVING_FACTS = (

@@ -1,4 +1,4 @@
-"""Data-parallel replicas behind one backend (serving/replicas.py): every replica gets its part
+"""Data-parallel replicas behind one backend (serving/engines/replicas.py): every replica gets its part
 of a call at once, results come back in order, a conversation stays on its replica, and a
 layout of several replicas opens one engine per replica."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from serving import vllm_engine
+from serving.chat.scripted import ScriptedBackend
+from serving.chat.types import ChatRequest, Message
+from serving.engines import vllm_engine
+from serving.engines.replicas import ReplicatedBackend
 from serving.errors import BackendError, ConfigError
-from serving.gpus import EngineLayout, GpuRef, ReplicaSlot
+from serving.hardware.gpus import EngineLayout, GpuRef, ReplicaSlot
 from serving.open import BackendSpec, open_backend
-from serving.replicas import ReplicatedBackend
-from serving.scripted import ScriptedBackend
-from serving.types import ChatRequest, Message
 
 Opts = vllm_engine.EngineOptions  # built here, never started
 
@@ -87,7 +87,7 @@ def test_replicas_serve_one_model() -> None:
 
 
 def test_a_layout_of_two_replicas_opens_two_engines_each_with_its_own_gpu() -> None:
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     slots = (ReplicaSlot((GpuRef("local", 0),), 0.4), ReplicaSlot((GpuRef("local", 1),), 0.9))
     spec = BackendSpec("vllm", "tiny-qwen3", engine=Opts(layout=EngineLayout(1, 1, None, slots)))

@@ -1,4 +1,4 @@
-"""serving.shared.SharedEngine: calls of participant threads merged into one engine call; every
+"""serving.chat.shared.SharedEngine: calls of participant threads merged into one engine call; every
 wait is on a barrier, an event or the wrapper's own state, never on time."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from serving.scripted import ScriptedBackend
-from serving.shared import SharedEngine
-from serving.types import ChatRequest, Message
+from serving.chat.scripted import ScriptedBackend
+from serving.chat.shared import SharedEngine
+from serving.chat.types import ChatRequest, Message
 
 WAIT_S = 60  # an upper bound for a thread that is certain to arrive, not a timing assumption
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from vl_support import SIZES, hf_prompt_ids, png_url
 
-from serving.types import ChatRequest, Message
+from serving.chat.types import ChatRequest, Message
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm")
@@ -30,9 +30,9 @@ SCHEMA = {
 def test_the_tiny_stand_in_serves_with_the_real_settings(key: str, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from serving.models import build_tiny_model, token_id
-    from serving.registry import cpu_stand_in, default_registry
-    from serving.vllm_engine import EngineOptions, VLLMBackend
+    from serving.engines.vllm_engine import EngineOptions, VLLMBackend
+    from serving.models.prepare import build_tiny_model, token_id
+    from serving.models.registry import cpu_stand_in, default_registry
 
     reg = default_registry()
     real = reg.get(key)

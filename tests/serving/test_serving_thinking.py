@@ -24,8 +24,8 @@ from dataclasses import replace
 
 import pytest
 
-from serving.models import token_id
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
+from serving.models.prepare import token_id
 
 pytest.importorskip("vllm")
 
@@ -55,7 +55,7 @@ def think_end(tiny_model_dir) -> int:
 @pytest.fixture()
 def raw_replies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The engine's raw text of every reply, as it reaches our parsing step."""
-    import serving.vllm_engine as vllm_engine
+    import serving.engines.vllm_engine as vllm_engine
 
     seen: list[str] = []
     real = vllm_engine.build_result
@@ -105,7 +105,7 @@ def test_without_the_reasoning_parser_the_reply_is_json_from_the_first_token(
 
 @pytest.fixture()
 def server_client(openai_server, tiny_registry, think_end):
-    from serving.openai_http import OpenAIBackend
+    from serving.http.openai_http import OpenAIBackend
 
     client = OpenAIBackend(
         openai_server.base_url,
@@ -156,7 +156,7 @@ def test_the_server_splits_reasoning_and_applies_the_grammar_after_it(
 
 
 def test_the_server_returns_the_reasoning_of_a_cut_reply_apart(openai_server, tiny_registry) -> None:
-    from serving.openai_http import OpenAIBackend
+    from serving.http.openai_http import OpenAIBackend
 
     client = OpenAIBackend(openai_server.base_url, registry=tiny_registry, api_key="test-key", max_retries=1)
     try:

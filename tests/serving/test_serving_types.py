@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from serving.chat.replies import build_result, first_json_object, parse_reply, split_reasoning
+from serving.chat.types import ChatRequest, ChatResult, Message, Usage, image_data_url
 from serving.errors import ConfigError, ModelNotPreparedError
-from serving.registry import ModelSpec, default_registry
-from serving.replies import build_result, first_json_object, parse_reply, split_reasoning
-from serving.server import serve_args
-from serving.types import ChatRequest, ChatResult, Message, Usage, image_data_url
+from serving.http.server import serve_args
+from serving.models.registry import ModelSpec, default_registry
 
 SCHEMA = {
     "type": "object",
@@ -97,8 +97,8 @@ def test_in_thinking_mode_a_tagless_reply_is_reasoning_as_vllms_qwen3_parser_rea
 
 
 def test_thinks_follows_the_parser_and_the_request_then_the_default():
-    from serving.registry import default_registry
-    from serving.replies import thinks
+    from serving.chat.replies import thinks
+    from serving.models.registry import default_registry
 
     reg = default_registry()
     q4, q4off, l8 = reg.get("qwen3-4b"), reg.get("qwen3-4b-nothink"), reg.get("llama-3.1-8b")
@@ -201,8 +201,8 @@ def test_registry_keys_and_errors(tmp_path, monkeypatch):
 
 
 def test_a_dead_engine_raises_instead_of_recording_fallbacks(tiny_registry):
+    from serving.engines.vllm_engine import VLLMBackend
     from serving.errors import BackendError
-    from serving.vllm_engine import VLLMBackend
 
     class EngineDeadError(RuntimeError):
         pass
@@ -220,8 +220,8 @@ def test_a_dead_engine_raises_instead_of_recording_fallbacks(tiny_registry):
 
 
 def test_one_bad_request_is_isolated_as_a_recorded_fallback(tiny_registry):
-    from serving.replies import build_result
-    from serving.vllm_engine import VLLMBackend
+    from serving.chat.replies import build_result
+    from serving.engines.vllm_engine import VLLMBackend
 
     backend = VLLMBackend("tiny-qwen3", registry=tiny_registry)
     backend._llm = object()
@@ -304,7 +304,7 @@ def test_an_unconstrained_reply_without_json_is_a_fallback_that_keeps_its_text()
 
 
 def test_only_constrained_requests_send_their_schema_to_the_server():
-    from serving.openai_http import OpenAIBackend
+    from serving.http.openai_http import OpenAIBackend
 
     reg = default_registry()
     http = OpenAIBackend("http://127.0.0.1:9/v1", registry=reg)

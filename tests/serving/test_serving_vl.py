@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from vl_support import SIZES, decode, hf_prompt_ids, png_url
 
+from serving.chat.types import ChatRequest, Message
 from serving.errors import ConfigError
-from serving.registry import MAX_IMAGES
-from serving.types import ChatRequest, Message
+from serving.models.registry import MAX_IMAGES
 
 pytest.importorskip("transformers")
 pytest.importorskip("torchvision")
@@ -124,7 +124,7 @@ def test_a_two_image_request_becomes_vision_blocks_of_the_right_size(tiny_vl_mod
 
 
 def test_image_requests_are_checked_before_the_engine_starts(tiny_vl_registry, tiny_registry) -> None:
-    from serving.vllm_engine import VLLMBackend
+    from serving.engines.vllm_engine import VLLMBackend
 
     vl = VLLMBackend("tiny-qwen3-vl", registry=tiny_vl_registry)
     five = [png_url(32, 32, c) for c in ("red", "green", "blue", "black", "white")]
@@ -166,8 +166,8 @@ def test_two_images_reach_the_tiny_qwen3_vl_through_vllm_serve(
     tiny_vl_registry, tiny_vl_model_dir: Path, tmp_path
 ) -> None:
     pytest.importorskip("vllm")
-    from serving.openai_http import OpenAIBackend
-    from serving.server import start_server
+    from serving.http.openai_http import OpenAIBackend
+    from serving.http.server import start_server
 
     req = two_image_request(json_schema=SCHEMA)
     spec = tiny_vl_registry.get("tiny-qwen3-vl")

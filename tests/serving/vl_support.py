@@ -6,7 +6,7 @@ import base64
 import io
 from pathlib import Path
 
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
 
 # (width, height, colour): one smaller than Qwen3-VL's minimum area (resized up), one wide
 SIZES = ((48, 40, "red"), (300, 200, "navy"))

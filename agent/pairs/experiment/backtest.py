@@ -50,7 +50,7 @@ from agent.pairs.moira.policy import PolicyOutcome, consolidate, warmup
 from agent.pairs.moira.principles import PrincipleValidator
 from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = [
     "RunSpec",

@@ -10,7 +10,7 @@ experiment's ``runs/`` (kind ``baseline``), so that ``localfin report`` shows th
   complete (``metrics.json``, and EG-DDQN's ``training.json``, written atomically) is not
   redone, an incomplete one is redone from scratch.
 * FinMem runs as lockstep programs (:func:`agent.pairs.baselines.finmem.run.finmem_program`) in the
-  same :func:`serving.lockstep.run_lockstep` rounds as the agent's runs, on the same
+  same :func:`serving.chat.lockstep.run_lockstep` rounds as the agent's runs, on the same
   JournaledBackend and journal, so its calls are batched with the agent's, journaled, counted
   by call type and replayed on resume.
 """
@@ -34,7 +34,7 @@ from agent.pairs.market.records import read_json
 from bank.embedder import MiniLMEmbedder
 from localfin.files import check_json, check_parquet
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.lockstep import Program
+from serving.chat.lockstep import Program
 
 __all__ = [
     "rule_plan",

@@ -74,10 +74,10 @@ from agent.pairs.screen.causal import ScreenConfig
 from localfin import configfile as cf
 from localfin import env
 from localfin.errors import ConfigError
-from serving.engine_args import check_engine_fields, engine_pins
+from serving.chat.types import Sampling
+from serving.engines.engine_args import check_engine_fields, engine_pins
+from serving.engines.vllm_engine import EngineOptions
 from serving.open import BACKEND_KINDS, BackendSpec, backend_kinds
-from serving.types import Sampling
-from serving.vllm_engine import EngineOptions
 
 __all__ = [
     "PAIRINGS",

@@ -27,9 +27,9 @@ from agent.pairs.experiment.summary import ExperimentResult
 from bank.embedder import Embedder
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.models.registry import Registry
 from serving.open import check_weights, model_facts, opened
-from serving.registry import Registry
 
 __all__ = [
     "DemoResult",

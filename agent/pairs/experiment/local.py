@@ -21,8 +21,8 @@ from agent.pairs.experiment.plan import (
 )
 from agent.pairs.experiment.run import run_experiment
 from localfin.progress import NULL_PROGRESS, Progress
+from serving.models.registry import Registry
 from serving.open import check_backend
-from serving.registry import Registry
 
 __all__ = ["run_cells_local"]
 

@@ -117,7 +117,7 @@ def sampling_by_call_type(records: Sequence[dict[str, Any]], backend: Any) -> di
     the seeds seen) and what the engine applied (``effective``: the backend's
     ``effective_sampling`` of the first such request, e.g. the model's generation config merged
     with the request's fields; ``None`` where the backend cannot say)."""
-    from serving.types import ChatRequest
+    from serving.chat.types import ChatRequest
 
     models: dict[str, set[str]] = {}
     for rec in records:

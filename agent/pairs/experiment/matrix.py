@@ -86,7 +86,7 @@ from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.cluster.connect import preflight
 from serving.cluster.endpoints import Endpoints
-from serving.registry import Registry
+from serving.models.registry import Registry
 
 __all__ = ["MatrixResult", "SummaryWriter", "run_matrix", "write_experiments_summary", "read_manifest"]
 

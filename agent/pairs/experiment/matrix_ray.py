@@ -60,14 +60,14 @@ from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.records import write_json
 from localfin import configfile as cf
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.cluster.connect import joined
 from serving.cluster.endpoints import Endpoints, node_endpoints
 from serving.cluster.gather import JournalOnly, merge_journal
 from serving.cluster.keeper import JOURNAL
 from serving.cluster.shards import TASK_RETRIES, RayRunner, Shard, ShardContext, ShardRunner
+from serving.models.registry import Registry
 from serving.open import check_backend, open_backend
-from serving.registry import Registry
 
 __all__ = ["TASKS_DIR", "TASK_RETRIES", "task_text", "merge_journal", "named_endpoints", "run_cells_ray"]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from agent.pairs.experiment.matrix_config import Cell, MatrixConfig
 from agent.pairs.experiment.run import check_manifest
 from localfin.errors import ConfigError
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.journal import Journal
+from serving.models.registry import Registry
 from serving.open import ModelFacts, model_facts, open_backend, registry_with
-from serving.registry import Registry
 
 __all__ = [
     "BackendFactory",

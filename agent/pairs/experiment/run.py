@@ -4,7 +4,7 @@ The experiment folder holds ``config.toml`` (the file the experiment was started
 made absolute so that it names the same store from the folder),
 ``journal.sqlite`` (every model call; one per experiment), ``runs/<run_id>/`` (see
 :mod:`agent.pairs.experiment.backtest`), ``summary.json`` + ``summary.md`` (metrics of every run and the
-token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.lockstep`):
+token table) and ``manifest.json``. Each run is a lockstep program (:mod:`serving.chat.lockstep`):
 each round, the pending calls of all runs go to the engine as one batch, which the
 :class:`JournaledBackend` (chunk size >= the largest round) sends as one engine call and
 records in one transaction. Runs whose training is the same (the two exposures of a seed under
@@ -53,11 +53,11 @@ from localfin import runlock
 from localfin.errors import ConfigError, DamagedFileError
 from localfin.files import write_text
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.lockstep import RoundInfo, run_lockstep, run_sequential
+from serving.chat.routing import ModelRouter
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import RoundInfo, run_lockstep, run_sequential
 from serving.open import ModelFacts, backend_settings
-from serving.routing import ModelRouter
 
 __all__ = ["ExperimentResult", "run_experiment"]
 
@@ -213,7 +213,7 @@ def run_experiment(
         embedder: FinMem's memory embedder (default: the bank's MiniLM; tests pass a hashing one).
         finmem_backend: the backend serving FinMem's fixed model (``[baselines.finmem] model``
             other than the backbone; opened and closed by the caller); requests are routed by
-            model key (:class:`serving.routing.ModelRouter`), one journal for both.
+            model key (:class:`serving.chat.routing.ModelRouter`), one journal for both.
 
     Faults (docs/faults.md): the folder's write lock is held throughout (a second writer gets
     FolderInUseError); on resume a torn journal or a manifest of another config is a

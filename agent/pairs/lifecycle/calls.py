@@ -33,7 +33,7 @@ from agent.pairs.lifecycle.news import CandidateEvent
 from agent.pairs.market.masking import contains_calendar_leak
 from agent.prompting import load_prompt
 from localfin.errors import InputError
-from serving.types import ChatRequest, ChatResult, Message, Sampling
+from serving.chat.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
     "NewsVerification",

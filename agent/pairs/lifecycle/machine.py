@@ -47,7 +47,7 @@ After a kept boundary call :meth:`CycleEvidence.next_cycle`; after a replacement
 cycle for the new pair (the caller re-screens without the broken pair).
 
 :class:`LifecycleMonitor` wires it together for an agent written as a lockstep program
-(:mod:`serving.lockstep`): ``outcome = yield from monitor.session(...)`` runs one session's
+(:mod:`serving.chat.lockstep`): ``outcome = yield from monitor.session(...)`` runs one session's
 keyword match, the verification calls, the boundary call and the assessment, yielding at most
 two request lists (verifications, then the boundary assessment).
 """
@@ -89,7 +89,7 @@ from agent.pairs.lifecycle.news import (
 from agent.pairs.market.masking import StepCalendar
 from agent.pairs.market.newsbudget import estimate_tokens
 from localfin.errors import InputError
-from serving.types import ChatRequest, ChatResult, Sampling
+from serving.chat.types import ChatRequest, ChatResult, Sampling
 
 __all__ = [
     "LEVELS",

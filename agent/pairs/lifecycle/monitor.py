@@ -20,7 +20,7 @@ from collections.abc import Generator
 from typing import Any
 
 from agent.pairs.lifecycle.machine import HEALTHY, LifecycleMonitor, pair_factors
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = ["PairMonitor"]
 

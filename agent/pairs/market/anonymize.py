@@ -34,7 +34,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = ["Aliases", "name_forms", "anonymized"]
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
 
 __all__ = ["PROVENANCE_FILE", "ProvenanceRow", "ProvenanceLog", "read_provenance"]
 

@@ -35,8 +35,8 @@ from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.pairs.moira.config import BLOCK_ORDERS, DECODINGS, MaxTokens, PromptConfig
 from agent.prompting import Prompt, load_prompt
 from localfin.errors import ConfigError
-from serving.replies import parse_reply
-from serving.types import ChatRequest, ChatResult, Message, Sampling
+from serving.chat.replies import parse_reply
+from serving.chat.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
     "CallSettings",

@@ -43,7 +43,7 @@ from agent.pairs.moira.memory import CounterfactualRecord, PairMemory, QualityRu
 from agent.pairs.moira.stats import PhaseStats
 from agent.pairs.moira.trace import TraceLog
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = ["RunContext", "WindowSpec", "WindowResult", "run_window", "call"]
 

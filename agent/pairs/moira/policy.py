@@ -44,7 +44,7 @@ from agent.pairs.moira.episode import RunContext, WindowResult, WindowSpec, call
 from agent.pairs.moira.memory import PairMemory
 from agent.pairs.moira.principles import PrincipleCheck, PrincipleValidator
 from agent.pairs.moira.stats import PhaseStats
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = ["CycleRecord", "PolicyOutcome", "Warmup", "warmup", "consolidate", "train_policy"]
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.types import ChatResult
+from serving.chat.types import ChatResult
 
 __all__ = ["FALLBACK_KINDS", "fallback_kind", "PhaseStats"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pairs.market.provenance import ProvenanceLog
-from serving.types import ChatResult
+from serving.chat.types import ChatResult
 
 __all__ = ["TraceEvent", "TraceLog", "read_trace"]
 

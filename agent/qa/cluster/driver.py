@@ -4,7 +4,7 @@
 :func:`agent.qa.evaluation.bank_build.build_bank`, :func:`agent.qa.scoring.judge_pass.judge_run`,
 :func:`agent.qa.scoring.judge_check.judge_check` and :func:`agent.qa.scoring.extract_pass.extract_run` (their
 ``backend`` argument is not used: the shards call their servers), so
-:func:`agent.reproduce.qa_arms.run_qa` and ``localfin qa`` compose the
+:func:`agent.reproduce.qa.arms.run_qa` and ``localfin qa`` compose the
 same way on one process or a cluster. Each call is one stage:
 
 1. **Shard.** The stage's items (a bank build: those not in the bank yet; a judge pass or
@@ -78,7 +78,7 @@ from bank.embedder import Embedder
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
 from serving.cluster.connect import joined
 from serving.cluster.gather import JournalOnly, merge_journal
 from serving.cluster.keeper import JOURNAL

@@ -41,13 +41,13 @@ from agent.qa.solver.toolset import ToolsetConfig, ocr_transcriber, tool_factory
 from bank.embedder import KnownVectors
 from bank.retrieval import Retriever
 from bank.store import DB_NAME, INDEX_NAME, ExperienceBank
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest, ChatResult
 from serving.cluster.endpoints import Endpoints
 from serving.cluster.shards import ShardContext
 from serving.journal import Journal, JournaledBackend
+from serving.models.registry import Registry
 from serving.open import BackendSpec, check_backend, open_backend
-from serving.registry import Registry
-from serving.types import ChatRequest, ChatResult
 
 __all__ = ["Servers", "BankCopy", "MemoryCopy", "EvalShard", "BankShard", "BatchShard", "TRANSCRIPTIONS"]
 

@@ -27,9 +27,9 @@ from agent.qa.solver.toolset import ToolsetConfig, ocr_transcriber, tool_factory
 from bank.embedder import Embedder, MiniLMEmbedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.models.registry import Registry
 from serving.open import model_facts
-from serving.registry import Registry
 
 __all__ = ["QADemoConfig", "QADemoResult", "run_qa_demo"]
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from localfin.errors import ConfigError
-from serving.backend import Backend
-from serving.lockstep import Program, RoundInfo, run_lockstep
-from serving.types import ChatRequest
+from serving.chat.backend import Backend
+from serving.chat.lockstep import Program, RoundInfo, run_lockstep
+from serving.chat.types import ChatRequest
 
 __all__ = ["ByModel", "merged", "run_waves"]
 
@@ -57,7 +57,7 @@ def run_waves(
     wave: int | None,
     on_round: Callable[[int, RoundInfo], None] | None = None,
 ) -> list[T]:
-    """:func:`serving.lockstep.run_lockstep` over successive slices of at most ``wave``
+    """:func:`serving.chat.lockstep.run_lockstep` over successive slices of at most ``wave``
     programs (None: all at once), so that at most ``wave`` programs hold their per-question
     resources (a Python worker each) at a time. ``on_round(done_before, info)`` reports each
     round with the number of programs finished in earlier waves."""

@@ -30,7 +30,7 @@ from agent.qa.core.items import QAItem
 from agent.qa.core.schemas import char_bound
 from agent.qa.scoring.finmmr_metric import finmmr_acc
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult, Message
+from serving.chat.types import ChatRequest, ChatResult, Message
 
 __all__ = [
     "EXTRACT_PROMPT",

@@ -25,9 +25,9 @@ from agent.qa.scoring.answer_extract import (
     solution_text,
 )
 from localfin.errors import InputError
-from serving.backend import Backend
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest
 from serving.journal import Journal, JournaledBackend
-from serving.types import ChatRequest
 
 __all__ = ["EXTRACT_JOURNAL", "EXTRACT_SCORES", "ExtractSummary", "extract_run", "run_extract_requests"]
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.qa.core.trajectory import Step
-from serving.replies import parse_reply
-from serving.types import ChatResult
+from serving.chat.replies import parse_reply
+from serving.chat.types import ChatResult
 
 __all__ = ["clip", "plan_text", "reply_json", "step_from", "with_scale"]
 

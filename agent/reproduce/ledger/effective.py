@@ -77,6 +77,9 @@ _PLAN_SOLVER = {
     "base_mode",
     "base_max_tokens",
     "gate",
+    "loop",
+    "answer_reading",
+    "base_reading",
 }
 #: Experiment keys that are the cell's identity, not a setting (its folder and store path are
 #: listed as ``experiment`` keys below).
@@ -153,7 +156,7 @@ def _backbone(key: str, registry: Any = None) -> dict[str, Any]:
 
 def _moira_rows(cfg: ReproConfig, registry: Any = None) -> list[tuple[str, Any, str, str]]:
     from agent.pairs.experiment.config import config_to_dict
-    from agent.reproduce.moira_run import expand_cells, with_baselines
+    from agent.reproduce.moira.run import expand_cells, with_baselines
 
     doc, _ = with_baselines(cfg.document, cfg.baselines)
     rows = []

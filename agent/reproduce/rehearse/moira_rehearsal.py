@@ -342,7 +342,7 @@ def moira_document(
         base["finmem"] = fm
     base["eg_ddqn"] = {**dict(base.get("eg_ddqn") or {}), **_DDQN}
     doc["baselines"] = base
-    from agent.reproduce.moira_run import with_baselines
+    from agent.reproduce.moira.run import with_baselines
 
     return with_baselines(doc, cfg.baselines)[0]
 
@@ -353,9 +353,9 @@ def run_moira_rehearsal(
     """Run ``cfg`` on its own data path, shrunk (module docstring), into ``out``; returns the
     document, the data files, the stage checks and notes (``checks``, ``notes``)."""
     from agent.data.store import MarketStore
-    from agent.reproduce.moira_run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
+    from agent.reproduce.moira.run import FALLBACK_TABLE, moira_fallback_rows, moira_rows, run_moira
+    from agent.reproduce.moira.token_tables import token_tables
     from agent.reproduce.report import write_report
-    from agent.reproduce.token_tables import token_tables
 
     data = prepare_store(
         cfg, out.parent / "data", train=size.train_sessions, test=size.test_sessions, data_root=data_root

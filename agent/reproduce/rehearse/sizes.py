@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.reproduce.spec import ReproConfig
-from serving.registry import Registry
+from serving.models.registry import Registry
 
 __all__ = ["PromptSize", "image_tokens", "moira_sizes", "TOKEN_BASIS"]
 

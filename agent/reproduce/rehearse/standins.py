@@ -1,8 +1,8 @@
 """The GPU backbones of a config served on the CPU by tiny random models of their architectures.
 
-One tiny model per architecture (:func:`serving.models.build_tiny_model`, its context as long as
+One tiny model per architecture (:func:`serving.models.prepare.build_tiny_model`, its context as long as
 the real entry's, so the engine accepts the real ``max_model_len``), and every registry key of
-the config replaced by its :func:`serving.registry.cpu_stand_in` (the real entry's parsers,
+the config replaced by its :func:`serving.models.registry.cpu_stand_in` (the real entry's parsers,
 thinking default, context, budget, timeout, images). Entries of one architecture share one
 engine or one ``vllm serve`` process: their engine settings are equal (checked), and what
 differs between them (thinking on/off, the key) is per request.
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from localfin.errors import ConfigError
-from serving.backend import Backend
-from serving.registry import ModelSpec, Registry, cpu_stand_in
-from serving.types import ChatRequest, ChatResult
+from serving.chat.backend import Backend
+from serving.chat.types import ChatRequest, ChatResult
+from serving.models.registry import ModelSpec, Registry, cpu_stand_in
 
 __all__ = [
     "ENGINE_FIELDS",
@@ -106,7 +106,7 @@ def stand_ins(
     ``models``: arch -> a tiny model folder already built (the tests' session models, whose
     engines a rehearsal may reuse); it must hold the real entry's context
     (``max_position_embeddings`` at least its ``max_model_len``)."""
-    from serving.models import build_tiny_model
+    from serving.models.prepare import build_tiny_model
 
     reg = registry
     groups = engine_groups(keys, reg)
@@ -139,7 +139,7 @@ def _check_context(path: Path, ctx: int) -> None:
 
 
 def think_bias(path: Path) -> dict[int, float]:
-    from serving.models import token_id
+    from serving.models.prepare import token_id
 
     return {token_id(path, "</think>"): THINK_BIAS}
 
@@ -224,9 +224,9 @@ def check_reuse(si: StandIns, arch: str, engine: ModelSpec, path: str) -> list[s
 def stand_in_layouts(si: StandIns, *, kv_cache_gib: int = 1) -> dict[str, Any]:
     """arch -> where its engine or server runs on the CUDA build: every architecture's stand-in
     placed at once on the visible GPUs, each with the share its weights and ``kv_cache_gib`` of
-    KV cache need (:func:`agent.reproduce.placement.place_stand_ins`); {} on the CPU build."""
-    from agent.reproduce.placement import place_stand_ins
-    from serving.gpus import engine_platform, visible_inventory
+    KV cache need (:func:`agent.reproduce.engine_plan.place_stand_ins`); {} on the CPU build."""
+    from agent.reproduce.engine_plan import place_stand_ins
+    from serving.hardware.gpus import engine_platform, visible_inventory
 
     if engine_platform() != "cuda":
         return {}
@@ -242,8 +242,8 @@ def open_engines(
 ) -> dict[str, Backend]:
     """One in-process vLLM engine per architecture (``archs``: only these), on the group's first
     key (started on first use), where :func:`stand_in_layouts` puts it."""
+    from serving.engines.vllm_engine import EngineOptions
     from serving.open import BackendSpec, open_backend
-    from serving.vllm_engine import EngineOptions
 
     out: dict[str, Backend] = {}
     only = set(si.groups if archs is None else archs)
@@ -280,8 +280,8 @@ def server_client(
     """The HTTP client of the server serving ``arch`` (``served_model_name``: the name it serves
     the model by, default the group's first key), with the ``</think>`` bias of a thinking
     architecture and the stand-in registry's timeouts and thinking defaults."""
+    from serving.engines.vllm_engine import EngineOptions
     from serving.open import BackendSpec, open_backend
-    from serving.vllm_engine import EngineOptions
 
     ks = si.groups[arch]
     spec = si.registry.get(ks[0])
@@ -306,7 +306,7 @@ def start_servers(
     ``kv_cache_gib``."""
     import os
 
-    from serving.server import start_server
+    from serving.http.server import start_server
 
     servers = Servers({}, {})
     old = os.environ.get("VLLM_CPU_KVCACHE_SPACE")

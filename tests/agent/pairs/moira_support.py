@@ -21,8 +21,8 @@ from agent.data.importer import import_files
 from agent.data.store import MarketStore
 from agent.data.synthetic import BreakSpec, SyntheticConfig, generate_market, write_market
 from agent.pairs.experiment.config import ExperimentConfig, parse_config
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 #: The small market: 700 sessions from 2013-01-02; LMNS (paired with CIRQ) restates its
 #: accounts at session 580 (2015-04-06): test step 56, between the boundaries at 47 and 70.

@@ -39,9 +39,9 @@ from agent.pairs.market.records import read_json, read_steps
 from agent.pairs.screen.causal import ScreenConfig
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
+from serving.chat.lockstep import run_lockstep, run_sequential
+from serving.chat.scripted import Rule, ScriptedBackend
 from serving.journal import Journal, JournaledBackend
-from serving.lockstep import run_lockstep, run_sequential
-from serving.scripted import Rule, ScriptedBackend
 
 POOL = ["GRNF", "HRBK", "KSTR", "MLWD", "NRGX", "OKSN", "PTRV", "SLTN"]
 # inside the synthetic market's filings (its last three years), so mid and long hold reports

@@ -16,7 +16,7 @@ from agent.pairs.moira import calls
 from agent.pairs.moira.config import MaxTokens, PromptConfig
 from agent.pairs.moira.trace import read_trace
 from localfin.errors import ConfigError
-from serving.types import ChatResult, Sampling, Usage
+from serving.chat.types import ChatResult, Sampling, Usage
 
 PRINCIPLE = "When the trading-window z-score is stretched, trade toward the mean."
 AGENT_CALLS = {"pair_selection", "direction", "reflection", "break_check", "news_verify"}

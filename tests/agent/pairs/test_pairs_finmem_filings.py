@@ -23,8 +23,8 @@ from agent.pairs.baselines.finmem.texts import filing_text
 from agent.pairs.baselines.runner import RunSettings
 from agent.pairs.screen.causal import ScreenConfig
 from bank.embedder import HashingEmbedder
-from serving.lockstep import run_lockstep
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_lockstep
+from serving.chat.scripted import Rule, ScriptedBackend
 
 EMB = HashingEmbedder(dim=64)
 POOL = ["GRNF", "HRBK", "KSTR", "MLWD", "NRGX", "OKSN", "PTRV", "SLTN"]

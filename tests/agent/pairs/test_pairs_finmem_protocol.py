@@ -17,7 +17,7 @@ from agent.pairs.experiment.matrix_config import parse_matrix
 from agent.pairs.experiment.run import run_experiment
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 EMB = HashingEmbedder(dim=64)
 SHAPE = {

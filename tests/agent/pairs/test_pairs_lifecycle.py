@@ -31,8 +31,8 @@ from agent.pairs.lifecycle.machine import (
 from agent.pairs.market.masking import StepCalendar, contains_calendar_leak
 from kernels import ols_hedge
 from localfin.errors import ConfigError, InputError
-from serving.lockstep import run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 CFG = LifecycleConfig()
 

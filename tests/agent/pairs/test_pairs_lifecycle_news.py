@@ -29,8 +29,8 @@ from agent.pairs.lifecycle.machine import (
 from agent.pairs.market.masking import StepCalendar, contains_calendar_leak
 from agent.prompting import load_prompt
 from localfin.errors import InputError
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 CAL = StepCalendar.from_sessions(["2025-05-12", "2025-05-13", "2025-05-14", "2025-05-15", "2025-05-16"])
 NAMES = {"GRNF": "Granfield Foods", "HRBK": "Harbrook Beverages Inc.", "AAPL": ["Apple Inc."]}

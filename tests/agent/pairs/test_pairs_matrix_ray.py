@@ -114,8 +114,8 @@ def test_ray_path_equals_the_local_path_on_the_scripted_model(tmp_path, local_ra
 
 
 def test_merge_journal_adds_missing_rows_once(tmp_path):
+    from serving.chat.types import ChatRequest, ChatResult, Message, Usage
     from serving.journal import Journal
-    from serving.types import ChatRequest, ChatResult, Message, Usage
 
     def put(path: Path, text: str) -> None:
         req = ChatRequest(model="m", messages=(Message("user", text),), max_tokens=16, call_type="direction")

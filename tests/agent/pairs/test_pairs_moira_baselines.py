@@ -25,7 +25,7 @@ from agent.pairs.experiment.run import run_experiment
 from agent.pairs.market.records import read_json
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
-from serving.scripted import ScriptedBackend
+from serving.chat.scripted import ScriptedBackend
 
 EMB = HashingEmbedder(dim=64)
 SHAPE = {

@@ -36,8 +36,8 @@ def test_cli_refuses_to_restart_a_folder_without_resume(tmp_path, capsys):
 def test_moira_demo_on_the_cpu_model(tmp_path):
     from agent.pairs.experiment.demo import run_moira_demo
     from agent.pairs.market.masking import contains_calendar_leak
-    from serving.registry import default_registry
-    from serving.types import ChatRequest
+    from serving.chat.types import ChatRequest
+    from serving.models.registry import default_registry
 
     try:
         default_registry().get("smollm2-135m").resolve_path()

@@ -21,7 +21,7 @@ from agent.pairs.moira.config import MaxTokens, PromptConfig
 from agent.pairs.moira.memory import PairMemory
 from agent.pairs.screen.causal import ScreenConfig
 from localfin.errors import ConfigError
-from serving.types import Sampling
+from serving.chat.types import Sampling
 
 
 @pytest.fixture(scope="module")

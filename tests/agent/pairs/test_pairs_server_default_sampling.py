@@ -17,14 +17,14 @@ from moira_support import TINY_PROMPT, small_config, small_store
 from agent.pairs.experiment.matrix_config import parse_matrix
 from agent.pairs.experiment.run import run_experiment
 from agent.pairs.moira import calls
-from agent.reproduce.moira_run import with_baselines
+from agent.reproduce.moira.run import with_baselines
 from agent.reproduce.spec import load_repro
+from serving.chat.types import ChatRequest, Message, Sampling
+from serving.engines.vllm_engine import EngineOptions
+from serving.http.openai_http import OpenAIBackend
+from serving.http.server import serve_args
+from serving.models.registry import default_registry
 from serving.open import BackendSpec, model_facts, open_backend
-from serving.openai_http import OpenAIBackend
-from serving.registry import default_registry
-from serving.server import serve_args
-from serving.types import ChatRequest, Message, Sampling
-from serving.vllm_engine import EngineOptions
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from agent.pairs.moira.config import CONSOLIDATION_FIELDS, PRINCIPLE_RULES, Poli
 from agent.pairs.moira.memory import PairQuality, QualityRule
 from agent.pairs.moira.principles import RULES, PrincipleValidator
 from localfin.errors import ConfigError
-from serving.types import Sampling
+from serving.chat.types import Sampling
 
 
 def _reflection_schema(prompt: PromptConfig) -> dict:

@@ -8,8 +8,8 @@ import re
 
 from qa_fakes import PLAN, act, final, summary_reply, turn_of
 
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 
 def lessons_annotator(req: ChatRequest) -> str:

@@ -19,8 +19,8 @@ from bank.embedder import HashingEmbedder
 from bank.retrieval import Retriever
 from bank.schema import NewEntry
 from bank.store import ExperienceBank
-from serving.lockstep import run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 EMB = HashingEmbedder(dim=256)
 PNG = bytes.fromhex(

@@ -230,7 +230,7 @@ def test_a_judged_source_is_scored_by_the_judge_model_batched_and_journaled(tmp_
     import sqlite3
 
     from agent.qa.evaluation.programs import ByModel
-    from serving.scripted import Rule, ScriptedBackend
+    from serving.chat.scripted import Rule, ScriptedBackend
 
     solver_backend = ScriptedBackend([Rule("bank_summarize", _lessons), Rule("qa_solve", _says_by_seed)])
     judge = ScriptedBackend([Rule("judge", _verdict)])

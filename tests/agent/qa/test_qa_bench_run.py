@@ -13,9 +13,9 @@ from qa_fakes import final, scripted_solver
 from bench.agents.runs import QA_MAX_SIZE as BENCH_MAX_SIZE
 from bench.agents.runs import finacumen_run as bench_run
 from localfin.errors import ConfigError
+from serving.chat.types import ChatRequest, ChatResult
 from serving.journal import Journal
-from serving.registry import default_registry
-from serving.types import ChatRequest, ChatResult
+from serving.models.registry import default_registry
 
 
 class _Batches:

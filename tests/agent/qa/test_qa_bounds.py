@@ -11,7 +11,7 @@ from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.data.holdout import hold_out
 from agent.qa.scoring.judge import judge_requests
 from agent.qa.solver.toolset import ToolsetConfig, tool_factory
-from agent.reproduce.qa_plan import QAPlan, QASource
+from agent.reproduce.qa.plan import QAPlan, QASource
 from localfin.errors import ConfigError
 
 _NEWS = [

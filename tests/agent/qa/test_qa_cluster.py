@@ -130,9 +130,9 @@ def _assert_same(one: Path, many: Path) -> None:
 def smol(tmp_path_factory):
     """SmolLM2-135M behind a real ``vllm serve`` on loopback (the CPU model)."""
     pytest.importorskip("vllm")
+    from serving.http.server import start_server
+    from serving.models.registry import default_registry
     from serving.open import weights_status
-    from serving.registry import default_registry
-    from serving.server import start_server
 
     if weights_status("smollm2-135m").path is None:
         pytest.skip("SmolLM2-135M is not prepared (localfin models prepare smollm2-135m)")

@@ -203,7 +203,7 @@ def _judged_items() -> list:
 
 
 def _judged_solver():
-    from serving.scripted import Rule, ScriptedBackend
+    from serving.chat.scripted import Rule, ScriptedBackend
 
     def reply(req) -> str:
         q = next(m.content for m in req.messages if m.role == "user")
@@ -213,7 +213,7 @@ def _judged_solver():
 
 
 def _judge(model: str = "judge-m"):
-    from serving.scripted import Rule, ScriptedBackend
+    from serving.chat.scripted import Rule, ScriptedBackend
 
     def reply(req) -> str:
         user = req.messages[-1].content
@@ -261,7 +261,7 @@ def _finmmr_items() -> list:
 
 
 def _finmmr_solver():
-    from serving.scripted import Rule, ScriptedBackend
+    from serving.chat.scripted import Rule, ScriptedBackend
 
     def reply(req) -> str:
         q = next(m.content for m in req.messages if m.role == "user")
@@ -273,7 +273,7 @@ def _finmmr_solver():
 def _extractor(model: str = "x-m"):
     import re
 
-    from serving.scripted import Rule, ScriptedBackend
+    from serving.chat.scripted import Rule, ScriptedBackend
 
     def reply(req) -> str:
         found = re.findall(r"Answer: ([0-9.]+)", req.messages[-1].content)

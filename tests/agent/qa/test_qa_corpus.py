@@ -16,8 +16,8 @@ from agent.qa.solver.react import QASolver, SolverConfig
 from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from agent.qa.tools.corpus import Corpus, RetrieveTool
 from localfin.errors import InputError
-from serving.lockstep import run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 _PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15"

@@ -14,7 +14,7 @@ from agent.qa.core.schemas import ANSWER_PATTERNS
 from agent.qa.core.trajectory import FALLBACKS
 from agent.qa.evaluation.evaluate import EvalConfig, evaluate
 from agent.qa.solver.react import SolverConfig
-from serving.types import Sampling
+from serving.chat.types import Sampling
 
 
 @pytest.mark.slow  # heavy on 2 cores; the default rehearsal runs the ReAct loop on the engine

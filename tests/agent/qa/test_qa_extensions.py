@@ -21,7 +21,7 @@ from agent.qa.solver.react import SolverConfig
 from agent.qa.solver.toolset import ToolsetConfig, tool_factory
 from localfin.errors import ConfigError
 from localfin.plugins import PluginError
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 PLUGIN = """
 import json

@@ -10,7 +10,7 @@ import pytest
 from agent.qa.core.items import Gold, QAItem, Question
 from agent.qa.scoring.judge_check import JUDGE_CHECK_FILE, judge_check, perturb
 from localfin.errors import ConfigError
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 GOLDS = ["Yes", "12.5%", "The closing price increased", "Apple Inc.", "No, it fell", "1,234 million USD"]
 

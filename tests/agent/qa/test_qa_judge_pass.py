@@ -15,7 +15,7 @@ from agent.qa.evaluation.evaluate import EvalConfig, evaluate
 from agent.qa.scoring.judge_pass import JUDGE_JOURNAL, JUDGE_SCORES, deferred_scorer, judge_run
 from agent.qa.solver.react import SolverConfig
 from localfin.errors import InputError
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
 
 # gold strings that occur nowhere but in the gold (so a leak into a solver prompt is visible)
 _GOLDS = {"t-0": "Zyqorp Holdings 7713", "t-1": "Wexalin Corp 4409", "t-2": "Quorvane Ltd 5581"}

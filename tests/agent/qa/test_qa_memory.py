@@ -18,8 +18,8 @@ from bank.schema import NewEntry
 from bank.snapshots import stratified_order
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
-from serving.lockstep import run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 EMB = HashingEmbedder(dim=256)
 

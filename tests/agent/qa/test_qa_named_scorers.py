@@ -35,7 +35,7 @@ from agent.qa.scoring.scorers import (
     scorer_spec,
 )
 from localfin.errors import ConfigError
-from serving.types import ChatResult, Usage
+from serving.chat.types import ChatResult, Usage
 
 DATA = Path(__file__).parent / "data"
 

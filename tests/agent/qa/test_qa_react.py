@@ -12,8 +12,8 @@ from qa_fakes import Calculator, Crasher, act, final, scripted_solver, turn_of
 from agent.qa.core.items import Question
 from agent.qa.solver.react import QASolver, SolverConfig
 from localfin.errors import ConfigError
-from serving.lockstep import run_lockstep, run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_lockstep, run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 CONTEXT = "Net sales (in millions)\n| | 2019 | 2018 |\n| Total sales | $1,496.5 | $1,202.9 |"
 Q = Question("q1", "demo", "What is the percentage change in total sales from 2018 to 2019?", context=CONTEXT)

@@ -26,8 +26,8 @@ from agent.qa.scoring.scoring import score_answer
 from agent.qa.solver.gate import Evidence, check_answer
 from agent.qa.solver.react import QASolver, SolverConfig
 from agent.qa.tools.corpus import Corpus, RetrieveTool
-from serving.lockstep import run_one
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.lockstep import run_one
+from serving.chat.scripted import Rule, ScriptedBackend
 
 
 def _png() -> bytes:

@@ -38,8 +38,8 @@ import pytest
 from agent.qa.sandbox import SandboxConfig, SandboxUnavailable, probe
 from agent.qa.sandbox.seccomp import SYSCALLS, machine_arch
 from agent.qa.tools.python_tool import PythonTool
+from serving.chat.types import ChatRequest, ChatResult, Message, Usage
 from serving.journal import Journal
-from serving.types import ChatRequest, ChatResult, Message, Usage
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SHARED_GOLD = (

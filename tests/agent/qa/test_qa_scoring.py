@@ -16,7 +16,7 @@ from agent.qa.scoring.scoring import (
     score_answer,
 )
 from localfin.errors import ConfigError
-from serving.types import ChatResult, Usage
+from serving.chat.types import ChatResult, Usage
 
 
 def _ok(dataset: str, gold: Gold, pred: str) -> bool:

@@ -15,8 +15,8 @@ from agent.qa.evaluation.evaluate import EvalConfig, evaluate, image_only
 from agent.qa.sandbox import SandboxUnavailable, probe
 from agent.qa.solver.react import SolverConfig
 from agent.qa.solver.toolset import ToolsetConfig, tool_factory
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
 
 _MARK = "TRANSCRIBED-7731"  # what the fake OCR returns: it must never reach a Base request
 _PNG = (

@@ -19,7 +19,7 @@ from moira_support import mean_reversion, principles_reply, scripted, small_conf
 from agent.qa.core import runs
 from agent.qa.core.trajectory import Step, Trajectory
 from agent.report.happened import MECHANISMS, find_mechanisms, happened_section, missing
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
 
 PRINCIPLE = "When the trading-window z-score is stretched, trade toward the mean."
 #: the warmup reflects STAY_OUT (FLAT throughout: kept as the floor of rollback), the gate then

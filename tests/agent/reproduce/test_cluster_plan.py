@@ -1,13 +1,13 @@
 """``reproduce plan --nodes N --gpus-per-node G``: the placement on a cluster (the placement
-function's, agent/reproduce/placement.py), the time, and the servers each node starts, read
+function's, agent/reproduce/engine_plan.py), the time, and the servers each node starts, read
 off that placement."""
 
 from __future__ import annotations
 
-from agent.reproduce import placement as placing
+from agent.reproduce import engine_plan as placing
 from agent.reproduce.cluster_plan import format_node_servers, node_servers
 from agent.reproduce.spec import load_repro
-from serving.registry import default_registry
+from serving.models.registry import default_registry
 
 
 def test_each_node_serves_the_replicas_the_placement_puts_there():

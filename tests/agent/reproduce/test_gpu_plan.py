@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent.reproduce.engine_plan import declared_inventory, place
 from agent.reproduce.gpu_plan import (
     DECODE_EFFICIENCY,
     PREFILL_EFFICIENCY,
@@ -14,10 +15,9 @@ from agent.reproduce.gpu_plan import (
     plan_config,
 )
 from agent.reproduce.hardware import GPU_KINDS, gpu_kind
-from agent.reproduce.placement import declared_inventory, place
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
-from serving.registry import default_registry
+from serving.models.registry import default_registry
 
 GIB = 1024**3
 
@@ -96,7 +96,7 @@ def test_the_cli_prints_the_plan_with_its_basis(cli, tmp_path, monkeypatch) -> N
 
 
 def test_the_plan_counts_what_the_a3_and_a4_configs_run() -> None:
-    from agent.reproduce.workload import moira_work
+    from agent.reproduce.moira.workload import moira_work
 
     for name in ("moira_table6_a3", "moira_table7_a4"):
         cfg = load_repro(name)
@@ -114,7 +114,7 @@ def test_the_plan_counts_what_the_a3_and_a4_configs_run() -> None:
 
 
 def test_the_plan_counts_finmem_where_it_runs_and_each_independent_training() -> None:
-    from agent.reproduce.workload import moira_work
+    from agent.reproduce.moira.workload import moira_work
 
     cfg = load_repro("moira_table3_main")
     by = moira_work(cfg.document, cfg.baselines, lambda cell: (27, 75))

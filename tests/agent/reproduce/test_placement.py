@@ -1,4 +1,4 @@
-"""Where every engine of a config runs (agent/reproduce/placement.py over serving/placement.py),
+"""Where every engine of a config runs (agent/reproduce/engine_plan.py over serving/hardware/placement.py),
 from GPU inventories given as values: 1, 2, 4 and 8 H100s and H200s, several nodes, no GPU."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.reproduce.hardware import gpu_kind
-from agent.reproduce.placement import (
+from agent.reproduce.engine_plan import (
     Placement,
     declared_inventory,
     format_placement,
@@ -17,11 +16,12 @@ from agent.reproduce.placement import (
     place_experiment,
     place_stand_ins,
 )
+from agent.reproduce.hardware import gpu_kind
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
-from serving.gpus import Inventory
-from serving.placement import MAX_TOTAL_SHARE
-from serving.registry import default_registry
+from serving.hardware.gpus import Inventory
+from serving.hardware.placement import MAX_TOTAL_SHARE
+from serving.models.registry import default_registry
 
 GIB = 1024**3
 

@@ -1,4 +1,4 @@
-"""One placement for plan, check and run: each asks agent.reproduce.placement.place, and the run
+"""One placement for plan, check and run: each asks agent.reproduce.engine_plan.place, and the run
 opens every engine with the layout that call returned; a config that cannot be placed stops
 before any engine or folder."""
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.reproduce import placement as placing
+from agent.reproduce import engine_plan as placing
 from agent.reproduce import run as run_mod
-from agent.reproduce.placement import declared_inventory
+from agent.reproduce.engine_plan import declared_inventory
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
 from serving import open as serving_open
-from serving.registry import default_registry
+from serving.models.registry import default_registry
 
 
 class _Stop(Exception):
@@ -162,9 +162,9 @@ def test_pairs_run_opens_the_backbone_and_finmem_where_placed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """`localfin pairs run` on a GPU with FinMem on its own model: both engines placed at once
-    (agent.reproduce.placement.place_experiment), each opened with its layout."""
+    (agent.reproduce.engine_plan.place_experiment), each opened with its layout."""
     from agent import api
-    from serving import gpus
+    from serving.hardware import gpus
 
     root = Path(__file__).resolve().parents[3]
     text = (root / "agent/pairs/configs/demo.toml").read_text(encoding="utf-8")

@@ -10,10 +10,10 @@ import pytest
 from agent.reproduce.gpu_plan import MAX_NUM_SEQS, plan_config
 from agent.reproduce.prefix_reuse import common_prefix, measure, measure_rehearsal, prompt_text, react_hit
 from agent.reproduce.spec import load_repro
+from serving.chat.replies import build_result
+from serving.chat.types import ChatRequest, Message, Usage
 from serving.journal import Journal
-from serving.registry import default_registry
-from serving.replies import build_result
-from serving.types import ChatRequest, Message, Usage
+from serving.models.registry import default_registry
 
 
 def _rec(req: ChatRequest, prompt: int = 100, cached: int = 0) -> dict:

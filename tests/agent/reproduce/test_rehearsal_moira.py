@@ -24,7 +24,7 @@ from agent.reproduce.rehearse.moira_rehearsal import (
 )
 from agent.reproduce.rehearse.runs import SMALLEST
 from agent.reproduce.spec import load_repro
-from serving.registry import default_registry
+from serving.models.registry import default_registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pairs"))
 from moira_support import scripted, with_finmem

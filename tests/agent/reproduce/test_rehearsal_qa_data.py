@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.qa.evaluation.bank_build import check_scorers
-from agent.reproduce.qa_run import _load
+from agent.reproduce.qa.run import _load
 from agent.reproduce.rehearse.qa_data import rehearsal_data
 from agent.reproduce.rehearse.qa_rehearsal import rehearsal_qa_plan, stage_checks
 from agent.reproduce.rehearse.runs import SMALLEST
@@ -133,6 +133,23 @@ def test_a_dataset_whose_stage_was_not_exercised_fails_and_so_does_a_stopped_run
     assert checks[2].detail == "not exercised: bank entries (none added)"
 
 
+def test_a_bank_the_authors_rule_emptied_is_said_neither_passed_nor_failed(tmp_path):
+    import dataclasses
+
+    plan, _ = rehearsal_qa_plan(load_repro("finacumen_table1"), tmp_path, SMALLEST, None)
+    bank = {"dataset": "FinMME train part", "role": "bank", "benchmark": "finmme", "loaded": 1,
+            "bank_items": 2, "trajectories_scored": 2, "entries": 0, "no_terminated": 2}  # fmt: skip
+    # under our grading an empty bank is a stage not exercised, whatever terminated
+    [c] = stage_checks("engine", {"plan": plan, "stages": [bank], "error": ""})
+    assert c.ok is False and c.detail == "not exercised: bank entries (none added)"
+    theirs = dataclasses.replace(plan, bank_grading="authors")
+    [c] = stage_checks("engine", {"plan": theirs, "stages": [bank], "error": ""})
+    assert c.ok is None and "the authors' rule dropped every item" in c.detail
+    # one item with a terminated trajectory and still no entry: a failure under their rule too
+    [c] = stage_checks("engine", {"plan": theirs, "stages": [dict(bank, no_terminated=1)], "error": ""})
+    assert c.ok is False and c.detail == "not exercised: bank entries (none added)"
+
+
 class _NoCalls:
     name = "no-calls"
 
@@ -146,7 +163,7 @@ class _NoCalls:
 def test_a_broken_scorer_for_one_source_fails_the_rehearsal_before_any_model_call(tmp_path, monkeypatch):
     from agent.qa.scoring.scorers import SCORERS
     from agent.reproduce.rehearse.qa_rehearsal import run_qa_rehearsal
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     def broken(gold, prediction, scale=None):
         raise KeyError("the BizBench rule is missing")

@@ -19,7 +19,7 @@ def bare_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     fixed probe, so the lines do not depend on this one)."""
     from agent.qa import sandbox
     from agent.reproduce import check
-    from serving import gpus
+    from serving.hardware import gpus
 
     none = gpus.Inventory((gpus.Node("vm"),), "no nvidia-smi on PATH")
     monkeypatch.setattr(gpus, "visible_inventory", lambda: none)

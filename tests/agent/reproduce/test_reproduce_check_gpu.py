@@ -9,7 +9,7 @@ import pytest
 
 from agent.reproduce import check
 from agent.reproduce.spec import load_repro
-from serving import gpu_install
+from serving.hardware import gpu_install
 
 
 def test_triton_pieces_are_checked_on_the_cuda_build_only(

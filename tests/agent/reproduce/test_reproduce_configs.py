@@ -57,7 +57,7 @@ def test_every_table_has_a_config() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_config_parses_and_names_registry_keys(name: str) -> None:
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     cfg = load_repro(name)
     reg = default_registry()
@@ -67,7 +67,7 @@ def test_config_parses_and_names_registry_keys(name: str) -> None:
         assert spec.device == "gpu", f"{name}: {key} is not one of the paper's GPU backbones"
     assert cfg.differs and all(len(d) > 20 for d in cfg.differs)
     if cfg.kind == "moira":
-        from agent.reproduce.moira_run import expand_cells
+        from agent.reproduce.moira.run import expand_cells
 
         cells = list(expand_cells(cfg.document))  # every cell is a valid experiment config
         assert cells

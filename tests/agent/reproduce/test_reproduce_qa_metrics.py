@@ -15,8 +15,8 @@ from agent.reproduce.run import reproduce
 from agent.reproduce.spec import parse_repro
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
-from serving.registry import default_registry
-from serving.scripted import Rule, ScriptedBackend
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.models.registry import default_registry
 
 # question text -> what the scripted solver answers
 _ANSWERS = {
@@ -173,7 +173,7 @@ def test_judge_model_key() -> None:
 
 
 def test_a_separate_in_process_judge_gets_its_own_engine_and_a_share_of_the_gpu() -> None:
-    from agent.reproduce.placement import declared_inventory, place
+    from agent.reproduce.engine_plan import declared_inventory, place
     from agent.reproduce.run import _judge_engine
     from agent.reproduce.spec import load_repro
 

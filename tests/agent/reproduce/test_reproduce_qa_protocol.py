@@ -13,9 +13,9 @@ from pathlib import Path
 from agent.reproduce.run import reproduce
 from agent.reproduce.spec import parse_repro
 from bank.embedder import HashingEmbedder
-from serving.registry import default_registry
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
+from serving.models.registry import default_registry
 
 
 def _backend() -> ScriptedBackend:

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from agent.reproduce.qa_plan import QAPlan
-from agent.reproduce.qa_protocols import PROTOCOL_KEYS, protocol_values
-from agent.reproduce.qa_setup import reads_gold_lines
+from agent.reproduce.qa.plan import QAPlan
+from agent.reproduce.qa.protocols import PROTOCOL_KEYS, protocol_values
+from agent.reproduce.qa.setup import reads_gold_lines
 from agent.reproduce.spec import load_repro
 from localfin.errors import ConfigError
 
@@ -31,7 +31,9 @@ def test_the_authors_table1_takes_the_authors_values_and_keeps_its_own_keys() ->
     assert paper.protocol == "paper" and authors.protocol == "authors"
     assert paper.k_max == (5,) and authors.k_max == (3,)
     assert (authors.gold_format_hints, authors.gold_evidence) == ("authors", "authors")
-    assert (authors.memory_block, authors.annotator, authors.ocr) == ("entries", False, "model")
+    assert (authors.memory_block, authors.annotator, authors.ocr) == ("authors", False, "model")
+    points = (authors.loop, authors.base, authors.answer_reading, authors.base_max_tokens)
+    assert points == ("authors", "authors", "authors", 1024)
     assert (authors.temperature, authors.base_temperature) == (0.6, 0.0)
     assert {authors.scorer_of(d).name for d in ("bizbench", "finmmr", "fintmmbench")} == {"authors"}
     assert authors.thought_chars == paper.thought_chars == 1000  # set in both files: ours
@@ -145,7 +147,7 @@ def test_the_plans_solver_keys_reach_the_solver_and_unset_ones_keep_the_models_d
     from dataclasses import replace
 
     from agent.qa.solver.gate import GateConfig
-    from agent.reproduce.qa_setup import solver_settings
+    from agent.reproduce.qa.setup import solver_settings
 
     plan = load_repro("finacumen_table1_authors").qa
     cfg = solver_settings(plan, None)

@@ -16,9 +16,9 @@ from agent.reproduce.run import reproduce
 from agent.reproduce.spec import parse_repro
 from bank.embedder import HashingEmbedder
 from localfin.errors import ConfigError
-from serving.registry import default_registry
-from serving.scripted import Rule, ScriptedBackend
-from serving.types import ChatRequest
+from serving.chat.scripted import Rule, ScriptedBackend
+from serving.chat.types import ChatRequest
+from serving.models.registry import default_registry
 
 
 def _data(root: Path) -> None:

@@ -68,7 +68,7 @@ def test_every_matched_paper_figure_names_a_metric_of_ours() -> None:
 
 def test_moira_rows_state_compounding_pairing_and_a_zero_variance_sharpe(tmp_path: Path) -> None:
     from agent.pairs.market.metrics import RETURN_NOTE, ZERO_VARIANCE_NOTE
-    from agent.reproduce.moira_run import MoiraOutcome, moira_rows
+    from agent.reproduce.moira.run import MoiraOutcome, moira_rows
 
     cell = tmp_path / "matrix" / "q32-think" / "main"
     cell.mkdir(parents=True)
@@ -106,7 +106,7 @@ def test_moira_rows_state_compounding_pairing_and_a_zero_variance_sharpe(tmp_pat
 
 
 def test_the_pairing_note_says_what_a_beta_against_no_beta_difference_is() -> None:
-    from agent.reproduce.moira_run import pairing_note
+    from agent.reproduce.moira.run import pairing_note
 
     main = load_repro("moira_table3_main").document
     assert "paired comparison" in pairing_note(main)

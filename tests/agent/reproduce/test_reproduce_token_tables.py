@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agent.pairs.moira.trace import TraceLog
-from agent.reproduce.moira_run import MoiraOutcome, moira_fallback_rows
-from agent.reproduce.token_tables import PAPER_MOIRA_A1_TOKENS, table9_rows, table10_rows
-from serving.types import ChatResult, Usage
+from agent.reproduce.moira.run import MoiraOutcome, moira_fallback_rows
+from agent.reproduce.moira.token_tables import PAPER_MOIRA_A1_TOKENS, table9_rows, table10_rows
+from serving.chat.types import ChatResult, Usage
 
 
 def _tokens(calls: int, prompt: int, completion: int) -> dict[str, int]:

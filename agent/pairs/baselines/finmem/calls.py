@@ -30,7 +30,7 @@ from agent.pairs.baselines.finmem.memory import LAYERS
 from agent.pairs.market.settlement import ACTIONS, FLAT
 from agent.prompting import Prompt, load_prompt
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult, Message, Sampling
+from serving.chat.types import ChatRequest, ChatResult, Message, Sampling
 
 __all__ = [
     "DECISION_CALL",

@@ -10,7 +10,7 @@ from agent.pairs.baselines.finmem.memory import CharacterConfig, MemoryConfig
 from agent.pairs.baselines.finmem.texts import FILING_SECTIONS
 from agent.pairs.market.settlement import EXPOSURES
 from localfin.errors import ConfigError
-from serving.types import Sampling
+from serving.chat.types import Sampling
 
 __all__ = ["PRIOR_FILINGS", "FinMemConfig"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from localfin.errors import ConfigError
-from serving.types import ChatRequest
+from serving.chat.types import ChatRequest
 
 __all__ = ["ContextError", "PromptBudget", "byte_bound", "estimate", "tokenizer_counter", "prompt_budget"]
 
@@ -112,7 +112,7 @@ def prompt_budget(model: str, max_model_len: int | None, registry: Any = None) -
     ``max_model_len`` tokens (None: the registry entry's): its tokenizer where its folder is on
     this machine, else the estimate; a key the registry does not know and no context given:
     nothing is checked (said in the log)."""
-    from serving.registry import default_registry
+    from serving.models.registry import default_registry
 
     try:
         spec = (registry or default_registry()).get(model)

@@ -28,7 +28,7 @@ The pair itself is chosen at test step 001, after the training window; like EG-D
 training phase therefore runs on a pair picked with hindsight of the training window (it is not
 scored); every number a training prompt shows is computed from data up to its own session.
 
-A run is a :mod:`serving.lockstep` program: :func:`finmem_program` yields request lists and
+A run is a :mod:`serving.chat.lockstep` program: :func:`finmem_program` yields request lists and
 returns a :class:`FinMemOutcome`; :func:`run_finmem` runs seeds x exposures in lockstep on the
 caller's backend (a :class:`serving.journal.JournaledBackend`, so a killed run resumes) and
 writes ``runs/<run_id>/steps.parquet``, ``metrics.json`` (kind baseline, method finmem) and
@@ -55,8 +55,8 @@ from agent.pairs.market.settlement import EXPOSURES
 from bank.embedder import MiniLMEmbedder
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
-from serving.backend import Backend
-from serving.lockstep import Program, run_lockstep
+from serving.chat.backend import Backend
+from serving.chat.lockstep import Program, run_lockstep
 
 if TYPE_CHECKING:  # the screen and the baselines' common code load numba: imported where used
     from agent.data.store import MarketStore

@@ -57,7 +57,7 @@ from agent.pairs.market.newsbudget import fit_newest_first
 from agent.pairs.market.provenance import ProvenanceLog
 from agent.pairs.market.settlement import ACTIONS, FLAT, LONG_SHORT, leg_weights, no_beta_weights
 from localfin.errors import ConfigError
-from serving.types import ChatRequest, ChatResult
+from serving.chat.types import ChatRequest, ChatResult
 
 __all__ = ["AgentState", "run_agent"]
 

