@@ -13,7 +13,6 @@ how many data-parallel replicas it may take, 0 = one per group of GPUs that hold
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -71,10 +70,12 @@ def serve_args(
     """The `vllm serve` arguments of registry entry ``spec`` after the model path (also valid
     for the CPU api_server).
 
-    The engine's own flags (device, layout, pins) come from
-    :func:`serving.engine_args.serve_flags` with ``options`` (default: the
+    The engine's own flags are the in-process engine's arguments written as flags
+    (:func:`serving.engine_args.serve_flags`: context, dtype, seed, structured outputs,
+    reasoning parser, image limits, pins, layout) with ``options`` (default: the
     :class:`~serving.vllm_engine.EngineOptions` defaults), ``layout`` and ``platform``
-    (default: the installed build)."""
+    (default: the installed build); then the server's own (tool parser, chat template, the
+    entry's ``extra_serve_args``, which come last and override)."""
     args = [
         "--served-model-name",
         spec.key,
@@ -82,17 +83,7 @@ def serve_args(
         host,
         "--port",
         str(port),
-        "--max-model-len",
-        str(spec.max_model_len),
-        "--dtype",
-        spec.dtype,
-        "--seed",
-        "0",
         "--enable-prompt-tokens-details",
-        "--generation-config",
-        "auto",
-        "--structured-outputs-config",
-        '{"backend": "guidance", "disable_any_whitespace": true}',
     ]
     args += serve_flags(
         spec,
@@ -100,15 +91,10 @@ def serve_args(
         platform=platform or engine_platform(),
         layout=layout,
     )
-    if spec.reasoning_parser:
-        args += ["--reasoning-parser", spec.reasoning_parser]
     if spec.tool_call_parser:
         args += ["--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser]
     if spec.chat_template:
         args += ["--chat-template", spec.chat_template]
-    limits = spec.mm_limits()
-    if limits is not None:
-        args += ["--limit-mm-per-prompt", json.dumps(limits)]
     return args + list(spec.extra_serve_args)
 
 
