@@ -288,9 +288,10 @@ def do_plan(
         placement = placing.place(c, inventory, registry=reg)
         engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
         text = format_plan(c, gpus, gpu, engines, placement)
-        if nodes > 1:
+        if nodes > 1 or gpus_per_node is not None:
             starts = node_starts(c, placement, reg) if placement.ok else []
-            text += "\n" + format_node_servers(placement, c.name, starts)
+            named = config if config.endswith(".toml") else c.name  # as the user names it
+            text += "\n" + format_node_servers(placement, named, starts)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"

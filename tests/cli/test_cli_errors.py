@@ -122,6 +122,22 @@ CASES = [
     (["reproduce", "smoke", "moira_table3_main", "--model", "no-such-model"], "unknown model key"),
     (["reproduce", "rehearse", "table99"], "unknown reproduction config 'table99'"),
     (
+        [
+            "reproduce",
+            "serve",
+            "finacumen_table1",
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "8",
+            "--gpu",
+            "h200",
+            "--node",
+            "n9",
+        ],
+        "--node 'n9': no server of this placement runs there; allowed: node0, node1",
+    ),
+    (
         ["reproduce", "rehearse", "moira_table5_a2", "--paths", "gpu"],
         "--paths 'gpu'; allowed: engine, server",
     ),

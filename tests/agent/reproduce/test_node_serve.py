@@ -1,0 +1,143 @@
+"""``reproduce serve --node N``: each node's servers start with the in-process engines' arguments
+(agent/reproduce/cluster_plan.py, node_serve.py), the plan prints exactly those servers, and a
+node's servers start one after another, each healthy before the next (GPU inventories declared:
+no GPU needed)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.reproduce import placement as placing
+from agent.reproduce.cluster_plan import node_starts
+from agent.reproduce.dry_run import engine_starts
+from agent.reproduce.spec import load_repro
+from serving.engine_args import flags_kwargs
+from serving.registry import default_registry
+
+#: what a server takes that an in-process engine does not (its front end, its replicas)
+SERVER_ONLY = {
+    "served_model_name", "host", "port", "enable_prompt_tokens_details", "enable_auto_tool_choice",
+    "tool_call_parser", "chat_template", "data_parallel_size",
+}  # fmt: skip
+
+CLUSTERS = {"2 x 8 h200": ("h200", 2, 8), "1 x 1 h100": ("h100", 1, 1)}
+
+
+def _fp8_table3(tmp_path: Path) -> Path:
+    """moira_table3_main with FP8 declared for Llama-3.1-70B (what places it on one H200)."""
+    src = load_repro("moira_table3_main").source.read_text(encoding="utf-8")
+    text = src.replace(
+        'key = "llama-3.1-70b"\nname = "l70"', 'key = "llama-3.1-70b"\nname = "l70"\nquantization = "fp8"'
+    )
+    assert text != src
+    path = tmp_path / "t3_fp8.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _config(name: str, tmp_path: Path) -> str:
+    return str(_fp8_table3(tmp_path)) if name == "moira_table3_main" else name
+
+
+def _cluster_args(cluster: str) -> list[str]:
+    kind, nodes, per = CLUSTERS[cluster]
+    return ["--nodes", str(nodes), "--gpus-per-node", str(per), "--gpu", kind]
+
+
+def _compare(cfg: Any, placed: Any) -> int:
+    """Every server's flags against every in-process replica it serves: each engine argument
+    equal (the memory share: the smallest of the server's replicas, equal where they agree),
+    the server's own flags aside; its GPUs the replicas' GPUs. Returns the replicas compared."""
+    reg = default_registry()
+    inproc = engine_starts(cfg, placed, reg)
+    compared = 0
+    for st in node_starts(cfg, placed, reg):
+        server = flags_kwargs(list(st.args))
+        env = dict(st.env)
+        full = placed.find(st.server.key).layout
+        devices = []
+        for slot in st.server.slots:
+            k = full.replicas.index(slot)
+            (mine,) = [e for e in inproc if e.key == st.server.key and e.replica == k]
+            want = {a: v for a, v in mine.arguments.kwargs.items() if a not in ("model", "tokenizer")}
+            got = {a: v for a, v in server.items() if a not in SERVER_ONLY}
+            share = min(s.share for s in st.server.slots)
+            assert got == {**want, "gpu_memory_utilization": share}, (st.server, k)
+            if len({s.share for s in st.server.slots}) == 1:
+                assert server["gpu_memory_utilization"] == want["gpu_memory_utilization"]
+            assert {a: v for a, v in env.items() if a != "CUDA_VISIBLE_DEVICES"} == {
+                a: v for a, v in mine.arguments.env.items() if a != "CUDA_VISIBLE_DEVICES"
+            }
+            if "CUDA_VISIBLE_DEVICES" in mine.arguments.env:
+                devices.append(mine.arguments.env["CUDA_VISIBLE_DEVICES"])
+            compared += 1
+        if st.server.spans:
+            assert "CUDA_VISIBLE_DEVICES" not in env and server["distributed_executor_backend"] == "ray"
+        else:
+            assert env["CUDA_VISIBLE_DEVICES"] == ",".join(devices)
+            assert server.get("data_parallel_size", 1) == len(st.server.slots)
+    return compared
+
+
+@pytest.mark.parametrize("cluster", sorted(CLUSTERS))
+@pytest.mark.parametrize("name", ["moira_table3_main", "finacumen_table1"])
+def test_each_nodes_servers_take_the_in_process_engines_arguments(
+    name: str, cluster: str, tmp_path: Path, cli
+):
+    cfg = load_repro(_config(name, tmp_path))
+    kind, nodes, per = CLUSTERS[cluster]
+    placed = placing.place(
+        cfg, placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per), registry=default_registry()
+    )
+    if not placed.ok:  # Llama-3.1-70B in FP8 on one H100: the per-node command refuses, naming why
+        assert (name, cluster) == ("moira_table3_main", "1 x 1 h100")
+        bad = cli("reproduce", "serve", _config(name, tmp_path), *_cluster_args(cluster), "--stage", "0")
+        assert bad.code == 2 and "cannot be placed, nothing started" in bad.err and "llama-3.1-70b" in bad.err
+        return
+    assert _compare(cfg, placed) == sum(len(e.layout.replicas) for e in placed.engines)
+    if name == "moira_table3_main":
+        l70 = [s for s in node_starts(cfg, placed, default_registry()) if s.server.key == "llama-3.1-70b"]
+        assert l70 and all(flags_kwargs(list(s.args))["quantization"] == "fp8" for s in l70)
+        assert all(flags_kwargs(list(s.args))["max_model_len"] == 32_768 for s in l70)
+
+
+@pytest.mark.parametrize("cluster", sorted(CLUSTERS))
+@pytest.mark.parametrize("name", ["moira_table3_main", "finacumen_table1"])
+def test_the_plan_prints_the_lines_each_nodes_command_starts(name: str, cluster: str, tmp_path: Path, cli):
+    config = _config(name, tmp_path)
+    cfg = load_repro(config)
+    kind, nodes, per = CLUSTERS[cluster]
+    placed = placing.place(
+        cfg, placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per), registry=default_registry()
+    )
+    if not placed.ok:
+        return  # refused above
+    plan = cli("reproduce", "plan", config, *_cluster_args(cluster))
+    assert plan.code == 0, plan.err
+    starts = node_starts(cfg, placed, default_registry())
+    for st in starts:
+        node, stage = st.server.node, st.server.stage
+        several = len({s.server.stage for s in starts}) > 1
+        cmd = ["reproduce", "serve", config, *_cluster_args(cluster), "--node", node]
+        cmd += ["--stage", str(stage)] if several else []
+        assert f"{node}: localfin {shlex.join(cmd)}" in plan.out
+        run = cli(*cmd, "--dry-run")
+        assert run.code == 0, run.err
+        assert st.shown() in run.out.splitlines()  # the server the command starts ...
+        assert f"      {st.shown()}" in plan.out.splitlines()  # ... is the line the plan prints
+    if name == "moira_table3_main":
+        assert "stages, one after another" in plan.out
+
+
+def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_path: Path):
+    run = cli("reproduce", "serve", "finacumen_table1", *_cluster_args("2 x 8 h200"), "--node", "node7")
+    assert run.code == 2 and "allowed: node0, node1" in run.err
+    run = cli("reproduce", "serve", "finacumen_table1", *_cluster_args("2 x 8 h200"))
+    assert run.code == 2 and "--node is missing; allowed: node0, node1" in run.err
+    t3 = str(_fp8_table3(tmp_path))
+    run = cli("reproduce", "serve", t3, *_cluster_args("2 x 8 h200"), "--node", "node0", "--dry-run")
+    assert run.code == 2 and "--stage is missing" in run.err and "allowed: 0, 1, 2, 3, 4, 5" in run.err
