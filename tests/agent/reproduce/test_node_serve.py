@@ -141,3 +141,147 @@ def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_
     t3 = str(_fp8_table3(tmp_path))
     run = cli("reproduce", "serve", t3, *_cluster_args("2 x 8 h200"), "--node", "node0", "--dry-run")
     assert run.code == 2 and "--stage is missing" in run.err and "allowed: 0, 1, 2, 3, 4, 5" in run.err
+
+
+# --- two engines on one device start one after another ------------------------------------------
+
+_MODELS = """
+[[models]]
+key = "tiny-qwen3"
+extends = "tiny-qwen3"
+path = "{path}"
+
+[[models]]
+key = "tiny-judge"
+extends = "tiny-qwen3"
+path = "{path}"
+"""
+
+
+def _cpu_qa_config(tmp_path: Path) -> Path:
+    """finacumen_table1 with a tiny solver and a tiny judge: on a machine without GPUs both run
+    on the CPU build, on this one device."""
+    src = load_repro("finacumen_table1").source.read_text(encoding="utf-8")
+    text = src.replace('model = "qwen3-vl-8b"', 'model = "tiny-qwen3"', 1)
+    text = text.replace('judge_model = "qwen3-4b-nothink"', 'judge_model = "tiny-judge"')
+    assert text.count("tiny-") == 2
+    path = tmp_path / "qa_cpu.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _cpu_starts(tmp_path: Path, model_dir: Path) -> list[Any]:
+    from dataclasses import replace
+
+    from serving.gpus import Inventory
+
+    reg = default_registry()
+    reg = reg.with_spec(reg.get("tiny-qwen3").with_path(model_dir))
+    reg = reg.with_spec(replace(reg.get("tiny-qwen3"), key="tiny-judge"))
+    cfg = load_repro(_cpu_qa_config(tmp_path))
+    placed = placing.place(cfg, Inventory(), registry=reg)
+    return node_starts(cfg, placed, reg)
+
+
+class _FakeProcess:
+    """A server process that never exits until stopped."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+def test_the_second_server_spawns_only_after_the_first_answers_health(tmp_path: Path, monkeypatch) -> None:
+    """The process start and the health check stubbed: the order of what happened is recorded,
+    each server's first /health answers 'not yet', so the start must wait for its 200."""
+    import types
+
+    import httpx
+
+    from agent.reproduce import node_serve
+    from serving import server
+
+    starts = _cpu_starts(tmp_path, tmp_path / "weights")
+    assert [s.server.key for s in starts] == ["tiny-judge", "tiny-qwen3"]  # the fixed share first
+    events: list[tuple[str, str]] = []
+    ports: dict[str, str] = {}
+    asked: dict[str, int] = {}
+
+    def popen(cmd, **kw):
+        key = cmd[cmd.index("--served-model-name") + 1]
+        ports[cmd[cmd.index("--port") + 1]] = key
+        events.append(("spawn", key))
+        return _FakeProcess(1000 + len(events))
+
+    def get(url, **kw):
+        key = ports[url.split(":")[2].split("/")[0]]
+        asked[key] = asked.get(key, 0) + 1
+        if asked[key] == 1:
+            events.append(("not ready", key))
+            raise httpx.ConnectError("refused")
+        events.append(("healthy", key))
+        return types.SimpleNamespace(status_code=200)
+
+    monkeypatch.setattr(server.subprocess, "Popen", popen)
+    monkeypatch.setattr(httpx, "get", get)
+    monkeypatch.setattr(server, "time", types.SimpleNamespace(monotonic=lambda: 0.0, sleep=lambda s: None))
+    monkeypatch.setattr(
+        server.ServerHandle, "stop", lambda self, timeout_s=30.0: events.append(("stop", self.base_url))
+    )
+    monkeypatch.setattr(node_serve, "check_machine", lambda starts: None)
+    shown: list[str] = []
+    code = node_serve.serve_node(
+        starts, None, logs=tmp_path / "logs", say=lambda line: None, show=shown.append, wait=False
+    )
+    assert code == 0
+    assert events[:6] == [
+        ("spawn", "tiny-judge"), ("not ready", "tiny-judge"), ("healthy", "tiny-judge"),
+        ("spawn", "tiny-qwen3"), ("not ready", "tiny-qwen3"), ("healthy", "tiny-qwen3"),
+    ]  # fmt: skip
+    assert shown == [
+        "LOCALFIN_ENDPOINTS=tiny-judge=http://127.0.0.1:8010/v1,tiny-qwen3=http://127.0.0.1:8000/v1"
+    ]
+    assert [e[0] for e in events[6:]] == ["stop", "stop"]
+
+
+@pytest.mark.slow
+@pytest.mark.engine
+def test_reproduce_serve_starts_two_cpu_servers_the_second_after_the_first_is_healthy(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    """The per-node command, as a user runs it, on this machine's CPU build: the judge's server
+    answers /health before the solver's process is spawned (the command's own record of events),
+    both then answer, and Ctrl-C stops both."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    models = tmp_path / "models.toml"
+    models.write_text(_MODELS.format(path=tiny_model_dir), encoding="utf-8")
+    config = _cpu_qa_config(tmp_path)
+    env = dict(os.environ, LOCALFIN_MODELS_FILE=str(models), LOCALFIN_HOME=str(tmp_path / "home"))
+    cmd = [sys.executable, "-m", "localfin_cli.main", "reproduce", "serve", str(config)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # the endpoints: printed once both servers are healthy
+        assert line.startswith("LOCALFIN_ENDPOINTS="), (line, proc.stderr.read() if proc.poll() else "")
+        for url in ("http://127.0.0.1:8010", "http://127.0.0.1:8000"):
+            assert httpx.get(f"{url}/health", timeout=5, trust_env=False).status_code == 200
+        names = httpx.get("http://127.0.0.1:8000/v1/models", timeout=5, trust_env=False).json()
+        assert [m["id"] for m in names["data"]] == ["tiny-qwen3"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    said = [ln for ln in proc.stderr.read().splitlines() if "starting tiny-" in ln or "healthy at" in ln]
+    order = [
+        ("start" if "starting" in ln else "healthy", "judge" if "tiny-judge" in ln else "solver")
+        for ln in said
+    ]
+    assert order == [("start", "judge"), ("healthy", "judge"), ("start", "solver"), ("healthy", "solver")]
+    with pytest.raises(httpx.HTTPError):
+        httpx.get("http://127.0.0.1:8000/health", timeout=2, trust_env=False)
