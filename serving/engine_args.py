@@ -49,6 +49,7 @@ from serving.model_specs import ModelSpec
 
 __all__ = [
     "START_METHODS",
+    "GPU_BATCHED_TOKENS",
     "EngineArguments",
     "engine_pins",
     "check_engine_fields",
@@ -63,6 +64,11 @@ log = logging.getLogger(__name__)
 
 #: How vLLM may start the engine's processes (``VLLM_WORKER_MULTIPROC_METHOD``).
 START_METHODS = ("spawn", "fork")
+#: Tokens an engine schedules in one step on a GPU unless the config says otherwise: the
+#: in-process engine and the server alike (vLLM's own defaults differ between them on
+#: H100/H200: 16,384 for ``vllm.LLM``, 8,192 for ``vllm serve``, and bf16 replies depend on
+#: the batch); 8,192, the server's.
+GPU_BATCHED_TOKENS = 8192
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ def engine_pins(table: Any) -> dict[str, Any]:
         "batch_invariant": bool(getattr(table, "batch_invariant", False)),
         "async_scheduling": bool(getattr(table, "async_scheduling", False)),
         "worker_start_method": str(getattr(table, "worker_start_method", "spawn")),
+        "max_num_batched_tokens": int(getattr(table, "max_num_batched_tokens", 0) or 0) or None,
     }
 
 
@@ -104,6 +111,12 @@ def check_engine_fields(table: Any, name: str) -> None:
     m = getattr(table, "worker_start_method", "spawn")
     if m not in START_METHODS:
         raise ConfigError(f"{name}.worker_start_method={m!r}; allowed: {', '.join(START_METHODS)}")
+    b = getattr(table, "max_num_batched_tokens", 0) or 0  # None: EngineOptions unset
+    if isinstance(b, bool) or not isinstance(b, int) or not (b == 0 or 256 <= b <= 1_048_576):
+        raise ConfigError(
+            f"{name}.max_num_batched_tokens={b!r}; allowed: 0 (the device's default: "
+            f"{GPU_BATCHED_TOKENS} on a GPU, the context on the CPU build) or 256..1048576"
+        )
     for flag in ("batch_invariant", "async_scheduling"):
         v = getattr(table, flag, False)
         if not isinstance(v, bool):
@@ -182,6 +195,7 @@ def engine_arguments(
         if lay.pipeline_parallel > 1:
             kwargs["pipeline_parallel_size"] = lay.pipeline_parallel
         kwargs["gpu_memory_utilization"] = lay.share if lay.share is not None else spec.gpu_memory_utilization
+        kwargs["max_num_batched_tokens"] = opt.max_num_batched_tokens or GPU_BATCHED_TOKENS
         if lay.quantization:
             kwargs["quantization"] = lay.quantization
         if lay.replicas and len(lay.replicas[0].nodes) > 1:
@@ -195,7 +209,7 @@ def engine_arguments(
         # request's torch.Generator offset, which CPU generators do not have. Without
         # chunked prefill no prefill is ever split, so no sampled token is discarded.
         kwargs["enable_chunked_prefill"] = False
-        kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], 4096)
+        kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], opt.max_num_batched_tokens or 4096)
         run_env["VLLM_CPU_KVCACHE_SPACE"] = str(opt.kv_cache_gib or env.cpu_kvcache_gib())
         run_env.update(cpu_engine_env())
     if spec.reasoning_parser:

@@ -117,6 +117,9 @@ class EngineOptions:
             (:mod:`serving.engine_args`): asynchronous scheduling off, processes started with
             ``spawn``.
         batch_invariant: vLLM's batch-invariant mode (``VLLM_BATCH_INVARIANT=1``).
+        max_num_batched_tokens: tokens scheduled in one engine step (``None``: on a GPU
+            :data:`serving.engine_args.GPU_BATCHED_TOKENS`, for the in-process engine and a
+            server alike; on the CPU build at least the context, chunked prefill being off).
         quantization, pipeline_parallel: a declared FP8 weight quantization (``fp8``) and
             pipeline stages, for an engine opened without a ``layout``.
         layout: where the engine runs (:class:`serving.gpus.EngineLayout`, from the run's
@@ -141,6 +144,7 @@ class EngineOptions:
     async_scheduling: bool = False
     worker_start_method: str = "spawn"
     batch_invariant: bool = False
+    max_num_batched_tokens: int | None = None
     quantization: str | None = None
     pipeline_parallel: int = 1
     layout: EngineLayout | None = None
