@@ -256,11 +256,16 @@ def test_reproduce_serve_starts_two_cpu_servers_the_second_after_the_first_is_he
     both then answer, and Ctrl-C stops both."""
     import os
     import signal
+    import socket
     import subprocess
     import sys
 
     import httpx
 
+    for port in (8000, 8010):  # the plan's ports (cluster_plan.BASE_PORT, PORT_STEP)
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                pytest.skip(f"port {port} is taken on this machine")
     models = tmp_path / "models.toml"
     models.write_text(_MODELS.format(path=tiny_model_dir), encoding="utf-8")
     config = _cpu_qa_config(tmp_path)
