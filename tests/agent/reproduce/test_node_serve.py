@@ -290,3 +290,31 @@ def test_reproduce_serve_starts_two_cpu_servers_the_second_after_the_first_is_he
     assert order == [("start", "judge"), ("healthy", "judge"), ("start", "solver"), ("healthy", "solver")]
     with pytest.raises(httpx.HTTPError):
         httpx.get("http://127.0.0.1:8000/health", timeout=2, trust_env=False)
+
+
+@pytest.mark.slow
+def test_vllms_own_parser_reads_each_servers_flags_as_the_in_process_arguments(tmp_path: Path) -> None:
+    """Each server line of the cluster plan, parsed by vLLM 0.32's own `vllm serve` argument
+    parser: every in-process engine argument comes out with the in-process value."""
+    pytest.importorskip("vllm")
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser())
+    reg = default_registry()
+    for name in ("moira_table3_main", "finacumen_table1"):
+        cfg = load_repro(_config(name, tmp_path))
+        placed = placing.place(
+            cfg, placing.declared_inventory("h200", nodes=2, gpus_per_node=8), registry=reg
+        )
+        inproc = {e.key: e.arguments.kwargs for e in engine_starts(cfg, placed, reg)}
+        for st in node_starts(cfg, placed, reg):
+            ns = vars(parser.parse_args(["--model", st.path, *st.args]))
+            want = {a: v for a, v in inproc[st.server.key].items() if a not in ("model", "tokenizer")}
+            for arg, value in want.items():
+                got = ns[arg]
+                if arg == "structured_outputs_config":
+                    got = {k: getattr(got, k) for k in value}
+                if arg == "gpu_memory_utilization":
+                    value = st.server.share
+                assert got == value, (st.server.key, arg, got, value)
