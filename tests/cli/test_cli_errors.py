@@ -93,6 +93,7 @@ CASES = [
     (["serve", "no-such-model", "--dry-run"], "unknown model key 'no-such-model'"),
     (["serve", "qwen3-4b", "--host", "a b", "--dry-run"], "host='a b'; allowed"),
     (["serve", "qwen3-4b", "--port", "0", "--dry-run"], "--port 0: allowed 1..65535"),
+    (["serve", "qwen3-4b", "--quantization", "int4", "--dry-run"], "--quantization 'int4': allowed fp8"),
     (["demo", "--model", "qwen3-32b"], "no config.json in"),
     (
         ["qa", "eval", "--variant", "full", "--dataset", "tatqa", "--data", "q.jsonl"],

@@ -318,3 +318,20 @@ def test_vllms_own_parser_reads_each_servers_flags_as_the_in_process_arguments(t
                 if arg == "gpu_memory_utilization":
                     value = st.server.share
                 assert got == value, (st.server.key, arg, got, value)
+
+
+def test_localfin_serve_keeps_fp8_and_places_the_70b_at_that_size(cli, monkeypatch) -> None:
+    """`localfin serve llama-3.1-70b --quantization fp8` on one H200 (faked): one GPU at tp 1,
+    served with --quantization fp8 (in bf16 it needs two)."""
+    from serving import server
+
+    monkeypatch.setattr(server, "engine_platform", lambda: "cuda")
+    monkeypatch.setattr(server, "visible_inventory", lambda: placing.declared_inventory("h200", 1))
+    run = cli("serve", "llama-3.1-70b", "--quantization", "fp8", "--dry-run")
+    assert run.code == 0, run.err
+    flags = flags_kwargs(shlex.split(run.out.strip().splitlines()[-1]))
+    assert (flags["quantization"], flags["tensor_parallel_size"], flags["max_model_len"]) == (
+        "fp8",
+        1,
+        32_768,
+    )
