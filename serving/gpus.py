@@ -16,6 +16,7 @@ the same ``vllm`` module); both builds in one environment are refused.
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import socket
@@ -368,8 +369,10 @@ def installed_builds() -> tuple[str, ...]:
     return tuple(out)
 
 
+@functools.cache
 def _cuda_device() -> bool:
-    """Whether torch sees a CUDA device (imported only on the CUDA build)."""
+    """Whether torch sees a CUDA device (imported only on the CUDA build; asked once a
+    process)."""
     try:
         import torch
     except ImportError:
