@@ -335,3 +335,23 @@ def test_localfin_serve_keeps_fp8_and_places_the_70b_at_that_size(cli, monkeypat
         1,
         32_768,
     )
+
+
+def test_a_replica_spanning_nodes_is_one_vllm_serve_with_every_engine_argument(tmp_path: Path) -> None:
+    """Llama-3.1-70B with two pipeline stages declared, on 2 nodes x 2 H100: one server over both
+    nodes (Ray), started from node0, with the in-process engine's arguments (context, seed,
+    parsers, structured outputs, scheduling, batching), not vLLM's defaults."""
+    src = load_repro("moira_table3_main").source.read_text(encoding="utf-8")
+    path = tmp_path / "t3_pp.toml"
+    path.write_text(src.replace('name = "l70"', 'name = "l70"\npipeline_parallel = 2'), encoding="utf-8")
+    cfg = load_repro(path)
+    reg = default_registry()
+    placed = placing.place(cfg, placing.declared_inventory("h100", nodes=2, gpus_per_node=2), registry=reg)
+    (l70,) = [s for s in node_starts(cfg, placed, reg) if s.server.key == "llama-3.1-70b"]
+    assert l70.server.node == "node0" and l70.server.spans == ("node0", "node1")
+    flags = flags_kwargs(list(l70.args))
+    assert flags["pipeline_parallel_size"] == 2 and flags["distributed_executor_backend"] == "ray"
+    assert (flags["max_model_len"], flags["seed"], flags["async_scheduling"]) == (32_768, 0, False)
+    assert flags["structured_outputs_config"]["backend"] == "guidance"
+    assert flags["max_num_batched_tokens"] == 8192 and flags["tool_call_parser"] == "llama3_json"
+    assert _compare(cfg, placed) == sum(len(e.layout.replicas) for e in placed.engines if e.layout)
