@@ -82,10 +82,20 @@ def _data_root(extra: str = ""):
     return typer.Option(None, "--data-root", help=_DATA_ROOT_HELP + extra)
 
 
-def _configs(name: str):
+def _configs(name: str, authors_code: Path | None = None):
+    from agent.reproduce.qa_authors import with_authors_code
     from agent.reproduce.spec import load_all, load_repro
 
-    return load_all() if name == "all" else [load_repro(name)]
+    return with_authors_code(load_all() if name == "all" else [load_repro(name)], authors_code)
+
+
+def _authors_code() -> Path:
+    return typer.Option(
+        None,
+        "--authors-code",
+        help="A checkout of the FinAcumen authors' code (CamelliaLilium/FinAcumen at the pinned commit) "
+        "for the settings that send their prompt texts, read at run time (sets [qa] authors_code).",
+    )
 
 
 # --- the modes: both command forms call these ---------------------------------------------------
@@ -112,12 +122,15 @@ def _inventory(gpus: int | None, gpu: str | None):
     return declared_inventory(gpu, gpus)
 
 
-def do_check(config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None) -> None:
+def do_check(
+    config: str, data_root: Path | None, gpus: int | None = None, gpu: str | None = None,
+    authors_code: Path | None = None,
+) -> None:  # fmt: skip
     from agent.reproduce.check import check_config, format_items
     from agent.reproduce.ledger.resolve import differs_section, resolve_config
 
     inventory = _inventory(gpus, gpu)
-    configs = _configs(config)
+    configs = _configs(config, authors_code)
     items = [i for c in configs for i in check_config(c, data_root=data_root, inventory=inventory)]
     lines = format_items(items).splitlines()
     verdict = lines.pop()  # "11 items checked, 9 missing": the last line, after what differs
@@ -187,6 +200,7 @@ def do_run(
     ray: str | None = None,
     endpoint: list[str] | None = None,
     shards: int | None = None,
+    authors_code: Path | None = None,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
     ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
@@ -201,7 +215,7 @@ def do_run(
         from serving.cluster.connect import preflight
 
         ray = preflight(ray)  # a head that does not answer: nothing read or written
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     mode = "smoke" if smoke else "run"
     inventory = None
     if not smoke:
@@ -307,6 +321,7 @@ def do_rehearse(
     paths: str,
     data_root: Path | None,
     size: str = "default",
+    authors_code: Path | None = None,
 ) -> None:
     from agent.reproduce.rehearse.rehearsal import PATHS, rehearse, write_rehearsal
     from agent.reproduce.rehearse.runs import SIZES
@@ -319,7 +334,7 @@ def do_rehearse(
         raise ConfigError(f"--paths {paths!r}; allowed: {', '.join(PATHS)} (comma-separated)")
     if size not in SIZES:
         raise ConfigError(f"--size {size!r}; allowed: {', '.join(SIZES)}")
-    cfgs = _configs(config)
+    cfgs = _configs(config, authors_code)
     # absolute: the rehearsal writes configs into subfolders that name its data by this path
     base = (out or env.runs_dir() / "rehearse").absolute()
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -371,12 +386,13 @@ def check(
         help="Check the placement on this many GPUs of --gpu (default: the GPUs this machine shows).",
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU kind of --gpus (h100, h200, a100-80g, l40s)."),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Say which data, model folders and GPUs a config needs, present or missing (exit 1 if any is missing).
 
     The placement line says where every engine would run on the GPUs, or what would place the
     ones that do not fit (more GPUs, FP8 weights); nothing starts."""
-    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu)
+    do_check(_which(config, config_file), data_root, gpus=gpus, gpu=gpu, authors_code=authors_code)
 
 
 @app.command("settings")
@@ -431,6 +447,7 @@ def run(
     shards: int = typer.Option(
         None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing, or
     while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
@@ -445,7 +462,7 @@ def run(
         )
     do_run(
         ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
-        shards=shards,
+        shards=shards, authors_code=authors_code,
     )  # fmt: skip
 
 
@@ -462,9 +479,13 @@ def smoke(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the smoke run already in the output folder."
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config shrunk to CPU size (synthetic market, demo QA set), report included."""
-    do_run(ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume)
+    do_run(
+        ctx, _which(config, config_file), out, data_root, smoke=True, model=model, resume=resume,
+        authors_code=authors_code,
+    )  # fmt: skip
 
 
 @app.command("rehearse")
@@ -483,9 +504,10 @@ def rehearse(
         help="How far windows and items shrink: default (2 items a set, 2 tool steps, 2 bank items x 2 "
         "trajectories) or smallest (1 of each: every call type still sent, in about half the time).",
     ),
+    authors_code: Path = _authors_code(),
 ) -> None:
     """Run a config at its GPU settings on tiny random stand-ins (engine and server), checked."""
-    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size)
+    do_rehearse(ctx, _which(config, config_file), out, paths, data_root, size=size, authors_code=authors_code)
 
 
 @app.command("plan")

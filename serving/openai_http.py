@@ -35,7 +35,7 @@ from serving.errors import ConfigError, ModelNotPreparedError, ServerUnavailable
 from serving.registry import ModelSpec, Registry, default_registry
 from serving.replies import FailureStreak, build_result, error_result, thinks
 from serving.sampling import effective_sampling, generation_defaults
-from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
+from serving.types import ChatRequest, ChatResult, ToolCall, Usage, ensure_requests
 from serving.vllm_engine import check_logit_bias
 
 __all__ = ["OpenAIBackend", "TRANSIENT_STATUS"]
@@ -249,6 +249,9 @@ class OpenAIBackend:
             body["chat_template_kwargs"] = {"enable_thinking": thinking}
         if req.json_schema is not None and req.constrained:
             body["structured_outputs"] = {"json": dict(req.json_schema)}
+        if req.tools:  # the server reads the calls with its --tool-call-parser
+            body["tools"] = [dict(t) for t in req.tools]
+            body["tool_choice"] = req.tool_choice
         if self.logit_bias:
             body["logit_bias"] = {str(k): v for k, v in self.logit_bias.items()}
         return body
@@ -322,6 +325,12 @@ class OpenAIBackend:
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         finish = choice.get("finish_reason") or "stop"
+        # the server's ids are random: numbered in reply order instead (a rerun's requests,
+        # which repeat them, keep their journal keys)
+        calls = tuple(
+            ToolCall(f"call_{i}", c.name, c.arguments)
+            for i, c in enumerate(ToolCall.from_dict(x) for x in (msg.get("tool_calls") or ()))
+        )
         return build_result(
             req,
             content,
@@ -335,6 +344,7 @@ class OpenAIBackend:
             backend=self.name,
             revision=str(data.get("model") or ""),
             reasoning=reasoning,
+            tool_calls=calls,
         )
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:

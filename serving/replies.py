@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from serving.errors import BackendError, ConfigError
-from serving.types import ChatRequest, ChatResult, Usage
+from serving.types import ChatRequest, ChatResult, ToolCall, Usage
 
 __all__ = [
     "split_reasoning",
@@ -149,6 +149,7 @@ def build_result(
     revision: str,
     reasoning: str | None = None,
     thinking: bool = False,
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> ChatResult:
     """A :class:`ChatResult` from raw model text: reasoning split off, reply parsed.
 
@@ -157,6 +158,8 @@ def build_result(
     had thinking on and the model a reasoning parser, so both backends read a tagless reply
     the way vLLM's parser does). A ``length`` finish with a schema is recorded as a parse error
     (a cut reply is never valid JSON we can trust; the agents count it as a fallback).
+    ``tool_calls``: the native tool calls the backend's tool-call parser read from the reply
+    (``raw`` is then the text besides them).
     """
     if reasoning is None:
         text, reasoning = split_reasoning(raw, thinking=thinking)
@@ -179,6 +182,7 @@ def build_result(
         revision=revision,
         call_type=req.call_type,
         request_key=req.key(),
+        tool_calls=tuple(tool_calls),
     )
 
 

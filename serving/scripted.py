@@ -2,12 +2,16 @@
 
 Never used by the demo or a benchmark. A reply is chosen by the first rule whose call type
 (and optional substring of the last user message) matches; a rule's reply may be a string, a
-JSON-ready value (serialised), or a callable ``request -> str``.
+JSON-ready value (serialised), or a callable ``request -> str``. For a request with native
+``tools`` the reply is read as a Hermes-style server would read it: each
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` is a tool call (ids ``call_0``,
+``call_1``, ...) and the text before the first is the reply's text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,9 +19,30 @@ from typing import Any
 
 from serving.errors import ConfigError
 from serving.replies import build_result, error_result
-from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
+from serving.types import ChatRequest, ChatResult, ToolCall, Usage, ensure_requests
 
-__all__ = ["Rule", "ScriptedBackend"]
+__all__ = ["Rule", "ScriptedBackend", "tagged_tool_calls"]
+
+_TAGGED = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def tagged_tool_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text before the first ``<tool_call>`` block and the calls of the blocks that parse
+    (a block that is not a JSON object with a ``name`` is left out)."""
+    calls = []
+    for i, m in enumerate(_TAGGED.finditer(text)):
+        try:
+            d = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(d, dict) and isinstance(d.get("name"), str):
+            args = d.get("arguments", {})
+            calls.append(
+                ToolCall(f"call_{i}", d["name"], args if isinstance(args, str) else json.dumps(args))
+            )
+    head = text.split("<tool_call>", 1)[0] if calls else text
+    return head, tuple(calls)
+
 
 Reply = str | Callable[[ChatRequest], str] | dict | list
 
@@ -80,15 +105,20 @@ class ScriptedBackend:
             if len(words) > req.max_tokens:  # one "token" per word in the script
                 raw, finish = " ".join(words[: req.max_tokens]), "length"
             prompt_tokens = sum(len(m.content.split()) for m in req.messages)
+            calls: tuple[ToolCall, ...] = ()
+            text = raw
+            if req.tools and req.tool_choice != "none":
+                text, calls = tagged_tool_calls(raw)
             out.append(
                 build_result(
                     req,
-                    raw,
+                    text,
                     finish_reason=finish,
                     usage=Usage(prompt_tokens, len(raw.split()), 0),
                     latency_s=time.perf_counter() - t0,
                     backend=self.name,
                     revision="scripted",
+                    tool_calls=calls,
                 )
             )
         return out

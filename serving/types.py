@@ -13,7 +13,7 @@ import json
 import mimetypes
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +23,9 @@ __all__ = [
     "ROLES",
     "ENGINE_SAMPLING",
     "Sampling",
+    "ToolCall",
     "Message",
+    "TOOL_CHOICES",
     "ChatRequest",
     "Usage",
     "ChatResult",
@@ -124,16 +126,64 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One native tool call of an assistant reply (the OpenAI ``tool_calls`` entry).
+
+    ``arguments`` is the JSON text the model wrote (it may not parse: the caller decides what
+    an unparsable call means); ``id`` links the ``tool`` message that answers it.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def __post_init__(self) -> None:
+        for f in ("id", "name", "arguments"):
+            if not isinstance(getattr(self, f), str):
+                raise ConfigError(f"ToolCall.{f} must be str, got {type(getattr(self, f)).__name__}")
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ToolCall:
+        """From our plain form (``id``, ``name``, ``arguments``) or the OpenAI one."""
+        fn = d.get("function") if isinstance(d.get("function"), Mapping) else d
+        args = fn.get("arguments", "{}")
+        return cls(
+            str(d.get("id") or ""),
+            str(fn.get("name") or ""),
+            args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        )
+
+
+#: ``tool_choice`` values a request with tools may name (the OpenAI API's string forms).
+TOOL_CHOICES = ("auto", "none", "required")
+
+
+@dataclass(frozen=True)
 class Message:
     """One chat message.
 
     ``images`` holds ``data:`` URLs (use :func:`image_data_url` for local files); only models whose
     registry entry accepts images take them. Images are part of the request key.
+
+    Native tool calls: an ``assistant`` message may carry the ``tool_calls`` the model made, and
+    a ``tool`` message answers one of them (``tool_call_id``, the tool's ``name``). Left at
+    their defaults these fields stay out of :meth:`ChatRequest.to_dict`, so the journal keys of
+    requests without tool calls are those they had before the fields existed.
     """
 
     role: str
     content: str
     images: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -146,14 +196,56 @@ class Message:
                     "Message.images entries must be data:image/... URLs (local files only; "
                     "use serving.types.image_data_url)"
                 )
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.tool_calls and self.role != "assistant":
+            raise ConfigError(
+                f"Message.tool_calls on a {self.role!r} message; allowed: assistant messages only"
+            )
+        if not all(isinstance(c, ToolCall) for c in self.tool_calls):
+            raise ConfigError("Message.tool_calls must be serving.types.ToolCall values")
+        if self.tool_call_id and self.role != "tool":
+            raise ConfigError(f"Message.tool_call_id on a {self.role!r} message; allowed: tool messages only")
 
     def to_openai(self) -> dict[str, Any]:
-        """The OpenAI chat-completions form of this message (text, then image parts)."""
+        """The OpenAI chat-completions form of this message (text, then image parts; an
+        assistant's tool calls; a tool message's call id and name)."""
         if not self.images:
-            return {"role": self.role, "content": self.content}
-        parts: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
-        parts += [{"type": "image_url", "image_url": {"url": u}} for u in self.images]
-        return {"role": self.role, "content": parts}
+            out: dict[str, Any] = {"role": self.role, "content": self.content}
+        else:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
+            parts += [{"type": "image_url", "image_url": {"url": u}} for u in self.images]
+            out = {"role": self.role, "content": parts}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name and self.role == "tool":
+            out["name"] = self.name
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form; the tool fields only where set (see the class docstring)."""
+        d: dict[str, Any] = {"role": self.role, "content": self.content, "images": list(self.images)}
+        if self.tool_calls:
+            d["tool_calls"] = [asdict(c) for c in self.tool_calls]
+        if self.tool_call_id:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name:
+            d["name"] = self.name
+        return d
+
+    @classmethod
+    def from_dict(cls, m: Mapping[str, Any]) -> Message:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            m["role"],
+            m["content"],
+            tuple(m.get("images", ())),
+            tuple(ToolCall.from_dict(c) for c in m.get("tool_calls", ())),
+            str(m.get("tool_call_id", "")),
+            str(m.get("name", "")),
+        )
 
 
 @dataclass(frozen=True)
@@ -181,6 +273,12 @@ class ChatRequest:
         repetition_penalty: ``None`` uses the registry default of the model where it names one
             (not 1.0), else the engine's default.
         stop: extra stop strings.
+        tools: native tool specs offered to the model (OpenAI ``{"type": "function",
+            "function": {...}}`` tables); the chat template renders them and the backend reads
+            the reply's tool calls with the model's tool-call parser (its registry entry's
+            ``tool_call_parser``) into :attr:`ChatResult.tool_calls`. Empty: no tools (left out
+            of :meth:`to_dict`, as ``tool_choice`` then is).
+        tool_choice: one of :data:`TOOL_CHOICES` (with ``tools``).
     """
 
     model: str
@@ -195,6 +293,8 @@ class ChatRequest:
     repetition_penalty: float | None = None
     stop: tuple[str, ...] = ()
     constrained: bool = True
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -235,6 +335,27 @@ class ChatRequest:
             object.__setattr__(self, "stop", tuple(self.stop))
         if self.constrained not in (True, False):
             raise ConfigError(f"ChatRequest.constrained={self.constrained!r}; allowed: True, False")
+        if not isinstance(self.tools, tuple):
+            object.__setattr__(self, "tools", tuple(self.tools))
+        for i, t in enumerate(self.tools):
+            fn = t.get("function") if isinstance(t, Mapping) else None
+            if not isinstance(fn, Mapping) or t.get("type") != "function" or not fn.get("name"):
+                raise ConfigError(
+                    f"ChatRequest.tools[{i}]: allowed: a table "
+                    "{'type': 'function', 'function': {'name': ..., 'parameters': ...}}"
+                )
+        try:
+            json.dumps(list(self.tools))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"ChatRequest.tools is not JSON-serialisable: {exc}") from exc
+        if self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(
+                f"ChatRequest.tool_choice={self.tool_choice!r}; allowed: {', '.join(TOOL_CHOICES)}"
+            )
+        if self.tools and self.json_schema is not None and self.constrained:
+            raise ConfigError(
+                "ChatRequest: tools and a constrained json_schema together; allowed: one of them"
+            )
 
     @classmethod
     def simple(
@@ -252,12 +373,16 @@ class ChatRequest:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (used for the journal key and the audit log)."""
-        d = asdict(self)
-        d["messages"] = [asdict(m) for m in self.messages]
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["messages"] = [m.to_dict() for m in self.messages]
         d["json_schema"] = dict(self.json_schema) if self.json_schema is not None else None
         d["stop"] = list(self.stop)
         if self.constrained:
             del d["constrained"]  # the default: keys of constrained requests predate the field
+        if self.tools:
+            d["tools"] = [json.loads(json.dumps(t)) for t in self.tools]
+        else:  # keys of requests without tools predate the fields
+            del d["tools"], d["tool_choice"]
         return d
 
     def key(self) -> str:
@@ -269,10 +394,9 @@ class ChatRequest:
     def from_dict(cls, d: Mapping[str, Any]) -> ChatRequest:
         """Inverse of :meth:`to_dict`."""
         data = dict(d)
-        data["messages"] = tuple(
-            Message(m["role"], m["content"], tuple(m.get("images", ()))) for m in data["messages"]
-        )
+        data["messages"] = tuple(Message.from_dict(m) for m in data["messages"])
         data["stop"] = tuple(data.get("stop", ()))
+        data["tools"] = tuple(data.get("tools", ()))
         return cls(**data)
 
 
@@ -306,6 +430,8 @@ class ChatResult:
         call_type: copied from the request.
         request_key: :meth:`ChatRequest.key` of the request.
         from_journal: ``True`` when replayed from the journal instead of calling the model.
+        tool_calls: the native tool calls the backend read from the reply (a request with
+            ``tools``; ``text`` is then what the model wrote besides them); empty otherwise.
     """
 
     text: str
@@ -321,6 +447,7 @@ class ChatResult:
     call_type: str
     request_key: str
     from_journal: bool = field(default=False, compare=False)
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def is_fallback(self) -> bool:
@@ -330,12 +457,15 @@ class ChatResult:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("from_journal")
+        if not self.tool_calls:  # stored results without tool calls keep their form
+            d.pop("tool_calls")
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, from_journal: bool = False) -> ChatResult:
         data = dict(d)
         data["usage"] = Usage(**data["usage"])
+        data["tool_calls"] = tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ()))
         return cls(**data, from_journal=from_journal)
 
 

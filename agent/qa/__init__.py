@@ -5,7 +5,9 @@ one subpackage per stage:
   one answer, numbers and answer forms, reply schemas, the trajectory record, run folders;
 * :mod:`agent.qa.sandbox`, :mod:`agent.qa.tools` and :mod:`agent.qa.loaders`: the sandbox that
   runs model-written Python, the deterministic tools (one module each) and the benchmarks'
-  released layouts (one module each);
+  released layouts (one module each); :mod:`agent.qa.authors`, beside them: the FinAcumen
+  authors' code read at run time from a user's checkout (their prompt texts, checked against the
+  pinned commit, and the messages their code builds);
 * :mod:`agent.qa.data`: the benchmarks behind one entry point, plugins' datasets and tools, the
   gold-derived inputs, the holdout partition and the demo set;
 * :mod:`agent.qa.scoring`: each benchmark's metric, scorers by name, the judge and the answer
@@ -27,5 +29,6 @@ __all__ = ["CALL_TYPES"]
 
 #: The model calls of FinAcumen (their ``call_type`` labels; the agent owns these names): the
 #: solver's plan/action steps, the Base variant's one call, the memory annotator, the bank
-#: summarizer, the judge and the answer extractor (FinMMR's official scoring).
-CALL_TYPES = ("qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge", "answer_extract")
+#: summarizer, the authors' grading of the bank's wrong trajectories, the judge and the answer
+#: extractor (FinMMR's official scoring).
+CALL_TYPES = ("qa_solve", "qa_base", "qa_annotate", "bank_summarize", "bank_grade", "judge", "answer_extract")

@@ -251,7 +251,7 @@ def _tools(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
                     f"localfin data import --prices <daily prices CSV> --store {store}",
                 )
             )
-    if "reparse" in p.tools:
+    if "reparse" in p.tools and p.loop != "authors":  # their loop's OCR is the served model's
         if importlib.util.find_spec("rapidocr_onnxruntime") is None:
             out.append(
                 CheckItem(
@@ -341,7 +341,27 @@ def _qa(cfg: ReproConfig, data_root: Path) -> list[CheckItem]:
                     "or pass --data-root",
                 )
             )
+    out += _authors_code(cfg)
     return out
+
+
+def _authors_code(cfg: ReproConfig) -> list[CheckItem]:
+    """The authors' checkout of the plan and its arms that send their texts (read and checked
+    against the pinned commit, :mod:`agent.reproduce.qa_authors`)."""
+    from agent.reproduce.qa_authors import authors_settings, open_for
+    from localfin.errors import ConfigError
+
+    plans = [ap for _, ap in cfg.qa_arms() if authors_settings(ap)]
+    if not plans:
+        return []
+    what = "the authors' code"
+    try:
+        code = open_for(plans[0])
+    except ConfigError as exc:
+        fix = "--authors-code PATH (a checkout of CamelliaLilium/FinAcumen at 16246593), or [qa] authors_code"
+        return [CheckItem(cfg.name, "missing", what, str(exc)[:400], fix)]
+    status = "warn" if code.differs else "ok"
+    return [CheckItem(cfg.name, status, what, code.describe())]
 
 
 def _summary(p: Placement) -> str:

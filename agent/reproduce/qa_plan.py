@@ -42,14 +42,19 @@ __all__ = [
 _QA_VARIANTS = ("base", "ft", "ft_fm")
 #: = agent.qa.solver.toolset.TOOL_NAMES (a test checks)
 _QA_TOOLS = ("python", "lookup", "reparse", "retrieve")
-_QA_BASES = ("model_only", "constrained")  # = agent.qa.solver.solver_config.BASE_MODES (a test checks)
+_QA_BASES = (
+    "model_only",
+    "constrained",
+    "authors",
+)  # = agent.qa.solver.solver_config.BASE_MODES (a test checks)
 
 #: ``paper``: the paper's protocol (and ours where it is silent); ``authors``: what the
 #: authors' released code does (:mod:`agent.reproduce.qa_protocols`)
 PROTOCOLS = ("paper", "authors")
 #: ``directives``: the annotator's directives for this question; ``entries``: each retrieved
-#: entry as stored (question, answer, findings, cautions), with its images
-MEMORY_BLOCKS = ("directives", "entries")
+#: entry as stored (question, answer, findings, cautions), with its images; ``authors``: the
+#: same entries in the authors' own words, read from their checkout (``authors_code``)
+MEMORY_BLOCKS = ("directives", "entries", "authors")
 #: ``digest``: each trajectory's actions in at most ``summary_chars`` characters; ``whole``:
 #: every step of every trajectory (thought, action, arguments, output), uncut
 SUMMARY_VIEWS = ("digest", "whole")
@@ -182,8 +187,9 @@ class QAPlan:
     #: answers and on perturbed wrong ones, as ``localfin qa judge-check``); 0 = no check
     judge_check_items: int = 200
     #: the Base variant's protocol: ``model_only`` (the paper's: question and context in, free
-    #: text out, the final answer read from the text) or ``constrained``
-    #: (one JSON reply with the question's answer format and a numeric pattern)
+    #: text out, the final answer read from the text), ``constrained`` (one JSON reply with the
+    #: question's answer format and a numeric pattern) or ``authors`` (the authors' Base prompt,
+    #: read from their checkout: the answer line only)
     base: str = "model_only"
     #: completion budget of the model-only Base reply (tokens; free text has no schema bound)
     base_max_tokens: int = 4096
@@ -198,6 +204,58 @@ class QAPlan:
     #: constrain the solver's plan and action replies by their JSON schema (off: free replies,
     #: the first JSON object in each read and checked against the same schema)
     action_schema: bool = True
+    # ------------------------------------------------------------------ the authors' code
+    #: a checkout of the authors' code (CamelliaLilium/FinAcumen at the pinned commit, the folder
+    #: holding ``finacumen/``) whose prompt texts the settings set to ``authors`` below send, read
+    #: at run time and never stored ("" = none; ``--authors-code`` on the command line fills it)
+    authors_code: str = ""
+    #: check every text read from ``authors_code`` against the pinned commit (false: a checkout
+    #: whose texts differ is used as it is, and the run's notes name what differs)
+    authors_code_verify: bool = True
+    #: the tools variants' loop: ``ours`` (a plan, schema-checked JSON actions, the answer gate)
+    #: or ``authors`` (their agent loop: their system prompt and per-step policy message, native
+    #: tool calls, ``terminate``, their zero-tool and step-limit rules)
+    loop: str = "ours"
+    #: how the tools variants' final answer is read before scoring: ``ours`` (the final-answer
+    #: rule) or ``authors`` (the submitted string as it is)
+    answer_reading: str = "ours"
+    #: how the free Base reply is read: ``ours`` (the final-answer rule) or ``authors`` (the first
+    #: bold final-answer line, else a last line of at most 200 characters)
+    base_reading: str = "ours"
+    #: the authors' memory mode at test time: ``test`` (retrieve) or ``train`` (retrieve nothing;
+    #: their harness's default, which writes test items into the bank instead)
+    memory_mode: str = "test"
+    #: what a bank entry keeps of its item's context: ``head`` (``memory_context_chars``) or
+    #: ``whole`` (the authors' entries carry the whole context; retrieval embeds the head either way)
+    entry_context: str = "head"
+    #: how the bank build grades trajectories: ``scorer`` (each benchmark's scorer, right or
+    #: wrong) or ``authors`` (their 1 % rule, a model grading wrong ones 0 to 0.99, trajectories
+    #: without their own final answer dropped)
+    bank_grading: str = "scorer"
+    #: sampling temperature of the authors' grading call
+    grading_temperature: float = 0.1
+    #: reply budget of the authors' grading call (tokens)
+    grading_max_tokens: int = 4096
+    #: the bank's summary prompt: ``ours`` or ``authors`` (theirs, read from their checkout)
+    summary_prompt: str = "ours"
+    #: the FinTMMBench judge: ``ours`` (a JSON verdict under the scorer's judge prompt) or
+    #: ``authors`` (their prompt, a YES/NO word; SQuAD exact match for every row when a judge
+    #: call fails)
+    judge_protocol: str = "ours"
+    #: the judge's reply budget (tokens; unset: the verdict schema's worst case)
+    judge_max_tokens: int | None = None
+    #: FinMME's context: ``caption_related`` (its verified caption and related sentences) or
+    #: ``caption`` (the caption alone, as the authors' adapter gives it)
+    finmme_context: str = "caption_related"
+    #: what the ``retrieve`` tool does over FinTMMBench's corpus: ``bm25`` (our search, charts
+    #: included) or ``exact`` (the authors' exact filter on source, symbol, date and indicator,
+    #: at most 10 rows, no charts)
+    corpus_lookup: str = "bm25"
+    #: set tau before the evaluation: ``none`` (``tau`` as given) or ``hit_rate`` (the tau at
+    #: which the run's test questions reach ``tau_hit_rate`` on the bank; ours, declared)
+    tau_calibration: str = "none"
+    #: the hit rate ``hit_rate`` calibration aims at (the paper: 79.8 % at tau 0.65 on 1,200 entries)
+    tau_hit_rate: float = 0.798
     # ------------------------------------------------------------------ reading the gold
     #: instructions derived from the question's gold answer (decimal places, currency,
     #: percent, magnitude, count, name, sentence, option letters) shown with the question to
@@ -211,7 +269,8 @@ class QAPlan:
     gold_evidence: str = "none"
     # ------------------------------------------------------------------ memory
     #: what the memory block shows: ``directives`` (the annotator's, for this question) or
-    #: ``entries`` (each retrieved entry: question, answer, findings, cautions, its images)
+    #: ``entries`` (each retrieved entry: question, answer, findings, cautions, its images), or
+    #: ``authors`` (their memory block, its texts read from their checkout)
     memory_block: str = "directives"
     #: one annotator call rewrites the retrieved entries for this question (off: none; the
     #: ``directives`` block then shows the entries' findings and cautions as stored)
@@ -398,6 +457,9 @@ class QAPlan:
                     f"qa.bank source {s.label!r} uses split 'test'; the bank reads train/validation only"
                 )
         self._check_protocol_points()
+        from agent.reproduce.qa_authors import check_authors_points
+
+        check_authors_points(self)
         self._check_solver()
         self._check_bounds()
         names = [a.name for a in self.arms]
@@ -545,6 +607,9 @@ class QAPlan:
             "gate_rejections": self.gate_rejections,
             "action_schema": self.action_schema,
             "gate": self.gate,
+            "loop": self.loop,
+            "answer_reading": self.answer_reading,
+            "base_reading": self.base_reading,
         }
         for key in (
             "max_tokens", "plan_chars", "answer_chars", "base_reasoning_chars", "arg_chars",

@@ -16,9 +16,7 @@ The authors' points, and the value ``authors`` takes:
 - ``gold_format_hints = "authors"``: instructions derived from the gold answer in the tools
   variants' prompts (``fm/retrieve.py`` ``build_instruction``; its rounding instruction's
   example is the gold number itself); Base gets none. Reads the gold.
-- ``memory_block = "entries"``, ``annotator = false``: every retrieved entry's question,
-  answer, findings and cautions with its images; the annotator is off unless asked for
-  (``ft/variant/finacumen.py``, ``fm/retrieve.py`` ``render_memory_block``).
+- ``annotator = false``: the annotator is off unless asked for (``ft/variant/finacumen.py``).
 - ``k_max = [3]`` (``fm/bank.py`` ``K_MAX_DEFAULT``; the paper says 5).
 - ``summary_view = "whole"``, ``summary_analysis = true``, ``summary_temperature = 0.3``,
   lessons unbounded in number and length, 8,192 tokens (``fm/cross_verify.py``).
@@ -32,6 +30,28 @@ The authors' points, and the value ``authors`` takes:
   only logs a warning, ``fm/terminate_guard.py``).
 - ``scorer``: the authors' scorer of each benchmark (``ft/eval/*.py``; FinTMMBench's judged under
   their strict rules, :mod:`agent.qa.scoring.scorers`).
+
+And the points that send the authors' own texts, read at run time from their checkout
+(``qa.authors_code``; :mod:`agent.reproduce.qa_authors`):
+
+- ``base = "authors"``, ``base_reading = "authors"``, ``base_max_tokens = 1024``: their Base
+  prompt (the answer line only) and their reading of it, within the ``[llm.dser]`` budget
+  (``ft/variant/baseline_raw.py``, ``configs/config.example.toml``).
+- ``loop = "authors"``, ``max_tokens = 1024``, ``max_images = 3``: their agent loop (system
+  prompts, the policy message at every step, native tool calls, ``terminate``, the zero-tool and
+  step-limit rules; ``ft/agent/toolcall.py``, ``ft/agent/base.py``, ``ft/variant/*.py``), 1,024
+  tokens a step, the first three images.
+- ``answer_reading = "authors"``: the ``terminate`` string scored as it is.
+- ``memory_block = "authors"``, ``entry_context = "whole"``: their memory block, each entry's
+  question with its whole context (``fm/retrieve.py``, ``fm/collect.py``).
+- ``bank_grading = "authors"``, ``summary_prompt = "authors"``: their grading (1 % rule, wrong
+  trajectories graded 0 to 0.99 by the model, trajectories that never terminate dropped) and
+  summary prompt (``fm/cross_verify.py``).
+- ``judge_protocol = "authors"``, ``judge_max_tokens = 5``: their FinTMMBench judge prompt, one
+  word, SQuAD exact match for every row when a judge call fails (``ft/eval/fintmm_eval.py``,
+  ``ft/benchmark_dser_race.py``).
+- ``finmme_context = "caption"`` (``ft/dataset/adapters.py``: the verified caption only) and
+  ``corpus_lookup = "exact"`` (``ft/tool/financial_data_lookup.py``: the exact filter).
 """
 
 from __future__ import annotations
@@ -64,12 +84,26 @@ _PAPER: dict[str, Any] = {
     "observation_chars": 8000,
     "gate_rejections": 16,
     "scorer": {},
+    "base": "model_only",
+    "base_reading": "ours",
+    "base_max_tokens": 4096,
+    "loop": "ours",
+    "max_tokens": None,
+    "max_images": None,
+    "answer_reading": "ours",
+    "entry_context": "head",
+    "bank_grading": "scorer",
+    "summary_prompt": "ours",
+    "judge_protocol": "ours",
+    "judge_max_tokens": None,
+    "finmme_context": "caption_related",
+    "corpus_lookup": "bm25",
 }
 
 _AUTHORS: dict[str, Any] = {
     "gold_evidence": "authors",
     "gold_format_hints": "authors",
-    "memory_block": "entries",
+    "memory_block": "authors",
     "annotator": False,
     "k_max": (3,),
     "summary_view": "whole",
@@ -86,6 +120,20 @@ _AUTHORS: dict[str, Any] = {
     "observation_chars": 4000,
     "gate_rejections": 0,
     "scorer": {"bizbench": "authors", "finmmr": "authors", "finmme": "authors", "fintmmbench": "authors"},
+    "base": "authors",
+    "base_reading": "authors",
+    "base_max_tokens": 1024,
+    "loop": "authors",
+    "max_tokens": 1024,
+    "max_images": 3,
+    "answer_reading": "authors",
+    "entry_context": "whole",
+    "bank_grading": "authors",
+    "summary_prompt": "authors",
+    "judge_protocol": "authors",
+    "judge_max_tokens": 5,
+    "finmme_context": "caption",
+    "corpus_lookup": "exact",
 }
 
 _VALUES: Mapping[str, Mapping[str, Any]] = MappingProxyType(

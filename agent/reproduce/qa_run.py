@@ -166,6 +166,7 @@ def run_plan(
     in :func:`agent.reproduce.qa_arms.run_qa`."""
     from agent.qa.analysis.analyze import bank_analytics
     from agent.qa.analysis.cuts import cuts_by_call_type
+    from agent.qa.data.context_forms import with_context_form
     from agent.qa.data.gold_inputs import GoldInputs, with_gold_inputs
     from agent.qa.evaluation.bank_build import BankBuildConfig, build_bank, check_scorers
     from agent.qa.evaluation.evaluate import EvalConfig, evaluate
@@ -173,6 +174,7 @@ def run_plan(
     from agent.qa.evaluation.sweep import MemoryGrid, sweep_memory
     from agent.qa.memory.memory import MemoryConfig
     from agent.qa.scoring.extract_pass import extract_run
+    from agent.qa.scoring.judge import AUTHORS_JUDGE
     from agent.qa.scoring.judge_check import judge_check
     from agent.qa.scoring.judge_pass import deferred_scorer, judge_run
     from agent.qa.scoring.scorers import NamedScorer
@@ -187,9 +189,19 @@ def run_plan(
         evaluate, build_bank = cluster.evaluate, cluster.build_bank
         judge_run, judge_check = cluster.judge_run, cluster.judge_check
         extract_run = cluster.extract_run
+    from agent.reproduce.qa_authors import open_for
+
     out_dir.mkdir(parents=True, exist_ok=True)
     solver_cfg = solver_settings(p, registry)
     notes: list[str] = []
+    code = open_for(p)  # the authors' checkout, read and checked before any model call
+    if code is not None:
+        if cluster is not None:
+            raise ConfigError(
+                "the settings that send the authors' texts run in one process; allowed: run this plan "
+                "without a cluster (or set them to 'ours')"
+            )
+        notes.append(code.describe())
     emb = embedder
     details: dict[str, Any] = {"judge": {}, "finmme": {}, "judge_check": {}, "scoring": {}}
     jback = judge_backend or backend
@@ -216,8 +228,9 @@ def run_plan(
         if src.label not in checked and p.judge_check_items and items:
             where = out_dir / "runs" / f"{slug(src.label)}-judge_check"
             checked[src.label] = judge_check(
-                items[: p.judge_check_items], jback, p.judge, where, prompt_name=prompt_name
-            )
+                items[: p.judge_check_items], jback, p.judge, where, prompt_name=prompt_name,
+                authors=code, max_tokens=p.judge_max_tokens,
+            )  # fmt: skip
             details["judge_check"][src.label] = runs.to_jsonable(checked[src.label])
         return checked.get(src.label)
 
@@ -229,17 +242,20 @@ def run_plan(
                                         "scorer_name": spec.name, "n": row["n"]}  # fmt: skip
         row["scorer"] = spec.name
         if spec.judge_prompt:
+            prompt = AUTHORS_JUDGE if p.judge_protocol == "authors" else spec.judge_prompt
             js = judge_run(
                 run,
                 items,
                 jback,
                 p.judge,
-                prompt_name=spec.judge_prompt,
+                prompt_name=prompt,
                 candidate_chars=p.judge_candidate_chars,
+                authors=code,
+                max_tokens=p.judge_max_tokens,
             )
             row.update(metric=f"judge accuracy ({p.judge})", accuracy_pct=round(100 * js.accuracy, 2))
             details["judge"][run.name] = runs.to_jsonable(js)
-            jc = check_judge(src, items, spec.judge_prompt)
+            jc = check_judge(src, items, prompt)
             if jc is not None:
                 row.update(
                     judge_gold_right_pct=round(100 * jc.gold_right_rate, 2),
@@ -262,9 +278,16 @@ def run_plan(
     loaded_sets = [(s, *_load(s, data_root, p.holdout_seed)) for s in p.sets]
     loaded_bank = [(s, *_load(s, data_root, p.holdout_seed)) for s in bank_sources]
     # the authors' protocol reads the gold into the questions (recorded on each, and said above)
-    gold = GoldInputs(p.gold_format_hints, p.gold_evidence, corpus_folder(p, data_root, [*p.sets, *p.bank]))
-    sets = [(s, with_gold_inputs(items, gold)) for s, items, _ in loaded_sets]
-    bank_items = with_gold_inputs([it for _, items, _ in loaded_bank for it in items], gold)
+    gold = GoldInputs(
+        p.gold_format_hints, p.gold_evidence, corpus_folder(p, data_root, [*p.sets, *p.bank]),
+        authors=code if p.loop == "authors" else None,
+    )  # fmt: skip
+    sets = [
+        (s, with_context_form(with_gold_inputs(items, gold), p.finmme_context)) for s, items, _ in loaded_sets
+    ]
+    bank_items = with_context_form(
+        with_gold_inputs([it for _, items, _ in loaded_bank for it in items], gold), p.finmme_context
+    )
     details["data"] = {"sets": [r for *_, r in loaded_sets], "bank": [r for *_, r in loaded_bank]}
     details["reads_gold"] = list(p.reads_gold)
     notes += [n for *_, r in (*loaded_sets, *loaded_bank) if (n := _data_note(r))]
@@ -288,7 +311,10 @@ def run_plan(
                     f"qa.ocr='model' needs a model that takes images; {p.model} takes none; "
                     "allowed: ocr = 'rapidocr' for this model"
                 )
-            transcriber = ModelTranscriber(backend, p.model, ocr_dir or out_dir / "ocr")
+            theirs = code.text("tool.ocr.prompt") if code is not None and p.loop == "authors" else None
+            transcriber = ModelTranscriber(
+                backend, p.model, ocr_dir or out_dir / "ocr", authors_prompt=theirs
+            )
             notes.append(f"images transcribed by {p.model} before the loop (call type qa_ocr)")
         else:
             transcriber = ocr_transcriber(max_side=p.ocr_max_side)
@@ -303,7 +329,7 @@ def run_plan(
                 transcriber.many([img for it in bank_items for img in it.question.images])
             rep = build_bank(
                 bank_items,
-                QASolver(solver_cfg, tools=factory),
+                QASolver(solver_cfg, tools=factory, authors=code),
                 routed,
                 bank,
                 emb,
@@ -320,6 +346,11 @@ def run_plan(
                     analysis=p.summary_analysis,
                     context_chars=p.memory_context_chars,
                     judge_candidate_chars=p.judge_candidate_chars,
+                    grading=p.bank_grading,
+                    summary_prompt=p.summary_prompt,
+                    entry_context=p.entry_context,
+                    grading_temperature=p.grading_temperature,
+                    grading_max_tokens=p.grading_max_tokens,
                 ),
                 judge_model=p.judge,
                 data_files=[s.resolve(data_root) for s in p.bank],
@@ -327,6 +358,9 @@ def run_plan(
                 progress=progress,
                 scorer=named,
                 extract_model=p.extractor,
+                authors=code,
+                judge_protocol=p.judge_protocol,
+                judge_max_tokens=p.judge_max_tokens,
             )
             details["bank"] = {
                 "items": rep.items,
@@ -350,6 +384,14 @@ def run_plan(
             )
         n_bank = len(bank)
         retriever = Retriever(bank, emb)
+        tau = p.tau
+        if p.tau_calibration == "hit_rate" and "ft_fm" in p.variants:
+            tau = calibrate_tau(p, retriever, [it.question for _, items in sets for it in items], notes)
+            details["tau_calibration"] = {
+                "target_hit_rate": p.tau_hit_rate,
+                "tau": tau,
+                "configured_tau": p.tau,
+            }
         for src, items in sets:
             common: dict[str, Any] = dict(
                 transcriber=transcriber,
@@ -357,6 +399,8 @@ def run_plan(
                 progress=progress,
                 scorer=deferred_scorer(named),  # model-graded sets are scored by finish(), after the run
             )
+            if code is not None:
+                common["authors"] = code
             for v in p.variants:
                 ecfg = EvalConfig(v, solver_cfg)
                 proto = {"protocol": p.protocol, "variant_protocol": protocol_label(v, solver_cfg)}
@@ -368,11 +412,13 @@ def run_plan(
                     evals.append((row, EvalRun(src.label, v, None, None, run, items)))
                     continue
                 mem = MemoryConfig(
-                    tau=p.tau, directive_chars=p.directive_chars, max_directives=p.max_directives,
+                    tau=tau, directive_chars=p.directive_chars, max_directives=p.max_directives,
                     entry_chars=p.entry_chars, block=p.memory_block, annotator=p.annotator,
-                    context_chars=p.memory_context_chars,
+                    context_chars=p.memory_context_chars, mode=p.memory_mode,
                 )  # fmt: skip
-                grid = MemoryGrid(retriever, p.tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max), mem)
+                grid = MemoryGrid(
+                    retriever, tau, tuple(p.bank_sizes) or (None,), tuple(p.k_max), mem, authors=code
+                )
                 for s in sweep_memory(
                     items,
                     backend,
@@ -439,6 +485,13 @@ def run_plan(
             f"({100 * jc.gold_right_rate:.1f} %), {jc.wrong_caught} of {jc.wrong_n} perturbed wrong "
             f"answers judged wrong ({100 * jc.wrong_caught_rate:.1f} %); judge_check.json in {jc.out_dir}"
         )
+    if code is not None:  # which of the authors' texts this run read, and their digests
+        details["authors_code"] = {
+            "root": str(code.root),
+            "differs": list(code.differs),
+            "texts": code.records(),
+        }
+        runs.write_json(out_dir / "authors_code.json", details["authors_code"])
     details = {k: v for k, v in details.items() if v}
     return QAOutcome(
         tuple(rows),
@@ -448,3 +501,19 @@ def run_plan(
         tuple(tables),
         tuple(reads_gold_lines(p, own_bank=bank_from is None)),
     )
+
+
+def calibrate_tau(p: QAPlan, retriever: Any, questions: list[Any], notes: list[str]) -> float:
+    """The tau at which ``questions`` reach ``p.tau_hit_rate`` on the whole bank
+    (:mod:`agent.qa.memory.tau_calibration`); said in ``notes``."""
+    from agent.qa.memory.memory import ExperienceMemory, MemoryConfig
+    from agent.qa.memory.tau_calibration import best_similarities, tau_for_hit_rate
+
+    mem = ExperienceMemory(retriever, MemoryConfig(context_chars=p.memory_context_chars))
+    tau = round(tau_for_hit_rate(best_similarities(mem, questions), p.tau_hit_rate), 6)
+    notes.append(
+        f"tau set to {tau:g} (ours, qa.tau_calibration = hit_rate): the tau at which the "
+        f"{len(questions)} test questions reach a hit rate of {100 * p.tau_hit_rate:.1f} % on this bank "
+        f"and embedder, as tau {p.tau:g} did on the paper's (qa.tau is not used)"
+    )
+    return tau

@@ -57,9 +57,17 @@ def tool_factory_of(p: QAPlan, data_root: Path, sources: Sequence[QASource]) -> 
             corpus_path=corpus if "retrieve" in p.tools else None,
             python_unavailable="raise",  # a tools variant without its Python tool is not the paper's
             corpus_scope=p.corpus_scope,
+            corpus_lookup=p.corpus_lookup,
+            loop=p.loop,
+            authors_code=p.authors_code if p.loop == "authors" else "",
+            authors_code_verify=p.authors_code_verify,
             **p.toolset_bounds(),
         )
     )
+    if "retrieve" in p.tools and corpus is not None and p.corpus_lookup == "exact":
+        notes.append(
+            "the retrieve tool is the exact-filter financial_data_lookup (source, symbol, date, indicator)"
+        )
     return factory, notes
 
 
@@ -114,14 +122,28 @@ def plan_line(variant: str, p: QAPlan) -> str:
         parts.append(f"FinTMMBench evidence from the gold sources ({p.gold_evidence})")
     if variant != "base" and "reparse" in p.tools:
         parts.append(f"OCR by {'the served model' if p.ocr == 'model' else 'rapidocr'}")
+    if variant != "base" and p.corpus_lookup == "exact":
+        parts.append("the exact-filter corpus lookup")
+    if p.finmme_context == "caption":
+        parts.append("FinMME context: the caption alone")
     if variant == "ft_fm":
         ann = "annotator on" if p.annotator else "annotator off"
-        parts.append(f"memory block of {p.memory_block} ({ann}), k_max {', '.join(map(str, p.k_max))}")
+        mode = "" if p.memory_mode == "test" else "; memory mode train: nothing retrieved"
+        parts.append(f"memory block of {p.memory_block} ({ann}), k_max {', '.join(map(str, p.k_max))}{mode}")
     if variant == "ft" and "ft" not in p.variants:
         lessons = "unbounded" if not p.lesson_chars or not p.max_lessons else (
             f"at most {p.max_lessons} of {p.lesson_chars} chars")  # fmt: skip
-        parts.append(
-            f"summarizer sees the {p.summary_view} trajectories at temperature {p.summary_temperature:g}, "
-            f"lessons {lessons}{', analysis first' if p.summary_analysis else ''}"
-        )
+        if p.summary_prompt == "authors":
+            parts.append(f"the authors' summary prompt at temperature {p.summary_temperature:g}")
+        else:
+            parts.append(
+                f"summarizer sees the {p.summary_view} trajectories at temperature "
+                f"{p.summary_temperature:g}, lessons {lessons}"
+                + (", analysis first" if p.summary_analysis else "")
+            )
+        if p.bank_grading == "authors":
+            parts.append(
+                f"trajectories graded as the authors' code does (1 % rule, wrong ones scored by the model at "
+                f"temperature {p.grading_temperature:g}, those that never terminate dropped)"
+            )
     return "; " + "; ".join(parts) if parts else ""

@@ -22,6 +22,7 @@ QA_RANK = {
     "sandbox": 0,
     "tools": 1,
     "loaders": 1,
+    "authors": 1,
     "data": 2,
     "scoring": 3,
     "memory": 3,

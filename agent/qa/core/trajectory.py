@@ -15,7 +15,9 @@ the loop continues), ``gate_rejected`` (the answer check failed: reasons sent ba
 ``gate_unresolved`` (the check still failed when no rejections were left: the answer stands,
 flagged), ``step_limit`` (no final answer within ``max_steps``: one forced final call),
 ``bad_reply_limit`` (too many unusable replies in a row: forced final call), ``no_answer`` (no
-usable answer at all: the answer is empty).
+usable answer at all: the answer is empty); under the authors' loop
+(:mod:`agent.qa.solver.authors_loop`) also ``no_tool_call`` (a reply that called no tool) and
+``zero_tool_stop`` (the third such reply in a row ended the run).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ FALLBACKS = (
     "step_limit",
     "bad_reply_limit",
     "no_answer",
+    "no_tool_call",
+    "zero_tool_stop",
 )
 
 
@@ -111,6 +115,9 @@ class Trajectory:
         tool_steps: tool calls made.
         wall_s: seconds from the program's start to its end (includes waiting for the other
             programs of a lockstep batch).
+        transcript: the run written out as the authors' bank reads it (their loop only, "" else).
+        terminated: the answer came from the run's own final action (our ``final_answer``
+            step or their ``terminate`` call), not from a forced call or a reading of the replies.
     """
 
     item_id: str
@@ -128,6 +135,8 @@ class Trajectory:
     tool_steps: int = 0
     wall_s: float = 0.0
     answer_scale: str | None = None
+    transcript: str = ""
+    terminated: bool = True
 
     @property
     def cut_counts(self) -> dict[str, int]:

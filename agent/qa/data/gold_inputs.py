@@ -23,7 +23,9 @@ it (:func:`gold_text`). The first rule that fits decides:
 The released code follows the rounding rule with an example that is the gold number itself,
 written to those decimals (``e.g., 12.35`` for the gold answer ``12.35``): ``"authors"`` keeps
 that example, ``"format"`` gives the same instructions without it. The Base variant never shows
-them (the authors' Base prompt has no instruction block).
+them (the authors' Base prompt has no instruction block). Under the authors' loop
+(``GoldInputs.authors``: their checkout) the instructions are their own lines, read from their
+code (:func:`agent.qa.authors.messages.instruction_lines`, the same rule).
 
 **FinTMMBench evidence** (``evidence``): for each source the gold annotation cites, the corpus
 row with that ``uuid`` (``data/StockPrice.json``, ``data/FinancialTable.json``,
@@ -98,11 +100,14 @@ class GoldInputs:
         format_hints: one of :data:`FORMAT_HINTS`.
         evidence: one of :data:`EVIDENCE_FORMS` (FinTMMBench items only).
         corpus: the FinTMMBench folder (``data/`` inside) the evidence is read from.
+        authors: the authors' checkout (:class:`agent.qa.authors.checkout.AuthorsCode`): the
+            instructions in their words (None: ours).
     """
 
     format_hints: str = "none"
     evidence: str = "none"
     corpus: Path | None = None
+    authors: Any = None
 
     def __post_init__(self) -> None:
         if self.format_hints not in FORMAT_HINTS:
@@ -285,7 +290,13 @@ def with_gold_inputs(items: Sequence[QAItem], cfg: GoldInputs) -> list[QAItem]:
         q, tags = it.question, list(it.question.from_gold)
         changes: dict[str, Any] = {}
         if cfg.format_hints != "none":
-            changes["instructions"] = format_hints(gold_text(it.gold), example=cfg.format_hints == "authors")
+            example = cfg.format_hints == "authors"
+            if cfg.authors is not None:
+                from agent.qa.authors.messages import instruction_lines
+
+                changes["instructions"] = instruction_lines(cfg.authors, gold_text(it.gold), example=example)
+            else:
+                changes["instructions"] = format_hints(gold_text(it.gold), example=example)
             tags.append(f"format_hints:{cfg.format_hints}")
         if corpus is not None and q.dataset in _EVIDENCE_DATASETS:
             context, images = _evidence(it, corpus, cfg.evidence)

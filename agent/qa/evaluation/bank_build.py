@@ -34,6 +34,12 @@ rest replay from the journal, so the bank ends as an uninterrupted build's would
 
 Only items whose split is not ``test`` are accepted: a test item passed here is an error, and
 evaluation never writes to the bank.
+
+``BankBuildConfig.grading = "authors"`` grades and summarizes as the authors' code does instead
+(:mod:`agent.qa.evaluation.authors_bank`: trajectories without their own final answer dropped,
+the 1 % rule, a model grading the wrong ones, their summary prompt); ``entry_context = "whole"``
+stores each entry's whole context (the authors' entries carry it; retrieval still embeds the
+first ``context_chars``).
 """
 
 from __future__ import annotations
@@ -49,9 +55,21 @@ from typing import Any
 
 from agent.prompting import load_prompt
 from agent.qa.core import runs
-from agent.qa.core.items import Gold, QAItem
+from agent.qa.core.items import QAItem
 from agent.qa.core.schemas import char_bound, with_lengths
 from agent.qa.core.trajectory import Trajectory
+from agent.qa.evaluation.bank_items import (
+    BankBuildConfig,
+    ItemOutcome,
+    describe,
+    describe_whole,
+)
+from agent.qa.evaluation.bank_items import (
+    answer_text as _answer_text,
+)
+from agent.qa.evaluation.bank_items import (
+    gold_text as _gold_text,
+)
 from agent.qa.evaluation.programs import merged
 from agent.qa.scoring.answer_extract import (
     extract_requests,
@@ -59,13 +77,13 @@ from agent.qa.scoring.answer_extract import (
     official_finmmr_scores,
     solution_text,
 )
-from agent.qa.scoring.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.scoring.judge import AUTHORS_JUDGE, JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.scoring.scorer_check import Scorer, check_scorers, default_scorer, score_with, scorer_label
 from agent.qa.scoring.scorers import spec_of
 from agent.qa.scoring.scoring import JUDGED
 from agent.qa.solver.react import QASolver
 from bank.embedder import Embedder
-from bank.schema import CONTEXT_CHARS, NewEntry
+from bank.schema import NewEntry
 from bank.store import ExperienceBank
 from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
@@ -89,88 +107,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: what the summariser sees of each trajectory (:class:`BankBuildConfig` ``view``)
-SUMMARY_VIEWS = ("digest", "whole")
-
-
-@dataclass(frozen=True)
-class BankBuildConfig:
-    """Bank construction settings.
-
-    Attributes:
-        k: trajectories per item (8 in the paper).
-        temperature: their sampling temperature (> 0).
-        seed: trajectory j of every item uses seed ``seed + j``.
-        steps_chars: characters of one trajectory's digest shown to the summariser.
-        lesson_chars: longest finding or caution (characters; 0: no bound).
-        max_lessons: most findings and most cautions per entry (0: no bound).
-        view: what the summariser sees of a trajectory, ``digest`` or ``whole``.
-        summary_temperature: sampling temperature of the summary call.
-        analysis: the summary reply starts with an analysis of the item.
-        context_chars: context characters stored as the entry's head (and shown in the prompt).
-        judge_candidate_chars: most characters of a trajectory's answer shown to the judge.
-        max_tokens: summary reply budget; None = the schema's worst case.
-        add_batch: entries per bank transaction.
-        items_per_wave: items whose K trajectories run together (each trajectory holds a
-            Python worker of ~30 MB while it runs); None: all items at once.
-    """
-
-    k: int = 8
-    temperature: float = 0.7
-    seed: int = 0
-    steps_chars: int = 500
-    lesson_chars: int = 200
-    max_lessons: int = 3
-    context_chars: int = CONTEXT_CHARS
-    max_tokens: int | None = None
-    add_batch: int = 64
-    items_per_wave: int | None = 8
-    view: str = "digest"
-    summary_temperature: float = 0.0
-    analysis: bool = False
-    judge_candidate_chars: int = CANDIDATE_CHARS
-
-    def __post_init__(self) -> None:
-        if self.items_per_wave is not None and self.items_per_wave < 1:
-            raise ConfigError(f"BankBuildConfig.items_per_wave={self.items_per_wave}; allowed: >= 1 or None")
-        if not 1 <= self.k <= 64:
-            raise ConfigError(f"BankBuildConfig.k={self.k}; allowed: 1..64")
-        if not 0.0 < self.temperature <= 2.0:
-            raise ConfigError(f"BankBuildConfig.temperature={self.temperature}; allowed: (0, 2]")
-        if not 50 <= self.steps_chars <= 20_000:
-            raise ConfigError(f"BankBuildConfig.steps_chars={self.steps_chars}; allowed: 50..20000")
-        if self.lesson_chars and not 20 <= self.lesson_chars <= 2000:
-            raise ConfigError(f"BankBuildConfig.lesson_chars={self.lesson_chars}; allowed: 0 or 20..2000")
-        if not 0 <= self.max_lessons <= 10:
-            raise ConfigError(f"BankBuildConfig.max_lessons={self.max_lessons}; allowed: 0..10")
-        if self.view not in SUMMARY_VIEWS:
-            raise ConfigError(f"BankBuildConfig.view={self.view!r}; allowed: {', '.join(SUMMARY_VIEWS)}")
-        if not 0.0 <= self.summary_temperature <= 2.0:
-            raise ConfigError(
-                f"BankBuildConfig.summary_temperature={self.summary_temperature}; allowed: 0..2"
-            )
-        if (not self.lesson_chars or not self.max_lessons or self.analysis) and self.max_tokens is None:
-            raise ConfigError(
-                "BankBuildConfig: unbounded lessons or an analysis leave the summary reply without a "
-                "worst case; allowed: set max_tokens"
-            )
-        if self.add_batch < 1:
-            raise ConfigError(f"BankBuildConfig.add_batch={self.add_batch}; allowed: >= 1")
-
-
-@dataclass(frozen=True)
-class ItemOutcome:
-    """One training item: its K trajectories, their correctness, and the entry (or why none)."""
-
-    item_id: str
-    trajectories: tuple[Trajectory, ...]
-    correct: tuple[bool, ...]
-    entry: NewEntry | None
-    fallback: str | None = None  # summary_unparsed, summary_empty
-    summary_reply: str = ""
-    source_set: str = ""
-    scored_by: str = ""  # the scorer's name, or "judge <model>"
 
 
 @dataclass(frozen=True)
@@ -196,51 +132,6 @@ class BankBuildReport:
     waves: int = 0  # waves run (and committed) in this call
 
 
-def describe(traj: Trajectory, chars: int) -> str:
-    """A short text of a trajectory's actions for the summariser."""
-    parts = []
-    for s in traj.steps:
-        if s.kind in ("action", "final_forced") and s.action:
-            if s.action == "final_answer":
-                verdict = "" if s.gate is None else (" (check ok)" if s.gate["ok"] else " (check failed)")
-                parts.append(f"answer {s.args.get('answer', '')!r}{verdict}")
-            else:
-                arg = json.dumps(s.args, ensure_ascii=False, sort_keys=True)[:160]
-                out = s.observation[:120].replace("\n", " ")
-                parts.append(f"{s.action} {arg} -> {'ok' if s.tool_ok else 'failed'}: {out}")
-        elif s.fallback in ("bad_reply", "plan_unparsed"):
-            parts.append("unusable reply")
-    text = "; ".join(parts) or "no actions"
-    return text if len(text) <= chars else text[: chars - 3] + "..."
-
-
-def describe_whole(traj: Trajectory) -> str:
-    """Every step of a trajectory, uncut: the plan, then each action's thought, action,
-    arguments and output (or the check's reasons, or what was wrong with the reply)."""
-    parts = []
-    for s in traj.steps:
-        if s.kind == "plan":
-            parts.append(f"[plan]\n{s.thought or s.reply}")
-        elif s.kind in ("action", "final_forced"):
-            if not s.action:
-                parts.append(f"[unusable reply]\n{s.reply}\n[told]\n{s.observation}")
-                continue
-            args = json.dumps(s.args, ensure_ascii=False, sort_keys=True)
-            parts.append(f"[thought]\n{s.thought}\n[{s.action}]\n{args}")
-            if s.action == "final_answer" and s.gate is not None:
-                verdict = "passed" if s.gate.get("ok") else "failed: " + "; ".join(s.gate.get("reasons", []))
-                parts.append(f"[answer check] {verdict}")
-            elif s.observation:
-                parts.append(f"[{s.action} output{'' if s.tool_ok else ', failed'}]\n{s.observation}")
-    return "\n\n".join(parts) or "no steps"
-
-
-def _gold_text(gold: Gold) -> str:
-    ans = gold.answer
-    text = ", ".join(str(a) for a in ans) if isinstance(ans, (list, tuple)) else str(ans)
-    return f"{text} ({gold.scale})" if gold.scale else text
-
-
 class _Builder:
     def __init__(
         self,
@@ -250,8 +141,16 @@ class _Builder:
         transcriber: Callable[[str], str] | None,
         judge_model: str | None,
         labels: dict[str, str],
+        authors: Any = None,
     ) -> None:
         self.solver, self.scorer, self.config = solver, scorer, config
+        self.authors = authors
+        self.judge_protocol, self.judge_max_tokens = "ours", None
+        if (config.grading == "authors" or config.summary_prompt == "authors") and authors is None:
+            raise ConfigError(
+                "the authors' bank grading and summary prompt read their texts; give their checkout "
+                "(qa.authors_code)"
+            )
         self.transcriber = transcriber
         self.judge_model = judge_model
         self.extract_model: str | None = None
@@ -322,18 +221,25 @@ class _Builder:
             for j in range(c.k)
         ]
         trajs: list[Trajectory] = yield from merged(subs)
+        if c.grading == "authors":
+            from agent.qa.evaluation.authors_bank import authors_outcome
+
+            return (yield from authors_outcome(self, item, trajs))
         spec = spec_of(self.scorer, q.dataset)
         judge_prompt = (
             spec.judge_prompt if spec is not None else (JUDGE_PROMPT if q.dataset in JUDGED else "")
         )
         if judge_prompt:
             assert self.judge_model
+            if self.judge_protocol == "authors":
+                judge_prompt = AUTHORS_JUDGE
             answers = [_answer_text(t) for t in trajs]
             verdicts = yield judge_requests(
                 [item] * len(trajs), answers, self.judge_model, prompt_name=judge_prompt,
-                candidate_chars=c.judge_candidate_chars,
+                candidate_chars=c.judge_candidate_chars, authors=self.authors,
+                max_tokens=self.judge_max_tokens,
             )  # fmt: skip
-            correct = tuple(bool(v.correct) for v in judge_scores(verdicts))
+            correct = tuple(bool(v.correct) for v in judge_scores(verdicts, judge_prompt))
         elif spec is not None and spec.extract:
             assert self.extract_model
             solutions = [solution_text(t.to_dict()) for t in trajs]
@@ -348,6 +254,18 @@ class _Builder:
         label = self.labels.get(item.source_set, "")
         (res,) = yield [self.summary_request(item, trajs, correct)]
         done = {"source_set": item.source_set, "scored_by": label}
+        return self.outcome(item, trajs, correct, res, done)
+
+    def outcome(
+        self,
+        item: QAItem,
+        trajs: Sequence[Trajectory],
+        correct: tuple[bool, ...],
+        res: Any,
+        done: dict[str, Any],
+    ) -> ItemOutcome:
+        """The item's outcome from our summary call's reply ``res``."""
+        c, q = self.config, item.question
         if res.is_fallback or not isinstance(res.parsed, dict):
             return ItemOutcome(q.item_id, tuple(trajs), correct, None, "summary_unparsed", res.text, **done)
         findings = tuple(f.strip() for f in res.parsed.get("findings", []) if f.strip())
@@ -358,20 +276,13 @@ class _Builder:
             source_id=q.item_id,
             dataset=item.source_set,
             question=q.text,
-            context_head=q.context[: c.context_chars],
+            context_head=q.context if c.entry_context == "whole" else q.context[: c.context_chars],
             findings=findings,
             cautions=cautions,
             answer=_gold_text(item.gold),
             images=q.images,
         )
         return ItemOutcome(q.item_id, tuple(trajs), correct, entry, None, res.text, **done)
-
-
-def _answer_text(t: Trajectory) -> str:
-    """A trajectory's answer as one string (a separate scale field written after it)."""
-    if not t.answer_scale or not t.answer:
-        return t.answer
-    return f"{t.answer}%" if t.answer_scale == "percent" else f"{t.answer} {t.answer_scale}"
 
 
 def check_training(items: Sequence[QAItem]) -> None:
@@ -403,6 +314,9 @@ def build_bank(
     transcriber: Callable[[str], str] | None = None,
     progress: Progress = NULL_PROGRESS,
     extract_model: str | None = None,
+    authors: Any = None,
+    judge_protocol: str = "ours",
+    judge_max_tokens: int | None = None,
 ) -> BankBuildReport:
     """Build (or complete) ``bank`` from training ``items``; returns what was done.
 
@@ -422,6 +336,10 @@ def build_bank(
         data_files: dataset files whose digests go into the manifest.
         transcriber: OCR of one image (before the loop, as at test time); None: none.
         progress: progress display.
+        authors: the authors' checkout (:class:`agent.qa.authors.checkout.AuthorsCode`), for
+            their grading, summary prompt and judge.
+        judge_protocol / judge_max_tokens: ``authors``: judged sources are judged by the
+            authors' judge (:data:`agent.qa.scoring.judge.AUTHORS_JUDGE`) within this budget.
     """
     cfg = config or BankBuildConfig()
     check_training(items)
@@ -432,8 +350,9 @@ def build_bank(
     run_dir.mkdir(parents=True, exist_ok=True)
     have = set(bank.sources)
     todo = [it for it in items if it.item_id not in have]
-    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels, authors)
     builder.extract_model = extract_model
+    builder.judge_protocol, builder.judge_max_tokens = judge_protocol, judge_max_tokens
     t0 = time.perf_counter()
     size = cfg.items_per_wave or max(1, len(todo))
     outcomes: list[ItemOutcome] = []
@@ -473,7 +392,7 @@ def build_bank(
         row = by_source.setdefault(
             it.source_set,
             {"items": 0, "in_bank_before": 0, "run": 0, "trajectories": 0, "correct": 0, "added": 0,
-             "scored_by": labels.get(it.source_set, "")},
+             "no_terminated": 0, "scored_by": labels.get(it.source_set, "")},
         )  # fmt: skip
         row["items"] += 1
         row["in_bank_before"] += it.item_id in have
@@ -482,6 +401,8 @@ def build_bank(
         row["run"] += 1
         row["trajectories"] += len(o.correct)
         row["correct"] += sum(o.correct)
+        # the authors' grading drops an item none of whose trajectories terminated with an answer
+        row["no_terminated"] += o.fallback == "no_terminated_trajectory"
     for e in entries:
         by_source[e.dataset]["added"] += 1
     bank_by_source: dict[str, int] = {}
@@ -547,6 +468,7 @@ def bank_calls(
     judge_model: str | None = None,
     extract_model: str | None = None,
     transcriber: Callable[[str], str] | None = None,
+    authors: Any = None,
 ) -> tuple[int, int]:
     """The model calls of building from ``items`` and nothing else: each item's K trajectories,
     their judging and its summary, wave after wave as :func:`build_bank` runs them, journaled in
@@ -556,7 +478,7 @@ def bank_calls(
     (:func:`check_scorers` on the whole build). Returns (calls made, calls replayed)."""
     cfg = config or BankBuildConfig()
     run = Path(run_dir)
-    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels)
+    builder = _Builder(solver, scorer or default_scorer(), cfg, transcriber, judge_model, labels, authors)
     builder.extract_model = extract_model
     size = cfg.items_per_wave or max(1, len(items))
     with Journal(run / runs.JOURNAL, run_id=run.name) as journal:

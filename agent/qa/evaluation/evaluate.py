@@ -211,6 +211,7 @@ def evaluate(
     transcriber: Transcriber | None = None,
     data_files: Sequence[str | Path] = (),
     progress: Progress = NULL_PROGRESS,
+    authors: Any = None,
 ) -> EvalSummary:
     """Evaluate ``config.variant`` on ``items``; writes the run folder and returns its figures.
 
@@ -226,6 +227,8 @@ def evaluate(
         transcriber: OCR of one image (questions with images); None: no transcriptions.
         data_files: dataset files whose digests go into the manifest.
         progress: progress display.
+        authors: the authors' checkout (:class:`agent.qa.authors.checkout.AuthorsCode`) when the
+            solver's loop or Base is theirs.
 
     The run folder's write lock is held throughout (a second writer gets FolderInUseError);
     a torn journal is a DamagedFileError before any call (docs/faults.md).
@@ -245,7 +248,10 @@ def evaluate(
     score = scorer or default_scorer()
     questions = [it.question for it in items]  # the agent's whole view of the items
     solver = QASolver(
-        config.solver, tools=tools if v != "base" else None, memory=memory if v == "ft_fm" else None
+        config.solver,
+        tools=tools if v != "base" else None,
+        memory=memory if v == "ft_fm" else None,
+        authors=authors,
     )
     # Base is the model alone: OCR is a tool, so it gets no transcriptions (only the images
     # themselves, for a model that takes them)
@@ -402,8 +408,8 @@ def _summary(
         mean_wall_s=_mean([t.wall_s for t in trajs]),
         run_wall_s=run_wall,
         mean_tool_steps=_mean([t.tool_steps for t in trajs]),
-        gate_pass_rate=None
-        if config.variant == "base"
+        gate_pass_rate=None  # Base and the authors' loop have no answer gate
+        if config.variant == "base" or config.solver.loop == "authors"
         else _mean([1.0 if t.gate_ok else 0.0 for t in trajs]),
         memory_hit_rate=_mean([1.0 if t.memory_hits else 0.0 for t in trajs]) if fm else None,
         mean_tokens_with_memory=_mean(with_mem) if fm and with_mem else None,

@@ -42,10 +42,12 @@ class MemoryGrid:
     bank_sizes: tuple[int | None, ...] = (None,)
     k_maxes: tuple[int, ...] = (5,)
     config: MemoryConfig = field(default_factory=MemoryConfig)
+    #: the authors' checkout, for their memory block (``config.block = "authors"``)
+    authors: Any = None
 
     def memory(self, bank_limit: int | None, k_max: int) -> ExperienceMemory:
         cfg = replace(self.config, tau=self.tau, k_max=k_max, bank_limit=bank_limit)
-        return ExperienceMemory(self.retriever, cfg)
+        return ExperienceMemory(self.retriever, cfg, authors=self.authors)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,11 @@ code) shows every retrieved entry (question, answer, findings, cautions) with it
 the directives after them when the annotator is on. When no entry passes tau there is no
 annotator call and no memory block at all: the solver's requests are byte-identical to the
 tools-only variant's.
+
+``mode`` is the authors' ``--memory-mode``: ``test`` retrieves (the paper's and the default);
+``train`` retrieves nothing at test time (their harness's default, which writes the test items'
+experience into the bank instead: that write is not reproduced, as nothing read in the same run
+depends on it), so Base+FT+FM then runs without a memory block.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +37,7 @@ from agent.prompting import load_prompt
 from agent.qa.core.items import Question
 from agent.qa.core.schemas import char_bound, with_lengths
 from agent.qa.core.trajectory import Step
-from agent.qa.memory.memory_block import BLOCKS, MEMORY_HEADER, directives_block, entries_block
+from agent.qa.memory.memory_block import BLOCKS, MEMORY_HEADER, authors_block, directives_block, entries_block
 from bank.retrieval import RetrievalResult, Retriever, format_memory_block, retrieve_vector
 from bank.schema import BankEntry, RetrievalConfig, query_text
 from bank.snapshots import ORDERS, SNAPSHOT_SEED, snapshot_order
@@ -39,7 +45,10 @@ from localfin.errors import ConfigError
 from serving.lockstep import Program
 from serving.types import ChatRequest, Message
 
-__all__ = ["MemoryConfig", "ExperienceMemory", "MEMORY_HEADER"]
+__all__ = ["MEMORY_MODES", "MemoryConfig", "ExperienceMemory", "MEMORY_HEADER"]
+
+#: the authors' memory modes at test time (``MemoryConfig.mode``)
+MEMORY_MODES = ("test", "train")
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +70,10 @@ class MemoryConfig:
         max_directives: most directives kept.
         entry_chars: longest finding/caution shown to the annotator (characters).
         max_tokens: annotator reply budget; None = the schema's worst case.
-        block: the memory block's form, one of :data:`agent.qa.memory.memory_block.BLOCKS`.
+        block: the memory block's form, one of :data:`agent.qa.memory.memory_block.BLOCKS`
+            (``authors`` needs the authors' checkout, ``ExperienceMemory(authors=...)``).
         annotator: make the annotator call (off: no call; see the module docstring).
+        mode: ``test`` (retrieve) or ``train`` (retrieve nothing; the module docstring).
     """
 
     tau: float = 0.65
@@ -77,6 +88,7 @@ class MemoryConfig:
     max_tokens: int | None = None
     block: str = "directives"
     annotator: bool = True
+    mode: str = "test"
 
     def __post_init__(self) -> None:
         RetrievalConfig(tau=self.tau, k_max=self.k_max, context_chars=self.context_chars)  # validates
@@ -94,6 +106,8 @@ class MemoryConfig:
             raise ConfigError(f"MemoryConfig.entry_chars={self.entry_chars}; allowed: 20..4000")
         if self.block not in BLOCKS:
             raise ConfigError(f"MemoryConfig.block={self.block!r}; allowed: {', '.join(BLOCKS)}")
+        if self.mode not in MEMORY_MODES:
+            raise ConfigError(f"MemoryConfig.mode={self.mode!r}; allowed: {', '.join(MEMORY_MODES)}")
 
     @property
     def retrieval(self) -> RetrievalConfig:
@@ -109,9 +123,17 @@ class ExperienceMemory:
         config: memory settings.
     """
 
-    def __init__(self, retriever: Retriever, config: MemoryConfig | None = None) -> None:
+    def __init__(
+        self, retriever: Retriever, config: MemoryConfig | None = None, *, authors: Any = None
+    ) -> None:
         self.config = config or MemoryConfig()
         self.retriever = retriever
+        self.authors = authors
+        if self.config.block == "authors" and authors is None:
+            raise ConfigError(
+                "MemoryConfig.block='authors' shows the memory block in the authors' words; give their "
+                "checkout (qa.authors_code)"
+            )
         self._prompt = load_prompt("qa_annotate")
         self._schema = with_lengths(self._prompt.schema, {"directives": self.config.directive_chars})
         self._schema["properties"]["directives"]["maxItems"] = self.config.max_directives
@@ -141,6 +163,8 @@ class ExperienceMemory:
         texts = [self.query_text(q) for q in questions]
         if not texts:
             return []
+        if self.config.mode == "train":  # the authors' train mode: nothing retrieved at test time
+            return [RetrievalResult(text, (), ()) for text in texts]
         bank = self.retriever.bank
         vecs = self.retriever.embedder.embed(texts)
         out = []
@@ -193,6 +217,9 @@ class ExperienceMemory:
             return "", None, ()
         c, entries = self.config, retrieval.entries
         if not c.annotator:
+            if c.block == "authors":
+                block, images = authors_block(self.authors, entries, max_images=image_room)
+                return block, None, images
             if c.block == "entries":
                 block, images = entries_block(entries, max_images=image_room)
                 return block, None, images
@@ -207,7 +234,9 @@ class ExperienceMemory:
         else:
             directives = [str(d) for d in res.parsed.get("directives", [])]
         images: tuple[str, ...] = ()
-        if c.block == "entries":
+        if c.block == "authors":  # the annotator's directives have no place in their block
+            block, images = authors_block(self.authors, entries, max_images=image_room)
+        elif c.block == "entries":
             block, images = entries_block(entries, directives, max_images=image_room)
         elif fallback:
             block = format_memory_block(entries)

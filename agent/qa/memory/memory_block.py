@@ -10,18 +10,24 @@
   to the prompt ahead of the question's own; with the annotator on, its directives for this
   question follow the entries; the block ends by saying that an entry that does not fit is to
   be ignored. Our words; the authors' fields and order.
+- ``authors`` (the same block in the authors' own words, read from their checkout,
+  :func:`agent.qa.authors.messages.memory_block`): their field guide and tags, each entry's
+  question with its stored context as their collector writes it, its answer, findings and
+  cautions, and their image numbers (every entry's first three images are numbered; the first
+  ones that fit are attached, :func:`authors_block`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bank.schema import BankEntry
 
-__all__ = ["BLOCKS", "MEMORY_HEADER", "directives_block", "entries_block"]
+__all__ = ["BLOCKS", "MEMORY_HEADER", "directives_block", "entries_block", "authors_block"]
 
-BLOCKS = ("directives", "entries")
+BLOCKS = ("directives", "entries", "authors")
 MEMORY_HEADER = "Guidance from similar solved problems (follow it where it fits this question):"
 
 _GUIDE = (
@@ -73,3 +79,30 @@ def entries_block(
         lines += [_ANNOTATION, *(f"- {d}" for d in kept)]
     lines.append(_OPT_OUT)
     return "\n".join(lines), tuple(images)
+
+
+def authors_block(code: Any, entries: Sequence[BankEntry], *, max_images: int) -> tuple[str, tuple[str, ...]]:
+    """The ``authors`` form (``code``: :class:`agent.qa.authors.checkout.AuthorsCode`) and the
+    entries' images to attach: the first ``max_images`` of the numbered ones; ``("", ())``
+    without entries."""
+    from agent.qa.authors.messages import entry_question, memory_block
+
+    if not entries:
+        return "", ()
+    numbers: dict[int, list[int]] = {}
+    paths: list[str] = []
+    for i, e in enumerate(entries):
+        have = [p for p in e.images[:3] if Path(p).is_file()]  # their first three, those present
+        if have:
+            numbers[i] = list(range(len(paths) + 1, len(paths) + 1 + len(have)))
+            paths += have
+    shown = [
+        {
+            "question": entry_question(code, e.question, e.context_head, bool(e.images)),
+            "answer": e.answer,
+            "findings": list(e.findings),
+            "cautions": list(e.cautions),
+        }
+        for e in entries
+    ]
+    return memory_block(code, shown, numbers), tuple(paths[:max_images])

@@ -17,11 +17,17 @@ fact, in the same unit and scale, wording free) and ``qa_judge_strict``
 (:data:`STRICT_JUDGE_PROMPT`, the rules of the FinAcumen authors' judge in our words: any
 numeric difference, a unit the reference has and the answer lacks, another entity, a number for
 a text or a text for a number, a non-answer or a contradicted direction is incorrect).
+
+A third, :data:`AUTHORS_JUDGE` (``qa.judge_protocol = "authors"``), is the authors' own: their
+prompt read from their checkout (``authors``, :class:`agent.qa.authors.checkout.AuthorsCode`)
+as one user message with the question, the gold answer and the prediction, no schema, a budget
+of ``max_tokens`` (theirs: 5), the verdict correct when the reply starts with ``YES`` (any case).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from agent.prompting import load_prompt
 from agent.qa.core.item_score import ItemScore
@@ -34,6 +40,7 @@ __all__ = [
     "JUDGE_PROMPT",
     "STRICT_JUDGE_PROMPT",
     "JUDGE_PROMPTS",
+    "AUTHORS_JUDGE",
     "CANDIDATE_CHARS",
     "judge_requests",
     "judge_scores",
@@ -43,6 +50,8 @@ JUDGE_PROMPT = "qa_judge"
 STRICT_JUDGE_PROMPT = "qa_judge_strict"
 #: The judge prompts a scorer may name.
 JUDGE_PROMPTS = (JUDGE_PROMPT, STRICT_JUDGE_PROMPT)
+#: The authors' judge (its prompt read from their checkout; the module docstring)
+AUTHORS_JUDGE = "authors"
 #: Most characters of a candidate answer the judge is shown by default (the rest is dropped).
 CANDIDATE_CHARS = 2000
 
@@ -55,6 +64,7 @@ def judge_requests(
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
     candidate_chars: int = CANDIDATE_CHARS,
+    authors: Any = None,
 ) -> list[ChatRequest]:
     """One judge request per (item, prediction), in order.
 
@@ -64,15 +74,20 @@ def judge_requests(
         model: registry key of the judge model.
         max_tokens: reply budget; None: the verdict schema's worst case (a token is at least
             one character), so a reply is never cut before its JSON closes.
-        prompt_name: one of :data:`JUDGE_PROMPTS`.
+        prompt_name: one of :data:`JUDGE_PROMPTS`, or :data:`AUTHORS_JUDGE` (with ``authors``).
         candidate_chars: most characters of a prediction shown to the judge.
+        authors: the authors' checkout (:data:`AUTHORS_JUDGE`).
     """
     if len(items) != len(predictions):
         raise ConfigError(
             f"items ({len(items)}) and predictions ({len(predictions)}) must have the same length"
         )
+    if prompt_name == AUTHORS_JUDGE:
+        return _authors_requests(items, predictions, model, authors, max_tokens or 5)
     if prompt_name not in JUDGE_PROMPTS:
-        raise ConfigError(f"prompt_name={prompt_name!r}; allowed: {', '.join(JUDGE_PROMPTS)}")
+        raise ConfigError(
+            f"prompt_name={prompt_name!r}; allowed: {', '.join((*JUDGE_PROMPTS, AUTHORS_JUDGE))}"
+        )
     if not 10 <= candidate_chars <= 100_000:
         raise ConfigError(f"candidate_chars={candidate_chars}; allowed: 10..100000")
     prompt = load_prompt(prompt_name)
@@ -99,8 +114,40 @@ def judge_requests(
     return out
 
 
-def judge_scores(results: Sequence[ChatResult]) -> list[ItemScore]:
-    """Scores from judge replies, in order; an unusable reply counts as incorrect."""
+def _authors_requests(
+    items: Sequence[QAItem], predictions: Sequence[str], model: str, authors: Any, max_tokens: int
+) -> list[ChatRequest]:
+    from agent.qa.authors.bank_texts import judge_text
+    from agent.qa.data.gold_inputs import gold_text
+
+    if authors is None:
+        raise ConfigError(
+            "the authors' judge reads its prompt from their checkout; give it (qa.authors_code)"
+        )
+    return [
+        ChatRequest(
+            model=model,
+            messages=(Message("user", judge_text(authors, it.question.text, gold_text(it.gold), str(p))),),
+            max_tokens=max_tokens,
+            temperature=0.0,
+            call_type="judge",
+        )
+        for it, p in zip(items, predictions)
+    ]
+
+
+def judge_scores(results: Sequence[ChatResult], prompt_name: str = JUDGE_PROMPT) -> list[ItemScore]:
+    """Scores from judge replies, in order; an unusable reply counts as incorrect (the authors'
+    judge: a reply starting with ``YES`` is correct, any other is not)."""
+    if prompt_name == AUTHORS_JUDGE:
+        from agent.qa.authors.bank_texts import judged_yes
+
+        return [
+            ItemScore(False, 0.0, f"judge call failed ({r.parse_error}); counted incorrect")
+            if r.finish_reason == "error"
+            else ItemScore(judged_yes(r.text), float(judged_yes(r.text)), f"judge: {r.text.strip()[:40]!r}")
+            for r in results
+        ]
     scores = []
     for r in results:
         parsed = r.parsed if isinstance(r.parsed, dict) else None

@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.qa.core import runs
 from agent.qa.core.items import QAItem
@@ -140,6 +141,7 @@ def check_requests(
     *,
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
+    authors: Any = None,
 ) -> tuple[list[str], list[tuple[QAItem, str, str]], list[ChatRequest]]:
     """The gold answers, the perturbed wrong ones (item, kind, answer) and the judge requests of
     a judge check (with the judge prompt ``prompt_name``): every gold first, then every
@@ -156,6 +158,7 @@ def check_requests(
         judge_model,
         max_tokens=max_tokens,
         prompt_name=prompt_name,
+        authors=authors,
     )
     return golds, wrong, requests
 
@@ -169,6 +172,7 @@ def judge_check(
     chunk_size: int = 256,
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
+    authors: Any = None,
 ) -> JudgeCheck:
     """Judge every item's gold answer and a perturbed wrong answer with ``judge_model`` (on
     ``backend``, with the judge prompt ``prompt_name``); writes ``judge_check.json`` in
@@ -180,11 +184,11 @@ def judge_check(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     golds, wrong, requests = check_requests(
-        items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name
+        items, judge_model, max_tokens=max_tokens, prompt_name=prompt_name, authors=authors
     )
     with Journal(out / JUDGE_CHECK_JOURNAL, run_id=f"{out.name}-judge-check") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
-        scores = judge_scores(jb.chat(requests))
+        scores = judge_scores(jb.chat(requests), prompt_name)
     on_gold, on_wrong = scores[: len(items)], scores[len(items) :]
     kinds: dict[str, int] = {}
     for _, kind, _ in wrong:

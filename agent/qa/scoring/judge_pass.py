@@ -15,8 +15,12 @@ rule, as their harness does before its judge regrades); the run's own ``scores.j
 of such a set is therefore provisional and the judged figure is the one to read. The same holds
 for FinMMR under its ``official`` scorer, whose answers a model extracts after the run
 (:mod:`agent.qa.scoring.extract_pass`). The judge prompt is the chosen scorer's (``qa_judge`` or the
-strict ``qa_judge_strict``, :mod:`agent.qa.scoring.scorers`). The paper judged with GPT-4o-mini;
-offline the judge is a local model the caller names.
+strict ``qa_judge_strict``, :mod:`agent.qa.scoring.scorers`), or the authors' own
+(:data:`agent.qa.scoring.judge.AUTHORS_JUDGE`, their prompt read from their checkout): then, as
+their harness does, a judge call that fails leaves every row of the run graded by SQuAD exact
+match (:func:`agent.qa.scoring.authors_metrics.fintmm_authors_em`), said in ``judge_scores.json``
+(``fallback``). The paper judged with GPT-4o-mini; offline the judge is a local model the caller
+names.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 from agent.qa.core import runs
 from agent.qa.core.item_score import ItemScore
 from agent.qa.core.items import Gold, QAItem
-from agent.qa.scoring.judge import CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
+from agent.qa.scoring.judge import AUTHORS_JUDGE, CANDIDATE_CHARS, JUDGE_PROMPT, judge_requests, judge_scores
 from agent.qa.scoring.scorer_check import Scorer
 from agent.qa.scoring.scorers import spec_of
 from agent.qa.scoring.scoring import score_answer
@@ -120,6 +124,7 @@ def judge_run(
     max_tokens: int | None = None,
     prompt_name: str = JUDGE_PROMPT,
     candidate_chars: int = CANDIDATE_CHARS,
+    authors: Any = None,
 ) -> JudgeSummary:
     """Judge the final answers of the evaluation in ``run_dir`` (see the module docstring).
 
@@ -132,17 +137,30 @@ def judge_run(
         max_tokens: reply budget of one verdict (None: the verdict schema's worst case).
         prompt_name: the judge prompt (:data:`agent.qa.scoring.judge.JUDGE_PROMPTS`).
         candidate_chars: most characters of an answer shown to the judge.
+        authors: the authors' checkout (``prompt_name`` :data:`agent.qa.scoring.judge.AUTHORS_JUDGE`).
     """
     run = Path(run_dir)
     predictions = run_answers(run, items)
     requests = judge_requests(
         items, predictions, judge_model, max_tokens=max_tokens, prompt_name=prompt_name,
-        candidate_chars=candidate_chars,
+        candidate_chars=candidate_chars, authors=authors,
     )  # fmt: skip
     with Journal(run / JUDGE_JOURNAL, run_id=f"{run.name}-judge") as journal:
         jb = JournaledBackend(backend, journal, chunk_size=chunk_size)
         results = jb.chat(requests) if requests else []
-    scores = judge_scores(results)
+    scores = judge_scores(results, prompt_name)
+    fallback = ""
+    if prompt_name == AUTHORS_JUDGE and any(r.finish_reason == "error" for r in results):
+        from agent.qa.data.gold_inputs import gold_text
+        from agent.qa.scoring.authors_metrics import fintmm_authors_em
+
+        fallback = "a judge call failed: every row graded by SQuAD exact match, as the authors' harness does"
+        log.warning("judge %s on %s: %s", judge_model, run, fallback)
+        scores = [
+            ItemScore(ok, float(ok), f"SQuAD exact match (judge fallback): {ok}")
+            for it, p in zip(items, predictions)
+            for ok in [fintmm_authors_em(gold_text(it.gold), p)]
+        ]
     n, correct = len(scores), sum(s.correct for s in scores)
     unusable = sum(1 for s in scores if s.detail.startswith("judge reply unusable"))
     summary = JudgeSummary(
@@ -160,6 +178,8 @@ def judge_run(
         {"item_id": it.item_id, "answer": p, "correct": s.correct, "score": s.score, "detail": s.detail}
         for it, p, s in zip(items, predictions, scores)
     ]
-    runs.write_json(run / JUDGE_SCORES, {**runs.to_jsonable(summary), "items": per_item})
+    runs.write_json(
+        run / JUDGE_SCORES, {**runs.to_jsonable(summary), "fallback": fallback, "items": per_item}
+    )
     log.info("judge %s: accuracy %.3f on %d answers (%s)", judge_model, summary.accuracy, n, run)
     return summary

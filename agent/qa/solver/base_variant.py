@@ -6,6 +6,12 @@ OCR is one of the tools), no schema, no answer-format hint, free text out within
 ``base_max_tokens``, the final answer read by :func:`agent.qa.solver.final_answer.extract_final_answer`
 (call type ``qa_base``). ``"constrained"``: one JSON reply (reasoning, answer, and a scale for
 the benchmarks of ``scale_datasets``) with the question's answer format and pattern.
+``"authors"``: the authors' Base (``ft/variant/baseline_raw.py``): their system prompt (the answer
+line only) and their problem block (context, options, question; no instruction block), read from
+their checkout, the question's first ``max_images`` images, free text within
+``base_max_tokens``. ``base_reading`` reads the free reply of ``model_only`` and ``authors``:
+``ours`` (the rule above; a reply cut at the budget gives no answer) or ``authors`` (their
+reading, :func:`agent.qa.authors.readings.base_answer`, of whatever came back).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from agent.qa.authors.readings import base_answer
 from agent.qa.core.items import Question
 from agent.qa.core.schemas import answer_property
 from agent.qa.core.trajectory import Trajectory
@@ -31,6 +38,7 @@ class BaseSolver(Protocol):
     prompts and the request and data helpers every variant shares."""
 
     config: Any
+    authors: Any
     _base_free: Any
     _base: Any
     _base_schema: Any
@@ -63,16 +71,36 @@ def base_program(solver: BaseSolver, question: Question, *, seed: int | None = N
     del data["transcriptions"]
     del data["instructions"]  # Base shows no answer instructions (the authors' Base neither)
     scaled = solver._scaled(question)
-    if c.base_mode == "model_only":
+    if c.base_mode in ("model_only", "authors"):
         del data["answer_format"]
-        system, user = solver._base_free.render(**data)
-        msgs = [Message("system", system), Message("user", user, solver._images(question))]
+        if c.base_mode == "authors":
+            from agent.qa.authors.messages import problem_block
+            from serving.types import image_data_url
+
+            code = solver.authors
+            user = problem_block(
+                code,
+                question=question.text,
+                context=data["context"],
+                options=question.options,
+                instructions=None,
+            )
+            images = (
+                tuple(image_data_url(p) for p in question.images[: c.max_images]) if c.send_images else ()
+            )
+            msgs = [Message("system", code.text("base.system")), Message("user", user, images)]
+        else:
+            system, user = solver._base_free.render(**data)
+            msgs = [Message("system", system), Message("user", user, solver._images(question))]
         req = solver._request(
             msgs, None, seed=seed_, temperature=temp, max_tokens=c.base_max_tokens, call_type="qa_base",
         )  # fmt: skip
         (res,) = yield [req]
-        ok = res.finish_reason not in ("length", "error")
-        answer = extract_final_answer(res.text) if ok else ""
+        if c.base_reading == "authors":
+            answer = base_answer(res.text) if res.finish_reason != "error" else ""
+        else:
+            ok = res.finish_reason not in ("length", "error")
+            answer = extract_final_answer(res.text) if ok else ""
         scale: str | None = None
         thought = res.text
     else:

@@ -1,7 +1,9 @@
 """OCR by the served vision-language model (``qa.ocr = "model"``): each image goes to the model
 with a request to transcribe it (call type ``qa_ocr``, temperature 0, at most 2,000 tokens, as
 the authors' OCR tool asks, ``ft/tool/ocr.py``), and its reply is the transcription put before
-the loop. The calls go through their own journal (``journal.sqlite`` in the folder given), so a
+the loop. With ``authors_prompt`` (the authors' OCR request read from their checkout, ``qa.loop =
+"authors"``) the request is theirs: one user message of that text and the image, no system
+message. The calls go through their own journal (``journal.sqlite`` in the folder given), so a
 rerun replays them; a reply that is cut, an error, or one shorter than 8 characters (the
 authors drop such replies as empty) gives an empty transcription, counted in
 :attr:`ModelTranscriber.empty`.
@@ -39,10 +41,15 @@ class ModelTranscriber:
         model: registry key of the vision-language model.
         folder: where the journal of the OCR calls lives.
         max_tokens: completion budget of one transcription (tokens).
+        authors_prompt: the authors' OCR request text (None: ours, ``qa_ocr``).
     """
 
-    def __init__(self, backend: Backend, model: str, folder: str | Path, *, max_tokens: int = 2000) -> None:
+    def __init__(
+        self, backend: Backend, model: str, folder: str | Path, *, max_tokens: int = 2000,
+        authors_prompt: str | None = None,
+    ) -> None:  # fmt: skip
         self.backend, self.model = backend, model
+        self.authors_prompt = authors_prompt
         self.folder = Path(folder)
         self.max_tokens = max_tokens
         self.prompt = load_prompt("qa_ocr")
@@ -50,8 +57,11 @@ class ModelTranscriber:
         self.empty = 0
 
     def request(self, path: str) -> ChatRequest:
-        system, user = self.prompt.render()
-        msgs = (Message("system", system), Message("user", user, (image_data_url(path),)))
+        if self.authors_prompt is not None:
+            msgs: tuple[Message, ...] = (Message("user", self.authors_prompt, (image_data_url(path),)),)
+        else:
+            system, user = self.prompt.render()
+            msgs = (Message("system", system), Message("user", user, (image_data_url(path),)))
         return ChatRequest(
             model=self.model, messages=msgs, max_tokens=self.max_tokens, temperature=0.0, seed=0,
             call_type="qa_ocr",

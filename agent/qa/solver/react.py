@@ -41,6 +41,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent.prompting import load_prompt
+from agent.qa.authors.checkout import AuthorsCode
 from agent.qa.core.items import Question
 from agent.qa.core.schemas import (
     ANSWER_PATTERNS,
@@ -59,6 +60,7 @@ from agent.qa.solver.solver_config import SolverConfig, solver_config_for
 from agent.qa.solver.solver_replies import clip, plan_text, reply_json, step_from, with_scale
 from agent.qa.tools.base import Tool, ToolResult
 from bank.retrieval import RetrievalResult
+from localfin.errors import ConfigError
 from serving.lockstep import Program
 from serving.types import ChatRequest, ChatResult, Message, image_data_url
 
@@ -87,10 +89,18 @@ class QASolver:
         *,
         tools: ToolFactory | None = None,
         memory: ExperienceMemory | None = None,
+        authors: AuthorsCode | None = None,
     ) -> None:
         self.config = config
         self.tools = tools
         self.memory = memory
+        self.authors = authors
+        needs = [k for k, v in (("loop", config.loop), ("base_mode", config.base_mode)) if v == "authors"]
+        if needs and authors is None:
+            raise ConfigError(
+                f"solver {', '.join(needs)} = 'authors' sends the authors' prompt texts; give their checkout "
+                "(qa.authors_code)"
+            )
         self._solve = load_prompt("qa_solve")
         self._step = load_prompt("qa_step")
         self._base = load_prompt("qa_base")
@@ -229,6 +239,14 @@ class QASolver:
         temp = c.sampling.temperature if temperature is None else temperature
         tools = list(self.tools(question)) if self.tools is not None else []
         try:
+            if c.loop == "authors":
+                from agent.qa.solver.authors_loop import authors_program
+
+                return (
+                    yield from authors_program(
+                        self, question, tools, retrieval, transcriptions, seed, temp, variant, t0
+                    )
+                )
             return (
                 yield from self._loop(question, tools, retrieval, transcriptions, seed, temp, variant, t0)
             )
@@ -510,6 +528,7 @@ class QASolver:
             tool_steps=tool_steps,
             wall_s=time.perf_counter() - t0,
             answer_scale=scale if scaled else None,
+            terminated=done,
         )
 
     def _final(self, args: Mapping[str, Any], scaled: bool, cuts: list[str]) -> tuple[str, str | None]:
@@ -518,7 +537,7 @@ class QASolver:
         raw = str(args.get("answer", ""))
         if len(raw) >= self.config.answer_chars:
             cuts.append("answer")
-        answer = extract_final_answer(raw)
+        answer = extract_final_answer(raw) if self.config.answer_reading == "ours" else raw.strip()
         if not scaled:
             return answer, None
         scale = str(args.get("scale", ""))

@@ -12,13 +12,24 @@ from serving.open import ModelFacts
 from serving.registry import MAX_IMAGES
 from serving.types import Sampling
 
-__all__ = ["BASE_MODES", "SolverConfig", "base_temperature", "solver_config_for"]
+__all__ = ["BASE_MODES", "LOOPS", "READINGS", "SolverConfig", "base_temperature", "solver_config_for"]
 
 #: ``model_only``: the paper's Base (G.2): question, options and context in, free text out, the
-#: final answer read by :func:`agent.qa.solver.final_answer.extract_final_answer`; ``constrained``: one
+#: final answer read by the Base reading (``base_reading``); ``constrained``: one
 #: schema-constrained JSON reply (reasoning, answer) with the question's answer format and, for
-#: numeric answers, a pattern on the answer.
-BASE_MODES = ("model_only", "constrained")
+#: numeric answers, a pattern on the answer; ``authors``: the authors' Base
+#: (``ft/variant/baseline_raw.py``): their system prompt asking for the answer line only and their
+#: problem block, read from their checkout (:mod:`agent.qa.solver.base_variant`).
+BASE_MODES = ("model_only", "constrained", "authors")
+#: ``ours``: the ReAct loop of :mod:`agent.qa.solver.react` (a plan, schema-checked JSON actions,
+#: the answer gate); ``authors``: the authors' agent loop with native tool calls
+#: (:mod:`agent.qa.solver.authors_loop`)
+LOOPS = ("ours", "authors")
+#: how a final answer is read: ``ours`` (:func:`agent.qa.solver.final_answer.extract_final_answer`)
+#: or ``authors`` (the tools variants: the ``terminate`` string as it is; Base: the first bold
+#: final-answer line, else a last line of at most 200 characters,
+#: :mod:`agent.qa.authors.readings`)
+READINGS = ("ours", "authors")
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,10 @@ class SolverConfig:
         answer_patterns: constrain a numeric final answer (number, percent, count, read from the
             question text) to one number with its unit by a schema pattern, in every variant.
         gate: answer-gate settings.
+        loop: one of :data:`LOOPS` (``authors`` needs ``max_tokens``, their per-step budget).
+        answer_reading: how the tools variants' answer is read, one of :data:`READINGS`.
+        base_reading: how the model-only and the authors' Base reply is read, one of
+            :data:`READINGS`.
     """
 
     model: str
@@ -88,6 +103,9 @@ class SolverConfig:
     max_images: int = MAX_IMAGES
     answer_patterns: bool = True
     gate: GateConfig = field(default_factory=GateConfig)
+    loop: str = "ours"
+    answer_reading: str = "ours"
+    base_reading: str = "ours"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -125,6 +143,16 @@ class SolverConfig:
             raise ConfigError(f"SolverConfig.max_images={self.max_images}; allowed: 0..{MAX_IMAGES}")
         if not 1 <= self.max_bad_replies <= 16:
             raise ConfigError(f"SolverConfig.max_bad_replies={self.max_bad_replies}; allowed: 1..16")
+        for name, allowed in (("loop", LOOPS), ("answer_reading", READINGS), ("base_reading", READINGS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(
+                    f"SolverConfig.{name}={getattr(self, name)!r}; allowed: {', '.join(allowed)}"
+                )
+        if self.loop == "authors" and self.max_tokens is None:
+            raise ConfigError(
+                "SolverConfig.loop='authors' needs max_tokens (the authors' per-step budget, 1024); "
+                "allowed: 16..131072"
+            )
 
 
 def solver_config_for(spec: ModelFacts, **overrides: Any) -> SolverConfig:

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agent.data.store import MarketStore
 from agent.qa.core.items import Question
@@ -46,6 +46,7 @@ __all__ = [
     "TOOL_NAMES",
     "CORPUS_DATASETS",
     "CORPUS_SCOPES",
+    "CORPUS_LOOKUPS",
     "ToolsetConfig",
     "Tools",
     "tool_factory",
@@ -60,6 +61,8 @@ TOOL_NAMES = BUILTIN_TOOLS
 CORPUS_DATASETS = ("fintmmbench",)
 #: ``own``: ``retrieve`` for the questions of :data:`CORPUS_DATASETS`; ``all``: for every question
 CORPUS_SCOPES = ("own", "all")
+#: ``bm25``: our search over the corpus; ``exact``: the authors' exact-filter lookup
+CORPUS_LOOKUPS = ("bm25", "exact")
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,13 @@ class ToolsetConfig:
             summarised).
         lookup_max_window: longest ``window`` (sessions) a ``lookup`` call may ask for.
         ocr_max_side: longest image side the OCR engine reads (pixels; larger images shrink).
+        corpus_lookup: what ``retrieve`` is over the corpus: ``bm25`` (our search,
+            :class:`agent.qa.tools.corpus.RetrieveTool`) or ``exact`` (the authors' exact-filter
+            ``financial_data_lookup``, :class:`agent.qa.tools.fin_lookup.FinancialDataLookupTool`).
+        loop: ``ours`` or ``authors``: under the authors' loop ``reparse`` is their
+            ``ocr_extract``, answered from the transcriptions made before the loop (every question
+            gets it, as theirs), and the lookup's hints are in their words (``authors_code``).
+        authors_code: the authors' checkout (``loop = "authors"``).
     """
 
     names: tuple[str, ...] = TOOL_NAMES
@@ -102,6 +112,10 @@ class ToolsetConfig:
     lookup_max_listed: int = lookup_tool.MAX_LISTED
     lookup_max_window: int = lookup_tool.MAX_WINDOW
     ocr_max_side: int = MAX_SIDE
+    corpus_lookup: str = "bm25"
+    loop: str = "ours"
+    authors_code: str = ""
+    authors_code_verify: bool = True
 
     def __post_init__(self) -> None:
         bad = [n for n in self.names if n not in TOOL_NAMES]
@@ -120,6 +134,12 @@ class ToolsetConfig:
             raise ConfigError(
                 f"ToolsetConfig.corpus_scope={self.corpus_scope!r}; allowed: {', '.join(CORPUS_SCOPES)}"
             )
+        if self.corpus_lookup not in CORPUS_LOOKUPS:
+            raise ConfigError(
+                f"ToolsetConfig.corpus_lookup={self.corpus_lookup!r}; allowed: {', '.join(CORPUS_LOOKUPS)}"
+            )
+        if self.loop not in ("ours", "authors"):
+            raise ConfigError(f"ToolsetConfig.loop={self.loop!r}; allowed: ours, authors")
         if not 10 <= self.max_code_chars <= 1_000_000:
             raise ConfigError(f"ToolsetConfig.max_code_chars={self.max_code_chars}; allowed: 10..1000000")
         for key, lo, hi in _BOUNDS:
@@ -197,21 +217,46 @@ def tool_factory(config: ToolsetConfig | None = None) -> Tools:
         makers.append(lookup)
     elif "lookup" in cfg.names:
         log.info("lookup tool left out: no market store given")
+    code = None
+    if cfg.loop == "authors":
+        from agent.qa.authors.checkout import open_authors_code
+
+        code = open_authors_code(cfg.authors_code, verify=cfg.authors_code_verify)
     if "retrieve" in cfg.names and cfg.corpus_path is not None:
-        corpus = Corpus.load(cfg.corpus_path, cfg.corpus_text_chars)  # loaded and indexed once, read-only
-        log.info("retrieve tool over %s: %s", cfg.corpus_path, corpus.describe())
-
         every = cfg.corpus_scope == "all"
+        if cfg.corpus_lookup == "exact":
+            from agent.qa.tools.fin_lookup import FinancialDataLookupTool, FinCorpus, our_hints
 
-        def retrieve(q: Question) -> Tool | None:
-            if not every and q.dataset not in CORPUS_DATASETS:
-                return None
-            return RetrieveTool(corpus, shown_chars=cfg.corpus_shown_chars, max_k=cfg.corpus_max_k)
+            rows = FinCorpus(cfg.corpus_path)  # loaded and indexed once, read-only
+            if code is not None:
+                from agent.qa.authors.tool_texts import lookup_hints
 
-        makers.append(retrieve)
+                hints = lookup_hints(code)
+            else:
+                hints = our_hints
+            log.info("financial_data_lookup over %s", cfg.corpus_path)
+
+            def exact(q: Question) -> Tool | None:
+                if not every and q.dataset not in CORPUS_DATASETS:
+                    return None
+                return FinancialDataLookupTool(rows, hints)
+
+            makers.append(exact)
+        else:
+            corpus = Corpus.load(cfg.corpus_path, cfg.corpus_text_chars)  # loaded and indexed once, read-only
+            log.info("retrieve tool over %s: %s", cfg.corpus_path, corpus.describe())
+
+            def retrieve(q: Question) -> Tool | None:
+                if not every and q.dataset not in CORPUS_DATASETS:
+                    return None
+                return RetrieveTool(corpus, shown_chars=cfg.corpus_shown_chars, max_k=cfg.corpus_max_k)
+
+            makers.append(retrieve)
     elif "retrieve" in cfg.names:
         log.info("retrieve tool left out: no benchmark corpus given")
-    if "reparse" in cfg.names:
+    if "reparse" in cfg.names and cfg.loop == "authors":
+        makers.append(lambda q: OcrExtractStandIn())
+    elif "reparse" in cfg.names:
         engines: list[Any] = []  # the OCR engine is loaded at the first question with images
 
         def reparse(q: Question) -> Tool | None:
@@ -245,6 +290,25 @@ class Tools:
     def __call__(self, question: Question) -> Sequence[Tool]:
         made = (m(question) for m in self._makers)
         return [_Bounded(t, self.config.text_chars) for t in made if t is not None]
+
+
+class OcrExtractStandIn:
+    """The authors' ``ocr_extract`` under their loop: offered to every question; its calls are
+    answered by the loop from the transcriptions made before it
+    (:mod:`agent.qa.solver.authors_loop`), so calling it here is an error."""
+
+    name = "ocr_extract"
+    description = "OCR of the question's images (answered from the transcriptions made before the loop)."
+    args_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"use_context_image": {"type": "boolean"}},
+    }
+
+    def __call__(self, args: Any) -> ToolResult:
+        return ToolResult(False, "ocr_extract is answered by the authors' loop", (), "refused")
+
+    def close(self) -> None:
+        return None
 
 
 def _shared_engine(max_side: int = MAX_SIDE) -> Any:

@@ -77,6 +77,9 @@ _PLAN_SOLVER = {
     "base_mode",
     "base_max_tokens",
     "gate",
+    "loop",
+    "answer_reading",
+    "base_reading",
 }
 #: Experiment keys that are the cell's identity, not a setting (its folder and store path are
 #: listed as ``experiment`` keys below).

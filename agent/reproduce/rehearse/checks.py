@@ -193,9 +193,12 @@ def _split_check(path: str, call: str, recs: Sequence[Mapping[str, Any]], regist
         if "<think>" in res["text"] or "</think>" in res["text"]:
             # a free reply (decoding "prompt") may write a tag after its reasoning was split off:
             # the random stand-ins do, a biased one closes its thinking again and again; that is
-            # answer text, read for its first JSON object. With no reasoning split off, or under
-            # structured outputs (which allow no tag), the split missed
-            if not req.constrained and res["reasoning"]:
+            # answer text, read for its first JSON object. So may a free reply of a call that does
+            # not think (nothing to split: the tag is one of the random model's tokens). With a
+            # thinking call's reasoning not split off, or under structured outputs (which allow
+            # no tag), the split missed
+            held = req.json_schema is not None and req.constrained  # structured outputs
+            if not held and (res["reasoning"] or not thinks(req, registry.get(req.model))):
                 tags_after += 1
             else:
                 bad.append(f"a think tag left in the answer text of {res['request_key'][:10]}")
@@ -259,7 +262,9 @@ def probe_calls(
         bad = []
         if res.finish_reason != "length" or not res.is_fallback or res.parsed is not None:
             bad.append(f"finish {res.finish_reason}, fallback {res.is_fallback}")
-        if ("<think>" in res.text or "</think>" in res.text) and (probe.constrained or not res.reasoning):
+        tagged = "<think>" in res.text or "</think>" in res.text
+        held = probe.json_schema is not None and probe.constrained  # structured outputs
+        if tagged and (held or (thinking and not res.reasoning)):
             bad.append(f"a think tag left in the cut answer text {res.text[:40]!r}")
         if thinking and not res.text and not res.reasoning:
             bad.append("thinking reply cut with neither reasoning nor answer text")

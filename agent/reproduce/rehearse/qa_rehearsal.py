@@ -137,6 +137,8 @@ def stage_table(plan: QAPlan, data: RehearsalData, outcome: Any, out: Path) -> l
                     scored_by=b.get("scored_by", ""),
                     entries=b.get("added", 0),
                 )
+                if plan.bank_grading == "authors":
+                    row["no_terminated"] = b.get("no_terminated", 0)
             else:
                 runs_of = {k: v for k, v in d.get("scoring", {}).items() if v["set"] == s.label}
                 for v in plan.variants:
@@ -180,7 +182,7 @@ def _missing(plan: QAPlan, row: Mapping[str, Any]) -> list[str]:
     if row["role"] == "bank":
         if not row.get("trajectories_scored"):
             bad.append("bank build scoring (no trajectory scored)")
-        if not row.get("entries"):
+        if not row.get("entries") and not _dropped_by_their_rule(plan, row):
             bad.append("bank entries (none added)")
         return bad
     for v in plan.variants:
@@ -200,6 +202,14 @@ def _missing(plan: QAPlan, row: Mapping[str, Any]) -> list[str]:
     return bad
 
 
+def _dropped_by_their_rule(plan: QAPlan, row: Mapping[str, Any]) -> bool:
+    """Under the authors' bank grading, every item run had no trajectory that terminated with an
+    answer, so their rule dropped each before any grading or summary call (random stand-ins call
+    no tool, so none terminates): no entry is the rule's outcome, not a stage that failed."""
+    run = row.get("bank_items", 0)
+    return plan.bank_grading == "authors" and bool(run) and row.get("no_terminated", 0) == run
+
+
 def stage_checks(path: str, ran: Mapping[str, Any]) -> list[Check]:
     """A failed check for a run that stopped and for every dataset with a stage not exercised."""
     plan: QAPlan = ran["plan"]
@@ -210,9 +220,15 @@ def stage_checks(path: str, ran: Mapping[str, Any]) -> list[Check]:
         bad = _missing(plan, row)
         said = ", ".join(f"{k} {v}" for k, v in row.items() if k not in ("dataset", "path", "note", "role"))
         detail = f"not exercised: {'; '.join(bad)}" if bad else said
-        out.append(
-            Check(path, f"dataset {row['dataset']}", f"stages ({row['role']})", not bad, detail, dict(row))
-        )
+        ok: bool | None = not bad
+        if not bad and row["role"] == "bank" and not row.get("entries"):
+            # neither passed nor failed: the grading, summary and entry stages were not reached
+            ok = None
+            detail = (
+                "no entry: no trajectory terminated with an answer, so the authors' rule dropped every "
+                f"item before grading and summary (random stand-ins call no tool); {said}"
+            )
+        out.append(Check(path, f"dataset {row['dataset']}", f"stages ({row['role']})", ok, detail, dict(row)))
     return out
 
 

@@ -55,6 +55,8 @@ class Rehearsal:
     #: FinAcumen: per path, each dataset through the stages, and what the limits cut per call type
     qa_stages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     qa_cuts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    #: FinAcumen under the authors' protocol: per path, the authors' texts read (name, file, digest)
+    authors_texts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[Check]:
@@ -122,6 +124,11 @@ def _one_config(
         r.checks += stage_checks(path, ran)
         r.qa_stages[path] = list(ran["stages"])
         r.qa_cuts[path] = cuts_by_call_type([where / "runs"])
+        if not ran.get("error"):
+            from agent.reproduce.rehearse.authors_rehearsal import authors_checks, authors_texts
+
+            r.checks += authors_checks(path, replace(cfg, qa=ran["plan"]), where)
+            r.authors_texts[path] = authors_texts(where)
     if not r.sizes:  # on the first path the config runs (the prompts are the same on both)
         r.notes += list(ran.get("notes", ()))
         if cfg.kind == "moira":
@@ -321,6 +328,10 @@ def write_rehearsal(result: dict[str, Rehearsal], out: Path, *, si_note: str = "
             from agent.reproduce.rehearse.qa_rehearsal import stage_markdown
 
             md += stage_markdown(r.qa_stages, r.qa_cuts)
+        if any(r.authors_texts.values()):
+            from agent.reproduce.rehearse.authors_rehearsal import authors_markdown
+
+            md += authors_markdown(r.authors_texts)
         md += [""] + [f"- {n}" for n in r.notes] + [""]
         doc[name] = {
             "checks": [asdict(c) for c in r.checks],
@@ -331,6 +342,7 @@ def write_rehearsal(result: dict[str, Rehearsal], out: Path, *, si_note: str = "
             "failed": len(r.failed),
             "too_long": [s.call_type for s in r.too_long],
             **({"qa_stages": r.qa_stages, "qa_cuts": r.qa_cuts} if r.qa_stages else {}),
+            **({"authors_texts": r.authors_texts} if any(r.authors_texts.values()) else {}),
         }
         (out / name).mkdir(parents=True, exist_ok=True)
         (out / name / "rehearsal.json").write_text(

@@ -32,12 +32,13 @@ def _pair(
     max_tokens: int = 16384,
     temperature=None,
     constrained=False,
+    json_schema=SCHEMA,
     **kw,
 ):
     # server-default sampling: temperature and top_p left unset, the run seed set; the
     # reproduction configs' decoding: the schema checks the reply, nothing constrains it
     req = ChatRequest.simple(
-        key, "Direction?", thinking=thinking, json_schema=SCHEMA, call_type="direction",
+        key, "Direction?", thinking=thinking, json_schema=json_schema, call_type="direction",
         max_tokens=max_tokens, temperature=temperature, top_p=None, seed=0, constrained=constrained,
     )  # fmt: skip
     res = build_result(
@@ -107,6 +108,33 @@ def test_a_free_answer_may_write_a_think_tag_after_the_split_but_not_without_one
         "engine:direction"
     ]
     assert c.ok is False and "a think tag left in the answer text" in c.detail
+
+
+def test_a_free_reply_of_a_call_that_does_not_think_may_hold_a_tag(tmp_path: Path) -> None:
+    cfg, reg = load_repro("moira_table5_a2"), default_registry()
+    # thinking off: nothing to split, the tag is one of the random model's tokens (answer text)
+    free = [_pair("qwen3-32b-nothink", '{"action": "FLAT"}</think>', thinking=False, reasoning="")]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "a", free), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok, c.detail
+    assert c.seen["tags_after_split"] == 1
+    # under structured outputs a tag is still a miss
+    held = [
+        _pair(
+            "qwen3-32b-nothink", '{"action": "FLAT"}</think>', thinking=False, reasoning="", constrained=True
+        )
+    ]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "b", held), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok is False and "a think tag left in the answer text" in c.detail
+    # no schema at all (a native tool call's reply, a one-word verdict): free, whatever the flag
+    bare = [_pair("qwen3-32b-nothink", "YES</think>", thinking=False, reasoning="", json_schema=None)]
+    c = _by(check_calls(cfg, "engine", _journal(tmp_path / "c", bare), reg), "thinking split")[
+        "engine:direction"
+    ]
+    assert c.ok, c.detail
 
 
 def test_the_settings_check_flags_a_decoding_other_than_the_configs(tmp_path: Path) -> None:

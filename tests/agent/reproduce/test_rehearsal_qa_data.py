@@ -133,6 +133,23 @@ def test_a_dataset_whose_stage_was_not_exercised_fails_and_so_does_a_stopped_run
     assert checks[2].detail == "not exercised: bank entries (none added)"
 
 
+def test_a_bank_the_authors_rule_emptied_is_said_neither_passed_nor_failed(tmp_path):
+    import dataclasses
+
+    plan, _ = rehearsal_qa_plan(load_repro("finacumen_table1"), tmp_path, SMALLEST, None)
+    bank = {"dataset": "FinMME train part", "role": "bank", "benchmark": "finmme", "loaded": 1,
+            "bank_items": 2, "trajectories_scored": 2, "entries": 0, "no_terminated": 2}  # fmt: skip
+    # under our grading an empty bank is a stage not exercised, whatever terminated
+    [c] = stage_checks("engine", {"plan": plan, "stages": [bank], "error": ""})
+    assert c.ok is False and c.detail == "not exercised: bank entries (none added)"
+    theirs = dataclasses.replace(plan, bank_grading="authors")
+    [c] = stage_checks("engine", {"plan": theirs, "stages": [bank], "error": ""})
+    assert c.ok is None and "the authors' rule dropped every item" in c.detail
+    # one item with a terminated trajectory and still no entry: a failure under their rule too
+    [c] = stage_checks("engine", {"plan": theirs, "stages": [dict(bank, no_terminated=1)], "error": ""})
+    assert c.ok is False and c.detail == "not exercised: bank entries (none added)"
+
+
 class _NoCalls:
     name = "no-calls"
 

@@ -31,7 +31,9 @@ def test_the_authors_table1_takes_the_authors_values_and_keeps_its_own_keys() ->
     assert paper.protocol == "paper" and authors.protocol == "authors"
     assert paper.k_max == (5,) and authors.k_max == (3,)
     assert (authors.gold_format_hints, authors.gold_evidence) == ("authors", "authors")
-    assert (authors.memory_block, authors.annotator, authors.ocr) == ("entries", False, "model")
+    assert (authors.memory_block, authors.annotator, authors.ocr) == ("authors", False, "model")
+    points = (authors.loop, authors.base, authors.answer_reading, authors.base_max_tokens)
+    assert points == ("authors", "authors", "authors", 1024)
     assert (authors.temperature, authors.base_temperature) == (0.6, 0.0)
     assert {authors.scorer_of(d).name for d in ("bizbench", "finmmr", "fintmmbench")} == {"authors"}
     assert authors.thought_chars == paper.thought_chars == 1000  # set in both files: ours
