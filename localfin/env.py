@@ -176,6 +176,12 @@ def c_compiler() -> str:
     return os.environ.get("CC", "").strip()
 
 
+def cxx_compiler() -> str:
+    """``CXX`` (default empty): the C++ compiler pip builds hnswlib with on the GPU install
+    (unset: the first of ``c++``, ``g++``, ``clang++`` on ``PATH``)."""
+    return os.environ.get("CXX", "").strip()
+
+
 def offline_env() -> dict[str, str]:
     """The variables that keep transformers, huggingface_hub, vLLM and onnxruntime off the
     network (downloads, telemetry and usage statistics)."""

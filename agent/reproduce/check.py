@@ -15,8 +15,9 @@ the fix), the lookup tool's market store, OCR for reparse, FinTMMBench's corpus 
 then the model's weights. Then, for every config, its **placement** on the GPUs
 (:func:`agent.reproduce.engine_plan.place` on the visible GPUs, or on a declared inventory: ``check
 CONFIG --gpus N --gpu KIND``): one item, missing when an engine cannot be placed, with what
-would place it (more GPUs, FP8 weights, a larger share); and on the CUDA build of vLLM what
-triton needs (a C compiler, the Python headers: :mod:`serving.hardware.gpu_install`). Nothing here writes
+would place it (more GPUs, FP8 weights, a larger share); and on the CUDA build of vLLM the
+NVIDIA driver and what triton and hnswlib build with (C and C++ compilers, the Python headers:
+:mod:`serving.hardware.gpu_install`). Nothing here writes
 data or starts an engine (the sandbox probe starts one bubblewrap worker and ends it).
 """
 
@@ -39,7 +40,7 @@ from agent.reproduce import engine_plan as placing
 from agent.reproduce.engine_plan import Placement
 from agent.reproduce.spec import ReproConfig
 from localfin import env
-from serving.hardware.gpu_install import triton_pieces
+from serving.hardware.gpu_install import gpu_pieces
 from serving.hardware.gpus import Inventory, engine_platform, visible_inventory
 from serving.models.registry import Registry
 from serving.open import registry_with, weights_status
@@ -409,12 +410,13 @@ def placement_item(cfg: ReproConfig, inventory: Inventory, registry: Registry | 
 
 
 def install_items(cfg: ReproConfig, platform: str | None = None) -> list[CheckItem]:
-    """On the CUDA build, what triton needs (:func:`serving.hardware.gpu_install.triton_pieces`)."""
+    """On the CUDA build, what the GPU install needs of the machine: the NVIDIA driver, the
+    compilers and headers triton and hnswlib build with (:func:`serving.hardware.gpu_install.gpu_pieces`)."""
     if (platform or engine_platform()) != "cuda":
         return []
     return [
         CheckItem(cfg.name, "ok" if p.ok else "missing", f"GPU install: {p.what}", p.detail, p.fix)
-        for p in triton_pieces()
+        for p in gpu_pieces()
     ]
 
 

@@ -22,7 +22,7 @@ from serving.engines.engine_args import EngineArguments, engine_arguments
 from serving.http.server import serve_args
 from serving.models.registry import Registry
 
-__all__ = ["EngineStart", "engine_starts", "format_starts"]
+__all__ = ["EngineStart", "engine_starts", "format_starts", "run_specs"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class EngineStart:
     serve: tuple[str, ...]
 
 
-def _specs(cfg: ReproConfig, placement: Placement, registry: Registry) -> list[tuple[str, Any]]:
+def run_specs(cfg: ReproConfig, placement: Placement, registry: Registry) -> list[tuple[str, Any]]:
     """(label, backend spec) of every engine the run opens, in run order."""
     if cfg.kind == "moira":
         from agent.pairs.experiment.matrix_config import parse_matrix
@@ -59,7 +59,7 @@ def _specs(cfg: ReproConfig, placement: Placement, registry: Registry) -> list[t
 def engine_starts(cfg: ReproConfig, placement: Placement, registry: Registry) -> list[EngineStart]:
     """Every engine process a full run of ``cfg`` starts on ``placement``, with its arguments."""
     out = []
-    for label, spec in _specs(cfg, placement, registry):
+    for label, spec in run_specs(cfg, placement, registry):
         entry = registry.get(spec.model)
         where = str(entry.expected_path() or f"<{entry.key}-weights-dir>")
         layout = spec.engine.layout

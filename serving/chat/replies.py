@@ -21,6 +21,7 @@ __all__ = [
     "build_result",
     "error_result",
     "FailureStreak",
+    "over_context",
 ]
 
 _OPEN, _CLOSE = "<think>", "</think>"
@@ -232,3 +233,15 @@ class FailureStreak:
                     "each failure), then rerun with --resume",
                     done={i: r for i, r in enumerate(results) if r.finish_reason != "error"},
                 )
+
+
+def over_context(prompt: int, max_tokens: int, context: int, setting: str) -> str:
+    """Why a request of ``prompt`` tokens and ``max_tokens`` does not fit a ``context`` of
+    tokens that ``setting`` bounds ("" when it fits): what a server answers with HTTP 400."""
+    if prompt + max_tokens <= context:
+        return ""
+    return (
+        f"prompt of {prompt:,} tokens + max_tokens {max_tokens:,} = {prompt + max_tokens:,} passes the "
+        f"context of {context:,} tokens ({setting}); allowed: prompt + max_tokens <= {context:,} (a "
+        "lower max_tokens, a shorter prompt, or a larger max_model_len)"
+    )

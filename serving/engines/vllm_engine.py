@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from localfin import env
-from serving.chat.replies import FailureStreak, build_result, error_result, thinks
+from serving.chat.replies import FailureStreak, build_result, error_result, over_context, thinks
 from serving.chat.sampling import GENERATION_FIELDS, effective_sampling, generation_defaults
 from serving.chat.types import ChatRequest, ChatResult, ToolCall, Usage, ensure_requests
 from serving.engines.engine_args import EngineArguments, check_engine_fields, engine_arguments, gpu_args
@@ -71,23 +71,26 @@ GENERATION_CONFIGS = ("auto", "vllm")
 #: One engine start at a time in this process: a start sets the variables its processes inherit
 #: (``CUDA_VISIBLE_DEVICES`` of its replica, the pins) in ``os.environ`` while it spawns them.
 _START_LOCK = threading.Lock()
+#: One prompt tokenized at a time for the context check (replicas share a tokenizer).
+_TOKENIZE_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
 def _scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
     """Set ``values`` in ``os.environ`` while the engine starts (its processes are spawned then
-    and inherit them), and restore the previous values after, so that later subprocesses of
-    this process (sandboxes, servers) do not inherit an OpenMP preload meant for the engine."""
-    keys = set(values) | {"LD_PRELOAD"}  # vLLM itself edits LD_PRELOAD while it starts
-    old = {k: os.environ.get(k) for k in keys}
+    and inherit them), and afterwards put back the whole environment as it was before: later
+    engines and subprocesses of this process (sandboxes, servers) inherit neither our values
+    (an OpenMP preload, a replica's ``CUDA_VISIBLE_DEVICES``) nor what vLLM sets while it
+    starts (``LD_PRELOAD``; ``VLLM_USE_BREAKABLE_CUDAGRAPH=1`` in batch-invariant mode)."""
+    before = dict(os.environ)
     os.environ.update(values)
     try:
         yield
     finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
+        for k in [k for k in os.environ if k not in before]:
+            del os.environ[k]
+        for k, v in before.items():
+            if os.environ.get(k) != v:
                 os.environ[k] = v
 
 
@@ -123,6 +126,9 @@ class EngineOptions:
             (:mod:`serving.engines.engine_args`): asynchronous scheduling off, processes started with
             ``spawn``.
         batch_invariant: vLLM's batch-invariant mode (``VLLM_BATCH_INVARIANT=1``).
+        max_num_batched_tokens: tokens scheduled in one engine step (``None``: on a GPU
+            :data:`serving.engines.engine_args.GPU_BATCHED_TOKENS`, for the in-process engine and a
+            server alike; on the CPU build at least the context, chunked prefill being off).
         quantization, pipeline_parallel: a declared FP8 weight quantization (``fp8``) and
             pipeline stages, for an engine opened without a ``layout``.
         layout: where the engine runs (:class:`serving.hardware.gpus.EngineLayout`, from the run's
@@ -147,6 +153,7 @@ class EngineOptions:
     async_scheduling: bool = False
     worker_start_method: str = "spawn"
     batch_invariant: bool = False
+    max_num_batched_tokens: int | None = None
     quantization: str | None = None
     pipeline_parallel: int = 1
     layout: EngineLayout | None = None
@@ -288,7 +295,11 @@ class VLLMBackend:
             from vllm import LLM
 
             with _START_LOCK, _scoped_environ(args.env):
-                self._llm = LLM(**args.kwargs)
+                llm = LLM(**args.kwargs)
+                # the first encode sets the tokenizer's state; replicas share it, and threads
+                # that encode first at once fail ("Already borrowed"): encode once here
+                llm.get_tokenizer().encode("warm-up")
+                self._llm = llm
         except ImportError as exc:
             raise BackendError(
                 f"vllm is not installed ({exc}); install localfin[cpu] or localfin[gpu]"
@@ -454,6 +465,9 @@ class VLLMBackend:
         context)."""
         self._check(req)
         llm = self._engine()
+        over = self.context_refusal(req)
+        if over:
+            raise ValueError(over)  # that request's recorded fallback (serving.engines.continuous)
         conv = [m.to_openai() for m in req.messages]
         kwargs = self.chat_kwargs(self._thinking(req), req.tools)
         return llm.enqueue_chat([conv], [self._sampling_params(req)], **kwargs)[0]
@@ -480,6 +494,10 @@ class VLLMBackend:
         # one engine call per thinking mode and set of tools (both are arguments of the call)
         groups: dict[tuple[bool | None, str], list[int]] = {}
         for i, r in enumerate(reqs):
+            over = self.context_refusal(r)
+            if over:
+                results[i] = error_result(r, over, backend=self.name, revision=self._revision)
+                continue
             tools = json.dumps(list(r.tools), sort_keys=True) if r.tools else ""
             groups.setdefault((self._thinking(r), tools), []).append(i)
         for (thinking, _), idx in groups.items():
@@ -502,6 +520,35 @@ class VLLMBackend:
         done = [r for r in results if r is not None]
         self.streak.update(done)
         return done
+
+    def context(self) -> int:
+        """The tokens one sequence may hold: the engine's ``max_model_len``."""
+        return int(self.options.max_model_len or self.spec.max_model_len)
+
+    def context_refusal(self, req: ChatRequest) -> str:
+        """Why ``req`` cannot fit the engine's context ("" when it fits): its prompt's tokens (the
+        chat template applied, as the engine does) plus its ``max_tokens`` past
+        :meth:`context`. A server refuses such a request (HTTP 400); the engine would stop it
+        at the context instead, so it is refused here, before the call. Requests with images
+        are left to the engine (their image tokens are counted by its processor)."""
+        if any(m.images for m in req.messages):
+            return ""
+        tok = self._engine().get_tokenizer()
+        conv = [m.to_openai() for m in req.messages]
+        kwargs = self.chat_kwargs(self._thinking(req), req.tools)
+        extra = dict(kwargs.get("chat_template_kwargs") or {})
+        with _TOKENIZE_LOCK:
+            ids = tok.apply_chat_template(
+                conv, tokenize=True, add_generation_prompt=True, chat_template=kwargs.get("chat_template"),
+                tools=kwargs.get("tools"), **extra,
+            )  # fmt: skip
+        prompt = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        setting = (
+            "EngineOptions.max_model_len"
+            if self.options.max_model_len
+            else f"max_model_len of {self.spec.key!r}"
+        )
+        return over_context(prompt, req.max_tokens, self.context(), setting)
 
     def _one_or_error(self, req: ChatRequest, thinking: bool | None) -> ChatResult:
         try:

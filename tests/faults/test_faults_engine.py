@@ -49,7 +49,8 @@ def test_a_prompt_over_the_context_is_its_fallback_and_the_batch_goes_on(vllm_ba
         jb = JournaledBackend(vllm_backend, j)
         out = jb.chat([good[0], too_long, good[1], good[2]])
         assert out[1].finish_reason == "error" and out[1].is_fallback
-        assert "engine error" in out[1].parse_error and "maximum context length" in out[1].parse_error
+        # refused before the call, naming the setting that bounds it (a server's HTTP 400)
+        assert "passes the context of" in out[1].parse_error and "max_model_len" in out[1].parse_error
         assert _replies([out[0], out[2], out[3]]) == _replies(alone)
         assert j.count() == 3 and jb.called == 4  # the fallback is not journaled
         again = JournaledBackend(vllm_backend, j)  # a rerun (resume)

@@ -112,7 +112,7 @@ def test_two_threads_share_the_running_engine_each_getting_its_own_replies(vllm_
     for k, sent in calls.items():
         assert [r.request_key for r in got[k]] == [r.key() for r in sent]
     assert all(r.finish_reason in ("stop", "length") and r.usage.completion_tokens > 0 for r in got["a"])
-    assert got["b"][2].finish_reason == "error" and "engine error" in got["b"][2].parse_error
+    assert got["b"][2].finish_reason == "error" and "passes the context of" in got["b"][2].parse_error
     assert got["b"][0].finish_reason != "error" and cont.stats.calls == 2
     assert vllm_backend.chat(reqs("c", 1))[0].usage.completion_tokens > 0  # the engine still serves
 

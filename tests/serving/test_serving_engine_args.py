@@ -148,3 +148,26 @@ def test_config_tables_carry_the_engine_switches(tmp_path: Path) -> None:
         ConfigError, match=r"model\.quantization='int8'; allowed: '' \(the checkpoint's weights\) or fp8"
     ):
         load_config(path)
+
+
+def test_one_batching_setting_reaches_the_in_process_engine_and_the_server() -> None:
+    """vLLM's own defaults differ (16,384 tokens a step in process, 8,192 for a server on
+    H100/H200); both paths take the config's value, 8,192 when it says 0."""
+    from agent.pairs.experiment.config import ModelConfig
+    from serving.engines.engine_args import GPU_BATCHED_TOKENS, flags_kwargs
+
+    spec = default_registry().get("qwen3-4b")
+    for table, want in (
+        (ModelConfig(), GPU_BATCHED_TOKENS),
+        (ModelConfig(max_num_batched_tokens=16384), 16384),
+    ):
+        opts = table.backend_spec().engine
+        kw = engine_arguments(spec, opts, platform="cuda", path="/m").kwargs
+        flags = flags_kwargs(serve_args(spec, options=opts, platform="cuda"))
+        assert kw["max_num_batched_tokens"] == flags["max_num_batched_tokens"] == want
+    cpu = engine_arguments(default_registry().get("tiny-qwen3"), Opts(), platform="cpu", path="/m").kwargs
+    assert cpu["max_num_batched_tokens"] == 4096  # the CPU build: the context at least (no chunked prefill)
+    with pytest.raises(
+        ConfigError, match=r"model\.max_num_batched_tokens=100; allowed: 0 .* or 256\.\.1048576"
+    ):
+        ModelConfig(max_num_batched_tokens=100)

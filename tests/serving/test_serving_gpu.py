@@ -65,7 +65,7 @@ def test_the_gpu_smoke_passes(tmp_path):
     assert not report.failed, format_report(report)
     status = {c.name: c.status for c in report.checks}
     assert status["two engines"] == status["thinking + schema"] == status["serve + image"] == "ok"
-    assert status["close, start at once"] == "ok"
+    assert status["close, start at once"] == status["two servers, one GPU, in order"] == "ok"
     assert status["tensor parallel 2"] == ("ok" if visible_inventory().most_per_node >= 2 else "skipped")
 
 

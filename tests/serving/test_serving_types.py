@@ -200,6 +200,16 @@ def test_registry_keys_and_errors(tmp_path, monkeypatch):
         ModelSpec("x", "x", "hub")
 
 
+class _Started:
+    """An engine that pretends to be started: only its tokenizer answers (a one-token prompt)."""
+
+    def get_tokenizer(self):
+        return self
+
+    def apply_chat_template(self, conv, **kw):
+        return [1]
+
+
 def test_a_dead_engine_raises_instead_of_recording_fallbacks(tiny_registry):
     from serving.engines.vllm_engine import VLLMBackend
     from serving.errors import BackendError
@@ -208,7 +218,7 @@ def test_a_dead_engine_raises_instead_of_recording_fallbacks(tiny_registry):
         pass
 
     backend = VLLMBackend("tiny-qwen3", registry=tiny_registry)
-    backend._llm = object()  # pretend started; nothing is loaded
+    backend._llm = _Started()  # pretend started; nothing is loaded
 
     def dies(reqs, thinking):
         raise EngineDeadError("EngineCore encountered an issue")
@@ -224,7 +234,7 @@ def test_one_bad_request_is_isolated_as_a_recorded_fallback(tiny_registry):
     from serving.engines.vllm_engine import VLLMBackend
 
     backend = VLLMBackend("tiny-qwen3", registry=tiny_registry)
-    backend._llm = object()
+    backend._llm = _Started()
 
     def run(reqs, thinking):
         if any(r.max_tokens == 13 for r in reqs):

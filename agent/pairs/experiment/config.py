@@ -145,6 +145,8 @@ class ModelConfig:
         batch-invariant; see "Faults and recovery", Determinism).
     async_scheduling: ``vllm``: vLLM's asynchronous scheduling (its CUDA default), off until a
         GPU check validates it with structured outputs, the reasoning parser and seeded requests.
+    max_num_batched_tokens: ``vllm``: tokens the engine schedules in one step (0: the device's
+        default, 8,192 on a GPU; the in-process engine and ``vllm serve`` take the same).
     worker_start_method: ``vllm``: how the engine's processes start (``spawn``, as the CPU
         build always does; ``fork``, CUDA's default, copies a parent holding OpenMP and numba
         thread pools).
@@ -171,6 +173,7 @@ class ModelConfig:
     batch_invariant: bool = False
     async_scheduling: bool = False
     worker_start_method: str = "spawn"
+    max_num_batched_tokens: int = 0
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
     decoding: str = "schema"
     max_model_len: int | None = None

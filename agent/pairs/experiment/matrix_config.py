@@ -53,6 +53,7 @@ _ENGINE_KEYS = (
     "async_scheduling",
     "worker_start_method",
     "max_model_len",
+    "max_num_batched_tokens",
 )
 
 

@@ -369,6 +369,9 @@ class QAPlan:
     #: ``backend = "vllm"``: how the engines' processes start (``spawn``, as the CPU build
     #: always does, or ``fork``)
     worker_start_method: str = "spawn"
+    #: ``backend = "vllm"``: tokens the engines schedule in one step (0: the device's default,
+    #: 8,192 on a GPU); the in-process engines and ``vllm serve`` take the same
+    max_num_batched_tokens: int = 0
     # ------------------------------------------------------------------ bounds and seeds
     #: seed of the hash that draws the test part of a benchmark without a split
     #: (``test_share``: FinTMMBench, FinMME; a seeded hash of the item ids)

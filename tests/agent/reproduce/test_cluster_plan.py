@@ -25,9 +25,11 @@ def test_each_node_serves_the_replicas_the_placement_puts_there():
     assert by["node0", "qwen3-vl-8b"].share == min(
         r.share for r in solver.replicas if r.gpus[0].node == "node0"
     )
+    # the judge (a fixed share) starts first, then the solver takes what is left of GPU 0
+    assert [s.key for s in servers if s.node == "node0"] == ["qwen3-4b-nothink", "qwen3-vl-8b"]
     text = format_node_servers(p, cfg.name)
     assert (
-        "LOCALFIN_ENDPOINTS=qwen3-vl-8b=http://127.0.0.1:8000/v1,qwen3-4b-nothink=http://127.0.0.1:8010/v1"
+        "LOCALFIN_ENDPOINTS=qwen3-4b-nothink=http://127.0.0.1:8010/v1,qwen3-vl-8b=http://127.0.0.1:8000/v1"
         in text
     )
     assert "--endpoint qwen3-4b-nothink=http://<node0 address>:8010/v1" in text  # node1 calls node0's judge
@@ -42,6 +44,10 @@ def test_plan_on_two_nodes_prints_the_placement_the_time_and_each_nodes_servers(
     assert "on node0: 4 x h100" in out and "node1: 4 x h100" in out
     assert "total (engines one after another)" in out
     assert "on the cluster (`localfin reproduce run finacumen_table2 --ray auto`" in out
-    assert "    node1:\n      CUDA_VISIBLE_DEVICES=0,1,2,3 localfin serve qwen3-vl-8b --port 8000" in out
+    assert (
+        "    node1: localfin reproduce serve finacumen_table2 --nodes 2 --gpus-per-node 4 --gpu h100 "
+        "--node node1\n"
+        "      CUDA_VISIBLE_DEVICES=0,1,2,3 VLLM_WORKER_MULTIPROC_METHOD=spawn vllm serve "
+    ) in out
     bad = cli("reproduce", "plan", "finacumen_table2", "--nodes", "2", "--gpus", "3", "--gpu", "h100")
     assert bad.code == 2 and "--gpus 3 over --nodes 2" in bad.err
