@@ -71,6 +71,12 @@ def import_(
     companies: list[Path] = typer.Option(
         [], "--companies", help="Companies CSV (ticker,name,sector,description); repeatable."
     ),
+    filings: list[Path] = typer.Option(
+        [],
+        "--filings",
+        help="Filings in Herculean's filings.parquet layout (symbol, date, document_type, mda_content, "
+        "risk_content); repeatable.",
+    ),
     herculean: Path | None = typer.Option(
         None, "--herculean", help="Herculean directory (data/prices.parquet, ...)."
     ),
@@ -114,8 +120,8 @@ def import_(
     from agent.data.validate import ImportConfig
     from agent.data.workflows import import_into
 
-    if not (prices or news or companies or herculean):
-        raise typer.BadParameter("give at least one of --prices, --news, --companies, --herculean")
+    if not (prices or news or companies or filings or herculean):
+        raise typer.BadParameter("give at least one of --prices, --news, --companies, --filings, --herculean")
     cfg = ImportConfig(
         max_gap_days=max_gap_days,
         max_missing_frac=max_missing_frac,
@@ -135,6 +141,7 @@ def import_(
             prices=prices,
             news=news,
             companies=companies,
+            filings=filings,
             herculean=herculean,
             column_maps=column_maps,
             config=cfg,
@@ -226,7 +233,8 @@ def synth(
     do_import: bool = typer.Option(False, "--import", help="Also import the files into --store."),
     store: Path | None = typer.Option(None, "--store", help=_STORE_HELP),
 ) -> None:
-    """Write the seeded synthetic market (prices.csv, news.jsonl, companies.csv, truth.json)."""
+    """Write the seeded synthetic market (prices.csv, news.jsonl, companies.csv, filings.parquet,
+    truth.json)."""
     from agent.data.workflows import synth_market
 
     # the files go beside the store they are imported into, not into the working directory

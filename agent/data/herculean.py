@@ -1,6 +1,6 @@
 """Importer for the Herculean (TheFinAI) layout: ``data/prices.parquet``, ``data/news.parquet``
 (one model-written ``highlights`` summary per ticker and calendar day) and ``data/filings.parquet``
-(``document_type, mda_content, risk_content``)."""
+(``document_type, mda_content, risk_content``; :func:`load_filings` reads such a file on its own)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from agent.data.errors import FileFormatError
 from agent.data.loaders import Loaded, check_alias_clash, load_prices, pool_rows, read_table, resolve_columns
 from agent.data.validate import ImportConfig, check_unique, parse_dates, parse_text
 
-__all__ = ["herculean_files", "load_herculean", "HEADLINE_CHARS"]
+__all__ = ["herculean_files", "load_herculean", "load_filings", "HEADLINE_CHARS"]
 
 HEADLINE_CHARS = 160  # a highlights text has no headline: its first sentence, cut to this many characters
 
@@ -71,7 +71,11 @@ def _load_highlights(path: Path, cfg: ImportConfig) -> Loaded:
     return Loaded("news", raw.path, raw.row_kind, frame, (), kept.skipped, kept.renamed)
 
 
-def _load_filings(path: Path, cfg: ImportConfig) -> Loaded:
+def load_filings(path: str | Path, *, config: ImportConfig | None = None) -> Loaded:
+    """A filings table in Herculean's ``filings.parquet`` layout (``symbol`` or ``ticker``,
+    ``date`` = the filing date, ``document_type``, ``mda_content``, ``risk_content``; also
+    CSV/JSONL), validated and unwritten; one row per (date, ticker, document_type)."""
+    cfg = config or ImportConfig()
     raw = read_table(path)
     cols = resolve_columns(raw, _FILINGS_ALIASES, ("date", "ticker", "document_type"))
     kept = pool_rows(raw, cols["ticker"], cfg, "filings")
@@ -109,5 +113,5 @@ def load_herculean(root: str | Path, *, config: ImportConfig | None = None) -> l
     if "news" in files:
         out.append(_load_highlights(files["news"], cfg))
     if "filings" in files:
-        out.append(_load_filings(files["filings"], cfg))
+        out.append(load_filings(files["filings"], config=cfg))
     return out

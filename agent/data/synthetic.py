@@ -12,7 +12,11 @@ Price model (log prices, one row per session of a weekday calendar with holidays
 
 News: routine items (p per ticker and session), sentiment items on large idiosyncratic moves,
 structural events near breaks and a few immaterial "decoy" items that contain event keywords.
-:func:`write_market` writes prices.csv, news.jsonl, companies.csv and truth.json.
+Filings: every ticker's 10-K and 10-Q reports of the last ``filing_years`` years of the market
+(:mod:`agent.data.filings_text`: management discussion and risk factors of realistic length,
+generated from the seed).
+:func:`write_market` writes prices.csv, news.jsonl, companies.csv, filings.parquet (Herculean's
+layout) and truth.json.
 """
 
 from __future__ import annotations
@@ -222,12 +226,16 @@ class SyntheticConfig:
     routine_news_prob: float = 0.12  # per ticker and session
     sentiment_z: float = 2.5  # idiosyncratic moves beyond this many sigmas get a news item
     n_decoys: int = 4
+    #: years of 10-K and 10-Q filings written, counted back from the last session (0: none)
+    filing_years: int = 3
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         names = [t.ticker for t in self.tickers]
         if len(set(names)) != len(names):
             raise DataConfigError(f"tickers must be unique, got {names}")
+        if isinstance(self.filing_years, bool) or not 0 <= self.filing_years <= 50:
+            raise DataConfigError(f"filing_years={self.filing_years!r}; allowed: 0..50 years")
         if self.n_sessions < 300:
             raise DataConfigError(f"n_sessions={self.n_sessions} must be >= 300")
         used: set[str] = set()
@@ -262,7 +270,8 @@ class SyntheticConfig:
 
 @dataclass(frozen=True, eq=False)
 class SyntheticMarket:
-    """The generated market: long prices, news items, companies, and the ground truth (a dict)."""
+    """The generated market: long prices, news items, companies, the ground truth (a dict) and
+    the filings (``date, ticker, document_type, mda, risk``; empty with ``filing_years`` 0)."""
 
     config: SyntheticConfig
     dates: np.ndarray
@@ -270,6 +279,7 @@ class SyntheticMarket:
     news: pd.DataFrame
     companies: pd.DataFrame
     truth: dict
+    filings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _t_shocks(rng: np.random.Generator, df: float, size: tuple[int, ...]) -> np.ndarray:
@@ -369,8 +379,19 @@ def generate_market(config: SyntheticConfig | None = None) -> SyntheticMarket:
         "half_life_note": "half_life = sessions for an AR(1) deviation to halve, -ln2/ln(phi); the screen's "
         "estimator -ln2/(phi-1) reads slightly higher",
     }
-    log.info("synthetic market: %d sessions, %d tickers, %d news items", n_t, len(specs), len(news))
-    return SyntheticMarket(cfg, dates, prices, news, companies, truth)
+    from agent.data.filings_text import market_filings
+
+    filings = market_filings(
+        [(t.ticker, t.name, t.sector, t.first_session) for t in specs], dates, cfg.filing_years, cfg.seed
+    )
+    log.info(
+        "synthetic market: %d sessions, %d tickers, %d news items, %d filings",
+        n_t,
+        len(specs),
+        len(news),
+        len(filings),
+    )
+    return SyntheticMarket(cfg, dates, prices, news, companies, truth, filings)
 
 
 def _price_rows(
@@ -492,7 +513,8 @@ def _news_rows(
 
 
 def write_market(market: SyntheticMarket, out_dir: str | Path) -> dict[str, Path]:
-    """Write prices.csv, news.jsonl, companies.csv and truth.json (the loaders' formats)."""
+    """Write prices.csv, news.jsonl, companies.csv, truth.json and, when the market has
+    filings, filings.parquet (the loaders' formats; filings in Herculean's layout)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -510,4 +532,9 @@ def write_market(market: SyntheticMarket, out_dir: str | Path) -> dict[str, Path
     cfg = asdict(market.config)
     cfg.pop("extra", None)
     paths["truth"].write_text(json.dumps(market.truth | {"config": cfg}, indent=1, default=str))
+    if len(market.filings):
+        from agent.data.filings_text import herculean_frame
+
+        paths["filings"] = out / "filings.parquet"
+        herculean_frame(market.filings).to_parquet(paths["filings"], index=False)
     return paths

@@ -27,6 +27,7 @@ def import_into(
     prices: Sequence[str | Path] = (),
     news: Sequence[str | Path] = (),
     companies: Sequence[str | Path] = (),
+    filings: Sequence[str | Path] = (),
     herculean: str | Path | None = None,
     column_maps: dict[str, ColumnMap] | None = None,
     config: ImportConfig | None = None,
@@ -43,6 +44,7 @@ def import_into(
             prices=prices,
             news=news,
             companies=companies,
+            filings=filings,
             herculean=herculean,
             column_maps=column_maps,
             config=config,
@@ -71,7 +73,7 @@ def _store_for_import(path: Path) -> Iterator[MarketStore]:
 
 @dataclass(frozen=True)
 class SynthResult:
-    """Files written (``prices``, ``news``, ``companies``, ``truth`` -> path) and, when imported,
+    """Files written (``prices``, ``news``, ``companies``, ``truth``, ``filings`` -> path) and, when imported,
     the store and its import report."""
 
     files: dict[str, Path]
@@ -119,6 +121,7 @@ def synth_market(
             prices=[files["prices"]],
             news=[files["news"]],
             companies=[files["companies"]],
+            filings=[files["filings"]] if "filings" in files else [],
             progress=progress,
         )
     return SynthResult(files, Path(store_path), report)

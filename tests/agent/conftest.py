@@ -15,7 +15,8 @@ from agent.data.synthetic import SyntheticConfig, generate_market, write_market
 
 @pytest.fixture(scope="session")
 def synthetic_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """prices.csv, news.jsonl, companies.csv and truth.json of the default synthetic market."""
+    """prices.csv, news.jsonl, companies.csv, filings.parquet and truth.json of the default
+    synthetic market."""
     out = tmp_path_factory.mktemp("synthetic")
     return write_market(generate_market(SyntheticConfig()), out)
 
@@ -35,5 +36,6 @@ def synthetic_store_path(synthetic_files: dict[str, Path], tmp_path_factory: pyt
             prices=[synthetic_files["prices"]],
             news=[synthetic_files["news"]],
             companies=[synthetic_files["companies"]],
+            filings=[synthetic_files["filings"]],
         )
     return path

@@ -178,6 +178,10 @@ def test_the_command_checks_and_names_what_it_needs(capsys: pytest.CaptureFixtur
     assert recs and all(r["value"] is True for r in recs)
     with pytest.raises(ConfigError, match="--prices is required"):
         main(["--out", "x"])
+    with pytest.raises(ConfigError, match="--test-cycles -1; allowed: 0"):
+        main(["--out", "x", "--prices", "p.csv", "--test-cycles", "-1"])
+    with pytest.raises(ConfigError, match=r"--prior-filings.*'all'"):
+        main(["--out", "x", "--prices", "p.csv", "--prior-filings", "all"])
 
 
 def test_table_10_as_the_paper_computes_it() -> None:
@@ -206,3 +210,11 @@ def test_table_10_as_the_paper_computes_it() -> None:
     table = tokens_table({"pypi:qwen3": {"moira": moira, "finmem": finmem}})
     row = [r for r in table.splitlines() if r.startswith("| pypi:qwen3 | 1,000 | 1,800 |")]
     assert row == ["| pypi:qwen3 | 1,000 | 1,800 | 0.56 | 23,000 | 46,000 (2 cycles) | 0.50 | about 0.25 |"]
+    # with replies of backbone length (a declared estimate per call): prompts + the estimate
+    moira.completion_est = {"direction": 50 * 120}
+    finmem.completion_est = {"finmem_decision": 50 * 120}
+    finmem.by_step_est = {k: v + 120 for k, v in finmem.by_step.items()}
+    assert finmem.first_cycles(estimated=True) == ((23 * 1_120 + 23 * 3_120) / 2, 2)
+    est = tokens_table({"pypi:qwen3": {"moira": moira, "finmem": finmem}})
+    row = [r for r in est.splitlines() if r.startswith("| pypi:qwen3 | 920 | 1,920 |")]
+    assert row == ["| pypi:qwen3 | 920 | 1,920 | 0.48 | 21,160 | 48,760 | 0.43 |"]

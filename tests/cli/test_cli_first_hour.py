@@ -249,6 +249,7 @@ def test_data_synth_writes_its_files_beside_the_store(cli, tmp_path, monkeypatch
     assert r.code == 0, r.err
     assert sorted(p.name for p in (tmp_path / "s" / "synthetic").iterdir()) == [
         "companies.csv",
+        "filings.parquet",
         "news.jsonl",
         "prices.csv",
         "truth.json",

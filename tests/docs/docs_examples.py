@@ -203,6 +203,11 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "skip",
         "short.toml is described in words (moira_table3_main with its windows cut), not given as a file",
     ),
+    (
+        r"--finmem-code FINMEM",
+        "skip",
+        "FINMEM is a checkout of FinMem's code, which localfin never ships nor fetches",
+    ),
     # long: an engine on the CPU, an experiment, a sweep over real data, the rehearsal
     (r"localfin demo\b|localfin pairs demo\b|localfin qa demo\b", "slow", "the CPU demo (an engine)"),
     (r"localfin chat smollm2|localfin serve smollm2", "slow", "starts the CPU engine"),

@@ -10,8 +10,9 @@ Layout (every key optional)::
     [baselines.eg_ddqn]           any field of agent.pairs.baselines.eg_ddqn.DDQNConfig
     [baselines.finmem]            any field of agent.pairs.baselines.finmem.run.FinMemConfig; the
                                   model and sampling fields (model, temperature, top_p,
-                                  repetition_penalty, thinking, server_default) default to
-                                  [model]'s, the budgets max_tokens_decision / _reflection to
+                                  repetition_penalty, thinking, server_default, decoding,
+                                  max_model_len) default to [model]'s, the budgets
+                                  max_tokens_decision / _reflection to
                                   [model.max_tokens]' direction / reflection, the news and
                                   prompt fields (news_token_budget, news_per_leg,
                                   description_max_chars, prompt_dir) to [prompt]'s
@@ -73,7 +74,16 @@ BASELINE_METHODS = tuple(BUILTIN_BASELINES)
 #: per exposure (a plugin says so itself: :func:`is_seeded`).
 SEEDED_METHODS = tuple(m for m, seeded in BUILTIN_BASELINES.items() if seeded)
 #: FinMem fields that default to the experiment's ``[model]`` (the table may set them).
-FINMEM_FROM_MODEL = ("model", "temperature", "top_p", "repetition_penalty", "thinking", "server_default")
+FINMEM_FROM_MODEL = (
+    "model",
+    "temperature",
+    "top_p",
+    "repetition_penalty",
+    "thinking",
+    "server_default",
+    "decoding",
+    "max_model_len",
+)
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,8 @@ def parse_baselines(
         repetition_penalty=model.repetition_penalty,
         thinking=model.thinking,
         server_default=model.server_default,
+        decoding=model.decoding,
+        max_model_len=getattr(model, "max_model_len", None),
         max_tokens_decision=model.max_tokens.direction,
         max_tokens_reflection=model.max_tokens.reflection,
     )

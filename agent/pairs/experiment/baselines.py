@@ -24,6 +24,8 @@ from typing import Any
 
 from agent.data.store import MarketStore
 from agent.pairs.baselines.config import baseline_run_id, is_seeded
+from agent.pairs.baselines.finmem.context import prompt_budget
+from agent.pairs.baselines.finmem.market import say_filings
 from agent.pairs.baselines.finmem.memory import EmbeddingCache, TextEmbedder
 from agent.pairs.baselines.finmem.run import finmem_program, prepare_finmem, write_finmem_run
 from agent.pairs.experiment.config import ExperimentConfig
@@ -126,12 +128,19 @@ def finmem_programs(
     store: MarketStore, cfg: ExperimentConfig, pool: Sequence[str], embedder: TextEmbedder | None = None
 ) -> list[tuple[str, Program[Any]]]:
     """(run id, program) of every FinMem run (exposure x seed), empty when FinMem is not
-    configured. The market is read once; ``embedder`` defaults to the bank's MiniLM."""
+    configured. The market is read once; ``embedder`` defaults to the bank's MiniLM. Every
+    request is checked against the context FinMem's model is served with
+    (``baselines.finmem.max_model_len``, else its registry entry's) before it is sent."""
     if "finmem" not in cfg.baselines.methods:
         return []
 
     train, test = _windows(cfg)
-    market = prepare_finmem(store, pool=pool, train=train, test=test, settings=_settings(cfg))
+    fm = cfg.baselines.finmem
+    market = prepare_finmem(
+        store, pool=pool, train=train, test=test, settings=_settings(cfg), prior_filings=fm.prior_filings
+    )
+    say_filings(market, fm)
+    budget = prompt_budget(fm.model, fm.max_model_len) if market.series is not None else None
     if embedder is None and market.series is not None:
         embedder = MiniLMEmbedder()
     shared = (
@@ -143,7 +152,7 @@ def finmem_programs(
         for s in cfg.seeds:
             rid = baseline_run_id("finmem", e, s)
             prog = finmem_program(
-                market, cfg.baselines.finmem, exposure=e, seed=s, embedder=shared, run_id=rid, aliases=aliases
+                market, fm, exposure=e, seed=s, embedder=shared, run_id=rid, aliases=aliases, budget=budget
             )
             out.append((rid, anonymized(prog, aliases) if aliases is not None else prog))
     return out

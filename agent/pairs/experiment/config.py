@@ -19,11 +19,12 @@ Layout of a config file (all tables optional except ``[experiment]`` and ``[wind
     [model]        backbone, backend, base_url, server_default, temperature, top_p,
                    repetition_penalty, thinking, max_num_seqs, kv_cache_gib, chunk_size,
                    request_timeout_s, max_retries, retry_backoff_s, retry_backoff_max_s,
-                   max_failures_in_a_row (faults: docs/faults.md), decoding
+                   max_failures_in_a_row (faults: docs/faults.md), decoding, max_model_len
     [model.max_tokens]  pair_selection, direction, reflection, break_check, news_verify
     [prompt]       dir (the user's own prompt files), reason_max_chars, principle_max_chars,
                    principle_min_chars, reflection_max_chars, news_per_leg,
-                   news_lookback_sessions, headline_max_chars, news_token_budget, block_order,
+                   news_lookback_sessions, direction_news, headline_max_chars, news_token_budget,
+                   block_order,
                    description_max_chars, memory_records, reflection_max_records,
                    pair_quality_min_held, pair_quality_reverting, pair_quality_weak,
                    spread_far_z, spread_near_z
@@ -128,7 +129,11 @@ class ModelConfig:
         reproduction configs): the paper's way, JSON asked for in the prompt only, the final
         text (after any reasoning) read for its JSON object and checked against the schema,
         the training reflection in the paper's text form, a reply that does not parse a
-        recorded fallback with its text. FinMem's calls keep their schema either way.
+        recorded fallback with its text. FinMem's calls follow it too (``[baselines.finmem]
+        decoding`` may set their own).
+    max_model_len: ``vllm``: the engine's context in tokens (unset: the registry entry's); the
+        placement budgets the KV cache of one sequence this long, and FinMem, when it runs on
+        the backbone, checks each prompt against it before the call.
     quantization: ``vllm``: a declared weight quantization of the engine, ``fp8`` (vLLM
         ``--quantization fp8``: 8-bit weights quantized at load, half the memory of bf16, on
         Hopper GPUs and newer; not the weights the papers ran) or "" (the checkpoint's own).
@@ -171,6 +176,7 @@ class ModelConfig:
     max_num_batched_tokens: int = 0
     max_tokens: MaxTokens = field(default_factory=MaxTokens)
     decoding: str = "schema"
+    max_model_len: int | None = None
 
     def __post_init__(self) -> None:
         if not self.backbone:
@@ -204,6 +210,14 @@ class ModelConfig:
             raise ConfigError(f"model.max_failures_in_a_row={self.max_failures_in_a_row}; allowed: >= 1")
         if self.decoding not in DECODINGS:
             raise ConfigError(f"model.decoding={self.decoding!r}; allowed: {', '.join(DECODINGS)}")
+        if self.max_model_len is not None and (
+            isinstance(self.max_model_len, bool)
+            or not isinstance(self.max_model_len, int)
+            or not 256 <= self.max_model_len <= 10_000_000
+        ):
+            raise ConfigError(
+                f"model.max_model_len={self.max_model_len!r}; allowed: 256..10000000 tokens or unset"
+            )
         check_engine_fields(self, "model")
 
     def sampling(self, seed: int) -> Sampling:
@@ -216,6 +230,7 @@ class ModelConfig:
             max_num_seqs=self.max_num_seqs,
             kv_cache_gib=self.kv_cache_gib,
             max_failures_in_a_row=self.max_failures_in_a_row,
+            max_model_len=self.max_model_len,
             **engine_pins(self),
         )
         if self.backend == "vllm":
@@ -361,6 +376,16 @@ class ExperimentConfig:
                 f"baselines.finmem.model={fm.model!r} differs from model.backbone={self.model.backbone!r} "
                 "with model.backend = 'openai': set baselines.finmem.base_url (the server of that model)"
             )
+        if (
+            "finmem" in self.baselines.methods
+            and fm.model == self.model.backbone
+            and fm.max_model_len != self.model.max_model_len
+        ):
+            raise ConfigError(
+                f"baselines.finmem.max_model_len={fm.max_model_len!r} differs from model.max_model_len="
+                f"{self.model.max_model_len!r}: FinMem runs in the backbone's engine ({fm.model!r}), whose "
+                "context is model.max_model_len; set that one and leave baselines.finmem.max_model_len unset"
+            )
         self.execution_settings()  # validates execution, slippage_bps, borrow_bps_per_year
         unbounded = {
             "reason_max_chars": ("pair_selection", "direction", "break_check", "news_verify"),
@@ -391,7 +416,10 @@ class ExperimentConfig:
         if self.model.backend == "vllm":
             pins = {**engine_pins(self.model), "quantization": None, "pipeline_parallel": 1}
             engine = EngineOptions(
-                max_num_seqs=self.model.max_num_seqs, kv_cache_gib=self.model.kv_cache_gib, **pins
+                max_num_seqs=self.model.max_num_seqs,
+                kv_cache_gib=self.model.kv_cache_gib,
+                max_model_len=fm.max_model_len,
+                **pins,
             )
             return BackendSpec("vllm", fm.model, model_path=model_path, engine=engine)
         return BackendSpec(self.model.backend, fm.model, base_url=fm.base_url)

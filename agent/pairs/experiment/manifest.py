@@ -37,6 +37,7 @@ PROMPTS = (
     "pairs_news_verify",
     "pairs_finmem_decision",
     "pairs_finmem_reflection",
+    "pairs_finmem_reask",
 )
 _PACKAGES = (
     "localfin",
@@ -63,7 +64,7 @@ def package_versions() -> dict[str, str]:
 
 
 #: FinMem's prompts (rendered only when FinMem is among the experiment's baselines).
-FINMEM_PROMPTS = ("pairs_finmem_decision", "pairs_finmem_reflection")
+FINMEM_PROMPTS = ("pairs_finmem_decision", "pairs_finmem_reflection", "pairs_finmem_reask")
 
 
 def run_prompts(finmem: bool) -> tuple[str, ...]:

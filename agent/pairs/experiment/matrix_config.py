@@ -52,6 +52,7 @@ _ENGINE_KEYS = (
     "batch_invariant",
     "async_scheduling",
     "worker_start_method",
+    "max_model_len",
     "max_num_batched_tokens",
 )
 

@@ -122,6 +122,7 @@ def write_summary(out: Path, cfg: ExperimentConfig, res: ExperimentResult, token
         )
     lines += fallback_lines(doc["fallbacks_by_call_type"], cfg.model.decoding)
     lines += baseline_lines(res.baselines)
+    lines += finmem_memory_lines(res.baselines)
     lines += ["", RETURN_NOTE]
     if any(table_sharpe(d["metrics"])[1] for d in [*runs, *res.baselines]):
         lines += ["", ZERO_VARIANCE_NOTE]
@@ -282,4 +283,29 @@ def baseline_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
             f"{ac.get('LONG_SHORT', 0)}/{ac.get('SHORT_LONG', 0)}/{ac.get('FLAT', 0)} | "
             f"{calls} | {fb} | {cut} |"
         )
+    return lines
+
+
+def finmem_memory_lines(docs: Sequence[dict[str, Any]]) -> list[str]:
+    """What FinMem's memory layers were filled from (its runs share one window, so once), and
+    the note of a store without filings for the pair."""
+    fm = next((d for d in docs if d.get("method") == "finmem" and d.get("extra", {}).get("filings")), None)
+    if fm is None:
+        return []
+    f = fm["extra"]["filings"]
+    cut = f"cut to {f['max_chars']:,} characters" if f.get("max_chars") else "whole"
+    section = {
+        "mda": "management discussion",
+        "risk": "risk factors",
+        "both": "management discussion and risk factors",
+    }
+    lines = [
+        "",
+        f"FinMem's memory: short holds the news of both legs; mid {f.get('10-Q', 0)} quarterly report(s) "
+        f"(10-Q) and long {f.get('10-K', 0)} annual report(s) (10-K) of the pair entered over the run, each "
+        f"its {section.get(f.get('section', 'mda'), f.get('section'))} ({cut}), from the first session after "
+        "its filing date; reflection holds the decisions' lessons and reasons.",
+    ]
+    if f.get("note"):
+        lines.append(f"FinMem: {f['note']}.")
     return lines

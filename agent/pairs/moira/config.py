@@ -16,6 +16,7 @@ from localfin.errors import ConfigError
 __all__ = [
     "CALL_KINDS",
     "BLOCK_ORDERS",
+    "DIRECTION_NEWS",
     "DIRECTION_RULES",
     "DECODINGS",
     "PRINCIPLE_RULES",
@@ -34,6 +35,9 @@ SELECTION_FALLBACKS = ("keep", "top_candidate")
 #: memory, learned principles); ``memory_last`` = company context, principles, memory (the
 #: memory changes every step, so the engine's prefix cache covers the principles too).
 BLOCK_ORDERS = ("paper", "memory_last")
+#: The news the direction prompt carries (``[prompt] direction_news``): each leg's latest item
+#: (paper A.2) or every item of the lookback window under the news budget.
+DIRECTION_NEWS = ("latest", "window")
 #: How the agent's replies are decoded and read (``[model] decoding``): ``schema`` = the reply
 #: schema goes to the engine as structured outputs (decoding is constrained to it); ``prompt`` =
 #: the paper's way (Appendix A asks for JSON in the prompt text; Appendix C: only the final
@@ -121,6 +125,11 @@ class PromptConfig:
     news_lookback_sessions: sessions back (including today) from which news is shown to pair
         selection and direction: each prompt shows the latest items available in that span
         (paper A.2: "latest available news").
+    direction_news: the news the direction prompt carries: ``latest`` (paper A.2, "latest
+        available news", "relative news between Asset A and Asset B": each leg's newest item
+        within ``news_lookback_sessions``) or ``window`` (up to ``news_per_leg`` items a leg from
+        the whole lookback, newest first, under ``news_token_budget``). The break check keeps
+        its own window (``[lifecycle] news_window_days``, A.4's seven days).
     headline_max_chars: with ``news_token_budget`` 0, each news item is its headline (a
         highlights text: the first sentence) cut to this many characters (the CPU size).
     news_token_budget: 0 = the compact news above (and the lifecycle calls' compact news
@@ -163,6 +172,7 @@ class PromptConfig:
     reflection_max_chars: int = 400
     news_per_leg: int = 3
     news_lookback_sessions: int = 3
+    direction_news: str = "window"
     headline_max_chars: int = 140
     news_token_budget: int = 0
     block_order: str = "paper"
@@ -224,6 +234,9 @@ class PromptConfig:
             raise ConfigError(f"prompt.description_filter={self.description_filter!r}; allowed: {allowed}")
         if self.block_order not in BLOCK_ORDERS:
             raise ConfigError(f"prompt.block_order={self.block_order!r}; allowed: {', '.join(BLOCK_ORDERS)}")
+        if self.direction_news not in DIRECTION_NEWS:
+            allowed = ", ".join(DIRECTION_NEWS)
+            raise ConfigError(f"prompt.direction_news={self.direction_news!r}; allowed: {allowed}")
 
 
 @dataclass(frozen=True)

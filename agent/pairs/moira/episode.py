@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.pairs.lifecycle.monitor import PairMonitor
@@ -206,11 +206,16 @@ class _Window:
     ) -> tuple[dict[str, list[dict[str, str]]], list[dt.date]]:
         """Each ticker's latest news available within the last ``news_lookback_sessions``
         sessions up to session ``i`` (masked, newest first; one token budget for all of them),
-        and the date of every item shown. A budget cut is counted for ``call_type``."""
+        and the date of every item shown; the direction call with ``direction_news`` ``latest``
+        shows each leg's newest item only. A budget cut is counted for ``call_type``."""
         g = self.gidx[i]
-        first = self.view.dates[max(0, g - self.ctx.prompt.news_lookback_sessions + 1)]
+        cfg = self.ctx.prompt
+        first = self.view.dates[max(0, g - cfg.news_lookback_sessions + 1)]
         items = [self.view.news_until(t, first, g) for t in tickers]
-        pick = payloads.pick_news(items, self.ctx.prompt, self.cal)
+        if call_type == "direction" and cfg.direction_news == "latest":
+            # A.2: the latest available news of each leg (one item a leg)
+            cfg = replace(cfg, news_per_leg=min(1, cfg.news_per_leg))
+        pick = payloads.pick_news(items, cfg, self.cal)
         self.stats.count_news(call_type, pick.budget.omitted)
         shown = pick.groups
         dates = [n.date for group, out in zip(items, shown) for n in list(group)[::-1][: len(out)]]

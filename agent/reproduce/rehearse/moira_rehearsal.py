@@ -72,6 +72,9 @@ FREE_REPLY_TOKENS = 256
 #: Reply bounds of the rehearsal (characters; the reproduction configs state none, 0).
 REPLY_BOUNDS = {"reason_max_chars": 120, "principle_max_chars": 160, "reflection_max_chars": 400}
 FINMEM_REPLY_BOUNDS = {"reason_max_chars": 120, "reflection_max_chars": 200}
+#: FinMem's filing excerpts in a rehearsal (characters; the configs keep them whole, 0): the
+#: stand-ins would prefill six whole reports on the CPU
+FINMEM_FILING_CHARS = 1500
 #: EG-DDQN trains on the CPU in seconds (the path, not the paper's figure)
 _DDQN = {"episodes": 2, "min_replay": 32, "history_sessions": 120}
 #: a keyword event written into every pool ticker's highlights on the second session of each window
@@ -193,7 +196,8 @@ def write_stand_in(
     cfg: ReproConfig, out: Path, *, history_sessions: int, windows: Sequence[Mapping[str, str]] | None = None
 ) -> tuple[Path, tuple[Path, ...], tuple[Path, ...]]:
     """Write the stand-in data of ``cfg`` under ``out`` (module docstring): ``herculean/data/``
-    (prices, highlights, filings from the first training session on), ``history/prices.csv``
+    (prices, highlights, and 10-K / 10-Q filings from a year before the first training session on),
+    ``history/prices.csv``
     (``history_sessions`` sessions before it) and ``companies.csv``. ``windows``: the shrunk
     windows (the keyword events go on their second sessions; None: computed here)."""
     import pandas as pd
@@ -243,20 +247,18 @@ def write_stand_in(
     hl = pd.DataFrame(rows)[["symbol", "date", "highlights"]]
     hl.insert(0, "id", range(1, len(hl) + 1))
     hl.assign(date=pd.to_datetime(hl["date"])).to_parquet(base / "news.parquet", index=False)
-    filings = pd.DataFrame(
-        [
-            {
-                "id": k + 1,
-                "symbol": t,
-                "date": pd.Timestamp(first),
-                "document_type": "10-K",
-                "mda_content": f"{t} stand-in annual report: revenue and margins discussed by management.",
-                "risk_content": f"{t} stand-in risk factors: competition, regulation, supply chain.",
-            }
-            for k, t in enumerate(sorted(cfg.pool))
-        ]
+    # each ticker's 10-K and 10-Q text of realistic length (seeded, generated), filed over the
+    # year before the first session and through the windows, so FinMem's mid and long fill
+    from agent.data.filings_text import FilingCompany, herculean_frame, synthetic_filings
+
+    names = dict(zip(companies["ticker"], companies["name"]))
+    fil = synthetic_filings(
+        [FilingCompany(t, names.get(t, t), "Information Technology") for t in sorted(cfg.pool)],
+        first - dt.timedelta(days=400),
+        last,
+        seed=11,
     )
-    filings.to_parquet(base / "filings.parquet", index=False)
+    herculean_frame(fil).to_parquet(base / "filings.parquet", index=False)
     comp = companies.rename(columns={"description": "business_description"})
     comp.to_csv(out / "companies.csv", index=False)
     return out / "herculean", (out / "history" / "prices.csv",), (out / "companies.csv",)
@@ -332,6 +334,10 @@ def moira_document(
     for k, v in FINMEM_REPLY_BOUNDS.items():
         if fm.get(k, 1) == 0:
             fm[k] = v
+    if fm.get("filing_max_chars", 1) == 0:
+        fm["filing_max_chars"] = FINMEM_FILING_CHARS
+    # a shrunk window rarely holds a filing date: each leg's latest reports enter at its start
+    fm["prior_filings"] = "latest"
     if fm:
         base["finmem"] = fm
     base["eg_ddqn"] = {**dict(base.get("eg_ddqn") or {}), **_DDQN}
@@ -365,8 +371,10 @@ def run_moira_rehearsal(
         "data path (Herculean layout through the importer), windows shrunk "
         f"({size.train_sessions} training / {size.test_sessions} test sessions per windows set, the first "
         f"seed, one replay cycle, validation every {size.validation_period} sessions), reply fields bounded "
-        f"for the random stand-ins ({', '.join(f'{k} {v}' for k, v in REPLY_BOUNDS.items())}); its figures "
-        "say nothing about the paper's.",
+        f"for the random stand-ins ({', '.join(f'{k} {v}' for k, v in REPLY_BOUNDS.items())}), "
+        f"FinMem's filing excerpts cut to {FINMEM_FILING_CHARS} characters with each leg's latest 10-Q "
+        "and 10-K entering at the first session (the shrunk windows rarely hold a filing date); its "
+        "figures say nothing about the paper's.",
         *(
             [
                 f"decoding prompt (the paper's): every agent call given {FREE_REPLY_TOKENS} tokens and an "
@@ -513,6 +521,17 @@ def stage_checks(
     stage("news in break check", brk > 0, f"{brk} break check(s) with past-week news")
     ver = sum(bool(_payload(q).get("candidate_event")) for q in by.get("news_verify", ()))
     stage("news in verification", ver > 0, f"{ver} verification(s) of a keyword candidate")
+    if "finmem" in methods:
+        fil = sum(
+            any(" 10-Q (" in i.get("text", "") for i in _payload(q).get("memory", {}).get("mid", []))
+            and any(" 10-K (" in i.get("text", "") for i in _payload(q).get("memory", {}).get("long", []))
+            for q in by.get("finmem_decision", ())
+        )
+        stage(
+            "filings in FinMem's memory",
+            fil > 0,
+            f"{fil} FinMem decision(s) with a 10-Q in mid and a 10-K in long",
+        )
     mdir = out / "matrix"
     for c in cells:
         cell = mdir / c.folder

@@ -29,7 +29,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +162,7 @@ def moira_sizes(
     principles = int(policy.get("max_principles", 6)) * (int(prompt.get("principle_max_chars", 160)) or 400)
     pool = cfg.pool
     company = _companies(pool, desc, shared / "companies.csv")
+    fm_filings, fm_note, fm_ctx = _finmem_filings(cfg, shared)
     real_news = _news_max(
         pool,
         int(prompt.get("news_lookback_sessions", 3)),
@@ -174,8 +175,8 @@ def moira_sizes(
         if real_news is not None
         else "real news file absent: the news cap is taken in full",
         "FinMem's memory grows with the window, but each decision retrieves a fixed top_k per layer "
-        "(agent/pairs/baselines/finmem/memory.py), so its prompt does not; its items are news and "
-        "reflections, covered by the news cap added to finmem_decision",
+        "(agent/pairs/baselines/finmem/memory.py), so its prompt does not; its items are news (covered by "
+        "the news cap), reflections, and filing excerpts: " + fm_note,
     ]
     largest: dict[tuple[str, str], Mapping[str, Any]] = {}
     for r in records:
@@ -189,12 +190,16 @@ def moira_sizes(
         text = "\n".join(m.get("content") or "" for m in q["messages"])
         add = (news_cap if call in _NEWS_CALLS else 0) + (company if call in _COMPANY_CALLS else 0)
         add += principles if call == "direction" else 0
+        add += fm_filings if call == "finmem_decision" else 0
         spec = registry.get(model)
+        if call.startswith("finmem") and fm_ctx:
+            spec = replace(spec, max_model_len=fm_ctx)  # the context FinMem's model is served with
         basis = (
             f"{model}: rehearsal's largest ({len(text)} chars) + news cap "
             f"{news_cap if call in _NEWS_CALLS else 0} + company context "
             f"{company if call in _COMPANY_CALLS else 0} + principles "
             f"{principles if call == 'direction' else 0}"
+            + (f" + filings {fm_filings}" if call == "finmem_decision" else "")
         )
         filler = text + "x" * add
         out.append(
@@ -211,6 +216,44 @@ def moira_sizes(
             )
         )
     return out, notes
+
+
+def _finmem_filings(cfg: ReproConfig, shared: Path) -> tuple[int, str, int]:
+    """Characters FinMem's decision prompt adds at most for filing excerpts (top_k of mid and of
+    long, each cut at ``filing_max_chars``; whole: the longest real MD&A sections of
+    ``filings/herculean_layout/data/filings.parquet``, else 60,000 characters each), the note
+    saying so, and the context FinMem's model is served with (0: the registry's)."""
+    doc = cfg.document
+    fm = dict((doc.get("baselines") or {}).get("finmem") or {})
+    mem = dict(fm.get("memory") or {})
+    k_mid = int(dict(mem.get("mid") or {}).get("top_k", 3))
+    k_long = int(dict(mem.get("long") or {}).get("top_k", 3))
+    cut = int(fm.get("filing_max_chars", 600))
+    ctx = int(fm.get("max_model_len") or 0)
+    for b in doc.get("backbones") or ():
+        if b.get("key") == fm.get("model") and b.get("max_model_len"):
+            ctx = ctx or int(b["max_model_len"])
+    if cut:
+        return (k_mid + k_long) * (cut + 80), f"{k_mid} + {k_long} excerpts of {cut} characters", ctx
+    path = shared / "filings" / "herculean_layout" / "data" / "filings.parquet"
+    if not path.is_file():
+        return (
+            (k_mid + k_long) * 60_000,
+            f"whole, {k_mid} + {k_long} reports of 60,000 characters (no real filings here)",
+            ctx,
+        )
+    import pandas as pd
+
+    f = pd.read_parquet(path, columns=["document_type", "mda_content"])
+    size = f["mda_content"].fillna("").str.len()
+    q = sorted(size[f["document_type"] == "10-Q"], reverse=True)[:k_mid]
+    k = sorted(size[f["document_type"] == "10-K"], reverse=True)[:k_long]
+    total = int(sum(q) + sum(k))
+    return (
+        total,
+        f"whole, the {k_mid} longest real 10-Q and {k_long} longest 10-K MD&A sections ({total} characters)",
+        ctx,
+    )
 
 
 def _image_sizes(paths: Sequence[str]) -> int:

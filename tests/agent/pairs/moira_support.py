@@ -209,16 +209,18 @@ def scripted(
 
 def with_finmem(base: ScriptedBackend) -> ScriptedBackend:
     """``base`` plus a FinMem script: decisions follow the trading z shown, one fixed reflection."""
-    from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL
+    from agent.pairs.baselines.finmem.calls import DECISION_CALL, ID_FIELDS, REFLECTION_CALL
+
+    none: dict[str, list[int]] = {f: [] for f in ID_FIELDS.values()}
 
     def decide(req: ChatRequest) -> str:
-        p = json.loads(req.messages[-1].content)
+        p = json.loads(req.messages[1].content)
         z = p["today"]["z_trade"]
         action = "FLAT" if z is None or abs(z) < 0.3 else "SHORT_LONG" if z > 0 else "LONG_SHORT"
-        return json.dumps({"action": action, "reason": f"z {z}", "memory_ids": []})
+        return json.dumps({"action": action, "reason": f"z {z}", **none})
 
     def reflect(req: ChatRequest) -> str:
-        return json.dumps({"reflection": "trade toward the mean", "memory_ids": []})
+        return json.dumps({"reflection": "trade toward the mean", **none})
 
     return ScriptedBackend([*base.rules, Rule(DECISION_CALL, decide), Rule(REFLECTION_CALL, reflect)])
 

@@ -1,7 +1,8 @@
 """The FinMem-style baseline: layered memory by hand (decay, promotion, clean-up, retrieval score),
-the risk character, a scripted run end to end (run folder, tokens by call type, fallbacks, resume
-from the journal, masking), causality (perturbing data after t leaves every prompt up to t
-byte-identical), lockstep equal to sequential, and a short run on the real engine (tiny model)."""
+the risk character, a scripted run end to end (run folder, tokens by call type, a re-asked reply,
+fallbacks, resume from the journal, masking), causality (perturbing data after t leaves every
+prompt up to t byte-identical), lockstep equal to sequential, and a short run on the real engine
+(tiny model)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from agent.data.store import MarketStore
-from agent.pairs.baselines.finmem.calls import DECISION_CALL, REFLECTION_CALL, reply_char_bound
+from agent.pairs.baselines.finmem.calls import DECISION_CALL, ID_FIELDS, REFLECTION_CALL, reply_char_bound
 from agent.pairs.baselines.finmem.memory import (
     CharacterConfig,
     EmbeddingCache,
@@ -43,8 +44,9 @@ from serving.chat.scripted import Rule, ScriptedBackend
 from serving.journal import Journal, JournaledBackend
 
 POOL = ["GRNF", "HRBK", "KSTR", "MLWD", "NRGX", "OKSN", "PTRV", "SLTN"]
-TRAIN = ("2016-12-01", "2016-12-30")
-TEST = ("2017-01-02", "2017-02-28")
+# inside the synthetic market's filings (its last three years), so mid and long hold reports
+TRAIN = ("2021-11-01", "2021-11-30")
+TEST = ("2021-12-01", "2022-01-31")
 EMB = HashingEmbedder(dim=64)
 
 
@@ -259,31 +261,33 @@ def test_finmem_reply_budget_covers_the_longest_compact_reply() -> None:
 
 
 def _payload(req) -> dict:
-    return json.loads(req.messages[-1].content)
+    return json.loads(req.messages[1].content)
 
 
-def _ids(req) -> list[int]:
-    return list(req.json_schema["properties"]["memory_ids"]["items"].get("enum", []))
+def _ids(req, k: int) -> dict[str, list[int]]:
+    """The first ``k`` ids each layer may cite (its schema enum)."""
+    props = req.json_schema["properties"]
+    return {f: list(props[f]["items"].get("enum", []))[:k] for f in ID_FIELDS.values()}
 
 
 def _scripted(bad: tuple[str, ...] = (), cut: tuple[str, ...] = ()) -> ScriptedBackend:
-    """Decisions follow the trading z shown (a deterministic function of the prompt)."""
+    """Decisions follow the trading z shown (a deterministic function of the prompt); on a step
+    of ``bad`` the first reply is not JSON and its re-ask is answered; on a step of ``cut`` every
+    reply runs past its budget."""
 
     def decide(req) -> str:
         p = _payload(req)
-        if p["current_step"] in bad:
+        if p["current_step"] in bad and len(req.messages) == 2:
             return "this is not JSON"
         if p["current_step"] in cut:
             return "word " * (req.max_tokens + 3)
         z = p["today"]["z_trade"]
         action = "FLAT" if z is None or abs(z) < 0.3 else "SHORT_LONG" if z > 0 else "LONG_SHORT"
-        return json.dumps({"action": action, "reason": f"z {z}", "memory_ids": _ids(req)[:2]})
+        return json.dumps({"action": action, "reason": f"z {z}", **_ids(req, 2)})
 
     def reflect(req) -> str:
         p = _payload(req)
-        return json.dumps(
-            {"reflection": f"best was {p['best_action']} on 2017-01-03", "memory_ids": _ids(req)[:1]}
-        )
+        return json.dumps({"reflection": f"best was {p['best_action']} on 2022-01-03", **_ids(req, 1)})
 
     return ScriptedBackend([Rule(DECISION_CALL, decide), Rule(REFLECTION_CALL, reflect)])
 
@@ -324,13 +328,19 @@ def test_finmem_scripted_run_end_to_end(finmem_store: MarketStore, finmem_market
     assert len(steps) == n_test - 1 == doc["metrics"]["n_transitions"]
     assert [s.date for s in steps] == [str(m.series.dates[g]) for g in m.test_idx[:-1]]
     assert {s.pair for s in steps} == {m.selection.pair}
-    # the fallbacks: an invalid reply and a reply cut at max_tokens, both FLAT and recorded
+    # an invalid reply is asked once more and its re-ask used; a reply cut at max_tokens twice
+    # (the reply and its re-ask) is FLAT and recorded
     flagged = [s.step for s in steps if s.fallback]
-    assert flagged == [5, 10]
+    assert flagged == [10]
     assert all(steps[k - 1].action == "FLAT" and "fallback" in steps[k - 1].note for k in flagged)
     ex = doc["extra"]
-    assert ex["fallbacks"]["test_steps"] == 2
-    assert ex["fallbacks"]["reasons"] == {"decision: invalid reply": 1, "decision: cut at max_tokens": 1}
+    assert ex["fallbacks"]["test_steps"] == 1 and ex["fallbacks"]["reasks"] == 2
+    assert ex["fallbacks"]["reasons"] == {"decision: cut at max_tokens": 1}
+    reasks = [c for c in inner.calls if len(c.messages) == 4]
+    assert [_payload(c)["current_step"] for c in reasks] == [bad, cut]
+    assert reasks[0].messages[2].content == "this is not JSON" and reasks[0].messages[2].role == "assistant"
+    first = next(c for c in inner.calls if len(c.messages) == 2 and _payload(c)["current_step"] == bad)
+    assert reasks[0].json_schema == first.json_schema
     # tokens by call type are those of the results the run received
     calls = inner.calls
     for ct in (DECISION_CALL, REFLECTION_CALL):
@@ -340,7 +350,8 @@ def test_finmem_scripted_run_end_to_end(finmem_store: MarketStore, finmem_market
         assert got["prompt_tokens"] == sum(len(msg.content.split()) for c in mine for msg in c.messages)
     n_train = len(m.train_idx)
     assert ex["tokens_by_call_type"][REFLECTION_CALL]["calls"] == n_train - 1
-    assert ex["tokens_by_phase"]["test"][DECISION_CALL]["calls"] == n_test - 1
+    assert ex["tokens_by_phase"]["test"][DECISION_CALL]["calls"] == n_test - 1 + 2  # two re-asks
+    assert ex["tokens_by_phase"]["test"][DECISION_CALL]["reasks"] == 2
     assert set(ex["tokens_by_phase"]["test"]) == {DECISION_CALL}
     per = ex["test_tokens_per_step"][DECISION_CALL]
     t = ex["tokens_by_phase"]["test"][DECISION_CALL]
@@ -348,6 +359,7 @@ def test_finmem_scripted_run_end_to_end(finmem_store: MarketStore, finmem_market
     # what the loop settled is what the ledger settled; the memory filled every layer
     assert r.outcome.settled_returns[-(n_test - 1) :] == [s.realized for s in steps]
     assert all(ex["memory_sizes_max"][layer] > 0 for layer in ("short", "mid", "long", "reflection"))
+    assert ex["filings"]["10-Q"] + ex["filings"]["10-K"] > 0 and "note" not in ex["filings"]
     trace = read_json(r.run_dir / "memory_trace.json")["sessions"]
     assert len(trace) == (n_train - 1) + (n_test - 1)
     assert sum(ex["characters"]["test"].values()) == n_test - 1
@@ -398,7 +410,7 @@ def test_finmem_without_a_candidate_holds_nothing_and_calls_nothing(
     assert be.calls == [] and {s.action for s in steps} == {"FLAT"}
     assert read_json(r.run_dir / "metrics.json")["extra"]["no_candidate"] is True
     with pytest.raises(ConfigError, match="must end before step 001"):
-        prepare_finmem(finmem_store, pool=POOL, train=("2016-12-01", "2017-01-05"), test=TEST)
+        prepare_finmem(finmem_store, pool=POOL, train=("2021-11-01", "2021-12-03"), test=TEST)
 
 
 def _run_requests(store: MarketStore) -> list:
@@ -488,8 +500,8 @@ def test_finmem_short_run_on_the_real_engine(vllm_backend, finmem_store: MarketS
         finmem_store,
         JournaledBackend(vllm_backend, journal, chunk_size=64),
         pool=POOL,
-        train=("2016-12-22", "2016-12-30"),
-        test=("2017-01-02", "2017-01-09"),
+        train=("2021-11-22", "2021-11-30"),
+        test=("2021-12-01", "2021-12-08"),
         out_dir=tmp_path,
         exposures=("no_beta",),
         config=cfg,
@@ -521,7 +533,7 @@ def test_finmem_import_loads_no_numba() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_finmem_without_news_runs_on_prices_and_reflections(
+def test_finmem_without_news_runs_on_filings_and_reflections(
     synthetic_store_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "no_news.sqlite"
@@ -529,21 +541,55 @@ def test_finmem_without_news_runs_on_prices_and_reflections(
     with sqlite3.connect(path) as con:
         con.execute("DELETE FROM news")
     be = _scripted()
-    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem.run"):
+    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem.market"):
         (r,) = run_finmem(
             s,
             be,
             pool=POOL,
-            train=("2016-12-20", "2016-12-30"),
-            test=("2017-01-02", "2017-01-20"),
+            train=("2021-11-15", "2021-11-30"),
+            test=("2021-12-01", "2021-12-20"),
             out_dir=tmp_path,
             exposures=("no_beta",),
             embedder=EMB,
+            config=FinMemConfig(prior_filings="latest", filing_max_chars=600),
         )
-    assert "no news" in caplog.text
     ex = read_json(r.run_dir / "metrics.json")["extra"]
-    assert ex["n_news_items"] == 0 and ex["memory_sizes_max"]["short"] > 0
-    shown = [json.loads(c.messages[-1].content)["memory"] for c in be.calls if c.call_type == DECISION_CALL]
-    texts = [item["text"] for mem in shown for items in mem.values() for item in items]
-    assert texts and not [t for t in texts if re.match(r"[A-Z]+: ", t)]  # no "TICKER: headline" lines
-    assert any(t.startswith("pair statistics") for t in texts) and any(" close: " in t for t in texts)
+    assert ex["n_news_items"] == 0 and ex["memory_sizes_max"]["short"] == 0
+    shown = [_payload(c)["memory"] for c in be.calls if c.call_type == DECISION_CALL]
+    texts = {layer: [item["text"] for mem in shown for item in mem[layer]] for layer in shown[0]}
+    assert not texts["short"]  # no news, and nothing else is stored there
+    # mid holds 10-Q reports, long 10-K reports and the 10-Qs promoted to it (FinMem's promotion)
+    assert texts["mid"]
+    assert all(" 10-Q (quarterly report), management discussion: " in t for t in texts["mid"])
+    assert any(" 10-K (annual report), management discussion: " in t for t in texts["long"])
+    assert all(re.search(r"^[A-Z]+ 10-[KQ] \(", t) for t in texts["long"])
+    assert all(len(t) <= 600 + 80 for layer in ("mid", "long") for t in texts[layer])
+    assert ex["filings"]["prior_filings"] == "latest" and "note" not in ex["filings"]
+
+
+def test_finmem_without_filings_says_so_once_and_runs_with_empty_layers(
+    synthetic_store_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "no_filings.sqlite"
+    shutil.copy(synthetic_store_path, path)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM filings")
+    be = _scripted()
+    with MarketStore(path) as s, caplog.at_level("WARNING", logger="agent.pairs.baselines.finmem.market"):
+        r, _r2 = run_finmem(
+            s,
+            be,
+            pool=POOL,
+            train=("2021-11-22", "2021-11-30"),
+            test=("2021-12-01", "2021-12-10"),
+            out_dir=tmp_path,
+            exposures=("no_beta", "beta"),
+            embedder=EMB,
+        )
+    assert caplog.text.count("holds no 10-Q or 10-K filings") == 1  # once for the window's runs
+    ex = read_json(r.run_dir / "metrics.json")["extra"]
+    assert "holds no 10-Q or 10-K filings" in ex["filings"]["note"]
+    assert ex["filings"]["10-Q"] == ex["filings"]["10-K"] == 0
+    shown = [_payload(c)["memory"] for c in be.calls if c.call_type == DECISION_CALL]
+    kinds = [item["text"] for mem in shown for layer in ("mid", "long") for item in mem[layer]]
+    assert not [t for t in kinds if " 10-Q " in t or " 10-K " in t]  # no filing text made up

@@ -24,7 +24,10 @@ SHAPE = {
     "windows": {"test_end": "2015-02-27"},
     "policy": {"max_cycles": 0},
 }
-FINMEM = {"baselines": {"methods": ["finmem"]}, "baselines.finmem": {"digest_every": 3, "news_per_leg": 1}}
+FINMEM = {
+    "baselines": {"methods": ["finmem"]},
+    "baselines.finmem": {"momentum_sessions": 2, "news_per_leg": 1},
+}
 
 
 def _text(model: dict, **extra: dict) -> str:

@@ -37,7 +37,7 @@ SHAPE = {
 BASELINES = {
     "baselines": {"methods": list(BASELINE_METHODS)},
     "baselines.eg_ddqn": {"episodes": 2, "min_replay": 32, "history_sessions": 120},
-    "baselines.finmem": {"digest_every": 3, "news_per_leg": 1},
+    "baselines.finmem": {"momentum_sessions": 2, "news_per_leg": 1},
 }
 
 
@@ -69,7 +69,7 @@ def test_baselines_per_method_settings_reach_their_configs():
             **{
                 "baselines.eg_z": {"entry_z": 1.5, "exit_z": 0.25},
                 "baselines.eg_ddqn": {"episodes": 3},
-                "baselines.finmem": {"digest_every": 7},
+                "baselines.finmem": {"momentum_sessions": 7},
                 "baselines.finmem.character": {"mode": "risk_averse"},
                 "baselines.finmem.memory.short": {"top_k": 2},
             }
@@ -78,7 +78,7 @@ def test_baselines_per_method_settings_reach_their_configs():
     b = cfg.baselines
     assert b.eg_z == EGZConfig(entry_z=1.5, exit_z=0.25)
     assert b.eg_ddqn == DDQNConfig(episodes=3)
-    assert b.finmem.digest_every == 7 and b.finmem.character.mode == "risk_averse"
+    assert b.finmem.momentum_sessions == 7 and b.finmem.character.mode == "risk_averse"
     assert b.finmem.memory.short.top_k == 2
     # FinMem answers on the experiment's model and sampling
     assert b.finmem.model == cfg.model.backbone and b.finmem.temperature == cfg.model.temperature
@@ -289,6 +289,7 @@ def test_no_baselines_leaves_the_agent_alone(tmp_path):
         temperature=0.0,
         max_tokens_decision=0,
         max_tokens_reflection=0,
+        decoding=cfg.model.decoding,
     )
     assert cfg.baselines == BaselinesConfig(methods=(), finmem=fm)
     res = run_experiment(cfg, tmp_path / "o", config_text=text, backend=scripted())

@@ -104,7 +104,7 @@ def test_eg_ddqn_state_scale_and_depth_are_settings() -> None:
 
 
 def test_finmems_relative_move_window_names_its_payload_field() -> None:
-    from agent.pairs.baselines.finmem.calls import Observation
+    from agent.pairs.baselines.finmem.observe import Observation
 
     nan = math.nan
     obs = Observation(0, 10.0, 20.0, nan, nan, nan, nan, nan, 0.01, rel_move_sessions=10)

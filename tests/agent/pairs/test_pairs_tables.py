@@ -37,7 +37,7 @@ SHAPE = {
 BASELINES = {
     "baselines": {"methods": list(BASELINE_METHODS)},
     "baselines.eg_ddqn": {"episodes": 2, "min_replay": 32, "history_sessions": 120},
-    "baselines.finmem": {"digest_every": 3, "news_per_leg": 1},
+    "baselines.finmem": {"momentum_sessions": 2, "news_per_leg": 1},
 }
 #: what the tape files add to a run folder (an old-style folder lacks them)
 NEW_FILES = ("decisions.parquet", "prices.parquet", "equity_curve.csv", "trades.csv", "llm_usage.csv")

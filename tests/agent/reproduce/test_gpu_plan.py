@@ -119,8 +119,8 @@ def test_the_plan_counts_finmem_where_it_runs_and_each_independent_training() ->
     cfg = load_repro("moira_table3_main")
     by = moira_work(cfg.document, cfg.baselines, lambda cell: (27, 75))
     # FinMem's single row runs on its fixed model only: 3 seeds x 2 exposures, training + test
-    assert by["q32-nothink"].finmem_runs == 6 and by["q32-nothink"].finmem_steps == 6 * (27 + 75)
-    assert all(w.finmem_runs == 0 for k, w in by.items() if k != "q32-nothink")
+    assert by["l8"].finmem_runs == 6 and by["l8"].finmem_steps == 6 * (27 + 75)
+    assert all(w.finmem_runs == 0 for k, w in by.items() if k != "l8")
     assert by["q32-think"].trainings == 3  # paired: a seed's two exposures train once
     doc = {**cfg.document, "experiment": {**cfg.document["experiment"], "pairing": "independent"}}
     ind = moira_work(doc, cfg.baselines, lambda cell: (27, 75))

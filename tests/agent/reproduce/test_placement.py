@@ -81,9 +81,12 @@ def test_table3_on_h200s() -> None:
     two = _placed("moira_table3_main", "h200", 2)
     assert two.ok and two.find("llama-3.1-70b").layout.tensor_parallel == 2  # type: ignore[union-attr]
     eight = _placed("moira_table3_main", "h200", 8)
-    assert len(eight.find("llama-3.1-8b").layout.replicas) == 6  # type: ignore[union-attr]
-    assert len(eight.find("qwen3-32b-nothink").layout.replicas) == 8  # type: ignore[union-attr]
-    assert eight.find("qwen3-32b-nothink").need.role == "backbone + FinMem"  # FinMem's model is counted
+    l8 = eight.find("llama-3.1-8b")
+    assert len(l8.layout.replicas) == 8  # type: ignore[union-attr]
+    assert l8.need.role == "backbone + FinMem"  # FinMem's model is counted
+    # FinMem's context: the KV cache of one 131,072-token sequence is budgeted
+    assert l8.need.max_model_len == 131_072 and "131,072-token sequence" in l8.note
+    assert len(eight.find("qwen3-32b-nothink").layout.replicas) == 6  # type: ignore[union-attr]
     assert [e.stage for e in eight.engines] == [0, 1, 2, 3, 4, 5]  # one engine at a time, as the matrix runs
 
 

@@ -99,10 +99,11 @@ def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(r
     eng = d["engine"]["qwen3-32b"]
     assert (eng["reasoning_parser"], eng["max_model_len"], eng["timeout_s"]) == ("qwen3", 32768, 600.0)
     # JSON asked for in the prompt only: each agent call carries its schema to check the reply
-    # against, and the engine does not constrain decoding to it; FinMem's calls keep theirs
+    # against, and the engine does not constrain decoding to it; FinMem's calls follow it, as
+    # FinMem's own guard reads its replies
     sel = seen["pair_selection"]
     assert sel["schema"] and not sel["constrained"] and sel["prompt_tokens_max"] > 1000
-    assert seen["finmem_decision"]["constrained"]
+    assert seen["finmem_decision"]["schema"] and not seen["finmem_decision"]["constrained"]
 
 
 def test_moira_ran_on_its_own_data_path_with_every_stage(rehearsal) -> None:

@@ -7,14 +7,18 @@ t - 1 has settled at t's close):
    phase's exposure and the run's execution settings); its cited memory items get feedback by
    the sign of its realized return;
 2. age the memory by the sessions that passed (decay, clean-up, promotion);
-3. store today's items: news of both legs (short), the price observation (short), a digest every
-   ``digest_every`` sessions (mid), the screen's pair statistics on the phase's first session
-   (long);
+3. store today's items as FinMem's agent files them: news of both legs (short), each leg's
+   10-Q (mid) and 10-K (long) filed since the previous session (a filing enters memory on the
+   first session after its filing date, never on the day it is filed);
 4. write the settled decision into the reflection layer: in training with the reflection
-   call's lesson (its cited items get +1 feedback), otherwise as an outcome note;
+   call's lesson (its cited items get +1 feedback), otherwise as an outcome note with the
+   decision's reason;
 5. decide (not on the phase's last session): character from the settled returns, retrieval
    (top-k per layer), the decision call; FLAT without a call when the pair is not tradable.
 
+Every call is checked against the served context before it is sent
+(:class:`~agent.pairs.baselines.finmem.context.PromptBudget`), and a reply that fails
+validation is asked once more (``reasks``), the re-ask counted with its call type.
 :class:`AgentState` collects the test actions, notes and fallbacks, the tokens of every result
 by call type and phase, and a per-session trace of the memory.
 """
@@ -29,21 +33,24 @@ from typing import Any
 from agent.pairs.baselines.finmem.calls import (
     DECISION_CALL,
     CallSettings,
-    Observation,
-    company_lines,
+    Parsed,
     decision_request,
-    digest_text,
-    memory_payload,
-    news_text,
-    observations,
     parse_decision,
     parse_reflection,
-    price_text,
-    query_text,
+    reask_request,
     reflection_request,
-    screen_text,
 )
+from agent.pairs.baselines.finmem.context import PromptBudget
 from agent.pairs.baselines.finmem.memory import LAYERS, LayeredMemory, TextEmbedder, risk_character
+from agent.pairs.baselines.finmem.observe import observations
+from agent.pairs.baselines.finmem.texts import (
+    FILING_LAYER,
+    company_lines,
+    filing_text,
+    memory_payload,
+    news_text,
+    query_text,
+)
 from agent.pairs.market.execution import Book
 from agent.pairs.market.masking import mask_text
 from agent.pairs.market.newsbudget import fit_newest_first
@@ -64,7 +71,8 @@ class _Decision:
     action: str
     reason: str = ""
     cited: list[int] = field(default_factory=list)
-    shown: list[int] = field(default_factory=list)
+    #: the ids each layer recalled for the decision
+    shown: dict[str, list[int]] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)
     called: bool = False
     #: (price, news) sessions of the memory shown with the decision
@@ -80,6 +88,7 @@ def _counter() -> dict[str, int]:
         "fallbacks": 0,
         "cut": 0,
         "replayed": 0,
+        "reasks": 0,
     }
 
 
@@ -112,10 +121,13 @@ class AgentState:
     #: chat tokens (prompt + completion) of the test phase's calls by 1-based session step
     test_step_tokens: Counter = field(default_factory=Counter)
 
-    def count(self, result: ChatResult, phase: str, fallback: bool, step: int = 0) -> None:
+    def count(
+        self, result: ChatResult, phase: str, fallback: bool, step: int = 0, reask: bool = False
+    ) -> None:
         c = self.tokens.setdefault(phase, {}).setdefault(result.call_type, _counter())
         u = result.usage
         c["calls"] += 1
+        c["reasks"] += int(reask)
         c["prompt_tokens"] += u.prompt_tokens
         c["completion_tokens"] += u.completion_tokens
         c["cached_tokens"] += u.cached_tokens
@@ -149,7 +161,9 @@ class AgentState:
                 int(self.test_step_tokens[k]) for k in range(1, max(self.test_step_tokens, default=0) + 1)
             ],
             "fallbacks": {
+                # replies not used (a re-asked reply counts, and so does its re-ask if it fails too)
                 "total": sum(v["fallbacks"] for v in by_type.values()),
+                "reasks": sum(v["reasks"] for v in by_type.values()),
                 # replies cut at max_tokens (a thinking model's reasoning overrunning the budget)
                 "cut_at_max_tokens": sum(v["cut"] for v in by_type.values()),
                 "by_phase": fb,
@@ -199,8 +213,10 @@ def run_agent(
     embedder: TextEmbedder,
     run_id: str = "",
     aliases: Any = None,
+    budget: PromptBudget | None = None,
 ) -> Gen:
-    """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair)."""
+    """The loop of one run over ``market`` (a prepared :class:`FinMemMarket` with a pair);
+    ``budget``: the served context every request is checked against (None: unchecked)."""
     from agent.pairs.baselines.common import tradable
 
     cfg, s = config, market.series
@@ -212,6 +228,7 @@ def run_agent(
         z_window=cfg.z_window,
         min_sessions=cfg.hedge_min_sessions,
         rel_move_sessions=cfg.rel_move_sessions,
+        momentum_sessions=cfg.momentum_sessions,
     )
     mem = LayeredMemory(cfg.memory, embedder, seed)
     st = AgentState(provenance=ProvenanceLog(run_id, aliases.request if aliases is not None else None))
@@ -224,29 +241,56 @@ def run_agent(
         cfg.reflection_max_chars,
         cfg.cite_max,
         cfg.prompt_dir,
+        cfg.decoding or "schema",
     )
     company = company_lines((a, b), market.companies, market.calendar, cfg.description_max_chars)
     label = market.label
     execution = market.settings.execution_settings()
     legs = (a, b)
     prev_g: int | None = None
+    held = FLAT
 
     def masked(text: str) -> str:
         return " ".join(mask_text(text, market.calendar).split())
 
-    def sources(
-        req: ChatRequest, k: int, g: int, prices: list[Any], news: list[Any], screen: Any = None
-    ) -> None:
-        st.provenance.record(
-            req,
-            phase=phase,
-            round=0,
-            step=k + 1,
-            decision_date=_day(s, g),
-            prices=prices,
-            news=news,
-            screen_end=screen,
-        )
+    def ask(
+        req: ChatRequest, shown: dict[str, list[int]], parse: Any, record: Any, k: int
+    ) -> Generator[list[ChatRequest], list[ChatResult], tuple[ChatResult, Parsed]]:
+        """Send ``req`` (checked against the context first), then re-ask an unusable reply up
+        to ``reasks`` times; every result is counted and every request recorded."""
+        where = f"{phase} step {k + 1:03d}"
+        if budget is not None:
+            budget.check(req, where)
+        record(req)
+        (res,) = yield [req]
+        parsed = parse(res, shown)
+        st.count(res, phase, parsed.fallback is not None, k + 1)
+        for _ in range(cfg.reasks):
+            if parsed.fallback is None or parsed.fallback.startswith("backend error"):
+                break
+            again = reask_request(calls, req, res, parsed.fallback)
+            if budget is not None:
+                budget.check(again, where)
+            record(again)
+            (res,) = yield [again]
+            parsed = parse(res, shown)
+            st.count(res, phase, parsed.fallback is not None, k + 1, reask=True)
+        return res, parsed
+
+    def recorder(k: int, g: int, prices: list[Any], news: list[Any], screen: Any = None) -> Any:
+        def record(req: ChatRequest) -> None:
+            st.provenance.record(
+                req,
+                phase=phase,
+                round=0,
+                step=k + 1,
+                decision_date=_day(s, g),
+                prices=prices,
+                news=news,
+                screen_end=screen,
+            )
+
+        return record
 
     for phase, idx, expo in (
         ("train", market.train_idx, cfg.train_exposure),
@@ -255,6 +299,7 @@ def run_agent(
         ok = tradable(s, expo, market.betas)
         book = Book(execution, s.quote)
         pending: _Decision | None = None
+        held = FLAT
         chars = st.characters.setdefault(phase, Counter())
         for k, g in enumerate(idx):
             # 1. settle the decision of the previous session
@@ -274,12 +319,13 @@ def run_agent(
                 settled = book.settle(p0, legs, pending.action if w is not None else FLAT, w)
                 st.settled_returns.append(settled.realized)
                 mem.feedback(pending.cited, _sign(settled.realized))
+                held = pending.action if w is not None else FLAT
             # 2. time passes
             if prev_g is not None:
                 mem.advance(g - prev_g)
             prev_g = g
             # 3. today's items
-            _ingest(mem, market, cfg, obs, phase, k, idx)
+            _ingest(mem, market, cfg, g)
             # 4. the settled decision goes to the reflection layer
             if pending is not None and settled is not None and pending.called:
                 head = (
@@ -301,10 +347,8 @@ def run_agent(
                     }
                     req = reflection_request(calls, payload, pending.shown)
                     then_prices, then_news = pending.sources
-                    sources(req, k, g, [_day(s, g), _day(s, pending.index), *then_prices], then_news)
-                    (res,) = yield [req]
-                    parsed = parse_reflection(res, pending.shown)
-                    st.count(res, phase, parsed.fallback is not None, k + 1)
+                    record = recorder(k, g, [_day(s, g), _day(s, pending.index), *then_prices], then_news)
+                    _res, parsed = yield from ask(req, pending.shown, parse_reflection, record, k)
                     if parsed.fallback:
                         st.fallback_reasons[f"reflection: {parsed.fallback.split(':')[0]}"] += 1
                     else:
@@ -330,12 +374,13 @@ def run_agent(
             else:
                 o = obs[g]
                 recalled = _news_budget(mem.retrieve(query_text(a, b, o, character)), cfg, st)
-                dec.shown = [r.uid for layer in LAYERS for r in recalled[layer]]
+                dec.shown = {layer: [r.uid for r in recalled[layer]] for layer in LAYERS}
                 dec.memory = memory_payload(recalled, label)
                 payload = {
                     "current_step": label(g),
                     "pair": {"A": a, "B": b},
                     "today": o.to_payload(),
+                    "held": held,
                     "recent_returns_pct": [_pct(r) for r in st.settled_returns[-cfg.character.lookback :]],
                     "memory": dec.memory,
                 }
@@ -352,11 +397,9 @@ def run_agent(
                 dec.sources = (mem_prices, mem_news)
                 # the test pair is the screen's top candidate at step 001
                 screen = market.selection.screen_end if phase == "test" and k == 0 else None
-                sources(req, k, g, [_day(s, g), *mem_prices], mem_news, screen)
-                (res,) = yield [req]
+                record = recorder(k, g, [_day(s, g), *mem_prices], mem_news, screen)
+                res, parsed = yield from ask(req, dec.shown, parse_decision, record, k)
                 key = res.request_key
-                parsed = parse_decision(res, dec.shown)
-                st.count(res, phase, parsed.fallback is not None, k + 1)
                 st.decisions += 1
                 dec.called = True
                 dec.action, dec.reason, dec.cited = (
@@ -383,7 +426,8 @@ def run_agent(
                     "step": label(g),
                     "character": character,
                     "sizes": sizes,
-                    "recalled": dec.shown,
+                    "recalled": [i for layer in LAYERS for i in dec.shown.get(layer, ())],
+                    "recalled_by_layer": dec.shown,
                     "cited": dec.cited,
                     "action": dec.action,
                     "fallback": fallback,
@@ -414,49 +458,23 @@ def _news_budget(recalled: dict[str, list[Any]], cfg: Any, st: AgentState) -> di
     return {layer: [r for r in items if r.uid not in dropped] for layer, items in recalled.items()}
 
 
-def _ingest(
-    mem: LayeredMemory,
-    market: Any,
-    cfg: Any,
-    obs: dict[int, Observation],
-    phase: str,
-    k: int,
-    idx: tuple[int, ...],
-) -> None:
-    """Store session ``idx[k]``'s items (see the module docstring, step 3)."""
+def _ingest(mem: LayeredMemory, market: Any, cfg: Any, g: int) -> None:
+    """Store session ``g``'s items (see the module docstring, step 3): the day's news of both
+    legs in short; each filing the market assigns to ``g`` (filed since the previous session) in
+    the layer of its form, 10-Q mid and 10-K long."""
     s = market.series
-    a, b = s.ticker_a, s.ticker_b
-    g = idx[k]
-    label = market.label
-    if k == 0:
-        if phase == "train" and market.train_screen is not None:
-            ps = market.train_screen
-            text = screen_text(label(g), ps.pvalue, ps.half_life, ps.hedge_ratio, ps.correlation, ps.z_long)
-            mem.add("long", [("screen", text)], g)
-        elif phase == "test" and market.selection.candidate is not None:
-            c = market.selection.candidate
-            mem.add(
-                "long",
-                [
-                    (
-                        "screen",
-                        screen_text(label(g), c.pvalue, c.half_life, c.hedge_ratio, c.correlation, c.z_long),
-                    )
-                ],
-                g,
-            )
     short: list[tuple[str, str]] = []
     if cfg.news_per_leg:
-        for leg in (a, b):
+        for leg in (s.ticker_a, s.ticker_b):
             items = [n for n in market.news.get(g, ()) if n.ticker == leg][::-1][: cfg.news_per_leg]
             width = 0 if cfg.news_token_budget else cfg.news_max_chars  # whole items under a budget
             short += [("news", news_text(n, market.calendar, width)) for n in items[::-1]]
-    o = obs[g]
-    if o.price_a == o.price_a and o.price_b == o.price_b:
-        short.append(("price", price_text(label(g), a, b, o)))
     mem.add("short", short, g)
-    n = cfg.digest_every
-    if k >= n and k % n == 0:
-        start, end = obs[idx[k - n]], o
-        if all(x == x for x in (start.price_a, start.price_b, end.price_a, end.price_b)):
-            mem.add("mid", [("digest", digest_text(label(idx[k - n + 1]), label(g), a, b, start, end))], g)
+    for form, layer in FILING_LAYER.items():
+        entries = []
+        for f in market.filings.get(g, ()):
+            if f.document_type == form:
+                text = filing_text(f, market.calendar, cfg.filing_section, cfg.filing_max_chars)
+                if text:
+                    entries.append((form, text))
+        mem.add(layer, entries, g)
