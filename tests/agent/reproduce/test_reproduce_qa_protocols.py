@@ -55,7 +55,7 @@ def test_a_key_set_in_the_table_wins_over_its_protocol(tmp_path) -> None:
     cfg = load_repro(f)
     assert cfg.qa.protocol == "authors" and cfg.qa.k_max == (5,)  # set in the file
     assert cfg.qa.gate_rejections == 16 and cfg.qa.observation_chars == 8000  # set in the file too
-    assert cfg.qa.memory_block == "entries" and cfg.qa.tools == ("python", "lookup", "reparse", "retrieve")
+    assert cfg.qa.memory_block == "authors" and cfg.qa.tools == ("python", "lookup", "reparse", "retrieve")
     with pytest.raises(ConfigError, match=r"qa\.protocol='theirs'; allowed: paper, authors"):
         load_repro(_table(tmp_path, 'protocol = "theirs"'))
 

@@ -112,10 +112,10 @@ def prompt_budget(model: str, max_model_len: int | None, registry: Any = None) -
     ``max_model_len`` tokens (None: the registry entry's): its tokenizer where its folder is on
     this machine, else the estimate; a key the registry does not know and no context given:
     nothing is checked (said in the log)."""
-    from serving.models.registry import default_registry
+    from serving.open import model_spec
 
     try:
-        spec = (registry or default_registry()).get(model)
+        spec = model_spec(model, registry)
     except ConfigError:
         if max_model_len:
             return PromptBudget(int(max_model_len))
