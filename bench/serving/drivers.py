@@ -61,7 +61,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Sample:
-    """One request's outcome. Times in seconds; ``valid`` is ``None`` without a schema."""
+    """One request's outcome. Times in seconds; ``valid`` is ``None`` without a schema.
+    ``pieces``: the streamed deltas that carried text (a server may send several tokens in one
+    delta, and a token that completes no character in none), so ``itl_s`` holds ``pieces - 1``
+    gaps; 0 where nothing was streamed."""
 
     prompt_tokens: int
     completion_tokens: int
@@ -71,6 +74,7 @@ class Sample:
     itl_s: tuple[float, ...]
     valid: bool | None
     finish: str
+    pieces: int = 0
 
 
 class Driver(Protocol):
@@ -301,6 +305,7 @@ class ServerDriver:
             itl_s=tuple(b - a for a, b in zip(stamps, stamps[1:])),
             valid=None if req.json_schema is None else not result.is_fallback,
             finish=finish,
+            pieces=len(stamps),
         )
 
     def close(self) -> None:
