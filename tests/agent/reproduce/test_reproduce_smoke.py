@@ -1,6 +1,7 @@
 """`--smoke`: a shipped config shrunk to CPU size runs to the end on the real engine and writes a
-report. The default suite runs one Moira config on the session's tiny model; the slow test runs
-every shipped config through the CLI on the CPU model."""
+report. The default suite checks the shrunk windows; the slow suite runs one Moira config on the
+session's tiny model and every shipped config through the CLI on the CPU model (the default
+suite's rehearsal runs a Moira and a FinAcumen config end to end on the real engine)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def test_smoke_windows_map_onto_the_synthetic_market(tmp_path: Path) -> None:
         assert len(s.calendar(None, w["train_start"])) > 2520  # the screen has its full lookback
 
 
+@pytest.mark.slow
 def test_smoke_one_config_on_the_tiny_model(vllm_backend, tiny_registry, tmp_path: Path) -> None:
     cfg = load_repro("moira_table7_a4")
     res = reproduce(
