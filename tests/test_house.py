@@ -369,3 +369,16 @@ def test_the_serving_scan_finds_a_room_importing_beside_above_or_the_top(tmp_pat
         "serving/models/m.py:4 (models) imports serving.engines.vllm_engine",
         "serving/models/m.py:5 (models) imports serving.open",
     ]
+
+
+def test_vllm_is_imported_by_the_engine_module_alone():
+    """vLLM (the production engine, heavy and GPU-specific) is imported in one module: the
+    in-process engine; everything else reaches it through that module or over HTTP."""
+    found = sorted(
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in ALLOWED
+        for path in (ROOT / package).rglob("*.py")
+        for line, mod in _imports(path)
+        if mod.split(".")[0] == "vllm"
+    )
+    assert found and all(f.startswith("serving/engines/vllm_engine.py:") for f in found), found

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from bench._args import BenchParser, run_main
-from bench.kernels.decade_size import DECADE, GOAL_GIB, GOAL_S
+from bench.kernels.decade_size import DECADE, GOAL_GIB, GOAL_S, decade_seconds
 from bench.records import RecordWriter
 
 __all__ = ["DECADE", "GOAL_S", "GOAL_GIB", "HELP", "add_decade_args", "decade_case", "main", "parser"]
@@ -295,8 +295,7 @@ def _emit(
     later_s = info["rest_s"] if days > 1 else info["total_s"]
     us_later = 1e6 * later_s / later
     achieved = per_pair_date / (us_later * 1e3)  # operations per ns = GFLOP/s
-    whole_pairs = DECADE["tickers"] * (DECADE["tickers"] - 1) // 2
-    decade_s = info["first_s"] * whole_pairs / n_pairs + us_later * 1e-6 * whole_pairs * (DECADE["dates"] - 1)
+    decade_s = decade_seconds(info["first_s"], n_pairs, us_later)
     slice_ref = float(np.mean(per_date_s)) * days if per_date_s else float("nan")
     peak_gib = float(info["peak_rss_bytes"]) / _GIB
     params = dict(

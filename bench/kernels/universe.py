@@ -377,7 +377,7 @@ def _bound(
 ) -> None:
     """The later dates' operations (counted by the kernels), the machine's peak, the fraction
     of it reached, and the decade case extrapolated from this run's time per pair and date."""
-    from bench.kernels.decade_size import DECADE
+    from bench.kernels.decade_size import DECADE, decade_seconds
     from bench.kernels.decade_size import GOAL_S as DECADE_GOAL_S
 
     later = (days - 1) * n_pairs
@@ -385,9 +385,7 @@ def _bound(
     per_pair_date = sum(ops.values())
     us = 1e6 * float(info["rest_s"]) / later
     achieved = per_pair_date / (us * 1e3)
-    whole = DECADE["tickers"] * (DECADE["tickers"] - 1) // 2
-    # the first date (exact sums) grows with the pairs; every later date costs this run's rate
-    decade_s = float(info["first_s"]) * whole / n_pairs + us * 1e-6 * whole * (DECADE["dates"] - 1)
+    decade_s = decade_seconds(float(info["first_s"]), n_pairs, us)
     by_kind = {k: round(v, 1) for k, v in ops.items() if v}
     w.metric("universe", "ops_per_pair_date", per_pair_date, "count", counted=True, by_kind=by_kind, **params)
     w.metric("universe", "peak", peak, "GFLOP/s", **params)
