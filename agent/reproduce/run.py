@@ -42,6 +42,7 @@ from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
 from agent.reproduce import engine_plan as placing
 from agent.reproduce.qa.arms import run_qa
+from agent.reproduce.qa.engines import judge_engine
 from agent.reproduce.qa.run import shrink_plan
 from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
@@ -51,8 +52,6 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.chat.backend import Backend
 from serving.cluster.endpoints import Endpoints
-from serving.engines.engine_args import engine_pins
-from serving.engines.vllm_engine import EngineOptions
 from serving.hardware.gpus import Inventory, engine_platform, visible_inventory
 from serving.models.registry import Registry
 from serving.open import BackendSpec, opened, registry_with
@@ -149,49 +148,6 @@ def _smoke_store(out: Path) -> Path:
         synth_market(out / "qa_market", n_sessions=SMOKE_QA_SESSIONS, store_path=tmp)
         tmp.replace(path)
     return path
-
-
-def _judge_engine(
-    plan: Any, registry: Registry | None, *, own: bool, placed: placing.Placement | None = None
-) -> tuple[Registry, BackendSpec, BackendSpec | None]:
-    """The registry the run opens its engines from, the solver's backend and the judge's own,
-    if it needs one: a separate judge model gets a second in-process engine beside the
-    solver's (each where ``placed`` puts it: the judge at ``judge_gpu_memory`` of its GPU, the
-    solver on what is left) or a client of its server (``judge_base_url``)."""
-    reg = registry_with(plan.model, "", registry)
-    pins = engine_pins(plan)
-
-    def layout(key: str, role: str) -> Any:
-        return placed.layout_for(key, role) if placed is not None else None
-
-    solver = BackendSpec(
-        plan.backend,
-        plan.model,
-        base_url=plan.base_url,
-        engine=EngineOptions(**pins, layout=layout(plan.model, "solver") if plan.backend == "vllm" else None),
-    )
-    if not own or not plan.separate_judge or not plan.needs_judge:
-        return reg, solver, None
-    if plan.backend == "openai":
-        return reg, solver, BackendSpec("openai", plan.judge, base_url=plan.judge_base_url or plan.base_url)
-    judge_pins = {**pins, "quantization": None, "pipeline_parallel": 1}
-    judge = BackendSpec(
-        "vllm", plan.judge, engine=EngineOptions(**judge_pins, layout=layout(plan.judge, "judge"))
-    )
-    return reg, solver, judge
-
-
-def engine_specs(
-    cfg: ReproConfig, placed: placing.Placement, registry: Registry | None
-) -> list[tuple[str, Any]]:
-    """(label, backend spec) of the engines a full FinAcumen run opens on ``placed``: the
-    solver and a separate judge (what :func:`reproduce` opens; a dry run prints them)."""
-    assert cfg.qa is not None
-    _, solver, judge = _judge_engine(cfg.qa, registry, own=True, placed=placed)
-    out = [("solver", solver)] if solver.kind == "vllm" else []
-    if judge is not None and judge.kind == "vllm":
-        out.append(("judge", judge))
-    return out
 
 
 def run_placement(
@@ -333,7 +289,7 @@ def reproduce(
             where = (ray_address, endpoints, shards)
             qo = _run_qa_cluster(cfg, out, plan, reg, root, embedder, progress, *where, shrink=shrink)
         else:
-            reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
+            reg, spec, judge_spec = judge_engine(plan, reg, own=backend is None, placed=placed)
             with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
                 qo = run_qa(
                     cfg,
