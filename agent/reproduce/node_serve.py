@@ -25,7 +25,7 @@ from typing import Any
 from agent.reproduce.cluster_plan import LOCAL_NODE, NodeStart
 from localfin.errors import ConfigError
 
-__all__ = ["pick", "server_plan", "endpoints_line", "check_machine", "serve_node"]
+__all__ = ["pick", "server_plan", "server_plans", "endpoints_line", "check_machine", "serve_node"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,16 @@ def server_plan(start: NodeStart, inventory: Any) -> Any:
     return ServerPlan(tuple(cmd), run_env)
 
 
+def server_plans(starts: Sequence[NodeStart], inventory: Any, logs: Path) -> list[tuple[Any, ...]]:
+    """What :func:`serving.http.server.start_in_order` takes for ``starts``: (engine key, plan,
+    host, port, log file ``logs/KEY-PORT.log``) each, in their order."""
+    return [
+        (s.server.key, server_plan(s, inventory), "127.0.0.1", s.server.port,
+         logs / f"{s.server.key}-{s.server.port}.log")
+        for s in starts
+    ]  # fmt: skip
+
+
 def endpoints_line(starts: Sequence[NodeStart]) -> str:
     """``LOCALFIN_ENDPOINTS=KEY=URL,...`` of the servers that serve this node alone."""
     own = [s for s in starts if not s.server.spans]
@@ -125,16 +135,7 @@ def serve_node(
     check_machine(starts)
     if starts and starts[0].server.node == LOCAL_NODE and starts[0].server.device == "cpu":
         say("no GPU in this placement: the servers run on this machine's CPU build")
-    plans = [
-        (
-            s.server.key,
-            server_plan(s, inventory),
-            "127.0.0.1",
-            s.server.port,
-            logs / f"{s.server.key}-{s.server.port}.log",
-        )
-        for s in starts
-    ]
+    plans = server_plans(starts, inventory, logs)
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _interrupt)
     handles = []
