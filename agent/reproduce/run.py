@@ -21,8 +21,11 @@ A full run opens every engine where the config's placement puts it
 (:func:`agent.reproduce.engine_plan.place`, the function ``reproduce plan`` prints and
 ``reproduce check`` checks, on the GPUs this process sees): its tensor parallelism, its memory
 share, its data-parallel replicas (one engine process each, :mod:`serving.engines.replicas`), a
-declared FP8 quantization. A config that cannot be placed stops here, before any engine starts,
-with what would place it. A FinAcumen run whose judge is a separate model opens a second
+declared FP8 quantization. A Moira table placed in several stages (one per backbone: none fits
+beside another) is served stage by stage instead: the run starts a stage's servers with the same
+arguments, runs that stage's part of the matrix against them and stops them before the next
+(:mod:`agent.reproduce.stage_run`). A config that cannot be placed stops here, before any engine
+starts, with what would place it. A FinAcumen run whose judge is a separate model opens a second
 backend for it: an in-process engine beside the solver's (``[qa] judge_gpu_memory`` of its GPU),
 or a client of the judge's server (``judge_base_url``).
 """
@@ -41,6 +44,7 @@ from agent.data.store import MarketStore
 from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
 from agent.reproduce import engine_plan as placing
+from agent.reproduce.cluster_plan import BASE_PORT
 from agent.reproduce.qa.arms import run_qa
 from agent.reproduce.qa.engines import judge_engine
 from agent.reproduce.qa.run import shrink_plan
@@ -228,6 +232,7 @@ def reproduce(
     ray_address: str | None = None,
     endpoints: Endpoints | None = None,
     shards: int | None = None,
+    base_port: int = BASE_PORT,
 ) -> ReproResult:
     """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
@@ -240,7 +245,11 @@ def reproduce(
     (:mod:`agent.qa.cluster.driver`, ``shards`` per stage, default two per node), every call to
     a ``vllm serve`` of each node (``LOCALFIN_ENDPOINTS``) or one of ``endpoints`` / the
     config's ``base_url``. The report is the one-process run's; where the shards ran goes to
-    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira)."""
+    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira).
+
+    A Moira table whose placement has several stages (one per backbone) runs them one after
+    another, each stage's servers started by the run from ``base_port`` and stopped before the
+    next (:mod:`agent.reproduce.stage_run`; their logs in ``out_dir/servers``)."""
     if ray_address is not None and (smoke or backend is not None):
         raise ConfigError("a cluster run calls servers: give no backend and no smoke mode with ray_address")
     # on a cluster the engines are the nodes' servers: nothing is opened (or placed) here
@@ -262,9 +271,17 @@ def reproduce(
             from agent.pairs.experiment.demo import synthetic_store
 
             document = smoke_document(cfg, synthetic_store(out), model)
+        served = None
+        if placed is not None and len(placed.stages()) > 1:  # stages one after another, served
+            from agent.reproduce.stage_run import served_stages
+
+            served = served_stages(
+                cfg, placed, registry_with(cfg.model_keys[0], "", reg), logs=out / "servers",
+                base_port=base_port, say=log.info,
+            )  # fmt: skip
         outcome = run_moira(
             cfg, out, document=document, backend=backend, registry=reg, progress=progress, placement=placed,
-            ray_address=ray_address, endpoints=endpoints,
+            ray_address=ray_address, endpoints=endpoints, backend_factory=served,
         )  # fmt: skip
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
