@@ -410,9 +410,15 @@ def plan_config(
 
 
 def format_plan(
-    cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine], placement: Placement | None = None
+    cfg: ReproConfig,
+    gpus: int,
+    kind: str,
+    engines: Sequence[Engine],
+    placement: Placement | None = None,
+    times_of: str = "",
 ) -> str:
-    """The plan as text: the placement (where given), its basis, then each engine."""
+    """The plan as text: the placement (where given), its basis, then each engine (``times_of``:
+    a line saying what placement the engines' times are on, where it is not the one shown)."""
     gpu = gpu_kind(kind)
     lines = [format_placement(placement)] if placement is not None else []
     lines += [
@@ -424,6 +430,8 @@ def format_plan(
         "as many sequences in flight as fit at full context; 'vLLM': prefix cache and paged KV at actual "
         "context lengths, from the rehearsal's journals",
     ]
+    if times_of:
+        lines.append(f"engine times: {times_of}")
     total = total_v = 0.0
     for e in engines:
         if not e.fits:
