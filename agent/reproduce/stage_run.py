@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,8 @@ class ServedStages:
     config: str = ""
     ready_timeout_s: float = 900.0
     say: Callable[[str], None] = log.info
-    open_client: Callable[[Any, Any], Backend] = field(default=_open_client)
+    #: opens the cells' client of a server (None: :func:`serving.open.open_backend`)
+    open_client: Callable[[Any, Any], Backend] | None = None
 
     def __post_init__(self) -> None:
         nodes = sorted({s.server.node for s in self.starts})
@@ -147,7 +148,7 @@ class ServedStages:
         (url,) = {s.url for s in mine if s.server.key == key}
         spec = replace(cell.config.model.backend_spec(), kind="openai", base_url=url)
         try:
-            inner = self.open_client(spec, registry)
+            inner = (self.open_client or _open_client)(spec, registry)
         except BaseException:
             _stop(handles)
             raise
