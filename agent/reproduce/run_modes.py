@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agent.reproduce.engine_plan import Placement, place
+from agent.reproduce import engine_plan as placing
+from agent.reproduce.engine_plan import Placement
 from agent.reproduce.gpu_plan import Work, engine_works, estimate
 from agent.reproduce.hardware import GPU_KINDS, GpuKind, gpu_kind
 from agent.reproduce.spec import ReproConfig
@@ -191,7 +192,7 @@ def together(
 def run_layout(cfg: ReproConfig, inventory: Inventory, *, registry: Registry) -> RunLayout:
     """How ``cfg`` runs on ``inventory`` (module docstring): the mode, the placement used and
     the times of both modes."""
-    staged = place(cfg, inventory, registry=registry)
+    staged = placing.place(cfg, inventory, registry=registry)
     stages = staged.stages()
     if len(stages) <= 1 or not staged.ok:
         return RunLayout(ONE if len(stages) <= 1 else STAGES, staged, staged, why=staged.problem())

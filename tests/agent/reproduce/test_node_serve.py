@@ -108,12 +108,13 @@ def test_each_nodes_servers_take_the_in_process_engines_arguments(
 @pytest.mark.parametrize("cluster", sorted(CLUSTERS))
 @pytest.mark.parametrize("name", ["moira_table3_main", "finacumen_table1"])
 def test_the_plan_prints_the_lines_each_nodes_command_starts(name: str, cluster: str, tmp_path: Path, cli):
+    from agent.reproduce.run_modes import run_layout
+
     config = _config(name, tmp_path)
     cfg = load_repro(config)
     kind, nodes, per = CLUSTERS[cluster]
-    placed = placing.place(
-        cfg, placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per), registry=default_registry()
-    )
+    inv = placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per)
+    placed = run_layout(cfg, inv, registry=default_registry()).placement  # the plan's and serve's
     if not placed.ok:
         return  # refused above
     plan = cli("reproduce", "plan", config, *_cluster_args(cluster))
@@ -129,8 +130,8 @@ def test_the_plan_prints_the_lines_each_nodes_command_starts(name: str, cluster:
         assert run.code == 0, run.err
         assert st.shown() in run.out.splitlines()  # the server the command starts ...
         assert f"      {st.shown()}" in plan.out.splitlines()  # ... is the line the plan prints
-    if name == "moira_table3_main":
-        assert "stages, one after another" in plan.out
+    if name == "moira_table3_main":  # room for every backbone at once: one command per node
+        assert "how the table runs: all backbones at once" in plan.out and "--stage" not in plan.out
 
 
 def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_path: Path):
@@ -139,7 +140,8 @@ def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_
     run = cli("reproduce", "serve", "finacumen_table1", *_cluster_args("2 x 8 h200"))
     assert run.code == 2 and "--node is missing; allowed: node0, node1" in run.err
     t3 = str(_fp8_table3(tmp_path))
-    run = cli("reproduce", "serve", t3, *_cluster_args("2 x 8 h200"), "--node", "node0", "--dry-run")
+    two = ["--nodes", "2", "--gpus-per-node", "2", "--gpu", "h200"]  # no room for all at once: stages
+    run = cli("reproduce", "serve", t3, *two, "--node", "node0", "--dry-run")
     assert run.code == 2 and "--stage is missing" in run.err and "allowed: 0, 1, 2, 3, 4, 5" in run.err
 
 
