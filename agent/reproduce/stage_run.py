@@ -73,6 +73,14 @@ def _stop(handles: Sequence[Any]) -> None:
         h.stop()
 
 
+def _start_in_order(
+    plans: Sequence[tuple[Any, ...]], *, ready_timeout_s: float, say: Callable[[str], None]
+) -> list[Any]:
+    from serving.http.server import start_in_order
+
+    return start_in_order(plans, ready_timeout_s=ready_timeout_s, say=say)
+
+
 def _open_client(spec: Any, registry: Any) -> Backend:
     from serving.open import open_backend
 
@@ -117,7 +125,6 @@ class ServedStages:
 
     def _start(self, stage: int, mine: Sequence[NodeStart]) -> list[Any]:
         from agent.reproduce.node_serve import check_machine, server_plans
-        from serving.http.server import start_in_order
 
         handles: list[Any] = []
         self.say(f"stage {stage}: starting {len(mine)} server(s): {', '.join(s.server.key for s in mine)}")
@@ -125,7 +132,7 @@ class ServedStages:
             try:
                 ready = s.resolved()
                 check_machine([ready])
-                handles += start_in_order(
+                handles += _start_in_order(
                     server_plans([ready], self.inventory, self.logs),
                     ready_timeout_s=self.ready_timeout_s,
                     say=self.say,

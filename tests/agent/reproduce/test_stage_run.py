@@ -11,7 +11,6 @@ model behind each stage's client (asserted on the recorded events, never on timi
 from __future__ import annotations
 
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +53,15 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
-class _Process:
-    """A server process that runs until stopped (or has exited at once, ``code``)."""
+class _Handle:
+    """A started server: its stop is recorded (the real one returns once its processes are gone
+    and its GPU memory is back)."""
 
-    def __init__(self, pid: int, code: int | None = None) -> None:
-        self.pid, self.returncode = pid, code
+    def __init__(self, key: str, port: int, events: list[tuple[str, str]]) -> None:
+        self.key, self.events, self.base_url = key, events, f"http://127.0.0.1:{port}/v1"
 
-    def poll(self) -> int | None:
-        return self.returncode
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self.events.append(("stopped", self.key))
 
 
 class _Recorded:
@@ -81,42 +81,37 @@ class _Recorded:
 
 @pytest.fixture()
 def servers(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The stubs: every spawn, health answer, client and stop recorded in ``events``; the keys
-    in ``fail`` exit at once when spawned."""
-    import httpx
+    """The stubs, in agent.reproduce.stage_run alone (a session's own test server starts in a
+    thread meanwhile, with the real ones): each server's start (spawn, then /health 200, in the
+    order given; serve_node's test has the real one wait for each), client and stop recorded in
+    ``events``; the keys in ``fail`` exit at once when spawned."""
+    from serving.errors import BackendError
 
-    from serving.http import server
-
-    state: dict[str, Any] = {"events": [], "fail": set(), "ports": {}}
+    state: dict[str, Any] = {"events": [], "fail": set(), "ports": {}, "commands": {}}
     events = state["events"]
 
-    real = server.subprocess.Popen  # the module's: anything else spawned (uname) runs for real
-
-    def popen(cmd, **kw):
-        if "--served-model-name" not in cmd:
-            return real(cmd, **kw)
-        key = cmd[cmd.index("--served-model-name") + 1]
-        state["ports"][cmd[cmd.index("--port") + 1]] = key
-        events.append(("spawn", key))
-        return _Process(1000 + len(events), 1 if key in state["fail"] else None)
-
-    def get(url, **kw):
-        events.append(("healthy", state["ports"][url.split(":")[2].split("/")[0]]))
-        return types.SimpleNamespace(status_code=200)
-
-    def stop(self, timeout_s=30.0):
-        port = self.base_url.split(":")[2].split("/")[0]
-        events.append(("stopped", state["ports"][port]))  # the real stop returns once gone
+    def start_in_order(plans, *, ready_timeout_s, say):
+        handles = []
+        for name, plan, _host, port, _log in plans:
+            cmd = list(plan.command)
+            key = cmd[cmd.index("--served-model-name") + 1]
+            assert key == name and cmd[cmd.index("--port") + 1] == str(port)
+            state["ports"][str(port)], state["commands"][key] = key, cmd
+            events.append(("spawn", key))
+            if key in state["fail"]:
+                for h in reversed(handles):
+                    h.stop()
+                raise BackendError("server exited with code 1; log tail:\n<no log>")
+            events.append(("healthy", key))
+            handles.append(_Handle(key, port, events))
+        return handles
 
     def client(spec, registry):
         assert spec.kind == "openai" and spec.base_url.startswith("http://127.0.0.1:")
         assert state["ports"][spec.base_url.split(":")[2].split("/")[0]] == spec.model
         return _Recorded(spec.model, events)
 
-    monkeypatch.setattr(server.subprocess, "Popen", popen)
-    monkeypatch.setattr(httpx, "get", get)
-    monkeypatch.setattr(server, "time", types.SimpleNamespace(monotonic=lambda: 0.0, sleep=lambda s: None))
-    monkeypatch.setattr(server.ServerHandle, "stop", stop)
+    monkeypatch.setattr(stage_run, "_start_in_order", start_in_order)
     monkeypatch.setattr(NodeStart, "resolved", lambda self: self)  # no weights folder looked up
     monkeypatch.setattr(stage_run, "_open_client", client)
     return state
@@ -144,6 +139,7 @@ def test_the_run_starts_each_stages_servers_after_the_previous_stages_stopped(se
     assert {r["backbone"] for r in res.rows} == {"smol", "tiny"}
     # each stage's server: the CPU build's command with the plan's port (8000, then 8010)
     assert servers["ports"] == {"8000": "smollm2-135m", "8010": "tiny-qwen3"}
+    assert all(c[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] for c in servers["commands"].values())
 
 
 def test_a_failing_server_names_its_stage_keeps_the_finished_stage_and_the_restart_skips_it(
