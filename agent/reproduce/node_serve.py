@@ -20,10 +20,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.reproduce.cluster_plan import LOCAL_NODE, NodeStart
 from localfin.errors import ConfigError
+
+if TYPE_CHECKING:
+    from serving.http.server import Launcher
 
 __all__ = ["pick", "server_plan", "server_plans", "endpoints_line", "check_machine", "serve_node"]
 
@@ -126,11 +129,13 @@ def serve_node(
     show: Callable[[str], None],
     ready_timeout_s: float = 900.0,
     wait: bool = True,
+    launcher: Launcher | None = None,
 ) -> int:
     """Start ``starts`` in order, each healthy before the next; ``show`` the endpoints line;
     with ``wait``, keep them until Ctrl-C/SIGTERM (0) or until one exits (its code), then
-    stop them all. Without ``wait`` (tests), stop them at once."""
-    from serving.http.server import start_in_order
+    stop them all. Without ``wait`` (tests), stop them at once. ``launcher``: how the processes
+    run and are asked for their health (None: the real :data:`serving.http.server.LAUNCHER`)."""
+    from serving.http.server import LAUNCHER, start_in_order
 
     check_machine(starts)
     if starts and starts[0].server.node == LOCAL_NODE and starts[0].server.device == "cpu":
@@ -140,7 +145,9 @@ def serve_node(
     signal.signal(signal.SIGTERM, _interrupt)
     handles = []
     try:
-        handles = start_in_order(plans, ready_timeout_s=ready_timeout_s, say=say)
+        handles = start_in_order(
+            plans, ready_timeout_s=ready_timeout_s, say=say, launcher=launcher or LAUNCHER
+        )
         show(endpoints_line(starts))
         code = 0
         while wait:
