@@ -35,7 +35,9 @@ config builds one.
 **Time.** Prefill is compute bound: prompt tokens x 2 x parameters / (GPUs x bf16 peak x
 :data:`PREFILL_EFFICIENCY`). Decode is memory-bandwidth bound: each step of a batch of B
 sequences reads the weight shard and the batch's KV cache once, (weights + B x context x KV
-per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens. No prefix-cache
+per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens on each replica,
+as many as the sequences in flight in all (a batch rounded up does not add sequences, so one
+more replica never makes an engine slower). No prefix-cache
 reuse is counted (the prompts share long prefixes, so prefill is an upper bound), and prefill
 and decode do not overlap.
 
@@ -268,7 +270,9 @@ def _time(
     prefill_s = flops / (tp * busy * gpu.bf16_tflops * 1e12 * PREFILL_EFFICIENCY)
     step_bytes = (a.params_b * 1e9 * 2 + batch * work.mean_context * a.kv_bytes_per_token()) / tp
     step_s = step_bytes / (gpu.bandwidth_tbs * 1e12 * DECODE_EFFICIENCY)
-    decode_s = work.completion_tokens / (batch * busy) * step_s
+    # the sequences in flight: B on each busy replica, but no more than the work has (6 runs on 5
+    # replicas are 6 in flight, not 2 x 5)
+    decode_s = work.completion_tokens / min(batch * busy, work.concurrency) * step_s
     return prefill_s / 3600, decode_s / 3600
 
 

@@ -11,13 +11,14 @@ is the sum of the stages' times.
 **All at once** (:func:`together`): every backbone on GPUs of its own at the same time. Each
 keeps the tensor x pipeline layout its stage has (the smallest that holds its weights and one
 full-context sequence in 0.90 of a GPU), so a server's flags differ from its stage's in the
-number of replicas only. Disjoint GPUs rather than shares of shared GPUs: the placement function
-gives an engine what is free up to 0.90, and a backbone's speed on GPUs of its own is what the
-time model (:mod:`agent.reproduce.gpu_plan`) estimates; two backbones on one GPU would share its
-compute and bandwidth, which the model does not know. The replicas are handed out one at a time
-to the backbone whose estimated time is then the longest, as long as one more replica still has
-work (at most its stage's replicas, which the lock-step round bounds) and the one placement
-function still places every backbone with its stage's layout
+number of replicas only. Disjoint GPUs rather than shares of shared GPUs (a fit that puts two
+backbones on one GPU is refused): the placement function gives an engine what is free up to
+0.90, and a backbone's speed on GPUs of its own is what the time model
+(:mod:`agent.reproduce.gpu_plan`) estimates; two backbones on one GPU would share its compute
+and bandwidth, which the model does not know. The replicas are handed out one at a time to the
+backbone whose estimated time is then the longest, as long as one more replica still has work
+and shortens that time (at most its stage's replicas, which the lock-step round bounds) and the
+one placement function still places every backbone with its stage's layout
 (:func:`serving.hardware.placement.place_stage`, the backbones in decreasing tensor-group size so
 aligned groups pack); so the slowest backbone finishes as early as this greedy hand-out allows.
 The table's wall time is the longest backbone's.
@@ -135,6 +136,7 @@ def _fit(
     needs = [replace(e.need, min_tp=e.layout.tensor_parallel, max_replicas=counts[e.key]) for e in order]
     placed = {p.key: p for p in place_stage(needs, inventory, 0)}
     out = []
+    owner: dict[tuple[str, int], str] = {}
     for e in staged:
         p = placed[e.key]
         if not p.fits or p.device != "cuda" or p.layout is None:
@@ -145,6 +147,9 @@ def _fit(
         )
         if not same or len(p.layout.replicas) != counts[e.key]:
             return None
+        for g in (g for r in p.layout.replicas for g in r.gpus):  # GPUs of its own: none shared
+            if owner.setdefault((g.node, g.index), e.key) != e.key:
+                return None
         out.append(p)
     return out
 
@@ -179,12 +184,12 @@ def together(
             break
         k = max(grow, key=lambda x: (time[x], -keys.index(x)))
         trial = {**counts, k: counts[k] + 1}
-        got = _fit(engines, trial, staged.inventory)
-        if got is None:
+        faster = _hours(full[k], works, gpu, registry, trial[k])
+        got = _fit(engines, trial, staged.inventory) if faster < time[k] else None
+        if got is None:  # one more replica does not fit, or would not shorten its time
             stuck.add(k)
             continue
-        counts, placed = trial, got
-        time[k] = _hours(full[k], works, gpu, registry, counts[k])
+        counts, placed, time[k] = trial, got, faster
     times = tuple(EngineTime(0, p.key, len(p.layout.replicas), time[p.key]) for p in placed)
     return Placement(staged.config, staged.inventory, tuple(placed)), times, ""
 

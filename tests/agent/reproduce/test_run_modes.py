@@ -71,6 +71,25 @@ def test_table3_on_two_nodes_of_eight_h200_places_every_backbone_at_once(fp8: bo
     assert _compare(cfg, lay.placement) == sum(len(e.layout.replicas) for e in placed.values())
 
 
+@pytest.mark.parametrize("kind", ["h200", "h100"])
+def test_one_more_replica_never_makes_a_backbone_slower(kind: str):
+    """The hand-out of replicas relies on it: 6 runs on 5 replicas are 6 sequences in flight (the
+    batch rounded up to 2 a replica adds none), so a sixth replica shortens the time."""
+    from agent.reproduce.gpu_plan import engine_works
+    from agent.reproduce.run_modes import _hours, _kind
+
+    reg = default_registry()
+    cfg = load_repro("moira_table3_main")
+    inv = placing.declared_inventory(kind, nodes=2, gpus_per_node=8)
+    staged = placing.place(cfg, inv, registry=reg)
+    works, _ = engine_works(cfg, reg, by_engine=True)
+    gpu, known = _kind(inv)
+    assert known and gpu.name == kind
+    for e in staged.engines:
+        hours = [_hours(e, works, gpu, reg, n) for n in range(1, len(e.layout.replicas) + 1)]
+        assert len(hours) > 1 and all(b <= a for a, b in zip(hours, hours[1:])), (e.key, hours)
+
+
 def test_the_plan_prints_each_nodes_one_command_as_serve_dry_run_starts_it(cli):
     cfg = load_repro("moira_table3_main")
     lay = _layout(cfg, "h200", 2, 8)
