@@ -69,8 +69,17 @@ class _StageBackend:
 
 
 def _stop(handles: Sequence[Any]) -> None:
+    """Stop every server of ``handles``, the last started first; a stop that fails (a process
+    left, GPU memory not back in time) does not keep the others running: the first error is
+    raised once all were asked."""
+    first: BaseException | None = None
     for h in reversed(handles):
-        h.stop()
+        try:
+            h.stop()
+        except Exception as exc:  # noqa: BLE001 - every server is stopped before it is raised
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def _start_in_order(
@@ -137,8 +146,10 @@ class ServedStages:
                     ready_timeout_s=self.ready_timeout_s,
                     say=self.say,
                 )
-            except Exception as exc:  # any failed start: stop the stage, name it
+            except BaseException as exc:  # any failed start (or Ctrl-C): stop the stage, name it
                 _stop(handles)
+                if not isinstance(exc, Exception):
+                    raise
                 again = f"`localfin reproduce run {self.config} --resume`" if self.config else "--resume"
                 raise StageStartError(
                     f"stage {stage}: the server of {s.server.key} (port {s.server.port}) did not start, so "
@@ -151,8 +162,8 @@ class ServedStages:
         key = cell.backbone.key
         stage = self.stage_of(key)
         mine = [s for s in self.starts if s.server.stage == stage]
-        handles = self._start(stage, mine)
         (url,) = {s.url for s in mine if s.server.key == key}
+        handles = self._start(stage, mine)
         spec = replace(cell.config.model.backend_spec(), kind="openai", base_url=url)
         try:
             inner = (self.open_client or _open_client)(spec, registry)

@@ -175,3 +175,63 @@ def test_a_failing_server_names_its_stage_keeps_the_finished_stage_and_the_resta
     ]  # fmt: skip
     assert {k: v for k, v in _metrics(out).items() if k in kept} == kept  # nothing computed lost
     assert {r["backbone"] for r in res.rows} == {"smol", "tiny"}
+
+
+def _two_servers_one_stage(monkeypatch: pytest.MonkeyPatch, events: list[tuple[str, str]], second: Any):
+    """A stage of two servers whose second start raises ``second`` (the first starts): its
+    plans and the machine check stubbed in agent.reproduce.node_serve (module-local names)."""
+    from types import SimpleNamespace
+
+    from agent.reproduce import node_serve
+
+    class _Start:
+        def __init__(self, key: str, port: int) -> None:
+            self.server = SimpleNamespace(node="local", stage=0, key=key, port=port, gpus=())
+            self.url = f"http://127.0.0.1:{port}/v1"
+
+        def resolved(self) -> Any:
+            return self
+
+    def start_in_order(plans, *, ready_timeout_s, say):
+        ((key, _plan, _host, port, _log),) = plans
+        events.append(("spawn", key))
+        if key == "b":
+            raise second
+        return [_Handle(key, port, events)]
+
+    monkeypatch.setattr(node_serve, "check_machine", lambda starts: None)
+    monkeypatch.setattr(
+        node_serve,
+        "server_plans",
+        lambda starts, inv, logs: [(s.server.key, None, "", s.server.port, logs) for s in starts],
+    )
+    monkeypatch.setattr(stage_run, "_start_in_order", start_in_order)
+    return stage_run.ServedStages([_Start("a", 8000), _Start("b", 8010)], None, Path("logs"))
+
+
+@pytest.mark.parametrize("second", [KeyboardInterrupt(), OSError("no such file: vllm")])
+def test_a_stage_stopped_at_its_second_server_stops_the_first(monkeypatch: pytest.MonkeyPatch, second: Any):
+    """Ctrl-C while a stage's second server starts stops the first and stays a Ctrl-C; any other
+    failure stops it too and names the stage and engine."""
+    events: list[tuple[str, str]] = []
+    served = _two_servers_one_stage(monkeypatch, events, second)
+    want = KeyboardInterrupt if isinstance(second, KeyboardInterrupt) else stage_run.StageStartError
+    with pytest.raises(want) as err:
+        served._start(0, served.starts)
+    assert events == [("spawn", "a"), ("spawn", "b"), ("stopped", "a")]
+    if want is stage_run.StageStartError:
+        assert "stage 0: the server of b (port 8010) did not start" in str(err.value)
+
+
+def test_a_stop_that_fails_does_not_keep_the_other_servers_running():
+    events: list[tuple[str, str]] = []
+
+    class _Stuck(_Handle):
+        def stop(self, timeout_s: float = 30.0) -> None:
+            super().stop(timeout_s)
+            raise stage_run.BackendError("pid 7 still holds 40 GiB of GPU memory")
+
+    handles = [_Handle("a", 8000, events), _Stuck("b", 8010, events), _Handle("c", 8020, events)]
+    with pytest.raises(stage_run.BackendError, match="pid 7 still holds"):
+        stage_run._stop(handles)
+    assert events == [("stopped", "c"), ("stopped", "b"), ("stopped", "a")]
