@@ -1,7 +1,9 @@
 """How a config with several stages (a Moira table: one stage per backbone) runs on an inventory:
 all its backbones at once, or its stages one after another. ``reproduce plan`` prints the
-choice, ``reproduce serve`` starts the servers of the placement it holds, and the run uses it;
-all three call :func:`run_layout`, so they cannot disagree.
+choice and ``reproduce serve`` starts the servers of the placement it holds; both call
+:func:`run_layout`, so they cannot disagree. The run calls those servers (``--ray``); on one
+machine without them ``reproduce run`` serves the stages one after another itself
+(:mod:`agent.reproduce.stage_run`), whichever mode the plan chose.
 
 **Stages** (:func:`agent.reproduce.engine_plan.place`): each backbone on its own, taking what is
 free of every GPU it is on (up to 0.90), as many replicas as its lock-step round keeps busy.
@@ -240,6 +242,12 @@ def format_run_layout(lay: RunLayout, config: str, *, nodes: int = 1) -> str:
             f"{lay.together_hours:.2f} h (the slowest backbone, {slow.key}), against "
             f"{lay.staged_hours:.2f} h with its {n} stages one after another ({basis})"
         )
+        if nodes == 1:
+            lines.append(
+                "  all at once on this machine: its one command below, `ray start` with its "
+                f"LOCALFIN_ENDPOINTS, then `localfin reproduce run {config} --ray auto`; "
+                f"`localfin reproduce run {config}` alone runs the stages one after another"
+            )
     else:
         where = (
             f"`localfin reproduce run {config}` on one machine starts each stage's servers, runs "

@@ -190,3 +190,21 @@ def test_a_base_port_that_leaves_no_room_is_refused_naming_the_option(cli):
         and "--base-port 65500" in run.err
         and "allowed: a whole number from 1 to 65485" in run.err
     )
+
+
+def test_on_one_machine_with_room_for_all_at_once_the_plan_says_how_and_what_the_run_alone_does(cli):
+    """Eight H200 hold one replica of each backbone: the plan prints the machine's one command
+    and says that `reproduce run` without --ray runs the stages one after another."""
+    lay = _layout(load_repro("moira_table3_main"), "h200", 1, 8)
+    assert lay.mode == TOGETHER
+    plan = cli("reproduce", "plan", "moira_table3_main", "--gpus", "8", "--gpu", "h200")
+    assert plan.code == 0, plan.err
+    assert (
+        "  all at once on this machine: its one command below, `ray start` with its LOCALFIN_ENDPOINTS, "
+        "then `localfin reproduce run moira_table3_main --ray auto`; `localfin reproduce run "
+        "moira_table3_main` alone runs the stages one after another"
+    ) in plan.out.splitlines()
+    cmd = "localfin reproduce serve moira_table3_main --nodes 1 --gpus-per-node 8 --gpu h200 --node node0"
+    assert f"    node0: {cmd}" in plan.out.splitlines()
+    run = cli(*cmd.split()[1:], "--dry-run")
+    assert run.code == 0 and run.out.splitlines()[-1].startswith("LOCALFIN_ENDPOINTS=llama-3.1-8b=")
