@@ -25,6 +25,7 @@ import typer
 from typer.core import TyperGroup
 
 from localfin_cli._common import note, progress_for, quiet_run, result
+from localfin_cli.reproduce_cluster import _configs, _inventory, do_plan, do_serve
 
 __all__ = ["app", "register"]
 
@@ -82,13 +83,6 @@ def _data_root(extra: str = ""):
     return typer.Option(None, "--data-root", help=_DATA_ROOT_HELP + extra)
 
 
-def _configs(name: str, authors_code: Path | None = None):
-    from agent.reproduce.qa.authors import with_authors_code
-    from agent.reproduce.spec import load_all, load_repro
-
-    return with_authors_code(load_all() if name == "all" else [load_repro(name)], authors_code)
-
-
 def _authors_code() -> Path:
     return typer.Option(
         None,
@@ -105,21 +99,6 @@ def do_list() -> None:
     from localfin_cli.reproduce_list import table, terminal_width
 
     result(None, table(terminal_width()))
-
-
-def _inventory(gpus: int | None, gpu: str | None):
-    """The declared inventory of ``--gpus N --gpu KIND`` (both or neither), else the visible GPUs."""
-    from agent.reproduce.engine_plan import declared_inventory
-    from localfin.errors import ConfigError
-    from serving.hardware.gpus import visible_inventory
-
-    if gpus is None and gpu is None:
-        return visible_inventory()
-    if gpus is None or gpu is None:
-        raise ConfigError(
-            "--gpus and --gpu go together; allowed: both (a declared machine) or neither (this one)"
-        )
-    return declared_inventory(gpu, gpus)
 
 
 def do_check(
@@ -201,6 +180,7 @@ def do_run(
     endpoint: list[str] | None = None,
     shards: int | None = None,
     authors_code: Path | None = None,
+    base_port: int = 8000,
 ) -> None:
     """A full run (one config) or a smoke run (a config or all) into ``out``; without
     ``resume`` a folder already holding a run is refused. ``ray``: a full run on that Ray
@@ -264,54 +244,12 @@ def do_run(
                     c, target, smoke=smoke, backend=backend, data_root=data_root, model=model,
                     progress=progress_for(rl),
                     inventory=inventory if engine_platform() == "cuda" and ray is None else None,
-                    ray_address=ray, endpoints=named if ray else None, shards=shards,
+                    ray_address=ray, endpoints=named if ray else None, shards=shards, base_port=base_port,
                 )  # fmt: skip
                 result(rl, f"{c.name}: report {res.report}")
         finally:
             if backend is not None:
                 backend.close()
-
-
-def do_plan(
-    config: str,
-    gpus: int | None,
-    gpu: str,
-    rehearsed: Path | None,
-    *,
-    nodes: int = 1,
-    gpus_per_node: int | None = None,
-) -> None:
-    """The placement and the plan on ``gpus`` GPUs of one node, or on ``nodes`` nodes of
-    ``gpus_per_node`` each (then also the servers each node starts, docs/cluster.md)."""
-    from agent.reproduce import engine_plan as placing
-    from agent.reproduce.cluster_plan import format_node_servers, node_starts
-    from agent.reproduce.gpu_plan import format_plan, plan_config
-    from localfin import env
-    from serving.models.registry import default_registry
-
-    if gpus is None and gpus_per_node is None:
-        gpus = 1
-    inventory = placing.declared_inventory(gpu, gpus, nodes=nodes, gpus_per_node=gpus_per_node)
-    gpus = inventory.count
-    cfgs = _configs(config)
-    texts = []
-    base = rehearsed or env.runs_dir() / "rehearse"
-    reg = default_registry()
-    for c in cfgs:
-        rehearsal = base / c.name / "rehearsal.json"
-        placement = placing.place(c, inventory, registry=reg)
-        engines = plan_config(c, gpus, gpu, registry=reg, rehearsal=rehearsal, placement=placement)
-        text = format_plan(c, gpus, gpu, engines, placement)
-        if nodes > 1 or gpus_per_node is not None:
-            starts = node_starts(c, placement, reg) if placement.ok else []
-            named = config if config.endswith(".toml") else c.name  # as the user names it
-            text += "\n" + format_node_servers(placement, named, starts)
-        if c.kind == "moira":
-            text += "\ncalls per step: " + (
-                f"from {rehearsal}" if rehearsal.is_file() else f"no rehearsal at {rehearsal} (one a step)"
-            )
-        texts.append(text)
-    result(None, "\n\n".join(texts))
 
 
 def do_rehearse(
@@ -366,6 +304,12 @@ def do_rehearse(
 _PLAN_OUT_HELP = (
     "The `reproduce rehearse` output folder whose journals give the calls per step "
     "(default: $LOCALFIN_RUNS_DIR/rehearse)."
+)
+
+
+_BASE_PORT_HELP = (
+    "The port of the config's first engine's server; the next engines' servers take ports 10 apart "
+    "(default 8000: 8000, 8010, ...)."
 )
 
 
@@ -448,9 +392,12 @@ def run(
         None, "--shards", help="With --ray: FinAcumen shards per stage (default: two per node)."
     ),
     authors_code: Path = _authors_code(),
+    base_port: int = typer.Option(8000, "--base-port", help=_BASE_PORT_HELP),
 ) -> None:
     """Run a config at its paper settings (refuses while a data or model folder is missing, or
-    while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers)."""
+    while its engines cannot be placed on the visible GPUs; with --ray, on a cluster's servers).
+    A Moira table placed in stages runs them one after another, each stage's servers started
+    and stopped by the run."""
     if dry_run:
         do_dry_run(_which(config, config_file), gpus, gpu)
         return
@@ -462,7 +409,7 @@ def run(
         )
     do_run(
         ctx, _which(config, config_file), out, data_root, resume=resume, ray=ray, endpoint=endpoint,
-        shards=shards, authors_code=authors_code,
+        shards=shards, authors_code=authors_code, base_port=base_port,
     )  # fmt: skip
 
 
@@ -521,61 +468,15 @@ def plan(
     gpus_per_node: int = typer.Option(
         None, "--gpus-per-node", help="GPUs of each node of a cluster; also prints each node's servers."
     ),
+    base_port: int = typer.Option(8000, "--base-port", help=_BASE_PORT_HELP),
 ) -> None:
     """Print a config's engines (where each goes), memory and an estimated wall time on GPUs of
-    one node or of a cluster."""
-    do_plan(_which(config, config_file), gpus, gpu, out, nodes=nodes, gpus_per_node=gpus_per_node)
-
-
-def do_serve(
-    config: str,
-    *,
-    gpus: int | None,
-    gpu: str | None,
-    nodes: int,
-    gpus_per_node: int | None,
-    node: str | None,
-    stage: int | None,
-    dry_run: bool,
-) -> None:
-    """Place ``config`` as ``reproduce plan`` does (declared cluster, else this machine) and
-    start ``node``'s servers of ``stage`` in order (``dry_run``: print them)."""
-    from agent.reproduce import engine_plan as placing
-    from agent.reproduce.cluster_plan import node_starts
-    from agent.reproduce.node_serve import check_machine, endpoints_line, pick, serve_node
-    from localfin import env
-    from localfin.errors import ConfigError
-    from serving.models.registry import default_registry
-
-    declared = gpus is not None or gpus_per_node is not None or nodes != 1
-    if declared:
-        if gpu is None:
-            raise ConfigError(
-                "--gpu is missing; allowed: a GPU kind (h100, h200, a100-80g, l40s) with --gpus/--nodes"
-            )
-        inventory = placing.declared_inventory(gpu, gpus, nodes=nodes, gpus_per_node=gpus_per_node)
-    else:
-        inventory = _inventory(None, None) if gpu is None else placing.declared_inventory(gpu, 1)
-    (cfg,) = _configs(config) if config != "all" else (None,)
-    if cfg is None:
-        raise ConfigError(
-            "reproduce serve takes one CONFIG; allowed: a config name or a .toml path (not all)"
-        )
-    reg = default_registry()
-    placed = placing.place(cfg, inventory, registry=reg)
-    if not placed.ok:
-        raise ConfigError(f"{cfg.name} cannot be placed, nothing started: {placed.problem()}")
-    starts = pick(node_starts(cfg, placed, reg), node, stage)
-    if dry_run:
-        result(None, "\n".join([*(s.shown() for s in starts), endpoints_line(starts)]))
-        return
-    logs = env.localfin_home() / "logs" / f"serve-{cfg.name}"
-    check_machine(starts)  # the GPU build and the node's GPUs, before the weights are looked for
-    starts = [s.resolved() for s in starts]
-    code = serve_node(starts, inventory, logs=logs, say=lambda line: note(None, line),
-                      show=lambda line: result(None, line))  # fmt: skip
-    if code:
-        raise typer.Exit(code)
+    one node or of a cluster; for a Moira table, whether its backbones run all at once (each on
+    GPUs of its own) or stage after stage, with the time of each stage and of the whole table."""
+    do_plan(
+        _which(config, config_file), gpus, gpu, out, nodes=nodes, gpus_per_node=gpus_per_node,
+        base_port=base_port,
+    )  # fmt: skip
 
 
 @app.command("serve")
@@ -589,12 +490,13 @@ def serve(
     node: str = typer.Option(None, "--node", help="This node's name in the plan (node0, node1, ...)."),
     stage: int = typer.Option(None, "--stage", help="The stage to serve, where the plan has several."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the servers and start nothing."),
+    base_port: int = typer.Option(8000, "--base-port", help=_BASE_PORT_HELP),
 ) -> None:
     """Start one node's model servers exactly as `reproduce plan --nodes` prints them, one after
     another (each healthy before the next), and print the LOCALFIN_ENDPOINTS for `ray start`;
     Ctrl-C stops them. Without --gpu/--nodes: the config placed on this machine."""
     do_serve(_which(config, config_file), gpus=gpus, gpu=gpu, nodes=nodes, gpus_per_node=gpus_per_node,
-             node=node, stage=stage, dry_run=dry_run)  # fmt: skip
+             node=node, stage=stage, dry_run=dry_run, base_port=base_port)  # fmt: skip
 
 
 # --- the flag form of earlier releases ------------------------------------------------------------

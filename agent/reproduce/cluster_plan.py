@@ -8,8 +8,9 @@ exactly the servers printed), each server's full ``vllm serve`` line, and the
 ``LOCALFIN_ENDPOINTS`` its ``ray start`` declares (docs/cluster.md). Every data-parallel replica
 the placement puts on a node is served there by one server per engine (its replicas on that
 node as vLLM's data parallelism, at the smallest memory share the placement gives them there:
-vLLM takes one share for all of a server's GPUs), on a port of its own (8000 for the config's
-first engine key, 8010 for the next, ...). A server's flags are the in-process engine's
+vLLM takes one share for all of a server's GPUs), on a port of its own (the base port, 8000
+unless ``--base-port`` says otherwise, for the config's first engine key, 10 more for the next,
+...). A server's flags are the in-process engine's
 arguments (:func:`agent.reproduce.dry_run.run_specs`, the specs the run opens its engines
 with; :func:`serving.http.server.serve_args`): quantization, context, parsers, structured outputs,
 seed, image limits, scheduling, batching. A replica whose
@@ -17,7 +18,9 @@ pipeline stages span nodes is one server for the whole cluster, started on its f
 named to the run with ``--endpoint``; so is an engine the placement puts on some nodes only
 (FinAcumen's judge beside the solver on one GPU): the other nodes call it there. Engines on the
 CPU build (no GPU in the inventory) are served on this machine, node ``local``. Nothing is
-decided here that the placement did not decide.
+decided here that the placement did not decide: a Moira table's placement is
+:func:`agent.reproduce.run_modes.run_layout`'s (all backbones at once where they fit, else one
+stage per backbone), which ``reproduce serve`` asks too.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from localfin.errors import ConfigError
 from serving.hardware.gpus import ReplicaSlot
 
 __all__ = [
@@ -66,18 +70,32 @@ class NodeServer:
     device: str = "cuda"
 
 
-def node_servers(placement: Any) -> list[NodeServer]:
-    """Every server the placement implies, by stage, node and engine (module doc)."""
+def check_base_port(base_port: int, engines: int = 1) -> int:
+    """``base_port`` when it and the ports after it (:data:`PORT_STEP` apart, one per engine
+    key) are valid TCP ports; else a ConfigError naming ``--base-port``."""
+    last = base_port + PORT_STEP * max(0, engines - 1) if isinstance(base_port, int) else 0
+    if isinstance(base_port, bool) or not isinstance(base_port, int) or base_port < 1 or last > 65535:
+        raise ConfigError(
+            f"--base-port {base_port!r}; allowed: a whole number from 1 to "
+            f"{65535 - PORT_STEP * max(0, engines - 1)} ({engines} engine key(s), ports {PORT_STEP} apart)"
+        )
+    return base_port
+
+
+def node_servers(placement: Any, base_port: int = BASE_PORT) -> list[NodeServer]:
+    """Every server the placement implies, by stage, node and engine (module doc); the first
+    engine key's port is ``base_port``."""
+    check_base_port(base_port, len({e.key for e in placement.engines}))
     ports: dict[str, int] = {}
     out: list[NodeServer] = []
     for e in placement.engines:
         if e.device == "cpu":
-            port = ports.setdefault(e.key, BASE_PORT + PORT_STEP * len(ports))
+            port = ports.setdefault(e.key, base_port + PORT_STEP * len(ports))
             out.append(NodeServer(LOCAL_NODE, e.stage, e.key, port, 1, (), 0.0, 1, 1, device="cpu"))
             continue
         if not e.fits or e.device != "cuda" or e.layout is None:
             continue
-        port = ports.setdefault(e.key, BASE_PORT + PORT_STEP * len(ports))
+        port = ports.setdefault(e.key, base_port + PORT_STEP * len(ports))
         lay = e.layout
         local: dict[str, list[Any]] = {}
         for r in lay.replicas:
@@ -144,6 +162,7 @@ def node_starts(
     registry: Any,
     *,
     host: str = "127.0.0.1",
+    base_port: int = BASE_PORT,
 ) -> list[NodeStart]:
     """Every server of :func:`node_servers`, with the arguments the in-process run opens the
     same engine with (the run's backend specs on ``placement``) on the replicas that server
@@ -156,7 +175,7 @@ def node_starts(
 
     specs = {spec.model: (label, spec) for label, spec in run_specs(cfg, placement, registry)}
     out = []
-    for s in node_servers(placement):
+    for s in node_servers(placement, base_port):
         if s.key not in specs:
             continue
         label, spec = specs[s.key]
@@ -174,8 +193,11 @@ def node_starts(
     return out
 
 
-def serve_command(config: str, inventory: Any, node: str, stage: int | None) -> str:
-    """The per-node command of a declared inventory (``reproduce serve``)."""
+def serve_command(
+    config: str, inventory: Any, node: str, stage: int | None, base_port: int = BASE_PORT
+) -> str:
+    """The per-node command of a declared inventory (``reproduce serve``; ``--base-port`` where
+    it is not the default)."""
     nodes = inventory.nodes
     if not nodes:
         where = ""
@@ -183,14 +205,19 @@ def serve_command(config: str, inventory: Any, node: str, stage: int | None) -> 
         kinds = {g.name for n in nodes for g in n.gpus}
         kind = next(iter(kinds)) if len(kinds) == 1 else "KIND"
         where = f" --nodes {len(nodes)} --gpus-per-node {len(nodes[0].gpus)} --gpu {kind} --node {node}"
-    return f"localfin reproduce serve {config}{where}" + (f" --stage {stage}" if stage is not None else "")
+    port = f" --base-port {base_port}" if base_port != BASE_PORT else ""
+    staged = f" --stage {stage}" if stage is not None else ""
+    return f"localfin reproduce serve {config}{where}{staged}{port}"
 
 
-def format_node_servers(placement: Any, config: str, starts: list[NodeStart] | None = None) -> str:
+def format_node_servers(
+    placement: Any, config: str, starts: list[NodeStart] | None = None, base_port: int = BASE_PORT
+) -> str:
     """Per stage and node: the command that starts the node's servers, each server's full
-    line (``starts``: :func:`node_starts` of the same placement), and the node's
-    ``LOCALFIN_ENDPOINTS``."""
-    servers = node_servers(placement)
+    line (``starts``: :func:`node_starts` of the same placement and ``base_port``), and the
+    node's ``LOCALFIN_ENDPOINTS``; then the run's command, with the servers that not every node
+    has named (``--endpoint``)."""
+    servers = node_servers(placement, base_port)
     lines = [f"on the cluster (`localfin reproduce run {config} --ray auto`, docs/cluster.md):"]
     if not servers:
         return "\n".join([*lines, "  no GPU engine placed: nothing to serve"])
@@ -198,17 +225,21 @@ def format_node_servers(placement: Any, config: str, starts: list[NodeStart] | N
     stages = sorted({s.stage for s in servers})
     if len(stages) > 1:
         lines.append(
-            f"  {len(stages)} stages, one after another: each stage's engines take what is free of every "
-            "GPU they are on (up to 0.90), so no two stages fit at once; start a stage's servers on "
-            "every node, run the stage (the config's matrix narrowed to that stage's backbones, "
-            "docs/cluster.md), stop them (Ctrl-C), then the next stage"
+            f"  {len(stages)} stages, one after another (the run cannot start other nodes' servers): "
+            "each stage's engines take what is free of every GPU they are on (up to 0.90), so no two "
+            "stages fit at once; start a stage's servers on every node, run the stage (the config's "
+            "matrix narrowed to that stage's backbones, docs/cluster.md), stop them (Ctrl-C), then "
+            "the next stage"
         )
+    elif len({s.key for s in servers}) > 1 and len({e.stage for e in placement.engines}) == 1:
+        lines.append("  every engine at once: each node's one command starts all its servers")
+    inventory = placement.inventory
     for stage in stages:
         if len(stages) > 1:
             lines.append(f"  stage {stage}:")
         for node in dict.fromkeys(s.node for s in servers if s.stage == stage):
             mine = [s for s in servers if s.stage == stage and s.node == node]
-            cmd = serve_command(config, placement.inventory, node, stage if len(stages) > 1 else None)
+            cmd = serve_command(config, inventory, node, stage if len(stages) > 1 else None, base_port)
             lines.append(f"    {node}: {cmd}")
             if len(mine) > 1:
                 lines.append("      starts, one after another, each healthy before the next:")
@@ -231,14 +262,23 @@ def format_node_servers(placement: Any, config: str, starts: list[NodeStart] | N
                         f"{s.key}=http://<{node} address>:{s.port}/v1)"
                     )
     for stage in stages:
+        named = []
         here = [s for s in servers if s.stage == stage]
         nodes = {s.node for s in here}
         for key in dict.fromkeys(s.key for s in here if not s.spans):
             on = [s for s in here if s.key == key]
             if {s.node for s in on} != nodes:  # nodes without it call another node's server
                 first = on[0]
-                lines.append(
-                    f"  {key} is not on every node: name it to the run, --endpoint "
-                    f"{key}=http://<{first.node} address>:{first.port}/v1 (the other nodes call it there)"
-                )
+                named.append(f"--endpoint {key}=http://<{first.node} address>:{first.port}/v1")
+                if len(stages) > 1:
+                    lines.append(
+                        f"  {key} is not on every node: name it to the run, {named[-1]} (the other "
+                        "nodes call it there)"
+                    )
+        if len(stages) == 1 and named:
+            lines.append(
+                "  not every node serves every engine: the run names the others' servers (the nodes "
+                "without one call them there):"
+            )
+            lines.append(f"    localfin reproduce run {config} --ray auto {' '.join(named)}")
     return "\n".join(lines)

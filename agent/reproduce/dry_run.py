@@ -3,7 +3,7 @@ with on the GPUs, printed without starting anything (no weights, no GPU needed).
 
 The backend specs come from the functions the run opens its engines with
 (:func:`agent.reproduce.moira.run.placed_spec` for each Moira backbone, the run's
-:func:`agent.reproduce.run.engine_specs` for a FinAcumen solver and its judge) on the run's
+:func:`agent.reproduce.qa.engines.engine_specs` for a FinAcumen solver and its judge) on the run's
 placement; each replica's ``vllm.LLM`` arguments and start-up environment are
 :func:`serving.engines.engine_args.engine_arguments` on the CUDA build (what a GPU run passes, whatever
 this machine has), and the ``vllm serve`` flags of the same engine follow
@@ -51,7 +51,7 @@ def run_specs(cfg: ReproConfig, placement: Placement, registry: Registry) -> lis
             seen.add(cell.engine_key)
             out.append((f"backbone {cell.backbone.name}", spec))
         return out
-    from agent.reproduce.run import engine_specs
+    from agent.reproduce.qa.engines import engine_specs
 
     return engine_specs(cfg, placement, registry)
 

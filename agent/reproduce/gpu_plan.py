@@ -35,7 +35,9 @@ config builds one.
 **Time.** Prefill is compute bound: prompt tokens x 2 x parameters / (GPUs x bf16 peak x
 :data:`PREFILL_EFFICIENCY`). Decode is memory-bandwidth bound: each step of a batch of B
 sequences reads the weight shard and the batch's KV cache once, (weights + B x context x KV
-per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens. No prefix-cache
+per token) / tp / (bandwidth x :data:`DECODE_EFFICIENCY`), and yields B tokens on each replica,
+as many as the sequences in flight in all (a batch rounded up does not add sequences, so one
+more replica never makes an engine slower). No prefix-cache
 reuse is counted (the prompts share long prefixes, so prefill is an upper bound), and prefill
 and decode do not overlap.
 
@@ -81,6 +83,8 @@ __all__ = [
     "Work",
     "engine_memory",
     "plan_config",
+    "engine_works",
+    "estimate",
     "format_plan",
     "MAX_NUM_SEQS",
 ]
@@ -266,7 +270,9 @@ def _time(
     prefill_s = flops / (tp * busy * gpu.bf16_tflops * 1e12 * PREFILL_EFFICIENCY)
     step_bytes = (a.params_b * 1e9 * 2 + batch * work.mean_context * a.kv_bytes_per_token()) / tp
     step_s = step_bytes / (gpu.bandwidth_tbs * 1e12 * DECODE_EFFICIENCY)
-    decode_s = work.completion_tokens / (batch * busy) * step_s
+    # the sequences in flight: B on each busy replica, but no more than the work has (6 runs on 5
+    # replicas are 6 in flight, not 2 x 5)
+    decode_s = work.completion_tokens / min(batch * busy, work.concurrency) * step_s
     return prefill_s / 3600, decode_s / 3600
 
 
@@ -276,6 +282,106 @@ def _rehearsal_per_step(path: Path | None) -> dict[str, float]:
         return {}
     doc = json.loads(path.read_text(encoding="utf-8"))
     return {k: float(v) for k, v in doc.get("calls_per_step", {}).items()}
+
+
+def engine_works(
+    cfg: ReproConfig,
+    registry: Registry,
+    *,
+    rehearsal: Path | None = None,
+    reuse: Reuse | None = None,
+    by_engine: bool = False,
+) -> tuple[dict[str, Work], dict[str, str]]:
+    """The work of each engine of ``cfg`` (module docstring) and the registry key it is timed
+    with: per checkpoint (the entries of one set of weights summed, as one process starts them
+    one after another) or, ``by_engine``, per registry key (one stage each)."""
+    reg = registry
+    per_step = _rehearsal_per_step(rehearsal)
+    if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
+        reuse = measure_rehearsal(rehearsal.parent)
+    works: dict[str, list[Work]] = {}
+    keys: dict[str, str] = {}
+    if cfg.kind == "moira":
+        counted = moira_work(cfg.document, cfg.baselines, _paper_sessions(cfg))
+        for b in cfg.document.get("backbones", []):
+            key = b if isinstance(b, str) else b["key"]
+            name = b if isinstance(b, str) else b.get("name", key)
+            spec = reg.get(key)
+            thinking = b.get("thinking") if isinstance(b, Mapping) else None
+            thinking = spec.thinking_default if thinking is None else thinking
+            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse, counted.get(name))
+            ckpt = key if by_engine else (spec.dirname or key)
+            works.setdefault(ckpt, []).append(work)
+            keys.setdefault(ckpt, key)
+    else:
+        assert cfg.qa is not None
+        spec = reg.get(cfg.qa.model)
+        ckpt = cfg.qa.model if by_engine else (spec.dirname or cfg.qa.model)
+        works[ckpt] = [_qa_work(cfg, reuse)]
+        keys = {ckpt: cfg.qa.model}
+    merged = {}
+    for ckpt, ws in works.items():
+        merged[ckpt] = Work(
+            sum(w.calls for w in ws),
+            sum(w.prompt_tokens for w in ws),
+            sum(w.completion_tokens for w in ws),
+            max(w.concurrency for w in ws),
+            max(w.mean_context for w in ws),
+            " + ".join(dict.fromkeys(w.basis for w in ws))
+            + (f"; {len(ws)} entries share this checkpoint" if len(ws) > 1 else ""),
+            sum(w.hit * w.prompt_tokens for w in ws) / max(1, sum(w.prompt_tokens for w in ws)),
+            max(w.final_context for w in ws),
+            ws[0].reuse_basis,
+            max(w.demand or w.concurrency for w in ws),
+        )
+    return merged, keys
+
+
+def estimate(key: str, work: Work, pe: Any, gpu: GpuKind, registry: Registry) -> Engine:
+    """The :class:`Engine` of registry key ``key`` doing ``work`` where ``pe`` (an
+    :class:`~serving.hardware.placement.EnginePlacement`) puts it, on GPUs of kind ``gpu``."""
+    spec = registry.get(key)
+    if not pe.fits or pe.layout is None or not pe.layout.replicas:
+        w1, _ = engine_memory(key, 1, 1, pe.need.max_model_len)
+        why = f"{pe.note}; what would place it: {'; or '.join(pe.remedies)}" if pe.remedies else pe.note
+        return Engine(key, 0, spec.tensor_parallel_size, 0, round(w1, 1), 0.0, 0.0, False, 0, work,
+                      0.0, 0.0, why)  # fmt: skip
+    tp, dp = pe.layout.tensor_parallel, len(pe.layout.replicas)
+    free = pe.layout.replicas[0].share * gpu.memory_gib - OVERHEAD_GIB
+    ctx = pe.need.max_model_len  # the engine's context ([model] max_model_len, else the registry's)
+    w, kv1 = engine_memory(key, tp, 1, ctx)
+    full_seqs = int((free - w) // kv1)
+    batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
+    _, kv_full = engine_memory(key, tp, batch, ctx)
+    _, kv_mean = engine_memory(key, tp, batch, work.mean_context)
+    pre, dec = _time(key, tp, dp, batch, work, gpu)
+    note = f"{full_seqs} full-context sequences fit per replica"
+    # vLLM: paged KV at the actual context, max_num_seqs, prefix cache (module docstring)
+    kv_tok = arch_facts(key).kv_bytes_per_token() / tp
+    room_tokens = (free - w) * GIB / kv_tok
+    fit = int(room_tokens // max(1, work.mean_context))
+    demand = math.ceil((work.demand or work.concurrency) / dp)
+    batch_v = max(1, min(demand, MAX_NUM_SEQS, fit))
+    working = batch_v * max(work.final_context, work.mean_context)
+    hit = work.hit * min(1.0, room_tokens / working) if working else work.hit
+    pre_v, dec_v = _time(
+        key, tp, dp, batch_v, replace(work, concurrency=work.demand or work.concurrency), gpu, hit
+    )
+    note_v = (
+        f"{batch_v} sequence(s) in flight per replica (demand {demand}, "
+        f"max_num_seqs {MAX_NUM_SEQS}, {fit} fit at the mean context {work.mean_context}); "
+        f"prefix cache serves {hit:.0%} of prompt tokens ({work.reuse_basis}"
+        + (
+            f"; cut from {work.hit:.0%}: {working:,} tokens in flight exceed the cache's {room_tokens:,.0f}"
+            if hit < work.hit
+            else ""
+        )
+        + ")"
+    )
+    return Engine(
+        key, tp, spec.tensor_parallel_size, dp, round(w, 1), round(kv_full, 1), round(kv_mean, 2), True,
+        batch, work, pre, dec, note, batch_v, hit, pre_v, dec_v, note_v,
+    )  # fmt: skip
 
 
 def plan_config(
@@ -297,117 +403,26 @@ def plan_config(
     gpu = gpu_kind(kind)
     reg = registry
     placed = placement or placing.place(cfg, declared_inventory(kind, gpus), registry=reg)
-    per_step = _rehearsal_per_step(rehearsal)
-    if reuse is None and rehearsal is not None and (rehearsal.parent / "engine").is_dir():
-        reuse = measure_rehearsal(rehearsal.parent)
-    works: dict[str, list[Work]] = {}
-    if cfg.kind == "moira":
-        counted = moira_work(cfg.document, cfg.baselines, _paper_sessions(cfg))
-        for b in cfg.document.get("backbones", []):
-            key = b if isinstance(b, str) else b["key"]
-            name = b if isinstance(b, str) else b.get("name", key)
-            spec = reg.get(key)
-            thinking = b.get("thinking") if isinstance(b, Mapping) else None
-            thinking = spec.thinking_default if thinking is None else thinking
-            work, _ = _moira_work(cfg, key, bool(thinking), per_step.get(key), reuse, counted.get(name))
-            works.setdefault(spec.dirname or key, []).append(work)
-        keys: dict[str, str] = {}
-        for b in cfg.document.get("backbones", []):
-            key = b if isinstance(b, str) else b["key"]
-            keys.setdefault(reg.get(key).dirname or key, key)
-    else:
-        assert cfg.qa is not None
-        spec = reg.get(cfg.qa.model)
-        works[spec.dirname or cfg.qa.model] = [_qa_work(cfg, reuse)]
-        keys = {spec.dirname or cfg.qa.model: cfg.qa.model}
+    works, keys = engine_works(cfg, reg, rehearsal=rehearsal, reuse=reuse)
     out = []
-    for ckpt, ws in works.items():
+    for ckpt, work in works.items():
         key = keys[ckpt]
-        spec = reg.get(key)
-        work = Work(
-            sum(w.calls for w in ws),
-            sum(w.prompt_tokens for w in ws),
-            sum(w.completion_tokens for w in ws),
-            max(w.concurrency for w in ws),
-            max(w.mean_context for w in ws),
-            " + ".join(dict.fromkeys(w.basis for w in ws))
-            + (f"; {len(ws)} entries share this checkpoint" if len(ws) > 1 else ""),
-            sum(w.hit * w.prompt_tokens for w in ws) / max(1, sum(w.prompt_tokens for w in ws)),
-            max(w.final_context for w in ws),
-            ws[0].reuse_basis,
-            max(w.demand or w.concurrency for w in ws),
-        )
         if not any(e.key == key for e in placed.engines):
             continue  # served over HTTP: no engine of ours
-        pe = placed.find(key)
-        if not pe.fits or pe.layout is None or not pe.layout.replicas:
-            w1, _ = engine_memory(key, 1, 1, pe.need.max_model_len)
-            why = f"{pe.note}; what would place it: {'; or '.join(pe.remedies)}" if pe.remedies else pe.note
-            out.append(Engine(key, 0, spec.tensor_parallel_size, 0, round(w1, 1), 0.0, 0.0, False, 0, work,
-                              0.0, 0.0, why))  # fmt: skip
-            continue
-        tp, dp = pe.layout.tensor_parallel, len(pe.layout.replicas)
-        free = pe.layout.replicas[0].share * gpu.memory_gib - OVERHEAD_GIB
-        ctx = pe.need.max_model_len  # the engine's context ([model] max_model_len, else the registry's)
-        w, kv1 = engine_memory(key, tp, 1, ctx)
-        full_seqs = int((free - w) // kv1)
-        batch = max(1, min(math.ceil(work.concurrency / dp), full_seqs))
-        _, kv_full = engine_memory(key, tp, batch, ctx)
-        _, kv_mean = engine_memory(key, tp, batch, work.mean_context)
-        pre, dec = _time(key, tp, dp, batch, work, gpu)
-        note = f"{full_seqs} full-context sequences fit per replica"
-        # vLLM: paged KV at the actual context, max_num_seqs, prefix cache (module docstring)
-        kv_tok = arch_facts(key).kv_bytes_per_token() / tp
-        room_tokens = (free - w) * GIB / kv_tok
-        fit = int(room_tokens // max(1, work.mean_context))
-        demand = math.ceil((work.demand or work.concurrency) / dp)
-        batch_v = max(1, min(demand, MAX_NUM_SEQS, fit))
-        working = batch_v * max(work.final_context, work.mean_context)
-        hit = work.hit * min(1.0, room_tokens / working) if working else work.hit
-        pre_v, dec_v = _time(
-            key, tp, dp, batch_v, replace(work, concurrency=work.demand or work.concurrency), gpu, hit
-        )
-        note_v = (
-            f"{batch_v} sequence(s) in flight per replica (demand {demand}, "
-            f"max_num_seqs {MAX_NUM_SEQS}, {fit} fit at the mean context {work.mean_context}); "
-            f"prefix cache serves {hit:.0%} of prompt tokens ({work.reuse_basis}"
-            + (
-                f"; cut from {work.hit:.0%}: {working:,} tokens in flight exceed the cache's "
-                f"{room_tokens:,.0f}"
-                if hit < work.hit
-                else ""
-            )
-            + ")"
-        )
-        out.append(
-            Engine(
-                key,
-                tp,
-                spec.tensor_parallel_size,
-                dp,
-                round(w, 1),
-                round(kv_full, 1),
-                round(kv_mean, 2),
-                True,
-                batch,
-                work,
-                pre,
-                dec,
-                note,
-                batch_v,
-                hit,
-                pre_v,
-                dec_v,
-                note_v,
-            )
-        )
+        out.append(estimate(key, work, placed.find(key), gpu, reg))
     return out
 
 
 def format_plan(
-    cfg: ReproConfig, gpus: int, kind: str, engines: Sequence[Engine], placement: Placement | None = None
+    cfg: ReproConfig,
+    gpus: int,
+    kind: str,
+    engines: Sequence[Engine],
+    placement: Placement | None = None,
+    times_of: str = "",
 ) -> str:
-    """The plan as text: the placement (where given), its basis, then each engine."""
+    """The plan as text: the placement (where given), its basis, then each engine (``times_of``:
+    a line saying what placement the engines' times are on, where it is not the one shown)."""
     gpu = gpu_kind(kind)
     lines = [format_placement(placement)] if placement is not None else []
     lines += [
@@ -419,6 +434,8 @@ def format_plan(
         "as many sequences in flight as fit at full context; 'vLLM': prefix cache and paged KV at actual "
         "context lengths, from the rehearsal's journals",
     ]
+    if times_of:
+        lines.append(f"engine times: {times_of}")
     total = total_v = 0.0
     for e in engines:
         if not e.fits:

@@ -20,12 +20,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.reproduce.cluster_plan import LOCAL_NODE, NodeStart
 from localfin.errors import ConfigError
 
-__all__ = ["pick", "server_plan", "endpoints_line", "check_machine", "serve_node"]
+if TYPE_CHECKING:
+    from serving.http.server import Launcher
+
+__all__ = ["pick", "server_plan", "server_plans", "endpoints_line", "check_machine", "serve_node"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,16 @@ def server_plan(start: NodeStart, inventory: Any) -> Any:
     return ServerPlan(tuple(cmd), run_env)
 
 
+def server_plans(starts: Sequence[NodeStart], inventory: Any, logs: Path) -> list[tuple[Any, ...]]:
+    """What :func:`serving.http.server.start_in_order` takes for ``starts``: (engine key, plan,
+    host, port, log file ``logs/KEY-PORT.log``) each, in their order."""
+    return [
+        (s.server.key, server_plan(s, inventory), "127.0.0.1", s.server.port,
+         logs / f"{s.server.key}-{s.server.port}.log")
+        for s in starts
+    ]  # fmt: skip
+
+
 def endpoints_line(starts: Sequence[NodeStart]) -> str:
     """``LOCALFIN_ENDPOINTS=KEY=URL,...`` of the servers that serve this node alone."""
     own = [s for s in starts if not s.server.spans]
@@ -116,30 +129,25 @@ def serve_node(
     show: Callable[[str], None],
     ready_timeout_s: float = 900.0,
     wait: bool = True,
+    launcher: Launcher | None = None,
 ) -> int:
     """Start ``starts`` in order, each healthy before the next; ``show`` the endpoints line;
     with ``wait``, keep them until Ctrl-C/SIGTERM (0) or until one exits (its code), then
-    stop them all. Without ``wait`` (tests), stop them at once."""
-    from serving.http.server import start_in_order
+    stop them all. Without ``wait`` (tests), stop them at once. ``launcher``: how the processes
+    run and are asked for their health (None: the real :data:`serving.http.server.LAUNCHER`)."""
+    from serving.http.server import LAUNCHER, start_in_order
 
     check_machine(starts)
     if starts and starts[0].server.node == LOCAL_NODE and starts[0].server.device == "cpu":
         say("no GPU in this placement: the servers run on this machine's CPU build")
-    plans = [
-        (
-            s.server.key,
-            server_plan(s, inventory),
-            "127.0.0.1",
-            s.server.port,
-            logs / f"{s.server.key}-{s.server.port}.log",
-        )
-        for s in starts
-    ]
+    plans = server_plans(starts, inventory, logs)
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _interrupt)
     handles = []
     try:
-        handles = start_in_order(plans, ready_timeout_s=ready_timeout_s, say=say)
+        handles = start_in_order(
+            plans, ready_timeout_s=ready_timeout_s, say=say, launcher=launcher or LAUNCHER
+        )
         show(endpoints_line(starts))
         code = 0
         while wait:

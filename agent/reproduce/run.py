@@ -21,8 +21,11 @@ A full run opens every engine where the config's placement puts it
 (:func:`agent.reproduce.engine_plan.place`, the function ``reproduce plan`` prints and
 ``reproduce check`` checks, on the GPUs this process sees): its tensor parallelism, its memory
 share, its data-parallel replicas (one engine process each, :mod:`serving.engines.replicas`), a
-declared FP8 quantization. A config that cannot be placed stops here, before any engine starts,
-with what would place it. A FinAcumen run whose judge is a separate model opens a second
+declared FP8 quantization. A Moira table placed in several stages (one per backbone: none fits
+beside another) is served stage by stage instead: the run starts a stage's servers with the same
+arguments, runs that stage's part of the matrix against them and stops them before the next
+(:mod:`agent.reproduce.stage_run`). A config that cannot be placed stops here, before any engine
+starts, with what would place it. A FinAcumen run whose judge is a separate model opens a second
 backend for it: an in-process engine beside the solver's (``[qa] judge_gpu_memory`` of its GPU),
 or a client of the judge's server (``judge_base_url``).
 """
@@ -41,7 +44,9 @@ from agent.data.store import MarketStore
 from agent.qa.data.demo_set import build_demo_set
 from agent.report.build import build_report
 from agent.reproduce import engine_plan as placing
+from agent.reproduce.cluster_plan import BASE_PORT
 from agent.reproduce.qa.arms import run_qa
+from agent.reproduce.qa.engines import judge_engine
 from agent.reproduce.qa.run import shrink_plan
 from agent.reproduce.report import write_report
 from agent.reproduce.spec import ReproConfig
@@ -51,8 +56,6 @@ from localfin.errors import ConfigError
 from localfin.progress import NULL_PROGRESS, Progress
 from serving.chat.backend import Backend
 from serving.cluster.endpoints import Endpoints
-from serving.engines.engine_args import engine_pins
-from serving.engines.vllm_engine import EngineOptions
 from serving.hardware.gpus import Inventory, engine_platform, visible_inventory
 from serving.models.registry import Registry
 from serving.open import BackendSpec, opened, registry_with
@@ -151,49 +154,6 @@ def _smoke_store(out: Path) -> Path:
     return path
 
 
-def _judge_engine(
-    plan: Any, registry: Registry | None, *, own: bool, placed: placing.Placement | None = None
-) -> tuple[Registry, BackendSpec, BackendSpec | None]:
-    """The registry the run opens its engines from, the solver's backend and the judge's own,
-    if it needs one: a separate judge model gets a second in-process engine beside the
-    solver's (each where ``placed`` puts it: the judge at ``judge_gpu_memory`` of its GPU, the
-    solver on what is left) or a client of its server (``judge_base_url``)."""
-    reg = registry_with(plan.model, "", registry)
-    pins = engine_pins(plan)
-
-    def layout(key: str, role: str) -> Any:
-        return placed.layout_for(key, role) if placed is not None else None
-
-    solver = BackendSpec(
-        plan.backend,
-        plan.model,
-        base_url=plan.base_url,
-        engine=EngineOptions(**pins, layout=layout(plan.model, "solver") if plan.backend == "vllm" else None),
-    )
-    if not own or not plan.separate_judge or not plan.needs_judge:
-        return reg, solver, None
-    if plan.backend == "openai":
-        return reg, solver, BackendSpec("openai", plan.judge, base_url=plan.judge_base_url or plan.base_url)
-    judge_pins = {**pins, "quantization": None, "pipeline_parallel": 1}
-    judge = BackendSpec(
-        "vllm", plan.judge, engine=EngineOptions(**judge_pins, layout=layout(plan.judge, "judge"))
-    )
-    return reg, solver, judge
-
-
-def engine_specs(
-    cfg: ReproConfig, placed: placing.Placement, registry: Registry | None
-) -> list[tuple[str, Any]]:
-    """(label, backend spec) of the engines a full FinAcumen run opens on ``placed``: the
-    solver and a separate judge (what :func:`reproduce` opens; a dry run prints them)."""
-    assert cfg.qa is not None
-    _, solver, judge = _judge_engine(cfg.qa, registry, own=True, placed=placed)
-    out = [("solver", solver)] if solver.kind == "vllm" else []
-    if judge is not None and judge.kind == "vllm":
-        out.append(("judge", judge))
-    return out
-
-
 def run_placement(
     cfg: ReproConfig, registry: Registry | None, inventory: Inventory | None = None
 ) -> placing.Placement | None:
@@ -272,6 +232,7 @@ def reproduce(
     ray_address: str | None = None,
     endpoints: Endpoints | None = None,
     shards: int | None = None,
+    base_port: int = BASE_PORT,
 ) -> ReproResult:
     """Run ``cfg`` (``smoke``: shrunk to CPU size with ``model``) into ``out_dir`` and write
     ``reproduction.md``/``.json`` there. ``backend`` serves every call when given (it is not
@@ -284,7 +245,11 @@ def reproduce(
     (:mod:`agent.qa.cluster.driver`, ``shards`` per stage, default two per node), every call to
     a ``vllm serve`` of each node (``LOCALFIN_ENDPOINTS``) or one of ``endpoints`` / the
     config's ``base_url``. The report is the one-process run's; where the shards ran goes to
-    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira)."""
+    ``cluster.json`` (FinAcumen) or the matrix folder's (Moira).
+
+    A Moira table whose placement has several stages (one per backbone) runs them one after
+    another, each stage's servers started by the run from ``base_port`` and stopped before the
+    next (:mod:`agent.reproduce.stage_run`; their logs in ``out_dir/servers``)."""
     if ray_address is not None and (smoke or backend is not None):
         raise ConfigError("a cluster run calls servers: give no backend and no smoke mode with ray_address")
     # on a cluster the engines are the nodes' servers: nothing is opened (or placed) here
@@ -306,9 +271,17 @@ def reproduce(
             from agent.pairs.experiment.demo import synthetic_store
 
             document = smoke_document(cfg, synthetic_store(out), model)
+        served = None
+        if placed is not None and len(placed.stages()) > 1:  # stages one after another, served
+            from agent.reproduce.stage_run import served_stages
+
+            served = served_stages(
+                cfg, placed, registry_with(cfg.model_keys[0], "", reg), logs=out / "servers",
+                base_port=base_port, say=log.info,
+            )  # fmt: skip
         outcome = run_moira(
             cfg, out, document=document, backend=backend, registry=reg, progress=progress, placement=placed,
-            ray_address=ray_address, endpoints=endpoints,
+            ray_address=ray_address, endpoints=endpoints, backend_factory=served,
         )  # fmt: skip
         rows = moira_rows(outcome)
         notes += list(outcome.notes)
@@ -333,7 +306,7 @@ def reproduce(
             where = (ray_address, endpoints, shards)
             qo = _run_qa_cluster(cfg, out, plan, reg, root, embedder, progress, *where, shrink=shrink)
         else:
-            reg, spec, judge_spec = _judge_engine(plan, reg, own=backend is None, placed=placed)
+            reg, spec, judge_spec = judge_engine(plan, reg, own=backend is None, placed=placed)
             with opened(spec, reg, backend=backend) as be, _maybe_opened(judge_spec, reg) as jb:
                 qo = run_qa(
                     cfg,

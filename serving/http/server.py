@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from localfin import env
 from serving.engines.engine_args import cpu_engine_env, gpu_args, serve_env, serve_flags
@@ -42,6 +43,8 @@ __all__ = [
     "plan_server",
     "serve",
     "start_server",
+    "Launcher",
+    "LAUNCHER",
     "launch",
     "start_in_order",
     "free_port",
@@ -220,12 +223,42 @@ def plan_server(
     return ServerPlan(tuple(cmd), run_env, tuple(notes))
 
 
-def serve(plan: ServerPlan) -> int:
+def _healthy(url: str, headers: Mapping[str, str]) -> bool:
+    """True once ``url`` (a server's ``/health``) answers 200; False while it refuses or errs."""
+    import httpx
+
+    try:
+        return httpx.get(url, headers=dict(headers), timeout=2.0, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How a server's process is run and asked whether it is ready. The defaults are the real
+    ones; a test passes its own here instead of patching a process-wide name (another thread may
+    start a real server meanwhile, with the real ones)."""
+
+    #: starts a server in the background: :class:`subprocess.Popen`'s arguments, returns its process
+    spawn: Callable[..., Any] = subprocess.Popen
+    #: runs a server in the foreground: :func:`subprocess.call`'s arguments, returns its exit code
+    call: Callable[..., int] = subprocess.call
+    #: ``healthy(url, headers)``: True once the ``/health`` at ``url`` answers 200
+    healthy: Callable[[str, Mapping[str, str]], bool] = _healthy
+    #: waits between two asks (seconds)
+    pause: Callable[[float], None] = time.sleep
+
+
+#: the real :class:`Launcher`
+LAUNCHER = Launcher()
+
+
+def serve(plan: ServerPlan, *, launcher: Launcher = LAUNCHER) -> int:
     """Run a planned server in the foreground until it exits (Ctrl-C stops it); returns its exit
     code."""
     log.info("serving: %s", plan.shown())
     try:
-        return subprocess.call(list(plan.command), env=plan.env)
+        return launcher.call(list(plan.command), env=plan.env)
     except OSError as exc:
         raise BackendError(f"cannot start the server ({plan.command[0]}): {exc}") from exc
 
@@ -278,6 +311,7 @@ def start_server(
     extra_env: Mapping[str, str] | None = None,
     options: EngineOptions | None = None,
     layout: EngineLayout | None = None,
+    launcher: Launcher = LAUNCHER,
 ) -> ServerHandle:
     """Start a server for ``spec`` and wait until ``/health`` answers 200. ``extra_env`` adds
     variables to the server's environment (a benchmark sets ``VLLM_SERVER_DEV_MODE=1`` for
@@ -291,7 +325,7 @@ def start_server(
         log.warning("%s", note)
     log_file = Path(log_path) if log_path else env.localfin_home() / "logs" / f"serve-{spec.key}-{port}.log"
     return launch(plan, host=host, port=port, api_key=api_key, log_path=log_file,
-                  ready_timeout_s=ready_timeout_s, extra_env=extra_env)  # fmt: skip
+                  ready_timeout_s=ready_timeout_s, extra_env=extra_env, launcher=launcher)  # fmt: skip
 
 
 def launch(
@@ -303,6 +337,7 @@ def launch(
     api_key: str | None = None,
     ready_timeout_s: float = 300.0,
     extra_env: Mapping[str, str] | None = None,
+    launcher: Launcher = LAUNCHER,
 ) -> ServerHandle:
     """Start a planned server (its own process group, output to ``log_path``) and return once
     ``/health`` answers 200 on ``host:port``: a caller that starts another server after this
@@ -311,7 +346,7 @@ def launch(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log.info("starting server: %s", plan.shown())
     with open(log_path, "wb") as fh:
-        proc = subprocess.Popen(
+        proc = launcher.spawn(
             list(plan.command),
             stdout=fh,
             stderr=subprocess.STDOUT,
@@ -319,7 +354,7 @@ def launch(
             start_new_session=True,
         )
     handle = ServerHandle(proc, f"http://{host}:{port}/v1", log_path)
-    _wait_ready(handle, host, port, api_key, ready_timeout_s)
+    _wait_ready(handle, host, port, api_key, ready_timeout_s, launcher)
     return handle
 
 
@@ -328,17 +363,26 @@ def start_in_order(
     *,
     ready_timeout_s: float = 900.0,
     say: Callable[[str], None] = log.info,
+    launcher: Launcher = LAUNCHER,
 ) -> list[ServerHandle]:
     """Start servers one after another, each healthy (``/health`` 200) before the next starts.
     Engines sharing a GPU must start so: vLLM charges all memory taken on the device while an
     engine profiles to that engine, so a neighbour loading at the same time shrinks its KV
     cache. A start that fails stops the servers already started and raises. ``starts``:
-    (name, plan, host, port, log file) each."""
+    (name, plan, host, port, log file) each; ``launcher``: how each process runs and is asked
+    for its health (:class:`Launcher`)."""
     handles: list[ServerHandle] = []
     try:
         for name, plan, host, port, log_file in starts:
             say(f"starting {name} on port {port} (log {log_file})")
-            handle = launch(plan, host=host, port=port, log_path=log_file, ready_timeout_s=ready_timeout_s)
+            handle = launch(
+                plan,
+                host=host,
+                port=port,
+                log_path=log_file,
+                ready_timeout_s=ready_timeout_s,
+                launcher=launcher,
+            )
             handles.append(handle)
             say(f"{name} healthy at {handle.base_url}")
     except BaseException:
@@ -348,9 +392,9 @@ def start_in_order(
     return handles
 
 
-def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None, timeout_s: float) -> None:
-    import httpx
-
+def _wait_ready(
+    handle: ServerHandle, host: str, port: int, api_key: str | None, timeout_s: float, launcher: Launcher
+) -> None:
     deadline = time.monotonic() + timeout_s
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     while time.monotonic() < deadline:
@@ -358,13 +402,9 @@ def _wait_ready(handle: ServerHandle, host: str, port: int, api_key: str | None,
             raise BackendError(
                 f"server exited with code {handle.process.returncode}; log tail:\n{_tail(handle.log_path)}"
             )
-        try:
-            r = httpx.get(f"http://{host}:{port}/health", headers=headers, timeout=2.0, trust_env=False)
-            if r.status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
+        if launcher.healthy(f"http://{host}:{port}/health", headers):
+            return
+        launcher.pause(1.0)
     handle.stop()
     raise BackendError(f"server not ready after {timeout_s:.0f} s; log tail:\n{_tail(handle.log_path)}")
 

@@ -6,8 +6,6 @@ loopback-only network namespace by tests/serving/test_serving_engine.py
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from localfin import env
@@ -27,26 +25,30 @@ def test_server_env_forces_offline_and_the_cpu_kv_cache(monkeypatch: pytest.Monk
     assert server.server_env(reg.get("smollm2-135m"))["VLLM_CPU_KVCACHE_SPACE"] == "3"
 
 
-def test_serve_and_start_server_run_the_same_plan(
-    monkeypatch: pytest.MonkeyPatch, tiny_registry, tmp_path
-) -> None:
+def test_serve_and_start_server_run_the_same_plan(tiny_registry, tmp_path) -> None:
+    """Both run through a :class:`server.Launcher` given here (nothing process-wide is patched:
+    the session's own test server may start meanwhile, in another thread, with the real one)."""
     spec = tiny_registry.get("tiny-qwen3")
     seen: dict[str, tuple[list[str], dict[str, str]]] = {}
+
+    class Process:  # a server that answers /health at once
+        pid, returncode = 0, None
+
+        def poll(self) -> None:
+            return None
 
     def call(cmd, env):
         seen["serve"] = (cmd, env)
         return 0
 
-    class Popen:
-        def __init__(self, cmd, *, env, **kwargs):
-            seen["start_server"] = (cmd, env)
+    def spawn(cmd, *, env, **kwargs):
+        seen["start_server"] = (cmd, env)
+        return Process()
 
-    monkeypatch.setattr(subprocess, "call", call)
-    monkeypatch.setattr(server.subprocess, "Popen", Popen)
-    monkeypatch.setattr(server, "_wait_ready", lambda *a: None)
+    launcher = server.Launcher(spawn=spawn, call=call, healthy=lambda url, headers: True)
     plan = server.plan_server(spec, port=8123, api_key="k")
-    assert server.serve(plan) == 0
-    server.start_server(spec, port=8123, api_key="k", log_path=tmp_path / "s.log")
+    assert server.serve(plan, launcher=launcher) == 0
+    server.start_server(spec, port=8123, api_key="k", log_path=tmp_path / "s.log", launcher=launcher)
     assert seen["serve"] == seen["start_server"] == (list(plan.command), plan.env)
     assert plan.env["HF_HUB_OFFLINE"] == "1" and plan.env["VLLM_CPU_KVCACHE_SPACE"]
     assert plan.shown().endswith("--api-key '***'") and plan.command[-1] == "k"

@@ -167,12 +167,14 @@ def run_moira(
     placement: Any = None,
     ray_address: str | None = None,
     endpoints: Endpoints | None = None,
+    backend_factory: Any = None,
 ) -> MoiraOutcome:
     """Run the config's matrix into ``out_dir/matrix`` (``document`` replaces the config's
-    document, e.g. the smoke version; ``backend`` serves every cell when given; else each
-    backbone's engine opens where ``placement`` puts it, or with the engine's defaults;
-    ``ray_address``: its runs as Ray tasks on that cluster instead, against each node's servers
-    or ``endpoints``)."""
+    document, e.g. the smoke version; ``backend`` serves every cell when given; else
+    ``backend_factory`` opens each engine group's backend (the run's served stages,
+    :mod:`agent.reproduce.stage_run`) where given; else each backbone's engine opens where
+    ``placement`` puts it, or with the engine's defaults; ``ray_address``: its runs as Ray tasks
+    on that cluster instead, against each node's servers or ``endpoints``)."""
     doc, note = with_baselines(document if document is not None else cfg.document, cfg.baselines)
     text = f"# written by `localfin reproduce` from {cfg.name} ({cfg.table})\n" + cf.dumps(doc)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -181,7 +183,7 @@ def run_moira(
     mcfg = load_matrix(out_dir / "matrix.toml")
     cells = mcfg.cells()  # validates every cell before any engine starts
     notes = [n for n in (note, pairing_note(doc), RETURN_NOTE) if n]
-    factory = (lambda cell, reg: _Shared(backend)) if backend is not None else None
+    factory = (lambda cell, reg: _Shared(backend)) if backend is not None else backend_factory
     if factory is None and placement is not None:
         factory = placed_factory(placement)
     run_matrix(

@@ -108,12 +108,13 @@ def test_each_nodes_servers_take_the_in_process_engines_arguments(
 @pytest.mark.parametrize("cluster", sorted(CLUSTERS))
 @pytest.mark.parametrize("name", ["moira_table3_main", "finacumen_table1"])
 def test_the_plan_prints_the_lines_each_nodes_command_starts(name: str, cluster: str, tmp_path: Path, cli):
+    from agent.reproduce.run_modes import run_layout
+
     config = _config(name, tmp_path)
     cfg = load_repro(config)
     kind, nodes, per = CLUSTERS[cluster]
-    placed = placing.place(
-        cfg, placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per), registry=default_registry()
-    )
+    inv = placing.declared_inventory(kind, nodes=nodes, gpus_per_node=per)
+    placed = run_layout(cfg, inv, registry=default_registry()).placement  # the plan's and serve's
     if not placed.ok:
         return  # refused above
     plan = cli("reproduce", "plan", config, *_cluster_args(cluster))
@@ -129,8 +130,8 @@ def test_the_plan_prints_the_lines_each_nodes_command_starts(name: str, cluster:
         assert run.code == 0, run.err
         assert st.shown() in run.out.splitlines()  # the server the command starts ...
         assert f"      {st.shown()}" in plan.out.splitlines()  # ... is the line the plan prints
-    if name == "moira_table3_main":
-        assert "stages, one after another" in plan.out
+    if name == "moira_table3_main":  # room for every backbone at once: one command per node
+        assert "how the table runs: all backbones at once" in plan.out and "--stage" not in plan.out
 
 
 def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_path: Path):
@@ -139,7 +140,8 @@ def test_a_node_or_stage_the_plan_lacks_is_refused_naming_those_it_has(cli, tmp_
     run = cli("reproduce", "serve", "finacumen_table1", *_cluster_args("2 x 8 h200"))
     assert run.code == 2 and "--node is missing; allowed: node0, node1" in run.err
     t3 = str(_fp8_table3(tmp_path))
-    run = cli("reproduce", "serve", t3, *_cluster_args("2 x 8 h200"), "--node", "node0", "--dry-run")
+    two = ["--nodes", "2", "--gpus-per-node", "2", "--gpu", "h200"]  # no room for all at once: stages
+    run = cli("reproduce", "serve", t3, *two, "--node", "node0", "--dry-run")
     assert run.code == 2 and "--stage is missing" in run.err and "allowed: 0, 1, 2, 3, 4, 5" in run.err
 
 
@@ -183,67 +185,54 @@ def _cpu_starts(tmp_path: Path, model_dir: Path) -> list[Any]:
     return node_starts(cfg, placed, reg)
 
 
-class _FakeProcess:
-    """A server process that never exits until stopped."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.returncode = pid, None
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-
-def test_the_second_server_spawns_only_after_the_first_answers_health(tmp_path: Path, monkeypatch) -> None:
-    """The process start and the health check stubbed: the order of what happened is recorded,
-    each server's first /health answers 'not yet', so the start must wait for its 200."""
-    import types
-
-    import httpx
+def test_the_second_server_spawns_only_after_the_first_answers_health(tmp_path: Path) -> None:
+    """The process start and the health check passed to the command (nothing process-wide is
+    patched: the session's own test server may start meanwhile, in another thread, with the real
+    ones): each spawn runs ``sleep`` in the server's place and records its order; each server's
+    first /health answers 'not yet', so the start must wait for its 200; the real stop ends both."""
+    import shutil
+    import signal
+    import subprocess
 
     from agent.reproduce import node_serve
-    from serving.http import server
+    from serving.http.server import Launcher
 
     starts = _cpu_starts(tmp_path, tmp_path / "weights")
     assert [s.server.key for s in starts] == ["tiny-judge", "tiny-qwen3"]  # the fixed share first
+    sleep = shutil.which("sleep")
+    assert sleep
     events: list[tuple[str, str]] = []
     ports: dict[str, str] = {}
     asked: dict[str, int] = {}
+    procs: list[subprocess.Popen[bytes]] = []
 
-    def popen(cmd, **kw):
+    def spawn(cmd, **kw):
         key = cmd[cmd.index("--served-model-name") + 1]
         ports[cmd[cmd.index("--port") + 1]] = key
         events.append(("spawn", key))
-        return _FakeProcess(1000 + len(events))
+        procs.append(subprocess.Popen([sleep, "600"], **kw))  # its own session, as a server's
+        return procs[-1]
 
-    def get(url, **kw):
+    def healthy(url, headers):
         key = ports[url.split(":")[2].split("/")[0]]
         asked[key] = asked.get(key, 0) + 1
-        if asked[key] == 1:
-            events.append(("not ready", key))
-            raise httpx.ConnectError("refused")
-        events.append(("healthy", key))
-        return types.SimpleNamespace(status_code=200)
+        events.append(("healthy" if asked[key] > 1 else "not ready", key))
+        return asked[key] > 1
 
-    monkeypatch.setattr(server.subprocess, "Popen", popen)
-    monkeypatch.setattr(httpx, "get", get)
-    monkeypatch.setattr(server, "time", types.SimpleNamespace(monotonic=lambda: 0.0, sleep=lambda s: None))
-    monkeypatch.setattr(
-        server.ServerHandle, "stop", lambda self, timeout_s=30.0: events.append(("stop", self.base_url))
-    )
-    monkeypatch.setattr(node_serve, "check_machine", lambda starts: None)
     shown: list[str] = []
     code = node_serve.serve_node(
-        starts, None, logs=tmp_path / "logs", say=lambda line: None, show=shown.append, wait=False
-    )
+        starts, None, logs=tmp_path / "logs", say=lambda line: None, show=shown.append, wait=False,
+        launcher=Launcher(spawn=spawn, healthy=healthy, pause=lambda s: None),
+    )  # fmt: skip
     assert code == 0
-    assert events[:6] == [
+    assert events == [
         ("spawn", "tiny-judge"), ("not ready", "tiny-judge"), ("healthy", "tiny-judge"),
         ("spawn", "tiny-qwen3"), ("not ready", "tiny-qwen3"), ("healthy", "tiny-qwen3"),
     ]  # fmt: skip
     assert shown == [
         "LOCALFIN_ENDPOINTS=tiny-judge=http://127.0.0.1:8010/v1,tiny-qwen3=http://127.0.0.1:8000/v1"
     ]
-    assert [e[0] for e in events[6:]] == ["stop", "stop"]
+    assert [p.returncode for p in procs] == [-signal.SIGTERM, -signal.SIGTERM]  # both stopped, reaped
 
 
 @pytest.mark.slow

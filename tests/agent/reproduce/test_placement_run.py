@@ -67,11 +67,24 @@ def _opened(monkeypatch: pytest.MonkeyPatch, stop_after: int) -> list[Any]:
     return specs
 
 
-def test_a_moira_run_opens_each_backbone_where_the_placement_puts_it(
+def test_a_moira_run_serves_each_stage_where_the_placement_puts_it(
     spy_place: list, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """Table 3 on 2 H200: six stages, one after another; the run starts stage 0's servers (the
+    servers `reproduce serve` starts for that placement, test_node_serve.py compares their flags
+    with the in-process engines') before any call."""
+    from agent.reproduce import stage_run
+    from agent.reproduce.cluster_plan import node_starts
+
     inv = declared_inventory("h200", 2)
-    specs = _opened(monkeypatch, stop_after=1)
+    _opened(monkeypatch, stop_after=1)
+    started: list[tuple[int, list[Any]]] = []
+
+    def start(self: Any, stage: int, mine: Any) -> list[Any]:
+        started.append((stage, list(mine)))
+        raise _Stop
+
+    monkeypatch.setattr(stage_run.ServedStages, "_start", start)
     cfg = load_repro("moira_table3_main")
     with pytest.raises(_Stop):
         run_mod.reproduce(
@@ -79,10 +92,16 @@ def test_a_moira_run_opens_each_backbone_where_the_placement_puts_it(
         )
     ((name, seen_inv, placed),) = spy_place  # the run asked the placement once, on its inventory
     assert name == "moira_table3_main" and seen_inv is inv
-    (spec,) = specs
-    assert spec.model == "llama-3.1-8b" and spec.engine.layout == placed.layout_for("llama-3.1-8b")
-    assert len(spec.engine.layout.replicas) == 2  # two engine processes, one per H200
-    assert spec.engine.async_scheduling is False and spec.engine.worker_start_method == "spawn"
+    ((stage, mine),) = started
+    assert stage == 0 and mine == [
+        s for s in node_starts(cfg, placed, default_registry()) if s.server.stage == 0
+    ]
+    (l8,) = mine
+    assert (
+        l8.server.key == "llama-3.1-8b" and l8.layout.replicas == placed.layout_for("llama-3.1-8b").replicas
+    )
+    assert len(l8.layout.replicas) == 2 and l8.server.gpus == (0, 1)  # one replica per H200
+    assert l8.options.async_scheduling is False and l8.options.worker_start_method == "spawn"
 
 
 def test_a_finacumen_run_opens_the_solver_and_the_judge_as_placed(

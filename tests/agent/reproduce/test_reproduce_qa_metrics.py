@@ -174,7 +174,7 @@ def test_judge_model_key() -> None:
 
 def test_a_separate_in_process_judge_gets_its_own_engine_and_a_share_of_the_gpu() -> None:
     from agent.reproduce.engine_plan import declared_inventory, place
-    from agent.reproduce.run import _judge_engine
+    from agent.reproduce.qa.engines import judge_engine as _judge_engine
     from agent.reproduce.spec import load_repro
 
     cfg = load_repro("finacumen_table1")
