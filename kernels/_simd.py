@@ -21,6 +21,7 @@ __all__ = [
     "vdotsub",
     "vdotsub2",
     "vblock",
+    "vexpr",
     "vfill",
     "vmul",
     "vsqrt_inv",
@@ -49,6 +50,15 @@ if config.DISABLE_JIT:
             dst[d : d + LANES] -= (
                 a[ia + q * stride : ia + q * stride + LANES] * b[ib + q * stride : ib + q * stride + LANES]
             )
+
+    def vexpr(fn):  # type: ignore[no-untyped-def]
+        """An eight-wide operation from an expression (see the compiled twin below)."""
+
+        def op(dst, d, arrs, offs, scal):  # type: ignore[no-untyped-def]
+            vecs = [arr[o : o + LANES] for arr, o in zip(arrs, offs)]
+            dst[d : d + LANES] = fn(dst[d : d + LANES].copy(), vecs, list(scal))
+
+        return op
 
     def vblock(dst, a, b, row, n, nr, nc):  # type: ignore[no-untyped-def]
         """For r < nr, c < nc: dst[a + r row + 8 (n + c):+8] -= sum over q < n of
@@ -427,3 +437,55 @@ else:
                 _b21(dst, a, b, row, n)
             else:
                 _b11(dst, a, b, row, n)
+
+    class _Vec:
+        """An eight-wide value under construction: + - * emit the vector instruction."""
+
+        def __init__(self, builder, value):  # type: ignore[no-untyped-def]
+            self.b = builder
+            self.v = value
+
+        def __add__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fadd(self.v, other.v))
+
+        def __sub__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fsub(self.v, other.v))
+
+        def __mul__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fmul(self.v, other.v))
+
+    def vexpr(fn):  # type: ignore[no-untyped-def]
+        """An eight-wide operation written as an expression: ``op(dst, d, arrs, offs, scal)``
+        sets dst[d:d+8] = fn(dst[d:d+8], [arrs[k][offs[k]:+8] for each k], scal), where arrs is
+        a tuple of 1-D C-contiguous float64 arrays, offs a tuple of as many ints and scal a
+        tuple of floats (each taken as eight copies). fn combines them with + - * (evaluated
+        left to right as written, as the plain Python twin does), e.g.
+        ``lambda d, v, s: d + (s[0] * v[0] + v[1] * s[1])``."""
+
+        @intrinsic
+        def op(typingctx, dst, d, arrs, offs, scal):  # type: ignore[no-untyped-def]
+            sig = types.void(dst, d, arrs, offs, scal)
+
+            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+                tys = signature.args
+                pdst = _vptr(context, builder, tys[0], args[0], args[1])
+                vecs = []
+                for k in range(len(tys[2])):
+                    arr = builder.extract_value(args[2], k)
+                    off = builder.extract_value(args[3], k)
+                    ptr = _vptr(context, builder, tys[2][k], arr, off)
+                    vecs.append(_Vec(builder, builder.load(ptr, align=8)))
+                scal_v = []
+                for k in range(len(tys[4])):
+                    one = builder.extract_value(args[4], k)
+                    vec = ir.Constant(_VEC, None)
+                    for ln in range(LANES):
+                        vec = builder.insert_element(vec, one, ir.Constant(ir.IntType(32), ln))
+                    scal_v.append(_Vec(builder, vec))
+                out = fn(_Vec(builder, builder.load(pdst, align=8)), vecs, scal_v)
+                builder.store(out.v, pdst, align=8)
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return op
