@@ -48,6 +48,7 @@ __all__ = [
     "lane_sums",
     "scan",
     "refit_job",
+    "refit_lag0",
     "refit_jobs",
 ]
 
@@ -300,33 +301,62 @@ def scan(p, m, ic, ws, ops):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def refit_job(zy, zx, s, t, p, ln, ws, job, ops):  # type: ignore[no-untyped-def]
+def refit_job(z, iy, ix, s, t, p, ln, ws, jobs, n, ops):  # type: ignore[no-untyped-def]
     """Lane ln's sums for its refit at the chosen lag L = flags[2, ln] < p, over the rows
-    [s + L, t) (the rows [s + L, s + p) added to the scan's), into the record ``job``
-    (see :func:`job_width`); the lane's r and q are left as they were."""
+    [s + L, t) (the rows [s + L, s + p) added to the scan's), into the record ``jobs[n]``
+    (see :func:`job_width`); the pair's legs are rows iy and ix of z. The lane's r and q are
+    left as they were."""
     _, _, _, dlo, dhi, r, q, sc, flags, _, _, _ = ws
     lag = flags[2, ln]
     beta = sc[1, ln]
     a = sc[2, ln]
     for b in range(lag + 1):
-        job[b] = r[b, ln]
-        job[p + 1 + b] = q[b, ln]
+        jobs[n, b] = r[b, ln]
+        jobs[n, p + 1 + b] = q[b, ln]
     lev = sc[0, ln]
     for j in range(s + lag, s + p):
         dj = dlo[j - s, ln]
-        ej = zy[j] - a - beta * zx[j]
+        ej = z[iy, j] - a - beta * z[ix, j]
         lev += ej * ej
         for b in range(lag + 1):
             dlag = dlo[j - b - s, ln]
-            job[b] += dj * dlag
-            job[p + 1 + b] += ej * dlag
+            jobs[n, b] += dj * dlag
+            jobs[n, p + 1 + b] += ej * dlag
     for c in range(p):
-        job[2 * p + 2 + c] = dlo[c, ln]
-        job[3 * p + 2 + c] = dhi[c, ln]
-    job[4 * p + 2] = lev
-    job[4 * p + 3] = (t - s - lag) - (lag + 1)  # degrees of freedom of the refit
-    job[4 * p + 4] = lag
+        jobs[n, 2 * p + 2 + c] = dlo[c, ln]
+        jobs[n, 3 * p + 2 + c] = dhi[c, ln]
+    jobs[n, 4 * p + 2] = lev
+    jobs[n, 4 * p + 3] = (t - s - lag) - (lag + 1)  # degrees of freedom of the refit
+    jobs[n, 4 * p + 4] = lag
     ops[OP_REFIT_SUMS] += (p - lag) * (5 + 4 * (lag + 1))
+
+
+@njit(cache=True)
+def refit_lag0(z, iy, ix, s, t, p, ln, ws, ops):  # type: ignore[no-untyped-def]
+    """The t statistic of lane ln's refit at lag 0 over the rows [s, t) (NaN when singular):
+    the sums of :func:`refit_job` and the solve of :func:`refit_jobs` (no lag column: the level
+    and the response alone), the same operations in the same order, without the job."""
+    _, _, _, dlo, _, r, q, sc, _, _, _, _ = ws
+    beta = sc[1, ln]
+    a = sc[2, ln]
+    rr = r[0, ln]
+    qq = q[0, ln]
+    lev = sc[0, ln]
+    for j in range(s, s + p):
+        dj = dlo[j - s, ln]
+        ej = z[iy, j] - a - beta * z[ix, j]
+        lev += ej * ej
+        dlag = dlo[j - s, ln]
+        rr += dj * dlag
+        qq += ej * dlag
+    ops[OP_REFIT_SUMS] += p * (5 + 4)
+    ssr = rr - (qq * qq) / lev
+    dof = (t - s) - 1
+    ops[OP_REFIT] += 3 * 1 + 6 * 0
+    if lev > _PIVOT_RTOL * lev and ssr > 0.0 and dof > 0:
+        ops[OP_REFIT] += 5
+        return qq / math.sqrt(lev) / math.sqrt(ssr / dof)
+    return math.nan
 
 
 @njit(cache=True)

@@ -51,6 +51,7 @@ from kernels._jit_lanes import (
     lane_sums,
     refit_job,
     refit_jobs,
+    refit_lag0,
     scan,
     workspace,
 )
@@ -353,8 +354,20 @@ def _block(  # type: ignore[no-untyped-def]
             b = sc[1, ln]
             al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
             lg = flags[2, ln]
+            if lg == 0 and p > 0:  # no lag column to factorise: solved here
+                sv = refit_lag0(z, ii[k], jj[k], s1, t1, p, ln, ws, ops)
+                beta[e, k] = b
+                alpha[e, k] = al
+                if math.isnan(sv):
+                    _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
+                    continue
+                stat[e, k] = sv
+                pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+                ops[OP_PVALUE] += 11
+                lag[e, k] = 0
+                continue
             if 0 <= lg < p:  # refitted with the block's other jobs below
-                refit_job(z[ii[k]], z[jj[k]], s1, t1, p, ln, ws, jobs[n_jobs], ops)
+                refit_job(z, ii[k], jj[k], s1, t1, p, ln, ws, jobs, n_jobs, ops)
                 job_at[n_jobs, 0] = e
                 job_at[n_jobs, 1] = k
                 beta[e, k] = b
