@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from kernels._jit import IC_NONE, SQRTEPS
-from kernels._simd import LANES, vcopy, vdotsub, vdotsub2, vfill, vmul, vschur, vsqrt_inv
+from kernels._simd import LANES, vblock, vcopy, vdotsub, vfill, vmul, vschur, vsqrt_inv
 
 __all__ = [
     "NL",
@@ -48,6 +48,7 @@ __all__ = [
     "lane_sums",
     "scan",
     "refit_job",
+    "refit_lag0",
     "refit_jobs",
 ]
 
@@ -156,46 +157,74 @@ def _factor(lf, dg, inv, okcol, k, dim, ops, cat):  # type: ignore[no-untyped-de
     """Factorise the first k (lag) columns of every lane's matrix and the two trailing rows'
     entries in them. ``okcol[ln]``: k if every pivot held, else the first failing column (-1:
     lane unused); a failed or unused lane goes on with pivot 1. Adds its operations to
-    ``ops[cat]``."""
+    ``ops[cat]``.
+
+    Left-looking by register blocks: the rows in groups of four (the two trailing rows as one
+    group), the columns in pairs; a block's dot products over the columns already finished run
+    in registers (:func:`kernels._simd.vblock`: six loads for eight multiply-adds), then the
+    pair's own two columns are finished entry by entry (the second column's term in the first,
+    the pivots, the scaling by the inverse pivot)."""
     row = dim * NL
     n_ops = 0
-    i = 0
-    while i < k:
-        two = i + 1 < k  # rows i and i + 1 share the loads of the rows above them
-        for j in range(i):
-            if two:
-                vdotsub2(lf, i * row + j * NL, (i + 1) * row + j * NL, lf, i * row, (i + 1) * row, lf,
-                         j * row, j, NL)  # fmt: skip
-                vmul(lf, (i + 1) * row + j * NL, inv, j * NL)
-                n_ops += 4 * j + 1
-            else:
-                vdotsub(lf, i * row + j * NL, lf, i * row, lf, j * row, j, NL)
-                n_ops += 2 * j
-            vmul(lf, i * row + j * NL, inv, j * NL)
-            n_ops += 1
-        _pivot(lf, dg, inv, okcol, i, row)
-        n_ops += 2 * i + 2
-        if two:
-            o = (i + 1) * row + i * NL
-            vdotsub(lf, o, lf, (i + 1) * row, lf, i * row, i, NL)
-            vmul(lf, o, inv, i * NL)
-            _pivot(lf, dg, inv, okcol, i + 1, row)
-            n_ops += 2 * i + 1 + 2 * (i + 1) + 2
-        i += 2
-    for j in range(k):
-        vdotsub2(lf, (dim - 2) * row + j * NL, (dim - 1) * row + j * NL, lf, (dim - 2) * row,
-                 (dim - 1) * row, lf, j * row, j, NL)  # fmt: skip
-        vmul(lf, (dim - 2) * row + j * NL, inv, j * NL)
-        vmul(lf, (dim - 1) * row + j * NL, inv, j * NL)
-        n_ops += 4 * j + 2
+    i0 = 0
+    while i0 < k:
+        nr = min(4, k - i0)
+        n_ops += _group(lf, dg, inv, okcol, i0, nr, i0 + nr, row)
+        i0 += nr
+    n_ops += _group(lf, dg, inv, okcol, dim - 2, 2, k, row)
     ops[cat] += NL * n_ops
 
 
 @njit(cache=True)
+def _group(lf, dg, inv, okcol, i0, nr, ncol, row):  # type: ignore[no-untyped-def]
+    """Rows i0 .. i0 + nr - 1 in the columns below ``ncol`` (the lower triangle: a row's
+    entries up to its diagonal); returns the operations per lane."""
+    n_ops = 0
+    j0 = 0
+    while j0 < ncol:
+        nc = min(2, ncol - j0)
+        if j0 + nc <= i0:  # below the diagonal: every row of the group, both columns
+            vblock(lf, i0 * row, j0 * row, row, j0, nr, nc)
+            n_ops += 2 * j0 * nr * nc
+            for r in range(nr):
+                o = (i0 + r) * row
+                vmul(lf, o + j0 * NL, inv, j0 * NL)
+                n_ops += 1
+                if nc == 2:
+                    vdotsub(lf, o + (j0 + 1) * NL, lf, o + j0 * NL, lf, (j0 + 1) * row + j0 * NL, 1, NL)
+                    vmul(lf, o + (j0 + 1) * NL, inv, (j0 + 1) * NL)
+                    n_ops += 3
+        else:  # the diagonal pair (j0 = i0 + even): rows j0 .. i0 + nr - 1
+            last = i0 + nr
+            below = last - (j0 + 1)  # rows under the pair's first diagonal entry
+            vdotsub(lf, j0 * row + j0 * NL, lf, j0 * row, lf, j0 * row, j0, NL)
+            if below > 0:
+                vblock(lf, (j0 + 1) * row, j0 * row, row, j0, below, nc)
+            n_ops += 2 * j0 * (1 + below * nc)
+            _pivot(lf, dg, inv, okcol, j0, row)
+            n_ops += 2
+            for i in range(j0 + 1, last):
+                vmul(lf, i * row + j0 * NL, inv, j0 * NL)
+                n_ops += 1
+            if nc == 2 and below > 0:
+                for i in range(j0 + 1, last):
+                    o = i * row + (j0 + 1) * NL
+                    vdotsub(lf, o, lf, i * row + j0 * NL, lf, (j0 + 1) * row + j0 * NL, 1, NL)
+                    n_ops += 2
+                _pivot(lf, dg, inv, okcol, j0 + 1, row)
+                n_ops += 2
+                for i in range(j0 + 2, last):
+                    vmul(lf, i * row + (j0 + 1) * NL, inv, (j0 + 1) * NL)
+                    n_ops += 1
+        j0 += nc
+    return n_ops
+
+
+@njit(cache=True)
 def _pivot(lf, dg, inv, okcol, i, row):  # type: ignore[no-untyped-def]
-    """Diagonal entry i: the remaining pivot, checked, then its square root and inverse."""
+    """Diagonal entry i, its dot product already subtracted: the remaining pivot, checked, then
+    its square root and inverse."""
     o = i * row + i * NL
-    vdotsub(lf, o, lf, i * row, lf, i * row, i, NL)
     for ln in range(NL):
         failed = okcol[ln] < i
         if not failed and not lf[o + ln] > _PIVOT_RTOL * dg[i * NL + ln]:
@@ -272,33 +301,62 @@ def scan(p, m, ic, ws, ops):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def refit_job(zy, zx, s, t, p, ln, ws, job, ops):  # type: ignore[no-untyped-def]
+def refit_job(z, iy, ix, s, t, p, ln, ws, jobs, n, ops):  # type: ignore[no-untyped-def]
     """Lane ln's sums for its refit at the chosen lag L = flags[2, ln] < p, over the rows
-    [s + L, t) (the rows [s + L, s + p) added to the scan's), into the record ``job``
-    (see :func:`job_width`); the lane's r and q are left as they were."""
+    [s + L, t) (the rows [s + L, s + p) added to the scan's), into the record ``jobs[n]``
+    (see :func:`job_width`); the pair's legs are rows iy and ix of z. The lane's r and q are
+    left as they were."""
     _, _, _, dlo, dhi, r, q, sc, flags, _, _, _ = ws
     lag = flags[2, ln]
     beta = sc[1, ln]
     a = sc[2, ln]
     for b in range(lag + 1):
-        job[b] = r[b, ln]
-        job[p + 1 + b] = q[b, ln]
+        jobs[n, b] = r[b, ln]
+        jobs[n, p + 1 + b] = q[b, ln]
     lev = sc[0, ln]
     for j in range(s + lag, s + p):
         dj = dlo[j - s, ln]
-        ej = zy[j] - a - beta * zx[j]
+        ej = z[iy, j] - a - beta * z[ix, j]
         lev += ej * ej
         for b in range(lag + 1):
             dlag = dlo[j - b - s, ln]
-            job[b] += dj * dlag
-            job[p + 1 + b] += ej * dlag
+            jobs[n, b] += dj * dlag
+            jobs[n, p + 1 + b] += ej * dlag
     for c in range(p):
-        job[2 * p + 2 + c] = dlo[c, ln]
-        job[3 * p + 2 + c] = dhi[c, ln]
-    job[4 * p + 2] = lev
-    job[4 * p + 3] = (t - s - lag) - (lag + 1)  # degrees of freedom of the refit
-    job[4 * p + 4] = lag
+        jobs[n, 2 * p + 2 + c] = dlo[c, ln]
+        jobs[n, 3 * p + 2 + c] = dhi[c, ln]
+    jobs[n, 4 * p + 2] = lev
+    jobs[n, 4 * p + 3] = (t - s - lag) - (lag + 1)  # degrees of freedom of the refit
+    jobs[n, 4 * p + 4] = lag
     ops[OP_REFIT_SUMS] += (p - lag) * (5 + 4 * (lag + 1))
+
+
+@njit(cache=True)
+def refit_lag0(z, iy, ix, s, t, p, ln, ws, ops):  # type: ignore[no-untyped-def]
+    """The t statistic of lane ln's refit at lag 0 over the rows [s, t) (NaN when singular):
+    the sums of :func:`refit_job` and the solve of :func:`refit_jobs` (no lag column: the level
+    and the response alone), the same operations in the same order, without the job."""
+    _, _, _, dlo, _, r, q, sc, _, _, _, _ = ws
+    beta = sc[1, ln]
+    a = sc[2, ln]
+    rr = r[0, ln]
+    qq = q[0, ln]
+    lev = sc[0, ln]
+    for j in range(s, s + p):
+        dj = dlo[j - s, ln]
+        ej = z[iy, j] - a - beta * z[ix, j]
+        lev += ej * ej
+        dlag = dlo[j - s, ln]
+        rr += dj * dlag
+        qq += ej * dlag
+    ops[OP_REFIT_SUMS] += p * (5 + 4)
+    ssr = rr - (qq * qq) / lev
+    dof = (t - s) - 1
+    ops[OP_REFIT] += 3 * 1 + 6 * 0
+    if lev > _PIVOT_RTOL * lev and ssr > 0.0 and dof > 0:
+        ops[OP_REFIT] += 5
+        return qq / math.sqrt(lev) / math.sqrt(ssr / dof)
+    return math.nan
 
 
 @njit(cache=True)

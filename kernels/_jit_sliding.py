@@ -51,9 +51,11 @@ from kernels._jit_lanes import (
     lane_sums,
     refit_job,
     refit_jobs,
+    refit_lag0,
     scan,
     workspace,
 )
+from kernels._jit_vec import vec_slide, vec_sums
 from kernels._mackinnon import PVALUE_C2
 
 __all__ = ["NL", "ticker_width", "pair_width", "ticker_pass", "pair_pass"]
@@ -130,7 +132,8 @@ def _ticker_slide(z, dl, s0, t0, s1, t1, p, st):  # type: ignore[no-untyped-def]
 def ticker_pass(
     z, dl, nanpre, chgpre, starts, ends, p, prev_s, prev_t, tstate, tvalid, tsums, tfin, tconst, ops
 ):  # type: ignore[no-untyped-def]
-    """Every ticker's sums at each window [starts[e], ends[e]] (into ``tsums[u, e]``).
+    """Every ticker's sums at each window [starts[e], ends[e]] (into ``tsums[e, :, u]``: by
+    series, so a block's consecutive second legs are consecutive numbers).
 
     ``tstate[u]`` holds ticker u's sums at [prev_s, prev_t] where ``tvalid[u]``; both are left
     at the last window. ``tfin[u, e]``: the window holds no NaN; ``tconst[u, e]``: it is constant.
@@ -161,7 +164,7 @@ def ticker_pass(
             valid = True
             s0 = s1
             t0 = t1
-            tsums[u, e, :] = st
+            tsums[e, :, u] = st
             tfin[u, e] = 1
             tconst[u, e] = 1 if chgpre[u, t1 + 1] - chgpre[u, s1 + 1] == 0 else 0
         tvalid[u] = 1 if valid else 0
@@ -220,15 +223,41 @@ def _nan_out(stat, pval, lag, beta, alpha, e, k, b, a):  # type: ignore[no-untyp
 
 
 @njit(cache=True)
+def _regular(k0, nk, ii, jj):  # type: ignore[no-untyped-def]
+    """Whether the block's pairs are (i, x0), ..., (i, x0 + NL - 1) (the vector path's form)."""
+    if nk != NL:
+        return False
+    for ln in range(NL):  # noqa: SIM110 (a loop numba compiles)
+        if ii[k0 + ln] != ii[k0] or jj[k0 + ln] != jj[k0] + ln:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _block(  # type: ignore[no-untyped-def]
-    k0, nk, z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst,
-    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs, job_at, job_stat, job_order, ops,
+    k0, nk, z, dl, flat, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst,
+    pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, vw, jobs, job_at, job_stat, job_order, ops, vec,
 ):  # fmt: skip
     """Pairs k0 .. k0 + nk - 1 (nk <= NL) over every window of the call; the refits at a lag
-    below the cap are gathered as jobs and solved at the end, eight of one lag at a time."""
+    below the cap are gathered as jobs and solved at the end, eight of one lag at a time.
+
+    A regular block (:func:`_regular`, with ``vec``) moves its sums and forms its regression
+    sums eight lanes at a time (:mod:`kernels._jit_vec`); any other block lane by lane. Both
+    do the same arithmetic per pair."""
     _, _, _, dlo, dhi, r, q, sc, flags, _, valid, _ = ws
+    tmp, want, okv, tb, b2 = vw
     nan = math.nan
     n_jobs = 0
+    pst = pstate[k0 // NL]
+    fast = vec != 0 and _regular(k0, nk, ii, jj)
+    i0 = ii[k0]
+    x0 = jj[k0]
+    zt, dlt, tsf, wsf = flat
+    n_s = z.shape[0]
+    tw = tsums.shape[1] * n_s
+    pf = pst.reshape(-1)
+    zy = z[i0]
+    dly = dl[i0]
     for ln in range(NL):
         valid[ln] = 1 if ln < nk and pvalid[k0 + ln] != 0 else 0
     s0 = prev_s
@@ -236,9 +265,21 @@ def _block(  # type: ignore[no-untyped-def]
     for e in range(starts.shape[0]):
         s1 = starts[e]
         t1 = ends[e]
+        slide = _can_slide(s0, t0, s1, t1, p)
+        rows = (s1 - s0) + (t1 - t0)
+        row_ops = rows * (4 * (p + 1) + 10) + 2 * rows
+        if fast and slide:
+            any_valid = False
+            for ln in range(NL):
+                if valid[ln] != 0:
+                    any_valid = True
+            if any_valid:  # every lane moves; a lane that was not valid is recomputed below
+                vec_slide(zy, dly, zt, dlt, n_s, x0, s0, t0, s1, t1, p, pf, tb)
+                ops[OP_SLIDE] += NL * row_ops
         any_active = False
         for ln in range(NL):
             flags[0, ln] = 0
+            want[ln] = 0
             if ln >= nk:
                 continue
             k = k0 + ln
@@ -248,14 +289,19 @@ def _block(  # type: ignore[no-untyped-def]
                 valid[ln] = 0
                 _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
                 continue
-            st = pstate[k]
-            if valid[ln] != 0 and _can_slide(s0, t0, s1, t1, p):
-                _pair_slide(z[i], z[x], dl[i], dl[x], s0, t0, s1, t1, p, st)
+            if valid[ln] != 0 and slide:
+                if not fast:
+                    for b in range(p + 4):
+                        tmp[b] = pst[b, ln]
+                    _pair_slide(z[i], z[x], dl[i], dl[x], s0, t0, s1, t1, p, tmp)
+                    for b in range(p + 4):
+                        pst[b, ln] = tmp[b]
+                    ops[OP_SLIDE] += row_ops
                 counts[k, 1] += 1
-                rows = (s1 - s0) + (t1 - t0)
-                ops[OP_SLIDE] += rows * (4 * (p + 1) + 10) + 2 * rows
             else:
-                _pair_exact(z[i], z[x], dl[i], dl[x], s1, t1, p, st)
+                _pair_exact(z[i], z[x], dl[i], dl[x], s1, t1, p, tmp)
+                for b in range(p + 4):
+                    pst[b, ln] = tmp[b]
                 counts[k, 0] += 1
                 m = t1 - s1 - p
                 ops[OP_EXACT] += 8 * (p + 1) * m + (p + 1) + 1 + 4 * m + 4 * (t1 - s1 + 1)
@@ -263,9 +309,15 @@ def _block(  # type: ignore[no-untyped-def]
             if tconst[i, e] != 0 or tconst[x, e] != 0:
                 _nan_out(stat, pval, lag, beta, alpha, e, k, nan, nan)
                 continue
-            ok = lane_sums(
-                z[i], z[x], dl[i], dl[x], s1, t1, p, tsums[i, e], tsums[x, e], st, ln, dlo, dhi, r, q, sc
-            )
+            if fast:
+                want[ln] = 1
+                any_active = True
+                continue
+            for b in range(p + 4):
+                tmp[b] = pst[b, ln]
+            ty = tsums[e, :, i]
+            tx = tsums[e, :, x]
+            ok = lane_sums(z[i], z[x], dl[i], dl[x], s1, t1, p, ty, tx, tmp, ln, dlo, dhi, r, q, sc)
             if ok == 0:
                 ops[OP_SUMS] += 15
                 b = sc[1, ln]
@@ -274,6 +326,22 @@ def _block(  # type: ignore[no-untyped-def]
             ops[OP_SUMS] += 25 * p + 48
             flags[0, ln] = 1
             any_active = True
+        if fast and any_active:
+            tse = tsf[e * tw : (e + 1) * tw]
+            vec_sums(zy, dly, zt, dlt, n_s, x0, i0, s1, t1, p, tse, pf, want, okv, wsf, tb, b2)
+            ops[OP_SUMS] += NL * (25 * p + 48)
+            any_active = False
+            for ln in range(NL):
+                if want[ln] == 0:
+                    continue
+                if okv[ln] == 0:
+                    k = k0 + ln
+                    b = sc[1, ln]
+                    al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
+                    _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
+                    continue
+                flags[0, ln] = 1
+                any_active = True
         s0 = s1
         t0 = t1
         if not any_active:
@@ -286,8 +354,20 @@ def _block(  # type: ignore[no-untyped-def]
             b = sc[1, ln]
             al = sc[2, ln] + shift[ii[k]] - b * shift[jj[k]]
             lg = flags[2, ln]
+            if lg == 0 and p > 0:  # no lag column to factorise: solved here
+                sv = refit_lag0(z, ii[k], jj[k], s1, t1, p, ln, ws, ops)
+                beta[e, k] = b
+                alpha[e, k] = al
+                if math.isnan(sv):
+                    _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
+                    continue
+                stat[e, k] = sv
+                pval[e, k] = mackinnon_p(sv, PVALUE_C2)
+                ops[OP_PVALUE] += 11
+                lag[e, k] = 0
+                continue
             if 0 <= lg < p:  # refitted with the block's other jobs below
-                refit_job(z[ii[k]], z[jj[k]], s1, t1, p, ln, ws, jobs[n_jobs], ops)
+                refit_job(z, ii[k], jj[k], s1, t1, p, ln, ws, jobs, n_jobs, ops)
                 job_at[n_jobs, 0] = e
                 job_at[n_jobs, 1] = k
                 beta[e, k] = b
@@ -322,13 +402,15 @@ def _block(  # type: ignore[no-untyped-def]
 
 @njit(cache=True, nogil=True)
 def pair_pass(  # type: ignore[no-untyped-def]
-    z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
-    counts, stat, pval, lag, beta, alpha, counter, grain, ops,
+    z, dl, zt, dlt, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t, tsums, tfin, tconst, pstate, pvalid,
+    counts, stat, pval, lag, beta, alpha, counter, grain, ops, vec,
 ):  # fmt: skip
     """Every pair over every window of the call; outputs are (n_windows, n_pairs).
 
-    ``pstate[k]`` holds pair k's sums at [prev_s, prev_t] where ``pvalid[k]``; both are left at
-    the last window; ``counts[k]`` accumulates (exact recomputes, slides). Blocks of NL pairs
+    zt, dlt: z and dl transposed (sessions by series); vec: 1 to take regular blocks eight
+    lanes at a time (:func:`_block`), 0 for lane by lane everywhere.
+    ``pstate[k // NL, :, k % NL]`` holds pair k's sums at [prev_s, prev_t] where ``pvalid[k]``;
+    both are left at the last window; ``counts[k]`` accumulates (exact recomputes, slides). Blocks of NL pairs
     are taken ``grain`` at a time from ``counter[0]`` (atomically), so several threads may run
     this on the same arguments at once (it releases the GIL) and share the pairs as they come:
     a thread whose core is busy with other work takes fewer blocks. Each pair writes only its
@@ -342,6 +424,11 @@ def pair_pass(  # type: ignore[no-untyped-def]
     job_at = np.empty((max_jobs, 2), dtype=np.int64)
     job_stat = np.empty(max_jobs)
     job_order = np.empty(max_jobs, dtype=np.int64)
+    lane_flags = (np.empty(NL, dtype=np.int8), np.empty(NL, dtype=np.int8))
+    vw = (np.empty(p + 4), lane_flags[0], lane_flags[1], np.empty(NL), np.empty(NL))
+    _, _, _, dlo, dhi, r, q, sc, _, _, _, _ = ws
+    wsf = (dlo.reshape(-1), dhi.reshape(-1), r.reshape(-1), q.reshape(-1), sc.reshape(-1))
+    flat = (zt.reshape(-1), dlt.reshape(-1), tsums.reshape(-1), wsf)
     while True:
         first = _fetch_add(counter, 0, grain)
         if first >= total:
@@ -349,7 +436,7 @@ def pair_pass(  # type: ignore[no-untyped-def]
         for blk in range(first, min(first + grain, total)):
             k0 = blk * NL
             _block(
-                k0, min(NL, n_pairs - k0), z, dl, ii, jj, shift, starts, ends, p, ic, prev_s, prev_t,
-                tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, jobs,
-                job_at, job_stat, job_order, ops,
+                k0, min(NL, n_pairs - k0), z, dl, flat, ii, jj, shift, starts, ends, p, ic, prev_s,
+                prev_t, tsums, tfin, tconst, pstate, pvalid, counts, stat, pval, lag, beta, alpha, ws, vw,
+                jobs, job_at, job_stat, job_order, ops, vec,
             )  # fmt: skip

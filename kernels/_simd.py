@@ -20,6 +20,8 @@ __all__ = [
     "FMA_CHAINS",
     "vdotsub",
     "vdotsub2",
+    "vblock",
+    "vexpr",
     "vfill",
     "vmul",
     "vsqrt_inv",
@@ -48,6 +50,29 @@ if config.DISABLE_JIT:
             dst[d : d + LANES] -= (
                 a[ia + q * stride : ia + q * stride + LANES] * b[ib + q * stride : ib + q * stride + LANES]
             )
+
+    def vexpr(fn):  # type: ignore[no-untyped-def]
+        """An eight-wide operation from an expression (see the compiled twin below)."""
+
+        def op(dst, d, arrs, offs, scal):  # type: ignore[no-untyped-def]
+            vecs = [arr[o : o + LANES] for arr, o in zip(arrs, offs)]
+            dst[d : d + LANES] = fn(dst[d : d + LANES].copy(), vecs, list(scal))
+
+        return op
+
+    def vblock(dst, a, b, row, n, nr, nc):  # type: ignore[no-untyped-def]
+        """For r < nr, c < nc: dst[a + r row + 8 (n + c):+8] -= sum over q < n of
+        dst[a + r row + 8 q:+8] * dst[b + c row + 8 q:+8] (a block of a row-major lane matrix:
+        rows a.., columns n.., against rows b..; see :func:`kernels._jit_lanes._factor`)."""
+        for r in range(nr):
+            for c in range(nc):
+                acc = np.zeros(LANES)
+                for q in range(n):
+                    ia = a + r * row + q * LANES
+                    ib = b + c * row + q * LANES
+                    acc += dst[ia : ia + LANES] * dst[ib : ib + LANES]
+                o = a + r * row + (n + c) * LANES
+                dst[o : o + LANES] -= acc
 
     def vdotsub2(dst, d1, d2, a, ia1, ia2, b, ib, n, stride):  # type: ignore[no-untyped-def]
         """:func:`vdotsub` into dst[d1] with a row at ia1 and into dst[d2] with a row at ia2,
@@ -340,3 +365,127 @@ else:
             return context.get_dummy_value()
 
         return sig, codegen
+
+    def _make_block(nr, nc):  # type: ignore[no-untyped-def]
+        """The nr x nc register block of :func:`vblock` (nr * nc accumulators, one load of each
+        of the nr + nc row vectors per step)."""
+
+        @intrinsic
+        def block(typingctx, dst, a, b, row, n):  # type: ignore[no-untyped-def]
+            sig = types.void(dst, a, b, row, n)
+
+            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+                i64 = ir.IntType(64)
+                arr = context.make_array(signature.args[0])(context, builder, args[0])
+                a_off, b_off, row, n = args[1], args[2], args[3], args[4]
+                lanes = ir.Constant(i64, LANES)
+
+                def at(idx):  # type: ignore[no-untyped-def]
+                    return builder.bitcast(builder.gep(arr.data, [idx]), _VEC.as_pointer())
+
+                a_rows = [builder.add(a_off, builder.mul(ir.Constant(i64, r), row)) for r in range(nr)]
+                b_rows = [builder.add(b_off, builder.mul(ir.Constant(i64, c), row)) for c in range(nc)]
+                accs = [[cgutils.alloca_once(builder, _VEC) for _ in range(nc)] for _ in range(nr)]
+                for acc_row in accs:
+                    for acc in acc_row:
+                        builder.store(ir.Constant(_VEC, [0.0] * LANES), acc)
+                with cgutils.for_range(builder, n) as loop:
+                    off = builder.mul(loop.index, lanes)
+                    va = [builder.load(at(builder.add(base, off)), align=8) for base in a_rows]
+                    vb = [builder.load(at(builder.add(base, off)), align=8) for base in b_rows]
+                    for r in range(nr):
+                        for c in range(nc):
+                            acc = accs[r][c]
+                            builder.store(builder.fadd(builder.load(acc), builder.fmul(va[r], vb[c])), acc)
+                for r in range(nr):
+                    for c in range(nc):
+                        col = builder.mul(builder.add(n, ir.Constant(i64, c)), lanes)
+                        ptr = at(builder.add(a_rows[r], col))
+                        out = builder.fsub(builder.load(ptr, align=8), builder.load(accs[r][c]))
+                        builder.store(out, ptr, align=8)
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return block
+
+    _BLOCKS = {(nr, nc): _make_block(nr, nc) for nr in range(1, 5) for nc in (1, 2)}
+    _b11, _b12, _b21, _b22, _b31, _b32, _b41, _b42 = (_BLOCKS[k] for k in sorted(_BLOCKS))
+
+    from numba import njit as _njit
+
+    @_njit(inline="always")
+    def vblock(dst, a, b, row, n, nr, nc):  # type: ignore[no-untyped-def]
+        """For r < nr <= 4, c < nc <= 2: dst[a + r row + 8 (n + c):+8] -= sum over q < n of
+        dst[a + r row + 8 q:+8] * dst[b + c row + 8 q:+8], the nr x nc products held in
+        registers (nr + nc loads for nr nc multiply-adds a step)."""
+        if nc == 2:
+            if nr == 4:
+                _b42(dst, a, b, row, n)
+            elif nr == 3:
+                _b32(dst, a, b, row, n)
+            elif nr == 2:
+                _b22(dst, a, b, row, n)
+            else:
+                _b12(dst, a, b, row, n)
+        else:
+            if nr == 4:
+                _b41(dst, a, b, row, n)
+            elif nr == 3:
+                _b31(dst, a, b, row, n)
+            elif nr == 2:
+                _b21(dst, a, b, row, n)
+            else:
+                _b11(dst, a, b, row, n)
+
+    class _Vec:
+        """An eight-wide value under construction: + - * emit the vector instruction."""
+
+        def __init__(self, builder, value):  # type: ignore[no-untyped-def]
+            self.b = builder
+            self.v = value
+
+        def __add__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fadd(self.v, other.v))
+
+        def __sub__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fsub(self.v, other.v))
+
+        def __mul__(self, other):  # type: ignore[no-untyped-def]
+            return _Vec(self.b, self.b.fmul(self.v, other.v))
+
+    def vexpr(fn):  # type: ignore[no-untyped-def]
+        """An eight-wide operation written as an expression: ``op(dst, d, arrs, offs, scal)``
+        sets dst[d:d+8] = fn(dst[d:d+8], [arrs[k][offs[k]:+8] for each k], scal), where arrs is
+        a tuple of 1-D C-contiguous float64 arrays, offs a tuple of as many ints and scal a
+        tuple of floats (each taken as eight copies). fn combines them with + - * (evaluated
+        left to right as written, as the plain Python twin does), e.g.
+        ``lambda d, v, s: d + (s[0] * v[0] + v[1] * s[1])``."""
+
+        @intrinsic
+        def op(typingctx, dst, d, arrs, offs, scal):  # type: ignore[no-untyped-def]
+            sig = types.void(dst, d, arrs, offs, scal)
+
+            def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+                tys = signature.args
+                pdst = _vptr(context, builder, tys[0], args[0], args[1])
+                vecs = []
+                for k in range(len(tys[2])):
+                    arr = builder.extract_value(args[2], k)
+                    off = builder.extract_value(args[3], k)
+                    ptr = _vptr(context, builder, tys[2][k], arr, off)
+                    vecs.append(_Vec(builder, builder.load(ptr, align=8)))
+                scal_v = []
+                for k in range(len(tys[4])):
+                    one = builder.extract_value(args[4], k)
+                    vec = ir.Constant(_VEC, None)
+                    for ln in range(LANES):
+                        vec = builder.insert_element(vec, one, ir.Constant(ir.IntType(32), ln))
+                    scal_v.append(_Vec(builder, vec))
+                out = fn(_Vec(builder, builder.load(pdst, align=8)), vecs, scal_v)
+                builder.store(out.v, pdst, align=8)
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return op

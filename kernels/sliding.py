@@ -127,6 +127,9 @@ class SlidingEG:
         self._counts = np.zeros((self.i.shape[0], 2), dtype=np.int64)
         self._resets = 0
         self._ops = np.zeros(len(_jit_lanes.OP_NAMES), dtype=np.int64)
+        #: 1: regular blocks of pairs eight lanes at a time (the default); 0: lane by lane (the
+        #: same numbers, slower: kept to check the two against each other)
+        self._vec = 1
 
     @property
     def n_obs(self) -> int:
@@ -164,19 +167,29 @@ class SlidingEG:
         if missing:
             raise KernelInputError(f"state lacks {missing}; allowed: the dict export_state returns")
         n_series, n_pairs = self._logp.shape[0], self.i.shape[0]
-        if state["shift"].shape != (n_series,) or state["pstate"].shape[0] != n_pairs:
+        pst = state["pstate"]
+        held = pst.shape[0] * _jit_sliding.NL if pst.ndim == 3 else pst.shape[0]
+        fits = pst.ndim == 3 and n_pairs <= held < n_pairs + _jit_sliding.NL
+        if state["shift"].shape != (n_series,) or not fits:
             raise KernelInputError(
-                f"state is for {state['shift'].shape[0]} series and {state['pstate'].shape[0]} pairs; "
-                f"this screen has {n_series} and {n_pairs}"
+                f"state is for {state['shift'].shape[0]} series and pair sums of shape {pst.shape}; "
+                f"this screen has {n_series} series and {n_pairs} pairs (pair sums of shape "
+                f"({-(-n_pairs // _jit_sliding.NL)}, width, {_jit_sliding.NL}))"
             )
         for name in self._ARRAYS:
             setattr(self, f"_{name}", np.ascontiguousarray(state[name]))
         for name, value in zip(self._SCALARS, state["scalars"].tolist()):
             setattr(self, f"_{name}", int(value))
+        self._centre()
+
+    def _centre(self) -> None:
+        """z (log prices less the shifts) and dl (its differences), and both transposed."""
         self._z = self._logp - self._shift[:, None]
         self._dl = np.empty_like(self._z)
         self._dl[:, :-1] = self._z[:, 1:] - self._z[:, :-1]
         self._dl[:, -1] = np.nan
+        self._zt = np.ascontiguousarray(self._z.T)
+        self._dlt = np.ascontiguousarray(self._dl.T)
 
     def _lag_cap(self, n: int) -> int:
         return resolve_maxlag(self._maxlag, n, 0)
@@ -257,10 +270,7 @@ class SlidingEG:
         cnt = fin.sum(axis=1)
         shift = np.where(cnt > 0, np.where(fin, win, 0.0).sum(axis=1) / np.maximum(cnt, 1), 0.0)
         self._shift = shift
-        self._z = self._logp - shift[:, None]
-        self._dl = np.empty_like(self._z)
-        self._dl[:, :-1] = self._z[:, 1:] - self._z[:, :-1]
-        self._dl[:, -1] = np.nan
+        self._centre()
         self._p = p
         self._prev_s = s
         self._prev_t = e
@@ -282,10 +292,17 @@ class SlidingEG:
         dl = np.where(ok[:, None], self._dl[:, s:e], 0.0)
         ii, jj = self.i, self.j
         tst = np.zeros((n_series, _jit_sliding.ticker_width(p)))
-        shape = (n_pairs, _jit_sliding.pair_width(p))
+        nl = _jit_sliding.NL
+        shape = (-(-n_pairs // nl), _jit_sliding.pair_width(p), nl)
         # the pair sums are the screen's memory: refill the array in place, never two at once
         old = getattr(self, "_pstate", None)
         pst = old if old is not None and old.shape == shape else np.zeros(shape)
+        col = np.zeros(shape[0] * nl)  # one sum of every pair, in pair order
+
+        def put(b: int, values: np.ndarray) -> None:
+            col[:n_pairs] = values
+            pst[:, b, :] = col.reshape(shape[0], nl)
+
         j0 = p  # window positions of the rows J: [p, n - 1)
         resp = np.ascontiguousarray(dl[:, j0:])
         lev = np.ascontiguousarray(z[:, j0:-1])
@@ -297,20 +314,18 @@ class SlidingEG:
             lagd = dl[:, j0 - b : dl.shape[1] - b]
             cross = resp @ lagd.T
             tst[:, b] = np.diagonal(cross)
-            pst[:, b] = cross[ii, jj]
-            pst[:, b] += cross[jj, ii]
+            put(b, cross[ii, jj] + cross[jj, ii])
             cross = lev @ lagd.T
             tst[:, p + 1 + b] = np.diagonal(cross)
             if b == 0:
-                pst[:, p + 1] = cross[ii, jj]
-                pst[:, p + 1] += cross[jj, ii]
+                put(p + 1, cross[ii, jj] + cross[jj, ii])
             tst[:, 2 * p + 2 + b] = lagd.sum(axis=1)
         cross = lev @ lev.T
-        pst[:, p + 2] = cross[ii, jj]
+        put(p + 2, cross[ii, jj])
         tst[:, 3 * p + 3] = lev.sum(axis=1)
         tst[:, 3 * p + 4] = np.diagonal(cross)
         cross = z @ z.T
-        pst[:, p + 3] = cross[ii, jj]
+        put(p + 3, cross[ii, jj])
         tst[:, 3 * p + 5] = z.sum(axis=1)
         tst[:, 3 * p + 6] = np.diagonal(cross)
         self._tstate = tst
@@ -323,7 +338,7 @@ class SlidingEG:
         p = self._p
         n_series = self._logp.shape[0]
         n_win = s.size
-        tsums = np.empty((n_series, n_win, _jit_sliding.ticker_width(p)))
+        tsums = np.empty((n_win, _jit_sliding.ticker_width(p), n_series))
         tfin = np.empty((n_series, n_win), dtype=np.int8)
         tconst = np.empty((n_series, n_win), dtype=np.int8)
         _jit_sliding.ticker_pass(
@@ -332,7 +347,8 @@ class SlidingEG:
         )  # fmt: skip
         rows = slice(row, row + n_win)
         args = (
-            self._z, self._dl, self.i, self.j, self._shift, s, e, p, self._ic, self._prev_s, self._prev_t,
+            self._z, self._dl, self._zt, self._dlt, self.i, self.j, self._shift, s, e, p, self._ic,
+            self._prev_s, self._prev_t,
             tsums, tfin, tconst, self._pstate, self._pvalid, self._counts,
             out.stat[rows], out.pvalue[rows], out.lag[rows], out.beta[rows], out.alpha[rows],
         )  # fmt: skip
@@ -346,11 +362,12 @@ class SlidingEG:
         counter = np.zeros(1, dtype=np.int64)
         ops = np.zeros((workers, self._ops.size), dtype=np.int64)  # one row per thread
         if workers == 1:
-            _jit_sliding.pair_pass(*args, counter, grain, ops[0])
+            _jit_sliding.pair_pass(*args, counter, grain, ops[0], self._vec)
         else:
             with ThreadPoolExecutor(workers) as pool:
                 for job in [
-                    pool.submit(_jit_sliding.pair_pass, *args, counter, grain, ops[w]) for w in range(workers)
+                    pool.submit(_jit_sliding.pair_pass, *args, counter, grain, ops[w], self._vec)
+                    for w in range(workers)
                 ]:
                     job.result()
         self._ops += ops.sum(axis=0)

@@ -20,6 +20,7 @@ SELECTED = [
     "test_kernels_sliding.py::test_sliding_matches_reference_small",
     "test_kernels_sliding.py::test_lane_path_matches_per_date_kernel_and_statsmodels_at_the_edges",
     "test_kernels_sliding.py::test_operation_counts_follow_the_loops",
+    "test_kernels_sliding.py::test_vector_path_matches_per_date_kernel_and_statsmodels_at_the_edges",
 ]
 
 

@@ -94,7 +94,7 @@ def test_sliding_equals_per_date_kernel_and_slides() -> None:
     for k in range(n_pairs):
         i, j = int(res.i[k]), int(res.j[k])
         np.testing.assert_allclose(
-            screen._pstate[k],
+            screen._pstate[k // 8, :, k % 8],
             sliding_pair_sums_reference(screen._z[i], screen._z[j], s, t, p),
             rtol=1e-10,
             atol=1e-12,
@@ -331,3 +331,85 @@ def test_operation_counts_follow_the_loops() -> None:
     assert ops["pair_slide"] == n_dates * n_pairs * (2 * (4 * (p + 1) + 10) + 2 * 2)
     assert ops["exact_blas"] == 0 and ops["pair_exact"] == 0
     assert ops["gram_fill"] == n_dates * NL * 4 * (p * (p + 1) // 2)
+
+
+def _vector_pool(rng: np.random.Generator, n: int, width: int) -> np.ndarray:
+    """``width`` series whose first row of pairs fills regular blocks (pairs (0, 1) .. (0, 8):
+    the eight-lane vector path) with every degenerate case among them: a leg collinear with
+    the first, a leg constant over a stretch, a leg with a NaN, a leg that starts late."""
+    y0, x0 = make_pair(rng, n, coint=True, ar=0.8)
+    cols = [y0, x0, -0.4 + 0.9 * y0]
+    while len(cols) < width:
+        cols.append(make_pair(rng, n, coint=bool(len(cols) % 2), ar=0.5)[0])
+    pool = np.column_stack(cols)
+    pool[n // 2 : n // 2 + 70, 4] = pool[n // 2, 4]
+    pool[n // 4, 5] = np.nan
+    pool[: n // 3, 7] = np.nan
+    return pool
+
+
+def test_vector_blocks_equal_lane_by_lane() -> None:
+    """A regular block (pairs (i, x0) .. (i, x0 + 7)) moves its sums and forms its regression
+    sums eight lanes at a time; every other block lane by lane. Both must give the same numbers:
+    every output and the carried sums bit for bit, over slides, gaps, jumps that force exact
+    recomputes, a refresh, and a change of lag cap."""
+    from kernels._jit_sliding import _regular
+
+    rng = np.random.default_rng(77)
+    n = 700
+    pool = _vector_pool(rng, n, 21)  # 210 pairs: rows of 20, 19, ... pairs
+    starts = np.concatenate([np.arange(0, 120, 1), np.arange(200, 260, 7), [300, 301, 302]])
+    lengths = np.concatenate([np.full(120, 250), np.full(9, 250), [320, 320, 320]])
+    screens = []
+    for vec in (1, 0):
+        screen = SlidingEG(pool, refresh=90)
+        screen._vec = vec
+        res = screen.windows(starts, starts + lengths - 1)
+        screens.append((screen, res))
+    (fast, res_fast), (slow, res_slow) = screens
+    for name in ("stat", "pvalue", "lag", "beta", "alpha"):
+        np.testing.assert_array_equal(getattr(res_fast, name), getattr(res_slow, name), err_msg=name)
+    held = fast._pvalid.astype(bool)  # a pair not valid now holds sums it will recompute
+    np.testing.assert_array_equal(fast._pvalid, slow._pvalid)
+    k = np.flatnonzero(held)
+    np.testing.assert_array_equal(fast._pstate[k // 8, :, k % 8], slow._pstate[k // 8, :, k % 8])
+    assert fast.stats == slow.stats and fast.stats.exact > fast.i.size  # gaps and jumps recompute
+    regular = sum(_regular(k0, 8, fast.i, fast.j) for k0 in range(0, fast.i.size - 7, 8))
+    assert regular >= 10  # 11 of the 27 blocks take the vector path
+    assert np.isfinite(res_fast.pvalue).mean() > 0.5
+
+
+def test_vector_path_matches_per_date_kernel_and_statsmodels_at_the_edges() -> None:
+    """The vector path's block (pairs (0, 1) .. (0, 8)) holds a collinear pair, a constant leg,
+    a NaN and a late start: against the per-date kernel (same lags, statistics within 1e-9)
+    and statsmodels; runs without the JIT too."""
+    from kernels._jit_sliding import _regular
+
+    rng = np.random.default_rng(2025)
+    n, window = 300, 60
+    pool = _vector_pool(rng, n, 10)
+    ends = np.arange(window - 1, n, 2)
+    res = sliding_engle_granger_pairs(pool, window, ends=ends)
+    assert _regular(0, 8, res.i, res.j)
+    per_date = rolling_engle_granger_pairs(pool, window, ends=ends)
+    np.testing.assert_array_equal(res.lag, per_date.lag)
+    np.testing.assert_array_equal(np.isnan(res.stat), np.isnan(per_date.stat))
+    assert np.nanmax(np.abs(res.stat - per_date.stat)) <= 1e-9
+    assert np.nanmax(np.abs(res.pvalue - per_date.pvalue)) <= 1e-9
+    np.testing.assert_allclose(res.beta, per_date.beta, rtol=1e-10, equal_nan=True)
+    block = slice(0, 8)  # pairs (0, 1) .. (0, 8)
+    assert np.isnan(res.pvalue[:, 1]).all() and np.isfinite(res.beta[:, 1]).all()  # (0, 2) collinear
+    flat = (ends - window + 1 >= n // 2) & (ends <= n // 2 + 69)
+    assert flat.any() and (res.lag[flat, 3] == -1).all()  # (0, 4): leg 4 constant
+    holds_gap = (ends >= n // 4) & (ends - window + 1 <= n // 4)
+    assert holds_gap.any() and np.isnan(res.stat[holds_gap, 4]).all()  # (0, 5): a NaN
+    assert np.isnan(res.stat[ends < n // 3 + window - 1, 6]).all()  # (0, 7): starts late
+    assert len(set(res.lag[:, block][res.lag[:, block] >= 0].ravel())) >= 3
+    sm = pytest.importorskip("statsmodels.tsa.stattools")
+    cells = np.argwhere(np.isfinite(res.pvalue[:, block]))
+    for e, k in cells[np.random.default_rng(4).choice(len(cells), 6, replace=False)]:
+        win = pool[ends[e] - window + 1 : ends[e] + 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stat, pvalue, _ = sm.coint(win[:, 0], win[:, res.j[k]], trend="c", autolag="aic")
+        assert abs(res.stat[e, k] - stat) <= 1e-9 and abs(res.pvalue[e, k] - pvalue) <= 1e-9
