@@ -20,6 +20,8 @@ The refit at a chosen lag L < p is not done in the lanes of the scan (eight pair
 differ would all pay for the longest): each one's sums over its rows [s + L, t) are stored as a
 job (:func:`refit_job`) and the jobs of a block are factorised eight at a time among jobs of the
 same lag (:func:`refit_jobs`), so a job of lag L costs O(L^3) whatever its neighbours chose.
+A refit at lag 0 has no lag column to factorise and is solved where it is chosen
+(:func:`refit_lag0`, the job's operations in the job's order).
 Each lane's arithmetic is its own, so a job's result does not depend on which jobs share its
 factorisation.
 

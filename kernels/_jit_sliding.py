@@ -24,8 +24,10 @@ The rest of the lagged-difference Gram block follows from its first row by the b
 recursion of :func:`kernels._jit._fill_gram` (2p values of d at the two ends of J). The lag
 choice and the refit take the decisions of :func:`kernels._jit.ic_best_lag` and
 :func:`kernels._jit.refit_stat` (the per-date kernel's) from one factorisation, eight pairs
-at a time (:mod:`kernels._jit_lanes`). A refit at lag L < p adds the rows [s + L, s + p) to
-the sums, O((p - L) L) work.
+at a time (:mod:`kernels._jit_lanes`); a block whose pairs share their first leg and take
+consecutive second legs moves its sums and forms its regression sums eight lanes at a time too
+(:mod:`kernels._jit_vec`), the others lane by lane. A refit at lag L < p adds the rows
+[s + L, s + p) to the sums, O((p - L) L) work.
 
 Moving a window from [s0, t0] to [s1, t1] (s1 >= s0, t1 >= t0, same p) removes rows
 [s0 + p, s1 + p) from J and adds rows [t0, t1), O(p) per row; the wrapper decides when to

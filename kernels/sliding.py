@@ -177,7 +177,7 @@ class SlidingEG:
                 f"({-(-n_pairs // _jit_sliding.NL)}, width, {_jit_sliding.NL}))"
             )
         for name in self._ARRAYS:
-            setattr(self, f"_{name}", np.ascontiguousarray(state[name]))
+            setattr(self, f"_{name}", np.array(state[name], order="C"))  # a copy: never shared
         for name, value in zip(self._SCALARS, state["scalars"].tolist()):
             setattr(self, f"_{name}", int(value))
         self._centre()

@@ -413,3 +413,26 @@ def test_vector_path_matches_per_date_kernel_and_statsmodels_at_the_edges() -> N
             warnings.simplefilter("ignore")
             stat, pvalue, _ = sm.coint(win[:, 0], win[:, res.j[k]], trend="c", autolag="aic")
         assert abs(res.stat[e, k] - stat) <= 1e-9 and abs(res.pvalue[e, k] - pvalue) <= 1e-9
+
+
+def test_state_round_trip_and_an_older_layout_refused() -> None:
+    """export_state / import_state continue a screen bit for bit; pair sums laid out one row a
+    pair (as earlier versions exported them) are refused, naming the shape expected."""
+    rng = np.random.default_rng(31)
+    pool = _vector_pool(rng, 400, 12)
+    first = SlidingEG(pool)
+    first.windows(np.arange(0, 5), np.arange(199, 204))
+    state = first.export_state()
+    second = SlidingEG(pool)
+    second.import_state(state)
+    a = first.windows(np.arange(5, 15), np.arange(204, 214))
+    b = second.windows(np.arange(5, 15), np.arange(204, 214))
+    np.testing.assert_array_equal(a.pvalue, b.pvalue)
+    np.testing.assert_array_equal(a.lag, b.lag)
+    old = dict(state)
+    n_pairs = first.i.size
+    old["pstate"] = state["pstate"].transpose(0, 2, 1).reshape(-1, state["pstate"].shape[1])[:n_pairs]
+    width = state["pstate"].shape[1]
+    expected = rf"pair sums of shape \({n_pairs}, {width}\).*\(9, width, 8\)"
+    with pytest.raises(KernelInputError, match=expected):
+        SlidingEG(pool).import_state(old)
