@@ -73,7 +73,7 @@ class RehearsalSize:
 #: sessions (a pair chosen, one direction each, one reflection cycle), four test sessions with a
 #: lifecycle boundary after two (break_check), FinMem on the same windows; one QA test item per
 #: set (one with a chart image: the rehearsal lists those first), one tool step, and one bank
-#: item with one trajectory; the model-only Base's budget 256 tokens (the random model's free text
+#: item with one trajectory; the model-only Base's budget 64 tokens (the random model's free text
 #: runs to the budget: the configs' 4,096 would make each Base call the longest of the run).
 SMALLEST = RehearsalSize(
     train_sessions=2,
@@ -83,7 +83,7 @@ SMALLEST = RehearsalSize(
     qa_steps=1,
     bank_items=1,
     bank_k=1,
-    qa_base_tokens=256,
+    qa_base_tokens=64,
 )
 
 

@@ -292,7 +292,7 @@ def test_the_variants_protocol_on_the_released_tatqa_and_finmmr_items(
         ("TAT-QA dev", "ft_fm"): "ReAct 1 steps, schema", ("FinMMR Easy", "base"): "model-only",
         ("FinMMR Easy", "ft"): "ReAct 1 steps, schema", ("FinMMR Easy", "ft_fm"): "ReAct 1 steps, schema",
     }  # fmt: skip
-    assert "free text out within 256 tokens" in doc["qa_details"]["protocol"]["base"]  # SMALLEST's budget
+    assert "free text out within 64 tokens" in doc["qa_details"]["protocol"]["base"]  # SMALLEST's budget
     trace = [json.loads(x) for x in (run / "runs" / "tat-qa-dev-ft" / "trace.jsonl").read_text().splitlines()]
     assert all(
         t["answer_scale"] in ("", "thousand", "million", "billion", "percent") for t in trace if t["answer"]
