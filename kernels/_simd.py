@@ -414,7 +414,7 @@ else:
 
     from numba import njit as _njit
 
-    @_njit(inline="always")
+    @_njit(cache=True)
     def vblock(dst, a, b, row, n, nr, nc):  # type: ignore[no-untyped-def]
         """For r < nr <= 4, c < nc <= 2: dst[a + r row + 8 (n + c):+8] -= sum over q < n of
         dst[a + r row + 8 q:+8] * dst[b + c row + 8 q:+8], the nr x nc products held in
