@@ -2,10 +2,11 @@
 through the in-process engine and `vllm serve`, checked from the journals.
 
 The default suite rehearses one Moira config (A2: Qwen3-32B thinking on and off, one
-architecture) through `vllm serve` and one FinAcumen config (Table 1: Qwen3-VL-8B on all six
-benchmark settings, Base and FinAcumen, FinTMMBench judged by Qwen3-4B) through the in-process
-engine, both at their smallest size (:data:`~agent.reproduce.rehearse.runs.SMALLEST`: every call
-type once or twice). The session's server and VL engine (tests/conftest.py) are the tiny Qwen3
+architecture) through `vllm serve`; the slow suite adds one FinAcumen config (Table 1:
+Qwen3-VL-8B on all six benchmark settings, Base and FinAcumen, FinTMMBench judged by Qwen3-4B)
+through the in-process engine (about three minutes of model time on the random VL stand-in);
+both at their smallest size (:data:`~agent.reproduce.rehearse.runs.SMALLEST`: every call type
+once or twice). The session's server and VL engine (tests/conftest.py) are the tiny Qwen3
 and Qwen3-VL, built at the real entries' 32,768 positions, so they serve the stand-ins as the
 rehearsal's own would (what may differ, the server's tool parser, is reported and checked); the
 judge's tiny Qwen3 engine is the rehearsal's own (the session's in-process Qwen3 runs at a
@@ -30,6 +31,22 @@ pytest.importorskip("vllm")
 PATH_OF = {"moira_table5_a2": "server", "finacumen_table1": "engine"}
 
 
+def _rehearse(config, out, shared_data, released_root, running):
+    from agent.reproduce.rehearse.rehearsal import rehearse
+    from agent.reproduce.rehearse.runs import SMALLEST
+
+    return rehearse(
+        [load_repro(config)],
+        out,
+        shared=shared_data,
+        registry=default_registry(),
+        paths=(PATH_OF[config],),
+        running=running,
+        size=SMALLEST,
+        data_root=released_root,
+    )
+
+
 @pytest.fixture(scope="module")
 def rehearsal(
     tmp_path_factory: pytest.TempPathFactory,
@@ -37,26 +54,27 @@ def rehearsal(
     released_root: Path,
     openai_server,
     openai_server_spec,
-    vllm_vl_backend,
 ):
-    from agent.reproduce.rehearse.rehearsal import Running, RunningServer, rehearse, write_rehearsal
-    from agent.reproduce.rehearse.runs import SMALLEST
+    """Moira A2 through the session's server."""
+    from agent.reproduce.rehearse.rehearsal import Running, RunningServer, write_rehearsal
 
     out = tmp_path_factory.mktemp("rehearsal")
     server = RunningServer(openai_server.base_url, "test-key", openai_server_spec, "tiny-qwen3")
-    running = Running(engines={"qwen3-vl": vllm_vl_backend}, servers={"qwen3": server})
-    res = {}
-    for config, path in PATH_OF.items():
-        res |= rehearse(
-            [load_repro(config)],
-            out,
-            shared=shared_data,
-            registry=default_registry(),
-            paths=(path,),
-            running=running,
-            size=SMALLEST,
-            data_root=released_root,
-        )
+    res = _rehearse("moira_table5_a2", out, shared_data, released_root, Running(servers={"qwen3": server}))
+    md, js = write_rehearsal(res, out)
+    return res, md, json.loads(js.read_text(encoding="utf-8")), out
+
+
+@pytest.fixture(scope="module")
+def qa_rehearsal(
+    tmp_path_factory: pytest.TempPathFactory, shared_data: Path, released_root: Path, vllm_vl_backend
+):
+    """FinAcumen Table 1 through the session's VL engine (the slow suite's)."""
+    from agent.reproduce.rehearse.rehearsal import Running, write_rehearsal
+
+    out = tmp_path_factory.mktemp("qa_rehearsal")
+    running = Running(engines={"qwen3-vl": vllm_vl_backend})
+    res = _rehearse("finacumen_table1", out, shared_data, released_root, running)
     md, js = write_rehearsal(res, out)
     return res, md, json.loads(js.read_text(encoding="utf-8")), out
 
@@ -65,16 +83,28 @@ def _checks(res, config: str, name: str):
     return [c for c in res[config].checks if c.name == name]
 
 
+def _all_pass(res, doc, config: str) -> None:
+    path = PATH_OF[config]
+    assert not res[config].failed, res[config].failed
+    assert doc[config]["failed"] == 0
+    assert {c.path for c in res[config].checks} == {path}
+    assert [c for c in res[config].checks if c.ok]  # not all "not applicable"
+
+
 def test_every_check_passes_on_its_path_with_the_session_engines_reused(rehearsal) -> None:
     res, _, doc, _ = rehearsal
-    for config, path in PATH_OF.items():
-        assert not res[config].failed, res[config].failed
-        assert doc[config]["failed"] == 0
-        assert {c.path for c in res[config].checks} == {path}
-        assert [c for c in res[config].checks if c.ok]  # not all "not applicable"
+    _all_pass(res, doc, "moira_table5_a2")
     moira = res["moira_table5_a2"].notes
     assert any("served by a running engine of 'tiny-qwen3'" in n for n in moira)
     assert any("tool_call_parser None, the config's entry asks 'hermes'" in n for n in moira)
+
+
+@pytest.mark.slow
+def test_every_check_of_table1_passes_on_the_engine_path(qa_rehearsal) -> None:
+    res, _, doc, _ = qa_rehearsal
+    _all_pass(res, doc, "finacumen_table1")
+    cuts = _checks(res, "finacumen_table1", "cut reply")
+    assert cuts and all(c.ok for c in cuts), cuts
 
 
 def test_every_call_type_of_moira_reached_the_server_with_the_configs_settings(rehearsal) -> None:
@@ -134,15 +164,15 @@ def test_thinking_replies_are_split_by_the_server_and_only_the_final_text_parsed
 
 def test_a_cut_reply_is_a_counted_fallback(rehearsal) -> None:
     res, _, _, _ = rehearsal
-    for config in PATH_OF:
-        cuts = _checks(res, config, "cut reply")
-        assert cuts and all(c.ok for c in cuts), cuts
+    cuts = _checks(res, "moira_table5_a2", "cut reply")
+    assert cuts and all(c.ok for c in cuts), cuts
     thinking = [c for c in _checks(res, "moira_table5_a2", "cut reply") if c.seen["thinking"]]
     assert thinking and all(("mid-thought" in c.detail) != ("after thinking" in c.detail) for c in thinking)
 
 
-def test_images_reach_the_vision_model_through_the_engine(rehearsal) -> None:
-    res, _, _, _ = rehearsal
+@pytest.mark.slow
+def test_images_reach_the_vision_model_through_the_engine(qa_rehearsal) -> None:
+    res, _, _, _ = qa_rehearsal
     imgs = _checks(res, "finacumen_table1", "images reach the model")
     assert imgs and all(c.ok for c in imgs), imgs
     assert all(c.seen["image_tokens"] >= 64 * c.seen["images"] for c in imgs)
@@ -150,8 +180,9 @@ def test_images_reach_the_vision_model_through_the_engine(rehearsal) -> None:
     assert {"qa_solve", "qa_base", "qa_annotate", "bank_summarize", "judge"} <= calls, calls
 
 
-def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(rehearsal) -> None:
-    res, md, _, _ = rehearsal
+@pytest.mark.slow
+def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(qa_rehearsal) -> None:
+    res, md, _, _ = qa_rehearsal
     rows = {r["dataset"]: r for r in res["finacumen_table1"].qa_stages["engine"]}
     assert len(rows) == 12  # six bank sources, six evaluation sets
     assert rows["FinMMR Easy validation"]["file"] == "released"
@@ -176,12 +207,13 @@ def test_every_dataset_of_table1_went_through_its_own_loader_scorer_and_judge(re
     assert "Datasets through the stages (engine)" in text and "per call type (engine)" in text
 
 
-def test_the_bank_holds_entries_from_every_source_of_table1(rehearsal) -> None:
+@pytest.mark.slow
+def test_the_bank_holds_entries_from_every_source_of_table1(qa_rehearsal) -> None:
     """The bank build from every source (the released FinMMR file, stand-ins for the rest) ran to
     completion on the tiny engine: every source set has entries."""
     from bank.store import ExperienceBank
 
-    _, _, _, out = rehearsal
+    _, _, _, out = qa_rehearsal
     with ExperienceBank.open(out / "finacumen_table1" / "engine" / "bank") as bank:
         sets = sorted(set(bank.datasets()))
         answers = [e.answer for e in bank.get(list(range(len(bank))))]
@@ -191,8 +223,9 @@ def test_the_bank_holds_entries_from_every_source_of_table1(rehearsal) -> None:
     assert all(answers)  # each entry keeps its training item's gold answer
 
 
-def test_the_report_shows_the_protocol_and_the_judge_check_beside_fintmmbench(rehearsal) -> None:
-    _, _, _, out = rehearsal
+@pytest.mark.slow
+def test_the_report_shows_the_protocol_and_the_judge_check_beside_fintmmbench(qa_rehearsal) -> None:
+    _, _, _, out = qa_rehearsal
     doc = json.loads((out / "finacumen_table1" / "engine" / "reproduction.json").read_text(encoding="utf-8"))
     rows = [r for r in doc["rows"] if r.get("variant") and r["set"] != "macro"]
     assert {r["protocol"] for r in rows} == {"paper"}  # the config's protocol on every row
