@@ -358,17 +358,7 @@ def _block(  # type: ignore[no-untyped-def]
             lg = flags[2, ln]
             if lg == 0 and p > 0:  # no lag column to factorise: solved here
                 sv = refit_lag0(z, ii[k], jj[k], s1, t1, p, ln, ws, ops)
-                beta[e, k] = b
-                alpha[e, k] = al
-                if math.isnan(sv):
-                    _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
-                    continue
-                stat[e, k] = sv
-                pval[e, k] = mackinnon_p(sv, PVALUE_C2)
-                ops[OP_PVALUE] += 11
-                lag[e, k] = 0
-                continue
-            if 0 <= lg < p:  # refitted with the block's other jobs below
+            elif 0 <= lg < p:  # refitted with the block's other jobs below
                 refit_job(z, ii[k], jj[k], s1, t1, p, ln, ws, jobs, n_jobs, ops)
                 job_at[n_jobs, 0] = e
                 job_at[n_jobs, 1] = k
@@ -376,7 +366,8 @@ def _block(  # type: ignore[no-untyped-def]
                 alpha[e, k] = al
                 n_jobs += 1
                 continue
-            sv = sc[3, ln] if lg == p else nan
+            else:
+                sv = sc[3, ln] if lg == p else nan
             if math.isnan(sv):
                 _nan_out(stat, pval, lag, beta, alpha, e, k, b, al)
                 continue
